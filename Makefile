@@ -1,0 +1,61 @@
+# Quick start: `make lab` (set up, then JupyterLab on example_notebooks/), `make test` (set up, then every test layer).
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.gpuprofile-installed
+BUNDLE := python/gpuprofile/widget/static/widget.js
+export OMP_NUM_THREADS ?= 1
+
+.PHONY: setup lab test lint typecheck unit js-test chromium bench clean
+
+setup: $(STAMP) $(BUNDLE)
+
+$(VENV)/bin/python:
+	python3 -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+# torch is a range in pyproject.toml; when none is importable install the CPU build from
+# this machine's wheel folder rather than letting pip resolve a multi-GB CUDA build.
+$(STAMP): $(VENV)/bin/python pyproject.toml
+	$(PY) -c 'import torch' 2>/dev/null || $(PIP) install --quiet 'torch==2.13.0'
+	$(PIP) install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+$(BUNDLE): node_modules/.package-lock.json $(shell find js -name '*.js' -o -name '*.css')
+	npm run --silent build
+
+# Debian's chromium for the browser tests; needs root. Without it the browser tests skip
+# (or fail under CI=true).
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=example_notebooks --no-browser --ip=127.0.0.1
+
+lint: setup
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff format --check python tests bench
+
+typecheck: setup
+	$(VENV)/bin/mypy
+
+js-test: setup
+	node --test js/
+
+unit: setup
+	$(PY) -m pytest tests -q
+
+test: setup chromium lint typecheck js-test
+	$(PY) -m pytest tests -q -ra
+
+bench: setup
+	$(PY) bench/load.py $(wildcard ../shared/traces/kineto/*.json.gz)
+
+clean:
+	rm -rf $(VENV) node_modules $(BUNDLE) dist build

@@ -1,0 +1,20 @@
+"""Errors a user can act on: each names the file and, where known, the place in it."""
+
+from __future__ import annotations
+
+
+class GpuprofileError(Exception):
+    """Base class of every error gpuprofile raises on purpose."""
+
+
+class TraceFormatError(GpuprofileError):
+    """A trace file is missing, unreadable, or not the format it claims to be."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class ProfilerBusyError(GpuprofileError):
+    """Another torch.profiler session is already recording in this process."""

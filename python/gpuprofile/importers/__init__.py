@@ -1,0 +1,1 @@
+"""Readers that turn trace files made by other tools into a Trace."""

@@ -1,0 +1,148 @@
+"""The one trace model every source is read into and every analysis reads.
+
+Tables are pandas DataFrames with fixed columns and dtypes. Times are int64 nanoseconds from
+the trace's own start (``meta["origin_ns"]`` holds that start on the source's absolute clock).
+Names are dictionary-encoded as pandas categoricals: a million kernels have a few hundred names.
+A multi-rank run is one Trace with a ``rank`` column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+# Sentinel for "not known" in integer id columns (pandas' nullable ints are slow to build).
+NO_ID = -1
+
+_INT = "int64"
+_I32 = "int32"
+_F64 = "float64"
+_CAT = "category"
+_STR = "object"
+_BOOL = "bool"
+
+SCHEMA: dict[str, dict[str, str]] = {
+    # CPU-side events: aten ops, record_function annotations, python functions.
+    "ops": {
+        "id": _INT, "rank": _I32, "pid": _INT, "tid": _INT, "name": _CAT, "category": _CAT,
+        "start_ns": _INT, "dur_ns": _INT, "parent": _INT, "depth": _I32,
+        "external_id": _INT, "input_dims": _STR, "input_types": _STR, "flops": _F64,
+    },
+    "kernels": {
+        "id": _INT, "rank": _I32, "device": _I32, "stream": _INT, "name": _CAT,
+        "start_ns": _INT, "dur_ns": _INT, "correlation": _INT, "external_id": _INT, "op_id": _INT,
+        "grid_x": _I32, "grid_y": _I32, "grid_z": _I32,
+        "block_x": _I32, "block_y": _I32, "block_z": _I32,
+        "registers_per_thread": _I32, "shared_memory": _INT,
+        "occupancy": _F64, "blocks_per_sm": _F64,
+    },
+    # kind: HtoD, DtoH, DtoD, HtoH, PtoP or unknown; pinned: host side was page-locked.
+    "memcpy": {
+        "id": _INT, "rank": _I32, "device": _I32, "stream": _INT, "name": _CAT, "kind": _CAT,
+        "pinned": _BOOL, "start_ns": _INT, "dur_ns": _INT, "bytes": _INT,
+        "correlation": _INT, "external_id": _INT,
+    },
+    "memset": {
+        "id": _INT, "rank": _I32, "device": _I32, "stream": _INT, "name": _CAT,
+        "start_ns": _INT, "dur_ns": _INT, "bytes": _INT, "correlation": _INT, "external_id": _INT,
+    },
+    # CUDA/HIP runtime and driver API calls on the host.
+    "runtime": {
+        "id": _INT, "rank": _I32, "pid": _INT, "tid": _INT, "name": _CAT, "category": _CAT,
+        "start_ns": _INT, "dur_ns": _INT, "correlation": _INT, "external_id": _INT,
+    },
+    # Allocator events; device -1 is host memory.
+    "memory": {
+        "rank": _I32, "time_ns": _INT, "pid": _INT, "tid": _INT, "device": _I32,
+        "bytes": _INT, "total_allocated": _INT, "total_reserved": _INT,
+    },
+    "counters": {
+        "rank": _I32, "name": _CAT, "unit": _CAT, "device": _I32, "time_ns": _INT,
+        "value": _F64,
+    },
+}
+
+def empty_table(table: str) -> pd.DataFrame:
+    return make_table(table, {})
+
+
+def make_table(table: str, columns: Mapping[str, Any]) -> pd.DataFrame:
+    """Build a table of ``SCHEMA[table]`` from column arrays; missing columns get defaults."""
+    schema = SCHEMA[table]
+    unknown = set(columns) - set(schema)
+    if unknown:
+        raise ValueError(f"table {table!r} has no columns {sorted(unknown)}")
+    lengths = {len(v) for v in columns.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"table {table!r}: columns differ in length {sorted(lengths)}")
+    n = lengths.pop() if lengths else 0
+    data: dict[str, Any] = {}
+    for name, dtype in schema.items():
+        if name in columns:
+            values = columns[name]
+            if dtype == _CAT:
+                data[name] = pd.Categorical(values)
+            elif dtype == _STR:
+                data[name] = pd.Series(values, dtype=object)
+            else:
+                data[name] = np.asarray(values, dtype=dtype)
+        else:
+            data[name] = _default_column(dtype, n)
+    return pd.DataFrame(data, copy=False)
+
+
+def _default_column(dtype: str, n: int) -> Any:
+    if dtype == _CAT:
+        return pd.Categorical(np.full(n, "", dtype=object))
+    if dtype == _STR:
+        return pd.Series(np.full(n, None, dtype=object), dtype=object)
+    if dtype == _F64:
+        return np.full(n, np.nan)
+    if dtype == _BOOL:
+        return np.zeros(n, dtype=bool)
+    return np.full(n, NO_ID, dtype=dtype)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Columnar tables of one profiled run (one or many ranks), validated when built."""
+
+    ops: pd.DataFrame = field(default_factory=lambda: empty_table("ops"))
+    kernels: pd.DataFrame = field(default_factory=lambda: empty_table("kernels"))
+    memcpy: pd.DataFrame = field(default_factory=lambda: empty_table("memcpy"))
+    memset: pd.DataFrame = field(default_factory=lambda: empty_table("memset"))
+    runtime: pd.DataFrame = field(default_factory=lambda: empty_table("runtime"))
+    memory: pd.DataFrame = field(default_factory=lambda: empty_table("memory"))
+    counters: pd.DataFrame = field(default_factory=lambda: empty_table("counters"))
+    # source format and version, ranks (rank -> per-rank facts), devices, origin_ns, ...
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for table, schema in SCHEMA.items():
+            validate_table(table, getattr(self, table), schema)
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(int(r) for r in self.meta.get("ranks", {}))
+
+    def table(self, name: str) -> pd.DataFrame:
+        if name not in SCHEMA:
+            raise KeyError(f"no table {name!r}; tables are {sorted(SCHEMA)}")
+        frame: pd.DataFrame = getattr(self, name)
+        return frame
+
+
+def validate_table(table: str, frame: pd.DataFrame, schema: Mapping[str, str]) -> None:
+    columns = list(frame.columns)
+    if columns != list(schema):
+        raise ValueError(f"table {table!r}: columns {columns} differ from schema {list(schema)}")
+    for name, dtype in schema.items():
+        actual = str(frame[name].dtype)
+        if actual != dtype:
+            raise ValueError(f"table {table!r}: column {name!r} is {actual}, expected {dtype}")
+    if "dur_ns" in schema and len(frame) and int(frame["dur_ns"].min()) < 0:
+        raise ValueError(f"table {table!r}: negative durations")

@@ -1,0 +1,73 @@
+"""The one place where tables become bytes for the browser (and back, for tests).
+
+Format "GPT1", little-endian, readable in JS with typed arrays and no WebAssembly:
+
+    bytes 0..3   b"GPT1"
+    bytes 4..7   uint32 header length H
+    bytes 8..    UTF-8 JSON header {"n": rows, "columns": [{"name", "dtype", "offset"}, ...]}
+    then each column's values, starting at its byte offset (a multiple of 8 from the start).
+
+Times are offsets in nanoseconds from the trace start, never absolute clocks.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Mapping
+
+import numpy as np
+
+MAGIC = b"GPT1"
+DTYPES = ("float64", "float32", "int32", "uint32", "int16", "uint16", "int8", "uint8")
+_ALIGN = 8
+
+
+def encode_table(columns: Mapping[str, np.ndarray]) -> bytes:
+    lengths = {len(v) for v in columns.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"columns differ in length: {sorted(lengths)}")
+    n = lengths.pop() if lengths else 0
+    arrays = {name: np.ascontiguousarray(values) for name, values in columns.items()}
+    for name, values in arrays.items():
+        if values.dtype.name not in DTYPES:
+            raise ValueError(f"column {name!r} has dtype {values.dtype}, not one of {DTYPES}")
+    # The header holds the offsets, which depend on its length: reserve room for the largest
+    # offsets, then pad the real header with spaces (JSON ignores them).
+    specs = [{"name": k, "dtype": v.dtype.name, "offset": 10**15} for k, v in arrays.items()]
+    reserved = len(_header(n, specs))
+    offset = _aligned(8 + reserved)
+    for spec, values in zip(specs, arrays.values()):
+        spec["offset"] = offset
+        offset = _aligned(offset + values.nbytes)
+    header = _header(n, specs).ljust(reserved)
+    out = bytearray(offset)
+    out[0:4] = MAGIC
+    out[4:8] = struct.pack("<I", len(header))
+    out[8 : 8 + len(header)] = header
+    for spec, values in zip(specs, arrays.values()):
+        start = int(spec["offset"])
+        out[start : start + values.nbytes] = values.astype(values.dtype.newbyteorder("<")).tobytes()
+    return bytes(out)
+
+
+def decode_table(data: bytes) -> dict[str, np.ndarray]:
+    if data[:4] != MAGIC:
+        raise ValueError("not a GPT1 table: bad magic")
+    (header_len,) = struct.unpack("<I", data[4:8])
+    header = json.loads(data[8 : 8 + header_len])
+    n = header["n"]
+    return {
+        spec["name"]: np.frombuffer(
+            data, dtype=np.dtype(spec["dtype"]).newbyteorder("<"), count=n, offset=spec["offset"]
+        )
+        for spec in header["columns"]
+    }
+
+
+def _header(n: int, specs: list[dict[str, object]]) -> bytes:
+    return json.dumps({"n": n, "columns": specs}, separators=(",", ":")).encode()
+
+
+def _aligned(offset: int) -> int:
+    return (offset + _ALIGN - 1) // _ALIGN * _ALIGN
