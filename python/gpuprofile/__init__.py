@@ -1,1 +1,43 @@
-"""gpuprofile."""
+"""gpuprofile: where the time goes in AI workloads, in the notebook where you work.
+
+%load_ext gpuprofile          # then %%gpuprofile on a cell
+with gpuprofile.profile() as p: ...
+gpuprofile.load("trace.json.gz").report()
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gpuprofile.errors import GpuprofileError, ProfilerBusyError, TraceFormatError
+from gpuprofile.load import load
+from gpuprofile.profile import Profile, last
+
+if TYPE_CHECKING:
+    from gpuprofile.capture.session import profile
+
+__version__ = "0.1.0"
+__all__ = [
+    "GpuprofileError",
+    "Profile",
+    "ProfilerBusyError",
+    "TraceFormatError",
+    "last",
+    "load",
+    "profile",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Only capture/ imports torch; importing gpuprofile to read a trace must not.
+    if name == "profile":
+        from gpuprofile.capture.session import profile
+
+        return profile
+    raise AttributeError(f"module 'gpuprofile' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    from gpuprofile.magic import GpuprofileMagics
+
+    ipython.register_magics(GpuprofileMagics)

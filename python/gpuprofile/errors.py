@@ -18,3 +18,10 @@ class TraceFormatError(GpuprofileError):
 
 class ProfilerBusyError(GpuprofileError):
     """Another torch.profiler session is already recording in this process."""
+
+    @classmethod
+    def running(cls) -> ProfilerBusyError:
+        return cls(
+            "a torch.profiler session is already recording in this process (a nested "
+            "%%gpuprofile, or your own torch.profiler.profile); stop it first"
+        )

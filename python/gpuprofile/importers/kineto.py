@@ -65,12 +65,12 @@ class _Event(msgspec.Struct, gc=False):
 
 
 class _Document(msgspec.Struct, gc=False):
-    traceEvents: list[_Event]  # noqa: N815 - the format's own key
-    schemaVersion: int | str | None = None  # noqa: N815
-    deviceProperties: list[dict[str, Any]] | None = None  # noqa: N815
-    computeProperties: list[dict[str, Any]] | None = None  # noqa: N815
-    distributedInfo: dict[str, Any] | None = None  # noqa: N815
-    baseTimeNanoseconds: int | None = None  # noqa: N815
+    traceEvents: list[_Event]
+    schemaVersion: int | str | None = None
+    deviceProperties: list[dict[str, Any]] | None = None
+    computeProperties: list[dict[str, Any]] | None = None
+    distributedInfo: dict[str, Any] | None = None
+    baseTimeNanoseconds: int | None = None
     record_shapes: int | bool | None = None
     profile_memory: int | bool | None = None
     with_stack: int | bool | None = None
@@ -84,11 +84,19 @@ class _Document(msgspec.Struct, gc=False):
 
 # Kineto category -> our table; old (2020-2021) traces capitalize categories.
 _TABLE_OF_CATEGORY = {
-    "kernel": "kernels", "Kernel": "kernels",
-    "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
-    "gpu_memset": "memset", "Memset": "memset",
-    "cuda_runtime": "runtime", "Runtime": "runtime", "cuda_driver": "runtime",
-    "cpu_op": "ops", "Operator": "ops", "user_annotation": "ops", "python_function": "ops",
+    "kernel": "kernels",
+    "Kernel": "kernels",
+    "gpu_memcpy": "memcpy",
+    "Memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "Memset": "memset",
+    "cuda_runtime": "runtime",
+    "Runtime": "runtime",
+    "cuda_driver": "runtime",
+    "cpu_op": "ops",
+    "Operator": "ops",
+    "user_annotation": "ops",
+    "python_function": "ops",
 }
 _OP_CATEGORY = {"Operator": "cpu_op"}
 _FLOW_PHASES = frozenset("sftbe")
@@ -311,10 +319,9 @@ def _gpu_columns(bucket: list[_Event], ts0: float) -> tuple[dict[str, Any], list
 def _kernel_columns(bucket: list[_Event], ts0: float) -> dict[str, Any]:
     columns, args = _gpu_columns(bucket, ts0)
     n = len(bucket)
-    for key, axis in (("grid", 0), ("grid", 1), ("grid", 2), ("block", 0), ("block", 1), ("block", 2)):
-        columns[f"{key}_{'xyz'[axis]}"] = _ints(
-            (_dim(getattr(a, key), axis) for a in args), n
-        )
+    for key in ("grid", "block"):
+        for axis, letter in enumerate("xyz"):
+            columns[f"{key}_{letter}"] = _ints((_dim(getattr(a, key), axis) for a in args), n)
     columns["registers_per_thread"] = _ints((a.registers_per_thread for a in args), n)
     columns["shared_memory"] = _ints((a.shared_memory for a in args), n)
     columns["occupancy"] = _floats((a.occupancy for a in args), n)
@@ -341,9 +348,12 @@ def _memcpy_columns(bucket: list[_Event], ts0: float) -> dict[str, Any]:
 def _memcpy_kind(name: str) -> str:
     # "Memcpy HtoD (Pinned -> Device)"; AMD writes the same names.
     parts = name.split(" ", 2)
-    if len(parts) >= 2 and parts[0] == "Memcpy" and parts[1] in ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP"):
+    if len(parts) >= 2 and parts[0] == "Memcpy" and parts[1] in _MEMCPY_KINDS:
         return parts[1]
     return "unknown"
+
+
+_MEMCPY_KINDS = frozenset(("HtoD", "DtoH", "DtoD", "HtoH", "PtoP"))
 
 
 def _memset_columns(bucket: list[_Event], ts0: float) -> dict[str, Any]:
@@ -377,9 +387,7 @@ def _memory_columns(bucket: list[_Event], ts0: float) -> dict[str, Any]:
         "pid": np.fromiter((_as_id(e.pid) for e in bucket), np.int64, n),
         "tid": np.fromiter((_as_id(e.tid) for e in bucket), np.int64, n),
         # Device Type 0 is the CPU: report host memory as device -1.
-        "device": _ints(
-            (a.device_id if a.device_type not in (None, 0) else -1 for a in args), n
-        ),
+        "device": _ints((a.device_id if a.device_type not in (None, 0) else -1 for a in args), n),
         "bytes": _ints((a.alloc_bytes for a in args), n),
         "total_allocated": _ints((a.total_allocated for a in args), n),
         "total_reserved": _ints((a.total_reserved for a in args), n),
@@ -502,8 +510,9 @@ def _launching_ops(ops: pd.DataFrame, runtime: pd.DataFrame, kernels: pd.DataFra
     parent, _ = nest(
         np.concatenate([op_thread, call_thread]),
         np.concatenate([op_start, call_start]),
-        np.concatenate([op_start + cpu_ops["dur_ns"].to_numpy(),
-                        call_start + runtime["dur_ns"].to_numpy()]),
+        np.concatenate(
+            [op_start + cpu_ops["dur_ns"].to_numpy(), call_start + runtime["dur_ns"].to_numpy()]
+        ),
     )
     # A call nested in another call (cudaLaunchKernel inside cuLaunchKernel) climbs to an op.
     n_ops = len(cpu_ops)

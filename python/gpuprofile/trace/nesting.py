@@ -7,9 +7,7 @@ import numpy as np
 from gpuprofile.trace.model import NO_ID
 
 
-def nest(
-    thread: np.ndarray, start: np.ndarray, end: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def nest(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Parent position (or NO_ID) and depth of each interval among those of its thread.
 
     Intervals on one thread nest like call frames; an interval's parent is the innermost one

@@ -46,7 +46,8 @@ def encode_table(columns: Mapping[str, np.ndarray]) -> bytes:
     out[4:8] = struct.pack("<I", len(header))
     out[8 : 8 + len(header)] = header
     for spec, values in zip(specs, arrays.values()):
-        start = int(spec["offset"])
+        start = spec["offset"]
+        assert isinstance(start, int)
         out[start : start + values.nbytes] = values.astype(values.dtype.newbyteorder("<")).tobytes()
     return bytes(out)
 

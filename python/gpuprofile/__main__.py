@@ -1,0 +1,5 @@
+import sys
+
+from gpuprofile.cli import main
+
+sys.exit(main())

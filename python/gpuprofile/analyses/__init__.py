@@ -1,0 +1,1 @@
+"""Analyses: pure functions of a Trace that return tables or frozen dataclasses."""

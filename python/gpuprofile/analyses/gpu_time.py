@@ -1,0 +1,71 @@
+"""Where a rank's GPU time goes: busy, idle, compute and non-compute within its GPU window.
+
+The window runs from the first GPU activity (kernel, memcpy or memset) to the last one's end.
+Busy is the union of those intervals; compute is the union of compute kernels alone. These
+are HTA's temporal-breakdown definitions, so the figures can be checked against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.intervals import union_length
+from gpuprofile.analyses.kernel_kind import is_compute
+from gpuprofile.trace.model import Trace
+
+
+@dataclass(frozen=True)
+class GpuTime:
+    rank: int
+    start_ns: int
+    window_ns: int
+    busy_ns: int
+    idle_ns: int
+    compute_ns: int
+    non_compute_ns: int
+
+    @property
+    def busy_pct(self) -> float:
+        return 100.0 * self.busy_ns / self.window_ns if self.window_ns else 0.0
+
+
+def gpu_activity(trace: Trace, rank: int) -> pd.DataFrame:
+    """Kernels, memcpys and memsets of one rank as (name, start_ns, end_ns)."""
+    frames = []
+    for table in (trace.kernels, trace.memcpy, trace.memset):
+        rows = table[table["rank"] == rank]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "name": rows["name"].astype(object),
+                    "start_ns": rows["start_ns"],
+                    "end_ns": rows["start_ns"] + rows["dur_ns"],
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def gpu_time(trace: Trace, rank: int) -> GpuTime | None:
+    """The GPU breakdown of one rank, or None when the rank has no GPU activity."""
+    activity = gpu_activity(trace, rank)
+    if activity.empty:
+        return None
+    start = activity["start_ns"].to_numpy(np.int64)
+    end = activity["end_ns"].to_numpy(np.int64)
+    window = int(end.max() - start.min())
+    busy = union_length(start, end)
+    compute_rows = is_compute(activity["name"])
+    compute = union_length(start[compute_rows], end[compute_rows])
+    return GpuTime(
+        rank=rank,
+        start_ns=int(start.min()),
+        window_ns=window,
+        busy_ns=busy,
+        idle_ns=window - busy,
+        compute_ns=compute,
+        non_compute_ns=busy - compute,
+    )

@@ -1,0 +1,1 @@
+"""Capturing a profile with torch.profiler: the only package that imports torch at import time."""

@@ -1,0 +1,52 @@
+"""The command line: `gpuprofile report PATH`, `gpuprofile demo`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from gpuprofile.errors import GpuprofileError
+from gpuprofile.profile import Profile
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpuprofile", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    report = commands.add_parser("report", help="analyse a trace file or a directory of ranks")
+    report.add_argument("path", help="Kineto / PyTorch profiler trace (.json, .json.gz) or dir")
+    demo = commands.add_parser("demo", help="profile a small transformer block and report it")
+    for sub in (report, demo):
+        sub.add_argument("--format", choices=("text", "json"), default="text")
+    return parser
+
+
+def _emit(profile: Profile, fmt: str) -> None:
+    if fmt == "json":
+        print(json.dumps(profile.report(), indent=2))
+    else:
+        print(profile.text())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "report":
+            from gpuprofile.load import load
+
+            _emit(load(args.path), args.format)
+        else:
+            from gpuprofile.capture.demo import transformer_block_steps
+
+            _emit(transformer_block_steps(), args.format)
+    except GpuprofileError as exc:
+        print(f"gpuprofile: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""%%gpuprofile: run a cell exactly as it would run, under the profiler, then show what it found."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from gpuprofile.errors import ProfilerBusyError
+from gpuprofile.profile import Profile, remember
+
+
+@magics_class
+class GpuprofileMagics(Magics):
+    @magic_arguments()
+    @argument("--memory", action="store_true", help="record allocator events (profile_memory)")
+    @argument("--stack", action="store_true", help="record Python stacks (with_stack; ~2x slower)")
+    @argument("--no-shapes", action="store_true", help="do not record input shapes")
+    @argument("--export", metavar="PATH", help="also write a Chrome trace (Perfetto, HTA)")
+    @cell_magic
+    def gpuprofile(self, line: str, cell: str) -> None:
+        """Profile this cell with torch.profiler (CPU, and CUDA where present).
+
+        The cell runs in the notebook's namespace as it would without the magic; its
+        exceptions propagate with their own traceback after the profiler has stopped. The
+        widget and a plain-text report are displayed; ``gpuprofile.last()`` returns the Profile.
+        """
+        from gpuprofile.capture.session import CaptureOptions, capture, profiler_running
+
+        args = parse_argstring(self.gpuprofile, line)
+        options = CaptureOptions(
+            record_shapes=not args.no_shapes,
+            profile_memory=args.memory,
+            with_stack=args.stack,
+            export=args.export,
+        )
+        if profiler_running():
+            # One clear line, not a traceback; the cell does not run.
+            raise UsageError(str(ProfilerBusyError.running()))
+        shell: Any = self.shell
+        code = shell.transform_cell(cell)
+        filename = shell.compile.cache(code, shell.execution_count)
+        compiled = shell.compile(code, filename, "exec")
+        result = Profile()
+        try:
+            with capture(options, result):
+                exec(compiled, shell.user_ns)
+        finally:
+            if result._trace is not None:
+                remember(result)
+                display(result)

@@ -1,0 +1,69 @@
+"""A Profile: one Trace with its report, shown as a widget in notebooks and as text elsewhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuprofile.errors import GpuprofileError
+from gpuprofile.report.build import build_report
+from gpuprofile.report.text import render_text
+from gpuprofile.trace.model import Trace
+
+
+class Profile:
+    """The result of a capture or an import. Filled in when a capture ends."""
+
+    def __init__(self, trace: Trace | None = None, *, partial: bool = False) -> None:
+        self._trace = trace
+        self.partial = partial
+        self._report: dict[str, Any] | None = None
+
+    def _finish(self, trace: Trace, *, partial: bool) -> None:
+        self._trace = trace
+        self.partial = partial
+        self._report = None
+
+    @property
+    def trace(self) -> Trace:
+        if self._trace is None:
+            raise GpuprofileError("this profile is still recording; use it after the block ends")
+        return self._trace
+
+    def report(self) -> dict[str, Any]:
+        """The versioned report dict (schema gpuprofile.report/1), as `--format json` prints."""
+        if self._report is None:
+            self._report = build_report(self.trace, partial=self.partial)
+        return self._report
+
+    def text(self) -> str:
+        return render_text(self.report())
+
+    def widget(self) -> Any:
+        from gpuprofile.widget.widget import make_widget
+
+        return make_widget({**self.report(), "text": self.text()}, self.trace)
+
+    def __repr__(self) -> str:
+        if self._trace is None:
+            return "<gpuprofile.Profile (recording)>"
+        return self.text()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle: dict[str, Any] = self.widget()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = self.text()
+        return bundle
+
+
+_last: Profile | None = None
+
+
+def remember(profile: Profile) -> None:
+    global _last
+    _last = profile
+
+
+def last() -> Profile:
+    """The Profile that the most recent %%gpuprofile cell made."""
+    if _last is None:
+        raise GpuprofileError("no profile yet: run a cell with %%gpuprofile first")
+    return _last

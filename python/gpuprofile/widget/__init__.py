@@ -1,0 +1,1 @@
+"""The notebook widget (anywidget) and its wire format."""
