@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuprofile.errors import GpuprofileError, ProfilerBusyError, TraceFormatError
 from gpuprofile.load import load
-from gpuprofile.profile import Profile, last
+from gpuprofile.result import Profile, last
 
 if TYPE_CHECKING:
     from gpuprofile.capture.session import profile

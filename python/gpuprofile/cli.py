@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from gpuprofile.errors import GpuprofileError
-from gpuprofile.profile import Profile
+from gpuprofile.result import Profile
 
 
 def _parser() -> argparse.ArgumentParser:

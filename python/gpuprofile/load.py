@@ -6,7 +6,7 @@ from pathlib import Path
 
 from gpuprofile.errors import TraceFormatError
 from gpuprofile.importers.kineto import load_kineto
-from gpuprofile.profile import Profile
+from gpuprofile.result import Profile
 
 
 def load(path: str | Path) -> Profile:

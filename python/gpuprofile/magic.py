@@ -10,7 +10,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from gpuprofile.errors import ProfilerBusyError
-from gpuprofile.profile import Profile, remember
+from gpuprofile.result import Profile, remember
 
 
 @magics_class

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from gpuprofile.capture.session import profile
-from gpuprofile.profile import Profile
+from gpuprofile.result import Profile
 
 
 def transformer_block_steps(

@@ -19,7 +19,7 @@ from torch.profiler import profile as torch_profile
 
 from gpuprofile.errors import ProfilerBusyError
 from gpuprofile.importers.kineto import load_kineto
-from gpuprofile.profile import Profile
+from gpuprofile.result import Profile
 from gpuprofile.trace.model import Trace
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -219,7 +220,8 @@ def _read_rank(path: Path) -> _RankTables:
     return _RankTables(
         path=path,
         declared_rank=int(declared) if isinstance(declared, int | str) else None,
-        origin_ns=base + round(ts0 * 1000),
+        # Via the float's shortest decimal form: ts0 * 1000 would round away nanoseconds.
+        origin_ns=base + round(Decimal(repr(ts0)) * 1000),
         columns=columns,
         meta=meta,
         thread_names=thread_names,

@@ -48,10 +48,11 @@ class Profile:
             return "<gpuprofile.Profile (recording)>"
         return self.text()
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle: dict[str, Any] = self.widget()._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = self.text()
-        return bundle
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # The widget view for Jupyter frontends; the text report for everything else.
+        bundle = self.widget()._repr_mimebundle_(**kwargs)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        return {**data, "text/plain": self.text()}, metadata
 
 
 _last: Profile | None = None

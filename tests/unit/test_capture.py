@@ -1,0 +1,106 @@
+"""Real torch.profiler captures on the CPU, read back through the one Trace path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import gpuprofile
+from gpuprofile.analyses.summary import top_ops
+from gpuprofile.capture.session import profiler_running
+
+
+def mlp_steps(steps: int = 2) -> torch.Tensor:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+    x = torch.randn(16, 32)
+    loss = torch.zeros(())
+    for _ in range(steps):
+        with torch.profiler.record_function("step"):
+            loss = model(x).square().mean()
+            loss.backward()
+    return loss
+
+
+def test_capture_matches_the_exported_chrome_trace(tmp_path: Path) -> None:
+    export = tmp_path / "capture.json"
+    with gpuprofile.profile(export=export) as p:
+        mlp_steps()
+    events = json.loads(export.read_text())["traceEvents"]
+    cpu = [
+        e
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation", "python_function")
+    ]
+    report = p.report()
+    assert report["source"]["format"] == "capture"
+    assert report["partial"] is False
+    (rank,) = report["ranks"]
+    assert rank["counts"]["ops"] == len(cpu) > 0
+    assert rank["gpu"] is None
+    names = {e["name"] for e in cpu}
+    assert {"aten::addmm", "step"} <= names
+    # Shapes are recorded by default.
+    addmm = p.trace.ops[p.trace.ops["name"] == "aten::addmm"]
+    assert json.loads(addmm["input_dims"].iloc[0])[1] == [16, 32]
+    every_op = {row.name: row.count for row in top_ops(p.trace, 0, limit=10_000)}
+    assert every_op["aten::addmm"] == sum(e["name"] == "aten::addmm" for e in cpu)
+    expected_total = sum(round(e["dur"] * 1000) for e in cpu if e["name"] == "aten::addmm")
+    assert (
+        abs(
+            next(r.total_ns for r in top_ops(p.trace, 0, 10_000) if r.name == "aten::addmm")
+            - expected_total
+        )
+        <= every_op["aten::addmm"]
+    )
+
+
+def test_capture_counts_agree_with_torch_own_events() -> None:
+    with gpuprofile.profile(record_shapes=False) as p:
+        mlp_steps(1)
+    ops = p.trace.ops
+    assert ops["input_dims"].isna().all()
+    assert (ops["category"] == "user_annotation").sum() == 1
+
+
+def test_a_raising_block_gives_a_partial_profile() -> None:
+    with pytest.raises(ZeroDivisionError), gpuprofile.profile() as p:
+        mlp_steps(1)
+        raise ZeroDivisionError("boom")
+    assert p.partial
+    assert not profiler_running()
+    assert p.report()["partial"] is True
+    assert "PARTIAL" in p.text()
+    assert p.report()["ranks"][0]["counts"]["ops"] > 0
+
+
+def test_nested_profile_is_refused_and_leaves_the_outer_intact() -> None:
+    with gpuprofile.profile() as outer:
+        with pytest.raises(gpuprofile.ProfilerBusyError, match="already recording"):  # noqa: SIM117
+            with gpuprofile.profile():
+                pass
+        mlp_steps(1)
+    assert outer.report()["ranks"][0]["counts"]["ops"] > 0
+    assert not profiler_running()
+
+
+def test_a_users_own_torch_profiler_is_refused() -> None:
+    with torch.profiler.profile(), pytest.raises(gpuprofile.ProfilerBusyError):  # noqa: SIM117
+        with gpuprofile.profile():
+            pass
+
+
+def test_profile_memory_records_allocator_events() -> None:
+    with gpuprofile.profile(profile_memory=True) as p:
+        mlp_steps(1)
+    memory = p.trace.memory
+    assert len(memory) > 0
+    assert (memory["device"] == -1).all()  # CPU allocations
+
+
+def test_using_a_profile_while_recording_is_an_error() -> None:
+    with gpuprofile.profile() as p, pytest.raises(gpuprofile.GpuprofileError, match="recording"):
+        p.report()

@@ -1,0 +1,197 @@
+"""The Kineto importer on documents built here, one variant at a time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from kineto_docs import cpu_op, document, kernel, memcpy, memset, runtime, write
+
+from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.trace.model import NO_ID, SCHEMA
+
+
+def launch_doc() -> dict:
+    return document(
+        [
+            cpu_op("aten::linear", 1000, 50, ext=1),
+            cpu_op("aten::addmm", 1010, 30, ext=2),
+            runtime("cudaLaunchKernel", 1015, 5, corr=77),
+            kernel("gemm_kernel", 1030, 12.5, corr=77, grid=[4, 2, 1], block=[128, 1, 1]),
+            kernel("relu_kernel", 1050, 2, corr=78),
+            memcpy("HtoD", 990, 4, 4096, pinned=True),
+            memset(1060, 1, 256),
+            {
+                "ph": "i",
+                "cat": "cpu_instant_event",
+                "name": "[memory]",
+                "pid": 100,
+                "tid": 1,
+                "ts": 1001,
+                "s": "t",
+                "args": {
+                    "Device Type": 1,
+                    "Device Id": 0,
+                    "Bytes": 512,
+                    "Total Allocated": 512,
+                    "Total Reserved": 2048,
+                },
+            },
+            {"ph": "s", "id": 77, "pid": 100, "tid": 1, "ts": 1015, "cat": "ac2g", "name": "ac2g"},
+            {"ph": "M", "name": "thread_name", "pid": 100, "tid": 1, "args": {"name": "main"}},
+        ],
+        distributedInfo={"rank": 0, "world_size": 1},
+        deviceProperties=[
+            {
+                "id": 0,
+                "name": "NVIDIA H100 80GB HBM3",
+                "numSms": 132,
+                "computeMajor": 9,
+                "computeMinor": 0,
+                "totalGlobalMem": 85e9,
+            }
+        ],
+    )
+
+
+def test_tables_hold_the_events_with_exact_times(tmp_path: Path) -> None:
+    trace = load_kineto(write(tmp_path / "t.json", launch_doc()))
+    # The earliest event (the memcpy at 990 us) is time zero.
+    assert trace.meta["origin_ns"] == 990_000
+    k = trace.kernels.set_index(trace.kernels["name"].astype(str))
+    assert k.loc["gemm_kernel", "start_ns"] == 40_000
+    assert k.loc["gemm_kernel", "dur_ns"] == 12_500
+    assert (k.loc["gemm_kernel", ["grid_x", "grid_y", "block_x"]] == [4, 2, 128]).all()
+    assert k.loc["relu_kernel", "grid_x"] == NO_ID
+    assert trace.memcpy["kind"].tolist() == ["HtoD"]
+    assert trace.memcpy["pinned"].tolist() == [True]
+    assert trace.memcpy["bytes"].tolist() == [4096]
+    assert trace.memset["bytes"].tolist() == [256]
+    assert trace.memory["time_ns"].tolist() == [11_000]
+    assert trace.memory["total_reserved"].tolist() == [2048]
+    assert trace.ranks == [0]
+    assert trace.meta["ranks"][0]["devices"][0]["sm_count"] == 132
+    for table, schema in SCHEMA.items():
+        assert list(trace.table(table).columns) == list(schema)
+
+
+def test_nesting_and_launching_op(tmp_path: Path) -> None:
+    trace = load_kineto(write(tmp_path / "t.json", launch_doc()))
+    ops = trace.ops.set_index(trace.ops["name"].astype(str))
+    assert ops.loc["aten::linear", "depth"] == 0
+    assert ops.loc["aten::addmm", "depth"] == 1
+    assert ops.loc["aten::addmm", "parent"] == ops.loc["aten::linear", "id"]
+    k = trace.kernels.set_index(trace.kernels["name"].astype(str))
+    # The launch (correlation 77) runs inside aten::addmm, the innermost op around it.
+    assert k.loc["gemm_kernel", "op_id"] == ops.loc["aten::addmm", "id"]
+    assert k.loc["relu_kernel", "op_id"] == NO_ID
+
+
+def test_float_and_base_relative_timestamps(tmp_path: Path) -> None:
+    doc = document(
+        [cpu_op("a", 4458676522690.655, 1.5), kernel("k", 4458676522691.000, 0.25, corr=1)],
+        baseTimeNanoseconds=1711964646000000000,
+    )
+    trace = load_kineto(write(tmp_path / "t.json", doc))
+    assert trace.kernels["start_ns"].tolist() == [345]
+    assert trace.kernels["dur_ns"].tolist() == [250]
+    assert trace.ops["dur_ns"].tolist() == [1500]
+    assert trace.meta["origin_ns"] == 1711964646000000000 + 4458676522690655
+
+
+def test_legacy_list_document_with_old_categories(tmp_path: Path) -> None:
+    events = [
+        {
+            "ph": "X",
+            "cat": "Operator",
+            "name": "aten::mm",
+            "pid": 1,
+            "tid": "4093687616",
+            "ts": 10,
+            "dur": 5,
+            "args": {"Input dims": [[2, 3], [3, 4]], "external id": 3},
+        },
+        {
+            "ph": "X",
+            "cat": "Runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": "4093687616",
+            "ts": 11,
+            "dur": 1,
+            "args": {"correlation": 9, "external id": 3},
+        },
+        {
+            "ph": "X",
+            "cat": "Kernel",
+            "name": "mm_kernel",
+            "pid": 0,
+            "tid": "stream 7",
+            "ts": 13,
+            "dur": 2,
+            "args": {"correlation": 9, "external id": 3},
+        },
+        {
+            "ph": "X",
+            "cat": "Memcpy",
+            "name": "Memcpy DtoH (Device -> Pageable)",
+            "pid": 0,
+            "tid": "stream 7",
+            "ts": 16,
+            "dur": 1,
+            "args": {"bytes": "64"},
+        },
+    ]
+    trace = load_kineto(write(tmp_path / "t.json.gz", events, gz=True))
+    assert trace.ops["category"].tolist() == ["cpu_op"]
+    assert trace.ops["tid"].tolist() == [4093687616]
+    assert json.loads(trace.ops["input_dims"].iloc[0]) == [[2, 3], [3, 4]]
+    assert trace.kernels["stream"].tolist() == [7]
+    assert trace.kernels["device"].tolist() == [0]
+    assert trace.kernels["op_id"].tolist() == trace.ops["id"].tolist()
+    assert trace.memcpy["kind"].tolist() == ["DtoH"]
+    assert trace.memcpy["bytes"].tolist() == [64]
+    assert trace.memcpy["pinned"].tolist() == [False]
+
+
+def test_rank_directory_aligns_clocks(tmp_path: Path) -> None:
+    for rank, offset in ((0, 0), (1, 250)):
+        doc = document(
+            [kernel("k", 1000 + offset, 10, corr=1)],
+            distributedInfo={"rank": rank, "world_size": 2},
+        )
+        write(tmp_path / f"rank{rank}.json", doc)
+    (tmp_path / "notes.txt").write_text("not a trace")
+    trace = load_kineto(tmp_path)
+    assert trace.ranks == [0, 1]
+    by_rank = dict(zip(trace.kernels["rank"].tolist(), trace.kernels["start_ns"].tolist()))
+    assert by_rank == {0: 0, 1: 250_000}
+    assert np.array_equal(trace.kernels["id"].to_numpy(), np.arange(2))
+
+
+def test_duplicate_ranks_in_a_directory_are_an_error(tmp_path: Path) -> None:
+    for name in ("a.json", "b.json"):
+        write(tmp_path / name, document([kernel("k", 1, 1, corr=1)], distributedInfo={"rank": 3}))
+    with pytest.raises(Exception, match=r"rank 3 appears twice: a\.json and b\.json"):
+        load_kineto(tmp_path)
+
+
+def test_unknown_event_kinds_are_counted_not_dropped_silently(tmp_path: Path) -> None:
+    doc = document(
+        [
+            kernel("k", 1, 1, corr=1),
+            {
+                "ph": "X",
+                "cat": "cuda_profiler_range",
+                "name": "r",
+                "ts": 1,
+                "dur": 1,
+                "pid": 0,
+                "tid": 0,
+            },
+        ]
+    )
+    trace = load_kineto(write(tmp_path / "t.json", doc))
+    assert trace.meta["ranks"][0]["skipped"] == {"cuda_profiler_range": 1}

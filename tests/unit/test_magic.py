@@ -1,0 +1,80 @@
+"""%%gpuprofile in a real IPython shell."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.testing.globalipapp import start_ipython
+
+import gpuprofile
+
+
+@pytest.fixture(scope="module")
+def shell() -> Iterator[InteractiveShell]:
+    ip = start_ipython()
+    assert ip is not None
+    ip.run_line_magic("load_ext", "gpuprofile")
+    yield ip
+
+
+def run(shell: InteractiveShell, cell: str):  # type: ignore[no-untyped-def]
+    return shell.run_cell(cell, store_history=True)
+
+
+def test_cell_runs_in_the_user_namespace(shell: InteractiveShell) -> None:
+    result = run(shell, "%%gpuprofile\nimport torch\nw = torch.ones(8, 8) @ torch.ones(8, 8)\n")
+    assert result.success, result.error_in_exec
+    assert float(shell.user_ns["w"][0, 0]) == 8.0
+    profile = gpuprofile.last()
+    assert profile.partial is False
+    assert "aten::mm" in set(profile.trace.ops["name"].astype(str))
+
+
+def test_exception_keeps_its_type_and_traceback(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(shell, "%%gpuprofile\nimport torch\nz = torch.ones(3).sum()\n1 / 0\n")
+    assert isinstance(result.error_in_exec, ZeroDivisionError)
+    out = capsys.readouterr().out
+    assert "ZeroDivisionError" in out and "1 / 0" in out  # the cell's own line
+    assert float(shell.user_ns["z"]) == 3.0  # what ran before the error still ran
+    profile = gpuprofile.last()
+    assert profile.partial is True
+    assert "PARTIAL" in profile.text()
+    assert not gpuprofile.capture.session.profiler_running()
+
+
+def test_display_carries_the_widget_and_the_text(shell: InteractiveShell) -> None:
+    run(shell, "%%gpuprofile\nimport torch\ntorch.ones(4).cumsum(0)\n")
+    bundle, _ = gpuprofile.last()._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"].startswith("gpuprofile report (capture)")
+
+
+def test_nested_magic_is_a_clear_error(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cell = "%%gpuprofile\nget_ipython().run_cell('%%gpuprofile\\nx_nested = 1')\n"
+    result = run(shell, cell)
+    assert result.success
+    out, err = capsys.readouterr()
+    assert "already recording" in out + err
+    assert "x_nested" not in shell.user_ns
+
+
+def test_options_are_parsed_and_documented(shell: InteractiveShell, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    export = tmp_path / "cell.json"
+    result = run(
+        shell,
+        f"%%gpuprofile --memory --no-shapes --export {export}\nimport torch\n"
+        "t = torch.zeros(1000)\n",
+    )
+    assert result.success, result.error_in_exec
+    assert export.exists()
+    profile = gpuprofile.last()
+    assert len(profile.trace.memory) > 0
+    assert profile.trace.ops["input_dims"].isna().all()
+    doc = shell.find_cell_magic("gpuprofile").__doc__
+    assert doc is not None and "--memory" in doc and "--export" in doc
