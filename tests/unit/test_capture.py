@@ -104,3 +104,19 @@ def test_profile_memory_records_allocator_events() -> None:
 def test_using_a_profile_while_recording_is_an_error() -> None:
     with gpuprofile.profile() as p, pytest.raises(gpuprofile.GpuprofileError, match="recording"):
         p.report()
+
+
+def test_export_opens_in_hta(tmp_path: Path) -> None:
+    from hta.trace_analysis import TraceAnalysis
+
+    export = tmp_path / "cell.pt.trace.json"
+    with gpuprofile.profile(export=export) as p:
+        mlp_steps(1)
+    analysis = TraceAnalysis(trace_dir=str(tmp_path))
+    hta_events = analysis.t.get_trace(0)
+    symbols = analysis.t.symbol_table.get_sym_table()
+    hta_names = [symbols[i] for i in hta_events["name"]]
+    ours = p.trace.ops["name"].astype(str).tolist()
+    assert sorted(n for n in hta_names if n.startswith("aten::")) == sorted(
+        n for n in ours if n.startswith("aten::")
+    )
