@@ -35,8 +35,10 @@ chromium:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	fi
 
+# No browser on the machine: JupyterLab prints the URL to open. Root (containers) needs --allow-root.
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=example_notebooks --no-browser --ip=127.0.0.1
+	$(VENV)/bin/jupyter lab --notebook-dir=example_notebooks --no-browser --ip=127.0.0.1 \
+		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 lint: setup
 	$(VENV)/bin/ruff check python tests bench
