@@ -1,0 +1,184 @@
+"""Kineto events of one table -> typed column arrays for the Trace model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from gpuprofile.importers.kineto_format import NO_ARGS, OP_CATEGORY, Args, Event
+from gpuprofile.trace.model import NO_ID
+
+
+def _times(bucket: Sequence[Event], ts0: float) -> tuple[np.ndarray, np.ndarray]:
+    # Subtracting ts0 in microseconds first keeps nanosecond precision for absolute timestamps.
+    ts = np.fromiter((e.ts for e in bucket), dtype=np.float64, count=len(bucket))
+    dur = np.fromiter((e.dur or 0 for e in bucket), dtype=np.float64, count=len(bucket))
+    return np.rint((ts - ts0) * 1000).astype(np.int64), np.rint(dur * 1000).astype(np.int64)
+
+
+def _ints(values: Any, n: int) -> np.ndarray:
+    return np.fromiter(((NO_ID if v is None else v) for v in values), dtype=np.int64, count=n)
+
+
+def _floats(values: Any, n: int) -> np.ndarray:
+    return np.fromiter(((np.nan if v is None else v) for v in values), dtype=np.float64, count=n)
+
+
+def _as_id(value: int | str | None) -> int:
+    """Streams, pids and tids are sometimes strings ("stream 7", "4093687616")."""
+    if value is None:
+        return NO_ID
+    if isinstance(value, int):
+        return value
+    digits = value.rsplit(" ", 1)[-1]
+    return int(digits) if digits.lstrip("-").isdigit() else NO_ID
+
+
+def _external_ids(args: Sequence[Args]) -> np.ndarray:
+    return _ints(
+        (a.external_id if a.external_id is not None else a.legacy_external_id for a in args),
+        len(args),
+    )
+
+
+def op_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
+    start, dur = _times(bucket, ts0)
+    args = [e.args or NO_ARGS for e in bucket]
+    return {
+        "pid": np.fromiter((_as_id(e.pid) for e in bucket), np.int64, len(bucket)),
+        "tid": np.fromiter((_as_id(e.tid) for e in bucket), np.int64, len(bucket)),
+        "name": [e.name for e in bucket],
+        "category": [OP_CATEGORY.get(e.cat, e.cat) for e in bucket],
+        "start_ns": start,
+        "dur_ns": dur,
+        "external_id": _external_ids(args),
+        "input_dims": [_raw_text(a.input_dims) or _raw_text(a.legacy_input_dims) for a in args],
+        "input_types": [_raw_text(a.input_types) for a in args],
+    }
+
+
+def _raw_text(raw: msgspec.Raw) -> str | None:
+    return bytes(raw).decode() if raw else None
+
+
+def _gpu_columns(bucket: list[Event], ts0: float) -> tuple[dict[str, Any], list[Args]]:
+    start, dur = _times(bucket, ts0)
+    args = [e.args or NO_ARGS for e in bucket]
+    n = len(bucket)
+    device = _ints((a.device for a in args), n)
+    # Legacy traces carry the device only as the process id of the GPU lane.
+    pids = np.fromiter((_as_id(e.pid) for e in bucket), np.int64, n)
+    device = np.where(device == NO_ID, pids, device)
+    stream = np.fromiter(
+        (_as_id(a.stream) if a.stream is not None else _as_id(e.tid) for a, e in zip(args, bucket)),
+        np.int64,
+        n,
+    )
+    return {
+        "device": device,
+        "stream": stream,
+        "name": [e.name for e in bucket],
+        "start_ns": start,
+        "dur_ns": dur,
+        "correlation": _ints((a.correlation for a in args), n),
+        "external_id": _external_ids(args),
+    }, args
+
+
+def kernel_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
+    columns, args = _gpu_columns(bucket, ts0)
+    n = len(bucket)
+    for key in ("grid", "block"):
+        for axis, letter in enumerate("xyz"):
+            columns[f"{key}_{letter}"] = _ints((_dim(getattr(a, key), axis) for a in args), n)
+    columns["registers_per_thread"] = _ints((a.registers_per_thread for a in args), n)
+    columns["shared_memory"] = _ints((a.shared_memory for a in args), n)
+    columns["occupancy"] = _floats((a.occupancy for a in args), n)
+    columns["blocks_per_sm"] = _floats((a.blocks_per_sm for a in args), n)
+    return columns
+
+
+def _dim(dims: list[int] | str | None, axis: int) -> int | None:
+    return dims[axis] if isinstance(dims, list) and len(dims) > axis else None
+
+
+def _bytes_of(args: Sequence[Args]) -> np.ndarray:
+    return _ints((_as_id(a.bytes) for a in args), len(args))
+
+
+def memcpy_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
+    columns, args = _gpu_columns(bucket, ts0)
+    columns["kind"] = [_memcpy_kind(e.name) for e in bucket]
+    columns["pinned"] = np.fromiter(("Pinned" in e.name for e in bucket), bool, len(bucket))
+    columns["bytes"] = _bytes_of(args)
+    return columns
+
+
+def _memcpy_kind(name: str) -> str:
+    # "Memcpy HtoD (Pinned -> Device)"; AMD writes the same names.
+    parts = name.split(" ", 2)
+    if len(parts) >= 2 and parts[0] == "Memcpy" and parts[1] in _MEMCPY_KINDS:
+        return parts[1]
+    return "unknown"
+
+
+_MEMCPY_KINDS = frozenset(("HtoD", "DtoH", "DtoD", "HtoH", "PtoP"))
+
+
+def memset_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
+    columns, args = _gpu_columns(bucket, ts0)
+    columns["bytes"] = _bytes_of(args)
+    return columns
+
+
+def runtime_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
+    start, dur = _times(bucket, ts0)
+    args = [e.args or NO_ARGS for e in bucket]
+    n = len(bucket)
+    return {
+        "pid": np.fromiter((_as_id(e.pid) for e in bucket), np.int64, n),
+        "tid": np.fromiter((_as_id(e.tid) for e in bucket), np.int64, n),
+        "name": [e.name for e in bucket],
+        "category": [OP_CATEGORY.get(e.cat, e.cat) for e in bucket],
+        "start_ns": start,
+        "dur_ns": dur,
+        "correlation": _ints((a.correlation for a in args), n),
+        "external_id": _external_ids(args),
+    }
+
+
+def memory_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
+    start, _ = _times(bucket, ts0)
+    args = [e.args or NO_ARGS for e in bucket]
+    n = len(bucket)
+    return {
+        "time_ns": start,
+        "pid": np.fromiter((_as_id(e.pid) for e in bucket), np.int64, n),
+        "tid": np.fromiter((_as_id(e.tid) for e in bucket), np.int64, n),
+        # Device Type 0 is the CPU: report host memory as device -1.
+        "device": _ints((a.device_id if a.device_type not in (None, 0) else -1 for a in args), n),
+        "bytes": _ints((a.alloc_bytes for a in args), n),
+        "total_allocated": _ints((a.total_allocated for a in args), n),
+        "total_reserved": _ints((a.total_reserved for a in args), n),
+    }
+
+
+def device_summary(props: dict[str, Any]) -> dict[str, Any]:
+    """The facts later analyses need, under one spelling across Kineto versions."""
+    return {
+        "id": props.get("id"),
+        "name": props.get("name") or "",
+        "memory_bytes": props.get("totalGlobalMem"),
+        "sm_count": props.get("numSms", props.get("multiProcessorCount")),
+        "compute_capability": _compute_capability(props),
+        "properties": props,
+    }
+
+
+def _compute_capability(props: dict[str, Any]) -> str | None:
+    major = props.get("computeMajor", props.get("major"))
+    minor = props.get("computeMinor", props.get("minor"))
+    return f"{major}.{minor}" if major is not None and minor is not None else None

@@ -1,0 +1,119 @@
+"""The Kineto Chrome-trace format as msgspec structs: only the fields gpuprofile reads.
+
+msgspec decodes straight into these typed structs, so a trace is never materialised as Python
+dicts; unknown keys are skipped by the decoder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.source import locate, read_trace_bytes
+
+
+class Args(msgspec.Struct, gc=False):
+    external_id: int | None = msgspec.field(name="External id", default=None)
+    legacy_external_id: int | None = msgspec.field(name="external id", default=None)
+    correlation: int | None = None
+    device: int | None = None
+    stream: int | str | None = None
+    bytes: int | str | None = None
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=msgspec.Raw())
+    legacy_input_dims: msgspec.Raw = msgspec.field(name="Input dims", default=msgspec.Raw())
+    input_types: msgspec.Raw = msgspec.field(name="Input type", default=msgspec.Raw())
+    # Triton launches write grid as a string; only lists carry dimensions we can use.
+    grid: list[int] | str | None = None
+    block: list[int] | str | None = None
+    registers_per_thread: int | None = msgspec.field(name="registers per thread", default=None)
+    shared_memory: int | None = msgspec.field(name="shared memory", default=None)
+    blocks_per_sm: float | None = msgspec.field(name="blocks per SM", default=None)
+    occupancy: float | None = msgspec.field(name="est. achieved occupancy %", default=None)
+    alloc_bytes: int | None = msgspec.field(name="Bytes", default=None)
+    total_allocated: int | None = msgspec.field(name="Total Allocated", default=None)
+    total_reserved: int | None = msgspec.field(name="Total Reserved", default=None)
+    device_type: int | None = msgspec.field(name="Device Type", default=None)
+    device_id: int | None = msgspec.field(name="Device Id", default=None)
+    name: str | None = None  # process_name / thread_name metadata
+
+
+NO_ARGS = Args()
+
+
+class Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: int | float | None = None
+    dur: int | float | None = None
+    args: Args | None = None
+
+
+class Document(msgspec.Struct, gc=False):
+    traceEvents: list[Event]
+    schemaVersion: int | str | None = None
+    deviceProperties: list[dict[str, Any]] | None = None
+    computeProperties: list[dict[str, Any]] | None = None
+    distributedInfo: dict[str, Any] | None = None
+    baseTimeNanoseconds: int | None = None
+    record_shapes: int | bool | None = None
+    profile_memory: int | bool | None = None
+    with_stack: int | bool | None = None
+    with_flops: int | bool | None = None
+    cupti_version: int | str | None = None
+    cuda_runtime_version: int | str | None = None
+    cuda_driver_version: int | str | None = None
+    roctracer_version: int | str | float | None = None
+    hip_runtime_version: int | str | None = None
+
+
+# Kineto category -> our table; old (2020-2021) traces capitalize categories.
+TABLE_OF_CATEGORY = {
+    "kernel": "kernels",
+    "Kernel": "kernels",
+    "gpu_memcpy": "memcpy",
+    "Memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "Memset": "memset",
+    "cuda_runtime": "runtime",
+    "Runtime": "runtime",
+    "cuda_driver": "runtime",
+    "cpu_op": "ops",
+    "Operator": "ops",
+    "user_annotation": "ops",
+    "python_function": "ops",
+}
+OP_CATEGORY = {"Operator": "cpu_op"}
+FLOW_PHASES = frozenset("sftbe")
+_DOCUMENT_DECODER = msgspec.json.Decoder(Document)
+_LIST_DECODER = msgspec.json.Decoder(list[Event])
+
+
+def decode_document(path: Path) -> Document:
+    raw = read_trace_bytes(path)
+    head = raw.lstrip()[:1]
+    try:
+        if head == b"[":
+            return Document(traceEvents=_LIST_DECODER.decode(raw))
+        if head != b"{":
+            raise TraceFormatError(path, "not JSON text (does not start with '{' or '[')")
+        return _DOCUMENT_DECODER.decode(raw)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        if "missing required field `traceEvents`" in message:
+            raise TraceFormatError(
+                path, "JSON is not a Chrome/Kineto trace: no 'traceEvents' list"
+            ) from None
+        raise TraceFormatError(path, f"unexpected value: {message}") from None
+    except msgspec.DecodeError as exc:
+        message = str(exc)
+        if "truncated" in message:
+            message = "JSON is truncated (the file ends before the trace does)"
+        elif "utf-8" in message.lower() or b"\x00" in raw[:4]:
+            message = f"not UTF-8 JSON text: {message}"
+        raise TraceFormatError(path, locate(raw, message)) from None
