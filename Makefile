@@ -5,11 +5,12 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.gpuprofile-installed
 BUNDLE := python/gpuprofile/widget/static/widget.js
+BUNDLE_CSS := python/gpuprofile/widget/static/widget.css
 export OMP_NUM_THREADS ?= 1
 
 .PHONY: setup lab test lint typecheck unit js-test chromium bench clean
 
-setup: $(STAMP) $(BUNDLE)
+setup: $(STAMP) $(BUNDLE) $(BUNDLE_CSS)
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -25,7 +26,7 @@ $(STAMP): $(VENV)/bin/python pyproject.toml
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
-$(BUNDLE): node_modules/.package-lock.json $(shell find js -name '*.js' -o -name '*.css')
+$(BUNDLE) $(BUNDLE_CSS) &: node_modules/.package-lock.json $(shell find js -name '*.js' -o -name '*.css')
 	npm run --silent build
 
 # Debian's chromium for the browser tests; needs root. Without it the browser tests skip
@@ -60,4 +61,4 @@ bench: setup
 	$(PY) bench/load.py $(wildcard ../shared/traces/kineto/*.json.gz)
 
 clean:
-	rm -rf $(VENV) node_modules $(BUNDLE) dist build
+	rm -rf $(VENV) node_modules $(BUNDLE) $(BUNDLE_CSS) dist build

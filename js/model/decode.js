@@ -1,0 +1,90 @@
+// Decoder for the "GPT1" columnar table written by python/gpuprofile/widget/encoding.py.
+//
+//   bytes 0..3   "GPT1"
+//   bytes 4..7   uint32 LE header length H
+//   bytes 8..8+H UTF-8 JSON header {"n", "columns": [{"name", "dtype", "offset"}]} (may be
+//                padded with trailing spaces)
+//   then each column's little-endian values at its byte offset (from the buffer start).
+//
+// Pure: no DOM. The result's typed arrays view the input's memory when the alignment allows,
+// otherwise they hold a copy.
+
+const TYPES = {
+  float64: Float64Array,
+  float32: Float32Array,
+  int32: Int32Array,
+  uint32: Uint32Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+  int8: Int8Array,
+  uint8: Uint8Array,
+};
+
+const MAGIC = "GPT1";
+
+// Typed arrays use the platform's byte order; every engine we target is little-endian, as is
+// the format. Checked once so a big-endian host fails loudly rather than drawing garbage.
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/**
+ * Decode a GPT1 table.
+ * @param {DataView|ArrayBuffer|Uint8Array} input
+ * @returns {{n: number, columns: Object<string, ArrayLike<number>>}}
+ */
+export function decodeTable(input) {
+  const dv = toDataView(input);
+  if (dv.byteLength === 0) return { n: 0, columns: {} };
+  if (dv.byteLength < 8) {
+    throw new Error(`not a GPT1 table: ${dv.byteLength} bytes is shorter than the 8-byte preamble`);
+  }
+  const magic = String.fromCharCode(
+    dv.getUint8(0), dv.getUint8(1), dv.getUint8(2), dv.getUint8(3),
+  );
+  if (magic !== MAGIC) {
+    throw new Error(`not a GPT1 table: bad magic ${JSON.stringify(magic)}`);
+  }
+  if (!LITTLE_ENDIAN) throw new Error("GPT1 decoding needs a little-endian host");
+  const headerLength = dv.getUint32(4, true);
+  if (8 + headerLength > dv.byteLength) {
+    throw new Error(`GPT1 header length ${headerLength} runs past the end of ${dv.byteLength} bytes`);
+  }
+  const headerBytes = new Uint8Array(dv.buffer, dv.byteOffset + 8, headerLength);
+  let header;
+  try {
+    header = JSON.parse(new TextDecoder("utf-8").decode(headerBytes));
+  } catch (err) {
+    throw new Error(`GPT1 header is not valid JSON: ${err.message}`);
+  }
+  const n = header.n;
+  if (!Number.isInteger(n) || n < 0 || !Array.isArray(header.columns)) {
+    throw new Error("GPT1 header lacks a row count or a column list");
+  }
+  const columns = {};
+  for (const spec of header.columns) {
+    const Type = TYPES[spec.dtype];
+    if (!Type) throw new Error(`GPT1 column ${spec.name}: unknown dtype ${spec.dtype}`);
+    const size = Type.BYTES_PER_ELEMENT;
+    const offset = spec.offset;
+    if (!Number.isInteger(offset) || offset < 0 || offset + n * size > dv.byteLength) {
+      throw new Error(`GPT1 column ${spec.name}: ${n} x ${spec.dtype} at ${offset} runs past the end`);
+    }
+    const absolute = dv.byteOffset + offset;
+    if (absolute % size === 0) {
+      columns[spec.name] = new Type(dv.buffer, absolute, n);
+    } else {
+      // Not aligned for this type within the underlying buffer: copy the bytes out first.
+      const copy = new Uint8Array(n * size);
+      copy.set(new Uint8Array(dv.buffer, absolute, n * size));
+      columns[spec.name] = new Type(copy.buffer, 0, n);
+    }
+  }
+  return { n, columns };
+}
+
+function toDataView(input) {
+  if (input instanceof DataView) return input;
+  if (input instanceof ArrayBuffer) return new DataView(input);
+  if (ArrayBuffer.isView(input)) return new DataView(input.buffer, input.byteOffset, input.byteLength);
+  if (input == null) return new DataView(new ArrayBuffer(0));
+  throw new Error(`cannot decode a GPT1 table from ${Object.prototype.toString.call(input)}`);
+}

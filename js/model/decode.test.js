@@ -1,0 +1,132 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+import { decodeTable } from "./decode.js";
+
+// Build a GPT1 buffer by hand, the way encoding.py lays it out: magic, uint32 LE header length,
+// a JSON header padded with spaces, then each column at an 8-aligned offset from the start.
+function buildGpt1(columns, { magic = "GPT1", pad = 7 } = {}) {
+  const names = Object.keys(columns);
+  const n = names.length ? columns[names[0]].values.length : 0;
+  const sizes = { float64: 8, float32: 4, uint32: 4, uint16: 2, uint8: 1, int32: 4, int16: 2, int8: 1 };
+  const placeholder = JSON.stringify({
+    n,
+    columns: names.map((name) => ({ name, dtype: columns[name].dtype, offset: 10 ** 15 })),
+  });
+  const reserved = placeholder.length + pad;
+  const align = (x) => Math.ceil(x / 8) * 8;
+  let offset = align(8 + reserved);
+  const specs = names.map((name) => {
+    const spec = { name, dtype: columns[name].dtype, offset };
+    offset = align(offset + n * sizes[spec.dtype]);
+    return spec;
+  });
+  const header = JSON.stringify({ n, columns: specs }).padEnd(reserved, " ");
+  const buf = new ArrayBuffer(offset);
+  const dv = new DataView(buf);
+  for (let i = 0; i < 4; i++) dv.setUint8(i, magic.charCodeAt(i));
+  dv.setUint32(4, header.length, true);
+  new Uint8Array(buf, 8, header.length).set(new TextEncoder().encode(header));
+  for (const spec of specs) {
+    const { values } = columns[spec.name];
+    const size = sizes[spec.dtype];
+    values.forEach((v, i) => {
+      const at = spec.offset + i * size;
+      switch (spec.dtype) {
+        case "float64": dv.setFloat64(at, v, true); break;
+        case "float32": dv.setFloat32(at, v, true); break;
+        case "uint32": dv.setUint32(at, v, true); break;
+        case "int32": dv.setInt32(at, v, true); break;
+        case "uint16": dv.setUint16(at, v, true); break;
+        case "int16": dv.setInt16(at, v, true); break;
+        case "uint8": dv.setUint8(at, v); break;
+        case "int8": dv.setInt8(at, v); break;
+      }
+    });
+  }
+  return new Uint8Array(buf);
+}
+
+const COLUMNS = {
+  start_ns: { dtype: "float64", values: [0, 1500.25, 123456789012.5] },
+  dur_ns: { dtype: "float32", values: [10, 0.5, 2048] },
+  name: { dtype: "uint32", values: [0, 4000000000, 7] },
+  lane: { dtype: "uint16", values: [0, 1, 65535] },
+  row: { dtype: "uint16", values: [0, 3, 2] },
+  kind: { dtype: "uint8", values: [0, 2, 4] },
+};
+
+function check(table) {
+  assert.equal(table.n, 3);
+  assert.deepEqual(Object.keys(table.columns).sort(), Object.keys(COLUMNS).sort());
+  assert.ok(table.columns.start_ns instanceof Float64Array);
+  assert.ok(table.columns.dur_ns instanceof Float32Array);
+  assert.ok(table.columns.name instanceof Uint32Array);
+  assert.ok(table.columns.lane instanceof Uint16Array);
+  assert.ok(table.columns.kind instanceof Uint8Array);
+  assert.deepEqual(Array.from(table.columns.start_ns), [0, 1500.25, 123456789012.5]);
+  assert.deepEqual(Array.from(table.columns.dur_ns), [10, 0.5, 2048]);
+  assert.deepEqual(Array.from(table.columns.name), [0, 4000000000, 7]);
+  assert.deepEqual(Array.from(table.columns.lane), [0, 1, 65535]);
+  assert.deepEqual(Array.from(table.columns.row), [0, 3, 2]);
+  assert.deepEqual(Array.from(table.columns.kind), [0, 2, 4]);
+}
+
+test("decodes a GPT1 buffer at offset 0 (DataView, ArrayBuffer and Uint8Array)", () => {
+  const bytes = buildGpt1(COLUMNS);
+  check(decodeTable(new DataView(bytes.buffer)));
+  check(decodeTable(bytes.buffer));
+  check(decodeTable(bytes));
+});
+
+test("decodes through a DataView with a non-zero, aligned byteOffset", () => {
+  const bytes = buildGpt1(COLUMNS);
+  const big = new Uint8Array(bytes.length + 24);
+  big.fill(0xab);
+  big.set(bytes, 16);
+  const table = decodeTable(new DataView(big.buffer, 16, bytes.length));
+  check(table);
+  // Aligned: the column is a view on the same memory, not a copy.
+  assert.equal(table.columns.start_ns.buffer, big.buffer);
+});
+
+test("decodes through a DataView with an unaligned byteOffset (copies the columns)", () => {
+  const bytes = buildGpt1(COLUMNS);
+  const big = new Uint8Array(bytes.length + 10);
+  big.fill(0xcd);
+  big.set(bytes, 3);
+  const table = decodeTable(new DataView(big.buffer, 3, bytes.length));
+  check(table);
+  assert.notEqual(table.columns.start_ns.buffer, big.buffer);
+});
+
+test("an empty buffer is an empty table; an empty table with a header decodes to n=0", () => {
+  assert.deepEqual(decodeTable(new DataView(new ArrayBuffer(0))), { n: 0, columns: {} });
+  const table = decodeTable(buildGpt1({ start_ns: { dtype: "float64", values: [] } }));
+  assert.equal(table.n, 0);
+  assert.equal(table.columns.start_ns.length, 0);
+});
+
+test("bad magic throws a clear error", () => {
+  const bytes = buildGpt1(COLUMNS, { magic: "GPT2" });
+  assert.throws(() => decodeTable(new DataView(bytes.buffer)), /not a GPT1 table: bad magic "GPT2"/);
+  assert.throws(() => decodeTable(new Uint8Array([1, 2, 3])), /not a GPT1 table/);
+});
+
+test("a column running past the end throws", () => {
+  const bytes = buildGpt1(COLUMNS);
+  assert.throws(() => decodeTable(new DataView(bytes.buffer, 0, bytes.length - 8)), /runs past the end/);
+});
+
+test("unknown dtypes and broken headers throw", () => {
+  const bytes = buildGpt1(COLUMNS);
+  // Corrupt the header's first byte ('{').
+  const broken = bytes.slice();
+  broken[8] = "x".charCodeAt(0);
+  assert.throws(() => decodeTable(broken), /header is not valid JSON/);
+  const text = new TextDecoder().decode(bytes.subarray(8, 8 + new DataView(bytes.buffer).getUint32(4, true)));
+  const swapped = bytes.slice();
+  const replaced = text.replace('"uint8"', '"bool8"');
+  swapped.set(new TextEncoder().encode(replaced), 8);
+  assert.throws(() => decodeTable(swapped), /unknown dtype bool8/);
+});

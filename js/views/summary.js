@@ -1,0 +1,187 @@
+// The report header: counts, GPU time per rank, top kernels. Every string that comes from a
+// trace (kernel names, device names, paths) goes through textContent, never through HTML parsing.
+
+import { formatDuration } from "../model/timeline.js";
+
+export const COUNT_KEYS = ["kernels", "memcpy", "memset", "ops"];
+
+/** Sum summary.ranks[].counts over ranks for the keys the header shows. */
+export function totalCounts(summary) {
+  const totals = { kernels: 0, memcpy: 0, memset: 0, ops: 0, runtime: 0 };
+  for (const rank of (summary && summary.ranks) || []) {
+    const counts = (rank && rank.counts) || {};
+    for (const key of Object.keys(totals)) {
+      const v = Number(counts[key]);
+      if (Number.isFinite(v)) totals[key] += v;
+    }
+  }
+  return totals;
+}
+
+function h(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function pct(x) {
+  return Number.isFinite(x) ? `${x.toFixed(1)}%` : "–";
+}
+
+function number(x) {
+  return Number.isFinite(Number(x)) ? Number(x).toLocaleString("en-US") : "–";
+}
+
+function table(headers, rows, numericFrom = 1) {
+  const t = h("table", "gp-table");
+  const head = t.createTHead().insertRow();
+  headers.forEach((label, i) => {
+    const th = h("th", i >= numericFrom ? "gp-num" : "", label);
+    head.appendChild(th);
+  });
+  const body = t.createTBody();
+  for (const cells of rows) {
+    const tr = body.insertRow();
+    cells.forEach((value, i) => {
+      const td = tr.insertCell();
+      td.textContent = String(value);
+      if (i >= numericFrom) td.className = "gp-num";
+      else {
+        td.className = "gp-name";
+        td.title = String(value);
+      }
+    });
+  }
+  return t;
+}
+
+// `denominator` (ns) and its label give the share column: kernels against GPU busy time, ops
+// against wall time. Without a denominator the column is left out (nested ops overlap, so a
+// share of the listed rows' sum would mislead).
+function topTable(title, items, denominator, shareLabel, limit = 10) {
+  const section = h("div", "gp-top");
+  section.appendChild(h("div", "gp-subtitle", title));
+  if (!items || items.length === 0) {
+    section.appendChild(h("div", "gp-muted", "none"));
+    return section;
+  }
+  const withShare = Number(denominator) > 0;
+  const rows = items.slice(0, limit).map((k) => {
+    const row = [k.name ?? "", number(k.count), formatDuration(Number(k.total_ns))];
+    if (withShare) row.push(pct((100 * Number(k.total_ns)) / Number(denominator)));
+    return row;
+  });
+  const headers = ["name", "count", "total"];
+  if (withShare) headers.push(shareLabel);
+  section.appendChild(table(headers, rows));
+  return section;
+}
+
+function rankSection(rank, multi) {
+  const box = h("div", "gp-rank");
+  const devices = (rank.devices || []).map((d) => (d && d.name) || "").filter(Boolean);
+  const title = [multi ? `rank ${rank.rank}` : null, devices.join(", ") || null]
+    .filter(Boolean)
+    .join(" · ");
+  if (title) box.appendChild(h("div", "gp-rank-title", title));
+
+  const stats = h("div", "gp-stats");
+  const stat = (label, value, extra) => {
+    const s = h("div", "gp-stat");
+    s.appendChild(h("span", "gp-stat-label", label));
+    s.appendChild(h("span", "gp-stat-value", value));
+    if (extra) s.appendChild(h("span", "gp-stat-extra", extra));
+    stats.appendChild(s);
+  };
+  if (Number.isFinite(Number(rank.wall_ns))) stat("wall", formatDuration(Number(rank.wall_ns)));
+  const gpu = rank.gpu;
+  if (gpu) {
+    stat("GPU window", formatDuration(Number(gpu.window_ns)));
+    stat("busy", formatDuration(Number(gpu.busy_ns)), pct(Number(gpu.busy_pct)));
+    const idlePct = Number(gpu.window_ns) > 0 ? (100 * Number(gpu.idle_ns)) / Number(gpu.window_ns) : NaN;
+    stat("idle", formatDuration(Number(gpu.idle_ns)), pct(idlePct));
+    if (gpu.compute_ns != null) stat("compute", formatDuration(Number(gpu.compute_ns)));
+    if (gpu.non_compute_ns != null) stat("non-compute", formatDuration(Number(gpu.non_compute_ns)));
+  } else {
+    stat("GPU:", "no activity recorded");
+  }
+  box.appendChild(stats);
+
+  const tops = h("div", "gp-tops");
+  tops.appendChild(topTable("Top kernels", rank.top_kernels, gpu && gpu.busy_ns, "% of busy"));
+  tops.appendChild(topTable("Top ops", rank.top_ops, rank.wall_ns, "% of wall"));
+  box.appendChild(tops);
+
+  if (rank.copies && rank.copies.length) {
+    const rows = rank.copies.map((c) => [
+      c.kind ?? "",
+      number(c.count),
+      formatBytes(Number(c.bytes)),
+      formatDuration(Number(c.total_ns)),
+      Number.isFinite(Number(c.gbps)) ? `${Number(c.gbps).toFixed(1)} GB/s` : "–",
+    ]);
+    const copies = h("div", "gp-top");
+    copies.appendChild(h("div", "gp-subtitle", "Copies"));
+    copies.appendChild(table(["kind", "count", "bytes", "total", "bandwidth"], rows));
+    box.appendChild(copies);
+  }
+  return box;
+}
+
+function formatBytes(b) {
+  if (!Number.isFinite(b)) return "–";
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  let i = 0;
+  let v = b;
+  while (Math.abs(v) >= 1000 && i < units.length - 1) { v /= 1000; i++; }
+  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
+}
+
+function hintText(hint) {
+  if (hint == null) return "";
+  if (typeof hint === "string") return hint;
+  return hint.message ?? hint.text ?? hint.title ?? JSON.stringify(hint);
+}
+
+/** Build the summary element for a report dict (possibly empty). */
+export function renderSummary(summary) {
+  summary = summary || {};
+  const root = h("div", "gp-summary");
+  if (summary.partial) {
+    root.appendChild(
+      h("div", "gp-partial", "PARTIAL: this trace was cut short or could not be read in full; numbers cover only what was read."),
+    );
+  }
+  const counts = totalCounts(summary);
+  const header = h("div", "gp-counts");
+  for (const key of COUNT_KEYS) {
+    const c = h("div", "gp-count");
+    c.dataset.count = key;
+    c.appendChild(h("span", "gp-count-value", number(counts[key])));
+    c.appendChild(h("span", "gp-count-label", key));
+    header.appendChild(c);
+  }
+  const src = summary.source;
+  if (src && src.path) {
+    header.appendChild(h("div", "gp-source", `${src.path}${src.format ? ` (${src.format})` : ""}`));
+  }
+  root.appendChild(header);
+
+  const ranks = summary.ranks || [];
+  for (const rank of ranks) root.appendChild(rankSection(rank, ranks.length > 1));
+
+  const hints = (summary.hints || []).map(hintText).filter(Boolean);
+  if (hints.length) {
+    const list = h("ul", "gp-hints");
+    for (const text of hints) list.appendChild(h("li", "", text));
+    root.appendChild(list);
+  }
+  if (summary.text) {
+    const details = h("details", "gp-text");
+    details.appendChild(h("summary", "", "Text report"));
+    details.appendChild(h("pre", "", summary.text));
+    root.appendChild(details);
+  }
+  return root;
+}
