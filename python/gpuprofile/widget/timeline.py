@@ -97,7 +97,8 @@ def _lane_label(trace: Trace, kind: str, rank: int, where: int, key: int) -> str
         return f"{prefix}GPU {where} · stream {key}"
     names = trace.meta.get("ranks", {}).get(rank, {}).get("thread_names", {})
     thread = names.get(f"{where}/{key}")
-    return f"{prefix}{thread}" if thread else f"{prefix}thread {key}"
+    # Kineto writes some 32-bit thread ids as signed numbers; the OS shows them unsigned.
+    return f"{prefix}{thread}" if thread else f"{prefix}thread {key % 2**32}"
 
 
 def _columns(events: pd.DataFrame, codes: Any) -> dict[str, np.ndarray]:
