@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from prerequisites import missing
+
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "example_notebooks"
 ARTIFACTS = REPO / "test-artifacts"
@@ -43,13 +45,6 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 SERVER_START_TIMEOUT_S = 60
-
-
-def _missing(reason: str) -> None:
-    """Skip, or fail under CI=true, where a missing browser must not pass silently."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI=true: the browser tests must run)", pytrace=False)
-    pytest.skip(reason)
 
 
 def _free_port() -> int:
@@ -161,9 +156,9 @@ def browser() -> Iterator[object]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _missing("the playwright Python package is not installed (pip install playwright)")
+        missing("the playwright Python package is not installed (pip install playwright)")
     if not CHROMIUM.exists():
-        _missing(f"no Chromium at {CHROMIUM} (apt-get install chromium, or `make chromium`)")
+        missing(f"no Chromium at {CHROMIUM} (apt-get install chromium, or `make chromium`)")
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         try:

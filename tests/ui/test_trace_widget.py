@@ -7,16 +7,15 @@ trace is read from ../shared/traces, and the test skips when that is absent.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
+from prerequisites import SHARED_TRACES, require_trace
+
 pytestmark = [pytest.mark.ui, pytest.mark.traces]
 
-REPO = Path(__file__).resolve().parents[2]
-TRACES = Path(os.environ.get("GPUPROFILE_TRACES", REPO.parent / "shared" / "traces"))
-TRACE = TRACES / "kineto" / "hta_a100_train_rank3_of8_async_cpu_to_gpu.json.gz"
+TRACE = SHARED_TRACES / "kineto" / "hta_a100_train_rank3_of8_async_cpu_to_gpu.json.gz"
 TIMELINE = ".gpuprofile .gp-timeline"
 CANVAS = ".gpuprofile .gp-timeline canvas"
 AXIS_H = 24
@@ -62,8 +61,7 @@ def _notebook(source: str) -> dict:
 
 
 def test_gpu_trace_widget(page, run_notebook, notebook_dir: Path, artifacts_dir: Path) -> None:
-    if not TRACE.exists():
-        pytest.skip(f"trace not found: {TRACE}")
+    require_trace(TRACE)
     (notebook_dir / "trace.ipynb").write_text(
         json.dumps(_notebook(SOURCE.format(trace=str(TRACE))))
     )

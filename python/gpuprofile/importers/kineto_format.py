@@ -6,6 +6,7 @@ dicts; unknown keys are skipped by the decoder.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -93,16 +94,60 @@ FLOW_PHASES = frozenset("sftbe")
 _DOCUMENT_DECODER = msgspec.json.Decoder(Document)
 _LIST_DECODER = msgspec.json.Decoder(list[Event])
 
+# Above 2**42 us (~51 days) a float64 holds a microsecond timestamp only to ~1 ns or coarser:
+# at 1.7e15 us (absolute Unix time, no baseTimeNanoseconds) the steps are 0.25 us.
+_FLOAT_EXACT_LIMIT_US = 2.0**42
+
+
+class _ExactTime(msgspec.Struct, gc=False):
+    ts: int | Decimal | None = None
+
+
+class _ExactTimes(msgspec.Struct, gc=False):
+    traceEvents: list[_ExactTime]
+
+
+_EXACT_DOCUMENT_DECODER = msgspec.json.Decoder(_ExactTimes)
+_EXACT_LIST_DECODER = msgspec.json.Decoder(list[_ExactTime])
+
+
+def _keep_nanoseconds(raw: bytes, doc: Document, is_list: bool) -> None:
+    """Re-read ts exactly where float64 lost its nanoseconds, and rebase it near zero.
+
+    Only traces with fractional ts beyond 2**42 us pay for the second, ts-only decode. The
+    whole microseconds of the earliest ts move into baseTimeNanoseconds, so every ts left is
+    small enough for a float64 to hold to the nanosecond.
+    """
+    events = doc.traceEvents
+    if not any(
+        type(e.ts) is float and abs(e.ts) >= _FLOAT_EXACT_LIMIT_US and not e.ts.is_integer()
+        for e in events
+    ):
+        return
+    exact = (
+        _EXACT_LIST_DECODER.decode(raw)
+        if is_list
+        else _EXACT_DOCUMENT_DECODER.decode(raw).traceEvents
+    )
+    anchor = min(int(x.ts) for x in exact if x.ts is not None)
+    for event, x in zip(events, exact, strict=True):
+        if x.ts is not None:
+            event.ts = float(x.ts - anchor)
+    doc.baseTimeNanoseconds = (doc.baseTimeNanoseconds or 0) + anchor * 1000
+
 
 def decode_document(path: Path) -> Document:
     raw = read_trace_bytes(path)
     head = raw.lstrip()[:1]
     try:
         if head == b"[":
-            return Document(traceEvents=_LIST_DECODER.decode(raw))
-        if head != b"{":
+            doc = Document(traceEvents=_LIST_DECODER.decode(raw))
+        elif head == b"{":
+            doc = _DOCUMENT_DECODER.decode(raw)
+        else:
             raise TraceFormatError(path, "not JSON text (does not start with '{' or '[')")
-        return _DOCUMENT_DECODER.decode(raw)
+        _keep_nanoseconds(raw, doc, is_list=head == b"[")
+        return doc
     except msgspec.ValidationError as exc:
         message = str(exc)
         if "missing required field `traceEvents`" in message:

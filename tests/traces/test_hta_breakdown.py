@@ -1,0 +1,244 @@
+"""Our GPU time breakdown agrees with HTA's get_temporal_breakdown on real traces.
+
+HTA (HolisticTraceAnalysis, the peer tool) loads each shared trace from a temporary directory
+holding a symlink to it; per rank, report()["ranks"][i]["gpu"] must agree with HTA's
+idle/compute/non-compute/kernel time (window) within 1% of HTA's kernel_time.
+
+HTA runs with two settings so that it measures the same thing we do:
+- include_last_profiler_step=True: by default HTA drops the last profiler step (as incomplete),
+  while our report covers the whole trace.
+- HTA_DISABLE_NS_ROUNDING=1: by default HTA rounds float (ns-resolution) timestamps out to whole
+  microseconds (ceil the start, floor the end; a workaround for pytorch#122425), which shrinks
+  every kernel by up to 2 us. On traces of short kernels that moves compute by over 1% of the
+  window (tracelens_h100_bert_small: 252 vs 307 us), and on two traces HTA's own assertion fails.
+
+Traces HTA 0.5.0 cannot load here, so they are not compared:
+- hta_a100_cupti_range_profiler, hta_cpu_only_gloo_rank34: no GPU kernels (IndexError in
+  _get_idle_time_for_kernels);
+- kineto_plugin_resnet50_no_schema_version: a bare-list document (AttributeError);
+- tracelens_mi300x_resnet_act_checkpoint_rank0_of8, tracelens_mi300x_torch_compile_triton:
+  HTA's transform_correlation_to_index writes into a column it downcast to int8/int16, which
+  pandas 3 refuses (TypeError).
+
+Where HTA counts different events than we do (KNOWN_DIFFERENCES), test_known_difference_is_explained
+shows that the two disagree as they are and agree once exactly the named events are removed.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.traces
+
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+TOLERANCE = 0.01  # of HTA's kernel_time (the GPU window)
+
+AGREEING = [
+    "kineto/hta_a100_alexnet_critical_path.pt.trace.json.gz",
+    "kineto/hta_a100_cuda_event_sync_multi_stream.json.gz",
+    "kineto/hta_a100_nccl_2rank_rank0.json.gz",
+    "kineto/hta_a100_train_rank3_of8_async_cpu_to_gpu.json.gz",
+    "kineto/hta_legacy_inference_rank1_no_devprops.json.gz",
+    "kineto/hta_mi250_rocm6_minitoy_train.json.gz",
+    "kineto/hta_v100_32gb_memory_rank1_of2.json.gz",
+    "kineto/hta_v100_32gb_ns_resolution.pt.trace.json.gz",
+    "kineto/kineto_tbplugin_gpu_metrics_input_computeProperties.json",
+    "kineto/kineto_tbplugin_resnet50_autograd_api.pt.trace.json.gz",
+    "kineto/kineto_tbplugin_resnet50_v100_memory_shapes.pt.trace.json.gz",
+    "kineto/tracelens_h100_bert_small_inference.json.gz",
+    "kineto/tracelens_h100_falconsai_vit_inference.json.gz",
+    "kineto/tracelens_h100_owlv2_large_inference.json.gz",
+    "kineto/tracelens_h100_qwen1.5_0.5b_inference.json.gz",
+    "kineto/tracelens_mi300x_ddp_resnet18_train.json.gz",
+    "kineto/tracelens_mi300x_normalization_layers.json.gz",
+    "kineto/tracelens_mi300x_sglang_qwen3_8b_decode.json.gz",
+    "kineto/tracelens_mi300x_vllm_cudagraph_decode_execution.json.gz",
+    "kineto/tracelens_mi300xvf_qwen1.5_0.5b_inference.json.gz",
+    "kineto-distributed/hta_sampled_128rank",
+    "kineto-distributed/param_dlrm_8xV100",
+]
+
+_NO_CPU_LAUNCH = (
+    "HTA keeps only GPU events whose correlation id matches a CPU event of a traced profiler "
+    "step (Trace._filter_irrelevant_gpu_kernels, applied when there are 2+ ProfilerSteps); "
+    "this trace has ~600-870 kernels/copies/memsets on stream 7 whose cudaLaunch/cudaMemcpy "
+    "is not in the trace, which HTA drops and we keep"
+)
+_TRITON_CPU_OP = (
+    "HTA takes every event with args.stream != -1 as GPU activity; Inductor's Triton launcher "
+    "cpu_op events (triton_poi_*/triton_red_*, on the CPU) carry args.stream = 0, so HTA counts "
+    "their CPU time as GPU compute"
+)
+_CUDA_SYNC = (
+    "HTA counts cuda_sync events (Stream Wait Event, Stream Sync, ...; host-side waits drawn on "
+    "a stream lane) with args.stream != -1 as GPU activity; a 20 ns kernel is all the GPU did"
+)
+KNOWN_DIFFERENCES = {
+    "kineto/hta_a100_80gb_train_rank0_of16.json.gz": _NO_CPU_LAUNCH,
+    "kineto/hta_v100_16gb_train_rank1_of2.json.gz": _NO_CPU_LAUNCH,
+    "kineto/hta_a100_triton_kernel.json.gz": _TRITON_CPU_OP,
+    "kineto/tracelens_mi300x_xdit_sd3.5_large_inference.json.gz": _TRITON_CPU_OP,
+    "kineto/kineto_docs_h100_cuda_sync_before_fix.json": _CUDA_SYNC,
+    "kineto/kineto_docs_h100_cuda_sync_after_fix.json": _CUDA_SYNC,
+}
+
+
+def _cases() -> list[Any]:
+    # KNOWN_DIFFERENCES are compared in test_known_difference_is_explained instead, after
+    # removing exactly the events the two tools count differently.
+    return [pytest.param(c, id=Path(c).name) for c in AGREEING]
+
+
+@pytest.fixture(scope="module")
+def hta_results(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """HTA's breakdown per trace, computed on first use and kept for the whole module."""
+    cache: dict[str, pd.DataFrame] = {}
+    try:
+        from hta.trace_analysis import TraceAnalysis
+    except ImportError:
+        pytest.skip("HolisticTraceAnalysis (hta) is not installed; pip install -e '.[dev]'")
+    logging.getLogger("hta").setLevel(logging.ERROR)
+
+    def run(target: Path, traces: Any) -> pd.DataFrame:
+        key = str(target)
+        if key not in cache:
+            directory = traces.symlink_dir(target, tmp_path_factory.mktemp("hta"))
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("HTA_DISABLE_NS_ROUNDING", "1")
+                analysis = TraceAnalysis(trace_dir=str(directory), include_last_profiler_step=True)
+                frame = analysis.get_temporal_breakdown(visualize=False)
+            cache[key] = frame.set_index("rank")
+        return cache[key]
+
+    return run
+
+
+@pytest.mark.parametrize("relative", _cases())
+def test_temporal_breakdown_matches_hta(relative: str, hta_results: Any, traces: Any) -> None:
+    target = traces.require_trace(TRACES / relative)
+    hta = hta_results(target, traces)
+
+    from gpuprofile import load
+
+    report = load(target).report()
+    ours = {r["rank"]: r["gpu"] for r in report["ranks"]}
+    assert sorted(ours) == sorted(int(r) for r in hta.index)
+    for rank, row in hta.iterrows():
+        gpu = ours[int(rank)]
+        assert gpu is not None, f"rank {rank}: HTA saw GPU kernels, our report has gpu None"
+        window_us = float(row["kernel_time(us)"])
+        assert window_us > 0
+        pairs = {
+            "window": (gpu["window_ns"], row["kernel_time(us)"]),
+            "idle": (gpu["idle_ns"], row["idle_time(us)"]),
+            "compute": (gpu["compute_ns"], row["compute_time(us)"]),
+            "non_compute": (gpu["non_compute_ns"], row["non_compute_time(us)"]),
+        }
+        off = {k: abs(ns / 1000 - float(us)) / window_us for k, (ns, us) in pairs.items()}
+        detail = {k: (ns / 1000, float(us)) for k, (ns, us) in pairs.items()}
+        assert max(off.values()) <= TOLERANCE, f"rank {rank} (ours us, HTA us): {detail}"
+
+
+def test_hta_sees_at_least_three_traces(traces: Any) -> None:
+    """The comparison is only meaningful on several real traces; guard the list itself."""
+    traces.require_trace(TRACES)
+    present = [c for c in AGREEING if (TRACES / c).exists()]
+    assert len(present) >= 3, present
+
+
+# --- the known differences, shown to be exactly what the reasons above say ------------------
+
+
+def _drop_triton_streams(doc: Any) -> Any:
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "cpu_op" and "stream" in e.get("args", {}):
+            del e["args"]["stream"]
+    return doc
+
+
+def _drop_cuda_sync(doc: Any) -> Any:
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "cuda_sync"]
+    return doc
+
+
+def _drop_gpu_events_without_cpu_launch(doc: Any) -> Any:
+    """Keep what HTA's step filter keeps: GPU events launched before the last step ends."""
+    events = doc["traceEvents"]
+    steps = [e for e in events if e.get("ph") == "X" and "ProfilerStep" in e.get("name", "")]
+    last_end = max(e["ts"] + e["dur"] for e in steps)
+    gpu = {"kernel", "gpu_memcpy", "gpu_memset"}
+    launched = {
+        e["args"]["correlation"]
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") not in gpu
+        and "correlation" in e.get("args", {})
+        and e["ts"] <= last_end
+    }
+    doc["traceEvents"] = [
+        e
+        for e in events
+        if e.get("cat") not in gpu or e.get("args", {}).get("correlation") in launched
+    ]
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("relative", "edit", "edited_side"),
+    [
+        pytest.param(
+            "kineto/hta_a100_triton_kernel.json.gz", _drop_triton_streams, "hta", id="triton"
+        ),
+        pytest.param(
+            "kineto/kineto_docs_h100_cuda_sync_before_fix.json",
+            _drop_cuda_sync,
+            "hta",
+            id="cuda_sync",
+        ),
+        pytest.param(
+            "kineto/hta_v100_16gb_train_rank1_of2.json.gz",
+            _drop_gpu_events_without_cpu_launch,
+            "ours",
+            id="no_cpu_launch",
+        ),
+    ],
+)
+def test_known_difference_is_explained(
+    relative: str, edit: Any, edited_side: str, hta_results: Any, traces: Any, tmp_path: Path
+) -> None:
+    """Remove exactly the events the reason names, and the two agree to 1%.
+
+    For HTA's extra events the edited copy goes to HTA; for the GPU events HTA drops, the edited
+    copy goes to us. Either way the other side reads the untouched shared file.
+    """
+    import json
+
+    from gpuprofile import load
+
+    original = traces.require_trace(TRACES / relative)
+    edited = tmp_path / "edited" / (Path(relative).name.split(".json")[0] + ".json")
+    edited.parent.mkdir()
+    edited.write_text(json.dumps(edit(traces.read_json(original))))
+
+    ours_path, hta_path = (original, edited) if edited_side == "hta" else (edited, original)
+    before = hta_results(original, traces).iloc[0]
+    hta = hta_results(hta_path, traces).iloc[0]
+    gpu = load(ours_path).report()["ranks"][0]["gpu"]
+    window = float(hta["kernel_time(us)"])
+    for ns, column in (
+        (gpu["window_ns"], "kernel_time(us)"),
+        (gpu["idle_ns"], "idle_time(us)"),
+        (gpu["compute_ns"], "compute_time(us)"),
+        (gpu["non_compute_ns"], "non_compute_time(us)"),
+    ):
+        assert abs(ns / 1000 - float(hta[column])) <= TOLERANCE * window, column
+    # ... and the edit mattered: on the untouched pair the difference is over the tolerance.
+    untouched = load(original).report()["ranks"][0]["gpu"]
+    assert abs(
+        untouched["compute_ns"] / 1000 - float(before["compute_time(us)"])
+    ) > TOLERANCE * float(before["kernel_time(us)"])
