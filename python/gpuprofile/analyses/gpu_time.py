@@ -2,7 +2,10 @@
 
 The window runs from the first GPU activity (kernel, memcpy or memset) to the last one's end.
 Busy is the union of those intervals; compute is the union of compute kernels alone. These
-are HTA's temporal-breakdown definitions, so the figures can be checked against it.
+are HTA's temporal-breakdown definitions: the figures equal HTA 0.5's (run with
+include_last_profiler_step=True and HTA_DISABLE_NS_ROUNDING=1) except where HTA also counts
+cuda_sync waits, CPU ops that carry a "stream" argument (Triton launchers), or drops GPU events
+that have no CPU launch in the trace; tests/traces/test_hta_breakdown.py shows each case.
 """
 
 from __future__ import annotations
