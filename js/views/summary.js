@@ -150,7 +150,7 @@ export function renderSummary(summary) {
   const root = h("div", "gp-summary");
   if (summary.partial) {
     root.appendChild(
-      h("div", "gp-partial", "PARTIAL: this trace was cut short or could not be read in full; numbers cover only what was read."),
+      h("div", "gp-partial", "PARTIAL: the profiled code raised before it finished; these numbers cover only what ran."),
     );
   }
   const counts = totalCounts(summary);

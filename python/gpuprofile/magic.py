@@ -42,9 +42,12 @@ class GpuprofileMagics(Magics):
             raise UsageError(str(ProfilerBusyError.running()))
         shell: Any = self.shell
         code = shell.transform_cell(cell)
-        filename = shell.compile.cache(code, shell.execution_count)
+        # IPython has already counted this cell: name it as its prompt shows (In [N]).
+        filename = shell.compile.cache(code, max(shell.execution_count - 1, 0))
         compiled = shell.compile(code, filename, "exec")
         result = Profile()
+        # IPython leaves this frame out of tracebacks: the user sees their cell's own lines.
+        __tracebackhide__ = True
         try:
             with capture(options, result):
                 exec(compiled, shell.user_ns)

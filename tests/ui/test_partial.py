@@ -1,0 +1,63 @@
+"""A %%gpuprofile cell that raises: the error shows as usual and the widget says PARTIAL."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.ui
+
+CELLS = [
+    "%load_ext gpuprofile",
+    "%%gpuprofile\nimport torch\ntotal = torch.ones(1000).cumsum(0)\n"
+    "raise ValueError('boom in the profiled cell')",
+]
+
+
+def test_a_raising_cell_shows_a_partial_profile_and_its_error(
+    page, jupyterlab: str, notebook_dir: Path, artifacts_dir: Path
+) -> None:
+    notebook = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": f"c{i}",
+                "metadata": {},
+                "outputs": [],
+                "source": source,
+            }
+            for i, source in enumerate(CELLS)
+        ],
+        "metadata": {
+            "kernelspec": {
+                "display_name": "Python 3 (ipykernel)",
+                "language": "python",
+                "name": "python3",
+            }
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (notebook_dir / "partial.ipynb").write_text(json.dumps(notebook))
+    page.goto(f"{jupyterlab}/lab/workspaces/p{uuid.uuid4().hex[:12]}/tree/partial.ipynb")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands")
+    page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    widget = page.locator('.gpuprofile[data-gpuprofile="ready"]').first
+    widget.wait_for(timeout=90_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-OutputArea-output')]"
+        ".some(o => o.textContent.includes('boom in the profiled cell'))",
+        timeout=30_000,
+    )
+    assert widget.get_attribute("data-partial") == "true"
+    assert int(widget.get_attribute("data-ops") or 0) > 0
+    banner = widget.locator(".gp-partial")
+    assert banner.is_visible() and "PARTIAL" in banner.inner_text()
+    outputs = "\n".join(page.locator(".jp-OutputArea-output").all_text_contents())
+    assert "ValueError" in outputs and "raise ValueError" in outputs
+    page.screenshot(path=str(artifacts_dir / "partial-widget.png"), full_page=True)
