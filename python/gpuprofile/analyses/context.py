@@ -1,0 +1,58 @@
+"""One trace and its hardware, with the derived tables every detector reads computed once.
+
+Each property is a pure function of (trace, hardware), memoised so that ten detectors reading
+the same roofline or idle gaps do not recompute them.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from gpuprofile.hardware.model import Hardware
+from gpuprofile.trace.model import Trace
+
+if TYPE_CHECKING:
+    from gpuprofile.analyses.hints import Hint
+    from gpuprofile.analyses.roofline import Roofline
+
+
+class Analysis:
+    def __init__(self, trace: Trace, hardware: Hardware) -> None:
+        self.trace = trace
+        self.hardware = hardware
+
+    @cached_property
+    def op_costs(self) -> pd.DataFrame:
+        """Per op: FLOPs and minimal bytes from recorded shapes (see analyses/flops.py)."""
+        from gpuprofile.analyses.flops import op_costs
+
+        return op_costs(self.trace)
+
+    @cached_property
+    def kernel_costs(self) -> pd.DataFrame:
+        """Per kernel: FLOPs and bytes inherited from the launching op, split by duration."""
+        from gpuprofile.analyses.flops import kernel_costs
+
+        return kernel_costs(self.trace, self.op_costs)
+
+    @cached_property
+    def roofline(self) -> Roofline:
+        from gpuprofile.analyses.roofline import roofline
+
+        return roofline(self.trace, self.hardware, self.op_costs, self.kernel_costs)
+
+    @cached_property
+    def idle_gaps(self) -> pd.DataFrame:
+        """Every GPU idle interval in each rank's window, with the cause it is attributed to."""
+        from gpuprofile.analyses.idle import idle_gaps
+
+        return idle_gaps(self.trace)
+
+    @cached_property
+    def hints(self) -> list[Hint]:
+        from gpuprofile.analyses.detectors import run_detectors
+
+        return run_detectors(self)

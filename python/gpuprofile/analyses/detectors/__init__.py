@@ -1,0 +1,37 @@
+"""Detectors: one module each, each a pure function of an Analysis returning Hints."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from gpuprofile.analyses.hints import Hint, ranked
+
+if TYPE_CHECKING:
+    from gpuprofile.analyses.context import Analysis
+
+# Module names under gpuprofile.analyses.detectors, each defining detect(analysis) -> list[Hint].
+DETECTORS = (
+    "gpu_idle",
+    "launch_overhead",
+    "roofline_bound",
+    "tensor_cores",
+    "attention",
+    "sync_stall",
+    "allocator_churn",
+    "pageable_copy",
+    "data_loading",
+    "low_occupancy",
+    "communication",
+)
+
+
+def detector(name: str) -> Callable[[Analysis], list[Hint]]:
+    module = importlib.import_module(f"gpuprofile.analyses.detectors.{name}")
+    detect: Callable[[Analysis], list[Hint]] = module.detect
+    return detect
+
+
+def run_detectors(analysis: Analysis) -> list[Hint]:
+    return ranked(hint for name in DETECTORS for hint in detector(name)(analysis))

@@ -1,0 +1,90 @@
+"""Hints: the product's voice. What is slow, the evidence, the time a fix gives back, the fix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+KINDS = (
+    "gpu-idle",
+    "launch-overhead",
+    "memory-bound",
+    "compute-bound",
+    "tensor-cores-unused",
+    "attention-unfused",
+    "sync-stall",
+    "allocator-churn",
+    "pageable-copy",
+    "data-loading",
+    "low-occupancy",
+    "communication",
+)
+SEVERITIES = ("high", "medium", "low")
+CONFIDENCES = ("high", "medium", "low")
+# Evidence lanes are Trace table names: the widget zooms the timeline to them.
+EVIDENCE_TABLES = ("ops", "kernels", "memcpy", "memset", "runtime", "memory")
+MAX_EVIDENCE_EVENTS = 50
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where to look: event ids of one Trace table, and time windows (ns from trace start)."""
+
+    table: str
+    rank: int
+    event_ids: tuple[int, ...] = ()
+    windows: tuple[tuple[int, int], ...] = ()
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.table not in EVIDENCE_TABLES:
+            raise ValueError(f"evidence table {self.table!r} is not one of {EVIDENCE_TABLES}")
+        if len(self.event_ids) > MAX_EVIDENCE_EVENTS:
+            raise ValueError(f"at most {MAX_EVIDENCE_EVENTS} event ids: keep the heaviest")
+        if any(end < start for start, end in self.windows):
+            raise ValueError("an evidence window ends before it starts")
+
+
+@dataclass(frozen=True)
+class Hint:
+    kind: str
+    title: str
+    severity: str
+    gain_ns: int  # estimated time a fix gives back
+    gain_method: str  # how gain_ns was estimated, in a sentence
+    confidence: str
+    explanation: str  # plain words, with the numbers that triggered the hint
+    numbers: Mapping[str, float | int | str]
+    fix: tuple[str, ...]  # concrete steps
+    code: str = ""  # a code sketch of the fix
+    evidence: tuple[Evidence, ...] = ()
+    rank: int | None = None  # None: the hint is about the whole run
+    related: tuple[str, ...] = field(default=())  # roofline point keys this hint concerns
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"hint kind {self.kind!r} is not one of {KINDS}")
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
+        if self.confidence not in CONFIDENCES:
+            raise ValueError(f"confidence {self.confidence!r} is not one of {CONFIDENCES}")
+        if self.gain_ns < 0:
+            raise ValueError("gain_ns is a time given back: it cannot be negative")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["numbers"] = dict(self.numbers)
+        return out
+
+
+def ranked(hints: Iterable[Hint]) -> list[Hint]:
+    """Largest gain first; ties by confidence, then kind, so the order is stable."""
+    confidence_order = {c: i for i, c in enumerate(CONFIDENCES)}
+    return sorted(hints, key=lambda h: (-h.gain_ns, confidence_order[h.confidence], h.kind))
+
+
+def severity_for(gain_ns: int, wall_ns: int) -> str:
+    """High when a fix gives back at least 10% of the run, medium from 2%."""
+    share = gain_ns / wall_ns if wall_ns > 0 else 0.0
+    return "high" if share >= 0.10 else "medium" if share >= 0.02 else "low"

@@ -1,0 +1,54 @@
+"""Hardware: the roofs a roofline is drawn against."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+SOURCES = ("datasheet", "estimated", "calibrated", "user", "unknown")
+# Dense peak FLOP/s by math unit. Tensor-core rates under "tf32", "fp16", "bf16", "fp8",
+# "int8" (ops/s); "fp32" and "fp64" are the vector (non-tensor-core) rates.
+PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+
+
+@dataclass(frozen=True)
+class Hardware:
+    name: str
+    source: str
+    peak_flops: Mapping[str, float] = field(default_factory=dict)  # FLOP/s per precision
+    dram_bytes_per_s: float | None = None
+    link_bytes_per_s: float | None = None  # host link, one direction
+    sm_count: int | None = None
+    l2_bytes: int | None = None
+    memory_bytes: int | None = None
+    citation: str | None = None  # where the figures come from
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"hardware source {self.source!r} is not one of {SOURCES}")
+        unknown = set(self.peak_flops) - set(PRECISIONS)
+        if unknown:
+            raise ValueError(f"unknown precisions {sorted(unknown)}; use {PRECISIONS}")
+
+    @property
+    def known(self) -> bool:
+        return self.source != "unknown" and bool(self.peak_flops) and bool(self.dram_bytes_per_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "peak_flops": dict(self.peak_flops),
+            "dram_bytes_per_s": self.dram_bytes_per_s,
+            "link_bytes_per_s": self.link_bytes_per_s,
+            "sm_count": self.sm_count,
+            "l2_bytes": self.l2_bytes,
+            "memory_bytes": self.memory_bytes,
+            "citation": self.citation,
+            "notes": self.notes,
+        }
+
+
+UNKNOWN = Hardware(name="unknown", source="unknown", notes="run gpuprofile.calibrate()")
