@@ -14,6 +14,7 @@ from gpuprofile.load import load
 from gpuprofile.result import Profile, last
 
 if TYPE_CHECKING:
+    from gpuprofile.capture.calibrate import calibrate
     from gpuprofile.capture.session import profile
 
 __version__ = "0.1.0"
@@ -22,6 +23,7 @@ __all__ = [
     "Profile",
     "ProfilerBusyError",
     "TraceFormatError",
+    "calibrate",
     "last",
     "load",
     "profile",
@@ -34,6 +36,10 @@ def __getattr__(name: str) -> Any:
         from gpuprofile.capture.session import profile
 
         return profile
+    if name == "calibrate":
+        from gpuprofile.capture.calibrate import calibrate
+
+        return calibrate
     raise AttributeError(f"module 'gpuprofile' has no attribute {name!r}")
 
 

@@ -1,4 +1,4 @@
-"""The command line: `gpuprofile report PATH`, `gpuprofile demo`."""
+"""The command line: `gpuprofile report PATH`, `gpuprofile demo`, `gpuprofile calibrate`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,32 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="profile a small transformer block and report it")
     for sub in (report, demo):
         sub.add_argument("--format", choices=("text", "json"), default="text")
+    calibrate = commands.add_parser(
+        "calibrate", help="measure this machine's roofs: matmul FLOP/s, copy bandwidths"
+    )
+    calibrate.add_argument("--seconds", type=_positive, default=15.0, help="time budget (15)")
+    calibrate.add_argument("--json", action="store_true", help="print JSON, not a table")
     return parser
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+    return value
+
+
+def _calibrate(seconds: float, as_json: bool) -> None:
+    from gpuprofile.capture.calibrate import calibrate, compare, datasheet_for_this_device
+
+    # Asked for on the command line, so measured now; the result refreshes the cache.
+    measured = calibrate(seconds, refresh=True)
+    sheet = datasheet_for_this_device()
+    if as_json:
+        doc = {"calibrated": measured.to_dict(), "datasheet": sheet.to_dict() if sheet else None}
+        print(json.dumps(doc, indent=2))
+    else:
+        print(compare(measured, sheet))
 
 
 def _emit(profile: Profile, fmt: str) -> None:
@@ -36,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpuprofile.load import load
 
             _emit(load(args.path), args.format)
+        elif args.command == "calibrate":
+            _calibrate(args.seconds, args.json)
         else:
             from gpuprofile.capture.demo import transformer_block_steps
 
