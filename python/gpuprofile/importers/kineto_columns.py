@@ -57,6 +57,7 @@ def op_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
         "external_id": _external_ids(args),
         "input_dims": [_raw_text(a.input_dims) or _raw_text(a.legacy_input_dims) for a in args],
         "input_types": [_raw_text(a.input_types) for a in args],
+        "concrete_inputs": [_raw_text(a.concrete_inputs) for a in args],
     }
 
 

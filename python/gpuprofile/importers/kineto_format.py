@@ -26,6 +26,7 @@ class Args(msgspec.Struct, gc=False):
     input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=msgspec.Raw())
     legacy_input_dims: msgspec.Raw = msgspec.field(name="Input dims", default=msgspec.Raw())
     input_types: msgspec.Raw = msgspec.field(name="Input type", default=msgspec.Raw())
+    concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=msgspec.Raw())
     # Triton launches write grid as a string; only lists carry dimensions we can use.
     grid: list[int] | str | None = None
     block: list[int] | str | None = None

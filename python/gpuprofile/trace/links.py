@@ -63,9 +63,14 @@ def launching_ops(ops: pd.DataFrame, runtime: pd.DataFrame, kernels: pd.DataFram
     op_of_call = dict(
         zip(zip(runtime["rank"].tolist(), runtime["correlation"].tolist()), launcher.tolist())
     )
-    # Without a correlated runtime call (trimmed traces), fall back to the external id.
+    # Without a correlated runtime call (trimmed traces), fall back to the external id; ops
+    # without one (NO_ID) must not claim kernels that have none either.
+    with_external = cpu_ops[cpu_ops["external_id"] != NO_ID]
     op_of_external = dict(
-        zip(zip(cpu_ops["rank"].tolist(), cpu_ops["external_id"].tolist()), op_ids.tolist())
+        zip(
+            zip(with_external["rank"].tolist(), with_external["external_id"].tolist()),
+            with_external["id"].tolist(),
+        )
     )
     return np.fromiter(
         (

@@ -41,6 +41,8 @@ SCHEMA: dict[str, dict[str, str]] = {
         "external_id": _INT,
         "input_dims": _STR,
         "input_types": _STR,
+        # raw JSON text of "Concrete Inputs": scalar arguments (stride, dims, flags) as strings
+        "concrete_inputs": _STR,
         "flops": _F64,
     },
     "kernels": {
