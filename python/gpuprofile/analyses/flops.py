@@ -1,0 +1,404 @@
+"""FLOPs and bytes per op and per kernel, from the shapes a trace recorded.
+
+Where the FLOPs come from, per op (``flops_source``):
+- "measured": the trace's own count (``ops.flops``, e.g. torch.profiler's with_flops);
+- "computed": torch.utils.flop_counter's formula for the op (mm, addmm, bmm, baddbmm,
+  _scaled_mm, convolution, convolution_backward, SDPA flash/efficient/cudnn and their backward,
+  _flash/_efficient_attention forward and backward) applied to the recorded shapes
+  (analyses/torch_flops.py says how), or else our formula from analyses/op_formulas.py;
+- "unknown": neither; ``unknown_reason`` says why (no formula, no shapes recorded, a formula
+  that needs Concrete Inputs the trace lacks, or a formula that rejected the shapes).
+
+Bytes are the minimal traffic: every tensor input read once, every output written once, at the
+recorded dtypes. NaN when unknown (no FLOP formula, or a dtype we cannot size).
+
+Nested ops are counted once, at the OUTERMOST op that has FLOPs: aten::linear has no formula,
+so its aten::addmm counts; aten::convolution counts and its aten::_convolution and backend
+children are covered by it, as are the copies and clones an aten::mm or aten::addmm runs inside.
+Counting outside-in keeps the work an op does through helper children (a bias copy, a dtype
+cast) with the op that caused it. ``counted_at`` is the id of the op whose FLOPs include this op's
+work (the op itself when ``counted``; NO_ID when nothing in its ancestry has FLOPs): sum
+``flops`` over ``counted`` rows only. Every op still shows its own formula's FLOPs.
+
+Kernels inherit the costs of the op counted_at their launching op: the launcher itself, or the
+ancestor that covers it. An op's FLOPs and bytes are split among the kernels it owns in
+proportion to their durations (equally when all durations are 0).
+
+Tensor cores (columns matmul_like, dims_aligned, tensor_core_eligible, tensor_core_roof):
+- matmul_like: the op is a matrix multiply, a convolution or attention;
+- dims_aligned: its GEMM dims are multiples of 16 bytes' worth of elements (8 for fp16/bf16,
+  4 for fp32 as TF32, 16 for fp8/int8; NVIDIA's Tensor Core requirements). The dims checked
+  are those that set the operands' row strides: K and N of a matmul (not M, the row count),
+  input and output channels per group of a convolution (weight dims 0 and 1), the head dims of
+  attention;
+- tensor_core_eligible: matmul_like, in fp16/bf16/fp32/fp8/int8, and dims_aligned;
+- tensor_core_roof: the tensor-core precision the op runs on under PyTorch's defaults, "" when
+  none: bf16/fp16/fp8/int8 matmul-like ops -> their dtype (cuBLAS and cuDNN use tensor cores
+  for unaligned dims too, only slower); fp32 convolutions -> "tf32"
+  (torch.backends.cudnn.allow_tf32 is True by default); fp32 matmuls and attention -> ""
+  (torch.backends.cuda.matmul.allow_tf32 is False by default).
+
+Coverage is the share of compute-kernel time (kernel_kind.is_compute: collectives, copies and
+syncs excluded) whose FLOPs are known; on a trace without kernels, the share of the inclusive
+time of outermost aten ops (cpu_ops with no cpu_op ancestor) spent inside counted ops.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses import torch_flops
+from gpuprofile.analyses.kernel_kind import is_compute
+from gpuprofile.analyses.op_formulas import (
+    DTYPES,
+    ITEMSIZE,
+    MISSING,
+    Arg,
+    Estimate,
+    dominant_dtype,
+    own_formula,
+)
+from gpuprofile.trace.model import NO_ID, Trace
+
+_TENSOR_CORE_DTYPES = ("fp16", "bf16", "fp32", "fp8", "int8")
+
+
+@dataclass(frozen=True)
+class _Cost:
+    dtype: str
+    flops: float
+    bytes: float
+    source: str
+    reason: str
+    matmul_like: bool
+    dims_aligned: bool
+    tensor_core_eligible: bool
+    tensor_core_roof: str
+
+
+def op_costs(trace: Trace) -> pd.DataFrame:
+    """Per op, index-aligned by op id: FLOPs, bytes, dtype and tensor-core facts (see above)."""
+    ops = trace.ops
+    codes, described = _describe_rows(ops)
+
+    def values(field: str, dtype: Any) -> np.ndarray:
+        return np.array([getattr(c, field) for c in described], dtype=dtype)[codes]
+
+    def category(field: str) -> pd.Categorical:
+        labels, uniques = pd.factorize(np.array([getattr(c, field) for c in described], object))
+        return pd.Categorical.from_codes(labels[codes], categories=pd.Index(uniques, dtype=object))
+
+    flops = values("flops", np.float64)
+    source = category("source")
+    reason = category("reason")
+    recorded = ops["flops"].to_numpy()
+    measured = np.isfinite(recorded)
+    if measured.any():
+        flops = np.where(measured, recorded, flops)
+        source, reason = (
+            _with_label(source, measured, "measured"),
+            _with_label(reason, measured, ""),
+        )
+
+    ids = ops["id"].to_numpy()
+    top = _outermost_with(np.isfinite(flops), _parent_positions(ops))
+    index = pd.Index(ids, name="op_id")
+    return pd.DataFrame(
+        {
+            "op_id": ids,
+            "rank": ops["rank"].to_numpy(),
+            "name": ops["name"].array,
+            "shapes": pd.Series(ops["input_dims"].to_numpy(), index=index, dtype=object),
+            "dtype": category("dtype"),
+            "flops": flops,
+            "bytes": values("bytes", np.float64),
+            "flops_source": source,
+            "unknown_reason": reason,
+            "counted": top == np.arange(len(ops)),
+            "counted_at": np.where(top >= 0, ids[np.maximum(top, 0)], NO_ID).astype(np.int64),
+            "matmul_like": values("matmul_like", bool),
+            "dims_aligned": values("dims_aligned", bool),
+            "tensor_core_eligible": values("tensor_core_eligible", bool),
+            "tensor_core_roof": category("tensor_core_roof"),
+        },
+        index=index,
+    )
+
+
+def _with_label(column: pd.Categorical, rows: np.ndarray, label: str) -> pd.Categorical:
+    if label not in column.categories:
+        column = column.add_categories([label])
+    column[rows] = label
+    return column
+
+
+def _describe_rows(ops: pd.DataFrame) -> tuple[np.ndarray, list[_Cost]]:
+    """Per op, the position of its description in the list; each distinct description once.
+
+    Traces repeat a few thousand (name, shapes) combinations over and over, and most ops (python
+    functions) record no shapes at all: those are described by their name alone.
+    """
+    names = ops["name"].cat
+    name_codes = names.codes.to_numpy().astype(np.int64)
+    dims = ops["input_dims"].to_numpy()
+    shaped = np.flatnonzero(pd.notna(dims))
+    # torch (about 1 s to import) only when some op recorded shapes for a formula to use.
+    with_torch = bool(len(shaped))
+    described = [_describe(str(n), None, None, None, with_torch) for n in names.categories]
+    codes = name_codes.copy()
+    if not len(shaped):
+        return codes, described
+    columns = [dims, ops["input_types"].to_numpy()]
+    if "concrete_inputs" in ops.columns:
+        columns.append(ops["concrete_inputs"].to_numpy())
+    key = name_codes[shaped]
+    for column in columns:
+        labels, uniques = pd.factorize(column[shaped])
+        key = pd.factorize(key * (len(uniques) + 1) + (labels + 1))[0]
+    first = np.unique(key, return_index=True)[1]
+    rows = shaped[first]
+    concrete = columns[2][rows] if len(columns) > 2 else [None] * len(rows)
+    described += [
+        _describe(str(n), d, t, c, with_torch)
+        for n, d, t, c in zip(ops["name"].to_numpy()[rows], dims[rows], columns[1][rows], concrete)
+    ]
+    codes[shaped] = len(names.categories) + key
+    return codes, described
+
+
+def kernel_costs(trace: Trace, op_costs: pd.DataFrame) -> pd.DataFrame:
+    """Per kernel: the FLOPs and bytes it inherits from the op counted at its launcher."""
+    kernels = trace.kernels
+    dur = kernels["dur_ns"].to_numpy()
+    launcher = op_costs.index.get_indexer(pd.Index(kernels["op_id"].to_numpy()))
+    owner_id = _take(op_costs["counted_at"].to_numpy(), launcher, NO_ID).astype(np.int64)
+    owner = np.where(owner_id == NO_ID, -1, op_costs.index.get_indexer(pd.Index(owner_id)))
+    has = owner >= 0
+    owned_dur = np.bincount(owner[has], weights=dur[has], minlength=len(op_costs))
+    owned_count = np.bincount(owner[has], minlength=len(op_costs))
+    total = _take(owned_dur, owner, 0.0)
+    count = _take(owned_count, owner, 1)
+    share = np.where(total > 0, dur / np.where(total > 0, total, 1), 1.0 / np.maximum(count, 1))
+    share = np.where(has, share, np.nan)
+
+    def inherit(column: str, default: Any) -> np.ndarray:
+        return _take(op_costs[column].to_numpy(), owner, default)
+
+    return pd.DataFrame(
+        {
+            "kernel_id": kernels["id"].to_numpy(),
+            "rank": kernels["rank"].to_numpy(),
+            "name": kernels["name"].array,
+            "dur_ns": dur,
+            "flops": inherit("flops", np.nan).astype(np.float64) * share,
+            "bytes": inherit("bytes", np.nan).astype(np.float64) * share,
+            "flops_source": inherit("flops_source", "unknown"),
+            "dtype": inherit("dtype", ""),
+            "op_id": kernels["op_id"].to_numpy(),
+            "cost_op_id": owner_id,
+            "share": share,
+            "matmul_like": inherit("matmul_like", False).astype(bool),
+            "tensor_core_eligible": inherit("tensor_core_eligible", False).astype(bool),
+            "tensor_core_roof": inherit("tensor_core_roof", ""),
+        }
+    )
+
+
+def _take(values: np.ndarray, positions: np.ndarray, default: Any) -> np.ndarray:
+    """values[positions], with default where a position is -1."""
+    if not len(values):
+        return np.full(len(positions), default, dtype=values.dtype)
+    return np.where(positions >= 0, values[np.maximum(positions, 0)], default)
+
+
+def coverage(trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame) -> float:
+    """Share of compute-kernel time with known FLOPs; without kernels, of outermost-op time.
+
+    NaN when there is no such time at all.
+    """
+    if len(kernel_costs):
+        compute = is_compute(kernel_costs["name"])
+        dur = kernel_costs["dur_ns"].to_numpy().astype(np.float64)[compute]
+        known = np.isfinite(kernel_costs["flops"].to_numpy()[compute])
+        total = dur.sum()
+        return float(dur[known].sum() / total) if total > 0 else math.nan
+    ops = trace.ops
+    is_op = (ops["category"] == "cpu_op").to_numpy()
+    outer = _outermost_with(is_op, _parent_positions(ops))
+    roots = outer == np.arange(len(ops))
+    dur = ops["dur_ns"].to_numpy().astype(np.float64)
+    total = dur[roots].sum()
+    counted = op_costs["counted"].to_numpy()
+    return float(dur[counted].sum() / total) if total > 0 else math.nan
+
+
+def _parent_positions(ops: pd.DataFrame) -> np.ndarray:
+    parent = ops["parent"].to_numpy()
+    positions = pd.Index(ops["id"].to_numpy()).get_indexer(parent)
+    return np.where(parent == NO_ID, -1, positions)
+
+
+def _outermost_with(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per row, the position of its outermost ancestor-or-self with flag set, else -1."""
+    top = np.where(flag, np.arange(len(flag)), -1)
+    rows = np.flatnonzero(parent >= 0)
+    current = parent[rows]
+    while len(rows):
+        hit = flag[current]
+        top[rows[hit]] = current[hit]
+        current = parent[current]
+        alive = current >= 0
+        rows, current = rows[alive], current[alive]
+    return top
+
+
+# --- one distinct (name, shapes, types, concrete inputs) ------------------------------------
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _describe(
+    name: str,
+    dims: str | None,
+    types: str | None,
+    concrete: str | None,
+    with_torch: bool,
+) -> _Cost:
+    registry = torch_flops.registry() if with_torch else {}
+    args = _parse_args(dims, types, concrete)
+    dtype = dominant_dtype(args) if args is not None else ""
+    family, gemm = _gemm_dims(name, args or [])
+    aligned = gemm is not None and _aligned(gemm, dtype)
+    tc_roof = _tensor_core_roof(family, dtype)
+    estimate: Estimate | str
+    formula = registry.get(name)
+    own = own_formula(name)
+    if formula is None and own is None and with_torch:
+        estimate = "no formula"
+    elif args is None:  # without any shapes torch is not loaded: formula is unknown then
+        estimate = "no shapes recorded"
+    elif formula is not None:
+        estimate = torch_flops.estimate(name, args, formula)
+    else:
+        assert own is not None
+        estimate = own(args)
+    eligible = family is not None and aligned and dtype in _TENSOR_CORE_DTYPES
+    if isinstance(estimate, str):
+        flops, nbytes, source, reason = math.nan, math.nan, "unknown", estimate
+    else:
+        flops, nbytes, source, reason = estimate.flops, estimate.bytes, "computed", ""
+    return _Cost(
+        dtype=dtype,
+        flops=float(flops),
+        bytes=float(nbytes),
+        source=source,
+        reason=reason,
+        matmul_like=family is not None,
+        dims_aligned=aligned,
+        tensor_core_eligible=eligible,
+        tensor_core_roof=tc_roof,
+    )
+
+
+def _parse_args(dims: str | None, types: str | None, concrete: str | None) -> list[Arg] | None:
+    if dims is None:
+        return None
+    shapes = msgspec.json.decode(dims)
+    kinds = msgspec.json.decode(types) if types else None
+    values = msgspec.json.decode(concrete) if concrete else None
+    if not isinstance(shapes, list):
+        return None
+    args = []
+    for i, shape in enumerate(shapes):
+        kind = kinds[i] if kinds is not None and i < len(kinds) else None
+        flat = isinstance(shape, list) and all(isinstance(d, int) for d in shape)
+        # Without "Input type", a non-empty list of ints is taken for a tensor's dims.
+        tensor = flat and (kind in DTYPES if kind is not None else bool(shape))
+        value = _concrete(values[i]) if values is not None and i < len(values) else MISSING
+        if tensor:
+            dtype = DTYPES[kind][0] if kind is not None else ""
+            args.append(Arg(tuple(shape), dtype, value))
+        else:
+            args.append(Arg(None, "", value))
+    return args
+
+
+@functools.lru_cache(maxsize=4096)
+def _concrete(text: Any) -> Any:
+    """A Concrete Inputs entry: "" is None, "[2, 2]" a list, "False" a bool, "1e-05" a float."""
+    if not isinstance(text, str):
+        return text
+    if text == "":
+        return None
+    try:
+        return msgspec.json.decode(text.replace("True", "true").replace("False", "false"))
+    except msgspec.DecodeError:
+        return text
+
+
+# --- tensor cores -----------------------------------------------------------------------------
+
+_MATMUL = {
+    "mm": (0, 1), "addmm": (1, 2), "_scaled_mm": (0, 1), "_int_mm": (0, 1), "bmm": (0, 1),
+    "baddbmm": (1, 2), "matmul": (0, 1), "linear": (0, 1),
+}  # fmt: skip
+_CONV = {
+    "convolution": 1, "_convolution": 1, "convolution_overrideable": 1, "conv1d": 1,
+    "conv2d": 1, "conv3d": 1, "conv_transpose1d": 1, "conv_transpose2d": 1, "conv_transpose3d": 1,
+    "cudnn_convolution": 1, "cudnn_convolution_transpose": 1, "miopen_convolution": 1,
+    "mkldnn_convolution": 1, "_slow_conv2d_forward": 1, "convolution_backward": 2,
+}  # fmt: skip
+_ATTENTION = {
+    "scaled_dot_product_attention": (0, 2), "_scaled_dot_product_flash_attention": (0, 2),
+    "_scaled_dot_product_efficient_attention": (0, 2),
+    "_scaled_dot_product_cudnn_attention": (0, 2), "_flash_attention_forward": (0, 2),
+    "_efficient_attention_forward": (0, 2),
+    "_scaled_dot_product_flash_attention_backward": (1, 3),
+    "_scaled_dot_product_efficient_attention_backward": (1, 3),
+    "_scaled_dot_product_cudnn_attention_backward": (1, 3), "_flash_attention_backward": (1, 3),
+    "_efficient_attention_backward": (1, 3),
+}  # fmt: skip
+
+
+def _gemm_dims(name: str, args: Sequence[Arg]) -> tuple[str | None, tuple[int, ...] | None]:
+    """The op's family ("matmul", "conv", "attention" or None) and the dims to check."""
+    op = name[6:] if name.startswith("aten::") else ""
+
+    def dims(i: int) -> tuple[int, ...] | None:
+        return args[i].shape if i < len(args) and args[i].shape else None
+
+    if op in _MATMUL:
+        a, b = (dims(i) for i in _MATMUL[op])
+        if a is None or b is None:
+            return "matmul", None
+        n = b[0] if op == "linear" else b[-1]  # linear's weight is [N, K]
+        return "matmul", (a[-1], n) if len(b) >= 2 else (a[-1],)
+    if op in _CONV:
+        w = dims(_CONV[op])
+        return "conv", (w[0], w[1]) if w is not None and len(w) >= 2 else None
+    if op in _ATTENTION:
+        q, v = (dims(i) for i in _ATTENTION[op])
+        return "attention", (q[-1], v[-1]) if q is not None and v is not None else None
+    return None, None
+
+
+def _aligned(dims: tuple[int, ...], dtype: str) -> bool:
+    size = ITEMSIZE.get(dtype)
+    if size is None or size > 16:
+        return False
+    return all(d % (16 // size) == 0 for d in dims)
+
+
+def _tensor_core_roof(family: str | None, dtype: str) -> str:
+    if family is None:
+        return ""
+    if dtype in ("bf16", "fp16", "fp8", "int8"):
+        return dtype
+    return "tf32" if dtype == "fp32" and family == "conv" else ""
