@@ -1,0 +1,373 @@
+"""Attention that materializes its L x S score matrix: hand-written, or SDPA on its math path.
+
+Unfused attention is found on each CPU thread as an outermost matmul-family op with inputs
+[.., L, d] x [.., d, S], followed by a softmax over [.., L, S], followed by a matmul whose first
+input is [.., L, S]. The score matrix is written to memory and read back by every op between
+the two matmuls (scaling, masking, softmax, dropout); its size grows as L x S. A fused kernel
+(flash or memory-efficient attention) keeps it on chip.
+
+SDPA's math path is aten::_scaled_dot_product_attention_math, or an
+aten::scaled_dot_product_attention whose children include no fused kernel (flash, efficient,
+cudnn, overrideable, flash_attention_for_cpu). On a CPU build of torch 2.13 SDPA picks
+aten::_scaled_dot_product_flash_attention_for_cpu for fp32, bf16 and fp16 inputs, with and
+without is_causal, so the math path on a CPU trace is a real fallback too and is flagged there
+as well.
+
+Gain (a lower bound): the time of what a fused kernel removes. For unfused attention, the ops
+on the thread between the two matmuls; for the math path, the op minus its matmuls. Time is
+the kernels those ops launched on a GPU rank, the ops' own durations on a CPU-only rank.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.trace.model import Trace
+
+MATMULS = frozenset(("aten::matmul", "aten::bmm", "aten::baddbmm"))
+SOFTMAXES = frozenset(("aten::softmax", "aten::_softmax", "aten::_safe_softmax"))
+MIN_KEYS = 128  # shorter score rows are cheap enough that fusing them matters little
+FUSED_MARKERS = ("flash", "efficient", "cudnn", "overrideable", "fused")
+ELEMENT_BYTES = {
+    "float": 4,
+    "double": 8,
+    "c10::BFloat16": 2,
+    "c10::Half": 2,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+}
+
+FIX = (
+    "Replace the hand-written q @ k.transpose(-2, -1) -> softmax -> @ v with "
+    "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=None, "
+    "dropout_p=p, is_causal=True/False): it dispatches to flash or memory-efficient "
+    "attention, which never writes the L x S scores to memory.",
+    "Pin the fused backends to see why one is refused: `with torch.nn.attention.sdpa_kernel("
+    "[SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):` raises with the reason "
+    "instead of falling back.",
+    'Hugging Face models: load with attn_implementation="sdpa" (or "flash_attention_2").',
+)
+MATH_FIX = (
+    "SDPA fell back to its math path. Flash attention needs fp16/bf16 inputs (run under "
+    'torch.autocast("cuda", dtype=torch.bfloat16)), a head dim that is a multiple of 8 and '
+    "at most 256, and no explicit float mask (use is_causal=True instead of a causal mask).",
+    "Memory-efficient attention accepts an attn_mask and fp32; make q, k, v contiguous in the "
+    "last dimension and keep the mask broadcastable rather than materialized per head.",
+    "Force the fused backends to get the reason as an error: `with torch.nn.attention."
+    "sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):`.",
+)
+CODE = """\
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
+    out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.0, is_causal=True)
+"""
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One attention computation that materialized its scores."""
+
+    rank: int
+    math: bool  # SDPA math path rather than hand-written
+    op_ids: tuple[int, ...]  # the ops to show (matmul, softmax, matmul, or the SDPA op)
+    start_ns: int
+    end_ns: int
+    queries: int  # L
+    keys: int  # S
+    batch: int  # product of the leading dimensions (batch x heads)
+    score_bytes: int
+    removable_ns: int  # time a fused kernel would not spend
+
+
+def detect(analysis: Analysis) -> list[Hint]:
+    trace = analysis.trace
+    found = occurrences(trace)
+    hints = []
+    for rank in trace.ranks:
+        for math in (False, True):
+            mine = [o for o in found if o.rank == rank and o.math == math]
+            if mine:
+                hints.append(_hint(trace, rank, math, mine))
+    return hints
+
+
+def occurrences(trace: Trace) -> list[Occurrence]:
+    ops = trace.ops[trace.ops["category"] == "cpu_op"]
+    if ops.empty:
+        return []
+    kernel_ns = trace.kernels.groupby("op_id")["dur_ns"].sum()
+    gpu_ranks = set(trace.kernels["rank"].unique().tolist())
+    out: list[Occurrence] = []
+    for _, rows in ops.groupby(["rank", "pid", "tid"], sort=True):
+        rank = int(rows["rank"].iloc[0])
+        thread = _Thread(rows.sort_values(["start_ns", "dur_ns"], ascending=[True, False]))
+        timing = kernel_ns if rank in gpu_ranks else None
+        out.extend(thread.unfused(rank, timing))
+        out.extend(thread.math_sdpa(rank, timing))
+    return out
+
+
+class _Thread:
+    """The aten ops of one thread, ordered by start, with the lookups the patterns need."""
+
+    def __init__(self, ops: pd.DataFrame) -> None:
+        self.ops = ops
+        self.ids = ops["id"].to_numpy()
+        self.names = ops["name"].astype(str).to_numpy()
+        self.start = ops["start_ns"].to_numpy(np.int64)
+        self.end = self.start + ops["dur_ns"].to_numpy(np.int64)
+        self.dims = ops["input_dims"].tolist()
+        self.types = ops["input_types"].tolist()
+        position = pd.Index(self.ids)
+        self.parent = position.get_indexer(ops["parent"].to_numpy())
+        self.is_matmul = np.isin(self.names, list(MATMULS))
+        self.is_softmax = np.isin(self.names, list(SOFTMAXES))
+        self.outer_matmul = self.is_matmul & ~self._has_ancestor(self.is_matmul)
+        self.outer_softmax = self.is_softmax & ~self._has_ancestor(self.is_softmax)
+        is_sdpa = np.array(["scaled_dot_product" in n for n in self.names], dtype=bool)
+        self.in_sdpa = self._has_ancestor(is_sdpa)
+
+    def _has_ancestor(self, flag: np.ndarray) -> np.ndarray:
+        found = np.zeros(len(self.ids), dtype=bool)
+        ancestor = self.parent.copy()
+        while (alive := ancestor >= 0).any():
+            found |= alive & flag[np.maximum(ancestor, 0)]
+            ancestor = np.where(alive, self.parent[np.maximum(ancestor, 0)], -1)
+        return found
+
+    def inside(self, start: int, end: int) -> np.ndarray:
+        """Positions of ops that start at or after start and end by end."""
+        lo, hi = np.searchsorted(self.start, [start, end], side="left")
+        positions = np.arange(lo, hi)
+        return positions[self.end[positions] <= end]
+
+    def time_of(self, positions: np.ndarray, kernel_ns: pd.Series | None) -> int:
+        """GPU time of the kernels these ops launched, or (CPU rank) their outermost durations."""
+        if not len(positions):
+            return 0
+        if kernel_ns is not None:
+            return int(kernel_ns.reindex(self.ids[positions]).fillna(0).sum())
+        chosen = np.zeros(len(self.ids), dtype=bool)
+        chosen[positions] = True
+        parents = self.parent[positions]
+        outermost = positions[~((parents >= 0) & chosen[np.maximum(parents, 0)])]
+        return int((self.end[outermost] - self.start[outermost]).sum())
+
+    def unfused(self, rank: int, kernel_ns: pd.Series | None) -> list[Occurrence]:
+        out: list[Occurrence] = []
+        matmuls = np.flatnonzero(self.outer_matmul)
+        if not len(matmuls):
+            return out
+        for s in np.flatnonzero(self.outer_softmax & ~self.in_sdpa):
+            scores = _tensor_dims(self.dims[s], 0)
+            if scores is None or len(scores) < 3 or scores[-1] < MIN_KEYS:
+                continue
+            queries, keys = scores[-2], scores[-1]
+            before = matmuls[self.end[matmuls] <= self.start[s]]
+            after = matmuls[self.start[matmuls] >= self.end[s]]
+            if not len(before) or not len(after):
+                continue
+            first, second = int(before[-1]), int(after[0])
+            if not (
+                _produces(self.names[first], self.dims[first], queries, keys)
+                and _consumes(self.names[second], self.dims[second], queries, keys)
+            ):
+                continue
+            between = self.inside(int(self.end[first]), int(self.start[second]))
+            out.append(
+                self._occurrence(
+                    rank,
+                    False,
+                    (first, int(s), second),
+                    scores,
+                    self.types[s],
+                    self.time_of(between, kernel_ns),
+                )
+            )
+        return out
+
+    def math_sdpa(self, rank: int, kernel_ns: pd.Series | None) -> list[Occurrence]:
+        out: list[Occurrence] = []
+        children: dict[int, list[int]] = {}
+        for position, parent in enumerate(self.parent.tolist()):
+            if parent >= 0:
+                children.setdefault(parent, []).append(position)
+        for p, name in enumerate(self.names):
+            # An SDPA with a fused child is fine; one with a _math child is flagged at the child.
+            inline_math = (
+                name.endswith("::scaled_dot_product_attention")
+                and p in children
+                and not any(_is_fused_or_math(self.names[c]) for c in children[p])
+            )
+            if not (inline_math or "_scaled_dot_product_attention_math" in name):
+                continue
+            q, k = _tensor_dims(self.dims[p], 0), _tensor_dims(self.dims[p], 1)
+            if q is None or k is None or len(q) < 2 or len(k) < 2 or k[-2] < MIN_KEYS:
+                continue
+            inner = self.inside(int(self.start[p]), int(self.end[p]))
+            inner = inner[inner != p]
+            matmul_parts = [
+                self.inside(int(self.start[m]), int(self.end[m]))
+                for m in inner
+                if self.outer_matmul[m]
+            ]
+            rest = np.setdiff1d(inner, np.concatenate(matmul_parts)) if matmul_parts else inner
+            scores = [*q[:-2], q[-2], k[-2]]
+            removable = self.time_of(rest, kernel_ns)
+            out.append(self._occurrence(rank, True, (p,), scores, self.types[p], removable))
+        return out
+
+    def _occurrence(
+        self,
+        rank: int,
+        math: bool,
+        positions: tuple[int, ...],
+        scores: list[int],
+        types: str | None,
+        removable: int,
+    ) -> Occurrence:
+        batch = int(np.prod(scores[:-2])) if len(scores) > 2 else 1
+        element = ELEMENT_BYTES.get(_first_type(types), 4)
+        return Occurrence(
+            rank=rank,
+            math=math,
+            op_ids=tuple(int(self.ids[p]) for p in positions),
+            start_ns=int(self.start[positions[0]]),
+            end_ns=int(self.end[positions[-1]]),
+            queries=int(scores[-2]),
+            keys=int(scores[-1]),
+            batch=batch,
+            score_bytes=batch * int(scores[-2]) * int(scores[-1]) * element,
+            removable_ns=removable,
+        )
+
+
+def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
+    gain = sum(o.removable_ns for o in found)
+    wall = wall_ns(trace, rank)
+    biggest = max(found, key=lambda o: o.score_bytes)
+    lengths = sorted({(o.queries, o.keys) for o in found}, reverse=True)
+    length_text = ", ".join(f"{q}x{k}" if q != k else f"L={q}" for q, k in lengths[:4])
+    scores = (
+        f"{biggest.batch}x{biggest.queries}x{biggest.keys} scores = {_bytes(biggest.score_bytes)}"
+    )
+    what = (
+        "scaled_dot_product_attention ran its math path"
+        if math
+        else "attention computed as matmul -> softmax -> matmul"
+    )
+    removed = (
+        "the math path's non-matmul ops (scaling, masking, softmax, dropout)"
+        if math
+        else "the ops between the two matmuls (scaling, masking, softmax, dropout)"
+    )
+    heaviest = sorted(found, key=lambda o: o.removable_ns, reverse=True)
+    ids = tuple(i for o in heaviest for i in o.op_ids)[:MAX_EVIDENCE_EVENTS]
+    windows = tuple((o.start_ns, o.end_ns) for o in heaviest[:MAX_EVIDENCE_EVENTS])
+    device = "GPU kernel" if (trace.kernels["rank"] == rank).any() else "CPU"
+    return Hint(
+        kind="attention-unfused",
+        title=(
+            f"{_who(trace, rank)}SDPA math path at {length_text} (x{len(found)})"
+            if math
+            else f"{_who(trace, rank)}Unfused attention at {length_text} (x{len(found)})"
+        ),
+        severity=severity_for(gain, wall),
+        gain_ns=int(gain),
+        gain_method=(
+            f"{device} time of {removed}: a fused attention kernel keeps the score matrix on "
+            "chip, so they disappear. The matmuls' own savings are not counted: a lower bound."
+        ),
+        confidence="medium",
+        explanation=(
+            f"{'Once' if len(found) == 1 else f'{len(found)} times'}, {what} over a "
+            "materialized score matrix (sequence lengths "
+            f"{length_text}; the largest holds {scores}). Its memory and time grow as L^2: "
+            f"at twice the length it needs four times the bytes. {removed.capitalize()} took "
+            f"{gain / 1e6:.2f} ms of {device} time."
+        ),
+        numbers={
+            "occurrences": len(found),
+            "max_queries": max(o.queries for o in found),
+            "max_keys": max(o.keys for o in found),
+            "max_score_bytes": max(o.score_bytes for o in found),
+            "total_score_bytes": sum(o.score_bytes for o in found),
+            "removable_ns": int(gain),
+        },
+        fix=MATH_FIX + FIX[1:] if math else FIX,
+        code=CODE,
+        evidence=(Evidence("ops", rank, ids, windows, "attention ops, costliest first"),),
+        rank=rank,
+    )
+
+
+def _tensor_dims(raw: str | None, index: int) -> list[int] | None:
+    """The dims of the index-th input, when it is a tensor with recorded dims."""
+    if not raw:
+        return None
+    dims = json.loads(raw)
+    if not isinstance(dims, list) or len(dims) <= index:
+        return None
+    tensor = dims[index]
+    if not isinstance(tensor, list) or not tensor or not all(isinstance(d, int) for d in tensor):
+        return None
+    return tensor
+
+
+def _matmul_operands(name: str, raw: str | None) -> tuple[list[int], list[int]] | None:
+    first = 1 if name == "aten::baddbmm" else 0
+    a, b = _tensor_dims(raw, first), _tensor_dims(raw, first + 1)
+    if a is None or b is None or len(a) < 2 or len(b) < 2:
+        return None
+    return a, b
+
+
+def _produces(name: str, raw: str | None, queries: int, keys: int) -> bool:
+    """[.., L, d] x [.., d, S] -> [.., L, S]."""
+    operands = _matmul_operands(name, raw)
+    if operands is None:
+        return False
+    a, b = operands
+    return a[-2] == queries and b[-1] == keys and a[-1] == b[-2]
+
+
+def _consumes(name: str, raw: str | None, queries: int, keys: int) -> bool:
+    """[.., L, S] x [.., S, d]."""
+    operands = _matmul_operands(name, raw)
+    if operands is None:
+        return False
+    a, b = operands
+    return a[-2] == queries and a[-1] == keys and b[-2] == keys
+
+
+def _is_fused_or_math(name: str) -> bool:
+    lowered = name.lower()
+    return any(m in lowered for m in FUSED_MARKERS) or "attention_math" in lowered
+
+
+def _first_type(raw: str | None) -> str:
+    if not raw:
+        return ""
+    types = json.loads(raw)
+    return str(types[0]) if isinstance(types, list) and types else ""
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _who(trace: Trace, rank: int) -> str:
+    """ "Rank N: " in titles of multi-rank traces; nothing when the trace has one rank."""
+    return f"Rank {rank}: " if len(trace.ranks) > 1 else ""

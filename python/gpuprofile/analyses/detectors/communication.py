@@ -1,0 +1,252 @@
+"""Collective communication that the step waits on: NCCL/RCCL kernels, or gloo on the CPU.
+
+On a GPU rank, communication time is the union of its collective kernels (kernel_kind
+COMMUNICATION); the part of it during which a compute kernel ran on the same device (on
+another stream) is overlapped, the rest is exposed. Exposed time is the gain: overlapping it
+with compute (DDP buckets, FSDP prefetch) or communicating less (gradient accumulation,
+compression) gives back at most that much.
+
+On a CPU-only rank (gloo), collectives are the ``gloo:*`` annotations that gloo's worker
+thread records and the ``c10d::*`` ops of the calling thread; compute is every outermost aten
+op that is not a collective. The same union arithmetic applies.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.gpu_time import gpu_time
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.intervals import union_length
+from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE, kernel_kind
+from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.trace.model import Trace
+
+# Exposed communication below this share of the rank's wall time is not worth a hint.
+MIN_EXPOSED_SHARE = 0.01
+# "ncclKernel_AllReduce_RING_LL_Sum_float(...)", "ncclDevKernel_AllGather_RING_LL(...)".
+_COLLECTIVE = re.compile(r"^(?:nccl|rccl)\w*?Kernel_([A-Za-z]+)")
+_CPU_COLLECTIVE = re.compile(r"^(gloo:|c10d::)")
+
+FIX = (
+    "Overlap communication with compute: DDP overlaps gradient all-reduce with the backward "
+    "pass bucket by bucket; tune DistributedDataParallel(bucket_cap_mb=...) so the first "
+    "buckets start early, and keep find_unused_parameters=False unless needed.",
+    "With FSDP, prefetch the next all-gather: FullyShardedDataParallel(backward_prefetch="
+    "BackwardPrefetch.BACKWARD_PRE, forward_prefetch=True), or fully_shard(...) with "
+    "reshard_after_forward=False for the last layers.",
+    "Communicate less often: accumulate gradients over several micro-batches inside "
+    "`with model.no_sync():` and all-reduce once per optimizer step.",
+    "Communicate fewer bytes: register a compression hook, e.g. "
+    "model.register_comm_hook(None, default_hooks.bf16_compress_hook), or PowerSGD.",
+    "Check for collectives on the critical path outside backward (loss/metric all-reduce, "
+    "barriers) and for stragglers: an all-reduce waits for the slowest rank.",
+)
+P2P_FIX = (
+    "SendRecv kernels are point-to-point transfers (pipeline parallelism): use more "
+    "micro-batches per step or an interleaved schedule (torch.distributed.pipelining "
+    "ScheduleInterleaved1F1B) so each stage computes while activations are in flight."
+)
+CODE = """\
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
+model.register_comm_hook(None, default_hooks.bf16_compress_hook)
+for i, batch in enumerate(loader):
+    sync = (i + 1) % accumulation_steps == 0
+    with contextlib.nullcontext() if sync else model.no_sync():
+        loss_fn(model(batch)).backward()
+    if sync:
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+def detect(analysis: Analysis) -> list[Hint]:
+    trace = analysis.trace
+    hints = []
+    for rank in trace.ranks:
+        hint = _gpu_hint(trace, rank)
+        if hint is None and gpu_time(trace, rank) is None:
+            hint = _cpu_hint(trace, rank)
+        if hint is not None:
+            hints.append(hint)
+    return hints
+
+
+def overlap_ns(
+    a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_end: np.ndarray
+) -> int:
+    """Length of (union of A) intersected with (union of B): |A| + |B| - |A u B|."""
+    both = union_length(np.concatenate([a_start, b_start]), np.concatenate([a_end, b_end]))
+    return union_length(a_start, a_end) + union_length(b_start, b_end) - both
+
+
+def collective_name(kernel: str) -> str:
+    match = _COLLECTIVE.match(kernel)
+    return match.group(1) if match else kernel.split("(", 1)[0]
+
+
+def _gpu_hint(trace: Trace, rank: int) -> Hint | None:
+    kernels = trace.kernels[trace.kernels["rank"] == rank]
+    if kernels.empty:
+        return None
+    kinds = _kinds(kernels["name"])
+    comm = kernels[kinds == COMMUNICATION]
+    if comm.empty:
+        return None
+    compute = kernels[kinds == COMPUTE]
+    comm_ns = overlapped = comm_sum = 0
+    for device, rows in comm.groupby("device", sort=True):
+        start, end = _bounds(rows)
+        others = compute[compute["device"] == device]
+        c_start, c_end = _bounds(others)
+        comm_ns += union_length(start, end)
+        overlapped += overlap_ns(start, end, c_start, c_end)
+        comm_sum += int(rows["dur_ns"].sum())
+    exposed = comm_ns - overlapped
+    wall = wall_ns(trace, rank)
+    if exposed < MIN_EXPOSED_SHARE * wall or exposed <= 0:
+        return None
+    window = gpu_time(trace, rank)
+    window_ns = window.window_ns if window is not None else wall
+    by_collective = (
+        comm.assign(collective=[collective_name(str(n)) for n in comm["name"]])
+        .groupby("collective")["dur_ns"]
+        .agg(["count", "sum"])
+        .sort_values("sum", ascending=False)
+    )
+    top = ", ".join(
+        f"{name} x{int(r['count'])} ({r['sum'] / 1e6:.2f} ms)"
+        for name, r in by_collective.head(4).iterrows()
+    )
+    share = 100.0 * comm_ns / window_ns if window_ns else 0.0
+    exposed_pct = 100.0 * exposed / comm_ns if comm_ns else 0.0
+    return Hint(
+        kind="communication",
+        title=f"{_who(trace, rank)}{exposed / 1e6:.1f} ms of collectives not hidden by compute",
+        severity=severity_for(exposed, wall),
+        gain_ns=int(exposed),
+        gain_method=(
+            "Exposed collective time: the union of NCCL/RCCL kernel intervals minus the part "
+            "during which a compute kernel ran on the same GPU. Perfect overlap would hide "
+            "all of it, so this is an upper bound."
+        ),
+        confidence="medium",
+        explanation=(
+            f"{len(comm)} collective kernels ran for {comm_ns / 1e6:.2f} ms ({share:.1f}% of "
+            f"the GPU window of {window_ns / 1e6:.2f} ms): {top}. Compute kernels on other "
+            f"streams overlapped {overlapped / 1e6:.2f} ms of it; {exposed / 1e6:.2f} ms "
+            f"({exposed_pct:.0f}%) ran with no compute alongside, so the GPU waited on the "
+            "network."
+        ),
+        numbers={
+            "collective_kernels": len(comm),
+            "comm_ns": int(comm_ns),
+            "comm_kernel_sum_ns": int(comm_sum),
+            "gpu_window_ns": int(window_ns),
+            "comm_share_pct": round(share, 2),
+            "overlapped_ns": int(overlapped),
+            "exposed_ns": int(exposed),
+            "top_collectives": top,
+        },
+        fix=(P2P_FIX, *FIX) if "SendRecv" in by_collective.index else FIX,
+        code=CODE,
+        evidence=(_evidence(comm, "kernels", rank, "collective kernels, longest first"),),
+        rank=rank,
+    )
+
+
+def _cpu_hint(trace: Trace, rank: int) -> Hint | None:
+    ops = trace.ops[trace.ops["rank"] == rank]
+    if ops.empty:
+        return None
+    names = ops["name"].astype(str)
+    is_comm = names.str.match(_CPU_COLLECTIVE).to_numpy()
+    comm = ops[is_comm]
+    if comm.empty:
+        return None
+    cpu_ops = ops["category"].astype(str).to_numpy() == "cpu_op"
+    compute = ops[cpu_ops & ~is_comm & _outermost_cpu_ops(ops)]
+    start, end = _bounds(comm)
+    comm_ns = union_length(start, end)
+    overlapped = overlap_ns(start, end, *_bounds(compute))
+    exposed = comm_ns - overlapped
+    wall = wall_ns(trace, rank)
+    if exposed < MIN_EXPOSED_SHARE * wall or exposed <= 0:
+        return None
+    counts = comm["name"].astype(str).value_counts()
+    top = ", ".join(f"{name} x{count}" for name, count in counts.head(4).items())
+    return Hint(
+        kind="communication",
+        title=f"{_who(trace, rank)}{exposed / 1e6:.1f} ms of CPU collectives (gloo) not overlapped",
+        severity=severity_for(exposed, wall),
+        gain_ns=int(exposed),
+        gain_method=(
+            "Exposed collective time on the CPU: the union of gloo:/c10d:: intervals minus "
+            "the part during which an aten op (not a collective) ran on any thread. An upper "
+            "bound on what overlap gives back."
+        ),
+        confidence="low",
+        explanation=(
+            f"{len(comm)} CPU collective events ({top}) covered {comm_ns / 1e6:.2f} ms of "
+            f"the rank's {wall / 1e6:.2f} ms; aten ops ran alongside for "
+            f"{overlapped / 1e6:.2f} ms, leaving {exposed / 1e6:.2f} ms in which the rank "
+            "only communicated."
+        ),
+        numbers={
+            "collective_events": len(comm),
+            "comm_ns": int(comm_ns),
+            "overlapped_ns": int(overlapped),
+            "exposed_ns": int(exposed),
+            "wall_ns": int(wall),
+            "top_collectives": top,
+        },
+        fix=FIX,
+        code=CODE,
+        evidence=(_evidence(comm, "ops", rank, "CPU collectives, longest first"),),
+        rank=rank,
+    )
+
+
+def _kinds(names: pd.Series) -> np.ndarray:
+    categorical = names.astype("category")
+    kinds = np.array([kernel_kind(str(n)) for n in categorical.cat.categories], dtype=object)
+    return kinds[categorical.cat.codes.to_numpy()] if len(kinds) else np.array([], dtype=object)
+
+
+def _outermost_cpu_ops(ops: pd.DataFrame) -> np.ndarray:
+    """Per row, whether no enclosing op is an aten op (annotations around it do not count)."""
+    is_cpu_op = (ops["category"].astype(str) == "cpu_op").to_numpy()
+    parent = pd.Index(ops["id"].to_numpy()).get_indexer(ops["parent"].to_numpy())
+    ancestor = parent.copy()
+    # Climb past annotations and python frames until an aten op or the top is reached.
+    while (climb := (ancestor >= 0) & ~is_cpu_op[np.maximum(ancestor, 0)]).any():
+        ancestor = np.where(climb, parent[np.maximum(ancestor, 0)], ancestor)
+    return ancestor < 0
+
+
+def _bounds(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    start = rows["start_ns"].to_numpy(np.int64)
+    return start, start + rows["dur_ns"].to_numpy(np.int64)
+
+
+def _evidence(rows: pd.DataFrame, table: str, rank: int, label: str) -> Evidence:
+    heaviest = rows.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns").sort_values("start_ns")
+    start, end = _bounds(heaviest)
+    return Evidence(
+        table=table,
+        rank=rank,
+        event_ids=tuple(int(i) for i in heaviest["id"]),
+        windows=tuple(zip(start.tolist(), end.tolist())),
+        label=label,
+    )
+
+
+def _who(trace: Trace, rank: int) -> str:
+    """ "Rank N: " in titles of multi-rank traces; nothing when the trace has one rank."""
+    return f"Rank {rank}: " if len(trace.ranks) > 1 else ""

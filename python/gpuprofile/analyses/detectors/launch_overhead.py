@@ -1,0 +1,320 @@
+"""Many small kernels: the GPU finishes each before the host has launched the next.
+
+In eager PyTorch every kernel costs the host an op dispatch plus a launch call: cudaLaunchKernel
+alone takes 2-5 us in the shared traces (median 2.5-4 us on A100/V100/H100 captures), and the
+aten dispatch, Python and autograd around it add several more. A kernel shorter than
+SMALL_KERNEL_NS (10 us, the upper end of the usual 5-10 us launch-latency figure) therefore
+tends to finish before its successor is queued, and the GPU sits idle between kernels.
+
+Gain: what a CUDA graph (torch.compile mode="reduce-overhead", torch.cuda.graphs) gives back:
+a replay launches its kernels back to back from the GPU side, with about 1 us between
+kernels (NVIDIA, "Getting Started with CUDA Graphs", 2019: a chain of 2.9 us kernels went
+from 3.8 us to 3.4 us per kernel once captured). So each device-level idle gap next to a
+small kernel counts, less GRAPH_GAP_NS. Gaps longer than MAX_LAUNCH_GAP_NS, gaps next to a
+copy, and gaps during a synchronizing runtime call are idle for other reasons (Python work,
+data loading, sync stalls: the gpu-idle and sync detectors) and are not counted. Fusion
+(torch.compile) gives more than this, since the fused kernels also stop re-reading memory;
+this estimate does not claim it.
+
+Frequent back-to-back sequences of small kernels on one stream (2 to 4 kernels, ranked by the
+time they span) are named as fusion candidates.
+
+A CPU-only capture has no kernels and no launches: the detector stays silent there (per-op
+dispatch cost on the CPU shows in the op table, not as GPU idle time).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.trace.model import Trace
+
+SMALL_KERNEL_NS = 10_000
+GRAPH_GAP_NS = 1_000
+MAX_LAUNCH_GAP_NS = 100_000
+MIN_SMALL_KERNELS = 20
+MIN_GAIN_SHARE = 0.01  # of the rank's wall time
+NGRAM_LENGTHS = (2, 3, 4)
+TOP_SEQUENCES = 3
+LAUNCH_CALL = re.compile(
+    r"^(cudaLaunchKernel|cudaLaunchKernelExC|cudaLaunchCooperativeKernel|cuLaunchKernel|"
+    r"cuLaunchKernelEx|hipLaunchKernel|hipExtLaunchKernel|hipExtModuleLaunchKernel|"
+    r"hipModuleLaunchKernel|hipLaunchCooperativeKernel)(?:_v\d+)?$"
+)
+# Calls that block the host until the GPU catches up: gaps under them are sync stalls.
+SYNC_CALL = re.compile(r"Synchronize|^(?:cuda|hip)Memcpy(?!.*Async)|^cuMemcpy(?!.*Async)")
+
+FIX = (
+    "Capture the steady-state step in a CUDA graph: torch.compile(model, "
+    'mode="reduce-overhead") does it for you (static shapes; mark dynamic ones), or '
+    "torch.cuda.graphs / torch.cuda.make_graphed_callables by hand.",
+    "Fuse chains of small elementwise kernels: torch.compile(model) generates one Triton "
+    "kernel per chain; the sequences below are the candidates.",
+    "Use fused or multi-tensor implementations: torch.optim.AdamW(..., fused=True) or "
+    "foreach=True, fused layer norms, F.scaled_dot_product_attention.",
+    "Give each kernel more work: larger batches, or batch many small tensors into one "
+    "(torch.cat, torch._foreach_*).",
+)
+CODE = """\
+model = torch.compile(model, mode="reduce-overhead")  # CUDA graphs + fusion
+optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+"""
+
+
+def detect(analysis: Analysis) -> list[Hint]:
+    trace = analysis.trace
+    hints = []
+    for rank in trace.ranks:
+        kernels = trace.kernels[trace.kernels["rank"] == rank]
+        if len(kernels) < MIN_SMALL_KERNELS:
+            continue
+        hint = _hint(trace, rank, kernels)
+        if hint is not None:
+            hints.append(hint)
+    return hints
+
+
+def launch_gaps(trace: Trace, rank: int) -> pd.DataFrame:
+    """Device-level idle gaps between two kernels, at least one of them small.
+
+    One row per gap: the kernel after it (id), its start and length, and whether it counts as
+    launch overhead (not too long, not under a synchronizing call).
+    """
+    kernels = trace.kernels[trace.kernels["rank"] == rank]
+    frames = [kernels.assign(is_kernel=True)[["id", "device", "start_ns", "dur_ns", "is_kernel"]]]
+    for table in (trace.memcpy, trace.memset):
+        rows = table[table["rank"] == rank]
+        frames.append(
+            rows.assign(is_kernel=False)[["id", "device", "start_ns", "dur_ns", "is_kernel"]]
+        )
+    activity = pd.concat(frames, ignore_index=True)
+    out = []
+    for _, rows in activity.groupby("device", sort=True):
+        rows = rows.sort_values(["start_ns", "dur_ns"], kind="stable")
+        start = rows["start_ns"].to_numpy(np.int64)
+        end = start + rows["dur_ns"].to_numpy(np.int64)
+        small = rows["is_kernel"].to_numpy() & (rows["dur_ns"].to_numpy() < SMALL_KERNEL_NS)
+        is_kernel = rows["is_kernel"].to_numpy()
+        # The event before a gap is the one that reached furthest: it ended last.
+        reach = np.maximum.accumulate(end)
+        last = _running_argmax(end)
+        gap = start[1:] - reach[:-1]
+        before = last[:-1]
+        after = np.arange(1, len(rows))
+        keep = (gap > 0) & is_kernel[before] & is_kernel[after] & (small[before] | small[after])
+        out.append(
+            pd.DataFrame(
+                {
+                    "kernel_id": rows["id"].to_numpy()[after[keep]],
+                    "gap_start_ns": reach[:-1][keep],
+                    "gap_ns": gap[keep],
+                }
+            )
+        )
+    gaps = pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+    if gaps.empty:
+        return gaps.assign(counted=pd.Series(dtype=bool))
+    synced = _under_sync(trace, rank, gaps["gap_start_ns"].to_numpy(), gaps["gap_ns"].to_numpy())
+    return gaps.assign(counted=(gaps["gap_ns"] <= MAX_LAUNCH_GAP_NS).to_numpy() & ~synced)
+
+
+def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.DataFrame:
+    """Repeated runs of 2-4 back-to-back small kernels on a stream, by the time they span.
+
+    Back to back: no gap inside the run longer than MAX_LAUNCH_GAP_NS. A run contained in a
+    longer one already listed is skipped.
+    """
+    found = []
+    for _, rows in kernels.groupby(["device", "stream"], sort=True):
+        rows = rows.sort_values("start_ns", kind="stable")
+        # Short names: template variants of one kernel are one fusion candidate.
+        short = {name: _short(str(name)) for name in rows["name"].unique()}
+        names = np.array([short[name] for name in rows["name"]], dtype=object)
+        start = rows["start_ns"].to_numpy(np.int64)
+        end = start + rows["dur_ns"].to_numpy(np.int64)
+        small = rows["dur_ns"].to_numpy() < SMALL_KERNEL_NS
+        # joined[i]: kernel i+1 follows kernel i closely enough to be fused with it.
+        joined = (start[1:] - end[:-1]) <= MAX_LAUNCH_GAP_NS
+        for n in NGRAM_LENGTHS:
+            m = len(rows) - n + 1
+            if m <= 0:
+                continue
+            ok = small[:m].copy()
+            for j in range(1, n):
+                ok &= small[j : j + m] & joined[j - 1 : j - 1 + m]
+            at = np.flatnonzero(ok)
+            keys = [" -> ".join(names[i : i + n]) for i in at]
+            found.append(
+                pd.DataFrame({"sequence": keys, "n": n, "span_ns": end[at + n - 1] - start[at]})
+            )
+    columns = ["sequence", "n", "count", "span_ns"]
+    table = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
+    if table.empty:
+        return pd.DataFrame(columns=columns)
+    grouped = table.groupby(["sequence", "n"], as_index=False).agg(
+        count=("span_ns", "size"), span_ns=("span_ns", "sum")
+    )
+    grouped = grouped[grouped["count"] >= 2]
+    ordered = grouped.sort_values(["span_ns", "n"], ascending=[False, False], kind="stable")
+    picked: list[int] = []
+    for position, sequence in zip(range(len(ordered)), ordered["sequence"].tolist()):
+        if len(picked) == limit:
+            break
+        if not any(sequence in ordered["sequence"].iloc[p] for p in picked):
+            picked.append(position)
+    return ordered.iloc[picked][columns]
+
+
+def _hint(trace: Trace, rank: int, kernels: pd.DataFrame) -> Hint | None:
+    small = kernels[kernels["dur_ns"] < SMALL_KERNEL_NS]
+    if len(small) < MIN_SMALL_KERNELS:
+        return None
+    gaps = launch_gaps(trace, rank)
+    counted = gaps[gaps["counted"]] if not gaps.empty else gaps
+    gain = (
+        int(np.maximum(counted["gap_ns"].to_numpy() - GRAPH_GAP_NS, 0).sum()) if len(counted) else 0
+    )
+    wall = wall_ns(trace, rank)
+    if gain <= 0 or gain < MIN_GAIN_SHARE * wall:
+        return None
+    launches = _launch_calls(trace, rank)
+    small_launches = launches[launches["correlation"].isin(small["correlation"])]
+    launch_ns = int(small_launches["dur_ns"].sum())
+    median_launch = float(launches["dur_ns"].median()) if len(launches) else float("nan")
+    small_ns = int(small["dur_ns"].sum())
+    share = 100.0 * len(small) / len(kernels)
+    sequences = fusion_candidates(kernels)
+    numbers: dict[str, float | int | str] = {
+        "kernels": len(kernels),
+        "small_kernels": len(small),
+        "small_kernel_ns": small_ns,
+        "small_kernel_threshold_ns": SMALL_KERNEL_NS,
+        "launch_calls": len(launches),
+        "launch_ns_for_small_kernels": launch_ns,
+        "median_launch_ns": median_launch,
+        "launch_gaps": len(counted),
+        "launch_gap_ns": int(counted["gap_ns"].sum()),
+    }
+    described = []
+    rows = zip(sequences["sequence"], sequences["count"], sequences["span_ns"])
+    for i, (text, count, span) in enumerate(rows, start=1):
+        numbers[f"fusion_candidate_{i}"] = f"{text} (x{int(count)}, {float(span) / 1e3:.0f} us)"
+        described.append(f"{text} x{int(count)}")
+    launch_text = (
+        f"The host spent {launch_ns / 1e6:.2f} ms in {len(small_launches)} launch calls for "
+        f"them (median launch {median_launch / 1e3:.1f} us) against {small_ns / 1e6:.2f} ms "
+        "of kernel time. "
+        if len(small_launches)
+        else ""
+    )
+    sequence_text = (
+        f" Most time-consuming repeated sequences (fusion candidates): {'; '.join(described)}."
+        if described
+        else ""
+    )
+    return Hint(
+        kind="launch-overhead",
+        title=f"{_who(trace, rank)}{len(small)} kernels under {SMALL_KERNEL_NS // 1000} us; "
+        f"GPU idle {counted['gap_ns'].sum() / 1e6:.1f} ms between launches",
+        severity=severity_for(gain, wall),
+        gain_ns=gain,
+        gain_method=(
+            f"Sum of device idle gaps of at most {MAX_LAUNCH_GAP_NS // 1000} us next to a "
+            f"kernel shorter than {SMALL_KERNEL_NS // 1000} us (none under a synchronizing "
+            f"call), each less the ~{GRAPH_GAP_NS // 1000} us a CUDA graph replay still "
+            "leaves between kernels."
+        ),
+        confidence="medium",
+        explanation=(
+            f"{len(small)} of {len(kernels)} kernels ({share:.0f}%) ran shorter than "
+            f"{SMALL_KERNEL_NS / 1e3:.0f} us, {small_ns / 1e6:.2f} ms in total. {launch_text}"
+            f"The GPU sat idle in {len(counted)} gaps next to them, "
+            f"{counted['gap_ns'].sum() / 1e6:.2f} ms, waiting for the next launch."
+            f"{sequence_text}"
+        ),
+        numbers=numbers,
+        fix=FIX,
+        code=CODE,
+        evidence=_evidence(trace, rank, counted),
+        rank=rank,
+    )
+
+
+def _evidence(trace: Trace, rank: int, gaps: pd.DataFrame) -> tuple[Evidence, ...]:
+    top = gaps.nlargest(MAX_EVIDENCE_EVENTS, "gap_ns").sort_values("gap_start_ns")
+    ids = tuple(int(i) for i in top["kernel_id"])
+    windows = tuple(
+        (int(s), int(s + g)) for s, g in zip(top["gap_start_ns"].tolist(), top["gap_ns"].tolist())
+    )
+    evidence = [
+        Evidence("kernels", rank, ids, windows, "kernels after the longest launch gaps (gaps)")
+    ]
+    kernels = trace.kernels
+    correlations = kernels.loc[kernels["id"].isin(ids), "correlation"]
+    launches = _launch_calls(trace, rank)
+    launches = launches[launches["correlation"].isin(correlations)].head(MAX_EVIDENCE_EVENTS)
+    if len(launches):
+        start = launches["start_ns"].to_numpy(np.int64)
+        evidence.append(
+            Evidence(
+                "runtime",
+                rank,
+                tuple(int(i) for i in launches["id"]),
+                tuple(zip(start.tolist(), (start + launches["dur_ns"].to_numpy()).tolist())),
+                "their launch calls",
+            )
+        )
+    return tuple(evidence)
+
+
+def _launch_calls(trace: Trace, rank: int) -> pd.DataFrame:
+    runtime = trace.runtime[trace.runtime["rank"] == rank]
+    names = runtime["name"].astype(str)
+    return runtime[names.str.match(LAUNCH_CALL).to_numpy()]
+
+
+def _under_sync(trace: Trace, rank: int, gap_start: np.ndarray, gap_len: np.ndarray) -> np.ndarray:
+    """Per gap, whether a synchronizing runtime call of the rank overlaps it."""
+    runtime = trace.runtime[trace.runtime["rank"] == rank]
+    calls = runtime[runtime["name"].astype(str).str.contains(SYNC_CALL).to_numpy()]
+    if calls.empty:
+        return np.zeros(len(gap_start), dtype=bool)
+    start = calls["start_ns"].to_numpy(np.int64)
+    order = np.argsort(start, kind="stable")
+    start = start[order]
+    end = np.maximum.accumulate(start + calls["dur_ns"].to_numpy(np.int64)[order])
+    # The last call starting before the gap ends overlaps it iff the calls reach past its start.
+    last = np.searchsorted(start, gap_start + gap_len, side="left") - 1
+    return (last >= 0) & (end[np.maximum(last, 0)] > gap_start)
+
+
+def _running_argmax(values: np.ndarray) -> np.ndarray:
+    """Index of the largest value so far, at each position (the last one on ties)."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    reach = np.maximum.accumulate(values)
+    is_new = values >= reach
+    return np.maximum.accumulate(np.where(is_new, np.arange(len(values)), 0))
+
+
+_TEMPLATE = re.compile(r"<[^<>]*>")
+
+
+def _short(name: str, limit: int = 50) -> str:
+    """A kernel name without "void", template arguments and parameter list."""
+    text = name.replace("(anonymous namespace)::", "")
+    while _TEMPLATE.search(text):
+        text = _TEMPLATE.sub("", text)
+    text = text.split("(", 1)[0].removeprefix("void ").strip() or name
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _who(trace: Trace, rank: int) -> str:
+    """ "Rank N: " in titles of multi-rank traces; nothing when the trace has one rank."""
+    return f"Rank {rank}: " if len(trace.ranks) > 1 else ""

@@ -1,0 +1,248 @@
+"""Kernels that leave SMs idle: grids with fewer blocks than SMs, and a mostly empty last wave.
+
+A kernel's blocks run in waves of (SMs x resident blocks per SM). The idle share of a kernel is
+the part of its waves' capacity that no block used: ``1 - waves / ceil(waves)``. With fewer
+blocks than SMs that is ``1 - blocks / SMs`` (one wave, SMs left empty). With more blocks, the
+resident blocks per SM come from Kineto's "est. achieved occupancy %", which Kineto computes
+as ``min(blocks / SMs, max active blocks per SM) * threads per block / max threads per SM``
+(libkineto CudaDeviceProperties.cpp, kernelOccupancy): where the grid is larger than one
+wave, occupancy * max threads per SM / threads per block gives the max active blocks per SM.
+
+Only kernels whose trace carries CUPTI's launch facts ("blocks per SM", written by Kineto for
+CUDA kernels) are judged: ROCm traces write work-items for some launches and workgroups for
+others in "grid", so a block count cannot be read from them. Kernels shorter than
+MIN_KERNEL_NS are left to the launch-overhead detector (their time is launch latency, not SM
+work), and collectives are left alone (NCCL uses few blocks by design).
+
+Gain: half the idle share of each qualifying kernel's time. Filling idle SMs needs more,
+smaller blocks (split-K, smaller tiles, a different launch configuration), which costs
+something; the full idle share, an upper bound, is in the numbers.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kind
+from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.trace.model import Trace
+
+MIN_KERNEL_NS = 10_000
+# A kernel counts when at least this share of its waves' capacity sat idle.
+MIN_IDLE_SHARE = 0.25
+ACHIEVABLE = 0.5
+MIN_GAIN_SHARE = 0.01  # of the rank's wall time
+LOW_OCCUPANCY_PCT = 25.0
+
+FIX = (
+    "Give small grids more blocks: split the work along another dimension (split-K for "
+    "GEMMs with small M x N and large K, more rows per reduction), or batch several small "
+    "launches into one (torch._foreach_* ops, grouped GEMM, torch.compile).",
+    "For a mostly empty last wave, pick a tile or batch size whose block count is a "
+    "multiple of SMs x resident blocks per SM, or let cuBLAS choose a different algorithm "
+    "(torch.backends.cuda.matmul.allow_tf32 / cuBLASLt heuristics change tile sizes).",
+    "Larger batches raise the block count of every kernel: if memory allows, increase the "
+    "batch size (or use gradient accumulation less).",
+    "Hand-written Triton/CUDA kernels: lower registers per thread or shared memory per block "
+    "so more blocks fit on an SM (Triton: fewer num_warps/num_stages, smaller BLOCK_SIZE).",
+)
+
+
+def detect(analysis: Analysis) -> list[Hint]:
+    trace = analysis.trace
+    hints = []
+    for rank in trace.ranks:
+        table = kernel_waves(trace, rank, analysis.hardware.sm_count)
+        if table.empty:
+            continue
+        hint = _hint(trace, rank, table)
+        if hint is not None:
+            hints.append(hint)
+    return hints
+
+
+def kernel_waves(trace: Trace, rank: int, default_sms: int | None) -> pd.DataFrame:
+    """Per kernel with CUPTI launch facts: blocks, SMs, resident blocks per SM, waves, idle."""
+    k = trace.kernels[trace.kernels["rank"] == rank]
+    k = k[(k["grid_x"] > 0) & (k["block_x"] > 0) & k["blocks_per_sm"].notna()]
+    if k.empty:
+        return pd.DataFrame()
+    k = k[[kernel_kind(str(n)) != COMMUNICATION for n in k["name"]]]
+    blocks = _product(k, "grid")
+    threads = _product(k, "block")
+    facts = _devices(trace, rank)
+    device = k["device"].to_numpy()
+    sms = np.array([facts.get(int(d), (None, None))[0] or default_sms or 0 for d in device])
+    # Without a device table, Kineto's blocks per SM (= blocks / SMs) gives the SM count.
+    derived = np.rint(blocks / np.maximum(k["blocks_per_sm"].to_numpy(), 1e-9))
+    sms = np.where(sms > 0, sms, derived).astype(np.float64)
+    max_threads = np.array([facts.get(int(d), (None, None))[1] or 0 for d in device], np.float64)
+    occupancy = k["occupancy"].to_numpy(np.float64)
+    active = occupancy / 100.0 * max_threads / np.maximum(threads, 1)
+    # Occupancy tells the resident blocks per SM only when the grid was larger than that;
+    # Kineto writes whole percents, so "larger" must beat one percent's worth of blocks.
+    tolerance = 0.01 * max_threads / np.maximum(threads, 1)
+    limited = (max_threads > 0) & (occupancy > 0) & (blocks / sms > active + tolerance)
+    slots = np.where(limited, np.maximum(np.rint(active), 1), np.nan)
+    underfilled = blocks < sms
+    waves = np.where(underfilled, blocks / sms, blocks / (sms * slots))
+    idle = np.where(
+        underfilled | limited, 1.0 - waves / np.ceil(np.where(np.isnan(waves), 1, waves)), 0.0
+    )
+    return pd.DataFrame(
+        {
+            "id": k["id"].to_numpy(),
+            "name": k["name"].astype(str).to_numpy(),
+            "start_ns": k["start_ns"].to_numpy(),
+            "dur_ns": k["dur_ns"].to_numpy(),
+            "blocks": blocks,
+            "threads": threads,
+            "sms": sms.astype(np.int64),
+            "slots": slots,
+            "waves": waves,
+            "idle": np.nan_to_num(idle),
+            "underfilled": underfilled,
+            "occupancy": occupancy,
+        }
+    )
+
+
+def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
+    qualifies = (table["dur_ns"] >= MIN_KERNEL_NS) & (table["idle"] >= MIN_IDLE_SHARE)
+    hits = table[qualifies].assign(idle_ns=lambda t: t["dur_ns"] * t["idle"])
+    wall = wall_ns(trace, rank)
+    gain = int(ACHIEVABLE * hits["idle_ns"].sum())
+    if hits.empty or gain < MIN_GAIN_SHARE * wall:
+        return None
+    under = hits[hits["underfilled"]]
+    tail = hits[~hits["underfilled"]]
+    sms = int(table["sms"].mode().iloc[0])
+    with_occ = table[table["occupancy"].notna()]
+    total = float(with_occ["dur_ns"].sum())
+    weighted_occ = (
+        float((with_occ["occupancy"] * with_occ["dur_ns"]).sum() / total) if total else 0.0
+    )
+    low_occ_pct = (
+        100.0
+        * float(with_occ.loc[with_occ["occupancy"] < LOW_OCCUPANCY_PCT, "dur_ns"].sum())
+        / total
+        if total
+        else 0.0
+    )
+    lines = [_describe(name, rows) for name, rows in _top_names(hits, 3)]
+    kernel_ns = int(table["dur_ns"].sum())
+    parts = []
+    if len(under):
+        parts.append(
+            f"{_count(len(under), 'kernel')} ({under['dur_ns'].sum() / 1e6:.2f} ms) launched "
+            f"fewer blocks than the GPU's {sms} SMs"
+        )
+    if len(tail):
+        parts.append(
+            f"{_count(len(tail), 'kernel')} ({tail['dur_ns'].sum() / 1e6:.2f} ms) ended with a "
+            "mostly empty last wave"
+        )
+    return Hint(
+        kind="low-occupancy",
+        title=f"{_who(trace, rank)}{_count(len(hits), 'kernel')} leave SMs idle ({sms} SMs)",
+        severity=severity_for(gain, wall),
+        gain_ns=gain,
+        gain_method=(
+            "Half the idle SM capacity of each kernel of 10 us or more: duration x "
+            "(1 - waves / ceil(waves)), waves = blocks / (SMs x resident blocks per SM); "
+            "half, because spreading work over more blocks has its own cost."
+        ),
+        confidence="low",
+        explanation=(
+            f"{' and '.join(parts)}; {hits['idle_ns'].sum() / 1e6:.2f} ms of SM capacity sat "
+            f"idle in them. Heaviest: {'; '.join(lines)}. Over all kernels, time-weighted "
+            f"estimated occupancy is {weighted_occ:.0f}% and {low_occ_pct:.0f}% of kernel time "
+            f"ran below {LOW_OCCUPANCY_PCT:.0f}% occupancy (by itself not a problem: "
+            "tensor-core GEMMs run at low occupancy by design)."
+        ),
+        numbers={
+            "sm_count": sms,
+            "kernels_underfilled": len(under),
+            "underfilled_ns": int(under["dur_ns"].sum()),
+            "kernels_tail": len(tail),
+            "tail_ns": int(tail["dur_ns"].sum()),
+            "idle_capacity_ns": int(hits["idle_ns"].sum()),
+            "kernel_ns": kernel_ns,
+            "time_weighted_occupancy_pct": round(weighted_occ, 1),
+            "time_below_25pct_occupancy_pct": round(low_occ_pct, 1),
+        },
+        fix=FIX,
+        evidence=(_evidence(hits, rank),),
+        rank=rank,
+    )
+
+
+def _describe(name: str, rows: pd.DataFrame) -> str:
+    first = rows.iloc[0]
+    if bool(first["underfilled"]):
+        shape = f"{_count(int(first['blocks']), 'block')} on {int(first['sms'])} SMs"
+    else:
+        shape = f"{first['waves']:.2f} waves of {int(first['sms'])}x{int(first['slots'])} blocks"
+    return f"{short_name(name)} x{len(rows)}, {rows['dur_ns'].sum() / 1e6:.2f} ms, {shape}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _top_names(hits: pd.DataFrame, limit: int) -> list[tuple[str, pd.DataFrame]]:
+    order = hits.groupby("name")["idle_ns"].sum().sort_values(ascending=False).index[:limit]
+    return [(str(name), hits[hits["name"] == name]) for name in order]
+
+
+_TEMPLATE = re.compile(r"<[^<>]*>")
+
+
+def short_name(name: str, limit: int = 60) -> str:
+    """A kernel name without its template arguments, parameter list and "void"."""
+    text = name
+    while _TEMPLATE.search(text):
+        text = _TEMPLATE.sub("", text)
+    text = text.split("(", 1)[0].removeprefix("void ").strip() or name
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _product(k: pd.DataFrame, key: str) -> np.ndarray:
+    dims = [np.maximum(k[f"{key}_{axis}"].to_numpy(np.int64), 1) for axis in "xyz"]
+    return (dims[0] * dims[1] * dims[2]).astype(np.float64)
+
+
+def _devices(trace: Trace, rank: int) -> dict[int, tuple[int | None, int | None]]:
+    """Device id -> (SM count, max threads per SM) from the trace's device properties."""
+    ranks = trace.meta.get("ranks", {})
+    info = ranks.get(rank) or ranks.get(str(rank)) or {}
+    out: dict[int, tuple[int | None, int | None]] = {}
+    for device in info.get("devices", []):
+        if device.get("id") is None:
+            continue
+        props = device.get("properties") or {}
+        out[int(device["id"])] = (device.get("sm_count"), props.get("maxThreadsPerMultiprocessor"))
+    return out
+
+
+def _evidence(hits: pd.DataFrame, rank: int) -> Evidence:
+    heaviest = hits.nlargest(MAX_EVIDENCE_EVENTS, "idle_ns").sort_values("start_ns")
+    start = heaviest["start_ns"].to_numpy(np.int64)
+    end = start + heaviest["dur_ns"].to_numpy(np.int64)
+    return Evidence(
+        table="kernels",
+        rank=rank,
+        event_ids=tuple(int(i) for i in heaviest["id"]),
+        windows=tuple(zip(start.tolist(), end.tolist())),
+        label="kernels with idle SMs, most idle time first",
+    )
+
+
+def _who(trace: Trace, rank: int) -> str:
+    """ "Rank N: " in titles of multi-rank traces; nothing when the trace has one rank."""
+    return f"Rank {rank}: " if len(trace.ranks) > 1 else ""

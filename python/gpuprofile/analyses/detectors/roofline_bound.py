@@ -1,0 +1,200 @@
+"""Ops far below their roof: memory-bound ones short of DRAM bandwidth, compute-bound ones short
+of the compute peak (analyses/roofline.py's op-level points).
+
+A point counts when its known time is at most FAR_PCT of what its roof allows (pct_of_roof),
+its calls last MIN_CALL_NS or more on average (shorter ones are launch latency, the
+launch-overhead detector's subject), and, for compute-bound points, its roof is not the fp32
+vector roof of a matmul (that one is the tensor-cores detector's: the fix is a precision).
+
+Gain: only the part below ACHIEVABLE of the roof, ``known_time - time_at_roof / ACHIEVABLE``:
+tuned kernels reach 80-90% of DRAM bandwidth (STREAM-like copies) and 70-90% of tensor-core
+peak (large cuBLAS GEMMs) on datasheet roofs, so the last 20% is not promised.
+
+Silent when the hardware is unknown: without roofs there is no distance to report, and the
+report says that the roofs are unknown instead of guessing them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.hardware.model import Hardware
+from gpuprofile.trace.model import Trace
+
+FAR_PCT = 50.0
+ACHIEVABLE = 0.8
+MIN_CALL_NS = 10_000
+MIN_GAIN_SHARE = 0.01  # of the rank's wall time
+TOP_POINTS = 3
+MAX_RELATED = 50
+
+MEMORY_FIX = (
+    "Fuse chains of elementwise and reduction ops so intermediates stay in registers: "
+    "torch.compile(model) (Inductor generates fused Triton kernels).",
+    "Move fewer bytes: run in bf16/fp16 under torch.autocast (half the bytes per element), "
+    "keep activations in channels_last for convolutions, avoid .contiguous()/.clone() copies "
+    "and transposes between ops.",
+    "Raise arithmetic intensity: matrix-vector products (batch 1, decoding) are bandwidth-"
+    "bound by nature; batch requests or tokens together so weights are read once per batch.",
+    "Use fused implementations: torch.optim.AdamW(..., fused=True), fused layer norm, "
+    "F.scaled_dot_product_attention.",
+)
+COMPUTE_FIX = (
+    "Let the libraries pick faster kernels: torch.backends.cudnn.benchmark = True for "
+    'convolutions with fixed shapes; torch.compile(model, mode="max-autotune") for GEMMs.',
+    "Keep GEMM and convolution dims multiples of 8 (fp16/bf16) or 64 so tensor-core tiles "
+    "fill completely; pad vocabulary, hidden size and channels.",
+    "Give each GEMM enough work to fill the GPU: larger batch or sequence per launch, grouped "
+    "GEMMs instead of many small ones.",
+)
+MEMORY_CODE = """\
+model = torch.compile(model)  # fuses elementwise chains into single kernels
+with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+    out = model(batch)
+"""
+COMPUTE_CODE = """\
+torch.backends.cudnn.benchmark = True
+model = torch.compile(model, mode="max-autotune")
+"""
+
+
+def detect(analysis: Analysis) -> list[Hint]:
+    hardware = analysis.hardware
+    if not hardware.known:
+        return []
+    points = analysis.roofline.points
+    points = points[(points["level"] == "op") & points["bound"].isin(["memory", "compute"])]
+    if points.empty:
+        return []
+    far = far_points(points, _fp32_matmul_keys(points, analysis.op_costs))
+    trace = analysis.trace
+    hints = []
+    for _, rows in far.groupby(["rank", "bound"], sort=True):
+        rank, bound = int(rows["rank"].iloc[0]), str(rows["bound"].iloc[0])
+        hint = _hint(trace, rank, bound, rows, hardware)
+        if hint is not None:
+            hints.append(hint)
+    return hints
+
+
+def far_points(points: pd.DataFrame, excluded: set[str]) -> pd.DataFrame:
+    """The points far below their roof, with the gain each contributes (gain_ns)."""
+    per_call = points["known_time_ns"] / points["count"].clip(lower=1)
+    chosen = points[
+        (points["pct_of_roof"] <= FAR_PCT)
+        & (per_call >= MIN_CALL_NS)
+        & ~points["key"].isin(excluded)
+    ]
+    gain = chosen["known_time_ns"] - chosen["time_at_roof_ns"] / ACHIEVABLE
+    return chosen.assign(gain_ns=gain.clip(lower=0)).sort_values("gain_ns", ascending=False)
+
+
+def _fp32_matmul_keys(points: pd.DataFrame, op_costs: pd.DataFrame) -> set[str]:
+    """Compute-bound points on the fp32 roof whose ops are matmul-like: tensor_cores' subject."""
+    candidates = points[(points["bound"] == "compute") & (points["roof"] == "fp32")]
+    matmul = op_costs["matmul_like"]
+    return {
+        str(key)
+        for key, ids in zip(candidates["key"], candidates["event_ids"])
+        if len(ids) and bool(matmul.get(ids[0], False))
+    }
+
+
+def _hint(
+    trace: Trace, rank: int, bound: str, rows: pd.DataFrame, hardware: Hardware
+) -> Hint | None:
+    gain = int(rows["gain_ns"].sum())
+    wall = wall_ns(trace, rank)
+    if gain <= 0 or gain < MIN_GAIN_SHARE * wall:
+        return None
+    rows = rows[rows["gain_ns"] > 0]
+    time_ns = int(rows["known_time_ns"].sum())
+    weights = rows["known_time_ns"].to_numpy(np.float64)
+    mean_pct = float(np.average(rows["pct_of_roof"].to_numpy(np.float64), weights=weights))
+    memory = bound == "memory"
+    if memory:
+        roof_text = f"DRAM bandwidth ({(hardware.dram_bytes_per_s or 0) / 1e9:.0f} GB/s)"
+    else:
+        roofs = ", ".join(
+            f"{r} {hardware.peak_flops[r] / 1e12:.0f} TFLOP/s"
+            for r in sorted(set(rows["roof"].dropna()))
+            if r in hardware.peak_flops
+        )
+        roof_text = f"the compute peak ({roofs})"
+    top: list[dict[str, Any]] = [
+        {str(k): v for k, v in r.items()} for r in rows.head(TOP_POINTS).to_dict("records")
+    ]
+    heaviest = "; ".join(_describe(r, memory) for r in top)
+    return Hint(
+        kind="memory-bound" if memory else "compute-bound",
+        title=(
+            f"{_who(trace, rank)}{len(rows)} {bound}-bound op{'s' if len(rows) != 1 else ''} at "
+            f"{mean_pct:.0f}% of "
+            f"{'DRAM bandwidth' if memory else 'compute peak'}"
+        ),
+        severity=severity_for(gain, wall),
+        gain_ns=gain,
+        gain_method=(
+            f"Per op (name and shapes) at or below {FAR_PCT:.0f}% of its roof, its time minus "
+            f"the time it would take at {ACHIEVABLE:.0%} of the roof on {hardware.name} "
+            f"({hardware.source} figures): the part a tuned kernel could reach."
+        ),
+        confidence="medium" if hardware.source in ("datasheet", "calibrated", "user") else "low",
+        explanation=(
+            f"{len(rows)} op{'s' if len(rows) != 1 else ''} (by name and shapes; "
+            f"{int(rows['count'].sum())} calls, {time_ns / 1e6:.2f} ms) ran "
+            f"{bound}-bound at a time-weighted {mean_pct:.0f}% of {roof_text}. "
+            f"Heaviest: {heaviest}."
+        ),
+        numbers={
+            "points": len(rows),
+            "calls": int(rows["count"].sum()),
+            "time_ns": time_ns,
+            "time_at_roof_ns": int(rows["time_at_roof_ns"].sum()),
+            "mean_pct_of_roof": round(mean_pct, 1),
+            "roof": "dram" if memory else ",".join(sorted(set(rows["roof"].dropna()))),
+        },
+        fix=MEMORY_FIX if memory else COMPUTE_FIX,
+        code=MEMORY_CODE if memory else COMPUTE_CODE,
+        evidence=_evidence(trace, rank, rows),
+        rank=rank,
+        related=tuple(str(k) for k in rows["key"].head(MAX_RELATED)),
+    )
+
+
+def _describe(row: dict[str, Any], memory: bool) -> str:
+    rate = (
+        f"{row['achieved_bytes_per_s'] / 1e9:.0f} GB/s"
+        if memory
+        else f"{row['achieved_flops_per_s'] / 1e12:.1f} TFLOP/s"
+    )
+    return (
+        f"{row['name']} {row['shapes']} x{row['count']}: {row['known_time_ns'] / 1e6:.2f} ms at "
+        f"{rate} ({row['pct_of_roof']:.0f}% of roof; {row['time_at_roof_ns'] / 1e6:.2f} ms at "
+        "the roof)"
+    )
+
+
+def _evidence(trace: Trace, rank: int, rows: pd.DataFrame) -> tuple[Evidence, ...]:
+    ids: list[int] = []
+    for event_ids in rows["event_ids"]:
+        ids.extend(int(i) for i in event_ids[: MAX_EVIDENCE_EVENTS - len(ids)])
+        if len(ids) >= MAX_EVIDENCE_EVENTS:
+            break
+    ops = trace.ops.set_index("id").loc[ids]
+    start = ops["start_ns"].to_numpy(np.int64)
+    windows = tuple(zip(start.tolist(), (start + ops["dur_ns"].to_numpy()).tolist()))
+    return (
+        Evidence("ops", rank, tuple(ids), windows, "ops of the farthest points, heaviest first"),
+    )
+
+
+def _who(trace: Trace, rank: int) -> str:
+    """ "Rank N: " in titles of multi-rank traces; nothing when the trace has one rank."""
+    return f"Rank {rank}: " if len(trace.ranks) > 1 else ""

@@ -1,0 +1,355 @@
+"""Matmuls and convolutions that miss the tensor cores: fp32 math, or dims the units cannot tile.
+
+Two findings per GPU rank, from analyses/flops.py's per-op facts (ops counted once, at the
+outermost op that has FLOPs) and the GPU time of the kernels each op owns:
+
+1. fp32 matmul-like ops whose ``tensor_core_roof`` is "": under PyTorch's defaults they run on
+   the fp32 vector units (torch.backends.cuda.matmul.allow_tf32 is False; fp32 convolutions
+   already use TF32 through cuDNN and are not listed). Gain on known hardware: per op,
+   time at the fp32 roof minus time at the tensor-core roof,
+   ``max(F / peak_fp32, B / dram) - max(F / peak_tc, B_tc / dram)``, at most the op's time;
+   peak_tc is TF32 where the device has it (no change of storage dtype: B_tc = B), else
+   bf16/fp16 (autocast halves the bytes). On unknown hardware: half the ops' time, because
+   every tensor-core generation runs its half-precision matmuls at 4x or more of its fp32
+   vector rate (V100 125 vs 15.7 TFLOP/s, A100 312 vs 19.5, H100 SXM 989 vs 67; vendor
+   datasheets) and 2x leaves room for memory-bound shapes and casts. Silent where the trace
+   says the GPU has no tensor cores (CUDA compute capability below 7.0).
+2. fp16/bf16/fp8/int8 matmul-like ops whose GEMM dims are not multiples of 16 bytes' worth of
+   elements (8 for fp16/bf16, 16 for fp8/int8): cuBLAS/cuDNN then fall back to narrow-
+   alignment tensor-core kernels or none (NVIDIA, Matrix Multiplication Background User's
+   Guide, "Tensor Core Requirements"). Gain: a quarter of those ops' time, a documented guess
+   (confidence low): the guide's measurements show misaligned sizes several times slower, but
+   how much depends on the shape and library version.
+
+CPU-only ranks are left alone: a CPU has no tensor cores to miss.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.hardware.model import Hardware
+from gpuprofile.trace.model import Trace
+
+UNKNOWN_HARDWARE_SPEEDUP = 2.0
+MISALIGNED_SHARE = 0.25
+MIN_GAIN_SHARE = 0.005  # of the rank's wall time
+HALF_PRECISIONS = ("bf16", "fp16", "fp8", "int8")
+ALIGN_ELEMENTS = {"bf16": 8, "fp16": 8, "fp8": 16, "int8": 16}
+TOP_SHAPES = 3
+# cuBLAS/CUTLASS/cuDNN tensor-op kernels (tensorop, s1688, h16816, tf32, xmma_*_bf16/f16,
+# hmma/wmma/gmma) and rocBLAS/hipBLASLt matrix-instruction kernels (MI16x16x1, mfma).
+TENSOR_CORE_KERNEL = re.compile(
+    r"tensorop|1688|16816|tf32|hmma|wmma|gmma|bf16|f16|_MI\d+x\d+x\d+|mfma", re.IGNORECASE
+)
+
+FP32_FIX = (
+    'Allow TF32 for fp32 matmuls: torch.set_float32_matmul_precision("high") (or '
+    "torch.backends.cuda.matmul.allow_tf32 = True); same storage, ~10 mantissa bits in the "
+    "product, the usual choice for training.",
+    'Or run the model in bf16: with torch.autocast(device_type="cuda", dtype=torch.bfloat16): '
+    "(halves the bytes moved as well; keep the loss and optimizer state in fp32).",
+    "Pad the GEMM dims (hidden sizes, vocabulary, channels) to multiples of 8 so the "
+    "half-precision kernels can use tensor cores at full speed.",
+)
+FP16_FIX = (
+    "This GPU's tensor cores take fp16 (no TF32 or bf16 before Ampere): run the model under "
+    'torch.autocast(device_type="cuda", dtype=torch.float16) with a torch.amp.GradScaler '
+    "for training.",
+    FP32_FIX[2],
+)
+FP16_CODE = """\
+scaler = torch.amp.GradScaler("cuda")
+with torch.autocast(device_type="cuda", dtype=torch.float16):
+    loss = loss_fn(model(batch), target)
+scaler.scale(loss).backward()
+scaler.step(optimizer)
+scaler.update()
+"""
+FP32_CODE = """\
+torch.set_float32_matmul_precision("high")  # TF32 tensor cores for fp32 matmuls
+with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+    loss = loss_fn(model(batch), target)
+"""
+ALIGN_FIX = (
+    "Pad the dims these GEMMs multiply over (K and N: hidden size, vocabulary, channels, "
+    "sequence length for attention scores) to multiples of 8 for fp16/bf16, 16 for fp8/int8; "
+    "64 or 128 is better still (NVIDIA's tile sizes).",
+    "Vocabulary: pad the embedding and output projection (e.g. to a multiple of 64) and "
+    "ignore the extra logits; attention over an odd sequence length: pad the sequence.",
+    "Channels of convolutions: choose multiples of 8 (e.g. 3 input channels -> pad to 4 or "
+    "8, or use channels_last with cuDNN's padded kernels).",
+)
+ALIGN_CODE = """\
+vocab = 50257
+padded = (vocab + 63) // 64 * 64        # 50304: a multiple of 64
+lm_head = torch.nn.Linear(hidden, padded, bias=False)
+logits = lm_head(x)[..., :vocab]
+"""
+
+
+def detect(analysis: Analysis) -> list[Hint]:
+    trace = analysis.trace
+    if trace.kernels.empty or trace.ops.empty:
+        return []
+    costs = analysis.op_costs
+    kernel_costs = analysis.kernel_costs
+    gpu_ns = kernel_costs.groupby("cost_op_id")["dur_ns"].sum()
+    on_tensor_cores = _tensor_core_share(kernel_costs) >= 0.5
+    hints = []
+    for rank in trace.ranks:
+        if not (trace.kernels["rank"] == rank).any() or not _has_tensor_cores(trace, rank):
+            continue
+        mine = costs[(costs["rank"] == rank) & costs["counted"] & costs["matmul_like"]]
+        mine = mine.assign(time_ns=gpu_ns.reindex(mine["op_id"]).fillna(0).to_numpy())
+        mine = mine[mine["time_ns"] > 0]
+        wall = wall_ns(trace, rank)
+        # allow_tf32 was on by default before torch 1.12: trust the kernels over the default.
+        tc = on_tensor_cores.reindex(mine["op_id"]).fillna(False).to_numpy(bool)
+        fp32 = mine[(mine["dtype"] == "fp32") & (mine["tensor_core_roof"] == "") & ~tc]
+        half = mine[mine["dtype"].isin(HALF_PRECISIONS) & ~mine["dims_aligned"]]
+        for hint, ops in (
+            (_fp32_hint(trace, rank, fp32, kernel_costs, analysis.hardware, wall), fp32),
+            (_alignment_hint(trace, rank, half, kernel_costs, wall), half),
+        ):
+            if hint is not None:
+                hints.append(replace(hint, related=_point_keys(analysis, rank, ops)))
+    return hints
+
+
+def _point_keys(analysis: Analysis, rank: int, ops: pd.DataFrame) -> tuple[str, ...]:
+    """Keys of the roofline's op-level points that these ops belong to, heaviest first."""
+    points = analysis.roofline.points
+    points = points[(points["level"] == "op") & (points["rank"] == rank)]
+    ids = set(ops["op_id"].tolist())
+    hit = [bool(ids.intersection(e)) for e in points["event_ids"]]
+    chosen = points[np.array(hit, dtype=bool)] if len(points) else points
+    return tuple(str(k) for k in chosen.sort_values("time_ns", ascending=False)["key"].head(50))
+
+
+def tensor_core_gain(
+    flops: np.ndarray, nbytes: np.ndarray, time_ns: np.ndarray, hardware: Hardware
+) -> tuple[np.ndarray, str]:
+    """Per op, the ns a tensor-core precision saves over fp32, and that precision.
+
+    Known hardware: time at the fp32 roof minus time at the tensor-core roof (bytes halved
+    for bf16/fp16, unchanged for TF32), within the op's time. Otherwise the op's time times
+    (1 - 1/UNKNOWN_HARDWARE_SPEEDUP).
+    """
+    peaks: Mapping[str, float] = hardware.peak_flops
+    fp32 = peaks.get("fp32")
+    target = next((p for p in ("tf32", "bf16", "fp16") if peaks.get(p)), None)
+    if not hardware.known or not fp32 or target is None:
+        return time_ns * (1.0 - 1.0 / UNKNOWN_HARDWARE_SPEEDUP), ""
+    dram = hardware.dram_bytes_per_s or np.inf
+    flops = np.nan_to_num(flops)
+    nbytes = np.nan_to_num(nbytes)
+    at_fp32 = np.maximum(flops / fp32, nbytes / dram) * 1e9
+    scale = 1.0 if target == "tf32" else 0.5
+    at_tc = np.maximum(flops / peaks[target], nbytes * scale / dram) * 1e9
+    return np.clip(at_fp32 - at_tc, 0, time_ns), target
+
+
+def _fp32_hint(
+    trace: Trace,
+    rank: int,
+    ops: pd.DataFrame,
+    kernel_costs: pd.DataFrame,
+    hardware: Hardware,
+    wall: int,
+) -> Hint | None:
+    if ops.empty:
+        return None
+    saved, target = tensor_core_gain(
+        ops["flops"].to_numpy(np.float64),
+        ops["bytes"].to_numpy(np.float64),
+        ops["time_ns"].to_numpy(np.float64),
+        hardware,
+    )
+    ops = ops.assign(saved_ns=saved)
+    gain = int(ops["saved_ns"].sum())
+    if gain <= 0 or gain < MIN_GAIN_SHARE * wall:
+        return None
+    time_ns = int(ops["time_ns"].sum())
+    flops = float(np.nansum(ops["flops"].to_numpy(np.float64)))
+    achieved = flops / time_ns * 1e9 if time_ns else 0.0
+    shapes = _top_shapes(ops)
+    if target:
+        ratio = hardware.peak_flops[target] / hardware.peak_flops["fp32"]
+        method = (
+            f"Per op, time at the fp32 roof minus time at the {target.upper()} tensor-core roof "
+            f"of {hardware.name} ({ratio:.1f}x the fp32 FLOP rate), at most the op's GPU time."
+        )
+        roof_text = (
+            f" On {hardware.name} the fp32 roof is "
+            f"{hardware.peak_flops['fp32'] / 1e12:.1f} TFLOP/s, {target.upper()} tensor cores "
+            f"{hardware.peak_flops[target] / 1e12:.0f} TFLOP/s."
+        )
+        confidence = "medium"
+    else:
+        method = (
+            "Hardware roofs unknown: half of these ops' GPU time (every tensor-core GPU runs "
+            "half-precision matmuls at 4x or more of its fp32 rate; 2x is the conservative "
+            "assumption)."
+        )
+        roof_text = " The hardware's roofs are unknown, so the gain assumes a 2x speed-up."
+        confidence = "low"
+    return Hint(
+        kind="tensor-cores-unused",
+        title=f"{_who(trace, rank)}{len(ops)} fp32 matmuls run without tensor cores",
+        severity=severity_for(gain, wall),
+        gain_ns=gain,
+        gain_method=method,
+        confidence=confidence,
+        explanation=(
+            f"{len(ops)} matmul/attention ops ran in fp32 on the vector units for "
+            f"{time_ns / 1e6:.2f} ms of GPU time at {achieved / 1e12:.2f} TFLOP/s "
+            f"(torch.backends.cuda.matmul.allow_tf32 is off by default).{roof_text} "
+            f"Heaviest: {shapes}."
+        ),
+        numbers={
+            "ops": len(ops),
+            "time_ns": time_ns,
+            "flops": flops,
+            "achieved_flops_per_s": achieved,
+            "tensor_core_precision": target or "unknown",
+            "saved_ns": gain,
+        },
+        fix=FP16_FIX if target == "fp16" else FP32_FIX,
+        code=FP16_CODE if target == "fp16" else FP32_CODE,
+        evidence=_evidence(rank, ops, kernel_costs, trace),
+        rank=rank,
+    )
+
+
+def _alignment_hint(
+    trace: Trace, rank: int, ops: pd.DataFrame, kernel_costs: pd.DataFrame, wall: int
+) -> Hint | None:
+    if ops.empty:
+        return None
+    time_ns = int(ops["time_ns"].sum())
+    gain = int(MISALIGNED_SHARE * time_ns)
+    if gain <= 0 or gain < MIN_GAIN_SHARE * wall:
+        return None
+    ops = ops.assign(saved_ns=ops["time_ns"] * MISALIGNED_SHARE)
+    dtypes = ", ".join(sorted(set(ops["dtype"])))
+    return Hint(
+        kind="tensor-cores-unused",
+        title=f"{_who(trace, rank)}{len(ops)} {dtypes} matmuls with dims not multiples of 8",
+        severity=severity_for(gain, wall),
+        gain_ns=gain,
+        gain_method=(
+            f"A quarter of these ops' GPU time ({MISALIGNED_SHARE:.0%}): misaligned GEMMs fall "
+            "back to narrow-alignment kernels; the loss depends on shape and library."
+        ),
+        confidence="low",
+        explanation=(
+            f"{len(ops)} {dtypes} matmul/conv ops ({time_ns / 1e6:.2f} ms of GPU time) "
+            "multiply over dims that are not multiples of 8 elements (16 for fp8/int8), so "
+            f"tensor cores cannot tile them at full speed. Heaviest: {_top_shapes(ops)}."
+        ),
+        numbers={
+            "ops": len(ops),
+            "time_ns": time_ns,
+            "saved_ns": gain,
+            "misaligned_shapes": _top_shapes(ops, with_time=False),
+        },
+        fix=ALIGN_FIX,
+        code=ALIGN_CODE,
+        evidence=_evidence(rank, ops, kernel_costs, trace),
+        rank=rank,
+    )
+
+
+def is_tensor_core_kernel(name: str) -> bool:
+    """Whether a kernel's name says it runs on tensor (NVIDIA) or matrix (AMD) cores."""
+    return bool(TENSOR_CORE_KERNEL.search(name))
+
+
+def _tensor_core_share(kernel_costs: pd.DataFrame) -> pd.Series:
+    """Per op id that owns kernels, the share of their time in tensor-core kernels."""
+    names = kernel_costs["name"].astype("category")
+    flags = np.array([is_tensor_core_kernel(str(n)) for n in names.cat.categories], dtype=bool)
+    tc = flags[names.cat.codes.to_numpy()] if len(flags) else np.zeros(len(names), dtype=bool)
+    dur = kernel_costs["dur_ns"].to_numpy(np.float64)
+    frame = pd.DataFrame(
+        {"op": kernel_costs["cost_op_id"].to_numpy(), "dur": dur, "tc": np.where(tc, dur, 0.0)}
+    )
+    sums = frame.groupby("op")[["dur", "tc"]].sum()
+    return (sums["tc"] / sums["dur"].where(sums["dur"] > 0)).fillna(0.0)
+
+
+def _top_shapes(ops: pd.DataFrame, with_time: bool = True) -> str:
+    grouped = (
+        ops.assign(shapes=ops["shapes"].fillna("?").astype(str), name=ops["name"].astype(str))
+        .groupby(["name", "shapes"])
+        .agg(count=("time_ns", "size"), time_ns=("time_ns", "sum"))
+        .sort_values("time_ns", ascending=False)
+        .head(TOP_SHAPES)
+    )
+    parts = []
+    names = grouped.index.get_level_values("name")
+    shapes = grouped.index.get_level_values("shapes")
+    for name, shape, count, time_ns in zip(names, shapes, grouped["count"], grouped["time_ns"]):
+        text = f"{name} {_tensor_shapes(str(shape))} x{int(count)}"
+        parts.append(f"{text}, {float(time_ns) / 1e6:.2f} ms" if with_time else text)
+    return "; ".join(parts)
+
+
+def _tensor_shapes(raw: str) -> str:
+    """The tensor inputs of an "Input Dims" text: [[2, 3], [], [3, 4]] -> [2, 3] x [3, 4]."""
+    dims = json.loads(raw) if raw.startswith("[") else None
+    if not isinstance(dims, list):
+        return raw
+    tensors = [d for d in dims if isinstance(d, list) and d and all(isinstance(x, int) for x in d)]
+    return " x ".join(str(t) for t in tensors) if tensors else raw
+
+
+def _has_tensor_cores(trace: Trace, rank: int) -> bool:
+    """False only when the trace says the GPU predates tensor cores (CUDA CC < 7.0)."""
+    ranks = trace.meta.get("ranks", {})
+    devices = (ranks.get(rank) or ranks.get(str(rank)) or {}).get("devices", [])
+    capabilities = [d.get("compute_capability") for d in devices if d.get("compute_capability")]
+    names = " ".join(str(d.get("name", "")) for d in devices)
+    if not capabilities or "AMD" in names or "Instinct" in names:
+        return True
+    return any(float(str(c).split(".")[0]) >= 7 for c in capabilities)
+
+
+def _evidence(
+    rank: int, ops: pd.DataFrame, kernel_costs: pd.DataFrame, trace: Trace
+) -> tuple[Evidence, ...]:
+    heaviest = ops.nlargest(MAX_EVIDENCE_EVENTS, "time_ns")
+    ids = heaviest["op_id"].to_numpy()
+    rows = trace.ops.set_index("id").loc[ids]
+    start = rows["start_ns"].to_numpy(np.int64)
+    windows = tuple(zip(start.tolist(), (start + rows["dur_ns"].to_numpy()).tolist()))
+    kernels = kernel_costs[kernel_costs["cost_op_id"].isin(ids)].nlargest(
+        MAX_EVIDENCE_EVENTS, "dur_ns"
+    )
+    krows = trace.kernels.set_index("id").loc[kernels["kernel_id"].to_numpy()]
+    kstart = krows["start_ns"].to_numpy(np.int64)
+    return (
+        Evidence("ops", rank, tuple(int(i) for i in ids), windows, "ops, most GPU time first"),
+        Evidence(
+            "kernels",
+            rank,
+            tuple(int(i) for i in kernels["kernel_id"]),
+            tuple(zip(kstart.tolist(), (kstart + krows["dur_ns"].to_numpy()).tolist())),
+            "their kernels, longest first",
+        ),
+    )
+
+
+def _who(trace: Trace, rank: int) -> str:
+    """ "Rank N: " in titles of multi-rank traces; nothing when the trace has one rank."""
+    return f"Rank {rank}: " if len(trace.ranks) > 1 else ""

@@ -1,0 +1,298 @@
+"""The six GPU detectors on real traces, checked against readings of the raw JSON (json/gzip).
+
+Expected figures come from the files themselves, read here without gpuprofile: NCCL kernel
+time and its overlap with compute kernels, counts of small or underfilled kernels, counts of
+attention softmaxes and their score-matrix sizes.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.detectors import (
+    attention,
+    communication,
+    launch_overhead,
+    low_occupancy,
+    roofline_bound,
+    tensor_cores,
+)
+from gpuprofile.hardware.match import hardware_for_trace
+from gpuprofile.hardware.model import UNKNOWN
+from gpuprofile.importers.kineto import load_kineto
+from prerequisites import SHARED_TRACES, require_trace
+
+pytestmark = pytest.mark.traces
+
+KINETO = SHARED_TRACES / "kineto"
+DISTRIBUTED = SHARED_TRACES / "kineto-distributed"
+KERNEL_CATEGORIES = ("kernel", "Kernel")
+# Not compute, by HTA's rule: collectives, copies, memsets, syncs.
+NOT_COMPUTE = re.compile(r"^(nccl|rccl).*Kernel|Memcpy|^Memset|Sync")
+COLLECTIVE = re.compile(r"^(nccl|rccl).*Kernel")
+TIMED_CATEGORIES = (
+    "kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "cuda_runtime",
+    "Runtime", "cuda_driver", "cpu_op", "Operator", "user_annotation", "python_function",
+)  # fmt: skip
+
+
+def path_of(relative: str) -> Path:
+    return require_trace(SHARED_TRACES / relative)
+
+
+def kernels_of(doc: Any) -> list[dict[str, Any]]:
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return [e for e in events if e.get("ph") == "X" and e.get("cat") in KERNEL_CATEGORIES]
+
+
+def interval(e: dict[str, Any]) -> tuple[Decimal, Decimal]:
+    start = Decimal(e["ts"]) * 1000
+    return start, start + Decimal(e["dur"]) * 1000
+
+
+def merged(intervals: list[tuple[Decimal, Decimal]]) -> list[tuple[Decimal, Decimal]]:
+    out: list[tuple[Decimal, Decimal]] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def length(blocks: list[tuple[Decimal, Decimal]]) -> Decimal:
+    return sum((end - start for start, end in blocks), Decimal(0))
+
+
+def intersection(a: list[tuple[Decimal, Decimal]], b: list[tuple[Decimal, Decimal]]) -> Decimal:
+    total, i, j = Decimal(0), 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(hi - lo, Decimal(0))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def wall(doc: Any) -> Decimal:
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    spans = [interval(e) for e in events if e.get("ph") == "X" and e.get("cat") in TIMED_CATEGORIES]
+    return max(end for _, end in spans) - min(start for start, _ in spans)
+
+
+# --- communication -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "kineto/hta_a100_nccl_2rank_rank0.json.gz",
+        "kineto-distributed/param_dlrm_8xV100",
+        "kineto-distributed/hta_sampled_128rank",
+    ],
+)
+def test_communication_time_is_the_union_of_nccl_kernels(relative: str, traces: Any) -> None:
+    path = path_of(relative)
+    hints = {h.rank: h for h in communication.detect(Analysis(load_kineto(path), UNKNOWN))}
+    checked = 0
+    for rank, _, doc in traces.rank_files(path):
+        kernels = kernels_of(doc)
+        comm_ns = exposed = Decimal(0)
+        for device in {e["args"].get("device") for e in kernels}:
+            on_device = [e for e in kernels if e["args"].get("device") == device]
+            comm = merged([interval(e) for e in on_device if e["name"].startswith("nccl")])
+            compute = merged([interval(e) for e in on_device if not NOT_COMPUTE.search(e["name"])])
+            comm_ns += length(comm)
+            exposed += length(comm) - intersection(comm, compute)
+        count = sum(e["name"].startswith("nccl") for e in kernels)
+        if exposed < Decimal("0.01") * wall(doc):
+            assert rank not in hints
+            continue
+        hint = hints[rank]
+        assert hint.title.startswith(f"Rank {rank}: ") == path.is_dir()  # several ranks
+        # Our times are whole nanoseconds from the trace start: at most 1 ns off per kernel.
+        assert abs(hint.numbers["comm_ns"] - comm_ns) <= count
+        assert abs(hint.gain_ns - exposed) <= 2 * len(kernels)
+        assert hint.numbers["collective_kernels"] == count
+        checked += 1
+    assert checked >= 1
+
+
+def test_communication_on_a_cpu_only_gloo_trace(traces: Any) -> None:
+    path = path_of("kineto/hta_cpu_only_gloo_rank34.pt.trace.json.gz")
+    [hint] = communication.detect(Analysis(load_kineto(path), UNKNOWN))
+    [(rank, _, doc)] = traces.rank_files(path)
+    events = doc["traceEvents"]
+    gloo = merged([interval(e) for e in events if e.get("name", "").startswith("gloo:")])
+    assert hint.rank == rank == 34
+    assert hint.numbers["collective_events"] == sum(
+        e.get("name", "").startswith("gloo:") for e in events
+    )
+    assert abs(hint.numbers["comm_ns"] - length(gloo)) <= 10
+
+
+# --- attention -----------------------------------------------------------------------------
+
+
+def test_attention_fires_on_owlv2_unfused_attention(traces: Any) -> None:
+    path = path_of("kineto/tracelens_h100_owlv2_large_inference.json.gz")
+    [hint] = attention.detect(Analysis(load_kineto(path), UNKNOWN))
+    events = traces.read_json(path)["traceEvents"]
+    softmaxes = [
+        e
+        for e in events
+        if e.get("cat") == "cpu_op"
+        and e["name"] == "aten::softmax"
+        and e["args"]["Input Dims"][0] == [16, 5185, 5185]
+    ]
+    assert softmaxes and softmaxes[0]["args"]["Input type"][0] == "c10::BFloat16"
+    assert hint.numbers["occurrences"] == len(softmaxes)
+    assert hint.numbers["max_score_bytes"] == 16 * 5185 * 5185 * 2
+    assert "L=5185" in hint.title
+    # The softmax kernels are among what fusion removes; the matmuls are not counted.
+    softmax_ns = sum(
+        Decimal(e["dur"]) * 1000
+        for e in events
+        if e.get("cat") == "kernel" and "SoftMaxForward" in e["name"]
+    )
+    gemm_ns = sum(
+        Decimal(e["dur"]) * 1000 for e in events if e.get("cat") == "kernel" and "gemm" in e["name"]
+    )
+    assert softmax_ns <= hint.gain_ns + len(softmaxes)
+    total = sum(Decimal(e["dur"]) * 1000 for e in events if e.get("cat") == "kernel")
+    assert hint.gain_ns <= total - gemm_ns
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tracelens_h100_bert_small_inference.json.gz",
+        "tracelens_h100_falconsai_vit_inference.json.gz",
+        "tracelens_h100_qwen1.5_0.5b_inference.json.gz",
+    ],
+)
+def test_attention_silent_on_flash_sdpa(name: str, traces: Any) -> None:
+    path = path_of(f"kineto/{name}")
+    names = {e.get("name") for e in traces.read_json(path)["traceEvents"]}
+    assert "aten::_scaled_dot_product_flash_attention" in names
+    assert attention.detect(Analysis(load_kineto(path), UNKNOWN)) == []
+
+
+# --- launch overhead -----------------------------------------------------------------------
+
+
+def test_launch_overhead_fires_on_bert_small_kernels(traces: Any) -> None:
+    path = path_of("kineto/tracelens_h100_bert_small_inference.json.gz")
+    [hint] = launch_overhead.detect(Analysis(load_kineto(path), UNKNOWN))
+    kernels = kernels_of(traces.read_json(path))
+    small = [e for e in kernels if Decimal(e["dur"]) * 1000 < 10_000]
+    assert hint.numbers["kernels"] == len(kernels)
+    assert hint.numbers["small_kernels"] == len(small)
+    assert hint.numbers["small_kernel_ns"] == pytest.approx(
+        float(sum(Decimal(e["dur"]) * 1000 for e in small)), abs=len(small)
+    )
+    # Whatever it claims back is GPU idle time inside the kernels' window.
+    blocks = merged([interval(e) for e in kernels])
+    idle = (blocks[-1][1] - blocks[0][0]) - length(blocks)
+    assert 0 < hint.gain_ns <= idle
+
+
+def test_launch_overhead_silent_on_alexnet(traces: Any) -> None:
+    path = path_of("kineto/hta_a100_alexnet_critical_path.pt.trace.json.gz")
+    assert launch_overhead.detect(Analysis(load_kineto(path), UNKNOWN)) == []
+
+
+# --- low occupancy -------------------------------------------------------------------------
+
+
+def test_low_occupancy_counts_underfilled_kernels(traces: Any) -> None:
+    path = path_of("kineto/hta_v100_32gb_ns_resolution.pt.trace.json.gz")
+    [hint] = low_occupancy.detect(Analysis(load_kineto(path), UNKNOWN))
+    doc = traces.read_json(path)
+    sms = doc["deviceProperties"][0]["numSms"]
+    underfilled = [
+        e
+        for e in kernels_of(doc)
+        if "blocks per SM" in e["args"]
+        and not COLLECTIVE.match(e["name"])
+        and Decimal(e["dur"]) * 1000 >= 10_000
+        and 1 - _blocks(e) / sms >= 0.25
+    ]
+    assert underfilled
+    assert hint.numbers["sm_count"] == sms
+    assert hint.numbers["kernels_underfilled"] == len(underfilled)
+    assert hint.numbers["underfilled_ns"] == pytest.approx(
+        float(sum(Decimal(e["dur"]) * 1000 for e in underfilled)), abs=len(underfilled)
+    )
+
+
+def _blocks(e: dict[str, Any]) -> int:
+    x, y, z = e["args"]["grid"]
+    return int(x) * int(y) * int(z)
+
+
+def test_low_occupancy_silent_on_rocm_grids(traces: Any) -> None:
+    path = path_of("kineto/tracelens_mi300x_ddp_resnet18_train.json.gz")
+    assert not any("blocks per SM" in e["args"] for e in kernels_of(traces.read_json(path)))
+    assert low_occupancy.detect(Analysis(load_kineto(path), UNKNOWN)) == []
+
+
+# --- tensor cores --------------------------------------------------------------------------
+
+
+def test_tensor_cores_flags_owlv2_misaligned_bf16_bmm(traces: Any) -> None:
+    path = path_of("kineto/tracelens_h100_owlv2_large_inference.json.gz")
+    trace = load_kineto(path)
+    [hint] = tensor_cores.detect(Analysis(trace, hardware_for_trace(trace)))
+    events = traces.read_json(path)["traceEvents"]
+    scores = [
+        e
+        for e in events
+        if e.get("cat") == "cpu_op"
+        and e["name"] == "aten::bmm"
+        and e["args"]["Input Dims"] == [[16, 5185, 64], [16, 64, 5185]]
+    ]
+    assert "bf16" in hint.title
+    assert f"aten::bmm [16, 5185, 64] x [16, 64, 5185] x{len(scores)}" in str(
+        hint.numbers["misaligned_shapes"]
+    )
+    assert "op:aten::bmm|[[16, 5185, 64], [16, 64, 5185]]" in hint.related
+    # 5185 is odd: the kernels cuBLAS picked are CUTLASS's 1-element-aligned ones.
+    assert any("align1" in e["name"] for e in kernels_of({"traceEvents": events}))
+
+
+def test_tensor_cores_silent_where_fp32_matmuls_ran_tf32(traces: Any) -> None:
+    path = path_of("kineto/hta_a100_train_rank3_of8_async_cpu_to_gpu.json.gz")
+    trace = load_kineto(path)
+    kernels = kernels_of(traces.read_json(path))
+    tensor_op = sum(Decimal(e["dur"]) for e in kernels if "tensorop_s1688gemm" in e["name"])
+    sgemm = sum(Decimal(e["dur"]) for e in kernels if "sgemm" in e["name"])
+    assert tensor_op > 5 * sgemm  # TF32 (allow_tf32 on, the pre-1.12 default) did the work
+    assert tensor_cores.detect(Analysis(trace, hardware_for_trace(trace))) == []
+
+
+# --- memory- and compute-bound -------------------------------------------------------------
+
+
+def test_roofline_bound_on_owlv2() -> None:
+    path = path_of("kineto/tracelens_h100_owlv2_large_inference.json.gz")
+    trace = load_kineto(path)
+    analysis = Analysis(trace, hardware_for_trace(trace))
+    hints = {h.kind: h for h in roofline_bound.detect(analysis)}
+    memory = hints["memory-bound"]
+    points = analysis.roofline.points.set_index("key")
+    assert set(memory.related) <= set(points.index)
+    assert "op:aten::softmax|[[16, 5185, 5185], [], []]" in memory.related
+    related = points.loc[list(memory.related)]
+    assert (related["pct_of_roof"] <= 50).all() and (related["bound"] == "memory").all()
+    expected = (related["known_time_ns"] - related["time_at_roof_ns"] / 0.8).clip(lower=0).sum()
+    assert memory.gain_ns == pytest.approx(expected, abs=len(related))
+    assert roofline_bound.detect(Analysis(trace, UNKNOWN)) == []
