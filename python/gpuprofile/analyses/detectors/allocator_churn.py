@@ -1,0 +1,220 @@
+"""Allocator churn: device memory allocated and freed through the driver in steady state.
+
+PyTorch's caching allocator calls cudaMalloc (hipMalloc) only when its cache cannot serve a
+request, and cudaFree only to give memory back (an allocation that failed and is retried
+after emptying the cache, torch.cuda.empty_cache(), or a library managing its own
+workspace). After warm-up neither should happen: cudaMalloc costs 10 us to milliseconds and
+cudaFree synchronizes the whole device. Steady state begins after the last op whose name says
+warm-up (record_function("warmup")), else at the second ProfilerStep when the trace has two
+or more, else after the first WARMUP_SHARE of the rank's span.
+
+Signs, per rank: steady-state allocator calls, reserved memory that still grows in steady
+state (the memory table's total_reserved; each step up is a new segment), and fragmentation
+(reserved at least FRAGMENTATION_RATIO times the peak allocated, and at least
+MIN_WASTE_BYTES more). Gain: the union of the steady-state allocator calls' durations, the
+host time they block (a cudaFree also drains the GPU, which the gpu-idle hint measures); growth
+and fragmentation alone give back no time (gain 0), they cost memory.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.idle import matches
+from gpuprofile.analyses.intervals import union_length
+from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.trace.model import Trace
+
+WARMUP_SHARE = 0.10
+MIN_CALLS = 2
+FRAGMENTATION_RATIO = 1.5
+MIN_WASTE_BYTES = 1 << 30
+# Synchronous device/pinned allocation and release (the *Async stream-ordered ones are cheap
+# by design and are not churn).
+ALLOC_CALL = re.compile(
+    r"^(cuda|hip)(Malloc|Free|MallocHost|FreeHost|HostAlloc|HostMalloc|HostFree|MallocManaged|"
+    r"MallocPitch|ExtMallocWithFlags)$|^cuMem(Alloc|Free|AllocHost|FreeHost|Create|Release|Map|"
+    r"Unmap)(_v2)?$"
+)
+_STEP = re.compile(r"^ProfilerStep#\d+$")
+_WARMUP = re.compile(r"warm[-_ ]?up", re.IGNORECASE)
+
+FIX = (
+    "Warm up before profiling, so one-time allocations are not in the steady state.",
+    "Keep buffers alive across steps and preallocate for the largest shape (pad or bucket "
+    "variable-length inputs so the allocator can reuse blocks).",
+    "Remove torch.cuda.empty_cache() from the loop: it returns the cache to the driver, so "
+    "the next step calls cudaMalloc again.",
+    "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_HIP_ALLOC_CONF on ROCm) "
+    "so segments grow in place instead of fragmenting; check torch.cuda.memory_stats() "
+    "['num_alloc_retries'] for retries after failed allocations.",
+)
+CODE = """\
+import os
+os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"  # before CUDA starts
+import torch
+static_input = torch.empty(max_batch, seq_len, device="cuda")  # reuse, do not reallocate
+print(torch.cuda.memory_stats()["num_alloc_retries"])
+"""
+
+
+def detect(analysis: Analysis) -> list[Hint]:
+    trace = analysis.trace
+    alloc = matches(trace.runtime["name"], ALLOC_CALL)
+    hints = []
+    for rank in trace.ranks:
+        hint = _hint(trace, rank, alloc)
+        if hint is not None:
+            hints.append(hint)
+    return hints
+
+
+def steady_start(trace: Trace, rank: int) -> int:
+    """Start of the steady state: after the last op named warm-up when there is one, else
+    the second ProfilerStep, else after WARMUP_SHARE of the rank's span."""
+    ops = trace.ops[trace.ops["rank"] == rank]
+    warmup = matches(ops["name"], _WARMUP)
+    if warmup.any():
+        return int((ops["start_ns"] + ops["dur_ns"]).to_numpy()[warmup].max())
+    steps = np.sort(ops["start_ns"].to_numpy()[matches(ops["name"], _STEP)])
+    if len(steps) >= 2:
+        return int(steps[1])
+    start, end = _span(trace, rank)
+    return start + int(WARMUP_SHARE * (end - start))
+
+
+def _span(trace: Trace, rank: int) -> tuple[int, int]:
+    starts, ends = [], []
+    for table in (trace.ops, trace.runtime, trace.kernels, trace.memcpy, trace.memset):
+        rows = table[table["rank"] == rank]
+        if len(rows):
+            starts.append(int(rows["start_ns"].min()))
+            ends.append(int((rows["start_ns"] + rows["dur_ns"]).max()))
+    return (min(starts), max(ends)) if starts else (0, 0)
+
+
+def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
+    steady = steady_start(trace, rank)
+    runtime = trace.runtime
+    rows = alloc & (runtime["rank"] == rank).to_numpy() & (runtime["start_ns"] >= steady).to_numpy()
+    calls = runtime[rows]
+    growth, fragmentation = _memory_signs(trace.memory, rank, steady)
+    churn = len(calls) >= MIN_CALLS
+    if not churn and growth == 0 and fragmentation is None:
+        return None
+    start = calls["start_ns"].to_numpy(np.int64)
+    gain = union_length(start, start + calls["dur_ns"].to_numpy(np.int64)) if churn else 0
+    wall = wall_ns(trace, rank)
+    per_name = calls.groupby("name", observed=True)["dur_ns"].agg(["count", "sum"])
+    per_name = per_name.sort_values("sum", ascending=False)
+    call_text = ", ".join(
+        f"{name} x{int(r['count'])} ({_time(int(r['sum']))})" for name, r in per_name.iterrows()
+    )
+    found = []
+    if churn:
+        found.append(f"{len(calls)} allocator calls after warm-up: {call_text}")
+    if growth:
+        found.append(f"reserved memory grew by {_gib(growth)} after warm-up")
+    if fragmentation is not None:
+        reserved, allocated = fragmentation
+        found.append(
+            f"{_gib(reserved)} reserved for a peak of {_gib(allocated)} allocated "
+            f"({_gib(reserved - allocated)} cached but unused: fragmentation or an earlier peak)"
+        )
+    heaviest = calls.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns")
+    evidence = []
+    if len(heaviest):
+        evidence.append(
+            Evidence(
+                table="runtime",
+                rank=rank,
+                event_ids=tuple(int(i) for i in heaviest["id"]),
+                label="allocator calls in steady state",
+            )
+        )
+    if growth or fragmentation is not None:
+        memory = trace.memory[(trace.memory["rank"] == rank) & (trace.memory["time_ns"] >= steady)]
+        if len(memory):
+            window = (int(memory["time_ns"].min()), int(memory["time_ns"].max()))
+            evidence.append(
+                Evidence(table="memory", rank=rank, windows=(window,), label="steady state")
+            )
+    what = "allocator calls" if churn else "reserved memory growth" if growth else "fragmentation"
+    return Hint(
+        kind="allocator-churn",
+        title=(
+            f"{len(calls)} {'/'.join(map(str, per_name.index[:2]))} calls after warm-up "
+            f"cost {_time(gain)}"
+            if churn
+            else f"Device memory: {what} after warm-up"
+        ),
+        severity=severity_for(gain, wall),
+        gain_ns=gain,
+        gain_method=(
+            "Union of the durations of allocator calls after warm-up: the host time they "
+            "block, which keeping buffers cached removes. Growth and fragmentation alone "
+            "count 0: they cost memory, not time."
+        ),
+        confidence="high" if churn else "low",
+        explanation=f"Rank {rank}, from {_time(steady)} on (steady state): "
+        + "; ".join(found)
+        + ".",
+        numbers={
+            "steady_start_ns": steady,
+            "calls": len(calls),
+            "call_ns": gain,
+            "reserved_growth_bytes": growth,
+            "reserved_bytes": fragmentation[0] if fragmentation else 0,
+            "peak_allocated_bytes": fragmentation[1] if fragmentation else 0,
+        },
+        fix=FIX,
+        code=CODE,
+        evidence=tuple(evidence),
+        rank=rank,
+    )
+
+
+def _memory_signs(
+    memory: pd.DataFrame, rank: int, steady: int
+) -> tuple[int, tuple[int, int] | None]:
+    """Reserved growth in steady state (bytes) and (reserved, peak allocated) if fragmented.
+
+    Device memory only (device >= 0), and only rows that carry the totals (old traces
+    write -1).
+    """
+    rows = memory[
+        (memory["rank"] == rank)
+        & (memory["device"] >= 0)
+        & (memory["total_reserved"] >= 0)
+        & (memory["total_allocated"] >= 0)
+    ]
+    growth = 0
+    fragmented = None
+    for _, device in rows.groupby("device", sort=True):
+        device = device.sort_values("time_ns", kind="stable")
+        before = device[device["time_ns"] < steady]["total_reserved"]
+        after = device[device["time_ns"] >= steady]["total_reserved"]
+        if len(after):
+            base = int(before.iloc[-1]) if len(before) else int(after.iloc[0])
+            growth += max(0, int(after.max()) - base)
+        reserved = int(device["total_reserved"].max())
+        allocated = int(device["total_allocated"].max())
+        if reserved >= FRAGMENTATION_RATIO * allocated and reserved - allocated >= MIN_WASTE_BYTES:
+            fragmented = (reserved, allocated)
+    return growth, fragmented
+
+
+def _time(ns: int) -> str:
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns} ns"
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB"

@@ -1,0 +1,257 @@
+"""GPU idle time and what the host was doing meanwhile (analyses/idle.py attributes each gap).
+
+Fires per rank when the GPU is idle for at least MIN_IDLE_SHARE of its window (first to last
+GPU activity). Gain: the idle time of the causes that a change on the host fills (sync stalls,
+data loading, host-device copies, launch-bound stretches). It is an upper bound: a fix can at
+most make those gaps disappear. Collective waits (the communication detector's business: they
+depend on the other ranks) and gaps no host activity explains are reported but not counted.
+The fix shown is the one for the cause with the most idle time; when that is host-launch-bound
+and the host spent most of it inside cudaMalloc/cudaFree, the fix is the allocator's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses import idle
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.detectors import allocator_churn
+from gpuprofile.analyses.gpu_time import gpu_time
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.trace.model import NO_ID, Trace
+
+MIN_IDLE_SHARE = 0.05  # of the GPU window
+MOST_ALLOCATOR = 0.5  # launch-bound idle spent in cudaMalloc/cudaFree: the allocator's fix
+TOP_GAPS = 10
+ADDRESSABLE = (
+    idle.SYNCHRONIZATION,
+    idle.DATA_LOADING,
+    idle.HOST_DEVICE_COPY,
+    idle.HOST_LAUNCH_BOUND,
+)
+MOSTLY = {
+    idle.SYNCHRONIZATION: "mostly waiting on synchronization",
+    idle.DATA_LOADING: "mostly waiting for the DataLoader",
+    idle.HOST_DEVICE_COPY: "mostly waiting for host-device copies",
+    idle.COLLECTIVE_WAIT: "mostly waiting on collectives",
+    idle.HOST_LAUNCH_BOUND: "mostly waiting for the host to launch work",
+    idle.OTHER: "mostly outside traced host activity",
+}
+QUEUED = "mostly with work queued behind a dependency"
+FIXES: dict[str, tuple[tuple[str, ...], str]] = {
+    idle.SYNCHRONIZATION: (
+        (
+            "Remove host reads of GPU values from the hot loop: .item(), .cpu(), .tolist(), "
+            "print(tensor), Python if on a tensor; keep running sums on the GPU and read them "
+            "every N steps.",
+            "Avoid ops with data-dependent output shapes (nonzero, masked_select, boolean "
+            "indexing, unique): each waits for the GPU.",
+            "Replace torch.cuda.synchronize() used for timing with CUDA events.",
+        ),
+        """\
+total = torch.zeros((), device="cuda")
+for step, batch in enumerate(loader):
+    loss = train_step(batch)
+    total += loss.detach()          # no .item() per step
+    if step % 100 == 0:
+        print(total.item() / 100)   # one sync every 100 steps
+        total.zero_()
+""",
+    ),
+    idle.DATA_LOADING: (
+        (
+            "Load batches in worker processes: DataLoader(num_workers=4 or more).",
+            "pin_memory=True and .to(device, non_blocking=True) so copies overlap compute.",
+            "prefetch_factor=4 and persistent_workers=True to keep batches queued across epochs.",
+        ),
+        """\
+loader = DataLoader(dataset, batch_size=64, num_workers=8, pin_memory=True,
+                    prefetch_factor=4, persistent_workers=True)
+for x, y in loader:
+    x, y = x.to("cuda", non_blocking=True), y.to("cuda", non_blocking=True)
+""",
+    ),
+    idle.HOST_DEVICE_COPY: (
+        (
+            "Copy from pinned memory without blocking: tensor.pin_memory() (or DataLoader "
+            "pin_memory=True) and .to(device, non_blocking=True).",
+            "Issue copies on a side stream one step ahead so they overlap compute.",
+        ),
+        """\
+x = x.pin_memory().to("cuda", non_blocking=True)
+""",
+    ),
+    idle.COLLECTIVE_WAIT: (
+        (
+            "Balance work across ranks so none waits on a straggler.",
+            "Overlap communication with compute (DDP bucket_cap_mb, FSDP prefetching).",
+        ),
+        "",
+    ),
+    idle.HOST_LAUNCH_BOUND: (
+        (
+            'Launch less often: torch.compile(model, mode="reduce-overhead") captures the '
+            "step in a CUDA graph and fuses small kernels.",
+            "Give each kernel more work (larger batches) and use fused optimizers "
+            "(fused=True / foreach=True).",
+        ),
+        """\
+model = torch.compile(model, mode="reduce-overhead")
+""",
+    ),
+    idle.OTHER: (
+        (
+            "Profile with with_stack=True to see the Python code that runs while the GPU "
+            "waits (I/O, logging, checkpointing, Python between steps).",
+        ),
+        "",
+    ),
+}
+
+
+QUEUED_FIX = (
+    "The next kernel was launched but started late: look at what it waited for in the "
+    "timeline (the launch is the evidence's runtime call): an event from another stream "
+    "(wait_stream, record_stream), a collective whose peers were late (stragglers), a CUDA "
+    "graph's internal dependencies.",
+    "Profile with with_stack=True and all ranks to see the other side of the dependency.",
+)
+
+
+def detect(analysis: Analysis) -> list[Hint]:
+    gaps = analysis.idle_gaps
+    hints = []
+    for rank in analysis.trace.ranks:
+        rank_gaps = gaps[gaps["rank"] == rank]
+        hint = _hint(analysis, rank, rank_gaps) if len(rank_gaps) else None
+        if hint is not None:
+            hints.append(hint)
+    return hints
+
+
+def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
+    trace = analysis.trace
+    breakdown = gpu_time(trace, rank)
+    if breakdown is None or breakdown.idle_ns < MIN_IDLE_SHARE * breakdown.window_ns:
+        return None
+    by_cause = gaps.groupby("cause", observed=True)["dur_ns"].sum()
+    by_cause = by_cause[by_cause > 0].sort_values(ascending=False, kind="stable")
+    dominant = str(by_cause.index[0])
+    gain = int(sum(int(by_cause.get(c, 0)) for c in ADDRESSABLE))
+    share = breakdown.idle_ns / breakdown.window_ns
+    largest = gaps.nlargest(TOP_GAPS, "dur_ns")
+    mostly, steps, code, notes, extra = _diagnosis(trace, rank, gaps, by_cause)
+    parts = ", ".join(
+        f"{cause} {_time(int(ns))} ({100 * ns / breakdown.idle_ns:.0f}%)"
+        for cause, ns in by_cause.items()
+    )
+    dominant_share = by_cause.iloc[0] / breakdown.idle_ns
+    return Hint(
+        kind="gpu-idle",
+        title=f"GPU idle {100 * share:.0f}% of the window, {mostly}",
+        severity=severity_for(gain, wall_ns(trace, rank)),
+        gain_ns=gain,
+        gain_method=(
+            "Sum of the idle gaps whose cause a host-side change removes (synchronization, "
+            "data loading, host-device copies, launch-bound); an upper bound, since a fix "
+            "can at most fill those gaps. Collective waits and unexplained gaps not counted."
+        ),
+        confidence=(
+            "low" if dominant == idle.OTHER else "high" if dominant_share >= 0.5 else "medium"
+        ),
+        explanation=(
+            f"Rank {rank}: the GPU was idle {_time(breakdown.idle_ns)} of its "
+            f"{_time(breakdown.window_ns)} window ({100 * share:.1f}%) in {len(gaps)} gaps; the "
+            f"largest lasted {_time(int(largest['dur_ns'].iloc[0]))}. By what the host was doing "
+            f"meanwhile: {parts}.{notes}"
+        ),
+        numbers={
+            "window_ns": breakdown.window_ns,
+            "idle_ns": breakdown.idle_ns,
+            "idle_pct": round(100 * share, 1),
+            "gaps": len(gaps),
+            "largest_gap_ns": int(largest["dur_ns"].iloc[0]),
+            "dominant_cause": dominant,
+            **extra,
+            **{f"{cause}_ns": int(ns) for cause, ns in by_cause.items()},
+        },
+        fix=steps,
+        code=code,
+        evidence=_evidence(rank, largest),
+        rank=rank,
+    )
+
+
+def _diagnosis(
+    trace: Trace, rank: int, gaps: pd.DataFrame, by_cause: pd.Series
+) -> tuple[str, tuple[str, ...], str, str, dict[str, int]]:
+    """Title phrase, fix steps, code and extra sentences for the dominant cause."""
+    dominant = str(by_cause.index[0])
+    mostly = MOSTLY[dominant]
+    steps, code = FIXES[dominant]
+    notes = ""
+    launch_bound = gaps[gaps["cause"] == idle.HOST_LAUNCH_BOUND]
+    in_allocator = _allocator_ns(trace, rank, launch_bound)
+    if in_allocator:
+        notes += (
+            f" Of the host-launch-bound time, {_time(in_allocator)} was spent in allocator calls "
+            "(cudaMalloc/cudaFree): see the allocator-churn hint."
+        )
+        if dominant == idle.HOST_LAUNCH_BOUND and in_allocator >= MOST_ALLOCATOR * int(
+            launch_bound["dur_ns"].sum()
+        ):
+            steps, code = allocator_churn.FIX, allocator_churn.CODE
+    other = gaps[gaps["cause"] == idle.OTHER]
+    queued = int(other.loc[other["runtime_id"] != NO_ID, "dur_ns"].sum())
+    if queued:
+        notes += (
+            f" In {_time(queued)} of the other gaps the next GPU work had already been launched "
+            "and waited on a dependency (another stream's event, a collective, a graph), not "
+            "on the host."
+        )
+        if dominant == idle.OTHER and queued >= 0.5 * int(by_cause.iloc[0]):
+            mostly, steps, code = QUEUED, QUEUED_FIX, ""
+    return mostly, steps, code, notes, {"allocator_ns": in_allocator, "queued_other_ns": queued}
+
+
+def _evidence(rank: int, largest: pd.DataFrame) -> tuple[Evidence, ...]:
+    windows = tuple(zip(largest["start_ns"].tolist(), largest["end_ns"].tolist(), strict=True))
+    op_ids = [i for i in dict.fromkeys(largest["op_id"].tolist()) if i != NO_ID]
+    evidence = [Evidence(table="kernels", rank=rank, windows=windows, label="largest idle gaps")]
+    if op_ids:
+        evidence.append(
+            Evidence(
+                table="ops",
+                rank=rank,
+                event_ids=tuple(op_ids[:MAX_EVIDENCE_EVENTS]),
+                windows=windows,
+                label="host ops during the largest gaps",
+            )
+        )
+    return tuple(evidence)
+
+
+def _allocator_ns(trace: Trace, rank: int, gaps: pd.DataFrame) -> int:
+    """How much of these gaps the host spent inside allocator calls."""
+    runtime = trace.runtime
+    rows = runtime[allocator_churn_calls(runtime) & (runtime["rank"] == rank).to_numpy()]
+    if rows.empty or gaps.empty:
+        return 0
+    start = rows["start_ns"].to_numpy(np.int64)
+    none = np.full(len(rows), -1, np.int64)
+    calls = idle.IntervalSet(start, start + rows["dur_ns"].to_numpy(np.int64), none, none)
+    covered = calls.coverage(gaps["start_ns"].to_numpy(np.int64), gaps["end_ns"].to_numpy(np.int64))
+    return int(covered.sum())
+
+
+def allocator_churn_calls(runtime: pd.DataFrame) -> np.ndarray:
+    return idle.matches(runtime["name"], allocator_churn.ALLOC_CALL)
+
+
+def _time(ns: int) -> str:
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns} ns"

@@ -1,0 +1,225 @@
+"""Host-device copies that are slower than they need to be, or block other work.
+
+1. Pageable copies (memcpy rows HtoD/DtoH whose host side is pageable: "Pageable" in the
+   CUPTI name; AMD traces write "Host" for both kinds, so they are not judged). The driver
+   stages them through a pinned bounce buffer, so they run below the pinned rate (often about
+   half) and the host blocks until the staging is done. Gain: (a) the copy time above the
+   pinned rate, from the pinned copies of the same direction in this trace when there are
+   any, else Hardware.link_bytes_per_s, else half the copy time; plus (b) the GPU idle that
+   analyses/idle.py attributes to host-device copies (the host blocked in a copy or in the
+   sync after it), which pin_memory + non_blocking=True removes.
+2. Pinned copies on a compute stream (a stream that also runs kernels of the rank): they
+   serialise with the kernels around them. Gain: their duration, an upper bound reached when
+   a side stream prefetches them a step ahead (confidence medium).
+
+Copies smaller than MIN_COPY_BYTES are latency-bound (a scalar's .item()) and ignored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses import idle
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.trace.model import Trace
+
+MIN_COPY_BYTES = 64 * 1024
+MIN_PAGEABLE_BYTES = 1 << 20  # in all, per rank
+MIN_GAIN_SHARE = 0.01  # of the wall time, for compute-stream copies
+PAGEABLE_SLOWDOWN = 2.0  # pinned / pageable rate when nothing better is known
+HOST_KINDS = ("HtoD", "DtoH")
+
+FIX_PAGEABLE = (
+    "Allocate host tensors in pinned memory: DataLoader(pin_memory=True), tensor.pin_memory(), "
+    "or torch.empty(..., pin_memory=True) for buffers you reuse.",
+    "Copy with .to(device, non_blocking=True) so the host does not wait for the copy.",
+    "For results coming back, copy into a pinned buffer with non_blocking=True and read it "
+    "after a CUDA event, not right away.",
+)
+FIX_STREAM = (
+    "Issue host-device copies on a separate stream and prefetch the next batch while the "
+    "current one computes; make the compute stream wait on an event, not the host.",
+    "Keep the host buffers pinned (required for copies to overlap compute).",
+)
+CODE_PAGEABLE = """\
+loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+for x, y in loader:
+    x = x.to("cuda", non_blocking=True)   # pinned + non_blocking: async DMA, host runs on
+    y = y.to("cuda", non_blocking=True)
+"""
+CODE_STREAM = """\
+copy_stream = torch.cuda.Stream()
+def prefetch(batch):
+    with torch.cuda.stream(copy_stream):
+        return [t.pin_memory().to("cuda", non_blocking=True) for t in batch]
+next_batch = prefetch(first)
+for batch in loader:
+    torch.cuda.current_stream().wait_stream(copy_stream)
+    current, next_batch = next_batch, prefetch(batch)
+    for t in current:
+        t.record_stream(torch.cuda.current_stream())
+    step(current)
+"""
+
+
+def detect(analysis: Analysis) -> list[Hint]:
+    trace = analysis.trace
+    hints = []
+    for rank in trace.ranks:
+        copies = trace.memcpy[
+            (trace.memcpy["rank"] == rank)
+            & trace.memcpy["kind"].isin(HOST_KINDS)
+            & (trace.memcpy["bytes"] >= MIN_COPY_BYTES)
+        ]
+        pageable = (~copies["pinned"]) & copies["name"].astype(str).str.contains("Pageable")
+        gaps = analysis.idle_gaps
+        blocked = gaps[(gaps["rank"] == rank) & (gaps["cause"] == idle.HOST_DEVICE_COPY)]
+        hint = _pageable(analysis, rank, copies, pageable.to_numpy(), blocked)
+        if hint is not None:
+            hints.append(hint)
+        hint = _compute_stream(trace, rank, copies[copies["pinned"]])
+        if hint is not None:
+            hints.append(hint)
+    return hints
+
+
+def _pageable(
+    analysis: Analysis,
+    rank: int,
+    copies: pd.DataFrame,
+    pageable: np.ndarray,
+    blocked: pd.DataFrame,
+) -> Hint | None:
+    slow = copies[pageable]
+    if int(slow["bytes"].sum()) < MIN_PAGEABLE_BYTES:
+        return None
+    trace = analysis.trace
+    staging_ns = 0
+    sources = set()
+    for kind, rows in slow.groupby("kind", observed=True):
+        rate, source = _pinned_rate(copies[~pageable & (copies["kind"] == kind)], analysis)
+        sources.add(source)
+        at_pinned = rows["bytes"] / rate if rate else rows["dur_ns"] / PAGEABLE_SLOWDOWN
+        staging_ns += round(float((rows["dur_ns"] - at_pinned).clip(lower=0).sum()))
+    blocked_ns = int(blocked["dur_ns"].sum())
+    gain = staging_ns + blocked_ns
+    wall = wall_ns(trace, rank)
+    total_ns = int(slow["dur_ns"].sum())
+    total_bytes = int(slow["bytes"].sum())
+    kinds = ", ".join(
+        f"{kind} x{len(rows)} ({_mb(int(rows['bytes'].sum()))}, {_time(int(rows['dur_ns'].sum()))})"
+        for kind, rows in slow.groupby("kind", observed=True)
+    )
+    heaviest = slow.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns")
+    return Hint(
+        kind="pageable-copy",
+        title=(
+            f"{len(slow)} pageable {'copy' if len(slow) == 1 else 'copies'} "
+            f"({_mb(total_bytes)}) took {_time(total_ns)}"
+        ),
+        severity=severity_for(gain, wall),
+        gain_ns=gain,
+        gain_method=(
+            "Copy time above the pinned rate ("
+            + "; ".join(sorted(sources))
+            + ") plus GPU idle while the host was blocked in host-device copies."
+        ),
+        confidence="medium",
+        explanation=(
+            f"Rank {rank}: {len(slow)} host-device copies from pageable memory: {kinds}, "
+            f"{total_bytes / total_ns:.2f} GB/s on average. Pinned, they would take "
+            f"{_time(staging_ns)} less; the GPU also sat idle {_time(blocked_ns)} in "
+            f"{len(blocked)} gaps while the host was blocked in copies."
+        ),
+        numbers={
+            "copies": len(slow),
+            "bytes": total_bytes,
+            "copy_ns": total_ns,
+            "staging_ns": staging_ns,
+            "blocked_idle_ns": blocked_ns,
+        },
+        fix=FIX_PAGEABLE,
+        code=CODE_PAGEABLE,
+        evidence=(
+            Evidence(
+                table="memcpy",
+                rank=rank,
+                event_ids=tuple(int(i) for i in heaviest["id"]),
+                label="pageable copies",
+            ),
+        ),
+        rank=rank,
+    )
+
+
+def _pinned_rate(pinned: pd.DataFrame, analysis: Analysis) -> tuple[float | None, str]:
+    """Bytes per ns a pinned copy reaches: measured here, else the hardware's link."""
+    if len(pinned) and int(pinned["dur_ns"].sum()) > 0:
+        rate = float(pinned["bytes"].sum()) / float(pinned["dur_ns"].sum())
+        return rate, f"pinned copies in this trace: {rate:.1f} GB/s"
+    link = analysis.hardware.link_bytes_per_s
+    if link:
+        return link / 1e9, f"host link of {analysis.hardware.name}: {link / 1e9:.1f} GB/s"
+    return None, f"assumed {PAGEABLE_SLOWDOWN:g}x the pageable rate"
+
+
+def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | None:
+    kernels = trace.kernels[trace.kernels["rank"] == rank]
+    compute = set(zip(kernels["device"].tolist(), kernels["stream"].tolist(), strict=True))
+    on_compute = np.fromiter(
+        ((d, s) in compute for d, s in zip(pinned["device"], pinned["stream"], strict=True)),
+        bool,
+        len(pinned),
+    )
+    serial = pinned[on_compute]
+    gain = int(serial["dur_ns"].sum())
+    wall = wall_ns(trace, rank)
+    if gain == 0 or gain < MIN_GAIN_SHARE * wall:
+        return None
+    streams = sorted(set(serial["stream"].tolist()))
+    heaviest = serial.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns")
+    return Hint(
+        kind="pageable-copy",
+        title=(
+            f"{len(serial)} host-device {'copy shares' if len(serial) == 1 else 'copies share'}"
+            f" the compute stream ({_time(gain)})"
+        ),
+        severity=severity_for(gain, wall),
+        gain_ns=gain,
+        gain_method=(
+            "Duration of pinned host-device copies on a stream that also runs kernels: on a "
+            "side stream, prefetched a step ahead, they overlap compute. An upper bound."
+        ),
+        confidence="medium",
+        explanation=(
+            f"Rank {rank}: {len(serial)} pinned copies ({_mb(int(serial['bytes'].sum()))}, "
+            f"{_time(gain)}) ran on stream(s) {', '.join(map(str, streams))}, where kernels run "
+            "too, so no kernel of that stream could overlap them."
+        ),
+        numbers={"copies": len(serial), "bytes": int(serial["bytes"].sum()), "copy_ns": gain},
+        fix=FIX_STREAM,
+        code=CODE_STREAM,
+        evidence=(
+            Evidence(
+                table="memcpy",
+                rank=rank,
+                event_ids=tuple(int(i) for i in heaviest["id"]),
+                label="copies on the compute stream",
+            ),
+        ),
+        rank=rank,
+    )
+
+
+def _time(ns: int) -> str:
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns} ns"
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"

@@ -1,0 +1,207 @@
+"""CPU-GPU synchronization stalls: .item(), .cpu(), synchronous copies, explicit synchronize.
+
+A sync makes the host wait until the GPU has drained its queue, so when the host resumes the
+GPU has nothing queued and idles while the host prepares the next launch. analyses/idle.py
+attributes those gaps to synchronization (sync activity covering most of the gap, or a sync
+that was waiting when the gap began and waited at least half as long as the gap lasted: a sync
+costs at most min(gap, wait) of idle). Gain: that idle time; removing or deferring the sync
+lets the host run ahead and keep the queue full. The time the host spends inside sync calls is
+reported but not counted: while the host waits the GPU is still busy, so the wall clock does
+not get it back.
+
+Sources are grouped by the aten op that synchronized (aten::item, aten::to, aten::nonzero...)
+and, when the trace has Python stacks (with_stack=True), by the innermost Python frame outside
+torch that enclosed it ("train.py(42): step"; the number is the line Kineto records for the
+frame). Fires per rank when the gain is at least MIN_GAIN_SHARE of the rank's wall time.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses import idle
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.gpu_time import gpu_time
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.trace.model import NO_ID, Trace
+
+MIN_GAIN_SHARE = 0.01  # of the rank's wall time
+TOP_SOURCES = 5
+# Frames that are not the user's code: the line to show is the caller outside them.
+_NOT_USER_FRAME = re.compile(r"^(torch/|<built-in|nn\.Module: |<string>|threading\.py)")
+_FRAME = re.compile(r"\(\d+\): ")
+
+FIX = (
+    "Remove host reads of GPU values from the hot loop (.item(), .cpu(), .tolist(), "
+    "print(tensor), `if tensor:`); accumulate on the GPU and read every N steps.",
+    "Avoid ops whose output shape depends on the data (nonzero, masked_select, boolean "
+    "indexing, torch.unique): each waits for the GPU.",
+    "When the host does need a value, copy it into pinned memory with non_blocking=True, "
+    "record a CUDA event, and read it a step later.",
+    "Replace torch.cuda.synchronize() used for timing with torch.cuda.Event(enable_timing=True).",
+    'To find hidden syncs: torch.cuda.set_sync_debug_mode("warn") reports each one.',
+)
+# cuDNN/MIOpen benchmark mode times candidate algorithms with event syncs.
+_AUTOTUNING = re.compile(r"cudnn|miopen", re.IGNORECASE)
+AUTOTUNE = (
+    "These syncs come from convolution autotuning (torch.backends.cudnn.benchmark=True times "
+    "algorithms on the first call per input shape): a one-time cost; keep input shapes fixed "
+    "and profile after warm-up steps."
+)
+CODE = """\
+torch.cuda.set_sync_debug_mode("warn")   # reports every synchronizing call
+total = torch.zeros((), device="cuda")
+for step, batch in enumerate(loader):
+    loss = train_step(batch)
+    total += loss.detach()                # instead of loss.item() each step
+    if step % 100 == 99:
+        print(total.item() / 100)         # one sync per 100 steps
+        total.zero_()
+"""
+
+
+def detect(analysis: Analysis) -> list[Hint]:
+    trace = analysis.trace
+    gaps = analysis.idle_gaps
+    calls = idle.blocking_calls(trace)
+    calls = calls[calls["cause"] == idle.SYNCHRONIZATION]
+    hints = []
+    for rank in trace.ranks:
+        stalls = gaps[(gaps["rank"] == rank) & (gaps["cause"] == idle.SYNCHRONIZATION)]
+        gain = int(stalls["dur_ns"].sum())
+        wall = wall_ns(trace, rank)
+        if gain == 0 or gain < MIN_GAIN_SHARE * wall:
+            continue
+        hints.append(_hint(trace, rank, stalls, calls[calls["rank"] == rank], gain, wall))
+    return hints
+
+
+def _hint(
+    trace: Trace, rank: int, stalls: pd.DataFrame, calls: pd.DataFrame, gain: int, wall: int
+) -> Hint:
+    breakdown = gpu_time(trace, rank)
+    window = breakdown.window_ns if breakdown is not None else wall
+    sources = _sources(trace, stalls)
+    top = sources.iloc[0]
+    top_op, top_where = str(top["op"]), str(top["where"])
+    names = trace.runtime["name"].astype(str).to_numpy()
+    call_names = pd.Series(names[calls["runtime"].to_numpy()]).value_counts()
+    call_text = ", ".join(f"{name} x{count}" for name, count in call_names.items()) or "none"
+    call_ns = int((calls["end_ns"] - calls["start_ns"]).sum())
+    source_text = "; ".join(
+        f"{where} ({gaps} gaps, {_time(int(ns))})"
+        for where, gaps, ns in sources.head(TOP_SOURCES)[["where", "gaps", "idle_ns"]].itertuples(
+            index=False
+        )
+    )
+    heaviest = calls.assign(dur=calls["end_ns"] - calls["start_ns"]).nlargest(
+        MAX_EVIDENCE_EVENTS, "dur"
+    )
+    runtime_ids = trace.runtime["id"].to_numpy()[heaviest["runtime"].to_numpy()]
+    largest = stalls.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns")
+    windows = tuple(zip(largest["start_ns"].tolist(), largest["end_ns"].tolist(), strict=True))
+    op_ids = [i for i in dict.fromkeys(largest["op_id"].tolist()) if i != NO_ID]
+    evidence = [Evidence(table="kernels", rank=rank, windows=windows, label="GPU idle after syncs")]
+    if op_ids:
+        evidence.append(
+            Evidence(table="ops", rank=rank, event_ids=tuple(op_ids), label="synchronizing ops")
+        )
+    if len(runtime_ids):
+        evidence.append(
+            Evidence(
+                table="runtime",
+                rank=rank,
+                event_ids=tuple(int(i) for i in runtime_ids),
+                label="synchronizing runtime calls",
+            )
+        )
+    return Hint(
+        kind="sync-stall",
+        title=f"Syncs leave the GPU idle {100 * gain / window:.0f}% of the window ({top_op})",
+        severity=severity_for(gain, wall),
+        gain_ns=gain,
+        gain_method=(
+            "GPU idle attributed to synchronization (sync activity covering most of the gap, "
+            "or a sync that was waiting when the gap began and waited at least half as long): "
+            "without it the host runs ahead and keeps the queue full. Host time inside sync "
+            "calls is not counted: the GPU works meanwhile."
+        ),
+        confidence="high" if len(calls) else "medium",
+        explanation=(
+            f"Rank {rank}: the GPU sat idle {_time(gain)} ({100 * gain / window:.1f}% of its "
+            f"{_time(window)} window) in {len(stalls)} gaps after the host synchronized. "
+            f"Synchronizing calls: {call_text}, {_time(call_ns)} of host time in all. "
+            f"Where: {source_text}."
+        ),
+        numbers={
+            "idle_ns": gain,
+            "window_ns": window,
+            "gaps": len(stalls),
+            "sync_calls": len(calls),
+            "sync_call_ns": call_ns,
+            "top_op": top_op,
+            "top_where": top_where,
+        },
+        fix=(AUTOTUNE, *FIX) if _AUTOTUNING.search(top_op) else FIX,
+        code=CODE,
+        evidence=tuple(evidence),
+        rank=rank,
+    )
+
+
+def _sources(trace: Trace, stalls: pd.DataFrame) -> pd.DataFrame:
+    """Idle per (op name, Python frame), largest first: op, where, gaps, idle_ns."""
+    ops = trace.ops
+    position = pd.Index(ops["id"].to_numpy()).get_indexer(stalls["op_id"].to_numpy())
+    names = ops["name"].astype(str).to_numpy()
+    op = np.where(position >= 0, names[np.maximum(position, 0)] if len(names) else "", "")
+    # A sync with no op around it: torch.cuda.synchronize() and the like call the runtime
+    # directly; name the call.
+    runtime = trace.runtime
+    call = pd.Index(runtime["id"].to_numpy()).get_indexer(stalls["runtime_id"].to_numpy())
+    call_names = runtime["name"].astype(str).to_numpy()
+    bare = np.where(call >= 0, call_names[np.maximum(call, 0)] if len(call_names) else "", "")
+    op = np.where(op == "", np.char.add(bare.astype(str), " (no op around it)"), op)
+    frames = user_frames(trace, np.unique(position[position >= 0]).tolist())
+    frame = [frames.get(p) if p >= 0 else None for p in position.tolist()]
+    where = [f"{o} in {f}" if f else str(o) for o, f in zip(op, frame, strict=True)]
+    table = pd.DataFrame({"op": op, "where": where, "idle_ns": stalls["dur_ns"].to_numpy()})
+    grouped = table.groupby(["where", "op"], sort=False).agg(
+        gaps=("idle_ns", "size"), idle_ns=("idle_ns", "sum")
+    )
+    return grouped.reset_index().sort_values(
+        ["idle_ns", "where"], ascending=[False, True], kind="stable"
+    )
+
+
+def user_frames(trace: Trace, positions: list[int]) -> dict[int, str | None]:
+    """Per op row: the innermost Python frame outside torch that encloses it, if any."""
+    ops = trace.ops
+    parent = pd.Index(ops["id"].to_numpy()).get_indexer(ops["parent"].to_numpy())
+    is_frame = (ops["category"] == "python_function").to_numpy()
+    names = ops["name"].astype("category")
+    user = np.array(
+        [
+            bool(_FRAME.search(c)) and not _NOT_USER_FRAME.match(c)
+            for c in map(str, names.cat.categories)
+        ]
+        + [False]
+    )[names.cat.codes.to_numpy()]
+    out: dict[int, str | None] = {}
+    for position in positions:
+        at = position
+        while at >= 0 and not (is_frame[at] and user[at]):
+            at = int(parent[at])
+        out[position] = str(names.iloc[at]) if at >= 0 else None
+    return out
+
+
+def _time(ns: int) -> str:
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns} ns"
