@@ -10,6 +10,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from gpuprofile.errors import ProfilerBusyError
+from gpuprofile.hardware.model import Hardware
 from gpuprofile.result import Profile, remember
 
 
@@ -20,6 +21,11 @@ class GpuprofileMagics(Magics):
     @argument("--stack", action="store_true", help="record Python stacks (with_stack; ~2x slower)")
     @argument("--no-shapes", action="store_true", help="do not record input shapes")
     @argument("--export", metavar="PATH", help="also write a Chrome trace (Perfetto, HTA)")
+    @argument(
+        "--hardware",
+        metavar="NAME",
+        help="a variable holding the roofs to use, e.g. hw = gpuprofile.calibrate()",
+    )
     @cell_magic
     def gpuprofile(self, line: str, cell: str) -> None:
         """Profile this cell with torch.profiler (CPU, and CUDA where present).
@@ -41,11 +47,12 @@ class GpuprofileMagics(Magics):
             # One clear line, not a traceback; the cell does not run.
             raise UsageError(str(ProfilerBusyError.running()))
         shell: Any = self.shell
+        hardware = _hardware_variable(shell, args.hardware)
         code = shell.transform_cell(cell)
         # IPython has already counted this cell: name it as its prompt shows (In [N]).
         filename = shell.compile.cache(code, max(shell.execution_count - 1, 0))
         compiled = shell.compile(code, filename, "exec")
-        result = Profile()
+        result = Profile(hardware=hardware)
         # IPython leaves this frame out of tracebacks: the user sees their cell's own lines.
         __tracebackhide__ = True
         try:
@@ -55,3 +62,14 @@ class GpuprofileMagics(Magics):
             if result._trace is not None:
                 remember(result)
                 display(result)
+
+
+def _hardware_variable(shell: Any, name: str | None) -> Hardware | None:
+    if name is None:
+        return None
+    value = shell.user_ns.get(name)
+    if not isinstance(value, Hardware):
+        raise UsageError(
+            f"--hardware {name}: expected a gpuprofile Hardware, got {type(value).__name__}"
+        )
+    return value

@@ -1,26 +1,34 @@
-"""A Profile: one Trace with its report, shown as a widget in notebooks and as text elsewhere."""
+"""A Profile: one Trace with its analysis, shown as a widget in notebooks and as text elsewhere."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuprofile.errors import GpuprofileError
-from gpuprofile.report.build import build_report
 from gpuprofile.report.text import render_text
 from gpuprofile.trace.model import Trace
+
+if TYPE_CHECKING:
+    from gpuprofile.analyses.context import Analysis
+    from gpuprofile.hardware.model import Hardware
 
 
 class Profile:
     """The result of a capture or an import. Filled in when a capture ends."""
 
-    def __init__(self, trace: Trace | None = None, *, partial: bool = False) -> None:
+    def __init__(
+        self, trace: Trace | None = None, *, partial: bool = False, hardware: Hardware | None = None
+    ) -> None:
         self._trace = trace
         self.partial = partial
+        self._hardware = hardware
+        self._analysis: Analysis | None = None
         self._report: dict[str, Any] | None = None
 
     def _finish(self, trace: Trace, *, partial: bool) -> None:
         self._trace = trace
         self.partial = partial
+        self._analysis = None
         self._report = None
 
     @property
@@ -29,10 +37,28 @@ class Profile:
             raise GpuprofileError("this profile is still recording; use it after the block ends")
         return self._trace
 
+    @property
+    def analysis(self) -> Analysis:
+        """The trace with its hardware roofs: the datasheet of the device it ran on unless
+        given (``with_hardware``, ``gpuprofile.calibrate()``)."""
+        if self._analysis is None:
+            from gpuprofile.analyses.context import Analysis
+            from gpuprofile.hardware.match import hardware_for_trace
+
+            hardware = self._hardware or hardware_for_trace(self.trace)
+            self._analysis = Analysis(self.trace, hardware)
+        return self._analysis
+
+    def with_hardware(self, hardware: Hardware) -> Profile:
+        """The same trace analysed against other roofs (measured, or your own)."""
+        return Profile(self.trace, partial=self.partial, hardware=hardware)
+
     def report(self) -> dict[str, Any]:
         """The versioned report dict (schema gpuprofile.report/1), as `--format json` prints."""
         if self._report is None:
-            self._report = build_report(self.trace, partial=self.partial)
+            from gpuprofile.report.build import build_report
+
+            self._report = build_report(self.analysis, partial=self.partial)
         return self._report
 
     def text(self) -> str:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.kernel_kind import is_compute
+from gpuprofile.analyses.memo import per_trace
 from gpuprofile.trace.model import Trace
 
 
@@ -35,6 +36,7 @@ class GpuTime:
         return 100.0 * self.busy_ns / self.window_ns if self.window_ns else 0.0
 
 
+@per_trace
 def gpu_activity(trace: Trace, rank: int) -> pd.DataFrame:
     """Kernels, memcpys and memsets of one rank as (name, start_ns, end_ns)."""
     frames = []
@@ -52,6 +54,7 @@ def gpu_activity(trace: Trace, rank: int) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+@per_trace
 def gpu_time(trace: Trace, rank: int) -> GpuTime | None:
     """The GPU breakdown of one rank, or None when the rank has no GPU activity."""
     activity = gpu_activity(trace, rank)

@@ -88,3 +88,8 @@ def severity_for(gain_ns: int, wall_ns: int) -> str:
     """High when a fix gives back at least 10% of the run, medium from 2%."""
     share = gain_ns / wall_ns if wall_ns > 0 else 0.0
     return "high" if share >= 0.10 else "medium" if share >= 0.02 else "low"
+
+
+def rank_prefix(trace_ranks: Iterable[int], rank: int) -> str:
+    """ "Rank N: " for titles in multi-rank traces; nothing when the trace has one rank."""
+    return f"Rank {rank}: " if len(list(trace_ranks)) > 1 else ""

@@ -28,11 +28,12 @@ def kernel_kind(name: str) -> str:
     return COMPUTE
 
 
-def is_compute(names: pd.Series) -> np.ndarray:
-    """Per row, whether the kernel computes; classified once per distinct name."""
+def kernel_kinds(names: pd.Series) -> np.ndarray:
+    """Per row, the kind of each kernel; classified once per distinct name."""
     categorical = names.astype("category")
-    kinds = np.array(
-        [kernel_kind(str(n)) == COMPUTE for n in categorical.cat.categories], dtype=bool
-    )
-    codes = categorical.cat.codes.to_numpy()
-    return kinds[codes] if len(kinds) else np.zeros(len(names), dtype=bool)
+    kinds = np.array([kernel_kind(str(n)) for n in categorical.cat.categories], dtype=object)
+    return kinds[categorical.cat.codes.to_numpy()] if len(kinds) else np.array([], dtype=object)
+
+
+def is_compute(names: pd.Series) -> np.ndarray:
+    return kernel_kinds(names) == COMPUTE

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from gpuprofile.analyses.memo import per_trace
 from gpuprofile.trace.model import Trace
 
 _EVENT_TABLES = ("kernels", "memcpy", "memset", "ops", "runtime")
@@ -35,16 +36,24 @@ def counts(trace: Trace, rank: int) -> dict[str, int]:
     return {t: int((trace.table(t)["rank"] == rank).sum()) for t in _EVENT_TABLES}
 
 
+@per_trace
 def wall_ns(trace: Trace, rank: int) -> int:
     """From the rank's first event to the end of its last one."""
-    starts, ends = [], []
+    first, last = None, None
+    single_rank = len(trace.ranks) <= 1  # most traces: no per-rank filtering needed
     for table in _EVENT_TABLES:
         rows = trace.table(table)
-        rows = rows[rows["rank"] == rank]
-        if len(rows):
-            starts.append(int(rows["start_ns"].min()))
-            ends.append(int((rows["start_ns"] + rows["dur_ns"]).max()))
-    return max(ends) - min(starts) if starts else 0
+        if rows.empty:
+            continue
+        start = rows["start_ns"].to_numpy()
+        end = start + rows["dur_ns"].to_numpy()
+        if not single_rank:
+            mine = rows["rank"].to_numpy() == rank
+            start, end = start[mine], end[mine]
+        if len(start):
+            first = int(start.min()) if first is None else min(first, int(start.min()))
+            last = int(end.max()) if last is None else max(last, int(end.max()))
+    return last - first if first is not None and last is not None else 0
 
 
 def top_by_total(frame: pd.DataFrame, limit: int) -> list[NameTotal]:

@@ -18,6 +18,7 @@ from torch.profiler import ProfilerActivity
 from torch.profiler import profile as torch_profile
 
 from gpuprofile.errors import ProfilerBusyError
+from gpuprofile.hardware.model import Hardware
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.result import Profile
 from gpuprofile.trace.model import Trace
@@ -42,6 +43,7 @@ def profile(
     profile_memory: bool = False,
     with_stack: bool = False,
     export: str | os.PathLike[str] | None = None,
+    hardware: Hardware | None = None,
 ) -> Iterator[Profile]:
     """Profile the block: ``with gpuprofile.profile() as p: ...``, then ``p.report()``.
 
@@ -54,7 +56,7 @@ def profile(
         with_stack=with_stack,
         export=os.fspath(export) if export is not None else None,
     )
-    result = Profile()
+    result = Profile(hardware=hardware)
     with capture(options, result):
         yield result
 

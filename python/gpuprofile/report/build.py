@@ -2,25 +2,90 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import Any
 
+from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_time import gpu_time
+from gpuprofile.analyses.idle import idle_by_cause
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wall_ns
 from gpuprofile.trace.model import Trace
 
 SCHEMA = "gpuprofile.report/1"
+ROOFLINE_POINT_FIELDS = (
+    "key",
+    "level",
+    "name",
+    "shapes",
+    "rank",
+    "count",
+    "time_ns",
+    "flops",
+    "bytes",
+    "flops_source",
+    "precision",
+    "tensor_cores",
+    "intensity",
+    "achieved_flops_per_s",
+    "achieved_bytes_per_s",
+    "bound",
+    "roof",
+    "attainable_flops_per_s",
+    "pct_of_roof",
+    "time_at_roof_ns",
+    "saved_ns",
+)
 
 
-def build_report(trace: Trace, *, partial: bool = False, top: int = 10) -> dict[str, Any]:
+def build_report(analysis: Analysis, *, partial: bool = False, top: int = 10) -> dict[str, Any]:
+    trace = analysis.trace
     source = trace.meta.get("source", {})
-    return {
+    idle = idle_by_cause(analysis.idle_gaps)
+    ranks = [_rank_report(trace, rank, top) for rank in trace.ranks]
+    for rank in ranks:
+        rank["idle_by_cause"] = idle.get(rank["rank"], {})
+    total_idle: dict[str, int] = {}
+    for causes in idle.values():
+        for cause, ns in causes.items():
+            total_idle[cause] = total_idle.get(cause, 0) + ns
+    roofline = analysis.roofline
+    report = {
         "schema": SCHEMA,
         "source": {"path": source.get("path"), "format": source.get("format")},
         "partial": partial,
-        "ranks": [_rank_report(trace, rank, top) for rank in trace.ranks],
-        "hints": [],
+        "hardware": analysis.hardware.to_dict(),
+        "hints": [hint.to_dict() for hint in analysis.hints],
+        "idle_by_cause": total_idle,
+        "roofline": {
+            "coverage": roofline.coverage,
+            "points": _roofline_points(roofline.points, limit=50),
+        },
+        "ranks": ranks,
     }
+    return _jsonable(report)
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON types throughout, so report() equals what --format json prints: tuples become
+    lists, numpy scalars Python numbers, and NaN (JSON has none) null, meaning unknown."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _roofline_points(points: Any, limit: int) -> list[dict[str, Any]]:
+    heaviest = points.sort_values("time_ns", ascending=False, kind="stable").head(limit)
+    return [
+        {**{k: record.get(k) for k in ROOFLINE_POINT_FIELDS}, "event_ids": record["event_ids"]}
+        for record in heaviest.to_dict("records")
+    ]
 
 
 def _rank_report(trace: Trace, rank: int, top: int) -> dict[str, Any]:

@@ -4,21 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def format_ns(ns: float) -> str:
-    """A duration with a unit a person reads at a glance."""
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= scale:
-            digits = ".3g" if abs(ns) < 100 * scale else ".0f"
-            return f"{ns / scale:{digits}} {unit}"
-    return f"{ns:.0f} ns"
-
-
-def format_bytes(n: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
+from gpuprofile.units import format_bytes, format_ns
 
 
 def _shorten(name: str, width: int = 80) -> str:
@@ -33,6 +19,8 @@ def render_text(report: dict[str, Any]) -> str:
     lines.append(title)
     if report.get("partial"):
         lines.append("PARTIAL: the profiled code raised; this covers only what ran before it.")
+    lines.extend(_hardware_lines(report.get("hardware")))
+    lines.extend(_hint_lines(report.get("hints", [])))
     for rank in report["ranks"]:
         lines.append("")
         devices = ", ".join(d["name"] for d in rank["devices"] if d.get("name")) or "no device info"
@@ -60,6 +48,12 @@ def render_text(report: dict[str, Any]) -> str:
                         f"    {format_ns(row['total_ns']):>10}  x{row['count']:<6} "
                         f"{_shorten(row['name'])}"
                     )
+        causes = {k: v for k, v in rank.get("idle_by_cause", {}).items() if v > 0}
+        if causes:
+            ordered = sorted(causes.items(), key=lambda kv: -kv[1])
+            lines.append(
+                "  GPU idle by cause: " + ", ".join(f"{c} {format_ns(ns)}" for c, ns in ordered)
+            )
         if rank["copies"]:
             lines.append("  host/device copies:")
             for copy in rank["copies"]:
@@ -67,4 +61,62 @@ def render_text(report: dict[str, Any]) -> str:
                     f"    {copy['kind']:<8} x{copy['count']:<6} {format_bytes(copy['bytes']):>9} "
                     f"in {format_ns(copy['total_ns'])} ({copy['gbps']:.2f} GB/s)"
                 )
+    lines.extend(_roofline_lines(report.get("roofline")))
     return "\n".join(lines)
+
+
+def _hardware_lines(hardware: dict[str, Any] | None) -> list[str]:
+    if not hardware:
+        return []
+    if hardware["source"] == "unknown":
+        return [
+            "hardware: roofs unknown (no datasheet entry for this device); "
+            "measure them with gpuprofile.calibrate()"
+        ]
+    return [f"hardware: {hardware['name']} ({hardware['source']} roofs)"]
+
+
+def _hint_lines(hints: list[dict[str, Any]], limit: int = 5) -> list[str]:
+    lines = ["", "What to fix first:" if hints else "No findings worth a fix in this trace."]
+    for number, hint in enumerate(hints[:limit], 1):
+        lines.append(
+            f"  {number}. [{hint['severity']}] {hint['title']} "
+            f"(gain ~{format_ns(hint['gain_ns'])}, {hint['confidence']} confidence)"
+        )
+        evidence = hint.get("evidence", [])
+        if evidence:
+            events = sum(len(e["event_ids"]) for e in evidence)
+            windows = sum(len(e["windows"]) for e in evidence)
+            tables = sorted({e["table"] for e in evidence})
+            lines.append(
+                f"     evidence: {events} events in {', '.join(tables)}, {windows} time windows"
+            )
+        for step in hint["fix"][:3]:
+            lines.append(f"     fix: {step}")
+    if len(hints) > limit:
+        lines.append(f"  ... and {len(hints) - limit} more (report()['hints'])")
+    return lines
+
+
+def _roofline_lines(roofline: dict[str, Any] | None, limit: int = 5) -> list[str]:
+    if not roofline:
+        return []
+    coverage = roofline.get("coverage")
+    lines = [""]
+    lines.append(
+        "roofline: FLOP counts cover "
+        + (f"{100 * coverage:.0f}% of the time" if coverage is not None else "none of the time")
+    )
+    ops = [p for p in roofline.get("points", []) if p["level"] == "op" and p["flops"]]
+    for point in ops[:limit]:
+        roof = (
+            f"{point['bound']}-bound, {point['pct_of_roof']:.0f}% of the {point['roof']} roof"
+            if point.get("pct_of_roof") is not None
+            else "roof unknown"
+        )
+        name = _shorten(point["name"], 40)
+        lines.append(
+            f"  {format_ns(point['time_ns']):>10}  x{point['count']:<6} {name}"
+            f"  {point['intensity']:.1f} FLOP/B, {roof}"
+        )
+    return lines

@@ -170,7 +170,8 @@ def _default_column(dtype: str, n: int) -> Any:
     return np.full(n, NO_ID, dtype=dtype)
 
 
-@dataclass(frozen=True)
+# eq=False: a Trace is itself (hashable by identity), so analyses can be memoised per trace.
+@dataclass(frozen=True, eq=False)
 class Trace:
     """Columnar tables of one profiled run (one or many ranks), validated when built."""
 

@@ -29,6 +29,7 @@ from gpuprofile.analyses.idle import matches
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_ns
 
 WARMUP_SHARE = 0.10
 MIN_CALLS = 2
@@ -113,7 +114,7 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
     per_name = calls.groupby("name", observed=True)["dur_ns"].agg(["count", "sum"])
     per_name = per_name.sort_values("sum", ascending=False)
     call_text = ", ".join(
-        f"{name} x{int(r['count'])} ({_time(int(r['sum']))})" for name, r in per_name.iterrows()
+        f"{name} x{int(r['count'])} ({format_ns(int(r['sum']))})" for name, r in per_name.iterrows()
     )
     found = []
     if churn:
@@ -149,7 +150,7 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
         kind="allocator-churn",
         title=(
             f"{len(calls)} {'/'.join(map(str, per_name.index[:2]))} calls after warm-up "
-            f"cost {_time(gain)}"
+            f"cost {format_ns(gain)}"
             if churn
             else f"Device memory: {what} after warm-up"
         ),
@@ -161,7 +162,7 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
             "count 0: they cost memory, not time."
         ),
         confidence="high" if churn else "low",
-        explanation=f"Rank {rank}, from {_time(steady)} on (steady state): "
+        explanation=f"Rank {rank}, from {format_ns(steady)} on (steady state): "
         + "; ".join(found)
         + ".",
         numbers={
@@ -207,13 +208,6 @@ def _memory_signs(
         if reserved >= FRAGMENTATION_RATIO * allocated and reserved - allocated >= MIN_WASTE_BYTES:
             fragmented = (reserved, allocated)
     return growth, fragmented
-
-
-def _time(ns: int) -> str:
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns} ns"
 
 
 def _gib(n: int) -> str:

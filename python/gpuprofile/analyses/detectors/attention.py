@@ -27,9 +27,10 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_bytes
 
 MATMULS = frozenset(("aten::matmul", "aten::bmm", "aten::baddbmm"))
 SOFTMAXES = frozenset(("aten::softmax", "aten::_softmax", "aten::_safe_softmax"))
@@ -104,6 +105,13 @@ def occurrences(trace: Trace) -> list[Occurrence]:
     ops = trace.ops[trace.ops["category"] == "cpu_op"]
     if ops.empty:
         return []
+    # Only threads with a softmax or an SDPA call can hold either pattern: skip the rest early.
+    names = ops["name"].astype(str)
+    relevant = names.isin(SOFTMAXES) | names.str.contains("scaled_dot_product", regex=False)
+    threads = ops.loc[relevant, ["rank", "pid", "tid"]].drop_duplicates()
+    if threads.empty:
+        return []
+    ops = ops.merge(threads, on=["rank", "pid", "tid"])
     kernel_ns = trace.kernels.groupby("op_id")["dur_ns"].sum()
     gpu_ranks = set(trace.kernels["rank"].unique().tolist())
     out: list[Occurrence] = []
@@ -135,6 +143,7 @@ class _Thread:
         self.outer_softmax = self.is_softmax & ~self._has_ancestor(self.is_softmax)
         is_sdpa = np.array(["scaled_dot_product" in n for n in self.names], dtype=bool)
         self.in_sdpa = self._has_ancestor(is_sdpa)
+        self._kernel_ns: np.ndarray | None = None
 
     def _has_ancestor(self, flag: np.ndarray) -> np.ndarray:
         found = np.zeros(len(self.ids), dtype=bool)
@@ -155,7 +164,9 @@ class _Thread:
         if not len(positions):
             return 0
         if kernel_ns is not None:
-            return int(kernel_ns.reindex(self.ids[positions]).fillna(0).sum())
+            if self._kernel_ns is None:  # once per thread, not once per call
+                self._kernel_ns = kernel_ns.reindex(self.ids).fillna(0).to_numpy()
+            return int(self._kernel_ns[positions].sum())
         chosen = np.zeros(len(self.ids), dtype=bool)
         chosen[positions] = True
         parents = self.parent[positions]
@@ -197,16 +208,22 @@ class _Thread:
 
     def math_sdpa(self, rank: int, kernel_ns: pd.Series | None) -> list[Occurrence]:
         out: list[Occurrence] = []
-        children: dict[int, list[int]] = {}
-        for position, parent in enumerate(self.parent.tolist()):
-            if parent >= 0:
-                children.setdefault(parent, []).append(position)
-        for p, name in enumerate(self.names):
+        # Only SDPA ops are candidates: look at their children alone, not at every op's.
+        candidates = [
+            p
+            for p, name in enumerate(self.names)
+            if name.endswith("::scaled_dot_product_attention")
+            or "_scaled_dot_product_attention_math" in name
+        ]
+        parents = np.asarray(self.parent)
+        for p in candidates:
+            name = self.names[p]
+            children = np.flatnonzero(parents == p)
             # An SDPA with a fused child is fine; one with a _math child is flagged at the child.
             inline_math = (
                 name.endswith("::scaled_dot_product_attention")
-                and p in children
-                and not any(_is_fused_or_math(self.names[c]) for c in children[p])
+                and len(children) > 0
+                and not any(_is_fused_or_math(self.names[c]) for c in children)
             )
             if not (inline_math or "_scaled_dot_product_attention_math" in name):
                 continue
@@ -258,7 +275,10 @@ def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
     lengths = sorted({(o.queries, o.keys) for o in found}, reverse=True)
     length_text = ", ".join(f"{q}x{k}" if q != k else f"L={q}" for q, k in lengths[:4])
     scores = (
-        f"{biggest.batch}x{biggest.queries}x{biggest.keys} scores = {_bytes(biggest.score_bytes)}"
+        (
+            f"{biggest.batch}x{biggest.queries}x{biggest.keys} scores = "
+            f"{format_bytes(biggest.score_bytes)}"
+        ),
     )
     what = (
         "scaled_dot_product_attention ran its math path"
@@ -277,9 +297,10 @@ def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
     return Hint(
         kind="attention-unfused",
         title=(
-            f"{_who(trace, rank)}SDPA math path at {length_text} (x{len(found)})"
+            f"{rank_prefix(trace.ranks, rank)}SDPA math path at {length_text} (x{len(found)})"
             if math
-            else f"{_who(trace, rank)}Unfused attention at {length_text} (x{len(found)})"
+            else f"{rank_prefix(trace.ranks, rank)}Unfused attention at {length_text} "
+            f"(x{len(found)})"
         ),
         severity=severity_for(gain, wall),
         gain_ns=int(gain),
@@ -359,15 +380,3 @@ def _first_type(raw: str | None) -> str:
         return ""
     types = json.loads(raw)
     return str(types[0]) if isinstance(types, list) and types else ""
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
-def _who(trace: Trace, rank: int) -> str:
-    """ "Rank N: " in titles of multi-rank traces; nothing when the trace has one rank."""
-    return f"Rank {rank}: " if len(trace.ranks) > 1 else ""

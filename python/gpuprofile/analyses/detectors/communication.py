@@ -20,11 +20,12 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
 from gpuprofile.analyses.intervals import union_length
-from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE, kernel_kind
+from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE, kernel_kinds
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_ns
 
 # Exposed communication below this share of the rank's wall time is not worth a hint.
 MIN_EXPOSED_SHARE = 0.01
@@ -95,7 +96,7 @@ def _gpu_hint(trace: Trace, rank: int) -> Hint | None:
     kernels = trace.kernels[trace.kernels["rank"] == rank]
     if kernels.empty:
         return None
-    kinds = _kinds(kernels["name"])
+    kinds = kernel_kinds(kernels["name"])
     comm = kernels[kinds == COMMUNICATION]
     if comm.empty:
         return None
@@ -128,7 +129,10 @@ def _gpu_hint(trace: Trace, rank: int) -> Hint | None:
     exposed_pct = 100.0 * exposed / comm_ns if comm_ns else 0.0
     return Hint(
         kind="communication",
-        title=f"{_who(trace, rank)}{exposed / 1e6:.1f} ms of collectives not hidden by compute",
+        title=(
+            f"{rank_prefix(trace.ranks, rank)}{format_ns(exposed)} of collectives not "
+            f"hidden by compute"
+        ),
         severity=severity_for(exposed, wall),
         gain_ns=int(exposed),
         gain_method=(
@@ -183,7 +187,10 @@ def _cpu_hint(trace: Trace, rank: int) -> Hint | None:
     top = ", ".join(f"{name} x{count}" for name, count in counts.head(4).items())
     return Hint(
         kind="communication",
-        title=f"{_who(trace, rank)}{exposed / 1e6:.1f} ms of CPU collectives (gloo) not overlapped",
+        title=(
+            f"{rank_prefix(trace.ranks, rank)}{format_ns(exposed)} of CPU collectives "
+            f"(gloo) not overlapped"
+        ),
         severity=severity_for(exposed, wall),
         gain_ns=int(exposed),
         gain_method=(
@@ -213,12 +220,6 @@ def _cpu_hint(trace: Trace, rank: int) -> Hint | None:
     )
 
 
-def _kinds(names: pd.Series) -> np.ndarray:
-    categorical = names.astype("category")
-    kinds = np.array([kernel_kind(str(n)) for n in categorical.cat.categories], dtype=object)
-    return kinds[categorical.cat.codes.to_numpy()] if len(kinds) else np.array([], dtype=object)
-
-
 def _outermost_cpu_ops(ops: pd.DataFrame) -> np.ndarray:
     """Per row, whether no enclosing op is an aten op (annotations around it do not count)."""
     is_cpu_op = (ops["category"].astype(str) == "cpu_op").to_numpy()
@@ -245,8 +246,3 @@ def _evidence(rows: pd.DataFrame, table: str, rank: int, label: str) -> Evidence
         windows=tuple(zip(start.tolist(), end.tolist())),
         label=label,
     )
-
-
-def _who(trace: Trace, rank: int) -> str:
-    """ "Rank N: " in titles of multi-rank traces; nothing when the trace has one rank."""
-    return f"Rank {rank}: " if len(trace.ranks) > 1 else ""

@@ -30,6 +30,7 @@ from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, sever
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_ns
 
 MIN_GAIN_SHARE = 0.01
 MIN_CPU_SHARE = 0.05
@@ -104,7 +105,8 @@ def _gpu_hint(
             "prefetched by workers the next step starts at once."
         ),
         what=(
-            f"the GPU sat idle {_time(gain)} ({100 * gain / window:.1f}% of its {_time(window)} "
+            f"the GPU sat idle {format_ns(gain)} ({100 * gain / window:.1f}% of its "
+            f"{format_ns(window)} "
             f"window) in {len(stalls)} gaps while the DataLoader was fetching the next batch"
         ),
         windows=windows,
@@ -139,7 +141,7 @@ def _cpu_hint(trace: Trace, rank: int, loader: pd.DataFrame) -> Hint | None:
             "its CPU cores."
         ),
         what=(
-            f"the main thread spent {_time(gain)} of the {_time(wall)} run "
+            f"the main thread spent {format_ns(gain)} of the {format_ns(wall)} run "
             f"({100 * gain / wall:.1f}%) waiting for the DataLoader"
         ),
         windows=windows,
@@ -176,8 +178,8 @@ def _hint(
         confidence=confidence,
         explanation=(
             f"Rank {rank}: {what}. {len(calls)} batches fetched, "
-            f"{_time(int(per_call.mean()) if len(per_call) else 0)} each on average, longest "
-            f"{_time(int(per_call.max()) if len(per_call) else 0)}; "
+            f"{format_ns(int(per_call.mean()) if len(per_call) else 0)} each on average, longest "
+            f"{format_ns(int(per_call.max()) if len(per_call) else 0)}; "
             + ("worker processes are in use." if workers else "no worker processes.")
         ),
         numbers={
@@ -200,10 +202,3 @@ def _hint(
         ),
         rank=rank,
     )
-
-
-def _time(ns: int) -> str:
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns} ns"

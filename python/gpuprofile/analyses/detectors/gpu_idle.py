@@ -21,6 +21,7 @@ from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import NO_ID, Trace
+from gpuprofile.units import format_ns
 
 MIN_IDLE_SHARE = 0.05  # of the GPU window
 MOST_ALLOCATOR = 0.5  # launch-bound idle spent in cudaMalloc/cudaFree: the allocator's fix
@@ -144,7 +145,7 @@ def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
     largest = gaps.nlargest(TOP_GAPS, "dur_ns")
     mostly, steps, code, notes, extra = _diagnosis(trace, rank, gaps, by_cause)
     parts = ", ".join(
-        f"{cause} {_time(int(ns))} ({100 * ns / breakdown.idle_ns:.0f}%)"
+        f"{cause} {format_ns(int(ns))} ({100 * ns / breakdown.idle_ns:.0f}%)"
         for cause, ns in by_cause.items()
     )
     dominant_share = by_cause.iloc[0] / breakdown.idle_ns
@@ -162,9 +163,11 @@ def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
             "low" if dominant == idle.OTHER else "high" if dominant_share >= 0.5 else "medium"
         ),
         explanation=(
-            f"Rank {rank}: the GPU was idle {_time(breakdown.idle_ns)} of its "
-            f"{_time(breakdown.window_ns)} window ({100 * share:.1f}%) in {len(gaps)} gaps; the "
-            f"largest lasted {_time(int(largest['dur_ns'].iloc[0]))}. By what the host was doing "
+            f"Rank {rank}: the GPU was idle {format_ns(breakdown.idle_ns)} of its "
+            f"{format_ns(breakdown.window_ns)} window ({100 * share:.1f}%) in {len(gaps)} "
+            f"gaps; the "
+            f"largest lasted {format_ns(int(largest['dur_ns'].iloc[0]))}. By what the host was "
+            f"doing "
             f"meanwhile: {parts}.{notes}"
         ),
         numbers={
@@ -196,7 +199,8 @@ def _diagnosis(
     in_allocator = _allocator_ns(trace, rank, launch_bound)
     if in_allocator:
         notes += (
-            f" Of the host-launch-bound time, {_time(in_allocator)} was spent in allocator calls "
+            f" Of the host-launch-bound time, {format_ns(in_allocator)} was spent in allocator "
+            f"calls "
             "(cudaMalloc/cudaFree): see the allocator-churn hint."
         )
         if dominant == idle.HOST_LAUNCH_BOUND and in_allocator >= MOST_ALLOCATOR * int(
@@ -207,7 +211,8 @@ def _diagnosis(
     queued = int(other.loc[other["runtime_id"] != NO_ID, "dur_ns"].sum())
     if queued:
         notes += (
-            f" In {_time(queued)} of the other gaps the next GPU work had already been launched "
+            f" In {format_ns(queued)} of the other gaps the next GPU work had already been "
+            f"launched "
             "and waited on a dependency (another stream's event, a collective, a graph), not "
             "on the host."
         )
@@ -248,10 +253,3 @@ def _allocator_ns(trace: Trace, rank: int, gaps: pd.DataFrame) -> int:
 
 def allocator_churn_calls(runtime: pd.DataFrame) -> np.ndarray:
     return idle.matches(runtime["name"], allocator_churn.ALLOC_CALL)
-
-
-def _time(ns: int) -> str:
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns} ns"

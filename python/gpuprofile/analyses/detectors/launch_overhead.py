@@ -31,9 +31,10 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_ns
 
 SMALL_KERNEL_NS = 10_000
 GRAPH_GAP_NS = 1_000
@@ -134,8 +135,9 @@ def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.D
     for _, rows in kernels.groupby(["device", "stream"], sort=True):
         rows = rows.sort_values("start_ns", kind="stable")
         # Short names: template variants of one kernel are one fusion candidate.
-        short = {name: _short(str(name)) for name in rows["name"].unique()}
-        names = np.array([short[name] for name in rows["name"]], dtype=object)
+        short = pd.Series([_short(str(n)) for n in rows["name"].unique()], dtype=object)
+        codes, labels = pd.factorize(rows["name"].map(dict(zip(rows["name"].unique(), short))))
+        codes = codes.astype(np.int64)
         start = rows["start_ns"].to_numpy(np.int64)
         end = start + rows["dur_ns"].to_numpy(np.int64)
         small = rows["dur_ns"].to_numpy() < SMALL_KERNEL_NS
@@ -149,16 +151,24 @@ def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.D
             for j in range(1, n):
                 ok &= small[j : j + m] & joined[j - 1 : j - 1 + m]
             at = np.flatnonzero(ok)
-            keys = [" -> ".join(names[i : i + n]) for i in at]
-            found.append(
-                pd.DataFrame({"sequence": keys, "n": n, "span_ns": end[at + n - 1] - start[at]})
+            # Group by the names' integer codes; spell out only the sequences that are shown.
+            code_columns = {f"c{j}": codes[at + j] for j in range(n)}
+            spans = pd.DataFrame({**code_columns, "span_ns": end[at + n - 1] - start[at]})
+            first = spans.groupby(list(code_columns), sort=False, as_index=False).agg(
+                count=("span_ns", "size"), span_ns=("span_ns", "sum")
             )
+            first["sequence"] = [
+                " -> ".join(labels[c] for c in row)
+                for row in first[list(code_columns)].itertuples(index=False)
+            ]
+            first = first.drop(columns=list(code_columns))
+            found.append(first.reset_index(drop=True).assign(n=n))
     columns = ["sequence", "n", "count", "span_ns"]
     table = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
     if table.empty:
         return pd.DataFrame(columns=columns)
     grouped = table.groupby(["sequence", "n"], as_index=False).agg(
-        count=("span_ns", "size"), span_ns=("span_ns", "sum")
+        count=("count", "sum"), span_ns=("span_ns", "sum")
     )
     grouped = grouped[grouped["count"] >= 2]
     ordered = grouped.sort_values(["span_ns", "n"], ascending=[False, False], kind="stable")
@@ -220,8 +230,11 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame) -> Hint | None:
     )
     return Hint(
         kind="launch-overhead",
-        title=f"{_who(trace, rank)}{len(small)} kernels under {SMALL_KERNEL_NS // 1000} us; "
-        f"GPU idle {counted['gap_ns'].sum() / 1e6:.1f} ms between launches",
+        title=(
+            f"{rank_prefix(trace.ranks, rank)}{len(small)} kernels under "
+            f"{SMALL_KERNEL_NS // 1000} us; "
+            f"GPU idle {format_ns(int(counted['gap_ns'].sum()))} between launches"
+        ),
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
@@ -313,8 +326,3 @@ def _short(name: str, limit: int = 50) -> str:
         text = _TEMPLATE.sub("", text)
     text = text.split("(", 1)[0].removeprefix("void ").strip() or name
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _who(trace: Trace, rank: int) -> str:
-    """ "Rank N: " in titles of multi-rank traces; nothing when the trace has one rank."""
-    return f"Rank {rank}: " if len(trace.ranks) > 1 else ""

@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
-from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kind
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
+from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
 
@@ -72,16 +72,18 @@ def kernel_waves(trace: Trace, rank: int, default_sms: int | None) -> pd.DataFra
     k = k[(k["grid_x"] > 0) & (k["block_x"] > 0) & k["blocks_per_sm"].notna()]
     if k.empty:
         return pd.DataFrame()
-    k = k[[kernel_kind(str(n)) != COMMUNICATION for n in k["name"]]]
+    k = k[kernel_kinds(k["name"]) != COMMUNICATION]
     blocks = _product(k, "grid")
     threads = _product(k, "block")
     facts = _devices(trace, rank)
     device = k["device"].to_numpy()
-    sms = np.array([facts.get(int(d), (None, None))[0] or default_sms or 0 for d in device])
+    devices, which = np.unique(device, return_inverse=True)
+    known = [facts.get(int(d), (None, None)) for d in devices]  # one lookup per device
+    sms = np.array([f[0] or default_sms or 0 for f in known], np.float64)[which]
     # Without a device table, Kineto's blocks per SM (= blocks / SMs) gives the SM count.
     derived = np.rint(blocks / np.maximum(k["blocks_per_sm"].to_numpy(), 1e-9))
     sms = np.where(sms > 0, sms, derived).astype(np.float64)
-    max_threads = np.array([facts.get(int(d), (None, None))[1] or 0 for d in device], np.float64)
+    max_threads = np.array([f[1] or 0 for f in known], np.float64)[which]
     occupancy = k["occupancy"].to_numpy(np.float64)
     active = occupancy / 100.0 * max_threads / np.maximum(threads, 1)
     # Occupancy tells the resident blocks per SM only when the grid was larger than that;
@@ -149,7 +151,10 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
         )
     return Hint(
         kind="low-occupancy",
-        title=f"{_who(trace, rank)}{_count(len(hits), 'kernel')} leave SMs idle ({sms} SMs)",
+        title=(
+            f"{rank_prefix(trace.ranks, rank)}{_count(len(hits), 'kernel')} leave SMs idle "
+            f"({sms} SMs)"
+        ),
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
@@ -241,8 +246,3 @@ def _evidence(hits: pd.DataFrame, rank: int) -> Evidence:
         windows=tuple(zip(start.tolist(), end.tolist())),
         label="kernels with idle SMs, most idle time first",
     )
-
-
-def _who(trace: Trace, rank: int) -> str:
-    """ "Rank N: " in titles of multi-rank traces; nothing when the trace has one rank."""
-    return f"Rank {rank}: " if len(trace.ranks) > 1 else ""

@@ -25,6 +25,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_ns
 
 MIN_COPY_BYTES = 64 * 1024
 MIN_PAGEABLE_BYTES = 1 << 20  # in all, per rank
@@ -110,7 +111,8 @@ def _pageable(
     total_ns = int(slow["dur_ns"].sum())
     total_bytes = int(slow["bytes"].sum())
     kinds = ", ".join(
-        f"{kind} x{len(rows)} ({_mb(int(rows['bytes'].sum()))}, {_time(int(rows['dur_ns'].sum()))})"
+        f"{kind} x{len(rows)} ({_mb(int(rows['bytes'].sum()))}, "
+        f"{format_ns(int(rows['dur_ns'].sum()))})"
         for kind, rows in slow.groupby("kind", observed=True)
     )
     heaviest = slow.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns")
@@ -118,7 +120,7 @@ def _pageable(
         kind="pageable-copy",
         title=(
             f"{len(slow)} pageable {'copy' if len(slow) == 1 else 'copies'} "
-            f"({_mb(total_bytes)}) took {_time(total_ns)}"
+            f"({_mb(total_bytes)}) took {format_ns(total_ns)}"
         ),
         severity=severity_for(gain, wall),
         gain_ns=gain,
@@ -131,7 +133,7 @@ def _pageable(
         explanation=(
             f"Rank {rank}: {len(slow)} host-device copies from pageable memory: {kinds}, "
             f"{total_bytes / total_ns:.2f} GB/s on average. Pinned, they would take "
-            f"{_time(staging_ns)} less; the GPU also sat idle {_time(blocked_ns)} in "
+            f"{format_ns(staging_ns)} less; the GPU also sat idle {format_ns(blocked_ns)} in "
             f"{len(blocked)} gaps while the host was blocked in copies."
         ),
         numbers={
@@ -185,7 +187,7 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | Non
         kind="pageable-copy",
         title=(
             f"{len(serial)} host-device {'copy shares' if len(serial) == 1 else 'copies share'}"
-            f" the compute stream ({_time(gain)})"
+            f" the compute stream ({format_ns(gain)})"
         ),
         severity=severity_for(gain, wall),
         gain_ns=gain,
@@ -196,7 +198,8 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | Non
         confidence="medium",
         explanation=(
             f"Rank {rank}: {len(serial)} pinned copies ({_mb(int(serial['bytes'].sum()))}, "
-            f"{_time(gain)}) ran on stream(s) {', '.join(map(str, streams))}, where kernels run "
+            f"{format_ns(gain)}) ran on stream(s) {', '.join(map(str, streams))}, where "
+            f"kernels run "
             "too, so no kernel of that stream could overlap them."
         ),
         numbers={"copies": len(serial), "bytes": int(serial["bytes"].sum()), "copy_ns": gain},
@@ -212,13 +215,6 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | Non
         ),
         rank=rank,
     )
-
-
-def _time(ns: int) -> str:
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns} ns"
 
 
 def _mb(n: int) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
@@ -134,7 +134,8 @@ def _hint(
     return Hint(
         kind="memory-bound" if memory else "compute-bound",
         title=(
-            f"{_who(trace, rank)}{len(rows)} {bound}-bound op{'s' if len(rows) != 1 else ''} at "
+            f"{rank_prefix(trace.ranks, rank)}{len(rows)} {bound}-bound "
+            f"op{'s' if len(rows) != 1 else ''} at "
             f"{mean_pct:.0f}% of "
             f"{'DRAM bandwidth' if memory else 'compute peak'}"
         ),
@@ -193,8 +194,3 @@ def _evidence(trace: Trace, rank: int, rows: pd.DataFrame) -> tuple[Evidence, ..
     return (
         Evidence("ops", rank, tuple(ids), windows, "ops of the farthest points, heaviest first"),
     )
-
-
-def _who(trace: Trace, rank: int) -> str:
-    """ "Rank N: " in titles of multi-rank traces; nothing when the trace has one rank."""
-    return f"Rank {rank}: " if len(trace.ranks) > 1 else ""

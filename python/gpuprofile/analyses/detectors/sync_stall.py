@@ -28,6 +28,7 @@ from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import NO_ID, Trace
+from gpuprofile.units import format_ns
 
 MIN_GAIN_SHARE = 0.01  # of the rank's wall time
 TOP_SOURCES = 5
@@ -93,7 +94,7 @@ def _hint(
     call_text = ", ".join(f"{name} x{count}" for name, count in call_names.items()) or "none"
     call_ns = int((calls["end_ns"] - calls["start_ns"]).sum())
     source_text = "; ".join(
-        f"{where} ({gaps} gaps, {_time(int(ns))})"
+        f"{where} ({gaps} gaps, {format_ns(int(ns))})"
         for where, gaps, ns in sources.head(TOP_SOURCES)[["where", "gaps", "idle_ns"]].itertuples(
             index=False
         )
@@ -132,9 +133,9 @@ def _hint(
         ),
         confidence="high" if len(calls) else "medium",
         explanation=(
-            f"Rank {rank}: the GPU sat idle {_time(gain)} ({100 * gain / window:.1f}% of its "
-            f"{_time(window)} window) in {len(stalls)} gaps after the host synchronized. "
-            f"Synchronizing calls: {call_text}, {_time(call_ns)} of host time in all. "
+            f"Rank {rank}: the GPU sat idle {format_ns(gain)} ({100 * gain / window:.1f}% of its "
+            f"{format_ns(window)} window) in {len(stalls)} gaps after the host synchronized. "
+            f"Synchronizing calls: {call_text}, {format_ns(call_ns)} of host time in all. "
             f"Where: {source_text}."
         ),
         numbers={
@@ -198,10 +199,3 @@ def user_frames(trace: Trace, positions: list[int]) -> dict[int, str | None]:
             at = int(parent[at])
         out[position] = str(names.iloc[at]) if at >= 0 else None
     return out
-
-
-def _time(ns: int) -> str:
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns} ns"

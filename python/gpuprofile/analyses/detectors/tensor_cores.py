@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
@@ -205,7 +205,7 @@ def _fp32_hint(
         confidence = "low"
     return Hint(
         kind="tensor-cores-unused",
-        title=f"{_who(trace, rank)}{len(ops)} fp32 matmuls run without tensor cores",
+        title=f"{rank_prefix(trace.ranks, rank)}{len(ops)} fp32 matmuls run without tensor cores",
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=method,
@@ -244,7 +244,10 @@ def _alignment_hint(
     dtypes = ", ".join(sorted(set(ops["dtype"])))
     return Hint(
         kind="tensor-cores-unused",
-        title=f"{_who(trace, rank)}{len(ops)} {dtypes} matmuls with dims not multiples of 8",
+        title=(
+            f"{rank_prefix(trace.ranks, rank)}{len(ops)} {dtypes} matmuls with dims not "
+            f"multiples of 8"
+        ),
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
@@ -348,8 +351,3 @@ def _evidence(
             "their kernels, longest first",
         ),
     )
-
-
-def _who(trace: Trace, rank: int) -> str:
-    """ "Rank N: " in titles of multi-rank traces; nothing when the trace has one rank."""
-    return f"Rank {rank}: " if len(trace.ranks) > 1 else ""
