@@ -78,3 +78,18 @@ def test_options_are_parsed_and_documented(shell: InteractiveShell, tmp_path) ->
     assert profile.trace.ops["input_dims"].isna().all()
     doc = shell.find_cell_magic("gpuprofile").__doc__
     assert doc is not None and "--memory" in doc and "--export" in doc
+
+
+def test_hardware_option_takes_a_variable(shell: InteractiveShell) -> None:
+    run(
+        shell,
+        "from gpuprofile.hardware import Hardware\n"
+        "box = Hardware(name='box', source='user', peak_flops={'fp32': 1e12},"
+        " dram_bytes_per_s=5e10)\nnot_hw = 3",
+    )
+    result = run(shell, "%%gpuprofile --hardware box\nimport torch\ntorch.ones(3).sum()\n")
+    assert result.success, result.error_in_exec
+    assert gpuprofile.last().report()["hardware"]["name"] == "box"
+    result = run(shell, "%%gpuprofile --hardware not_hw\nran = True\n")
+    assert not result.success
+    assert "ran" not in shell.user_ns

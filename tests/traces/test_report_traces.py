@@ -1,0 +1,20 @@
+"""Reports of real traces are plain JSON with datasheet roofs and roofline points."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import gpuprofile
+from prerequisites import SHARED_TRACES, require_trace
+
+
+@pytest.mark.parametrize(
+    "trace", ["hta_a100_nccl_2rank_rank0.json.gz", "tracelens_h100_qwen1.5_0.5b_inference.json.gz"]
+)
+def test_real_traces_report_as_plain_json(trace: str) -> None:
+    report = gpuprofile.load(require_trace(SHARED_TRACES / "kineto" / trace)).report()
+    assert json.loads(json.dumps(report, allow_nan=False)) == report
+    assert report["hardware"]["source"] == "datasheet"
+    assert report["roofline"]["points"]
