@@ -57,6 +57,7 @@ import pandas as pd
 
 from gpuprofile.analyses import torch_flops
 from gpuprofile.analyses.kernel_kind import is_compute
+from gpuprofile.analyses.lookups import op_parents
 from gpuprofile.analyses.op_formulas import (
     DTYPES,
     ITEMSIZE,
@@ -109,7 +110,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
         )
 
     ids = ops["id"].to_numpy()
-    top = _outermost_with(np.isfinite(flops), _parent_positions(ops))
+    top = _outermost_with(np.isfinite(flops), _parent_positions(trace))
     index = pd.Index(ids, name="op_id")
     return pd.DataFrame(
         {
@@ -232,7 +233,7 @@ def coverage(trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame) -
         return float(dur[known].sum() / total) if total > 0 else math.nan
     ops = trace.ops
     is_op = (ops["category"] == "cpu_op").to_numpy()
-    outer = _outermost_with(is_op, _parent_positions(ops))
+    outer = _outermost_with(is_op, _parent_positions(trace))
     roots = outer == np.arange(len(ops))
     dur = ops["dur_ns"].to_numpy().astype(np.float64)
     total = dur[roots].sum()
@@ -240,24 +241,26 @@ def coverage(trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame) -
     return float(dur[counted].sum() / total) if total > 0 else math.nan
 
 
-def _parent_positions(ops: pd.DataFrame) -> np.ndarray:
-    parent = ops["parent"].to_numpy()
-    positions = pd.Index(ops["id"].to_numpy()).get_indexer(parent)
-    return np.where(parent == NO_ID, -1, positions)
+def _parent_positions(trace: Trace) -> np.ndarray:
+    parent = trace.ops["parent"].to_numpy()
+    return np.where(parent == NO_ID, -1, op_parents(trace))
 
 
 def _outermost_with(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Per row, the position of its outermost ancestor-or-self with flag set, else -1."""
-    top = np.where(flag, np.arange(len(flag)), -1)
-    rows = np.flatnonzero(parent >= 0)
-    current = parent[rows]
+    # Pointer doubling: best[i] is the outermost flagged row on the path from i up to, not
+    # including, jump[i]; each pass doubles the path, so stacks 50 deep take 6 passes.
+    best = np.where(flag, np.arange(len(flag)), -1)
+    jump = parent.copy()
+    rows = np.flatnonzero(jump >= 0)
     while len(rows):
-        hit = flag[current]
-        top[rows[hit]] = current[hit]
-        current = parent[current]
-        alive = current >= 0
-        rows, current = rows[alive], current[alive]
-    return top
+        above = jump[rows]
+        higher = best[above]
+        found = higher >= 0
+        best[rows[found]] = higher[found]
+        jump[rows] = jump[above]
+        rows = rows[jump[rows] >= 0]
+    return best
 
 
 # --- one distinct (name, shapes, types, concrete inputs) ------------------------------------

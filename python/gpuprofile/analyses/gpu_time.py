@@ -64,7 +64,14 @@ def gpu_time(trace: Trace, rank: int) -> GpuTime | None:
     end = activity["end_ns"].to_numpy(np.int64)
     window = int(end.max() - start.min())
     busy = union_length(start, end)
-    compute_rows = is_compute(activity["name"])
+    # Per table, on its categorical names (gpu_activity's are plain objects): the same rows in
+    # the same order, each distinct name classified once.
+    compute_rows = np.concatenate(
+        [
+            is_compute(table["name"])[table["rank"].to_numpy() == rank]
+            for table in (trace.kernels, trace.memcpy, trace.memset)
+        ]
+    )
     compute = union_length(start[compute_rows], end[compute_rows])
     return GpuTime(
         rank=rank,

@@ -51,11 +51,15 @@ Everything is vectorised: interval sets are merged once and gaps query them with
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.gpu_time import gpu_activity
+from gpuprofile.analyses.lookups import cpu_op_tree, host_threads
+from gpuprofile.analyses.memo import per_trace
+from gpuprofile.analyses.names import matches, strings
 from gpuprofile.trace.model import NO_ID, Trace
 
 SYNCHRONIZATION = "synchronization"
@@ -101,7 +105,7 @@ _COLUMNS = ("rank", "start_ns", "end_ns", "dur_ns", "cause", "op_id", "runtime_i
 
 def idle_gaps(trace: Trace) -> pd.DataFrame:
     """One row per GPU idle gap: rank, start_ns, end_ns, dur_ns, cause, op_id, runtime_id."""
-    calls = blocking_calls(trace)
+    calls = _blocking_calls(trace)
     frames = [_rank_gaps(trace, rank, calls) for rank in trace.ranks]
     frames = [f for f in frames if len(f)]
     if not frames:
@@ -119,13 +123,6 @@ def idle_by_cause(gaps: pd.DataFrame) -> dict[int, dict[str, int]]:
     return out
 
 
-def matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
-    """Per row, whether the (categorical) name matches; each distinct name is tested once."""
-    categorical = names.astype("category")
-    hit = np.array([bool(pattern.search(str(c))) for c in categorical.cat.categories] + [False])
-    return hit[categorical.cat.codes.to_numpy()]  # code -1 (missing) picks the last False
-
-
 def blocking_calls(trace: Trace) -> pd.DataFrame:
     """Runtime calls that make the host wait or copy, with the cause they stand for.
 
@@ -134,6 +131,13 @@ def blocking_calls(trace: Trace) -> pd.DataFrame:
     outermost aten op and the innermost cpu_op around the call, or NO_ID), copy_kind (kind
     of the correlated memcpy, or "").
     """
+    return _blocking_calls(trace).copy()
+
+
+@per_trace
+def _blocking_calls(trace: Trace) -> pd.DataFrame:
+    """blocking_calls, computed once per trace for idle_gaps and the detectors: never modified
+    (blocking_calls hands out copies)."""
     runtime = trace.runtime
     sync = matches(runtime["name"], SYNC_CALL)
     sync_copy = matches(runtime["name"], SYNC_COPY_CALL)
@@ -142,7 +146,7 @@ def blocking_calls(trace: Trace) -> pd.DataFrame:
     # Copies between host and device; device-to-device ones are ordinary GPU work.
     copy = matches(runtime["name"], COPY_CALL) & np.isin(copy_kind, ("HtoD", "DtoH"))
     # A sync right after an HtoD copy call on the same thread finishes that copy.
-    (thread,) = _shared_threads(runtime)
+    thread = host_threads(trace)[1]
     order = np.lexsort((runtime["start_ns"].to_numpy(), thread))
     previous = np.full(len(runtime), -1, np.int64)
     threads = thread[order]
@@ -190,22 +194,18 @@ def ops_around(trace: Trace, calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     out = np.full(len(calls), NO_ID, np.int64)
     if len(calls) == 0 or ops.empty:
         return inner, out
-    op_start = ops["start_ns"].to_numpy()
-    op_end = op_start + ops["dur_ns"].to_numpy()
-    is_cpu_op = (ops["category"] == "cpu_op").to_numpy()
-    is_aten = is_cpu_op & matches(ops["name"], re.compile(r"^aten::"))
-    parent = pd.Index(ops["id"].to_numpy()).get_indexer(ops["parent"].to_numpy())
+    tree = cpu_op_tree(trace)
+    op_end, is_cpu_op, is_aten, parent = tree.end, tree.is_cpu_op, tree.is_aten, tree.parent
     call_start = runtime["start_ns"].to_numpy()[calls]
     call_end = call_start + runtime["dur_ns"].to_numpy()[calls]
-    cpu_rows = np.flatnonzero(is_cpu_op)
-    op_thread, call_thread = _shared_threads(ops.iloc[cpu_rows], runtime.iloc[calls])
+    call_thread = host_threads(trace)[1][calls]
     for thread in np.unique(call_thread):
-        on = cpu_rows[op_thread == thread]
+        lo, hi = np.searchsorted(tree.thread, [thread, thread + 1])
+        on = tree.by_thread[lo:hi]
         if len(on) == 0:
             continue
-        on = on[np.argsort(op_start[on], kind="stable")]
         mine = np.flatnonzero(call_thread == thread)
-        at = np.searchsorted(op_start[on], call_start[mine], side="right") - 1
+        at = np.searchsorted(tree.start[on], call_start[mine], side="right") - 1
         pos = np.where(at >= 0, on[np.maximum(at, 0)], -1)
         # The last op to start before the call may have ended: climb to one that encloses it.
         found = np.full(len(mine), -1, np.int64)
@@ -232,36 +232,32 @@ def _memcpy_of_call(runtime: pd.DataFrame, memcpy: pd.DataFrame) -> tuple[np.nda
     pageable = np.zeros(len(runtime), bool)
     if memcpy.empty or runtime.empty:
         return kind, pageable
-    keys = pd.MultiIndex.from_arrays([memcpy["rank"], memcpy["correlation"]])
-    at = keys.get_indexer_for(pd.MultiIndex.from_arrays([runtime["rank"], runtime["correlation"]]))
-    # get_indexer_for may return more rows than asked for duplicate keys; dedupe first.
-    if len(at) != len(runtime):
-        first = ~keys.duplicated()
-        keys = keys[first]
-        memcpy = memcpy[first]
-        at = keys.get_indexer(pd.MultiIndex.from_arrays([runtime["rank"], runtime["correlation"]]))
+    # (rank, correlation) pairs as one integer each, the same in both tables.
+    copy_key, call_key = _pair_keys(memcpy, runtime, ("rank", "correlation"))
+    keys = pd.Index(copy_key)
+    if keys.is_unique:
+        at = keys.get_indexer(call_key)
+    else:  # the first copy with a key stands for it
+        first = np.flatnonzero(~keys.duplicated())
+        at = pd.Index(copy_key[first]).get_indexer(call_key)
+        at = np.where(at >= 0, first[np.maximum(at, 0)], -1)
     has = at >= 0
-    kind[has] = memcpy["kind"].astype(str).to_numpy()[at[has]]
-    page = (
-        ~memcpy["pinned"].to_numpy()
-        & memcpy["name"].astype(str).str.contains("Pageable").to_numpy()
-    )
+    kind[has] = strings(memcpy["kind"])[at[has]]
+    page = ~memcpy["pinned"].to_numpy() & matches(memcpy["name"], re.compile("Pageable"))
     pageable[has] = page[at[has]]
     return kind, pageable
 
 
-def _shared_threads(*frames: pd.DataFrame) -> list[np.ndarray]:
-    """One integer per (rank, pid, tid), consistent across the given frames."""
-    key = np.zeros(sum(len(f) for f in frames), np.int64)
-    for column in ("rank", "pid", "tid"):
-        codes, uniques = pd.factorize(np.concatenate([f[column].to_numpy() for f in frames]))
+def _pair_keys(
+    a: pd.DataFrame, b: pd.DataFrame, columns: tuple[str, str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a and of b, one integer per distinct pair of column values, equal across
+    both (what a MultiIndex of the two columns would match on)."""
+    key = np.zeros(len(a) + len(b), np.int64)
+    for column in columns:
+        codes, uniques = pd.factorize(np.concatenate([a[column].to_numpy(), b[column].to_numpy()]))
         key = key * (len(uniques) + 1) + codes
-    codes, _ = pd.factorize(key)
-    out, at = [], 0
-    for f in frames:
-        out.append(codes[at : at + len(f)])
-        at += len(f)
-    return out
+    return key[: len(a)], key[len(a) :]
 
 
 class IntervalSet:
@@ -333,14 +329,17 @@ def _rank_gaps(trace: Trace, rank: int, calls: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     dur = end - start
     sets = _host_sets(trace, rank, calls)
-    cause = np.full(len(start), OTHER, object)
+    # Causes as positions in CAUSES, and which set (a key of sets, or "launch") chose each gap
+    # as positions in keys (-1: none).
+    cause = np.full(len(start), CAUSES.index(OTHER), np.int8)
     chosen = np.full(len(start), -1, np.int64)
-    which = np.full(len(start), "", object)
+    keys = ["launch", *sets]
+    which = np.full(len(start), -1, np.int64)
     undecided = np.ones(len(start), bool)
 
     def decide(mask: np.ndarray, name: str, key: str, pos: np.ndarray) -> None:
         hit = undecided & mask
-        cause[hit], chosen[hit], which[hit] = name, pos[hit], key
+        cause[hit], chosen[hit], which[hit] = CAUSES.index(name), pos[hit], keys.index(key)
         undecided[hit] = False
 
     launch_call, launch_start, launch_end = _launches(trace, rank, end)
@@ -365,8 +364,9 @@ def _rank_gaps(trace: Trace, rank: int, calls: pd.DataFrame) -> pd.DataFrame:
     op_id = np.full(len(start), NO_ID, np.int64)
     runtime_id = np.full(len(start), NO_ID, np.int64)
     ops_id, runtime_ids = trace.ops["id"].to_numpy(), trace.runtime["id"].to_numpy()
-    for key in np.unique(which[which != ""]):
-        rows = np.flatnonzero(which == key)
+    for code in np.unique(which[which >= 0]).tolist():
+        rows = np.flatnonzero(which == code)
+        key = keys[code]
         if key == "launch":
             call = launch_call[rows]
             _, op = ops_around(trace, np.maximum(call, 0))
@@ -382,7 +382,7 @@ def _rank_gaps(trace: Trace, rank: int, calls: pd.DataFrame) -> pd.DataFrame:
             "start_ns": start,
             "end_ns": end,
             "dur_ns": dur,
-            "cause": cause,
+            "cause": pd.Categorical.from_codes(cause, categories=pd.Index(list(CAUSES))),
             "op_id": op_id,
             "runtime_id": runtime_id,
         }
@@ -497,10 +497,11 @@ def _ids(ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return np.where(positions >= 0, ids[np.maximum(positions, 0)], NO_ID)
 
 
-def _frame(columns: dict[str, object]) -> pd.DataFrame:
-    frame = pd.DataFrame(columns, columns=list(_COLUMNS))
-    frame["rank"] = frame["rank"].astype(np.int32)
-    for c in ("start_ns", "end_ns", "dur_ns", "op_id", "runtime_id"):
-        frame[c] = frame[c].astype(np.int64)
-    frame["cause"] = pd.Categorical(frame["cause"], categories=list(CAUSES))
-    return frame
+def _frame(columns: dict[str, Any]) -> pd.DataFrame:
+    cause = columns["cause"]
+    if not isinstance(cause, pd.Categorical):
+        cause = pd.Categorical(cause, categories=list(CAUSES))
+    typed = {c: np.asarray(columns[c]).astype(np.int64) for c in _COLUMNS if c != "cause"}
+    return pd.DataFrame({**typed, "rank": typed["rank"].astype(np.int32), "cause": cause})[
+        list(_COLUMNS)
+    ]

@@ -7,6 +7,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.names import categorical, codes, per_category
+
 COMMUNICATION = "communication"
 MEMORY = "memory"
 COMPUTE = "compute"
@@ -30,10 +32,12 @@ def kernel_kind(name: str) -> str:
 
 def kernel_kinds(names: pd.Series) -> np.ndarray:
     """Per row, the kind of each kernel; classified once per distinct name."""
-    categorical = names.astype("category")
-    kinds = np.array([kernel_kind(str(n)) for n in categorical.cat.categories], dtype=object)
-    return kinds[categorical.cat.codes.to_numpy()] if len(kinds) else np.array([], dtype=object)
+    names = categorical(names)
+    kinds = per_category(names, "kernel_kind", kernel_kind)[:-1]
+    return kinds[codes(names)] if len(kinds) else np.array([], dtype=object)
 
 
 def is_compute(names: pd.Series) -> np.ndarray:
-    return kernel_kinds(names) == COMPUTE
+    names = categorical(names)
+    compute = per_category(names, "is_compute", lambda n: kernel_kind(n) == COMPUTE, bool)[:-1]
+    return compute[codes(names)] if len(compute) else np.array([], dtype=bool)

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.names import codes as name_codes
+from gpuprofile.analyses.names import per_category, strings
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import NO_ID, Trace
 
@@ -70,7 +72,7 @@ def roofline(
     members = [_op_members(trace, op_costs, kernel_costs, gpu)]
     if gpu:
         members.append(_kernel_members(kernel_costs))
-    groups = [_aggregate(m) for m in members if len(m)]
+    groups = [_aggregate(m) for m in members if len(m.id)]
     points = pd.concat(groups, ignore_index=True) if groups else _empty()
     if len(points) and points["rank"].nunique() > 1:
         points["key"] = points["key"] + "|rank=" + points["rank"].astype(str)
@@ -83,106 +85,179 @@ def roofline(
     )
 
 
+@dataclass(frozen=True)
+class _Members:
+    """One row per op or kernel that belongs to a point, as arrays: a DataFrame per member set
+    costs more than the aggregation itself on traces with 10^4 kernels. Texts (name, shapes,
+    dtype, tensor_core_roof) stay in their table until a point needs one."""
+
+    level: str
+    table: pd.DataFrame  # op_costs or kernel_costs
+    rows: np.ndarray  # members' positions in table
+    id: np.ndarray
+    rank: np.ndarray
+    time_ns: np.ndarray
+    flops: np.ndarray
+    bytes: np.ndarray
+    measured: np.ndarray  # flops_source == "measured"
+    name_code: np.ndarray  # equal codes, equal names
+    shape_code: np.ndarray  # equal codes, equal shapes
+
+
 def _op_members(
     trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame, gpu: bool
-) -> pd.DataFrame:
-    """One row per op that is a point's member, with its time."""
+) -> _Members:
+    """One row per op that is a point's member, with its time; ops in ascending id order on GPU
+    traces, in trace order on CPU ones."""
     if gpu:
         owner = kernel_costs["cost_op_id"].to_numpy()
         owner = np.where(owner == NO_ID, kernel_costs["op_id"].to_numpy(), owner)
         attributed = owner != NO_ID
-        time = (
-            pd.Series(kernel_costs["dur_ns"].to_numpy()[attributed])
-            .groupby(owner[attributed])
-            .sum()
-        )
-        ops = op_costs.loc[time.index.to_numpy()]
-        time_ns = time.to_numpy()
+        ids, per_kernel = np.unique(owner[attributed], return_inverse=True)
+        time_ns = np.zeros(len(ids), dtype=np.int64)
+        np.add.at(time_ns, per_kernel, kernel_costs["dur_ns"].to_numpy()[attributed])
+        rows = op_costs.index.get_indexer(pd.Index(ids))
+        if (rows < 0).any():  # a kernel's op is not in the trace: fail as .loc does
+            op_costs.loc[ids]
     else:
-        ops = op_costs[op_costs["counted"].to_numpy()]
+        rows = np.flatnonzero(op_costs["counted"].to_numpy())
         durations = pd.Series(trace.ops["dur_ns"].to_numpy(), index=trace.ops["id"].to_numpy())
-        time_ns = durations.reindex(ops.index.to_numpy()).to_numpy()
-    return pd.DataFrame(
-        {
-            "level": "op",
-            "id": ops["op_id"].to_numpy(),
-            "rank": ops["rank"].to_numpy(),
-            "name": ops["name"].astype(str).to_numpy(),
-            "shapes": ops["shapes"].fillna("").astype(str).to_numpy(),
-            "time_ns": np.asarray(time_ns, dtype=np.int64),
-            "flops": ops["flops"].to_numpy(),
-            "bytes": ops["bytes"].to_numpy(),
-            "source": ops["flops_source"].astype(str).to_numpy(),
-            "dtype": ops["dtype"].astype(str).to_numpy(),
-            "tensor_core_roof": ops["tensor_core_roof"].astype(str).to_numpy(),
-        }
+        time_ns = durations.reindex(op_costs.index.to_numpy()[rows]).to_numpy()
+    # None (no shapes recorded) and "" are one group, as fillna("") made them.
+    shapes = op_costs["shapes"].to_numpy()[rows]
+    shape_code = pd.factorize(np.where(pd.isna(shapes), "", shapes))[0]
+    return _Members(
+        level="op",
+        table=op_costs,
+        rows=rows,
+        id=op_costs["op_id"].to_numpy()[rows],
+        rank=op_costs["rank"].to_numpy()[rows],
+        time_ns=np.asarray(time_ns, dtype=np.int64),
+        flops=op_costs["flops"].to_numpy()[rows],
+        bytes=op_costs["bytes"].to_numpy()[rows],
+        measured=_equals(op_costs["flops_source"], "measured")[rows],
+        name_code=_name_codes(op_costs["name"])[rows],
+        shape_code=shape_code,
     )
 
 
-def _kernel_members(kernel_costs: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "level": "kernel",
-            "id": kernel_costs["kernel_id"].to_numpy(),
-            "rank": kernel_costs["rank"].to_numpy(),
-            "name": kernel_costs["name"].astype(str).to_numpy(),
-            "shapes": "",
-            "time_ns": kernel_costs["dur_ns"].to_numpy().astype(np.int64),
-            "flops": kernel_costs["flops"].to_numpy(),
-            "bytes": kernel_costs["bytes"].to_numpy(),
-            "source": kernel_costs["flops_source"].astype(str).to_numpy(),
-            "dtype": kernel_costs["dtype"].astype(str).to_numpy(),
-            "tensor_core_roof": kernel_costs["tensor_core_roof"].astype(str).to_numpy(),
-        }
+def _kernel_members(kernel_costs: pd.DataFrame) -> _Members:
+    n = len(kernel_costs)
+    return _Members(
+        level="kernel",
+        table=kernel_costs,
+        rows=np.arange(n),
+        id=kernel_costs["kernel_id"].to_numpy(),
+        rank=kernel_costs["rank"].to_numpy(),
+        time_ns=kernel_costs["dur_ns"].to_numpy().astype(np.int64),
+        flops=kernel_costs["flops"].to_numpy(),
+        bytes=kernel_costs["bytes"].to_numpy(),
+        measured=_equals(kernel_costs["flops_source"], "measured"),
+        name_code=_name_codes(kernel_costs["name"]),
+        shape_code=np.zeros(n, dtype=np.int64),
     )
 
 
-def _aggregate(members: pd.DataFrame) -> pd.DataFrame:
+def _equals(column: pd.Series, text: str) -> np.ndarray:
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return per_category(column, ("equals", text), lambda v: v == text, bool, False)[
+            name_codes(column)
+        ]
+    return np.asarray(column.to_numpy() == text, dtype=bool)
+
+
+def _name_codes(names: pd.Series) -> np.ndarray:
+    """Per row, a code equal for equal names: the categorical codes (categories are distinct),
+    so long kernel names are not hashed row by row."""
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        return name_codes(names).astype(np.int64)
+    return pd.factorize(strings(names), use_na_sentinel=False)[0]
+
+
+def _texts(members: _Members, column: str, at: np.ndarray) -> np.ndarray:
+    """str() of members' column at member positions, as .astype(str) writes them."""
+    return strings(members.table[column].iloc[members.rows[at]])
+
+
+def _aggregate(members: _Members) -> pd.DataFrame:
     """Points from members: sums over the members with known FLOPs; facts of the heaviest."""
-    known = np.isfinite(members["flops"].to_numpy())
-    # Heaviest first, members with known FLOPs ahead: "first" then reads the heaviest known one.
-    m = members.assign(known=known).sort_values(
-        ["known", "time_ns"], ascending=False, kind="stable"
+    # Heaviest first, members with known FLOPs ahead: a group's first row is its heaviest known
+    # one. np.lexsort is stable, so ties keep the members' order.
+    order = np.lexsort((-members.time_ns, ~np.isfinite(members.flops)))
+    time_ns, flops, nbytes = members.time_ns[order], members.flops[order], members.bytes[order]
+    known = np.isfinite(flops)
+    group = _first_seen_codes(
+        members.rank[order], members.name_code[order], members.shape_code[order]
     )
-    known = m["known"].to_numpy()
-    m = m.assign(
-        known_time_ns=np.where(known, m["time_ns"], 0),
-        known_flops=np.where(known, m["flops"], 0.0),
-        known_bytes=np.where(known, m["bytes"], 0.0),
-        bytes_missing=known & ~np.isfinite(m["bytes"].to_numpy()),
-        measured=known & (m["source"].to_numpy() == "measured"),
+    n = int(group.max()) + 1
+    first = order[np.unique(group, return_index=True)[1]]
+    # pandas' grouped sum (compensated for floats) in member order, as the points always had.
+    sums = (
+        pd.DataFrame(
+            {
+                "time_ns": time_ns,
+                "known_time_ns": np.where(known, time_ns, 0),
+                "flops": np.where(known, flops, 0.0),
+                "bytes": np.where(known, nbytes, 0.0),
+            }
+        )
+        .groupby(group, sort=False)
+        .sum()
     )
-    by = ["rank", "name", "shapes"]
-    grouped = m.groupby(by, sort=False)
-    points = grouped.agg(
-        level=("level", "first"),
-        count=("id", "size"),
-        time_ns=("time_ns", "sum"),
-        known_time_ns=("known_time_ns", "sum"),
-        flops=("known_flops", "sum"),
-        bytes=("known_bytes", "sum"),
-        n_known=("known", "sum"),
-        n_bytes_missing=("bytes_missing", "sum"),
-        n_measured=("measured", "sum"),
-        precision=("dtype", "first"),
-        tensor_core_roof=("tensor_core_roof", "first"),
-    ).reset_index()
-    by_time = m.sort_values("time_ns", ascending=False, kind="stable")
-    heaviest = by_time.groupby(by, sort=False).head(MAX_EVENT_IDS)
-    ids = heaviest.groupby(by, sort=False)["id"].agg(tuple).reset_index(name="event_ids")
-    points = points.merge(ids, on=by, how="left")
-    none_known = points["n_known"].to_numpy() == 0
-    points["flops"] = np.where(none_known, np.nan, points["flops"])
-    bytes_unknown = none_known | (points["n_bytes_missing"].to_numpy() > 0)
-    points["bytes"] = np.where(bytes_unknown, np.nan, points["bytes"])
-    all_measured = points["n_measured"].to_numpy() == points["n_known"].to_numpy()
-    points["flops_source"] = np.where(
-        none_known, "unknown", np.where(all_measured, "measured", "computed")
-    )
-    level = points["level"].to_numpy()
-    suffix = np.where(level == "op", "|" + points["shapes"], "")
-    points["key"] = level + ":" + points["name"] + suffix
-    return points.sort_values("time_ns", ascending=False, kind="stable", ignore_index=True)
+    n_known = np.bincount(group[known], minlength=n)
+    n_bytes_missing = np.bincount(group[known & ~np.isfinite(nbytes)], minlength=n)
+    n_measured = np.bincount(group[known & members.measured[order]], minlength=n)
+    none_known = n_known == 0
+    name = _texts(members, "name", first)
+    if members.level == "op":
+        shapes = _texts(members, "shapes", first)
+        shapes = np.where(pd.isna(shapes), "", shapes).astype(object)
+        key = [f"op:{nm}|{sh}" for nm, sh in zip(name, shapes, strict=True)]
+    else:
+        shapes = np.full(n, "", dtype=object)
+        key = [f"kernel:{nm}" for nm in name]
+    points = {
+        "rank": members.rank[first],
+        "name": name,
+        "shapes": shapes,
+        "level": np.full(n, members.level, dtype=object),
+        "count": np.bincount(group, minlength=n).astype(np.int64),
+        "time_ns": sums["time_ns"].to_numpy(),
+        "known_time_ns": sums["known_time_ns"].to_numpy(),
+        "flops": np.where(none_known, np.nan, sums["flops"].to_numpy()),
+        "bytes": np.where(none_known | (n_bytes_missing > 0), np.nan, sums["bytes"].to_numpy()),
+        "precision": _texts(members, "dtype", first),
+        "tensor_core_roof": _texts(members, "tensor_core_roof", first),
+        "event_ids": _heaviest_ids(group, n, time_ns, members.id[order]),
+        "flops_source": np.where(
+            none_known, "unknown", np.where(n_measured == n_known, "measured", "computed")
+        ).astype(object),
+        "key": np.array(key, dtype=object),
+    }
+    by_time = np.argsort(-points["time_ns"], kind="stable")
+    return pd.DataFrame({k: v[by_time] for k, v in points.items()})
+
+
+def _first_seen_codes(*columns: np.ndarray) -> np.ndarray:
+    """Per row, the number of its distinct combination of column values, in order of first
+    appearance (the order of groupby(sort=False))."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for column in columns:
+        labels, uniques = pd.factorize(column)
+        key = pd.factorize(key * (len(uniques) + 1) + (labels + 1))[0]
+    return key
+
+
+def _heaviest_ids(group: np.ndarray, n: int, time_ns: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Per group, the ids of its MAX_EVENT_IDS heaviest members, heaviest first (ties in member
+    order), as a tuple of ints."""
+    order = np.lexsort((-time_ns, group))
+    starts = np.searchsorted(group[order], np.arange(n + 1))
+    heaviest = ids[order].tolist()
+    out = np.empty(n, dtype=object)
+    for g in range(n):
+        out[g] = tuple(heaviest[starts[g] : min(starts[g + 1], starts[g] + MAX_EVENT_IDS)])
+    return out
 
 
 def _with_roofs(points: pd.DataFrame, hardware: Hardware) -> pd.DataFrame:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.memo import per_trace
@@ -60,41 +61,71 @@ def top_by_total(frame: pd.DataFrame, limit: int) -> list[NameTotal]:
     """Names ranked by summed duration (ties by count, then name, so the order is stable)."""
     if frame.empty:
         return []
-    grouped = frame.groupby("name", observed=True)["dur_ns"].agg(["count", "sum"])
-    grouped = grouped.reset_index().sort_values(
-        ["sum", "count", "name"], ascending=[False, False, True], kind="stable"
-    )
+    return _top(frame["name"], frame["dur_ns"].to_numpy(), np.ones(len(frame), bool), limit)
+
+
+def _top(names: pd.Series, dur: np.ndarray, rows: np.ndarray, limit: int) -> list[NameTotal]:
+    """top_by_total of the rows (a mask) of names and durations, counted per category code
+    rather than by a groupby: a name's rank ties by its category's position, the order a
+    groupby on the categorical sorts by."""
+    if not rows.any():
+        return []
+    if not isinstance(names.dtype, pd.CategoricalDtype):
+        names = names.astype("category")
+    codes = names.cat.codes.to_numpy()
+    rows = rows & (codes >= 0)  # a missing name is no group
+    codes, dur = codes[rows].astype(np.int64), dur[rows].astype(np.int64)
+    categories = names.cat.categories
+    count = np.bincount(codes, minlength=len(categories))
+    total = np.zeros(len(categories), np.int64)
+    np.add.at(total, codes, dur)
+    seen = np.flatnonzero(count > 0)
+    order = seen[np.lexsort((seen, -count[seen], -total[seen]))][:limit]
     return [
-        NameTotal(name=str(name), count=int(count), total_ns=int(total))
-        for name, count, total in grouped.head(limit).itertuples(index=False)
+        NameTotal(name=str(categories[c]), count=int(count[c]), total_ns=int(total[c]))
+        for c in order.tolist()
     ]
 
 
 def top_kernels(trace: Trace, rank: int, limit: int = 10) -> list[NameTotal]:
-    return top_by_total(trace.kernels[trace.kernels["rank"] == rank], limit)
+    kernels = trace.kernels
+    mine = kernels["rank"].to_numpy() == rank
+    return _top(kernels["name"], kernels["dur_ns"].to_numpy(), mine, limit)
 
 
 def top_ops(trace: Trace, rank: int, limit: int = 10) -> list[NameTotal]:
     """aten ops (category cpu_op) by inclusive time; annotations and python frames nest them."""
     ops = trace.ops
-    return top_by_total(ops[(ops["rank"] == rank) & (ops["category"] == "cpu_op")], limit)
+    mine = (ops["rank"].to_numpy() == rank) & (ops["category"] == "cpu_op").to_numpy()
+    return _top(ops["name"], ops["dur_ns"].to_numpy(), mine, limit)
 
 
 def copies(trace: Trace, rank: int) -> list[CopyKind]:
-    rows = trace.memcpy[trace.memcpy["rank"] == rank]
-    if rows.empty:
+    memcpy = trace.memcpy
+    rows = memcpy["rank"].to_numpy() == rank
+    if not rows.any():
         return []
+    kinds = memcpy["kind"]
+    if not isinstance(kinds.dtype, pd.CategoricalDtype):
+        kinds = kinds.astype("category")
+    codes = kinds.cat.codes.to_numpy()
+    rows &= codes >= 0  # a missing kind is no group
+    codes = codes[rows].astype(np.int64)
+    categories = kinds.cat.categories
+    count = np.bincount(codes, minlength=len(categories))
     # Unknown sizes (-1) count as zero bytes rather than subtracting.
-    rows = rows.assign(bytes=rows["bytes"].clip(lower=0))
-    grouped = rows.groupby("kind", observed=True).agg(
-        count=("dur_ns", "size"), bytes=("bytes", "sum"), total_ns=("dur_ns", "sum")
-    )
+    nbytes, total = np.zeros(len(categories), np.int64), np.zeros(len(categories), np.int64)
+    np.add.at(nbytes, codes, np.maximum(memcpy["bytes"].to_numpy()[rows], 0).astype(np.int64))
+    np.add.at(total, codes, memcpy["dur_ns"].to_numpy()[rows].astype(np.int64))
+    seen = np.flatnonzero(count > 0)
+    # Longest first; ties in category order.
+    order = seen[np.argsort(-total[seen], kind="stable")]
     return [
         CopyKind(
-            kind=str(kind),
-            count=int(r["count"]),
-            bytes=int(r["bytes"]),
-            total_ns=int(r["total_ns"]),
+            kind=str(categories[k]),
+            count=int(count[k]),
+            bytes=int(nbytes[k]),
+            total_ns=int(total[k]),
         )
-        for kind, r in grouped.sort_values("total_ns", ascending=False).iterrows()
+        for k in order.tolist()
     ]

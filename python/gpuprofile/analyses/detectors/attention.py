@@ -20,6 +20,7 @@ the kernels those ops launched on a GPU rank, the ops' own durations on a CPU-on
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 
@@ -28,6 +29,9 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
+from gpuprofile.analyses.lookups import host_threads, op_parents
+from gpuprofile.analyses.names import categorical, per_category, strings
+from gpuprofile.analyses.names import codes as name_codes
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_bytes
@@ -102,47 +106,78 @@ def detect(analysis: Analysis) -> list[Hint]:
 
 
 def occurrences(trace: Trace) -> list[Occurrence]:
-    ops = trace.ops[trace.ops["category"] == "cpu_op"]
-    if ops.empty:
+    ops = trace.ops
+    cpu = (ops["category"] == "cpu_op").to_numpy()
+    if not cpu.any():
         return []
     # Only threads with a softmax or an SDPA call can hold either pattern: skip the rest early.
-    names = ops["name"].astype(str)
-    relevant = names.isin(SOFTMAXES) | names.str.contains("scaled_dot_product", regex=False)
-    threads = ops.loc[relevant, ["rank", "pid", "tid"]].drop_duplicates()
-    if threads.empty:
+    relevant = cpu & _matches_name(ops["name"], "relevant")
+    thread = host_threads(trace)[0]
+    rows = np.flatnonzero(cpu & np.isin(thread, thread[relevant]))
+    if not len(rows):
         return []
-    ops = ops.merge(threads, on=["rank", "pid", "tid"])
+    # Per thread by (rank, pid, tid), each by start then longest first; ties in trace order.
+    start = ops["start_ns"].to_numpy()
+    dur = ops["dur_ns"].to_numpy()
+    rank, pid, tid = (ops[c].to_numpy()[rows] for c in ("rank", "pid", "tid"))
+    rows = rows[np.lexsort((-dur[rows], start[rows], tid, pid, rank))]
+    bounds = np.flatnonzero(np.r_[True, np.diff(thread[rows]) != 0, True])
     kernel_ns = trace.kernels.groupby("op_id")["dur_ns"].sum()
     gpu_ranks = set(trace.kernels["rank"].unique().tolist())
     out: list[Occurrence] = []
-    for _, rows in ops.groupby(["rank", "pid", "tid"], sort=True):
-        rank = int(rows["rank"].iloc[0])
-        thread = _Thread(rows.sort_values(["start_ns", "dur_ns"], ascending=[True, False]))
-        timing = kernel_ns if rank in gpu_ranks else None
-        out.extend(thread.unfused(rank, timing))
-        out.extend(thread.math_sdpa(rank, timing))
+    position = np.full(len(ops), -1, dtype=np.int64)  # of a row within its thread's rows
+    for lo, hi in itertools.pairwise(bounds):
+        position[rows[lo:hi]] = np.arange(hi - lo)
+        thread_ops = _Thread(trace, rows[lo:hi], position)
+        position[rows[lo:hi]] = -1
+        rank_of = int(ops["rank"].to_numpy()[rows[lo]])
+        timing = kernel_ns if rank_of in gpu_ranks else None
+        out.extend(thread_ops.unfused(rank_of, timing))
+        out.extend(thread_ops.math_sdpa(rank_of, timing))
     return out
+
+
+# Name tests done once per distinct op name (analyses/names.py).
+_NAME_TESTS = {
+    "relevant": lambda n: n in SOFTMAXES or "scaled_dot_product" in n,
+    "matmul": lambda n: n in MATMULS,
+    "softmax": lambda n: n in SOFTMAXES,
+    "sdpa": lambda n: "scaled_dot_product" in n,
+    "sdpa_math_candidate": lambda n: (
+        n.endswith("::scaled_dot_product_attention") or "_scaled_dot_product_attention_math" in n
+    ),
+}
+
+
+def _matches_name(names: pd.Series, test: str) -> np.ndarray:
+    key = f"attention.{test}"
+    names = categorical(names)
+    return per_category(names, key, _NAME_TESTS[test], bool, False)[name_codes(names)]
 
 
 class _Thread:
     """The aten ops of one thread, ordered by start, with the lookups the patterns need."""
 
-    def __init__(self, ops: pd.DataFrame) -> None:
-        self.ops = ops
-        self.ids = ops["id"].to_numpy()
-        self.names = ops["name"].astype(str).to_numpy()
-        self.start = ops["start_ns"].to_numpy(np.int64)
-        self.end = self.start + ops["dur_ns"].to_numpy(np.int64)
-        self.dims = ops["input_dims"].tolist()
-        self.types = ops["input_types"].tolist()
-        position = pd.Index(self.ids)
-        self.parent = position.get_indexer(ops["parent"].to_numpy())
-        self.is_matmul = np.isin(self.names, list(MATMULS))
-        self.is_softmax = np.isin(self.names, list(SOFTMAXES))
+    def __init__(self, trace: Trace, rows: np.ndarray, position: np.ndarray) -> None:
+        ops = trace.ops
+        self.ids = ops["id"].to_numpy()[rows]
+        self.names = strings(ops["name"])[rows]
+        self.start = ops["start_ns"].to_numpy(np.int64)[rows]
+        self.end = self.start + ops["dur_ns"].to_numpy(np.int64)[rows]
+        self.dims = ops["input_dims"].to_numpy()[rows]
+        self.types = ops["input_types"].to_numpy()[rows]
+        # Parents by position among rows (position: of each of them in rows, -1 for other
+        # rows); a parent elsewhere (not a cpu_op of the thread) is none.
+        parent = op_parents(trace)[rows]
+        self.parent = np.where(parent >= 0, position[np.maximum(parent, 0)], -1)
+        self.is_matmul = _matches_name(ops["name"], "matmul")[rows]
+        self.is_softmax = _matches_name(ops["name"], "softmax")[rows]
         self.outer_matmul = self.is_matmul & ~self._has_ancestor(self.is_matmul)
         self.outer_softmax = self.is_softmax & ~self._has_ancestor(self.is_softmax)
-        is_sdpa = np.array(["scaled_dot_product" in n for n in self.names], dtype=bool)
-        self.in_sdpa = self._has_ancestor(is_sdpa)
+        self.in_sdpa = self._has_ancestor(_matches_name(ops["name"], "sdpa")[rows])
+        self.sdpa_candidates = np.flatnonzero(
+            _matches_name(ops["name"], "sdpa_math_candidate")[rows]
+        )
         self._kernel_ns: np.ndarray | None = None
 
     def _has_ancestor(self, flag: np.ndarray) -> np.ndarray:
@@ -209,14 +244,8 @@ class _Thread:
     def math_sdpa(self, rank: int, kernel_ns: pd.Series | None) -> list[Occurrence]:
         out: list[Occurrence] = []
         # Only SDPA ops are candidates: look at their children alone, not at every op's.
-        candidates = [
-            p
-            for p, name in enumerate(self.names)
-            if name.endswith("::scaled_dot_product_attention")
-            or "_scaled_dot_product_attention_math" in name
-        ]
-        parents = np.asarray(self.parent)
-        for p in candidates:
+        parents = self.parent
+        for p in self.sdpa_candidates.tolist():
             name = self.names[p]
             children = np.flatnonzero(parents == p)
             # An SDPA with a fused child is fine; one with a _math child is flagged at the child.

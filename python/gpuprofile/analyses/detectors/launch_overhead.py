@@ -25,6 +25,7 @@ dispatch cost on the CPU shows in the op table, not as GPU idle time).
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
@@ -32,6 +33,8 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
+from gpuprofile.analyses.names import categorical, matches, per_category
+from gpuprofile.analyses.names import codes as names_codes
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_ns
@@ -87,21 +90,27 @@ def launch_gaps(trace: Trace, rank: int) -> pd.DataFrame:
     One row per gap: the kernel after it (id), its start and length, and whether it counts as
     launch overhead (not too long, not under a synchronizing call).
     """
-    kernels = trace.kernels[trace.kernels["rank"] == rank]
-    frames = [kernels.assign(is_kernel=True)[["id", "device", "start_ns", "dur_ns", "is_kernel"]]]
-    for table in (trace.memcpy, trace.memset):
-        rows = table[table["rank"] == rank]
-        frames.append(
-            rows.assign(is_kernel=False)[["id", "device", "start_ns", "dur_ns", "is_kernel"]]
-        )
-    activity = pd.concat(frames, ignore_index=True)
+    parts = []
+    for table in (trace.kernels, trace.memcpy, trace.memset):
+        mine = table["rank"].to_numpy() == rank
+        parts.append({c: table[c].to_numpy()[mine] for c in ("id", "device", "start_ns", "dur_ns")})
+    column = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
+    kernel = np.zeros(len(column["id"]), dtype=bool)
+    kernel[: len(parts[0]["id"])] = True
+    # Per device, by start then duration; ties in the order kernels, memcpys, memsets.
+    order = np.lexsort((column["dur_ns"], column["start_ns"], column["device"]))
+    device = column["device"][order]
+    bounds = np.flatnonzero(np.r_[True, device[1:] != device[:-1], True])
+    if not len(order):  # no devices, no groups
+        bounds = bounds[:0]
     out = []
-    for _, rows in activity.groupby("device", sort=True):
-        rows = rows.sort_values(["start_ns", "dur_ns"], kind="stable")
-        start = rows["start_ns"].to_numpy(np.int64)
-        end = start + rows["dur_ns"].to_numpy(np.int64)
-        small = rows["is_kernel"].to_numpy() & (rows["dur_ns"].to_numpy() < SMALL_KERNEL_NS)
-        is_kernel = rows["is_kernel"].to_numpy()
+    for lo, hi in itertools.pairwise(bounds):
+        rows = order[lo:hi]
+        start = column["start_ns"][rows].astype(np.int64)
+        dur = column["dur_ns"][rows].astype(np.int64)
+        end = start + dur
+        is_kernel = kernel[rows]
+        small = is_kernel & (dur < SMALL_KERNEL_NS)
         # The event before a gap is the one that reached furthest: it ended last.
         reach = np.maximum.accumulate(end)
         last = _running_argmax(end)
@@ -112,7 +121,7 @@ def launch_gaps(trace: Trace, rank: int) -> pd.DataFrame:
         out.append(
             pd.DataFrame(
                 {
-                    "kernel_id": rows["id"].to_numpy()[after[keep]],
+                    "kernel_id": column["id"][rows][after[keep]],
                     "gap_start_ns": reach[:-1][keep],
                     "gap_ns": gap[keep],
                 }
@@ -131,38 +140,57 @@ def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.D
     Back to back: no gap inside the run longer than MAX_LAUNCH_GAP_NS. A run contained in a
     longer one already listed is skipped.
     """
+    # Short names: template variants of one kernel are one fusion candidate.
+    labels, codes = _short_names(kernels["name"])
+    # Per (device, stream), by start (ties in row order): runs never cross streams.
+    order = np.lexsort(
+        (
+            kernels["start_ns"].to_numpy(),
+            kernels["stream"].to_numpy(),
+            kernels["device"].to_numpy(),
+        )
+    )
+    codes = codes[order]
+    stream = (
+        pd.factorize(kernels["device"].to_numpy()[order])[0] * (len(kernels) + 1)
+        + pd.factorize(kernels["stream"].to_numpy()[order])[0]
+    )
+    start = kernels["start_ns"].to_numpy(np.int64)[order]
+    end = start + kernels["dur_ns"].to_numpy(np.int64)[order]
+    small = kernels["dur_ns"].to_numpy()[order] < SMALL_KERNEL_NS
+    # joined[i]: kernel i+1 follows kernel i on its stream closely enough to be fused with it.
+    joined = ((start[1:] - end[:-1]) <= MAX_LAUNCH_GAP_NS) & (stream[1:] == stream[:-1])
     found = []
-    for _, rows in kernels.groupby(["device", "stream"], sort=True):
-        rows = rows.sort_values("start_ns", kind="stable")
-        # Short names: template variants of one kernel are one fusion candidate.
-        short = pd.Series([_short(str(n)) for n in rows["name"].unique()], dtype=object)
-        codes, labels = pd.factorize(rows["name"].map(dict(zip(rows["name"].unique(), short))))
-        codes = codes.astype(np.int64)
-        start = rows["start_ns"].to_numpy(np.int64)
-        end = start + rows["dur_ns"].to_numpy(np.int64)
-        small = rows["dur_ns"].to_numpy() < SMALL_KERNEL_NS
-        # joined[i]: kernel i+1 follows kernel i closely enough to be fused with it.
-        joined = (start[1:] - end[:-1]) <= MAX_LAUNCH_GAP_NS
-        for n in NGRAM_LENGTHS:
-            m = len(rows) - n + 1
-            if m <= 0:
-                continue
-            ok = small[:m].copy()
-            for j in range(1, n):
-                ok &= small[j : j + m] & joined[j - 1 : j - 1 + m]
-            at = np.flatnonzero(ok)
-            # Group by the names' integer codes; spell out only the sequences that are shown.
-            code_columns = {f"c{j}": codes[at + j] for j in range(n)}
-            spans = pd.DataFrame({**code_columns, "span_ns": end[at + n - 1] - start[at]})
-            first = spans.groupby(list(code_columns), sort=False, as_index=False).agg(
-                count=("span_ns", "size"), span_ns=("span_ns", "sum")
+    for n in NGRAM_LENGTHS:
+        m = len(start) - n + 1
+        if m <= 0:
+            continue
+        ok = small[:m].copy()
+        for j in range(1, n):
+            ok &= small[j : j + m] & joined[j - 1 : j - 1 + m]
+        at = np.flatnonzero(ok)
+        if not len(at):
+            continue
+        # Count and sum by the names' integer codes; spell out each distinct sequence once.
+        key = np.zeros(len(at), dtype=np.int64)
+        for j in range(n):
+            key = pd.factorize(key * (len(labels) + 1) + codes[at + j])[0]
+        distinct, first = np.unique(key, return_index=True)
+        span = end[at + n - 1] - start[at]
+        span_ns = np.zeros(len(distinct), dtype=np.int64)
+        np.add.at(span_ns, key, span)
+        found.append(
+            pd.DataFrame(
+                {
+                    "count": np.bincount(key, minlength=len(distinct)).astype(np.int64),
+                    "span_ns": span_ns,
+                    "sequence": [
+                        " -> ".join(labels[codes[i + j]] for j in range(n)) for i in at[first]
+                    ],
+                    "n": n,
+                }
             )
-            first["sequence"] = [
-                " -> ".join(labels[c] for c in row)
-                for row in first[list(code_columns)].itertuples(index=False)
-            ]
-            first = first.drop(columns=list(code_columns))
-            found.append(first.reset_index(drop=True).assign(n=n))
+        )
     columns = ["sequence", "n", "count", "span_ns"]
     table = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
     if table.empty:
@@ -179,6 +207,15 @@ def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.D
         if not any(sequence in ordered["sequence"].iloc[p] for p in picked):
             picked.append(position)
     return ordered.iloc[picked][columns]
+
+
+def _short_names(names: pd.Series) -> tuple[list[str], np.ndarray]:
+    """The distinct short names, and per row the position of its own among them."""
+    # A missing name reads as "nan", as str() spells it.
+    names = categorical(names)
+    short = per_category(names, "launch_overhead._short", _short, missing=_short("nan"))
+    codes, labels = pd.factorize(short)
+    return [str(label) for label in labels], codes[names_codes(names)]
 
 
 def _hint(trace: Trace, rank: int, kernels: pd.DataFrame) -> Hint | None:
@@ -288,14 +325,13 @@ def _evidence(trace: Trace, rank: int, gaps: pd.DataFrame) -> tuple[Evidence, ..
 
 def _launch_calls(trace: Trace, rank: int) -> pd.DataFrame:
     runtime = trace.runtime[trace.runtime["rank"] == rank]
-    names = runtime["name"].astype(str)
-    return runtime[names.str.match(LAUNCH_CALL).to_numpy()]
+    return runtime[matches(runtime["name"], LAUNCH_CALL, anchored=True)]
 
 
 def _under_sync(trace: Trace, rank: int, gap_start: np.ndarray, gap_len: np.ndarray) -> np.ndarray:
     """Per gap, whether a synchronizing runtime call of the rank overlaps it."""
     runtime = trace.runtime[trace.runtime["rank"] == rank]
-    calls = runtime[runtime["name"].astype(str).str.contains(SYNC_CALL).to_numpy()]
+    calls = runtime[matches(runtime["name"], SYNC_CALL)]
     if calls.empty:
         return np.zeros(len(gap_start), dtype=bool)
     start = calls["start_ns"].to_numpy(np.int64)

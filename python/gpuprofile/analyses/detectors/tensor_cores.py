@@ -36,6 +36,8 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
+from gpuprofile.analyses.lookups import rows_by_id
+from gpuprofile.analyses.names import matches, strings
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
@@ -280,9 +282,8 @@ def is_tensor_core_kernel(name: str) -> bool:
 
 def _tensor_core_share(kernel_costs: pd.DataFrame) -> pd.Series:
     """Per op id that owns kernels, the share of their time in tensor-core kernels."""
-    names = kernel_costs["name"].astype("category")
-    flags = np.array([is_tensor_core_kernel(str(n)) for n in names.cat.categories], dtype=bool)
-    tc = flags[names.cat.codes.to_numpy()] if len(flags) else np.zeros(len(names), dtype=bool)
+    names = kernel_costs["name"]
+    tc = matches(names, TENSOR_CORE_KERNEL)
     dur = kernel_costs["dur_ns"].to_numpy(np.float64)
     frame = pd.DataFrame(
         {"op": kernel_costs["cost_op_id"].to_numpy(), "dur": dur, "tc": np.where(tc, dur, 0.0)}
@@ -292,19 +293,35 @@ def _tensor_core_share(kernel_costs: pd.DataFrame) -> pd.Series:
 
 
 def _top_shapes(ops: pd.DataFrame, with_time: bool = True) -> str:
+    names = strings(ops["name"])
+    shapes = np.array(["?" if pd.isna(s) else str(s) for s in ops["shapes"].tolist()], object)
+    # Group on integer codes, then order the groups by (name, shapes) as a sorted groupby on
+    # the two texts would: the sums and the sort below then see what they always saw.
+    name_code = pd.factorize(names)[0]
+    shape_code, shape_uniques = pd.factorize(shapes)
+    group = pd.factorize(name_code * (len(shape_uniques) + 1) + shape_code)[0]
+    first = np.unique(group, return_index=True)[1]
+    time_ns = pd.Series(ops["time_ns"].to_numpy()).groupby(group, sort=False).sum().to_numpy()
+    count = np.bincount(group, minlength=len(first))
+    labels = [(str(names[r]), str(shapes[r])) for r in first.tolist()]
+    by_text = sorted(range(len(labels)), key=labels.__getitem__)
     grouped = (
-        ops.assign(shapes=ops["shapes"].fillna("?").astype(str), name=ops["name"].astype(str))
-        .groupby(["name", "shapes"])
-        .agg(count=("time_ns", "size"), time_ns=("time_ns", "sum"))
+        pd.DataFrame(
+            {
+                "name": [labels[g][0] for g in by_text],
+                "shapes": [labels[g][1] for g in by_text],
+                "count": count[by_text],
+                "time_ns": time_ns[by_text],
+            }
+        )
         .sort_values("time_ns", ascending=False)
         .head(TOP_SHAPES)
     )
     parts = []
-    names = grouped.index.get_level_values("name")
-    shapes = grouped.index.get_level_values("shapes")
-    for name, shape, count, time_ns in zip(names, shapes, grouped["count"], grouped["time_ns"]):
-        text = f"{name} {_tensor_shapes(str(shape))} x{int(count)}"
-        parts.append(f"{text}, {float(time_ns) / 1e6:.2f} ms" if with_time else text)
+    rows = zip(grouped["name"], grouped["shapes"], grouped["count"], grouped["time_ns"])
+    for name, shape, n, ns in rows:
+        text = f"{name} {_tensor_shapes(str(shape))} x{int(n)}"
+        parts.append(f"{text}, {float(ns) / 1e6:.2f} ms" if with_time else text)
     return "; ".join(parts)
 
 
@@ -333,21 +350,22 @@ def _evidence(
 ) -> tuple[Evidence, ...]:
     heaviest = ops.nlargest(MAX_EVIDENCE_EVENTS, "time_ns")
     ids = heaviest["op_id"].to_numpy()
-    rows = trace.ops.set_index("id").loc[ids]
-    start = rows["start_ns"].to_numpy(np.int64)
-    windows = tuple(zip(start.tolist(), (start + rows["dur_ns"].to_numpy()).tolist()))
+    rows = rows_by_id(trace, "ops", ids)
+    start = trace.ops["start_ns"].to_numpy(np.int64)[rows]
+    windows = tuple(zip(start.tolist(), (start + trace.ops["dur_ns"].to_numpy()[rows]).tolist()))
     kernels = kernel_costs[kernel_costs["cost_op_id"].isin(ids)].nlargest(
         MAX_EVIDENCE_EVENTS, "dur_ns"
     )
-    krows = trace.kernels.set_index("id").loc[kernels["kernel_id"].to_numpy()]
-    kstart = krows["start_ns"].to_numpy(np.int64)
+    krows = rows_by_id(trace, "kernels", kernels["kernel_id"].to_numpy())
+    kstart = trace.kernels["start_ns"].to_numpy(np.int64)[krows]
+    kdur = trace.kernels["dur_ns"].to_numpy()[krows]
     return (
         Evidence("ops", rank, tuple(int(i) for i in ids), windows, "ops, most GPU time first"),
         Evidence(
             "kernels",
             rank,
             tuple(int(i) for i in kernels["kernel_id"]),
-            tuple(zip(kstart.tolist(), (kstart + krows["dur_ns"].to_numpy()).tolist())),
+            tuple(zip(kstart.tolist(), (kstart + kdur).tolist())),
             "their kernels, longest first",
         ),
     )

@@ -1,0 +1,103 @@
+"""Lookups on a trace's tables that several analyses need, computed once per Trace.
+
+The arrays are shared between callers, so they are read-only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.memo import per_trace
+from gpuprofile.analyses.names import matches
+from gpuprofile.trace.model import Trace
+
+
+@per_trace
+def op_parents(trace: Trace) -> np.ndarray:
+    """Per ops row, the row position of its parent (by id), -1 when the trace has none."""
+    ops = trace.ops
+    return _read_only(pd.Index(ops["id"].to_numpy()).get_indexer(ops["parent"].to_numpy()))
+
+
+@per_trace
+def host_threads(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Per ops row and per runtime row: one integer per (rank, pid, tid), the same in both."""
+    op_thread, runtime_thread = shared_threads(trace.ops, trace.runtime)
+    return _read_only(op_thread), _read_only(runtime_thread)
+
+
+def shared_threads(*frames: pd.DataFrame) -> list[np.ndarray]:
+    """One integer per (rank, pid, tid), consistent across the given frames."""
+    key = np.zeros(sum(len(f) for f in frames), np.int64)
+    for column in ("rank", "pid", "tid"):
+        codes, uniques = pd.factorize(np.concatenate([f[column].to_numpy() for f in frames]))
+        key = key * (len(uniques) + 1) + codes
+    codes, _ = pd.factorize(key)
+    out, at = [], 0
+    for f in frames:
+        out.append(codes[at : at + len(f)])
+        at += len(f)
+    return out
+
+
+@dataclass(frozen=True)
+class CpuOpTree:
+    """Per ops row: start, end, cpu_op or not, aten cpu_op or not, parent position (-1 if
+    none); and the cpu_op rows ordered by (thread, start), with each one's thread, so that
+    searchsorted finds a thread's ops and the op running at a time."""
+
+    start: np.ndarray
+    end: np.ndarray
+    is_cpu_op: np.ndarray
+    is_aten: np.ndarray
+    parent: np.ndarray
+    by_thread: np.ndarray
+    thread: np.ndarray
+
+
+@per_trace
+def cpu_op_tree(trace: Trace) -> CpuOpTree:
+    ops = trace.ops
+    start = ops["start_ns"].to_numpy()
+    is_cpu_op = (ops["category"] == "cpu_op").to_numpy()
+    cpu_rows = np.flatnonzero(is_cpu_op)
+    op_thread = host_threads(trace)[0][cpu_rows]
+    # By thread, then start; ties in row order (lexsort is stable).
+    order = np.lexsort((start[cpu_rows], op_thread))
+    tree = CpuOpTree(
+        start=start,
+        end=start + ops["dur_ns"].to_numpy(),
+        is_cpu_op=is_cpu_op,
+        is_aten=is_cpu_op & matches(ops["name"], re.compile(r"^aten::")),
+        parent=op_parents(trace),
+        by_thread=cpu_rows[order],
+        thread=op_thread[order],
+    )
+    for array in (tree.start, tree.end, tree.is_cpu_op, tree.is_aten, tree.by_thread, tree.thread):
+        _read_only(array)
+    return tree
+
+
+@per_trace
+def id_index(trace: Trace, table: str) -> pd.Index:
+    """The ids of a table's rows, as an Index for looking rows up by id (get_indexer)."""
+    return pd.Index(trace.table(table)["id"].to_numpy())
+
+
+def rows_by_id(trace: Trace, table: str, ids: np.ndarray) -> np.ndarray:
+    """Row positions of ids in a table, failing as .set_index("id").loc[ids] does for an id it
+    lacks."""
+    index = id_index(trace, table)
+    rows = index.get_indexer(pd.Index(ids))
+    if (rows < 0).any():
+        raise KeyError(f"{table} ids not in the trace: {np.asarray(ids)[rows < 0][:5].tolist()}")
+    return rows
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array

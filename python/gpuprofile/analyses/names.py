@@ -1,0 +1,87 @@
+"""Tests and conversions on the categorical name columns, done once per distinct name.
+
+A trace has 10^5 ops or runtime calls but a few thousand names: a regular expression run per
+row, or ``.astype(str)`` of a whole column, costs milliseconds that a per-category answer
+spread over the codes does not. Answers are kept per categories Index (immutable, shared by
+every slice of a column) for as long as that Index lives.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import weakref
+from collections.abc import Callable, Hashable
+
+import numpy as np
+import pandas as pd
+
+_PER_CATEGORIES: dict[int, tuple[weakref.ref[pd.Index], dict[Hashable, np.ndarray]]] = {}
+
+
+def matches(names: pd.Series, pattern: re.Pattern[str], *, anchored: bool = False) -> np.ndarray:
+    """Per row, whether the name matches (``pattern.search``; ``pattern.match`` if anchored),
+    as ``names.astype(str).str.contains(pattern)`` (``.str.match``) says; missing names never
+    match."""
+    test = pattern.match if anchored else pattern.search
+    names = categorical(names)
+    key = ("matches", pattern, anchored)
+    return per_category(names, key, lambda n: bool(test(n)), bool, False)[codes(names)]
+
+
+def strings(names: pd.Series) -> np.ndarray:
+    """``names.astype(str).to_numpy()``: an object array of str, NaN where a name is missing."""
+    names = categorical(names)
+    return per_category(names, "strings", str, object, np.nan)[codes(names)]
+
+
+def codes(names: pd.Series) -> np.ndarray:
+    """Per row, the position of its name among the categories; -1 where it is missing."""
+    return categorical(names).cat.codes.to_numpy()
+
+
+def categorical(names: pd.Series) -> pd.Series:
+    """names as a categorical Series (itself when it is one): convert a plain column once before
+    calling per_category and codes on it, or each converts it again."""
+    return names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
+
+
+def per_category(
+    names: pd.Series,
+    key: Hashable,
+    fn: Callable[[str], object],
+    dtype: type = object,
+    missing: object = None,
+) -> np.ndarray:
+    """fn(str(category)) per category of names, then ``missing``, so that indexing with
+    codes(names) gives per row values (code -1, a missing name, reads the last entry).
+
+    fn runs once per distinct name; its answers are kept under key, so fn must be pure and
+    one key must always mean one fn. Read-only: the array is shared."""
+    categories = categorical(names).cat.categories
+    found = _cache_of(categories)
+    if key not in found:
+        values: np.ndarray = np.array(
+            [*(fn(str(c)) for c in categories.tolist()), missing], dtype=dtype
+        )
+        values.flags.writeable = False
+        found[key] = values
+    return found[key]
+
+
+def _cache_of(categories: pd.Index) -> dict[Hashable, np.ndarray]:
+    # An Index is unhashable: key by id, and drop the entry when that Index is collected (its
+    # id can be reused only after that).
+    key = id(categories)
+    entry = _PER_CATEGORIES.get(key)
+    if entry is None or entry[0]() is not categories:
+        ref = weakref.ref(categories, functools.partial(_forget, key))
+        entry = (ref, {})
+        _PER_CATEGORIES[key] = entry
+    return entry[1]
+
+
+def _forget(key: int, ref: weakref.ref[pd.Index]) -> None:
+    entry = _PER_CATEGORIES.get(key)
+    if entry is not None and entry[0] is ref:
+        del _PER_CATEGORIES[key]
