@@ -33,6 +33,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from prerequisites import missing
+
 pytestmark = pytest.mark.traces
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -101,7 +103,7 @@ def hta_results(tmp_path_factory: pytest.TempPathFactory) -> Any:
     try:
         from hta.trace_analysis import TraceAnalysis
     except ImportError:
-        pytest.skip("HolisticTraceAnalysis (hta) is not installed; pip install -e '.[dev]'")
+        missing("HolisticTraceAnalysis (hta) is not installed; pip install -e '.[dev]'")
     logging.getLogger("hta").setLevel(logging.ERROR)
 
     def run(target: Path, traces: Any) -> pd.DataFrame:

@@ -18,3 +18,19 @@ def test_real_traces_report_as_plain_json(trace: str) -> None:
     assert json.loads(json.dumps(report, allow_nan=False)) == report
     assert report["hardware"]["source"] == "datasheet"
     assert report["roofline"]["points"]
+
+
+KINETO_FILES = sorted((SHARED_TRACES / "kineto").glob("*.json*"))
+RUN_DIRS = sorted(p for p in (SHARED_TRACES / "kineto-distributed").glob("*") if p.is_dir())
+
+
+@pytest.mark.parametrize("path", KINETO_FILES + RUN_DIRS, ids=lambda p: p.name)
+def test_every_shared_trace_renders_as_text(path) -> None:  # type: ignore[no-untyped-def]
+    profile = gpuprofile.load(path)
+    text = profile.text()
+    report = profile.report()
+    assert text.startswith("gpuprofile report (kineto:")
+    for rank in report["ranks"]:
+        assert f"rank {rank['rank']} " in text
+    for hint in report["hints"][:5]:
+        assert hint["title"] in text

@@ -13,12 +13,8 @@ from kineto_docs import cpu_op, document, kernel, runtime, write
 
 from gpuprofile.analyses.flops import coverage, kernel_costs, op_costs
 from gpuprofile.importers.kineto import load_kineto
-from gpuprofile.trace.model import NO_ID, SCHEMA, Trace
+from gpuprofile.trace.model import NO_ID, Trace
 
-HAS_CONCRETE = "concrete_inputs" in SCHEMA["ops"]
-needs_concrete = pytest.mark.skipif(
-    not HAS_CONCRETE, reason="the ops table has no concrete_inputs column (importer diff)"
-)
 F32, BF16, F16, I64 = "float", "c10::BFloat16", "c10::Half", "long int"
 
 
@@ -83,7 +79,6 @@ def test_flops_equal_the_profilers(capture: tuple[Trace, Any, dict], name: str) 
     assert (costs.loc[costs["name"] == name, "flops_source"] == "computed").all()
 
 
-@needs_concrete
 def test_convolution_flops_equal_the_profilers_conv2d(capture: tuple[Trace, Any, dict]) -> None:
     # torch's profiler counts a convolution at aten::conv2d; we count it at the aten::convolution
     # inside it (torch's flop_registry formula), which conv2d has none for.
@@ -335,7 +330,6 @@ def test_empty_trace() -> None:
 # --- with Concrete Inputs ---------------------------------------------------------------------
 
 
-@needs_concrete
 def test_concrete_inputs_complete_convolution_reduction_and_batch_norm(tmp_path: Path) -> None:
     conv_types = [F32, F32, F32, "ScalarList", "ScalarList", "ScalarList", "Scalar",
                   "ScalarList", "Scalar"]  # fmt: skip

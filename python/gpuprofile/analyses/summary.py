@@ -57,15 +57,9 @@ def wall_ns(trace: Trace, rank: int) -> int:
     return last - first if first is not None and last is not None else 0
 
 
-def top_by_total(frame: pd.DataFrame, limit: int) -> list[NameTotal]:
-    """Names ranked by summed duration (ties by count, then name, so the order is stable)."""
-    if frame.empty:
-        return []
-    return _top(frame["name"], frame["dur_ns"].to_numpy(), np.ones(len(frame), bool), limit)
-
-
 def _top(names: pd.Series, dur: np.ndarray, rows: np.ndarray, limit: int) -> list[NameTotal]:
-    """top_by_total of the rows (a mask) of names and durations, counted per category code
+    """Names of the rows (a mask) ranked by summed duration, ties by count then name, counted
+    per category code
     rather than by a groupby: a name's rank ties by its category's position, the order a
     groupby on the categorical sorts by."""
     if not rows.any():

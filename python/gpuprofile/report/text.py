@@ -40,9 +40,12 @@ def render_text(report: dict[str, Any]) -> str:
                 f"compute {format_ns(gpu['compute_ns'])}, "
                 f"non-compute {format_ns(gpu['non_compute_ns'])}"
             )
-        for key, label in (("top_kernels", "top kernels"), ("top_ops", "top ops")):
+        for key, label in (
+            ("top_kernels", "top kernels by total time"),
+            ("top_ops", "top ops by inclusive time (nested ops overlap)"),
+        ):
             if rank[key]:
-                lines.append(f"  {label} by total time:")
+                lines.append(f"  {label}:")
                 for row in rank[key]:
                     lines.append(
                         f"    {format_ns(row['total_ns']):>10}  x{row['count']:<6} "
@@ -55,7 +58,7 @@ def render_text(report: dict[str, Any]) -> str:
                 "  GPU idle by cause: " + ", ".join(f"{c} {format_ns(ns)}" for c, ns in ordered)
             )
         if rank["copies"]:
-            lines.append("  host/device copies:")
+            lines.append("  memcpy by kind:")
             for copy in rank["copies"]:
                 lines.append(
                     f"    {copy['kind']:<8} x{copy['count']:<6} {format_bytes(copy['bytes']):>9} "
@@ -69,10 +72,8 @@ def _hardware_lines(hardware: dict[str, Any] | None) -> list[str]:
     if not hardware:
         return []
     if hardware["source"] == "unknown":
-        return [
-            "hardware: roofs unknown (no datasheet entry for this device); "
-            "measure them with gpuprofile.calibrate()"
-        ]
+        reason = hardware.get("notes") or "no datasheet entry for this device"
+        return [f"hardware: roofs unknown ({reason})"]
     return [f"hardware: {hardware['name']} ({hardware['source']} roofs)"]
 
 
@@ -94,7 +95,7 @@ def _hint_lines(hints: list[dict[str, Any]], limit: int = 5) -> list[str]:
         for step in hint["fix"][:3]:
             lines.append(f"     fix: {step}")
     if len(hints) > limit:
-        lines.append(f"  ... and {len(hints) - limit} more (report()['hints'])")
+        lines.append(f"  ... and {len(hints) - limit} more (--format json, or report()['hints'])")
     return lines
 
 
@@ -105,7 +106,7 @@ def _roofline_lines(roofline: dict[str, Any] | None, limit: int = 5) -> list[str
     lines = [""]
     lines.append(
         "roofline: FLOP counts cover "
-        + (f"{100 * coverage:.0f}% of the time" if coverage is not None else "none of the time")
+        + (f"{100 * coverage:.0f}% of the time" if coverage is not None else "an unknown share")
     )
     ops = [p for p in roofline.get("points", []) if p["level"] == "op" and p["flops"]]
     for point in ops[:limit]:
@@ -115,8 +116,10 @@ def _roofline_lines(roofline: dict[str, Any] | None, limit: int = 5) -> list[str
             else "roof unknown"
         )
         name = _shorten(point["name"], 40)
+        intensity = point.get("intensity")
+        # Bytes are unknown when an input's dtype or shape was not recorded.
+        per_byte = f"{intensity:.1f} FLOP/B" if intensity is not None else "bytes unknown"
         lines.append(
-            f"  {format_ns(point['time_ns']):>10}  x{point['count']:<6} {name}"
-            f"  {point['intensity']:.1f} FLOP/B, {roof}"
+            f"  {format_ns(point['time_ns']):>10}  x{point['count']:<6} {name}  {per_byte}, {roof}"
         )
     return lines

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gpuprofile.analyses.hints import Hint, ranked
+from gpuprofile.analyses.hints import Hint, rank_prefix, ranked
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.context import Analysis
@@ -34,4 +35,14 @@ def detector(name: str) -> Callable[[Analysis], list[Hint]]:
 
 
 def run_detectors(analysis: Analysis) -> list[Hint]:
-    return ranked(hint for name in DETECTORS for hint in detector(name)(analysis))
+    ranks = analysis.trace.ranks
+    hints = (hint for name in DETECTORS for hint in detector(name)(analysis))
+    return ranked(_with_rank(hint, ranks) for hint in hints)
+
+
+def _with_rank(hint: Hint, ranks: list[int]) -> Hint:
+    """In a multi-rank trace every per-rank title says which rank it is about."""
+    prefix = rank_prefix(ranks, hint.rank) if hint.rank is not None else ""
+    if not prefix or hint.title.startswith(prefix):
+        return hint
+    return replace(hint, title=prefix + hint.title)

@@ -46,7 +46,6 @@ UNKNOWN_HARDWARE_SPEEDUP = 2.0
 MISALIGNED_SHARE = 0.25
 MIN_GAIN_SHARE = 0.005  # of the rank's wall time
 HALF_PRECISIONS = ("bf16", "fp16", "fp8", "int8")
-ALIGN_ELEMENTS = {"bf16": 8, "fp16": 8, "fp8": 16, "int8": 16}
 TOP_SHAPES = 3
 # cuBLAS/CUTLASS/cuDNN tensor-op kernels (tensorop, s1688, h16816, tf32, xmma_*_bf16/f16,
 # hmma/wmma/gmma) and rocBLAS/hipBLASLt matrix-instruction kernels (MI16x16x1, mfma).
@@ -273,11 +272,6 @@ def _alignment_hint(
         evidence=_evidence(rank, ops, kernel_costs, trace),
         rank=rank,
     )
-
-
-def is_tensor_core_kernel(name: str) -> bool:
-    """Whether a kernel's name says it runs on tensor (NVIDIA) or matrix (AMD) cores."""
-    return bool(TENSOR_CORE_KERNEL.search(name))
 
 
 def _tensor_core_share(kernel_costs: pd.DataFrame) -> pd.Series:
