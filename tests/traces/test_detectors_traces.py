@@ -126,6 +126,22 @@ def test_communication_time_is_the_union_of_nccl_kernels(relative: str, traces: 
     assert checked >= 1
 
 
+def test_sendrecv_from_all_to_all_is_not_called_pipeline_parallelism(traces: Any) -> None:
+    path = path_of("kineto-distributed/param_dlrm_8xV100")
+    hints = communication.detect(Analysis(load_kineto(path), UNKNOWN))
+    assert hints
+    for rank, _, doc in traces.rank_files(path):
+        events = doc["traceEvents"]
+        sendrecv = any("SendRecv" in e.get("name", "") for e in kernels_of(doc))
+        alltoall = any("all_to_all" in e.get("name", "") for e in events if e.get("ph") == "X")
+        hint = next((h for h in hints if h.rank == rank), None)
+        if hint is None or not sendrecv:
+            continue
+        # In this DLRM run the SendRecv kernels are NCCL's all_to_all, as the raw ops say.
+        assert alltoall
+        assert "all_to_all" in hint.fix[0] and "pipeline parallelism" not in hint.fix[0]
+
+
 def test_communication_on_a_cpu_only_gloo_trace(traces: Any) -> None:
     path = path_of("kineto/hta_cpu_only_gloo_rank34.pt.trace.json.gz")
     [hint] = communication.detect(Analysis(load_kineto(path), UNKNOWN))

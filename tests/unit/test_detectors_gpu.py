@@ -198,6 +198,19 @@ def test_communication_fires_on_exposed_nccl_time(tmp_path: Path) -> None:
     assert hint.severity == "high"
 
 
+@pytest.mark.parametrize(
+    ("launcher", "expected"),
+    [("aten::send", "pipeline parallelism"), ("c10d::alltoall_base_", "all_to_all")],
+)
+def test_sendrecv_fix_depends_on_what_launched_it(
+    tmp_path: Path, launcher: str, expected: str
+) -> None:
+    sendrecv = "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"
+    trace = load(tmp_path, [cpu_op(launcher, 250, 20), kernel(sendrecv, 300, 400, 2, stream=20)])
+    [hint] = communication.detect(Analysis(trace, UNKNOWN))
+    assert expected in hint.fix[0]
+
+
 def test_communication_silent_when_fully_overlapped(tmp_path: Path) -> None:
     trace = load(
         tmp_path,

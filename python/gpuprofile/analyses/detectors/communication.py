@@ -23,6 +23,7 @@ from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE, kernel_kinds
+from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_ns
@@ -52,6 +53,13 @@ P2P_FIX = (
     "micro-batches per step or an interleaved schedule (torch.distributed.pipelining "
     "ScheduleInterleaved1F1B) so each stage computes while activations are in flight."
 )
+ALL_TO_ALL_FIX = (
+    "These SendRecv kernels carry all_to_all exchanges (sharded embeddings, expert "
+    "parallelism): overlap them with dense compute (pipeline the next batch's input "
+    "distribution, as TorchRec's TrainPipelineSparseDist does, or launch the all_to_all on a "
+    "side stream before the dense forward) and balance the shards so no rank sends more."
+)
+_ALL_TO_ALL = re.compile(r"all_?to_?all", re.IGNORECASE)
 CODE = """\
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
@@ -158,7 +166,7 @@ def _gpu_hint(trace: Trace, rank: int) -> Hint | None:
             "exposed_ns": int(exposed),
             "top_collectives": top,
         },
-        fix=(P2P_FIX, *FIX) if "SendRecv" in by_collective.index else FIX,
+        fix=_fixes(trace, rank, by_collective.index),
         code=CODE,
         evidence=(_evidence(comm, "kernels", rank, "collective kernels, longest first"),),
         rank=rank,
@@ -246,3 +254,13 @@ def _evidence(rows: pd.DataFrame, table: str, rank: int, label: str) -> Evidence
         windows=tuple(zip(start.tolist(), end.tolist())),
         label=label,
     )
+
+
+def _fixes(trace: Trace, rank: int, collectives: pd.Index) -> tuple[str, ...]:
+    """NCCL runs all_to_all as SendRecv kernels too: say pipeline parallelism only when no
+    all_to_all op launched them."""
+    if "SendRecv" not in collectives:
+        return FIX
+    ops = trace.ops[trace.ops["rank"] == rank]
+    exchange = bool(matches(ops["name"], _ALL_TO_ALL).any()) if len(ops) else False
+    return ((ALL_TO_ALL_FIX if exchange else P2P_FIX), *FIX)
