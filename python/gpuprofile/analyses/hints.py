@@ -6,6 +6,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 KINDS = (
     "gpu-idle",
     "launch-overhead",
@@ -93,3 +96,20 @@ def severity_for(gain_ns: int, wall_ns: int) -> str:
 def rank_prefix(trace_ranks: Iterable[int], rank: int) -> str:
     """ "Rank N: " for titles in multi-rank traces; nothing when the trace has one rank."""
     return f"Rank {rank}: " if len(list(trace_ranks)) > 1 else ""
+
+
+def heaviest_events(
+    rows: pd.DataFrame, table: str, rank: int, label: str, *, by: str = "dur_ns"
+) -> Evidence:
+    """Evidence of the MAX_EVIDENCE_EVENTS rows with the most ``by``, in time order, each with
+    its own [start, end) window. ``rows`` has id, start_ns and dur_ns columns of ``table``."""
+    heaviest = rows.nlargest(MAX_EVIDENCE_EVENTS, by).sort_values("start_ns")
+    start = heaviest["start_ns"].to_numpy(np.int64)
+    end = start + heaviest["dur_ns"].to_numpy(np.int64)
+    return Evidence(
+        table=table,
+        rank=rank,
+        event_ids=tuple(int(i) for i in heaviest["id"]),
+        windows=tuple(zip(start.tolist(), end.tolist())),
+        label=label,
+    )

@@ -20,7 +20,7 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
+from gpuprofile.analyses.hints import Hint, heaviest_events, rank_prefix, severity_for
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE, kernel_kinds
 from gpuprofile.analyses.names import matches
@@ -168,7 +168,7 @@ def _gpu_hint(trace: Trace, rank: int) -> Hint | None:
         },
         fix=_fixes(trace, rank, by_collective.index),
         code=CODE,
-        evidence=(_evidence(comm, "kernels", rank, "collective kernels, longest first"),),
+        evidence=(heaviest_events(comm, "kernels", rank, "collective kernels, longest first"),),
         rank=rank,
     )
 
@@ -223,7 +223,7 @@ def _cpu_hint(trace: Trace, rank: int) -> Hint | None:
         },
         fix=FIX,
         code=CODE,
-        evidence=(_evidence(comm, "ops", rank, "CPU collectives, longest first"),),
+        evidence=(heaviest_events(comm, "ops", rank, "CPU collectives, longest first"),),
         rank=rank,
     )
 
@@ -242,18 +242,6 @@ def _outermost_cpu_ops(ops: pd.DataFrame) -> np.ndarray:
 def _bounds(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     start = rows["start_ns"].to_numpy(np.int64)
     return start, start + rows["dur_ns"].to_numpy(np.int64)
-
-
-def _evidence(rows: pd.DataFrame, table: str, rank: int, label: str) -> Evidence:
-    heaviest = rows.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns").sort_values("start_ns")
-    start, end = _bounds(heaviest)
-    return Evidence(
-        table=table,
-        rank=rank,
-        event_ids=tuple(int(i) for i in heaviest["id"]),
-        windows=tuple(zip(start.tolist(), end.tolist())),
-        label=label,
-    )
 
 
 def _fixes(trace: Trace, rank: int, collectives: pd.Index) -> tuple[str, ...]:

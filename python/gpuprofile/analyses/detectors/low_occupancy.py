@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
+from gpuprofile.analyses.hints import Hint, heaviest_events, rank_prefix, severity_for
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
@@ -182,7 +182,11 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
             "time_below_25pct_occupancy_pct": round(low_occ_pct, 1),
         },
         fix=FIX,
-        evidence=(_evidence(hits, rank),),
+        evidence=(
+            heaviest_events(
+                hits, "kernels", rank, "kernels with idle SMs, most idle time first", by="idle_ns"
+            ),
+        ),
         rank=rank,
     )
 
@@ -233,16 +237,3 @@ def _devices(trace: Trace, rank: int) -> dict[int, tuple[int | None, int | None]
         props = device.get("properties") or {}
         out[int(device["id"])] = (device.get("sm_count"), props.get("maxThreadsPerMultiprocessor"))
     return out
-
-
-def _evidence(hits: pd.DataFrame, rank: int) -> Evidence:
-    heaviest = hits.nlargest(MAX_EVIDENCE_EVENTS, "idle_ns").sort_values("start_ns")
-    start = heaviest["start_ns"].to_numpy(np.int64)
-    end = start + heaviest["dur_ns"].to_numpy(np.int64)
-    return Evidence(
-        table="kernels",
-        rank=rank,
-        event_ids=tuple(int(i) for i in heaviest["id"]),
-        windows=tuple(zip(start.tolist(), end.tolist())),
-        label="kernels with idle SMs, most idle time first",
-    )
