@@ -312,3 +312,41 @@ def test_roofline_bound_on_owlv2() -> None:
     expected = (related["known_time_ns"] - related["time_at_roof_ns"] / 0.8).clip(lower=0).sum()
     assert memory.gain_ns == pytest.approx(expected, abs=len(related))
     assert roofline_bound.detect(Analysis(trace, UNKNOWN)) == []
+
+
+def test_softmax_point_on_owlv2_from_the_raw_trace(traces: Any) -> None:
+    """The heaviest memory-bound point, recomputed from the raw JSON and the H100 datasheet."""
+    path = path_of("kineto/tracelens_h100_owlv2_large_inference.json.gz")
+    [(_, _, doc)] = traces.rank_files(path)
+    events = doc["traceEvents"]
+    dims = [[16, 5185, 5185], [], []]
+    softmax = [
+        e
+        for e in events
+        if e.get("name") == "aten::softmax" and e.get("args", {}).get("Input Dims") == dims
+    ]
+    calls = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
+    launched = {
+        c["args"]["correlation"]
+        for op in softmax
+        for c in calls
+        if c["tid"] == op["tid"] and op["ts"] <= c["ts"] <= op["ts"] + op["dur"]
+    }
+    kernel_ns = sum(
+        Decimal(str(k["dur"])) * 1000
+        for k in kernels_of(doc)
+        if k["args"].get("correlation") in launched
+    )
+    elements = 16 * 5185 * 5185
+    nbytes = len(softmax) * elements * 2 * 2  # bf16, read once and written once
+    h100_sxm_hbm3 = 3.35e12  # bytes/s, NVIDIA H100 datasheet (SXM5)
+    at_roof = nbytes / h100_sxm_hbm3
+
+    trace = load_kineto(path)
+    analysis = Analysis(trace, hardware_for_trace(trace))
+    point = analysis.roofline.points.set_index("key").loc[f"op:aten::softmax|{dims}"]
+    assert point["count"] == len(softmax) == 120
+    assert point["bytes"] == nbytes
+    assert point["time_at_roof_ns"] == pytest.approx(at_roof * 1e9, rel=1e-9)
+    assert abs(point["known_time_ns"] - kernel_ns) <= len(launched)
+    assert point["pct_of_roof"] == pytest.approx(100 * at_roof * 1e9 / float(kernel_ns), rel=1e-6)
