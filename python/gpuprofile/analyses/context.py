@@ -15,6 +15,7 @@ from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
 
 if TYPE_CHECKING:
+    from gpuprofile.analyses.gauges import Gauge
     from gpuprofile.analyses.hints import Hint
     from gpuprofile.analyses.roofline import Roofline
 
@@ -50,6 +51,12 @@ class Analysis:
         from gpuprofile.analyses.idle import idle_gaps
 
         return idle_gaps(self.trace)
+
+    @cached_property
+    def gauges(self) -> list[Gauge]:
+        from gpuprofile.analyses.gauges import gauges
+
+        return gauges(self.trace, self.hardware, self.roofline)
 
     @cached_property
     def hints(self) -> list[Hint]:

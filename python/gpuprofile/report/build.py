@@ -55,6 +55,7 @@ def build_report(analysis: Analysis, *, partial: bool = False, top: int = 10) ->
         "source": {"path": source.get("path"), "format": source.get("format")},
         "partial": partial,
         "hardware": analysis.hardware.to_dict(),
+        "gauges": [gauge.to_dict() for gauge in analysis.gauges],
         "hints": [hint.to_dict() for hint in analysis.hints],
         "idle_by_cause": total_idle,
         "roofline": {

@@ -57,6 +57,7 @@ def render_text(report: dict[str, Any]) -> str:
             lines.append(
                 "  GPU idle by cause: " + ", ".join(f"{c} {format_ns(ns)}" for c, ns in ordered)
             )
+        lines.extend(_gauge_lines(report.get("gauges", []), rank["rank"]))
         if rank["copies"]:
             lines.append("  memcpy by kind:")
             for copy in rank["copies"]:
@@ -66,6 +67,34 @@ def render_text(report: dict[str, Any]) -> str:
                 )
     lines.extend(_roofline_lines(report.get("roofline")))
     return "\n".join(lines)
+
+
+def _gauge_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "unknown"
+    if unit == "%":
+        return f"{value:.1f}%"
+    if unit == "B":
+        return format_bytes(value)
+    if unit == "B/s":
+        return f"{value / 1e9:.1f} GB/s"
+    return f"{value / 1e12:.1f} TFLOP/s"
+
+
+def _gauge_lines(gauges: list[dict[str, Any]], rank: int) -> list[str]:
+    lines = []
+    for gauge in gauges:
+        if gauge["rank"] != rank or gauge["key"] == "gpu-busy":  # busy is on the GPU line
+            continue
+        roof = (
+            f" of {_gauge_value(gauge['roof'], gauge['unit'])} ({gauge['roof_label']}, "
+            f"{100 * gauge['fraction']:.0f}%)"
+            if gauge.get("fraction") is not None
+            else ""
+        )
+        value = _gauge_value(gauge["value"], gauge["unit"])
+        lines.append(f"  {gauge['label']}: {value}{roof}; {gauge['note']}")
+    return lines
 
 
 def _hardware_lines(hardware: dict[str, Any] | None) -> list[str]:

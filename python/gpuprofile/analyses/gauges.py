@@ -1,0 +1,191 @@
+"""The five gauges: how busy the GPU was and how close it came to each roof.
+
+Per rank: GPU busy share of its GPU window; achieved DRAM bandwidth and FLOP/s against their
+roofs; host-device copy bandwidth against the host link; peak memory in use against capacity.
+Each achieved rate is over the time of the work whose amount is known (minimal bytes and FLOPs
+from recorded shapes, analyses/flops.py), so a gauge reads "while that work ran, it moved this
+fast", never an average diluted by time we cannot account for; ``note`` says how much time that is.
+A value or roof that the trace and hardware cannot give is None with a note saying why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.gpu_time import gpu_time
+from gpuprofile.analyses.roofline import Roofline
+from gpuprofile.hardware.model import Hardware
+from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_ns
+
+HOST_LINK_KINDS = ("HtoD", "DtoH")
+
+
+@dataclass(frozen=True)
+class Gauge:
+    key: str  # gpu-busy | dram-bandwidth | compute | host-link | memory
+    label: str
+    rank: int
+    value: float | None
+    unit: str  # "%" | "B/s" | "FLOP/s" | "B"
+    roof: float | None
+    roof_label: str
+    roof_source: str | None  # a Hardware source, "trace" (device properties) or None
+    note: str = ""
+
+    @property
+    def fraction(self) -> float | None:
+        if self.value is None or not self.roof:
+            return None
+        return self.value / self.roof
+
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "fraction": self.fraction}
+
+
+def gauges(trace: Trace, hardware: Hardware, roofline: Roofline) -> list[Gauge]:
+    out: list[Gauge] = []
+    for rank in trace.ranks:
+        out += [
+            _busy(trace, rank),
+            _dram(roofline, hardware, rank),
+            _compute(roofline, hardware, rank),
+            _host_link(trace, hardware, rank),
+            _memory(trace, hardware, rank),
+        ]
+    return out
+
+
+def _roof_label(hardware: Hardware, what: str) -> str:
+    return f"{hardware.name} {what} ({hardware.source})"
+
+
+def _busy(trace: Trace, rank: int) -> Gauge:
+    gpu = gpu_time(trace, rank)
+    if gpu is None:
+        return Gauge(
+            "gpu-busy", "GPU busy", rank, None, "%", 100.0, "the whole GPU window", None,
+            note="no GPU activity in this trace",
+        )  # fmt: skip
+    return Gauge(
+        "gpu-busy", "GPU busy", rank, gpu.busy_pct, "%", 100.0, "the whole GPU window", None,
+        note=f"{format_ns(gpu.busy_ns)} busy of a {format_ns(gpu.window_ns)} window",
+    )  # fmt: skip
+
+
+def _points(roofline: Roofline, rank: int) -> pd.DataFrame:
+    """The rank's points at one level, so no time counts twice: kernels on GPU traces, else ops."""
+    points = roofline.points
+    level = "kernel" if (points["level"] == "kernel").any() else "op"
+    return points[(points["level"] == level) & (points["rank"] == rank)]
+
+
+def _rate(points: pd.DataFrame, amount: str) -> tuple[float | None, int, int]:
+    """(amount per second over the points whose amount is known, that time, all points' time)."""
+    known = np.isfinite(points[amount].to_numpy(np.float64))
+    seconds_ns = points["known_time_ns"].to_numpy(np.float64)[known]
+    total = int(points["time_ns"].sum())
+    measured_ns = int(seconds_ns.sum())
+    if measured_ns <= 0:
+        return None, 0, total
+    return (
+        float(points[amount].to_numpy(np.float64)[known].sum() / (measured_ns * 1e-9)),
+        (measured_ns),
+        total,
+    )
+
+
+def _coverage_note(known_ns: int, total_ns: int, what: str) -> str:
+    if total_ns <= 0:
+        return "no timed work in this trace"
+    if known_ns <= 0:
+        return f"no {what} known for any of {format_ns(total_ns)}: no shapes or no formula"
+    return f"over the {format_ns(known_ns)} of {format_ns(total_ns)} whose {what} are known"
+
+
+def _dram(roofline: Roofline, hardware: Hardware, rank: int) -> Gauge:
+    value, known_ns, total_ns = _rate(_points(roofline, rank), "bytes")
+    roof = hardware.dram_bytes_per_s
+    return Gauge(
+        "dram-bandwidth", "DRAM bandwidth", rank, value, "B/s", roof,
+        _roof_label(hardware, "DRAM bandwidth") if roof else "unknown: run gpuprofile.calibrate()",
+        hardware.source if roof else None,
+        note=_coverage_note(known_ns, total_ns, "bytes") + " (minimal traffic; caches ignored)",
+    )  # fmt: skip
+
+
+def _compute(roofline: Roofline, hardware: Hardware, rank: int) -> Gauge:
+    points = _points(roofline, rank)
+    value, known_ns, total_ns = _rate(points, "flops")
+    # The roof of the precision that holds most of the timed work: a bf16 model is judged
+    # against the bf16 tensor-core peak, not the fp32 one.
+    peaks = points["peak_flops_per_s"].to_numpy(np.float64)
+    weights = points["known_time_ns"].to_numpy(np.float64)
+    has = np.isfinite(peaks) & (weights > 0)
+    roof: float | None = None
+    label = "unknown: run gpuprofile.calibrate()"
+    if has.any():
+        by_peak = pd.Series(weights[has]).groupby(peaks[has]).sum()
+        roof = float(by_peak.index.to_numpy()[np.argmax(by_peak.to_numpy())])
+        precision = next((k for k, v in hardware.peak_flops.items() if v == roof), "compute")
+        label = _roof_label(hardware, f"{precision} peak")
+    elif hardware.peak_flops.get("fp32"):
+        roof = hardware.peak_flops["fp32"]
+        label = _roof_label(hardware, "fp32 peak")
+    return Gauge(
+        "compute", "Compute", rank, value, "FLOP/s", roof, label,
+        hardware.source if roof else None, note=_coverage_note(known_ns, total_ns, "FLOPs"),
+    )  # fmt: skip
+
+
+def _host_link(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
+    copies = trace.memcpy
+    rows = (copies["rank"] == rank) & copies["kind"].astype(object).isin(HOST_LINK_KINDS)
+    nbytes = copies.loc[rows, "bytes"].to_numpy(np.int64)
+    dur = copies.loc[rows, "dur_ns"].to_numpy(np.int64)
+    sized = nbytes >= 0
+    busy_ns = int(dur[sized].sum())
+    value = float(nbytes[sized].sum() / (busy_ns * 1e-9)) if busy_ns > 0 else None
+    roof = hardware.link_bytes_per_s
+    note = (
+        f"{int(sized.sum())} host-device copies, {format_ns(busy_ns)} copying"
+        if value is not None
+        else "no host-device copies in this trace"
+    )
+    return Gauge(
+        "host-link", "Host link", rank, value, "B/s", roof,
+        _roof_label(hardware, "host link, one direction") if roof else "unknown host link",
+        hardware.source if roof else None, note=note,
+    )  # fmt: skip
+
+
+def _memory(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
+    memory = trace.memory
+    rows = (memory["rank"] == rank).to_numpy() & (memory["device"] >= 0).to_numpy()
+    if not rows.any():
+        return Gauge(
+            "memory", "Peak GPU memory", rank, None, "B", None, "GPU capacity",
+            None, note="no GPU allocator events: profile with memory recording on (--memory)",
+        )  # fmt: skip
+    allocated = memory.loc[rows, ["device", "total_allocated"]]
+    peaks = allocated.groupby("device")["total_allocated"].max()
+    device = int(peaks.index.to_numpy()[np.argmax(peaks.to_numpy())])
+    capacity, source = _capacity(trace, hardware, rank, device)
+    return Gauge(
+        "memory", "Peak GPU memory", rank, float(peaks.max()), "B", capacity,
+        f"GPU {device} capacity" if capacity else "unknown capacity", source,
+        note=f"peak allocated by PyTorch's allocator on GPU {device} (reserved is higher)",
+    )  # fmt: skip
+
+
+def _capacity(trace: Trace, hardware: Hardware, rank: int, device: int) -> tuple[float | None, str]:
+    """The device's own memory size from the trace's device properties, else the datasheet's."""
+    for props in trace.meta.get("ranks", {}).get(rank, {}).get("devices", []):
+        if props.get("id") == device and props.get("memory_bytes"):
+            return float(props["memory_bytes"]), "trace"
+    if hardware.memory_bytes:
+        return float(hardware.memory_bytes), hardware.source
+    return None, "unknown"
