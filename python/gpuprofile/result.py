@@ -67,7 +67,7 @@ class Profile:
     def widget(self) -> Any:
         from gpuprofile.widget.widget import make_widget
 
-        return make_widget({**self.report(), "text": self.text()}, self.trace)
+        return make_widget({**self.report(), "text": self.text()}, self.trace, self.analysis)
 
     def __repr__(self) -> str:
         if self._trace is None:

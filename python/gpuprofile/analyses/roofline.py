@@ -158,6 +158,51 @@ def _kernel_members(kernel_costs: pd.DataFrame) -> _Members:
     )
 
 
+@dataclass(frozen=True)
+class PointMembers:
+    """Every member of one roofline point: ids in ``table`` ("ops" or "kernels") and the time
+    each contributes to the point (GPU time of an op's kernels, or its own duration)."""
+
+    table: str
+    ids: np.ndarray
+    time_ns: np.ndarray
+
+
+def point_members(
+    trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame, keys: set[str]
+) -> dict[str, PointMembers]:
+    """All members of the points with the given keys (roofline() keeps only the heaviest
+    MAX_EVENT_IDS ids per point), grouped and keyed exactly as roofline() does."""
+    gpu = len(kernel_costs) > 0
+    sets = [_op_members(trace, op_costs, kernel_costs, gpu)]
+    if gpu:
+        sets.append(_kernel_members(kernel_costs))
+    sets = [m for m in sets if len(m.id)]
+    multi_rank = len(np.unique(np.concatenate([m.rank for m in sets]))) > 1 if sets else False
+    out: dict[str, PointMembers] = {}
+    for members in sets:
+        group = _first_seen_codes(members.rank, members.name_code, members.shape_code)
+        by_group = np.argsort(group, kind="stable")
+        firsts = np.flatnonzero(np.r_[True, np.diff(group[by_group]) != 0])
+        first = by_group[firsts]
+        name = _texts(members, "name", first)
+        if members.level == "op":
+            shapes = _texts(members, "shapes", first)
+            shapes = np.where(pd.isna(shapes), "", shapes).astype(object)
+            key = [f"op:{nm}|{sh}" for nm, sh in zip(name, shapes, strict=True)]
+        else:
+            key = [f"kernel:{nm}" for nm in name]
+        if multi_rank:
+            key = [f"{k}|rank={r}" for k, r in zip(key, members.rank[first].tolist(), strict=True)]
+        ends = np.r_[firsts[1:], len(by_group)]
+        table = "ops" if members.level == "op" else "kernels"
+        for k, lo, hi in zip(key, firsts.tolist(), ends.tolist(), strict=True):
+            if k in keys:
+                at = by_group[lo:hi]
+                out[k] = PointMembers(table, members.id[at], members.time_ns[at])
+    return out
+
+
 def _equals(column: pd.Series, text: str) -> np.ndarray:
     if isinstance(column.dtype, pd.CategoricalDtype):
         return per_category(column, ("equals", text), lambda v: v == text, bool, False)[

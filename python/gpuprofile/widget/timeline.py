@@ -1,121 +1,499 @@
-"""Lay a Trace out as timeline lanes: one per CPU thread and one per GPU stream, per rank.
+"""Lay a Trace out as timeline lanes: CPU threads, GPU streams and counters, per rank.
 
-This is layout, not analysis: it decides where boxes go, never what they mean.
+This is layout, not analysis: it decides where boxes go, never what they mean. Every timeline
+event (op, runtime call, kernel, memcpy, memset) gets a global id: its position in one array of
+all events sorted by (lane, start, longest first). Those ids are what the browser asks about.
+
+Built with numpy over whole columns (a million kernels in a few seconds); Python loops run
+per lane, per counter series or per cluster of overlapping events, never per event.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from gpuprofile.trace.model import Trace
 from gpuprofile.trace.nesting import nest, overlap_rows
+from gpuprofile.widget.encoding import smallest_uint
 
-# Event kinds as they cross the wire (the "kind" column).
+# Event kinds as they cross the wire, and the Trace table each comes from.
 KINDS = ("op", "runtime", "kernel", "memcpy", "memset")
+KIND_TABLES = ("ops", "runtime", "kernels", "memcpy", "memset")
+CPU_KINDS = (0, 1)
+# Up to this many events the `events` trait holds them all; above, an overview of merged boxes.
+DETAIL_THRESHOLD = 200_000
+OVERVIEW_BINS = 8192
+COUNTER_POINTS = 4096
+MEMORY_LABEL = "memory in use"
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
+class CounterSeries:
+    lane: int
+    time_ns: np.ndarray  # float64, ascending
+    value: np.ndarray  # float64, holds until the next sample
+
+
+@dataclass(eq=False)
 class TimelineData:
+    """All timeline events in global-id order, as columns, with their lanes and names."""
+
     lanes: list[dict[str, Any]]
     names: list[str]
-    columns: dict[str, np.ndarray]
+    name_kinds: list[int]
+    start: np.ndarray  # float64 ns from the trace start
+    end: np.ndarray  # float64
+    name: np.ndarray  # uint32 index into names
+    lane: np.ndarray  # int32 lane id
+    row: np.ndarray  # int32 row within the lane
+    kind: np.ndarray  # uint8 index into KINDS
+    source: np.ndarray  # int64 position of the event in its Trace table (KIND_TABLES[kind])
+    lane_lo: np.ndarray  # per lane id: first global id of the lane (lane_hi: one past the last)
+    lane_hi: np.ndarray
+    max_end: np.ndarray  # running max of end within each lane: binary-searchable by time
+    counters: list[CounterSeries]
+    span_ns: float
+    # Indexes built on first use by the request handlers (requests.py), kept with the data.
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return len(self.start)
+
+    @property
+    def name_dtype(self) -> type[np.unsignedinteger[Any]]:
+        return np.uint16 if len(self.names) <= 65535 else np.uint32
+
+    @property
+    def row_dtype(self) -> type[np.unsignedinteger[Any]]:
+        return smallest_uint(max((lane["rows"] for lane in self.lanes), default=1) - 1)
 
 
 def timeline_data(trace: Trace) -> TimelineData:
-    cpu = pd.concat(
-        [_frame(trace.ops, "op", "tid"), _frame(trace.runtime, "runtime", "tid")],
-        ignore_index=True,
+    single = len(trace.ranks) <= 1
+    names = _Names()
+    parts = [_events(trace, kind, names) for kind in range(len(KINDS))]
+    events = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    cpu_keys = _lane_keys(events, cpu=True)
+    gpu_keys = _lane_keys(events, cpu=False)
+    counter_series = _counter_series(trace)
+    lanes, cpu_lane, gpu_lane, counter_lane = _layout(
+        trace, single, cpu_keys[1], gpu_keys[1], [c[0] for c in counter_series]
     )
-    gpu = pd.concat(
-        [_frame(trace.table(t), t.rstrip("s"), "stream") for t in ("kernels", "memcpy", "memset")],
-        ignore_index=True,
-    )
-    lanes: list[dict[str, Any]] = []
-    parts = []
-    for frame, lane_kind in ((cpu, "cpu"), (gpu, "gpu")):
-        if frame.empty:
-            continue
-        keys = frame.groupby(["rank", "where", "lane_key"], sort=True).ngroup().to_numpy()
-        lane_ids = keys + len(lanes)
-        start = frame["start_ns"].to_numpy()
-        end = start + frame["dur_ns"].to_numpy()
-        if lane_kind == "cpu":
-            _, rows = nest(lane_ids, start, end)
-        else:
-            rows = overlap_rows(lane_ids, start, end)
-        placed = frame.assign(lane=lane_ids, row=rows)
-        per_lane = placed.groupby("lane", sort=True).agg(
-            rank=("rank", "first"),
-            where=("where", "first"),
-            key=("lane_key", "first"),
-            rows=("row", "max"),
-        )
-        for lane_id, rank, where, key, max_row in per_lane.itertuples():
-            lanes.append(
-                {
-                    "id": int(lane_id),
-                    "rank": int(rank),
-                    "kind": lane_kind,
-                    "label": _lane_label(trace, lane_kind, int(rank), int(where), int(key)),
-                    "rows": int(max_row) + 1,
-                }
-            )
-        parts.append(placed)
-    if not parts:
-        return TimelineData(lanes=[], names=[], columns=_columns(pd.DataFrame(), []))
-    events = pd.concat(parts, ignore_index=True).sort_values(["lane", "start_ns"], kind="stable")
-    names = pd.Categorical(events["name"].astype(object))
+    is_cpu = events["kind"] <= max(CPU_KINDS)
+    lane = np.empty(len(is_cpu), np.int32)
+    lane[is_cpu] = cpu_lane[cpu_keys[0]]
+    lane[~is_cpu] = gpu_lane[gpu_keys[0]]
+    order = _order(lane, events["start"], events["end"])
+    start = events["start"][order]
+    end = events["end"][order]
+    lane = lane[order]
+    bounds = np.searchsorted(lane, np.arange(len(lanes) + 1))
+    row, max_end = _rows(lanes, bounds, start, end)
+    for info in lanes:
+        lo, hi = bounds[info["id"]], bounds[info["id"] + 1]
+        if info["kind"] != "counter":
+            info["rows"] = int(row[lo:hi].max()) + 1 if hi > lo else 1
+    counters = [
+        CounterSeries(lane=int(lane_id), time_ns=t, value=v)
+        for lane_id, (_, t, v) in zip(counter_lane, counter_series, strict=True)
+    ]
+    span = float(end.max()) if len(end) else 0.0
+    for series in counters:
+        if len(series.time_ns):
+            span = max(span, float(series.time_ns[-1]))
+        finite = series.value[np.isfinite(series.value)]
+        lanes[series.lane]["min"] = float(finite.min()) if len(finite) else None
+        lanes[series.lane]["max"] = float(finite.max()) if len(finite) else None
     return TimelineData(
         lanes=lanes,
-        names=[str(n) for n in names.categories],
-        columns=_columns(events, names.codes),
+        names=names.names,
+        name_kinds=names.kinds,
+        start=start.astype(np.float64),
+        end=end.astype(np.float64),
+        name=events["name"][order],
+        lane=lane,
+        row=row,
+        kind=events["kind"][order],
+        source=events["source"][order],
+        lane_lo=bounds[:-1],
+        lane_hi=bounds[1:],
+        max_end=max_end.astype(np.float64),
+        counters=counters,
+        span_ns=span,
     )
 
 
-def _frame(table: pd.DataFrame, kind: str, lane_column: str) -> pd.DataFrame:
-    where = table["pid"] if "pid" in table else table["device"]
-    return pd.DataFrame(
-        {
-            "rank": table["rank"].to_numpy(),
-            "where": where.to_numpy().astype(np.int64),
-            "lane_key": table[lane_column].to_numpy(),
-            "name": table["name"].astype(object).to_numpy(),
-            "start_ns": table["start_ns"].to_numpy(),
-            "dur_ns": table["dur_ns"].to_numpy(),
-            "kind": np.full(len(table), KINDS.index(kind), np.uint8),
-        }
-    )
+class _Names:
+    """The symbol table: one entry per distinct (kind, name)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.kinds: list[int] = []
+        self._index: dict[tuple[int, str], int] = {}
+
+    def codes(self, kind: int, column: pd.Series) -> np.ndarray:
+        """Global name index per row of a categorical name column (missing names are "")."""
+        codes = column.cat.codes.to_numpy().astype(np.int64)
+        categories = [str(c) for c in column.cat.categories] + [""]
+        # Only the categories in use: a filtered table keeps all its categories.
+        used = np.bincount(codes + 1, minlength=len(categories)) > 0
+        lut = np.zeros(len(categories), np.uint32)
+        for c in np.flatnonzero(np.roll(used, -1)).tolist():  # roll: code -1 is the last entry
+            key = (kind, categories[c])
+            if key not in self._index:
+                self._index[key] = len(self.names)
+                self.names.append(categories[c])
+                self.kinds.append(kind)
+            lut[c] = self._index[key]
+        return lut[codes]
 
 
-def _lane_label(trace: Trace, kind: str, rank: int, where: int, key: int) -> str:
-    prefix = f"rank {rank} · " if len(trace.ranks) > 1 else ""
-    if kind == "gpu":
-        return f"{prefix}GPU {where} · stream {key}"
-    names = trace.meta.get("ranks", {}).get(rank, {}).get("thread_names", {})
-    thread = names.get(f"{where}/{key}")
-    # Kineto writes some 32-bit thread ids as signed numbers; the OS shows them unsigned.
-    return f"{prefix}{thread}" if thread else f"{prefix}thread {key % 2**32}"
-
-
-def _columns(events: pd.DataFrame, codes: Any) -> dict[str, np.ndarray]:
-    if events.empty:
-        return {
-            "start_ns": np.empty(0, np.float64),
-            "dur_ns": np.empty(0, np.float32),
-            "name": np.empty(0, np.uint32),
-            "lane": np.empty(0, np.uint16),
-            "row": np.empty(0, np.uint16),
-            "kind": np.empty(0, np.uint8),
-        }
+def _events(trace: Trace, kind: int, names: _Names) -> dict[str, np.ndarray]:
+    table = trace.table(KIND_TABLES[kind])
+    start = table["start_ns"].to_numpy(np.int64)
+    cpu = kind in CPU_KINDS
     return {
-        "start_ns": events["start_ns"].to_numpy(np.float64),
-        "dur_ns": events["dur_ns"].to_numpy(np.float32),
-        "name": np.asarray(codes, np.uint32),
-        "lane": events["lane"].to_numpy(np.uint16),
-        "row": events["row"].to_numpy(np.uint16),
-        "kind": events["kind"].to_numpy(np.uint8),
+        "rank": table["rank"].to_numpy(np.int64),
+        "where": table["pid" if cpu else "device"].to_numpy(np.int64),
+        "key": table["tid" if cpu else "stream"].to_numpy(np.int64),
+        "start": start,
+        "end": start + table["dur_ns"].to_numpy(np.int64),
+        "name": names.codes(kind, table["name"]),
+        "kind": np.full(len(table), kind, np.uint8),
+        "source": np.arange(len(table), dtype=np.int64),
     }
+
+
+def _lane_keys(events: dict[str, np.ndarray], *, cpu: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per CPU (or GPU) event, the index of its (rank, pid|device, tid|stream) in the returned
+    array of distinct triples, which is sorted."""
+    mask = (events["kind"] <= max(CPU_KINDS)) if cpu else (events["kind"] > max(CPU_KINDS))
+    columns = [events[k][mask] for k in ("rank", "where", "key")]
+    combined = np.zeros(int(mask.sum()), np.int64)
+    for column in columns:
+        labels, uniques = pd.factorize(column)
+        combined = pd.factorize(combined * (len(uniques) + 1) + labels)[0].astype(np.int64)
+    if not len(combined):
+        return combined, np.empty((0, 3), np.int64)
+    first = np.unique(combined, return_index=True)[1]
+    triples = np.stack([c[first] for c in columns], axis=1)
+    by_value = np.lexsort(triples.T[::-1])
+    rank_of = np.empty(len(by_value), np.int64)
+    rank_of[by_value] = np.arange(len(by_value))
+    return rank_of[combined], triples[by_value]
+
+
+def _layout(
+    trace: Trace,
+    single: bool,
+    cpu: np.ndarray,
+    gpu: np.ndarray,
+    counters: list[tuple[int, str, int, str]],
+) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, list[int]]:
+    """Lanes in display order (per rank: CPU threads, GPU streams per device, counters), and
+    the lane id of each CPU triple, GPU triple and counter series."""
+    ranks = sorted(set(cpu[:, 0].tolist()) | set(gpu[:, 0].tolist()) | {c[0] for c in counters})
+    lanes: list[dict[str, Any]] = []
+    cpu_lane = np.zeros(len(cpu), np.int32)
+    gpu_lane = np.zeros(len(gpu), np.int32)
+    counter_lane = [0] * len(counters)
+
+    def add(info: dict[str, Any]) -> int:
+        info = {"id": len(lanes), **info}
+        lanes.append(info)
+        return int(info["id"])
+
+    for rank in ranks:
+        prefix = "" if single else f"rank {rank} · "
+        thread_names = trace.meta.get("ranks", {}).get(rank, {}).get("thread_names", {})
+        for i in np.flatnonzero(cpu[:, 0] == rank).tolist():
+            _, pid, tid = cpu[i].tolist()
+            thread = thread_names.get(f"{pid}/{tid}")
+            # Kineto writes some 32-bit thread ids as signed numbers; the OS shows them unsigned.
+            label = str(thread) if thread else f"thread {tid % 2**32}"
+            cpu_lane[i] = add(
+                {"rank": rank, "kind": "cpu", "group": f"{prefix}CPU", "label": label,
+                 "rows": 1, "tid": tid % 2**32}
+            )  # fmt: skip
+        for i in np.flatnonzero(gpu[:, 0] == rank).tolist():
+            _, device, stream = gpu[i].tolist()
+            gpu_lane[i] = add(
+                {"rank": rank, "kind": "gpu", "group": f"{prefix}GPU {device}",
+                 "label": f"stream {stream}", "rows": 1, "device": device, "stream": stream}
+            )  # fmt: skip
+        for j, (counter_rank, label, device, unit) in enumerate(counters):
+            if counter_rank == rank:
+                counter_lane[j] = add(
+                    {"rank": rank, "kind": "counter", "group": f"{prefix}counters",
+                     "label": label, "rows": 1, "device": device, "unit": unit}
+                )  # fmt: skip
+    return lanes, cpu_lane, gpu_lane, counter_lane
+
+
+def _order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Global id order: by lane, then start, then longest first (a parent before its child).
+
+    Stable sorts find the runs each table already has, so this is near linear; only events
+    that start at the same time as another are reordered by duration."""
+    order = np.argsort(lane, kind="stable")
+    lane_s = lane[order]
+    bounds = np.flatnonzero(np.diff(lane_s)) + 1
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(order)], strict=True):
+        part = order[lo:hi]
+        part = part[np.argsort(start[part], kind="stable")]
+        s = start[part]
+        tied = np.flatnonzero(s[1:] == s[:-1])
+        if len(tied):
+            at = np.union1d(tied, tied + 1)
+            run = np.cumsum(np.r_[True, np.diff(at) > 1] | np.r_[True, s[at][1:] != s[at][:-1]])
+            dur = end[part[at]] - s[at]
+            part[at] = part[at][np.lexsort((-dur, run))]
+        order[lo:hi] = part
+    return order
+
+
+def _rows(
+    lanes: list[dict[str, Any]], bounds: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row of each event in its lane, and the running max of end per lane.
+
+    CPU lanes: rows are nesting depths (call frames). GPU lanes: rows 0 unless kernels overlap
+    on a stream, then extra rows, so that no two events of a row overlap."""
+    row = np.zeros(len(start), np.int32)
+    max_end = np.empty_like(end)
+    for info in lanes:
+        lo, hi = int(bounds[info["id"]]), int(bounds[info["id"] + 1])
+        if hi == lo:
+            continue
+        s, e = start[lo:hi], end[lo:hi]
+        running = np.maximum.accumulate(e)
+        max_end[lo:hi] = running
+        # A cluster: events chained by overlap. Rows restart at 0 in each cluster.
+        cluster = np.cumsum(np.r_[True, s[1:] >= running[:-1]])
+        if info["kind"] == "cpu":
+            row[lo:hi] = _cpu_rows(s, e, cluster)
+        else:
+            row[lo:hi] = _gpu_rows(s, e, cluster)
+    return row, max_end
+
+
+def _cpu_rows(s: np.ndarray, e: np.ndarray, cluster: np.ndarray) -> np.ndarray:
+    """Nesting depth = events open at one's start (started before it, not yet ended).
+
+    Exact for properly nested events. A partial overlap (a child outliving its parent) can put
+    two overlapping events on one row; those clusters get the call-stack walk of nest()."""
+    closed = np.searchsorted(np.sort(e), s, side="right")
+    # Zero-length events at an event's start that come after it (they sort last among equal
+    # starts) ended "by" its start but are not before it: do not count them, nor itself.
+    zero = e == s
+    zero_starts = s[zero]  # ascending: the lane runs by start
+    left = np.searchsorted(zero_starts, s, side="left")
+    later = np.searchsorted(zero_starts, s, side="right") - left
+    later[zero] -= np.arange(len(zero_starts)) - left[zero]
+    depth = np.arange(len(s)) - (closed - later)
+    bad = _row_conflicts(s, e, depth)
+    if len(bad):
+        redo = np.isin(cluster, np.unique(cluster[bad]))
+        depth[redo] = nest(cluster[redo], s[redo], e[redo])[1]
+    return depth.astype(np.int32)
+
+
+def _gpu_rows(s: np.ndarray, e: np.ndarray, cluster: np.ndarray) -> np.ndarray:
+    """Row 0 for events alone in their cluster; first-fit rows within clusters of overlaps."""
+    size = np.bincount(cluster)
+    shared = size[cluster] > 1
+    row = np.zeros(len(s), np.int32)
+    if shared.any():
+        row[shared] = overlap_rows(cluster[shared], s[shared], e[shared])
+    return row
+
+
+def _row_conflicts(s: np.ndarray, e: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """Positions of events that overlap the previous event of their row."""
+    # Stable (a radix sort on 16 bits): within a row, events stay in start order.
+    by_row = np.argsort(row.astype(smallest_uint(int(row.max()))), kind="stable")
+    r, rs, re = row[by_row], s[by_row], e[by_row]
+    conflict = (r[1:] == r[:-1]) & (rs[1:] < re[:-1])
+    return by_row[1:][conflict]
+
+
+def _counter_series(trace: Trace) -> list[tuple[tuple[int, str, int, str], np.ndarray, np.ndarray]]:
+    """(rank, label, device, unit), times and values of each counter lane: memory in use per
+    device from allocator events, then each sampled counter per device."""
+    out = []
+    memory = trace.memory
+    if len(memory):
+        groups = memory.groupby(["rank", "device"], sort=True).indices
+        for key, at in groups.items():
+            rank, device = (int(k) for k in cast(tuple[int, int], key))
+            where = "host" if device < 0 else f"GPU {device}"
+            rows = memory.iloc[at]
+            series = _series(rows["time_ns"], rows["total_allocated"])
+            out.append(((rank, f"{MEMORY_LABEL} · {where}", device, "B"), *series))
+    counters = trace.counters
+    if len(counters):
+        groups = counters.groupby(["rank", "name", "device"], sort=True, observed=True).indices
+        for key, at in groups.items():
+            rank, name, device = cast(tuple[int, str, int], key)
+            rows = counters.iloc[at]
+            label = str(name) if int(device) < 0 else f"{name} · GPU {int(device)}"
+            unit = str(rows["unit"].iloc[0])
+            series = _series(rows["time_ns"], rows["value"])
+            out.append(((int(rank), label, int(device), unit), *series))
+    return out
+
+
+def _series(time: pd.Series, value: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(time.to_numpy(), kind="stable")
+    return (
+        time.to_numpy(np.float64)[order],
+        value.to_numpy(np.float64)[order],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Selections and segment tables
+
+
+def window_ids(data: TimelineData, t0: float, t1: float, lanes: Any = None) -> np.ndarray:
+    """Global ids (ascending) of the events that overlap [t0, t1], optionally of some lanes.
+
+    Per lane two binary searches bound the candidates (running max of end >= t0, start <= t1);
+    the few candidates inside that ended before t0 (children of a long event) are dropped."""
+    lane_ids = range(len(data.lanes)) if lanes is None else lanes
+    parts = []
+    for lane in lane_ids:
+        lo, hi = int(data.lane_lo[lane]), int(data.lane_hi[lane])
+        if hi == lo:
+            continue
+        i0 = lo + int(np.searchsorted(data.max_end[lo:hi], t0, side="left"))
+        i1 = lo + int(np.searchsorted(data.start[lo:hi], t1, side="right"))
+        if i1 > i0:
+            ids = np.arange(i0, i1)
+            parts.append(ids[data.end[i0:i1] >= t0])
+    return np.concatenate(parts) if parts else np.empty(0, np.int64)
+
+
+def segment_columns(
+    data: TimelineData, ids: np.ndarray, view: tuple[float, float]
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The segment table of real events (ids ascending): columns and meta."""
+    lane = data.lane[ids]
+    breaks = np.flatnonzero((np.diff(ids) != 1) | (np.diff(lane) != 0)) + 1
+    firsts = np.r_[0, breaks].astype(np.int64)
+    counts = np.diff(np.r_[firsts, len(ids)])
+    segments = [
+        [int(lane_id), int(first), int(count)]
+        for lane_id, first, count in zip(
+            lane[firsts].tolist(), ids[firsts].tolist(), counts.tolist(), strict=True
+        )
+    ] if len(ids) else []  # fmt: skip
+    columns = {
+        "start_ns": data.start[ids],
+        "dur_ns": (data.end[ids] - data.start[ids]).astype(np.float32),
+        "name": data.name[ids].astype(data.name_dtype),
+        "row": data.row[ids].astype(data.row_dtype),
+    }
+    return columns, {"segments": segments, "merged": False, "view": [view[0], view[1]]}
+
+
+def merged_columns(
+    data: TimelineData, ids: np.ndarray, view: tuple[float, float], bins: int
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Coverage boxes of the events ids (ascending) at `bins` bins across view, per lane row.
+
+    Events shorter than a bin are merged with the others of their row that start in the same
+    bin (name: the longest member's; extent: first start to last end); longer ones stay."""
+    t0, t1 = view
+    width = max((t1 - t0) / max(bins, 1), 1e-9)
+    start, end = data.start[ids], data.end[ids]
+    dur = end - start
+    long = dur >= width
+    short = np.flatnonzero(~long)
+    bin_of = np.clip(np.floor((start[short] - t0) / width), 0, bins - 1).astype(np.int64)
+    rows = int(data.row.max()) + 1 if len(data.row) else 1
+    key = (data.lane[ids[short]].astype(np.int64) * rows + data.row[ids[short]]) * bins + bin_of
+    # Within a lane row ids already run by start, so bins ascend: a stable sort groups them.
+    by_key = np.argsort(key, kind="stable")
+    order, key = short[by_key], key[by_key]
+    firsts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.empty(0, int)
+    count = np.diff(np.r_[firsts, len(order)]).astype(np.uint32)
+    box_start = start[order][firsts]
+    members = dur[order]
+    if len(order):
+        box_end = np.maximum.reduceat(end[order], firsts)
+        longest = np.maximum.reduceat(members, firsts)
+    else:
+        box_end = longest = np.empty(0)
+    group = np.repeat(np.arange(len(firsts)), count)
+    is_longest = np.flatnonzero(members == longest[group])
+    longest_group = group[is_longest]
+    first_longest = is_longest[np.r_[True, longest_group[1:] != longest_group[:-1]]][: len(firsts)]
+    box_ids = ids[order[first_longest]]
+    long_ids = ids[long]
+    all_lane = np.r_[data.lane[box_ids], data.lane[long_ids]]
+    all_start = np.r_[box_start, start[long]]
+    all_end = np.r_[box_end, end[long]]
+    all_name = np.r_[data.name[box_ids], data.name[long_ids]]
+    all_row = np.r_[data.row[box_ids], data.row[long_ids]]
+    all_count = np.r_[count, np.ones(len(long_ids), np.uint32)]
+    final = np.lexsort((all_start, all_lane))
+    lane_sorted = all_lane[final]
+    breaks = np.flatnonzero(np.diff(lane_sorted)) + 1
+    firsts_lane = np.r_[0, breaks].astype(np.int64)
+    counts = np.diff(np.r_[firsts_lane, len(final)])
+    segments = (
+        [[int(lane), -1, int(c)] for lane, c in zip(lane_sorted[firsts_lane].tolist(), counts)]
+        if len(final)
+        else []
+    )
+    columns = {
+        "start_ns": all_start[final].astype(np.float64),
+        "dur_ns": (all_end[final] - all_start[final]).astype(np.float32),
+        "name": all_name[final].astype(data.name_dtype),
+        "row": all_row[final].astype(data.row_dtype),
+        "count": all_count[final].astype(np.uint32),
+    }
+    return columns, {"segments": segments, "merged": True, "view": [t0, t1]}
+
+
+def overview_columns(data: TimelineData) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """What the `events` trait holds: every event when there are few, else the overview."""
+    view = (0.0, data.span_ns)
+    ids = np.arange(data.total)
+    if data.total <= DETAIL_THRESHOLD:
+        return segment_columns(data, ids, view)
+    return merged_columns(data, ids, view, OVERVIEW_BINS)
+
+
+def counter_columns(data: TimelineData) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The `counters` trait: each counter lane's samples, at most COUNTER_POINTS per lane."""
+    times, values, segments = [], [], []
+    for series in data.counters:
+        t, v = _downsample(series.time_ns, series.value, data.span_ns)
+        times.append(t)
+        values.append(v)
+        segments.append([series.lane, 0, len(t)])
+    columns = {
+        "time_ns": np.concatenate(times) if times else np.empty(0, np.float64),
+        "value": np.concatenate(values) if values else np.empty(0, np.float64),
+    }
+    return columns, {"segments": segments}
+
+
+def _downsample(time: np.ndarray, value: np.ndarray, span: float) -> tuple[np.ndarray, np.ndarray]:
+    """At most COUNTER_POINTS samples: per time bin, its first time with its largest value, so
+    peaks stay visible when a step line is drawn through them."""
+    if len(time) <= COUNTER_POINTS:
+        return time, value
+    width = max(span, float(time[-1]), 1.0) / COUNTER_POINTS
+    bins = np.minimum((time / width).astype(np.int64), COUNTER_POINTS - 1)
+    firsts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
+    safe = np.where(np.isnan(value), -np.inf, value)
+    peak = np.maximum.reduceat(safe, firsts)
+    return time[firsts], np.where(np.isneginf(peak), np.nan, peak)

@@ -1,15 +1,28 @@
-"""The notebook widget: declares state only; data is prepared by timeline.py and encoding.py."""
+"""The notebook widget: declares state and routes the browser's requests; data is prepared by
+timeline.py and marks.py, encoded by encoding.py, and requests are answered by requests.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anywidget
 import traitlets
 
 from gpuprofile.widget.encoding import encode_table
-from gpuprofile.widget.timeline import KINDS, timeline_data
+from gpuprofile.widget.marks import marks_columns
+from gpuprofile.widget.requests import Source, handle
+from gpuprofile.widget.timeline import (
+    DETAIL_THRESHOLD,
+    KINDS,
+    counter_columns,
+    overview_columns,
+    timeline_data,
+)
+
+if TYPE_CHECKING:
+    from gpuprofile.analyses.context import Analysis
+    from gpuprofile.trace.model import Trace
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -20,25 +33,52 @@ class ProfileWidget(anywidget.AnyWidget):
 
     # The report dict (gpuprofile.report/1) plus "partial" and "text".
     summary = traitlets.Dict().tag(sync=True)
-    # Timeline lanes: {"id", "rank", "kind": "cpu"|"gpu", "label", "rows"}.
+    # Display order; {"id", "rank", "kind": "cpu"|"gpu"|"counter", "group", "label", "rows", ...}.
     lanes: traitlets.List[dict[str, object]] = traitlets.List().tag(sync=True)
-    # Symbol table: the "name" column holds indexes into it.
+    # Symbol table: "name" columns hold indexes into it; name_kinds[i] indexes kinds.
     names = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    name_kinds = traitlets.List(traitlets.Int()).tag(sync=True)
     kinds = traitlets.List(traitlets.Unicode(), default_value=list(KINDS)).tag(sync=True)
-    # GPT1 table: start_ns f64, dur_ns f32, name u32, lane u16, row u16, kind u8.
+    # GPT1 segment table: all events (complete) or the overview of merged boxes.
     events = traitlets.Bytes(b"").tag(sync=True)
+    # GPT1 table time_ns f64, value f64 per counter lane (meta.segments).
+    counters = traitlets.Bytes(b"").tag(sync=True)
+    # GPT1 table of events to highlight per hint evidence and roofline point (meta.groups).
+    marks = traitlets.Bytes(b"").tag(sync=True)
     span_ns = traitlets.Float(0.0).tag(sync=True)
+    total_events = traitlets.Int(0).tag(sync=True)
+    complete = traitlets.Bool(True).tag(sync=True)
+
+    def __init__(self, source: Source | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # Not state: what requests (window, details, range, search) are answered from.
+        self._source = source
+        self.on_msg(self._on_message)
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict) or self._source is None:
+            return
+        reply, buffers = handle(self._source, content)
+        self.send(reply, buffers)
 
 
-def make_widget(summary: dict[str, Any], trace: Any) -> ProfileWidget:
+def make_widget(
+    summary: dict[str, Any], trace: Trace, analysis: Analysis | None = None
+) -> ProfileWidget:
+    """The widget for a report and its trace. With the analysis, roofline points mark all their
+    instances; without, the heaviest ones the report names."""
     data = timeline_data(trace)
-    span = 0.0
-    if len(data.columns["start_ns"]):
-        span = float((data.columns["start_ns"] + data.columns["dur_ns"]).max())
+    source = Source(data=data, trace=trace, analysis=analysis)
     return ProfileWidget(
+        source,
         summary=summary,
         lanes=data.lanes,
         names=data.names,
-        events=encode_table(data.columns),
-        span_ns=span,
+        name_kinds=data.name_kinds,
+        events=encode_table(*overview_columns(data)),
+        counters=encode_table(*counter_columns(data)),
+        marks=encode_table(*marks_columns(data, trace, summary, analysis)),
+        span_ns=data.span_ns,
+        total_events=data.total,
+        complete=data.total <= DETAIL_THRESHOLD,
     )

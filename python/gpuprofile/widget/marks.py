@@ -1,0 +1,124 @@
+"""The `marks` table: timeline events to highlight for each hint's evidence and roofline point.
+
+Hints and roofline points name events by their Trace table and id; the browser knows them by
+global id (timeline.py). This maps one onto the other, once, when the widget is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.trace.model import Trace
+from gpuprofile.widget.timeline import KIND_TABLES, TimelineData
+
+if TYPE_CHECKING:
+    from gpuprofile.analyses.context import Analysis
+
+MAX_POINT_MARKS = 2000
+
+
+def global_ids(data: TimelineData, trace: Trace, table: str, ids: Any) -> np.ndarray:
+    """Global ids of events given by their Trace table ids (-1 where not a timeline event)."""
+    wanted = np.asarray(ids, dtype=np.int64)
+    if table not in KIND_TABLES or not len(wanted):
+        return np.full(len(wanted), -1, np.int64)
+    rows = _row_index(data, trace, table).get_indexer(pd.Index(wanted))
+    gid_of_row = _gid_of_row(data, KIND_TABLES.index(table), len(trace.table(table)))
+    return np.where(rows >= 0, gid_of_row[np.maximum(rows, 0)], -1)
+
+
+def gid_of_row(data: TimelineData, trace: Trace, table: str) -> np.ndarray:
+    """Global id of each row of a Trace table."""
+    return _gid_of_row(data, KIND_TABLES.index(table), len(trace.table(table)))
+
+
+def _row_index(data: TimelineData, trace: Trace, table: str) -> pd.Index:
+    key = f"row_index:{table}"
+    if key not in data.cache:
+        data.cache[key] = pd.Index(trace.table(table)["id"].to_numpy())
+    index: pd.Index = data.cache[key]
+    return index
+
+
+def _gid_of_row(data: TimelineData, kind: int, n: int) -> np.ndarray:
+    key = f"gid_of_row:{kind}"
+    if key not in data.cache:
+        gids = np.flatnonzero(data.kind == kind)
+        out = np.full(n, -1, np.int64)
+        out[data.source[gids]] = gids
+        data.cache[key] = out
+    result: np.ndarray = data.cache[key]
+    return result
+
+
+def marks_columns(
+    data: TimelineData,
+    trace: Trace,
+    summary: Mapping[str, Any],
+    analysis: Analysis | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Columns group, id, lane, row, start_ns, dur_ns, name and meta.groups (contract)."""
+    groups: list[dict[str, Any]] = []
+    members: list[np.ndarray] = []
+    for i, hint in enumerate(summary.get("hints") or []):
+        for j, evidence in enumerate(hint.get("evidence") or []):
+            gids = global_ids(data, trace, evidence.get("table", ""), evidence.get("event_ids", []))
+            gids = gids[gids >= 0]
+            groups.append(
+                {"kind": "hint", "hint": i, "evidence": j, "label": str(evidence.get("label", "")),
+                 "total": len(gids)}
+            )  # fmt: skip
+            members.append(gids)
+    points: Sequence[Mapping[str, Any]] = (summary.get("roofline") or {}).get("points") or []
+    everything = _all_point_members(trace, analysis, {str(p.get("key")) for p in points})
+    for k, point in enumerate(points):
+        found = everything.get(str(point.get("key")))
+        if found is not None:
+            table, ids, weight = found
+        else:  # no analysis: the heaviest ids the report kept
+            table = "ops" if point.get("level") == "op" else "kernels"
+            ids = np.asarray(point.get("event_ids") or [], np.int64)
+            weight = None
+        gids = global_ids(data, trace, table, ids)
+        known = gids >= 0
+        gids = gids[known]
+        if weight is None:
+            weight = data.end[gids] - data.start[gids]
+        else:
+            weight = np.asarray(weight, np.float64)[known]
+        total = len(gids) if found is not None else max(len(gids), int(point.get("count") or 0))
+        if len(gids) > MAX_POINT_MARKS:
+            gids = gids[np.argsort(-weight, kind="stable")[:MAX_POINT_MARKS]]
+        groups.append({"kind": "point", "point": k, "total": total})
+        members.append(gids)
+    group_col, id_col = [], []
+    for g, gids in enumerate(members):
+        gids = gids[np.argsort(data.start[gids], kind="stable")]  # time order within a group
+        group_col.append(np.full(len(gids), g, np.uint32))
+        id_col.append(gids)
+    ids = np.concatenate(id_col) if id_col else np.empty(0, np.int64)
+    columns = {
+        "group": np.concatenate(group_col) if group_col else np.empty(0, np.uint32),
+        "id": ids.astype(np.uint32),
+        "lane": data.lane[ids].astype(np.uint16),
+        "row": data.row[ids].astype(np.uint16),
+        "start_ns": data.start[ids],
+        "dur_ns": (data.end[ids] - data.start[ids]).astype(np.float32),
+        "name": data.name[ids].astype(np.uint32),
+    }
+    return columns, {"groups": groups}
+
+
+def _all_point_members(
+    trace: Trace, analysis: Analysis | None, keys: set[str]
+) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+    if analysis is None or not keys:
+        return {}
+    from gpuprofile.analyses.roofline import point_members
+
+    found = point_members(trace, analysis.op_costs, analysis.kernel_costs, keys)
+    return {k: (m.table, m.ids, m.time_ns) for k, m in found.items()}
