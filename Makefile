@@ -59,6 +59,7 @@ test: setup chromium lint typecheck js-test
 
 bench: setup
 	$(PY) bench/load.py $(wildcard ../shared/traces/kineto/*.json.gz)
+	$(PY) bench/frontend.py
 
 clean:
 	rm -rf $(VENV) node_modules $(BUNDLE) $(BUNDLE_CSS) dist build

@@ -1,13 +1,24 @@
-// anywidget entry point: the report header above the timeline.
+// anywidget entry point: the report header, gauges, hints and roofline, then the timeline, and
+// the links between them (a hint's evidence or a roofline point outlines its events on the
+// timeline and zooms there). Views render; the numbers all come from Python's report.
 //
 // For tests, the root element carries data-gpuprofile="ready" after the first paint, and
-// data-kernels / data-memcpy / data-memset / data-ops (summed over ranks) and data-partial; the
-// timeline element carries data-events and data-view-start-ns / data-view-end-ns.
+// data-kernels / data-memcpy / data-memset / data-ops (summed over ranks) and data-partial.
 
 import "./widget.css";
 import { decodeTable } from "./model/decode.js";
+import { envelope, evidenceGroup, heaviest, indexMarks, pointGroup } from "./model/marks.js";
+import { createRemoteSource } from "./model/source.js";
+import { createGauges } from "./views/gauges.js";
+import { createHints } from "./views/hints.js";
+import { createRoofline } from "./views/roofline.js";
 import { renderSummary, totalCounts, COUNT_KEYS } from "./views/summary.js";
 import { createTimeline } from "./views/timeline.js";
+
+const TIMELINE_TRAITS = [
+  "events", "counters", "marks", "lanes", "names", "name_kinds", "kinds", "span_ns",
+  "total_events", "complete",
+];
 
 function errorBox(message) {
   const box = document.createElement("div");
@@ -22,13 +33,67 @@ function render({ model, el }) {
   root.dataset.gpuprofile = "loading";
   el.appendChild(root);
 
+  const source = createRemoteSource(model);
+  let summary = {};
   let summaryEl = null;
+  let panels = null; // {gauges, hints, roofline}
   let timeline = null;
+  let marks = indexMarks(null);
+  const panelSlot = document.createElement("div");
+  panelSlot.className = "gp-panels";
   const timelineSlot = document.createElement("div");
   timelineSlot.className = "gp-timeline-slot";
+  root.append(panelSlot, timelineSlot);
+
+  function showMarks(group, label, zoom) {
+    if (!timeline || group < 0) return;
+    const rows = marks.rowsOf(group);
+    if (rows.length) timeline.highlight(rows, label);
+    else timeline.clearHighlight();
+    if (zoom) {
+      const [start, end] = zoom(rows);
+      if (end > start) timeline.zoomTo(start, end);
+    }
+  }
+
+  function onEvidence(i, j) {
+    const hint = (summary.hints || [])[i] || {};
+    const evidence = (hint.evidence || [])[j] || {};
+    const label = [hint.title, evidence.label].filter(Boolean).join(": ");
+    showMarks(evidenceGroup(marks.groups, i, j), label, (rows) => {
+      const windows = evidence.windows && evidence.windows.length
+        ? evidence.windows
+        : rows.map((r) => [r.start_ns, r.start_ns + r.dur_ns]);
+      return envelope(windows) || [0, 0];
+    });
+    timelineSlot.scrollIntoView?.({ block: "nearest", behavior: "smooth" });
+  }
+
+  function onSelectPoint(k) {
+    const point = ((summary.roofline || {}).points || [])[k] || {};
+    showMarks(pointGroup(marks.groups, k), point.name || "roofline point", (rows) => {
+      const top = heaviest(rows);
+      return top ? [top.start_ns, top.start_ns + top.dur_ns] : [0, 0];
+    });
+  }
+
+  function renderPanels() {
+    if (panels) for (const p of Object.values(panels)) p.destroy();
+    const roofline = createRoofline(summary, { onSelectPoint });
+    const hints = createHints(summary, {
+      onEvidence,
+      onSelectHint: (i) => roofline.highlightPoints(((summary.hints || [])[i] || {}).related || []),
+    });
+    const gauges = createGauges(summary);
+    panels = { gauges, hints, roofline };
+    const row = document.createElement("div");
+    row.className = "gp-panel-row";
+    row.append(hints.el, roofline.el);
+    panelSlot.replaceChildren(gauges.el, row);
+  }
 
   function renderSummaryPart() {
-    const summary = model.get("summary") || {};
+    summary = model.get("summary") || {};
     const counts = totalCounts(summary);
     for (const key of COUNT_KEYS) root.dataset[key] = String(counts[key]);
     root.dataset.partial = String(Boolean(summary.partial));
@@ -36,17 +101,20 @@ function render({ model, el }) {
     if (summaryEl) summaryEl.replaceWith(next);
     else root.insertBefore(next, root.firstChild);
     summaryEl = next;
+    renderPanels();
   }
 
   function renderTimelinePart() {
     if (timeline) timeline.destroy();
     timeline = null;
     let table;
+    let counters;
     try {
       table = decodeTable(model.get("events"));
+      counters = decodeTable(model.get("counters"));
+      marks = indexMarks(decodeTable(model.get("marks")));
     } catch (err) {
-      const box = errorBox(`gpuprofile: cannot read the timeline: ${err.message}`);
-      timelineSlot.replaceChildren(box);
+      timelineSlot.replaceChildren(errorBox(`gpuprofile: cannot read the timeline: ${err.message}`));
       root.dataset.gpuprofile = "error";
       return;
     }
@@ -54,21 +122,25 @@ function render({ model, el }) {
       {
         lanes: model.get("lanes") || [],
         names: model.get("names") || [],
+        nameKinds: model.get("name_kinds") || [],
         kinds: model.get("kinds") || [],
         span: model.get("span_ns"),
         table,
+        counters,
+        complete: model.get("complete"),
+        totalEvents: model.get("total_events"),
       },
-      { onPaint: () => { root.dataset.gpuprofile = "ready"; } },
+      { onPaint: () => { root.dataset.gpuprofile = "ready"; }, source },
     );
     timelineSlot.replaceChildren(timeline.el);
   }
 
   renderSummaryPart();
-  root.appendChild(timelineSlot);
   renderTimelinePart();
 
+  let disposed = false;
   const onSummary = () => renderSummaryPart();
-  // Python usually sets events, lanes and names together: rebuild once, after all of them.
+  // Python usually sets the timeline's traits together: rebuild once, after all of them.
   let pending = false;
   const onTimeline = () => {
     if (pending) return;
@@ -78,21 +150,16 @@ function render({ model, el }) {
       if (!disposed) renderTimelinePart();
     });
   };
-  let disposed = false;
   model.on("change:summary", onSummary);
-  model.on("change:events", onTimeline);
-  model.on("change:lanes", onTimeline);
-  model.on("change:names", onTimeline);
-  model.on("change:span_ns", onTimeline);
+  for (const trait of TIMELINE_TRAITS) model.on(`change:${trait}`, onTimeline);
 
   return () => {
     disposed = true;
     model.off("change:summary", onSummary);
-    model.off("change:events", onTimeline);
-    model.off("change:lanes", onTimeline);
-    model.off("change:names", onTimeline);
-    model.off("change:span_ns", onTimeline);
+    for (const trait of TIMELINE_TRAITS) model.off(`change:${trait}`, onTimeline);
     if (timeline) timeline.destroy();
+    if (panels) for (const p of Object.values(panels)) p.destroy();
+    source.destroy();
   };
 }
 

@@ -2,8 +2,8 @@
 //
 //   bytes 0..3   "GPT1"
 //   bytes 4..7   uint32 LE header length H
-//   bytes 8..8+H UTF-8 JSON header {"n", "columns": [{"name", "dtype", "offset"}]} (may be
-//                padded with trailing spaces)
+//   bytes 8..8+H UTF-8 JSON header {"n", "columns": [{"name", "dtype", "offset"}], "meta"?}
+//                (may be padded with trailing spaces; "meta" is any JSON object, {} when absent)
 //   then each column's little-endian values at its byte offset (from the buffer start).
 //
 // Pure: no DOM. The result's typed arrays view the input's memory when the alignment allows,
@@ -29,11 +29,11 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 /**
  * Decode a GPT1 table.
  * @param {DataView|ArrayBuffer|Uint8Array} input
- * @returns {{n: number, columns: Object<string, ArrayLike<number>>}}
+ * @returns {{n: number, columns: Object<string, ArrayLike<number>>, meta: Object}}
  */
 export function decodeTable(input) {
   const dv = toDataView(input);
-  if (dv.byteLength === 0) return { n: 0, columns: {} };
+  if (dv.byteLength === 0) return { n: 0, columns: {}, meta: {} };
   if (dv.byteLength < 8) {
     throw new Error(`not a GPT1 table: ${dv.byteLength} bytes is shorter than the 8-byte preamble`);
   }
@@ -59,6 +59,10 @@ export function decodeTable(input) {
   if (!Number.isInteger(n) || n < 0 || !Array.isArray(header.columns)) {
     throw new Error("GPT1 header lacks a row count or a column list");
   }
+  const meta = header.meta ?? {};
+  if (typeof meta !== "object" || Array.isArray(meta)) {
+    throw new Error("GPT1 header meta is not an object");
+  }
   const columns = {};
   for (const spec of header.columns) {
     const Type = TYPES[spec.dtype];
@@ -78,7 +82,7 @@ export function decodeTable(input) {
       columns[spec.name] = new Type(copy.buffer, 0, n);
     }
   }
-  return { n, columns };
+  return { n, columns, meta };
 }
 
 function toDataView(input) {
@@ -87,4 +91,52 @@ function toDataView(input) {
   if (ArrayBuffer.isView(input)) return new DataView(input.buffer, input.byteOffset, input.byteLength);
   if (input == null) return new DataView(new ArrayBuffer(0));
   throw new Error(`cannot decode a GPT1 table from ${Object.prototype.toString.call(input)}`);
+}
+
+const DTYPE_OF = new Map(Object.entries(TYPES).map(([name, Type]) => [Type, name]));
+
+/**
+ * Encode typed-array columns as a GPT1 table (the inverse of decodeTable). The widget only
+ * decodes; this exists so tests and local sources can build tables the way Python does.
+ * @param {Object<string, ArrayLike<number>>} columns typed arrays of equal length
+ * @param {Object} [meta] JSON-serialisable header metadata
+ * @returns {Uint8Array}
+ */
+export function encodeTable(columns, meta) {
+  const names = Object.keys(columns);
+  const n = names.length ? columns[names[0]].length : 0;
+  const dtypes = names.map((name) => {
+    const dtype = DTYPE_OF.get(columns[name].constructor);
+    if (!dtype) throw new Error(`GPT1 column ${name}: not a supported typed array`);
+    if (columns[name].length !== n) throw new Error(`GPT1 column ${name}: length differs`);
+    return dtype;
+  });
+  const align = (x) => Math.ceil(x / 8) * 8;
+  const headerFor = (offsets) => {
+    const header = { n, columns: names.map((name, k) => ({ name, dtype: dtypes[k], offset: offsets[k] })) };
+    if (meta !== undefined) header.meta = meta;
+    return new TextEncoder().encode(JSON.stringify(header));
+  };
+  // Offsets depend on the header length and the header holds the offsets: size the header with
+  // generous placeholder offsets, then pad the real one with spaces to the same length.
+  const reserved = headerFor(names.map(() => 1e12)).length;
+  let offset = align(8 + reserved);
+  const offsets = names.map((name, k) => {
+    const at = offset;
+    offset = align(offset + n * TYPES[dtypes[k]].BYTES_PER_ELEMENT);
+    return at;
+  });
+  const header = headerFor(offsets);
+  const out = new Uint8Array(offset);
+  out.set([0x47, 0x50, 0x54, 0x31], 0); // "GPT1"
+  new DataView(out.buffer).setUint32(4, reserved, true);
+  out.fill(0x20, 8, 8 + reserved);
+  out.set(header, 8);
+  names.forEach((name, k) => {
+    const src = columns[name];
+    const Type = TYPES[dtypes[k]];
+    const bytes = new Uint8Array(Type.from(src).buffer);
+    out.set(bytes, offsets[k]);
+  });
+  return out;
 }

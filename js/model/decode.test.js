@@ -1,19 +1,20 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { decodeTable } from "./decode.js";
+import { decodeTable, encodeTable } from "./decode.js";
 
 // Build a GPT1 buffer by hand, the way encoding.py lays it out: magic, uint32 LE header length,
 // a JSON header padded with spaces, then each column at an 8-aligned offset from the start.
-function buildGpt1(columns, { magic = "GPT1", pad = 7 } = {}) {
+function buildGpt1(columns, { magic = "GPT1", pad = 7, meta } = {}) {
   const names = Object.keys(columns);
   const n = names.length ? columns[names[0]].values.length : 0;
   const sizes = { float64: 8, float32: 4, uint32: 4, uint16: 2, uint8: 1, int32: 4, int16: 2, int8: 1 };
   const placeholder = JSON.stringify({
     n,
     columns: names.map((name) => ({ name, dtype: columns[name].dtype, offset: 10 ** 15 })),
+    ...(meta === undefined ? {} : { meta }),
   });
-  const reserved = placeholder.length + pad;
+  const reserved = new TextEncoder().encode(placeholder).length + pad;
   const align = (x) => Math.ceil(x / 8) * 8;
   let offset = align(8 + reserved);
   const specs = names.map((name) => {
@@ -21,12 +22,13 @@ function buildGpt1(columns, { magic = "GPT1", pad = 7 } = {}) {
     offset = align(offset + n * sizes[spec.dtype]);
     return spec;
   });
-  const header = JSON.stringify({ n, columns: specs }).padEnd(reserved, " ");
+  const headerJson = JSON.stringify({ n, columns: specs, ...(meta === undefined ? {} : { meta }) });
+  const header = new TextEncoder().encode(headerJson.padEnd(reserved - (new TextEncoder().encode(headerJson).length - headerJson.length), " "));
   const buf = new ArrayBuffer(offset);
   const dv = new DataView(buf);
   for (let i = 0; i < 4; i++) dv.setUint8(i, magic.charCodeAt(i));
   dv.setUint32(4, header.length, true);
-  new Uint8Array(buf, 8, header.length).set(new TextEncoder().encode(header));
+  new Uint8Array(buf, 8, header.length).set(header);
   for (const spec of specs) {
     const { values } = columns[spec.name];
     const size = sizes[spec.dtype];
@@ -101,7 +103,7 @@ test("decodes through a DataView with an unaligned byteOffset (copies the column
 });
 
 test("an empty buffer is an empty table; an empty table with a header decodes to n=0", () => {
-  assert.deepEqual(decodeTable(new DataView(new ArrayBuffer(0))), { n: 0, columns: {} });
+  assert.deepEqual(decodeTable(new DataView(new ArrayBuffer(0))), { n: 0, columns: {}, meta: {} });
   const table = decodeTable(buildGpt1({ start_ns: { dtype: "float64", values: [] } }));
   assert.equal(table.n, 0);
   assert.equal(table.columns.start_ns.length, 0);
@@ -129,4 +131,42 @@ test("unknown dtypes and broken headers throw", () => {
   const replaced = text.replace('"uint8"', '"bool8"');
   swapped.set(new TextEncoder().encode(replaced), 8);
   assert.throws(() => decodeTable(swapped), /unknown dtype bool8/);
+});
+
+test("meta is {} when absent and the header's object when present", () => {
+  assert.deepEqual(decodeTable(buildGpt1(COLUMNS)).meta, {});
+  const meta = { segments: [[3, 0, 2], [5, 2, 1]], merged: false, view: [0, 1e9] };
+  const table = decodeTable(buildGpt1(COLUMNS, { meta }));
+  check(table);
+  assert.deepEqual(table.meta, meta);
+  // A header written by a non-ASCII name survives (the header is UTF-8).
+  const named = decodeTable(buildGpt1(COLUMNS, { meta: { label: "µs ✓" } }));
+  assert.equal(named.meta.label, "µs ✓");
+});
+
+test("a meta that is not an object throws", () => {
+  assert.throws(() => decodeTable(buildGpt1(COLUMNS, { meta: [1, 2] })), /meta is not an object/);
+  assert.throws(() => decodeTable(buildGpt1(COLUMNS, { meta: "x" })), /meta is not an object/);
+});
+
+test("encodeTable round-trips through decodeTable and matches the hand-built layout", () => {
+  const typed = {
+    start_ns: Float64Array.from(COLUMNS.start_ns.values),
+    dur_ns: Float32Array.from(COLUMNS.dur_ns.values),
+    name: Uint32Array.from(COLUMNS.name.values),
+    lane: Uint16Array.from(COLUMNS.lane.values),
+    row: Uint16Array.from(COLUMNS.row.values),
+    kind: Uint8Array.from(COLUMNS.kind.values),
+  };
+  const meta = { segments: [[0, 0, 3]] };
+  const bytes = encodeTable(typed, meta);
+  const table = decodeTable(bytes);
+  check(table);
+  assert.deepEqual(table.meta, meta);
+  // Every column starts 8-aligned, as the Python encoder lays them out.
+  const headerLength = new DataView(bytes.buffer).getUint32(4, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength)));
+  for (const spec of header.columns) assert.equal(spec.offset % 8, 0);
+  assert.equal(decodeTable(encodeTable({})).n, 0);
+  assert.throws(() => encodeTable({ a: [1, 2] }), /not a supported typed array/);
 });

@@ -1,5 +1,6 @@
 // The report header: counts, GPU time per rank, top kernels. Every string that comes from a
 // trace (kernel names, device names, paths) goes through textContent, never through HTML parsing.
+// Hints are not listed here: the hints panel (views/hints.js) shows them.
 
 import { formatDuration } from "../model/timeline.js";
 
@@ -138,12 +139,6 @@ function formatBytes(b) {
   return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
 }
 
-function hintText(hint) {
-  if (hint == null) return "";
-  if (typeof hint === "string") return hint;
-  return hint.message ?? hint.text ?? hint.title ?? JSON.stringify(hint);
-}
-
 /** Build the summary element for a report dict (possibly empty). */
 export function renderSummary(summary) {
   summary = summary || {};
@@ -171,12 +166,6 @@ export function renderSummary(summary) {
   const ranks = summary.ranks || [];
   for (const rank of ranks) root.appendChild(rankSection(rank, ranks.length > 1));
 
-  const hints = (summary.hints || []).map(hintText).filter(Boolean);
-  if (hints.length) {
-    const list = h("ul", "gp-hints");
-    for (const text of hints) list.appendChild(h("li", "", text));
-    root.appendChild(list);
-  }
   if (summary.text) {
     const details = h("details", "gp-text");
     details.appendChild(h("summary", "", "Text report"));

@@ -36,3 +36,65 @@ test("no source file assigns HTML strings (trace strings are untrusted)", () => 
     assert.doesNotMatch(text, /innerHTML|outerHTML|insertAdjacentHTML|document\.write/, path);
   }
 });
+
+// Just enough of a DOM for renderSummary: elements with children, classes, text and dataset.
+class FakeElement {
+  constructor(tag) {
+    this.tagName = tag.toUpperCase();
+    this.children = [];
+    this.className = "";
+    this.dataset = {};
+    this.title = "";
+    this.ownText = "";
+  }
+  set textContent(v) {
+    this.children = [];
+    this.ownText = String(v);
+  }
+  get textContent() {
+    return this.ownText + this.children.map((c) => c.textContent).join("");
+  }
+  appendChild(child) {
+    this.children.push(child);
+    return child;
+  }
+  insertRow() {
+    return this.appendChild(new FakeElement("tr"));
+  }
+  insertCell() {
+    return this.appendChild(new FakeElement("td"));
+  }
+  createTHead() {
+    return this.appendChild(new FakeElement("thead"));
+  }
+  createTBody() {
+    return this.appendChild(new FakeElement("tbody"));
+  }
+  *walk() {
+    yield this;
+    for (const c of this.children) yield* c.walk();
+  }
+}
+
+test("the summary leaves hints to the hints panel and keeps the text report", async () => {
+  const saved = globalThis.document;
+  globalThis.document = { createElement: (tag) => new FakeElement(tag) };
+  try {
+    const { renderSummary } = await import("./summary.js");
+    const hintTitle = "GPU idle 47% of the window, mostly waiting for the DataLoader";
+    const root = renderSummary({
+      ranks: [{ rank: 0, counts: { kernels: 3 }, wall_ns: 1e9, gpu: null, top_kernels: [], top_ops: [] }],
+      hints: [{ kind: "gpu-idle", title: hintTitle, explanation: "x", fix: [] }],
+      text: "text report body",
+    });
+    const nodes = [...root.walk()];
+    assert.ok(!root.textContent.includes(hintTitle), "a hint title reached the summary");
+    assert.ok(!nodes.some((n) => n.className === "gp-hints"));
+    assert.ok(root.textContent.includes("text report body"));
+    // The counts header is still there.
+    const kernels = nodes.find((n) => n.dataset.count === "kernels");
+    assert.ok(kernels && kernels.textContent.startsWith("3"));
+  } finally {
+    globalThis.document = saved;
+  }
+});

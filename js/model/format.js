@@ -1,0 +1,190 @@
+// Number formatting shared by the gauges, roofline and hints panels: SI units, durations,
+// percentages, and the one-line readings of gauges and evidence. No DOM; unit-tested.
+//
+// Unknown numbers (null, undefined, NaN, strings that are not numbers) print as "–" so a
+// panel never shows a made-up 0.
+
+export const UNKNOWN = "–";
+
+const SI_PREFIXES = [
+  { exp: 15, prefix: "P" },
+  { exp: 12, prefix: "T" },
+  { exp: 9, prefix: "G" },
+  { exp: 6, prefix: "M" },
+  { exp: 3, prefix: "k" },
+  { exp: 0, prefix: "" },
+];
+
+/** A finite number from a report field, or null (null, undefined, "" and NaN are unknown). */
+export function num(x) {
+  if (x === null || x === undefined || x === "" || typeof x === "boolean") return null;
+  const v = Number(x);
+  return Number.isFinite(v) ? v : null;
+}
+
+/** 3 significant digits without exponent notation: 3.35, 33.5, 335, 3350. */
+function sig3(v) {
+  const a = Math.abs(v);
+  if (a === 0) return "0";
+  if (a >= 100) return String(Math.round(v));
+  if (a >= 10) return v.toFixed(1);
+  if (a >= 1) return v.toFixed(2);
+  return v.toPrecision(3);
+}
+
+/**
+ * A value with an SI prefix on its unit, 3 significant digits: formatSI(3.35e12, "B/s") ->
+ * "3.35 TB/s", formatSI(989.5e12, "FLOP/s") -> "990 TFLOP/s". Prefixes stop at P (larger
+ * values keep P) and at none (smaller values print with 3 significant digits).
+ */
+export function formatSI(x, unit = "") {
+  const v = num(x);
+  if (v === null) return UNKNOWN;
+  const a = Math.abs(v);
+  let chosen = SI_PREFIXES[SI_PREFIXES.length - 1];
+  for (const p of SI_PREFIXES) {
+    // Round first, so 999.96e9 reads "1.00 T", not "1000 G".
+    if (a > 0 && Number(sig3(a / 10 ** p.exp)) >= 1) {
+      chosen = p;
+      break;
+    }
+  }
+  const scaled = v / 10 ** chosen.exp;
+  const space = unit || chosen.prefix ? " " : "";
+  return `${sig3(scaled)}${space}${chosen.prefix}${unit}`;
+}
+
+export const formatBytes = (b) => formatSI(b, "B");
+export const formatBytesPerS = (b) => formatSI(b, "B/s");
+export const formatFlops = (f) => formatSI(f, "FLOP");
+export const formatFlopsPerS = (f) => formatSI(f, "FLOP/s");
+
+/** FLOP per byte: "2.00 FLOP/B", "0.00463 FLOP/B". */
+export function formatIntensity(x) {
+  const v = num(x);
+  return v === null ? UNKNOWN : `${sig3(v)} FLOP/B`;
+}
+
+/** A percentage given in percent (47.4 -> "47.4%"); `digits` decimals. */
+export function formatPercent(pct, digits = 1) {
+  const v = num(pct);
+  return v === null ? UNKNOWN : `${v.toFixed(digits)}%`;
+}
+
+/** A fraction as a percentage (0.474 -> "47.4%"). */
+export function formatFraction(f, digits = 1) {
+  const v = num(f);
+  return v === null ? UNKNOWN : formatPercent(v * 100, digits);
+}
+
+/** An integer count with thousands separators: 12345 -> "12,345". */
+export function formatCount(n) {
+  const v = num(n);
+  return v === null ? UNKNOWN : Math.round(v).toLocaleString("en-US");
+}
+
+const TIME_UNITS = [
+  { ns: 1e9, label: "s" },
+  { ns: 1e6, label: "ms" },
+  { ns: 1e3, label: "µs" },
+  { ns: 1, label: "ns" },
+];
+
+/** A duration in ns with 3 significant digits: "850 ns", "12.3 µs", "1.50 ms", "2.00 s". */
+export function formatTime(ns) {
+  const v = num(ns);
+  if (v === null) return UNKNOWN;
+  if (v === 0) return "0 ns";
+  const a = Math.abs(v);
+  // Rounded first, so 999.96 µs reads "1.00 ms", not "1000 µs".
+  const unit = TIME_UNITS.find((u) => Number(sig3(a / u.ns)) >= 1) || TIME_UNITS[3];
+  if (unit.label === "ns") return `${Math.round(v)} ns`;
+  return `${sig3(v / unit.ns)} ${unit.label}`;
+}
+
+/** A value in a gauge's unit ("%", "B/s", "FLOP/s", "B"). */
+export function formatInUnit(x, unit) {
+  if (unit === "%") return formatPercent(x);
+  if (unit === "B/s" || unit === "FLOP/s" || unit === "B") return formatSI(x, unit);
+  return formatSI(x, unit || "");
+}
+
+/**
+ * What a gauge shows, from one report["gauges"] entry: the value and roof as text, and the fill
+ * (0..1, clipped) only when both are known. `over` says the value passed its roof (possible: a
+ * datasheet roof below what caches deliver), so the panel can mark it rather than hide it.
+ */
+export function gaugeReading(g) {
+  const value = num(g && g.value);
+  const roof = num(g && g.roof);
+  const unit = (g && g.unit) || "";
+  let fraction = num(g && g.fraction);
+  if (fraction === null && value !== null && roof !== null && roof > 0) fraction = value / roof;
+  const known = value !== null && roof !== null && roof > 0 && fraction !== null;
+  return {
+    known,
+    valueKnown: value !== null,
+    roofKnown: roof !== null && roof > 0,
+    value,
+    roof,
+    fraction: known ? fraction : null,
+    fill: known ? Math.min(1, Math.max(0, fraction)) : null,
+    over: known && fraction > 1,
+    valueText: value === null ? "unknown" : formatInUnit(value, unit),
+    roofText: roof === null ? "unknown" : formatInUnit(roof, unit),
+    percentText: known ? formatFraction(fraction) : UNKNOWN,
+  };
+}
+
+/** Gauges grouped for display: run-wide ones (rank null) first, then per rank ascending. */
+export function gaugesByRank(gauges) {
+  const groups = new Map();
+  for (const g of gauges || []) {
+    const rank = num(g && g.rank);
+    const key = rank === null ? "all" : rank;
+    if (!groups.has(key)) groups.set(key, { rank, gauges: [] });
+    groups.get(key).gauges.push(g);
+  }
+  return [...groups.values()].sort((a, b) => {
+    if (a.rank === null) return -1;
+    if (b.rank === null) return 1;
+    return a.rank - b.rank;
+  });
+}
+
+/** "largest idle gaps · 10 windows", "DataLoader calls · 20 events · 4 windows". */
+export function evidenceText(e) {
+  const events = ((e && e.event_ids) || []).length;
+  const windows = ((e && e.windows) || []).length;
+  const parts = [(e && e.label) || (e && e.table) || "evidence"];
+  if (events) parts.push(`${events} ${events === 1 ? "event" : "events"}`);
+  if (windows) parts.push(`${windows} ${windows === 1 ? "window" : "windows"}`);
+  if (!events && !windows) parts.push("nothing to show");
+  return parts.join(" · ");
+}
+
+/**
+ * A hint's number as text, by the convention of its key: *_ns durations, *_pct percentages,
+ * *bytes sizes, *_per_s rates; other numbers with separators, strings as they are.
+ */
+export function formatHintNumber(key, value) {
+  if (typeof value === "string") return value;
+  const v = num(value);
+  if (v === null) return UNKNOWN;
+  const k = String(key);
+  if (k.endsWith("_ns")) return formatTime(v);
+  if (k.endsWith("_pct") || k.endsWith("pct_of_roof")) return formatPercent(v);
+  if (k.endsWith("bytes_per_s")) return formatBytesPerS(v);
+  if (k.endsWith("flops_per_s")) return formatFlopsPerS(v);
+  if (k.endsWith("bytes")) return formatBytes(v);
+  if (k.endsWith("flops")) return formatFlops(v);
+  if (Number.isInteger(v)) return formatCount(v);
+  return sig3(v);
+}
+
+/** A hint number's key as a label: "idle_ns" -> "idle", "mean_batch_ns" -> "mean batch"
+ * (the value carries the unit), "data-loading_ns" -> "data-loading". */
+export function hintNumberLabel(key) {
+  const k = String(key).replace(/_(ns|pct)$/, "");
+  return k.replace(/_/g, " ");
+}

@@ -1,0 +1,57 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { encodeTable } from "./decode.js";
+import { decodeTable } from "./decode.js";
+import { envelope, evidenceGroup, heaviest, indexMarks, pointGroup } from "./marks.js";
+
+function table(rows, groups) {
+  const col = (k, T) => T.from(rows.map((r) => r[k]));
+  return decodeTable(encodeTable({
+    group: col("group", Uint32Array),
+    id: col("id", Uint32Array),
+    lane: col("lane", Uint16Array),
+    row: col("row", Uint16Array),
+    start_ns: col("start_ns", Float64Array),
+    dur_ns: col("dur_ns", Float32Array),
+    name: col("name", Uint32Array),
+  }, { groups }));
+}
+
+const GROUPS = [
+  { kind: "hint", hint: 0, evidence: 0 },
+  { kind: "point", point: 3 },
+  { kind: "hint", hint: 0, evidence: 1 },
+];
+const ROWS = [
+  { group: 0, id: 5, lane: 1, row: 0, start_ns: 10, dur_ns: 5, name: 2 },
+  { group: 0, id: 9, lane: 1, row: 1, start_ns: 30, dur_ns: 50, name: 2 },
+  { group: 1, id: 7, lane: 2, row: 0, start_ns: 20, dur_ns: 8, name: 4 },
+];
+
+test("rows come back per group with their fields", () => {
+  const marks = indexMarks(table(ROWS, GROUPS));
+  assert.deepEqual(marks.rowsOf(0).map((r) => r.id), [5, 9]);
+  assert.deepEqual(marks.rowsOf(1), [{ id: 7, lane: 2, row: 0, start_ns: 20, dur_ns: 8, name: 4 }]);
+  assert.deepEqual(marks.rowsOf(2), []); // a group with no events on the timeline
+  assert.deepEqual(marks.rowsOf(7), []);
+});
+
+test("groups are found by hint evidence and by point", () => {
+  assert.equal(evidenceGroup(GROUPS, 0, 1), 2);
+  assert.equal(evidenceGroup(GROUPS, 1, 0), -1);
+  assert.equal(pointGroup(GROUPS, 3), 1);
+  assert.equal(pointGroup(GROUPS, 0), -1);
+});
+
+test("envelope and heaviest", () => {
+  assert.deepEqual(envelope([[40, 50], [10, 20], [30, 90]]), [10, 90]);
+  assert.equal(envelope([]), null);
+  assert.equal(heaviest(ROWS).id, 9);
+  assert.equal(heaviest([]), null);
+});
+
+test("an empty or missing table is no marks", () => {
+  const marks = indexMarks(decodeTable(new Uint8Array(0)));
+  assert.deepEqual(marks.groups, []);
+  assert.deepEqual(marks.rowsOf(0), []);
+});

@@ -1,0 +1,66 @@
+// Name search for the timeline: matching names (to draw matches) and stepping through the
+// ordered match list that the source returns. Pure: no DOM.
+//
+// Substring search ignores case, as the Python side does. Regex search follows the Python side
+// too: case-sensitive unless the pattern says otherwise. JS and Python regex dialects differ at
+// the edges, so the source's reply (the names that match on the Python side) is authoritative;
+// the JS matcher only lets matches light up before the reply arrives.
+
+/**
+ * @returns {{test: (name: string) => boolean} | {error: string} | null} null for an empty pattern
+ */
+export function compileMatcher(pattern, regex = false) {
+  const text = String(pattern ?? "");
+  if (text === "") return null;
+  if (regex) {
+    let re;
+    try {
+      re = new RegExp(text);
+    } catch (err) {
+      return { error: `bad regex: ${err.message}` };
+    }
+    return { test: (name) => re.test(name) };
+  }
+  const needle = text.toLowerCase();
+  return { test: (name) => String(name).toLowerCase().includes(needle) };
+}
+
+/** Mask over names (1 = matches) and how many names match. */
+export function matchNames(names, matcher) {
+  const mask = new Uint8Array(names.length);
+  let count = 0;
+  if (!matcher || !matcher.test) return { mask, count };
+  for (let i = 0; i < names.length; i++) {
+    if (matcher.test(names[i])) {
+      mask[i] = 1;
+      count++;
+    }
+  }
+  return { mask, count };
+}
+
+/** Mask over `size` names from a list of matching name indexes (the source's reply). */
+export function maskFromIndexes(size, indexes) {
+  const mask = new Uint8Array(size);
+  for (const i of indexes ?? []) if (i >= 0 && i < size) mask[i] = 1;
+  return mask;
+}
+
+/**
+ * The next match position when stepping `dir` (+1 / -1) from `k` through `listed` matches,
+ * wrapping around; from no position (k < 0) +1 goes to the first and -1 to the last.
+ */
+export function stepMatch(k, listed, dir) {
+  if (!(listed > 0)) return -1;
+  if (k < 0 || k >= listed) return dir < 0 ? listed - 1 : 0;
+  return (((k + (dir < 0 ? -1 : 1)) % listed) + listed) % listed;
+}
+
+/** Status text: "no matches", "N matches", "k of N" (+ a note when only some are listed). */
+export function matchStatus(k, count, listed = count) {
+  if (!(count > 0)) return "no matches";
+  const total = count.toLocaleString("en-US");
+  if (k < 0) return `${total} match${count === 1 ? "" : "es"}`;
+  const note = listed < count ? ` (${listed.toLocaleString("en-US")} listed)` : "";
+  return `${(k + 1).toLocaleString("en-US")} of ${total}${note}`;
+}

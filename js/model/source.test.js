@@ -1,0 +1,185 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+import { encodeTable } from "./decode.js";
+import { createLocalSource, createRemoteSource, unionLength } from "./source.js";
+
+// A stand-in for an anywidget model: records sent messages, lets the test reply.
+function fakeModel() {
+  const handlers = new Set();
+  const sent = [];
+  return {
+    sent,
+    on(event, fn) { if (event === "msg:custom") handlers.add(fn); },
+    off(event, fn) { if (event === "msg:custom") handlers.delete(fn); },
+    send(content) { sent.push(content); },
+    reply(content, buffers = []) {
+      // anywidget hands buffers over as DataViews
+      for (const fn of [...handlers]) fn(content, buffers.map((b) => new DataView(b.buffer, b.byteOffset, b.byteLength)));
+    },
+    get listeners() { return handlers.size; },
+  };
+}
+
+function windowBytes(starts, view) {
+  return encodeTable(
+    { start_ns: Float64Array.from(starts), dur_ns: Float32Array.from(starts.map(() => 1)), name: Uint16Array.from(starts.map(() => 0)), row: Uint8Array.from(starts.map(() => 0)) },
+    { segments: [[0, 40, starts.length]], merged: false, view },
+  );
+}
+
+test("remote: a reply resolves the request with the same number; others are ignored", async () => {
+  const model = fakeModel();
+  const source = createRemoteSource(model, { timeoutMs: 0 });
+  const a = source.details(7);
+  const b = source.range(100, 200);
+  assert.deepEqual(model.sent, [
+    { type: "details", request: 1, id: 7 },
+    { type: "range", request: 2, start: 100, end: 200 },
+  ]);
+  // Replies arrive out of order; one for an unknown request and one with the wrong type first.
+  model.reply({ type: "details", request: 99, details: { id: 99 } });
+  model.reply({ type: "details", request: 2, details: { id: 2 } });
+  model.reply({ type: "range", request: 2, start: 100, end: 200, range: { ranks: [{ rank: 0 }] } });
+  model.reply({ type: "details", request: 1, id: 7, details: { id: 7, name: "k" } });
+  assert.deepEqual(await b, { ranks: [{ rank: 0 }] });
+  assert.deepEqual(await a, { id: 7, name: "k" });
+  assert.equal(source.pending, 0);
+  // A second reply to an answered request changes nothing.
+  model.reply({ type: "details", request: 1, details: { id: 8 } });
+});
+
+test("remote: window replies decode buffers[0]; stale windows resolve null and their replies drop", async () => {
+  const model = fakeModel();
+  const source = createRemoteSource(model, { timeoutMs: 0 });
+  const first = source.window(0, 1000, 640.4);
+  const second = source.window(100, 300, 800);
+  assert.deepEqual(model.sent.map((m) => [m.type, m.request, m.start, m.end, m.width]), [["window", 1, 0, 1000, 640], ["window", 2, 100, 300, 800]]);
+  assert.equal(await first, null);
+  model.reply({ type: "window", request: 1, start: 0, end: 1000, merged: false }, [windowBytes([5, 6], [0, 1000])]);
+  model.reply({ type: "window", request: 2, start: 100, end: 300, merged: false }, [windowBytes([110, 150, 290], [100, 300])]);
+  const table = await second;
+  assert.equal(table.n, 3);
+  assert.deepEqual(Array.from(table.columns.start_ns), [110, 150, 290]);
+  assert.deepEqual(table.meta.segments, [[0, 40, 3]]);
+  assert.deepEqual(table.meta.view, [100, 300]);
+  // Other requests are not superseded by windows.
+  const d = source.details(3);
+  source.window(0, 10, 10);
+  model.reply({ type: "details", request: 3, details: { id: 3 } });
+  assert.deepEqual(await d, { id: 3 });
+});
+
+test("remote: a window without meta.view takes the reply's start/end", async () => {
+  const model = fakeModel();
+  const source = createRemoteSource(model, { timeoutMs: 0 });
+  const p = source.window(10, 20, 100);
+  const bytes = encodeTable({ start_ns: Float64Array.from([12]), dur_ns: Float32Array.from([1]), name: Uint16Array.from([0]), count: Uint32Array.from([4]) }, { segments: [[2, -1, 1]] });
+  model.reply({ type: "window", request: 1, start: 10, end: 20, merged: true }, [bytes]);
+  const table = await p;
+  assert.deepEqual(table.meta.view, [10, 20]);
+  assert.equal(table.meta.merged, true);
+});
+
+test("remote: search returns count, names and the decoded match table", async () => {
+  const model = fakeModel();
+  const source = createRemoteSource(model, { timeoutMs: 0 });
+  const p = source.search("gemm", 0);
+  assert.deepEqual(model.sent[0], { type: "search", request: 1, pattern: "gemm", regex: false });
+  const bytes = encodeTable({
+    id: Uint32Array.from([9, 4]), lane: Uint16Array.from([1, 0]), row: Uint16Array.from([0, 2]),
+    start_ns: Float64Array.from([5, 8]), dur_ns: Float32Array.from([1, 2]),
+  });
+  model.reply({ type: "search", request: 1, count: 12000, names: [3, 5] }, [bytes]);
+  const r = await p;
+  assert.equal(r.count, 12000);
+  assert.deepEqual(r.names, [3, 5]);
+  assert.deepEqual(Array.from(r.table.columns.id), [9, 4]);
+});
+
+test("remote: error replies reject with the message; timeouts and destroy reject too", async () => {
+  const model = fakeModel();
+  const source = createRemoteSource(model, { timeoutMs: 20 });
+  const bad = source.search("(", true);
+  model.reply({ type: "search", request: 1, error: "bad regex: missing ), unterminated subpattern" });
+  await assert.rejects(bad, /bad regex: missing \)/);
+  await assert.rejects(source.details(1), /no reply from the kernel to the details request/);
+  const waiting = createRemoteSource(model, { timeoutMs: 0 });
+  const p = waiting.range(0, 1);
+  assert.equal(model.listeners, 2);
+  waiting.destroy();
+  await assert.rejects(p, /closed/);
+  assert.equal(model.listeners, 1);
+  await assert.rejects(waiting.details(1), /closed/);
+  source.destroy();
+  assert.equal(model.listeners, 0);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Local source over a complete table
+
+const KINDS = ["op", "runtime", "kernel", "memcpy", "memset"];
+const NAMES = ["aten::mm", "cudaLaunchKernel", "sgemm", "Memcpy HtoD", "relu_kernel"];
+const NAME_KINDS = [0, 1, 2, 3, 2];
+const LANES = [
+  { id: 0, rank: 0, kind: "cpu", group: "CPU", label: "thread 1", rows: 2 },
+  { id: 1, rank: 0, kind: "gpu", group: "GPU 0", label: "stream 7", rows: 2 },
+  { id: 2, rank: 0, kind: "gpu", group: "GPU 0", label: "stream 8", rows: 1 },
+];
+// [lane, row, start, dur, name]; sorted by (lane, start) so ids are positions.
+const EVENTS = [
+  [0, 0, 0, 100, 0], [0, 1, 10, 5, 1], [0, 0, 150, 50, 0], [0, 1, 160, 5, 1],
+  [1, 0, 20, 30, 2], [1, 1, 40, 30, 4], [1, 0, 170, 20, 2],
+  [2, 0, 60, 40, 3], [2, 0, 300, 10, 4],
+];
+
+function localData() {
+  const col = (k, T) => T.from(EVENTS.map((e) => e[k]));
+  const table = {
+    n: EVENTS.length,
+    columns: { start_ns: col(2, Float64Array), dur_ns: col(3, Float32Array), name: col(4, Uint16Array), row: col(1, Uint8Array) },
+    meta: { segments: [[0, 0, 4], [1, 4, 3], [2, 7, 2]], merged: false },
+  };
+  return { table, lanes: LANES, names: NAMES, nameKinds: NAME_KINDS, kinds: KINDS };
+}
+
+test("local: details of an id", async () => {
+  const source = createLocalSource(localData());
+  const d = await source.details(5);
+  assert.equal(d.name, "relu_kernel");
+  assert.equal(d.kind, "kernel");
+  assert.deepEqual([d.lane, d.row, d.start_ns, d.dur_ns], [1, 1, 40, 30]);
+  assert.ok(d.fields.some(([label, text]) => label === "lane" && text === "stream 7"));
+  await assert.rejects(source.details(99), /no event with id 99/);
+});
+
+test("local: range aggregates clip to the range and union the GPU streams", async () => {
+  const source = createLocalSource(localData());
+  const { ranks } = await source.range(30, 80);
+  assert.equal(ranks.length, 1);
+  const r = ranks[0];
+  // GPU events clipped to [30, 80]: [30,50] sgemm, [40,70] relu, [60,80] memcpy -> union [30, 80].
+  assert.equal(r.gpu_busy_ns, 50);
+  assert.equal(r.gpu_busy_pct, 100);
+  assert.equal(r.kernels, 2);
+  assert.deepEqual(r.top_kernels, [{ name: "relu_kernel", count: 1, total_ns: 30 }, { name: "sgemm", count: 1, total_ns: 20 }]);
+  // Top-level ops only (row 0): aten::mm [0,100] clipped to 50 ns.
+  assert.deepEqual(r.top_ops, [{ name: "aten::mm", count: 1, total_ns: 50 }]);
+  const quiet = (await source.range(220, 290)).ranks[0];
+  assert.equal(quiet.gpu_busy_ns, 0);
+  assert.equal(quiet.gpu_busy_pct, null);
+  assert.equal(unionLength([[0, 10], [5, 20], [30, 40], [35, 36]]), 30);
+});
+
+test("local: search lists matches in time order with their lanes", async () => {
+  const source = createLocalSource(localData());
+  const r = await source.search("KERNEL", false);
+  // "cudaLaunchKernel" (ids 1, 3) and "relu_kernel" (ids 5, 8), by start: 10, 40, 160, 300.
+  assert.equal(r.count, 4);
+  assert.deepEqual(r.names, [1, 4]);
+  assert.deepEqual(Array.from(r.table.columns.id), [1, 5, 3, 8]);
+  assert.deepEqual(Array.from(r.table.columns.lane), [0, 1, 0, 2]);
+  assert.deepEqual(Array.from(r.table.columns.start_ns), [10, 40, 160, 300]);
+  await assert.rejects(source.search("(", true), /bad regex/);
+  assert.equal((await source.window(0, 1, 1)).n, EVENTS.length);
+});

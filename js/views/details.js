@@ -1,0 +1,108 @@
+// The details panel of a selected timeline event: name, kind, timings, the trace's fields, and
+// the related events (the runtime call that launched it, its op, the kernels it launched) as
+// buttons that jump there. Every string from the trace goes in through textContent.
+
+import { formatDuration, formatTime } from "../model/timeline.js";
+
+function node(tag, className, text) {
+  const el = document.createElement(tag);
+  if (className) el.className = className;
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+/**
+ * @param {{onJump?: (ev) => void, onClose?: () => void, laneLabel?: (laneId) => string}} hooks
+ * @returns {{el, showLoading(ev, name), show(details), showMessage(title, text), hide(), destroy()}}
+ */
+export function createDetails(hooks = {}) {
+  const laneLabel = hooks.laneLabel ?? ((id) => `lane ${id}`);
+  const el = node("div", "gp-details");
+  el.hidden = true;
+  const head = node("div", "gp-details-head");
+  const title = node("div", "gp-details-title");
+  const close = node("button", "gp-button gp-details-close", "×");
+  close.type = "button";
+  close.title = "Close the details";
+  close.setAttribute("aria-label", "Close the details");
+  head.append(title, close);
+  const body = node("div", "gp-details-body");
+  el.append(head, body);
+
+  close.addEventListener("click", () => {
+    el.hidden = true;
+    hooks.onClose?.();
+  });
+
+  function timings(ev) {
+    const start = Number(ev.start_ns);
+    const dur = Number(ev.dur_ns);
+    return `${formatDuration(dur)} · from ${formatTime(start)} to ${formatTime(start + dur)}`;
+  }
+
+  function evButton(ev) {
+    const b = node("button", "gp-details-ev");
+    b.type = "button";
+    b.append(node("span", "gp-details-ev-name", String(ev.name ?? "")));
+    b.append(node("span", "gp-details-ev-meta", `${formatDuration(Number(ev.dur_ns))} · ${laneLabel(ev.lane)} · at ${formatTime(Number(ev.start_ns))}`));
+    b.title = "Select and zoom to this event";
+    b.addEventListener("click", () => hooks.onJump?.(ev));
+    return b;
+  }
+
+  function section(label, children) {
+    const s = node("div", "gp-details-section");
+    s.append(node("div", "gp-details-label", label));
+    for (const c of children) s.append(c);
+    body.append(s);
+  }
+
+  return {
+    el,
+    showLoading(ev, name) {
+      el.hidden = false;
+      title.textContent = String(name ?? "");
+      body.replaceChildren(node("div", "gp-details-line", timings(ev)), node("div", "gp-muted", "loading details…"));
+    },
+    show(d) {
+      el.hidden = false;
+      title.textContent = String(d.name ?? "");
+      body.replaceChildren();
+      body.append(node("div", "gp-details-line", `${d.kind ?? ""} · ${laneLabel(d.lane)}${d.row ? ` · row ${d.row}` : ""}`));
+      body.append(node("div", "gp-details-line", timings(d)));
+      const fields = Array.isArray(d.fields) ? d.fields : [];
+      if (fields.length) {
+        const table = node("table", "gp-table gp-details-fields");
+        const tbody = node("tbody");
+        for (const [label, text] of fields) {
+          const tr = node("tr");
+          tr.append(node("th", "", String(label)), node("td", "gp-details-value", String(text)));
+          tbody.append(tr);
+        }
+        table.append(tbody);
+        body.append(table);
+      }
+      if (d.launch) section("launched by", [evButton(d.launch)]);
+      if (d.op) section("op", [evButton(d.op)]);
+      const kernels = Array.isArray(d.kernels) ? d.kernels : [];
+      if (kernels.length) {
+        const total = Number(d.kernels_total) || kernels.length;
+        const label = total > kernels.length ? `launched ${total} GPU events (first ${kernels.length})` : `launched ${total} GPU event${total === 1 ? "" : "s"}`;
+        const list = node("div", "gp-details-list");
+        for (const k of kernels) list.append(evButton(k));
+        section(label, [list]);
+      }
+    },
+    showMessage(heading, text) {
+      el.hidden = false;
+      title.textContent = String(heading ?? "");
+      body.replaceChildren(node("div", "gp-muted", String(text ?? "")));
+    },
+    hide() {
+      el.hidden = true;
+    },
+    destroy() {
+      el.remove();
+    },
+  };
+}

@@ -1,0 +1,211 @@
+// The hints panel: report["hints"] in their ranked order, each a <details> that opens on its
+// explanation, numbers, fix steps, fix code (with a Copy button), how the gain was estimated, and
+// its evidence as buttons that take the timeline there. Hint texts go through textContent only.
+//
+// For browser tests: the root carries data-hints (count) and data-active-evidence ("i:j");
+// each hint data-hint (index in summary.hints) and data-severity; evidence buttons data-evidence
+// ("i:j"); copy buttons data-copy (hint index) and data-copied ("yes" | "failed") after a click.
+
+import "./hints.css";
+import { evidenceText, formatHintNumber, formatTime, hintNumberLabel } from "../model/format.js";
+
+const COPIED_MS = 1500;
+
+function h(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+/** Copy text: the async clipboard API where the page may use it, else a selected textarea. */
+async function copyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // Denied (no focus, permissions): the textarea route below may still work.
+  }
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.style.position = "fixed";
+  area.style.top = "-1000px";
+  area.style.opacity = "0";
+  document.body.appendChild(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand("copy");
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
+}
+
+const LEVELS = ["high", "medium", "low"]; // severities and confidences alike
+
+function severityOf(hint) {
+  const s = hint && hint.severity;
+  return LEVELS.includes(s) ? s : "low";
+}
+
+/**
+ * @param summary the report (summary trait)
+ * @param hooks {onEvidence(i, j), onSelectHint(i)}: onSelectHint when the user opens hint i,
+ *   onEvidence when they click evidence j of hint i.
+ * Returns {el, open(i), destroy}; open(i) expands hint i from code without calling the hooks.
+ */
+export function createHints(summary, hooks = {}) {
+  summary = summary || {};
+  const hints = Array.isArray(summary.hints) ? summary.hints : [];
+  const multiRank = (summary.ranks || []).length > 1;
+  const timers = new Set();
+  const quiet = new Set(); // hints open() expanded: their next toggle event calls no hook
+
+  const root = h("div", "gp-hintlist");
+  root.dataset.hints = String(hints.length);
+  root.dataset.activeEvidence = "";
+  root.appendChild(h("div", "gp-panel-title", hints.length ? `Hints (${hints.length}), largest gain first` : "Hints"));
+  if (!hints.length) {
+    root.appendChild(h("div", "gp-muted", "No hints: nothing in this trace crossed a threshold."));
+  }
+
+  const list = h("ol", "gp-hl-list");
+  const items = [];
+  hints.forEach((hint, i) => {
+    hint = hint || {};
+    const li = h("li", "gp-hl-item");
+    li.dataset.hint = String(i);
+    li.dataset.severity = severityOf(hint);
+    const details = h("details", "gp-hl-details");
+
+    const head = h("summary", "gp-hl-summary");
+    head.appendChild(h("span", "gp-hl-rank", `#${i + 1}`));
+    head.appendChild(h("span", `gp-hl-severity gp-hl-severity-${severityOf(hint)}`, severityOf(hint)));
+    head.appendChild(h("span", "gp-hl-title", hint.title ?? hint.kind ?? "hint"));
+    const gain = h("span", "gp-hl-gain", `up to ${formatTime(hint.gain_ns)}`);
+    gain.title = "estimated time a fix gives back";
+    head.appendChild(gain);
+    const confidence = LEVELS.includes(hint.confidence) ? hint.confidence : "unknown";
+    head.appendChild(h("span", `gp-hl-confidence gp-hl-confidence-${confidence}`, `${confidence} confidence`));
+    if (multiRank && hint.rank !== null && hint.rank !== undefined) {
+      head.appendChild(h("span", "gp-hl-chip", `rank ${hint.rank}`));
+    }
+    details.appendChild(head);
+
+    const body = h("div", "gp-hl-body");
+    if (hint.explanation) body.appendChild(h("p", "gp-hl-explanation", hint.explanation));
+
+    const numbers = Object.entries(hint.numbers || {});
+    if (numbers.length) {
+      const t = h("table", "gp-hl-numbers");
+      const tb = t.createTBody();
+      for (const [key, value] of numbers) {
+        const tr = tb.insertRow();
+        tr.appendChild(h("th", "", hintNumberLabel(key)));
+        tr.appendChild(h("td", "", formatHintNumber(key, value)));
+      }
+      body.appendChild(t);
+    }
+
+    const fix = Array.isArray(hint.fix) ? hint.fix : [];
+    if (fix.length) {
+      body.appendChild(h("div", "gp-hl-subtitle", "Fix"));
+      const steps = h("ol", "gp-hl-fix");
+      for (const step of fix) steps.appendChild(h("li", "", step));
+      body.appendChild(steps);
+    }
+
+    if (hint.code) {
+      const block = h("div", "gp-hl-code");
+      const pre = h("pre", "");
+      pre.appendChild(h("code", "", hint.code));
+      block.appendChild(pre);
+      const copy = h("button", "gp-hl-copy", "Copy");
+      copy.type = "button";
+      copy.dataset.copy = String(i);
+      copy.addEventListener("click", async () => {
+        const ok = await copyText(String(hint.code));
+        copy.textContent = ok ? "copied" : "copy failed: select the code";
+        copy.dataset.copied = ok ? "yes" : "failed";
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          copy.textContent = "Copy";
+        }, COPIED_MS);
+        timers.add(timer);
+      });
+      block.appendChild(copy);
+      body.appendChild(block);
+    }
+
+    if (hint.gain_method) {
+      const p = h("p", "gp-hl-method");
+      p.appendChild(h("span", "gp-hl-method-label", "How the gain was estimated: "));
+      p.appendChild(document.createTextNode(String(hint.gain_method)));
+      body.appendChild(p);
+    }
+
+    const related = Array.isArray(hint.related) ? hint.related.length : 0;
+    if (related) {
+      const what = `Concerns ${related} roofline ${related === 1 ? "point" : "points"}.`;
+      body.appendChild(h("div", "gp-muted", what));
+    }
+
+    const evidence = Array.isArray(hint.evidence) ? hint.evidence : [];
+    if (evidence.length) {
+      body.appendChild(h("div", "gp-hl-subtitle", "Evidence"));
+      const row = h("div", "gp-hl-evidence");
+      evidence.forEach((e, j) => {
+        const b = h("button", "gp-hl-evidence-button", evidenceText(e));
+        b.type = "button";
+        b.dataset.evidence = `${i}:${j}`;
+        const where = [e && e.table, e && e.rank != null && multiRank ? `rank ${e.rank}` : null].filter(Boolean);
+        b.title = `show on the timeline${where.length ? ` (${where.join(", ")})` : ""}`;
+        b.addEventListener("click", () => {
+          for (const other of root.querySelectorAll(".gp-hl-evidence-active")) {
+            other.classList.remove("gp-hl-evidence-active");
+          }
+          b.classList.add("gp-hl-evidence-active");
+          root.dataset.activeEvidence = `${i}:${j}`;
+          if (typeof hooks.onEvidence === "function") hooks.onEvidence(i, j);
+        });
+        row.appendChild(b);
+      });
+      body.appendChild(row);
+    }
+    details.appendChild(body);
+
+    details.addEventListener("toggle", () => {
+      li.classList.toggle("gp-hl-open", details.open);
+      if (quiet.delete(i)) return;
+      if (details.open && typeof hooks.onSelectHint === "function") hooks.onSelectHint(i);
+    });
+    li.appendChild(details);
+    list.appendChild(li);
+    items.push(details);
+  });
+  root.appendChild(list);
+
+  return {
+    el: root,
+    open(i) {
+      const details = items[i];
+      if (!details) return;
+      if (!details.open) {
+        // The toggle event fires later, as a task: mark it as ours.
+        quiet.add(i);
+        details.open = true;
+      }
+      details.scrollIntoView({ block: "nearest" });
+    },
+    destroy() {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      root.remove();
+    },
+  };
+}

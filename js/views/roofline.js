@@ -1,0 +1,470 @@
+// The roofline panel: an SVG log-log chart (FLOP/byte against FLOP/s) of report["roofline"]
+// points over the roofs of report["hardware"], a coverage badge, a hover card, a details box for
+// the selected point with the hints that name it, and the points that cannot be plotted.
+// Trace strings (op and kernel names, shapes) reach the DOM only through textContent.
+//
+// For browser tests: the root carries data-points (plotted circles), data-unplotted,
+// data-selected-point (index, "" for none) and data-highlighted-points ("1,4"); each circle
+// data-point (index in summary.roofline.points); each roof line data-roof (precisions or "dram").
+// Only one level of points is drawn at a time (data-level "op" | "kernel"; buttons
+// data-level-button switch), so data-points counts the circles of that level.
+
+import "./roofline.css";
+import { formatBytesPerS, formatFlopsPerS, formatFraction, formatIntensity, formatTime } from "../model/format.js";
+import {
+  boundOf,
+  decadeTicks,
+  flopsTickLabel,
+  hintsForPoint,
+  intensityTickLabel,
+  levelsOf,
+  logScale,
+  memoryPolyline,
+  plotStatus,
+  pointFacts,
+  pointRadius,
+  resolvePoints,
+  roofPolyline,
+  roofsOf,
+  rooflineDomains,
+  uncoveredShare,
+} from "../model/roofline.js";
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const W = 640;
+const H = 380;
+const M = { left: 78, right: 16, top: 14, bottom: 44 };
+const LEVEL_WORDS = { op: "ops", kernel: "kernels" };
+const SOURCE_WORDS = { datasheet: "datasheet", calibrated: "measured", estimated: "estimated", user: "given by you" };
+
+function h(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function s(tag, attrs = {}, text) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = String(text);
+  return node;
+}
+
+/** SVG text set through textContent; `rotate` (degrees) turns it about its anchor. */
+function svgText(x, y, text, { rotate, ...attrs } = {}) {
+  const node = s("text", { x, y, ...attrs }, text);
+  if (rotate) node.setAttribute("transform", `rotate(${Number(rotate).toFixed(1)} ${x} ${y})`);
+  return node;
+}
+
+function factsTable(rows) {
+  const t = h("table", "gp-rl-facts");
+  const body = t.createTBody();
+  for (const [label, text] of rows) {
+    const tr = body.insertRow();
+    tr.appendChild(h("th", "", label));
+    tr.appendChild(h("td", "", text));
+  }
+  return t;
+}
+
+function pointTitle(p) {
+  return String(p.name ?? p.key ?? "point");
+}
+
+function coverageBadge(coverage) {
+  const share = uncoveredShare(coverage);
+  const badge = h("span", "gp-rl-coverage");
+  if (share === null) {
+    badge.textContent = "FLOP coverage unknown";
+    badge.classList.add("gp-rl-coverage-unknown");
+  } else {
+    badge.textContent = `no FLOP count for ${formatFraction(share, share < 0.1 ? 1 : 0)} of the time`;
+    if (share >= 0.5) badge.classList.add("gp-rl-coverage-low");
+  }
+  badge.title =
+    "Share of the time (GPU time on traces with kernels) spent in ops and kernels whose FLOPs " +
+    "are not counted: that time is not on the chart.";
+  badge.dataset.uncovered = share === null ? "unknown" : String(share);
+  return badge;
+}
+
+function legend() {
+  const box = h("span", "gp-rl-legend");
+  const items = [["memory", "memory-bound"], ["compute", "compute-bound"], ["unknown", "bound unknown"]];
+  for (const [bound, label] of items) {
+    const item = h("span", "gp-rl-legend-item");
+    item.appendChild(h("span", `gp-rl-swatch gp-bound-${bound}`));
+    item.appendChild(document.createTextNode(label));
+    box.appendChild(item);
+  }
+  return box;
+}
+
+/**
+ * @param summary the report (summary trait)
+ * @param hooks {onSelectPoint(k)}: called when the user selects a point (click, Enter), not on
+ *   select() from code, so a caller that selects a point programmatically cannot loop.
+ */
+export function createRoofline(summary, hooks = {}) {
+  summary = summary || {};
+  const points = (summary.roofline && summary.roofline.points) || [];
+  const hints = summary.hints || [];
+  const hardware = summary.hardware || {};
+  const roofs = roofsOf(hardware);
+
+  const root = h("div", "gp-roofline");
+  root.dataset.selectedPoint = "";
+  root.dataset.highlightedPoints = "";
+
+  const head = h("div", "gp-rl-head");
+  head.appendChild(h("span", "gp-panel-title", "Roofline"));
+  head.appendChild(coverageBadge(summary.roofline && summary.roofline.coverage));
+  head.appendChild(legend());
+  root.appendChild(head);
+
+  if (!roofs.complete) {
+    const drawn = roofs.memory || roofs.compute.length ? "partly drawn" : "not drawn";
+    const why = [`Roofs ${drawn}: ${roofs.missing.join(", ")}.`];
+    if (hardware.notes) why.push(String(hardware.notes));
+    root.appendChild(h("div", "gp-rl-message", why.join(" ")));
+  }
+
+  const status = points.map(plotStatus);
+  const plotted = [];
+  const unplotted = [];
+  status.forEach((st, i) => (st.plotted ? plotted : unplotted).push(i));
+  root.dataset.unplotted = String(unplotted.length);
+
+  if (!points.length) root.appendChild(h("div", "gp-muted", "No roofline points: no ops or kernels with time."));
+
+  // Chart.
+  const chart = h("div", "gp-rl-chart");
+  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, class: "gp-rl-svg", role: "img" });
+  svg.appendChild(s("title", {}, "Roofline: arithmetic intensity (FLOP/byte) against FLOP/s, log-log"));
+  const domains = rooflineDomains(points, roofs);
+  const x = logScale(domains.x, [M.left, W - M.right]);
+  const y = logScale(domains.y, [H - M.bottom, M.top]);
+
+  const grid = s("g", { class: "gp-rl-grid" });
+  const axes = s("g", { class: "gp-rl-axes" });
+  for (const t of decadeTicks(...domains.x)) {
+    const px = x.map(t.value);
+    grid.appendChild(s("line", { x1: px, x2: px, y1: M.top, y2: H - M.bottom }));
+    axes.appendChild(svgText(px, H - M.bottom + 14, intensityTickLabel(t.exp), { "text-anchor": "middle" }));
+  }
+  for (const t of decadeTicks(...domains.y)) {
+    const py = y.map(t.value);
+    grid.appendChild(s("line", { x1: M.left, x2: W - M.right, y1: py, y2: py }));
+    axes.appendChild(svgText(M.left - 6, py + 4, flopsTickLabel(t.exp), { "text-anchor": "end" }));
+  }
+  const plotW = W - M.left - M.right;
+  const plotH = H - M.top - M.bottom;
+  axes.appendChild(s("rect", { x: M.left, y: M.top, width: plotW, height: plotH, class: "gp-rl-frame" }));
+  const title = { "text-anchor": "middle", class: "gp-rl-axis-title" };
+  axes.appendChild(svgText(M.left + plotW / 2, H - 8, "arithmetic intensity (FLOP/byte)", title));
+  axes.appendChild(svgText(14, M.top + plotH / 2, "FLOP/s", { ...title, rotate: -90 }));
+  svg.appendChild(grid);
+  svg.appendChild(axes);
+  svg.appendChild(drawRoofs(roofs, domains, x, y));
+
+  const pointLayer = s("g", { class: "gp-rl-points" });
+  const maxTime = Math.max(0, ...points.map((p) => Number(p.time_ns) || 0));
+  const circles = new Map();
+  // Ops and the kernels they launch carry the same FLOPs, bytes and time: drawn together they
+  // sit on top of each other. One level at a time; the switch shows when both are there.
+  const levels = levelsOf(points);
+  let level = levels[0] ?? null;
+  let highlighted = new Set();
+
+  function drawPoints() {
+    pointLayer.replaceChildren();
+    circles.clear();
+    // Largest first, so small points stay on top and clickable.
+    const order = plotted
+      .filter((i) => level === null || (points[i].level ?? "") === level)
+      .map((i) => ({ i, r: pointRadius(points[i].time_ns, maxTime) }))
+      .sort((a, b) => b.r - a.r);
+    for (const { i, r } of order) {
+      const p = points[i];
+      const c = s("circle", {
+        cx: x.map(Number(p.intensity)),
+        cy: y.map(Number(p.achieved_flops_per_s)),
+        r,
+        class: `gp-rl-point gp-bound-${boundOf(p)}`,
+        tabindex: 0,
+        role: "button",
+        "data-point": i,
+      });
+      c.setAttribute("aria-label", `${pointTitle(p)}: ${formatTime(p.time_ns)}`);
+      if (highlighted.has(i)) c.classList.add("gp-rl-highlight");
+      pointLayer.appendChild(c);
+      circles.set(i, c);
+    }
+    root.dataset.points = String(circles.size);
+    root.dataset.level = level ?? "";
+  }
+  svg.appendChild(pointLayer);
+  chart.appendChild(svg);
+  const levelButtons = new Map();
+  if (levels.length > 1) {
+    const box = h("span", "gp-rl-levels");
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "points drawn");
+    for (const lv of levels) {
+      const b = h("button", "gp-rl-level", LEVEL_WORDS[lv] ?? lv);
+      b.type = "button";
+      b.dataset.levelButton = lv;
+      b.addEventListener("click", () => setLevel(lv));
+      levelButtons.set(lv, b);
+      box.appendChild(b);
+    }
+    head.insertBefore(box, head.querySelector(".gp-rl-legend"));
+  }
+  function setLevel(lv) {
+    level = lv;
+    for (const [key, b] of levelButtons) b.setAttribute("aria-pressed", String(key === lv));
+    hideTip();
+    drawPoints();
+    markSelected();
+  }
+
+  const tip = h("div", "gp-rl-tip");
+  tip.hidden = true;
+  chart.appendChild(tip);
+  root.appendChild(chart);
+  root.appendChild(roofList(roofs, hardware));
+
+  const details = h("div", "gp-rl-details");
+  details.hidden = true;
+  root.appendChild(details);
+
+  // Points that cannot sit on log-log axes, listed so their time is not silently dropped.
+  if (unplotted.length) {
+    const box = h("details", "gp-rl-unplotted");
+    const time = unplotted.reduce((acc, i) => acc + (Number(points[i].time_ns) || 0), 0);
+    const what = `${unplotted.length} points not plotted (${formatTime(time)}): FLOPs or bytes unknown or zero`;
+    box.appendChild(h("summary", "", what));
+    const list = h("ul", "");
+    for (const i of unplotted) {
+      const li = h("li", "");
+      const b = h("button", "gp-rl-linklike", pointTitle(points[i]));
+      b.type = "button";
+      b.dataset.unplottedPoint = String(i);
+      b.title = pointTitle(points[i]);
+      b.addEventListener("click", () => userSelect(i));
+      li.appendChild(b);
+      li.appendChild(h("span", "gp-muted", ` ${formatTime(points[i].time_ns)} · ${status[i].reason}`));
+      list.appendChild(li);
+    }
+    box.appendChild(list);
+    root.appendChild(box);
+  }
+
+  // Hover card.
+  function showTip(i) {
+    const p = points[i];
+    const c = circles.get(i);
+    if (!p || !c) return;
+    tip.replaceChildren(h("div", "gp-rl-tip-name", pointTitle(p)), factsTable(pointFacts(p)));
+    tip.hidden = false;
+    const box = chart.getBoundingClientRect();
+    const dot = c.getBoundingClientRect();
+    const left = dot.right - box.left + 8;
+    // Flip to the left of the point when the card would leave the chart.
+    const tipWidth = tip.offsetWidth || 320;
+    tip.style.left = `${left + tipWidth > box.width ? Math.max(0, dot.left - box.left - tipWidth - 8) : left}px`;
+    tip.style.top = `${Math.max(0, dot.top - box.top - 8)}px`;
+  }
+  function hideTip() {
+    tip.hidden = true;
+  }
+
+  let selected = null;
+  function renderDetails(i) {
+    const p = points[i];
+    details.replaceChildren();
+    if (!p) {
+      details.hidden = true;
+      return;
+    }
+    const top = h("div", "gp-rl-details-head");
+    top.appendChild(h("span", "gp-rl-details-name", pointTitle(p)));
+    const close = h("button", "gp-rl-close", "×");
+    close.type = "button";
+    close.title = "clear the selection";
+    close.addEventListener("click", () => select(null));
+    top.appendChild(close);
+    details.appendChild(top);
+    if (!status[i].plotted) details.appendChild(h("div", "gp-muted", `not plotted: ${status[i].reason}`));
+    details.appendChild(factsTable(pointFacts(p)));
+    const related = hintsForPoint(hints, p.key);
+    if (related.length) {
+      details.appendChild(h("div", "gp-rl-subtitle", related.length === 1 ? "Hint" : "Hints"));
+      const list = h("ul", "gp-rl-hints");
+      for (const j of related) {
+        const li = h("li", "");
+        li.dataset.hint = String(j);
+        li.appendChild(h("span", "gp-rl-hint-title", hints[j].title ?? hints[j].kind ?? "hint"));
+        li.appendChild(h("span", "gp-muted", ` · gives back up to ${formatTime(hints[j].gain_ns)}`));
+        list.appendChild(li);
+      }
+      details.appendChild(list);
+    } else {
+      details.appendChild(h("div", "gp-muted", "No hint names this point."));
+    }
+    details.hidden = false;
+  }
+
+  function markSelected() {
+    for (const c of circles.values()) c.classList.remove("gp-rl-selected");
+    if (selected !== null && circles.has(selected)) {
+      const c = circles.get(selected);
+      c.classList.add("gp-rl-selected");
+      pointLayer.appendChild(c); // on top of its neighbours
+    }
+  }
+
+  /**
+   * Select point k (index or key; null clears), switching to its level if it is drawn at the
+   * other one. Does not call hooks.onSelectPoint.
+   */
+  function select(k) {
+    const [i] = k === null || k === undefined ? [] : resolvePoints(points, [k]);
+    selected = i === undefined ? null : i;
+    root.dataset.selectedPoint = selected === null ? "" : String(selected);
+    const lv = selected === null ? null : points[selected].level;
+    if (selected !== null && status[selected].plotted && levelButtons.has(lv) && lv !== level) setLevel(lv);
+    else markSelected();
+    renderDetails(selected);
+  }
+
+  function userSelect(i) {
+    select(i);
+    if (typeof hooks.onSelectPoint === "function") hooks.onSelectPoint(i);
+  }
+
+  /** Ring the given points (indexes or keys) and dim the others; [] clears. */
+  function highlightPoints(keysOrIndexes) {
+    highlighted = new Set(resolvePoints(points, keysOrIndexes || []));
+    const lv = [...highlighted].map((i) => points[i].level).find((l) => levelButtons.has(l));
+    if (lv !== undefined && lv !== level && ![...highlighted].some((i) => circles.has(i))) setLevel(lv);
+    for (const [i, c] of circles) c.classList.toggle("gp-rl-highlight", highlighted.has(i));
+    root.classList.toggle("gp-rl-highlighting", highlighted.size > 0);
+    root.dataset.highlightedPoints = [...highlighted].join(",");
+  }
+
+  // One set of listeners on the layer, not one per circle.
+  const pointOf = (ev) => {
+    const t = ev.target;
+    return t && t.dataset && t.dataset.point !== undefined ? Number(t.dataset.point) : null;
+  };
+  const onOver = (ev) => {
+    const i = pointOf(ev);
+    if (i !== null) showTip(i);
+  };
+  const onOut = (ev) => {
+    if (pointOf(ev) !== null) hideTip();
+  };
+  const onClick = (ev) => {
+    const i = pointOf(ev);
+    if (i !== null) userSelect(i);
+  };
+  const onKey = (ev) => {
+    const i = pointOf(ev);
+    if (i !== null && (ev.key === "Enter" || ev.key === " ")) {
+      ev.preventDefault();
+      userSelect(i);
+    }
+  };
+  setLevel(level);
+  pointLayer.addEventListener("pointerover", onOver);
+  pointLayer.addEventListener("pointerout", onOut);
+  pointLayer.addEventListener("focusin", onOver);
+  pointLayer.addEventListener("focusout", onOut);
+  pointLayer.addEventListener("click", onClick);
+  pointLayer.addEventListener("keydown", onKey);
+
+  return {
+    el: root,
+    select,
+    highlightPoints,
+    destroy() {
+      pointLayer.removeEventListener("pointerover", onOver);
+      pointLayer.removeEventListener("pointerout", onOut);
+      pointLayer.removeEventListener("focusin", onOver);
+      pointLayer.removeEventListener("focusout", onOut);
+      pointLayer.removeEventListener("click", onClick);
+      pointLayer.removeEventListener("keydown", onKey);
+      root.remove();
+    },
+  };
+}
+
+function polylineAttr(line, x, y) {
+  return line.map(([a, b]) => `${x.map(a).toFixed(1)},${y.map(b).toFixed(1)}`).join(" ");
+}
+
+function drawRoofs(roofs, domains, x, y) {
+  const g = s("g", { class: "gp-rl-roofs" });
+  const bw = roofs.memory ? roofs.memory.bandwidth : null;
+  if (bw && !roofs.compute.length) {
+    const line = memoryPolyline(bw, domains.x, domains.y);
+    if (line.length) {
+      g.appendChild(s("polyline", { points: polylineAttr(line, x, y), class: "gp-rl-roof", "data-roof": "dram" }));
+    }
+  }
+  for (const roof of roofs.compute) {
+    const line = roofPolyline(roof.peak, bw, domains.x, domains.y);
+    if (!line.length) continue;
+    const poly = s("polyline", { points: polylineAttr(line, x, y), class: "gp-rl-roof", "data-roof": roof.key });
+    poly.appendChild(s("title", {}, `${roof.key}: ${formatFlopsPerS(roof.peak)}`));
+    g.appendChild(poly);
+    const text = `${roof.key} ${formatFlopsPerS(roof.peak)}`;
+    const at = { "text-anchor": "end", class: "gp-rl-roof-label" };
+    g.appendChild(svgText(W - M.right - 4, y.map(roof.peak) - 4, text, at));
+    if (roof.ridge !== null && roof.ridge >= domains.x[0] && roof.ridge <= domains.x[1]) {
+      const rx = x.map(roof.ridge);
+      const ry = y.map(roof.peak);
+      g.appendChild(s("line", { x1: rx, x2: rx, y1: ry, y2: H - M.bottom, class: "gp-rl-ridge-drop" }));
+      const mark = s("circle", { cx: rx, cy: ry, r: 3, class: "gp-rl-ridge" });
+      mark.appendChild(s("title", {}, `${roof.key} ridge: ${formatIntensity(roof.ridge)}`));
+      g.appendChild(mark);
+      const ridgeText = `ridge ${formatIntensity(roof.ridge)}`;
+      g.appendChild(svgText(rx - 3, H - M.bottom - 4, ridgeText, { rotate: -90, class: "gp-rl-ridge-label" }));
+    }
+  }
+  if (bw) {
+    // The memory roof's label runs along its slope, near where it enters the plot.
+    const line = roofs.compute.length
+      ? roofPolyline(Math.max(...roofs.compute.map((r) => r.peak)), bw, domains.x, domains.y)
+      : memoryPolyline(bw, domains.x, domains.y);
+    if (line.length >= 2) {
+      const [a, b] = line;
+      const ax = x.map(a[0]);
+      const ay = y.map(a[1]);
+      const angle = (Math.atan2(y.map(b[1]) - ay, x.map(b[0]) - ax) * 180) / Math.PI;
+      const lx = ax + 10;
+      const ly = ay + (10 * (y.map(b[1]) - ay)) / (x.map(b[0]) - ax || 1) - 5;
+      g.appendChild(svgText(lx, ly, `DRAM ${formatBytesPerS(bw)}`, { rotate: angle, class: "gp-rl-roof-label" }));
+    }
+  }
+  return g;
+}
+
+function roofList(roofs, hardware) {
+  const box = h("div", "gp-rl-roofs-list");
+  if (!roofs.memory && !roofs.compute.length) return box;
+  const source = SOURCE_WORDS[hardware.source] ?? hardware.source;
+  const parts = [];
+  if (roofs.memory) parts.push(`DRAM ${formatBytesPerS(roofs.memory.bandwidth)}`);
+  for (const r of roofs.compute) {
+    const ridge = r.ridge !== null ? `, ridge at ${formatIntensity(r.ridge)}` : "";
+    parts.push(`${r.key} ${formatFlopsPerS(r.peak)}${ridge}`);
+  }
+  const name = `${hardware.name ?? "this GPU"}${source ? ` (${source})` : ""}`;
+  box.textContent = `Roofs of ${name}: ${parts.join(" · ")}`;
+  if (hardware.citation) box.title = String(hardware.citation);
+  return box;
+}
