@@ -173,17 +173,8 @@ export function axisTicks(view, width, minSpacingPx = 80) {
   return { step, unit: unit.label, ticks };
 }
 
-/** A duration with units and 3 significant digits: "850 ns", "12.3 µs", "1.50 ms", "2.00 s". */
-export function formatDuration(ns) {
-  if (!Number.isFinite(ns)) return "–";
-  if (ns === 0) return "0 ns";
-  const unit = unitFor(ns);
-  const v = ns / unit.ns;
-  const a = Math.abs(v);
-  if (unit.label === "ns") return `${Math.round(v)} ns`;
-  const decimals = a >= 100 ? 0 : a >= 10 ? 1 : 2;
-  return `${v.toFixed(decimals)} ${unit.label}`;
-}
+// Durations read the same in every panel: one formatter (model/format.js) serves them all.
+export { formatTime as formatDuration } from "./format.js";
 
 
 /**

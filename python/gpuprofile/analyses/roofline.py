@@ -185,13 +185,7 @@ def point_members(
         by_group = np.argsort(group, kind="stable")
         firsts = np.flatnonzero(np.r_[True, np.diff(group[by_group]) != 0])
         first = by_group[firsts]
-        name = _texts(members, "name", first)
-        if members.level == "op":
-            shapes = _texts(members, "shapes", first)
-            shapes = np.where(pd.isna(shapes), "", shapes).astype(object)
-            key = [f"op:{nm}|{sh}" for nm, sh in zip(name, shapes, strict=True)]
-        else:
-            key = [f"kernel:{nm}" for nm in name]
+        _, _, key = _point_names(members, first)
         if multi_rank:
             key = [f"{k}|rank={r}" for k, r in zip(key, members.rank[first].tolist(), strict=True)]
         ends = np.r_[firsts[1:], len(by_group)]
@@ -217,6 +211,17 @@ def _name_codes(names: pd.Series) -> np.ndarray:
     if isinstance(names.dtype, pd.CategoricalDtype):
         return name_codes(names).astype(np.int64)
     return pd.factorize(strings(names), use_na_sentinel=False)[0]
+
+
+def _point_names(members: _Members, first: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Name, shapes and key of the points whose first members are at ``first`` (before any
+    rank suffix): "op:NAME|SHAPES" for ops, "kernel:NAME" for kernels."""
+    name = _texts(members, "name", first)
+    if members.level == "op":
+        shapes = _texts(members, "shapes", first)
+        shapes = np.where(pd.isna(shapes), "", shapes).astype(object)
+        return name, shapes, [f"op:{nm}|{sh}" for nm, sh in zip(name, shapes, strict=True)]
+    return name, np.full(len(first), "", dtype=object), [f"kernel:{nm}" for nm in name]
 
 
 def _texts(members: _Members, column: str, at: np.ndarray) -> np.ndarray:
@@ -253,14 +258,7 @@ def _aggregate(members: _Members) -> pd.DataFrame:
     n_bytes_missing = np.bincount(group[known & ~np.isfinite(nbytes)], minlength=n)
     n_measured = np.bincount(group[known & members.measured[order]], minlength=n)
     none_known = n_known == 0
-    name = _texts(members, "name", first)
-    if members.level == "op":
-        shapes = _texts(members, "shapes", first)
-        shapes = np.where(pd.isna(shapes), "", shapes).astype(object)
-        key = [f"op:{nm}|{sh}" for nm, sh in zip(name, shapes, strict=True)]
-    else:
-        shapes = np.full(n, "", dtype=object)
-        key = [f"kernel:{nm}" for nm in name]
+    name, shapes, key = _point_names(members, first)
     points = {
         "rank": members.rank[first],
         "name": name,
