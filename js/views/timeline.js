@@ -210,6 +210,7 @@ export function createTimeline(data, hooks = {}) {
   el.setAttribute("data-lm-suppress-shortcuts", "true");
   el.dataset.events = String(totalEvents);
   el.dataset.lanes = String(lanes.length);
+  el.dataset.complete = String(complete);
   el.dataset.selectedId = "";
   el.dataset.searchCount = "0";
   el.dataset.highlightCount = "0";
@@ -432,7 +433,7 @@ export function createTimeline(data, hooks = {}) {
     el.dataset.selectedId = String(selected.id);
     flows = [];
     if (zoom) {
-      ensureLaneVisible(selected.lane);
+      ensureLaneVisible(selected.lane, selected.row ?? null);
       setView(viewForEvent(selected.start_ns, selected.dur_ns, span, minSpan, 1));
     }
     schedule();
@@ -487,7 +488,8 @@ export function createTimeline(data, hooks = {}) {
     schedule();
   }
 
-  function ensureLaneVisible(laneId) {
+  /** Scroll so the lane (or, given a row, that row of it) is in sight, expanding its group. */
+  function ensureLaneVisible(laneId, row = null) {
     let entry = layout.entryOfLane.get(laneId);
     if (!entry) return;
     if (entry.kind !== "lane" && collapsed.has(entry.group)) {
@@ -495,9 +497,12 @@ export function createTimeline(data, hooks = {}) {
       relayout();
       entry = layout.entryOfLane.get(laneId);
     }
+    // A deep CPU stack can be taller than the plot: aim at the row, not the lane's top.
+    const top = entry.kind === "lane" && row !== null ? entry.y + LANE_PAD + Math.max(0, row) * ROW_H : entry.y;
+    const h = entry.kind === "lane" && row !== null ? ROW_H : entry.h;
     const visibleH = viewportH - AXIS_H;
-    if (entry.y < scroller.scrollTop) scroller.scrollTop = entry.y;
-    else if (entry.y + entry.h > scroller.scrollTop + visibleH) scroller.scrollTop = Math.min(entry.y, entry.y + entry.h - visibleH);
+    if (top < scroller.scrollTop) scroller.scrollTop = Math.max(0, top - ROW_H);
+    else if (top + h > scroller.scrollTop + visibleH) scroller.scrollTop = Math.min(top - ROW_H, top + h - visibleH + ROW_H);
   }
 
   function relayout() {
@@ -612,8 +617,14 @@ export function createTimeline(data, hooks = {}) {
       byLane.get(lane).push({ id: Number(m.id), lane, row: Number(m.row) || 0, start_ns: Number(m.start_ns), dur_ns: Math.max(0, Number(m.dur_ns) || 0) });
       count += 1;
     }
-    for (const arr of byLane.values()) arr.sort((a, b) => a.start_ns - b.start_ns);
+    let longest = null;
+    for (const arr of byLane.values()) {
+      arr.sort((a, b) => a.start_ns - b.start_ns);
+      for (const m of arr) if (!longest || m.dur_ns > longest.dur_ns) longest = m;
+    }
     marks = { label: String(label ?? ""), count, byLane };
+    // Deep CPU stacks can push GPU lanes below the fold: bring the marked events into sight.
+    if (longest) ensureLaneVisible(longest.lane, longest.row);
     chipText.textContent = `highlighting ${marks.label} (${count.toLocaleString("en-US")})`;
     chip.hidden = false;
     el.dataset.highlightCount = String(count);

@@ -4,6 +4,11 @@ The server runs on a free port with its own config/runtime/settings/workspace/IP
 serves a temporary copy of example_notebooks/, so a run never modifies the repository. Chromium
 is Debian's (/usr/bin/chromium), driven by the Python playwright package; without it the tests
 skip, except under CI=true, where a missing browser is a failure.
+
+Opening a notebook starts a kernel (seconds on a small machine), so a test file that checks
+several things on one widget shares one page and one notebook (`module_page`);
+widget_page.open_notebook runs it, and cells hand the tests their expected values as
+`TAG {json}` lines (widget_page.printed).
 """
 
 from __future__ import annotations
@@ -11,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -20,11 +24,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from widget_page import open_notebook, printed
 
 from prerequisites import missing
 
@@ -111,6 +116,8 @@ def jupyterlab(
             "--ServerApp.password=",
             "--allow-root",
             "--LabApp.expose_app_in_browser=True",
+            # The same window.jupyterapp in the Notebook 7 interface (/notebooks/...).
+            "--JupyterNotebookApp.expose_app_in_browser=True",
             "--LabApp.news_url=None",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         ],
@@ -167,8 +174,8 @@ def browser() -> Iterator[object]:
             b.close()
 
 
-@pytest.fixture
-def page(browser, jupyterlab: str, artifacts_dir: Path, request: pytest.FixtureRequest):
+@contextlib.contextmanager
+def _new_page(browser, artifacts_dir: Path, name: str) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
     pg = context.new_page()
     pg.set_default_timeout(60_000)
@@ -181,13 +188,22 @@ def page(browser, jupyterlab: str, artifacts_dir: Path, request: pytest.FixtureR
         # The last state of the page, for failures.
         # A closed or crashed page must not hide the test's own error.
         with contextlib.suppress(Exception):
-            pg.screenshot(path=str(artifacts_dir / f"{request.node.name}-final.png"))
-        (artifacts_dir / f"{request.node.name}.console.log").write_text("\n".join(console))
+            pg.screenshot(path=str(artifacts_dir / f"{name}-final.png"))
+        (artifacts_dir / f"{name}.console.log").write_text("\n".join(console))
         context.close()
 
 
-COUNTS_LINE = re.compile(r"GPUPROFILE_COUNTS\s+(\{.*?\})")
-WIDGET_READY = '.gpuprofile[data-gpuprofile="ready"]'
+@pytest.fixture
+def page(browser, jupyterlab: str, artifacts_dir: Path, request: pytest.FixtureRequest):
+    with _new_page(browser, artifacts_dir, request.node.name) as pg:
+        yield pg
+
+
+@pytest.fixture(scope="module")
+def module_page(browser, jupyterlab: str, artifacts_dir: Path, request: pytest.FixtureRequest):
+    """One page for all the tests of a module (they share its notebook and kernel)."""
+    with _new_page(browser, artifacts_dir, request.module.__name__) as pg:
+        yield pg
 
 
 @pytest.fixture
@@ -196,23 +212,8 @@ def run_notebook(page, jupyterlab: str):
     and for a `GPUPROFILE_COUNTS {json}` line in the outputs; return that dict."""
 
     def run(name: str) -> dict:
-        # A fresh workspace per call: the default one would reopen notebooks (and widgets)
-        # from earlier tests of this session next to this one.
-        page.goto(f"{jupyterlab}/lab/workspaces/t{uuid.uuid4().hex[:12]}/tree/{name}")
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands")
-        page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
-        # Do not return the command's promise: it can hang forever.
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.jp-OutputArea-output')]"
-            ".some(o => o.textContent.includes('GPUPROFILE_COUNTS'))",
-            timeout=90_000,
-        )
-        page.locator(WIDGET_READY).first.wait_for(timeout=30_000)
-        outputs = "\n".join(page.locator(".jp-OutputArea-output").all_text_contents())
-        assert "Traceback (most recent call last)" not in outputs, outputs[-3000:]
-        match = COUNTS_LINE.search(outputs)
-        assert match, f"no GPUPROFILE_COUNTS line in the outputs:\n{outputs[-2000:]}"
-        return json.loads(match.group(1))
+        outputs = open_notebook(page, jupyterlab, name, marker="GPUPROFILE_COUNTS")
+        counts: dict = printed(outputs, "GPUPROFILE_COUNTS")
+        return counts
 
     return run

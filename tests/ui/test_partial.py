@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from widget_page import notebook_json
 
 pytestmark = pytest.mark.ui
 
@@ -20,29 +21,7 @@ CELLS = [
 def test_a_raising_cell_shows_a_partial_profile_and_its_error(
     page, jupyterlab: str, notebook_dir: Path, artifacts_dir: Path
 ) -> None:
-    notebook = {
-        "cells": [
-            {
-                "cell_type": "code",
-                "execution_count": None,
-                "id": f"c{i}",
-                "metadata": {},
-                "outputs": [],
-                "source": source,
-            }
-            for i, source in enumerate(CELLS)
-        ],
-        "metadata": {
-            "kernelspec": {
-                "display_name": "Python 3 (ipykernel)",
-                "language": "python",
-                "name": "python3",
-            }
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    (notebook_dir / "partial.ipynb").write_text(json.dumps(notebook))
+    (notebook_dir / "partial.ipynb").write_text(json.dumps(notebook_json(*CELLS)))
     page.goto(f"{jupyterlab}/lab/workspaces/p{uuid.uuid4().hex[:12]}/tree/partial.ipynb")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands")
     page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)

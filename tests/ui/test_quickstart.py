@@ -2,8 +2,8 @@
 
 Runs every cell of example_notebooks/quickstart.ipynb, then checks that the widget rendered, that
 its counts match the ones the kernel printed (computed from gpuprofile.last().report(), not from
-the widget), that the mouse wheel zooms the timeline and a drag pans it, and that hovering a box
-shows a tooltip. Screenshots go to test-artifacts/.
+the widget), that ctrl+wheel zooms the timeline, a drag on the time axis pans it, a drag in the
+plot selects a range, and that hovering a box shows a tooltip. Screenshots go to test-artifacts/.
 """
 
 from __future__ import annotations
@@ -12,33 +12,12 @@ import re
 from pathlib import Path
 
 import pytest
+from widget_page import AXIS_H, HEADER_H, TIMELINE, TOOLTIP, plot, view, wait_view_change
 
 pytestmark = pytest.mark.ui
 
 NOTEBOOK = "quickstart.ipynb"
 WIDGET = '.gpuprofile[data-gpuprofile="ready"]'
-TIMELINE = ".gpuprofile .gp-timeline"
-CANVAS = ".gpuprofile .gp-timeline canvas"
-# Keep in step with js/views/timeline.js: axis height, lane padding, row height.
-AXIS_H, LANE_PAD, ROW_H = 24, 3, 16
-
-
-def _view(page) -> tuple[float, float]:
-    el = page.locator(TIMELINE).first
-    start = float(el.get_attribute("data-view-start-ns"))
-    return start, float(el.get_attribute("data-view-end-ns"))
-
-
-def _wait_view_change(page, before: tuple[float, float]) -> None:
-    page.wait_for_function(
-        """([sel, s, e]) => {
-            const el = document.querySelector(sel);
-            const d = el && el.dataset;
-            return d && (Number(d.viewStartNs) !== s || Number(d.viewEndNs) !== e);
-        }""",
-        arg=[TIMELINE, before[0], before[1]],
-        timeout=10_000,
-    )
 
 
 def test_quickstart_widget(page, run_notebook, artifacts_dir: Path) -> None:
@@ -58,44 +37,58 @@ def test_quickstart_widget(page, run_notebook, artifacts_dir: Path) -> None:
     timeline = page.locator(TIMELINE).first
     assert int(timeline.get_attribute("data-events")) >= expected["ops"]
 
-    # The wheel over the canvas zooms in: the visible window narrows, around the cursor.
-    canvas = page.locator(CANVAS).first
-    box = canvas.bounding_box()
-    assert box and box["width"] > 300 and box["height"] > 40, box
-    start0, end0 = _view(page)
+    # Ctrl+wheel over the plot zooms in: the visible window narrows, around the cursor.
+    box = plot(page)
+    start0, end0 = view(page)
     assert end0 > start0 >= 0
-    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + AXIS_H + LANE_PAD + ROW_H / 2)
+    page.mouse.move(box.x_of_fraction(0.6), box.y + AXIS_H + 10)
+    page.keyboard.down("Control")
     page.mouse.wheel(0, -400)
-    _wait_view_change(page, (start0, end0))
-    start1, end1 = _view(page)
+    page.keyboard.up("Control")
+    start1, end1 = wait_view_change(page, (start0, end0))
     assert end1 - start1 < 0.8 * (end0 - start0), (start0, end0, start1, end1)
     assert start1 > start0 and end1 < end0 + 1e-6  # zoomed at an interior cursor, not an edge
 
-    # A drag to the left pans later in time, keeping the zoom.
-    x0 = box["x"] + box["width"] * 0.7
-    y0 = box["y"] + AXIS_H + 4
+    # A drag to the left on the time axis pans later in time, keeping the zoom.
+    x0 = box.x_of_fraction(0.7)
+    y0 = box.y + AXIS_H / 2
     page.mouse.move(x0, y0)
     page.mouse.down()
     page.mouse.move(x0 - 150, y0, steps=5)
     page.mouse.up()
-    _wait_view_change(page, (start1, end1))
-    start2, end2 = _view(page)
+    start2, end2 = wait_view_change(page, (start1, end1))
     assert start2 > start1
     assert abs((end2 - start2) - (end1 - start1)) < 1e-6 * (end1 - start1) + 1e-3
 
-    # Hovering the first lane's top row finds a box somewhere and shows its tooltip.
-    page.get_by_role("button", name="Reset zoom").click()
-    tooltip = page.locator(".gpuprofile .gp-tooltip").first
-    row_y = box["y"] + AXIS_H + LANE_PAD + ROW_H / 2
-    label_w = min(220, max(110, round(box["width"] * 0.22)))
+    # A drag in the plot selects that stretch of time (the range panel opens) and keeps the view.
+    panel = page.locator(".gpuprofile .gp-range-panel").first
+    ya = box.y + AXIS_H + HEADER_H + 8  # in the first lane, under its group's header
+    page.mouse.move(box.x_of_fraction(0.2), ya)
+    page.mouse.down()
+    page.mouse.move(box.x_of_fraction(0.5), ya, steps=5)
+    page.mouse.up()
+    panel.wait_for(state="visible", timeout=10_000)
+    assert view(page) == (start2, end2)
+    page.keyboard.press("Escape")
+    panel.wait_for(state="hidden", timeout=10_000)
+
+    # Hovering somewhere in the first lanes finds a box and shows its tooltip.
+    page.get_by_role("button", name="Show the whole trace (0)").click()
+    wait_view_change(page, (start2, end2))
+    tooltip = page.locator(TOOLTIP).first
     shown = False
-    for k in range(1, 40):
-        page.mouse.move(box["x"] + label_w + (box["width"] - label_w) * k / 40, row_y)
-        if tooltip.is_visible():
-            shown = True
+    for dy in (12, 28, 44, 60, 76):
+        for k in range(1, 40):
+            page.mouse.move(box.x_of_fraction(k / 40), box.y + AXIS_H + dy)
+            if tooltip.is_visible():
+                shown = True
+                break
+        if shown:
             break
-    assert shown, "no tooltip anywhere along the first lane's top row"
-    text = tooltip.inner_text()
-    assert "duration:" in text and "lane:" in text, text
-    assert re.search(r"duration: [\d.]+ (ns|µs|ms|s)$", text, re.M), text
+    assert shown, "no tooltip anywhere along the first lanes"
+    lines = tooltip.inner_text().splitlines()
+    # name, "kind · duration", "start …", lane
+    assert len(lines) >= 4 and lines[0].strip(), lines
+    assert re.search(r"^(op|runtime|kernel|memcpy|memset) · [\d.]+ (ns|µs|ms|s)$", lines[1]), lines
+    assert lines[2].startswith("start "), lines
     page.screenshot(path=str(artifacts_dir / "quickstart-tooltip.png"))
