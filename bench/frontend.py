@@ -155,19 +155,15 @@ def table_rows(data: bytes) -> int:
 
 
 def run_case(browser: Any, label: str, profile: Any, *, all_in_page: bool = False) -> None:
-    from gpuprofile.widget import timeline
-    from gpuprofile.widget import widget as widget_module
     from gpuprofile.widget.requests import handle
+    from gpuprofile.widget.widget import make_widget
 
-    threshold = timeline.DETAIL_THRESHOLD
-    if all_in_page:
-        timeline.DETAIL_THRESHOLD = widget_module.DETAIL_THRESHOLD = 10**12  # type: ignore[misc]
-    try:
-        started = time.perf_counter()
-        widget = profile.widget()
-        prepare_s = time.perf_counter() - started
-    finally:
-        timeline.DETAIL_THRESHOLD = widget_module.DETAIL_THRESHOLD = threshold  # type: ignore[misc]
+    started = time.perf_counter()
+    summary = {**profile.report(), "text": profile.text()}
+    # All in the page: no overview, every event crosses at once (the renderer's worst case).
+    threshold = {"detail_threshold": 10**12} if all_in_page else {}
+    widget = make_widget(summary, profile.trace, profile.analysis, **threshold)
+    prepare_s = time.perf_counter() - started
     json_state, byte_state = widget_state(widget)
     events = byte_state["events"]
     total = int(json_state["total_events"])

@@ -13,16 +13,10 @@ from kineto_docs import cpu_op, document, kernel, runtime, write
 import gpuprofile
 from gpuprofile.trace.model import Trace, make_table
 from gpuprofile.trace.nesting import nest
-from gpuprofile.widget import timeline
+from gpuprofile.widget import tables, timeline
 from gpuprofile.widget.encoding import decode_meta, decode_table, encode_table, smallest_uint
-from gpuprofile.widget.timeline import (
-    KIND_TABLES,
-    KINDS,
-    merged_columns,
-    overview_columns,
-    segment_columns,
-    timeline_data,
-)
+from gpuprofile.widget.tables import merged_columns, overview_columns, segment_columns
+from gpuprofile.widget.timeline import KIND_TABLES, KINDS, timeline_data
 from gpuprofile.widget.widget import make_widget
 from synthetic import synthetic_trace
 
@@ -253,14 +247,14 @@ def test_segment_table_of_a_million_kernels_is_at_most_16_bytes_per_event() -> N
 
 def test_overview_of_a_large_trace_is_merged_and_bounded() -> None:
     data = timeline_data(synthetic_trace(300_000))
-    assert data.total > timeline.DETAIL_THRESHOLD
+    assert data.total > tables.DETAIL_THRESHOLD
     table = encode_table(*overview_columns(data))
     decoded, meta = decode_table(table), decode_meta(table)
     assert meta["merged"] is True and meta["view"] == [0.0, data.span_ns]
     lane_rows = sum(lane["rows"] for lane in data.lanes if lane["kind"] != "counter")
     # At most one box per bin and lane row, plus events longer than a bin (at most as many
     # again per row: they do not overlap within a row).
-    assert len(decoded["count"]) <= 2 * timeline.OVERVIEW_BINS * lane_rows
+    assert len(decoded["count"]) <= 2 * tables.OVERVIEW_BINS * lane_rows
     assert len(decoded["count"]) < data.total / 10
     assert int(decoded["count"].sum()) == data.total
     assert all(first == -1 for _, first, _ in meta["segments"])
@@ -312,7 +306,7 @@ def test_counters_hold_memory_in_use_and_sampled_gauges() -> None:
     lanes = [lane for lane in data.lanes if lane["kind"] == "counter"]
     assert [lane["label"] for lane in lanes] == ["memory in use · GPU 0", "SM clock · GPU 0"]
     assert [lane["unit"] for lane in lanes] == ["B", "MHz"]
-    table = encode_table(*timeline.counter_columns(data))
+    table = encode_table(*tables.counter_columns(data))
     decoded, meta = decode_table(table), decode_meta(table)
     (memory_lane, _, n_memory), (clock_lane, _, n_clock) = meta["segments"]
     assert (memory_lane, clock_lane) == (lanes[0]["id"], lanes[1]["id"])
@@ -321,7 +315,7 @@ def test_counters_hold_memory_in_use_and_sampled_gauges() -> None:
     np.testing.assert_array_equal(decoded["time_ns"][:n_memory], memory["time_ns"])
     assert lanes[0]["max"] == memory["total_allocated"].max()
     clock = decoded["value"][n_memory:]
-    assert n_clock <= timeline.COUNTER_POINTS
+    assert n_clock <= tables.COUNTER_POINTS
     assert clock.max() == 996 and lanes[1]["max"] == 996 and lanes[1]["min"] == 0
     assert (np.diff(decoded["time_ns"][n_memory:]) > 0).all()
 

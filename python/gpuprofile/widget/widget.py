@@ -12,13 +12,8 @@ import traitlets
 from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.marks import marks_columns
 from gpuprofile.widget.requests import Source, handle
-from gpuprofile.widget.timeline import (
-    DETAIL_THRESHOLD,
-    KINDS,
-    counter_columns,
-    overview_columns,
-    timeline_data,
-)
+from gpuprofile.widget.tables import DETAIL_THRESHOLD, counter_columns, overview_columns
+from gpuprofile.widget.timeline import KINDS, timeline_data
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.context import Analysis
@@ -63,10 +58,15 @@ class ProfileWidget(anywidget.AnyWidget):
 
 
 def make_widget(
-    summary: dict[str, Any], trace: Trace, analysis: Analysis | None = None
+    summary: dict[str, Any],
+    trace: Trace,
+    analysis: Analysis | None = None,
+    *,
+    detail_threshold: int = DETAIL_THRESHOLD,
 ) -> ProfileWidget:
     """The widget for a report and its trace. With the analysis, roofline points mark all their
-    instances; without, the heaviest ones the report names."""
+    instances; without, the heaviest ones the report names. Traces of more than
+    ``detail_threshold`` events cross as an overview, with detail fetched on demand."""
     data = timeline_data(trace)
     source = Source(data=data, trace=trace, analysis=analysis)
     return ProfileWidget(
@@ -75,10 +75,10 @@ def make_widget(
         lanes=data.lanes,
         names=data.names,
         name_kinds=data.name_kinds,
-        events=encode_table(*overview_columns(data)),
+        events=encode_table(*overview_columns(data, detail_threshold)),
         counters=encode_table(*counter_columns(data)),
         marks=encode_table(*marks_columns(data, trace, summary, analysis)),
         span_ns=data.span_ns,
         total_events=data.total,
-        complete=data.total <= DETAIL_THRESHOLD,
+        complete=data.total <= detail_threshold,
     )

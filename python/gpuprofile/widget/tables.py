@@ -1,0 +1,161 @@
+"""The timeline's tables as they cross the wire: segment tables of real events, merged
+coverage boxes for windows too dense to send whole, the overview, and counter samples.
+
+A segment table lists events lane by lane ([lane, first_id, count] per run of consecutive
+ids), so ids cost no bytes; see encoding.py for the byte layout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpuprofile.widget.timeline import TimelineData
+
+# Past this many events only the overview is widget state (saved in the notebook); detail for
+# a zoomed window is asked for over the comm channel.
+DETAIL_THRESHOLD = 200_000
+OVERVIEW_BINS = 8192
+COUNTER_POINTS = 4096
+
+
+def window_ids(data: TimelineData, t0: float, t1: float, lanes: Any = None) -> np.ndarray:
+    """Global ids (ascending) of the events that overlap [t0, t1], optionally of some lanes.
+
+    Per lane two binary searches bound the candidates (running max of end >= t0, start <= t1);
+    the few candidates inside that ended before t0 (children of a long event) are dropped."""
+    lane_ids = range(len(data.lanes)) if lanes is None else lanes
+    parts = []
+    for lane in lane_ids:
+        lo, hi = int(data.lane_lo[lane]), int(data.lane_hi[lane])
+        if hi == lo:
+            continue
+        i0 = lo + int(np.searchsorted(data.max_end[lo:hi], t0, side="left"))
+        i1 = lo + int(np.searchsorted(data.start[lo:hi], t1, side="right"))
+        if i1 > i0:
+            ids = np.arange(i0, i1)
+            parts.append(ids[data.end[i0:i1] >= t0])
+    return np.concatenate(parts) if parts else np.empty(0, np.int64)
+
+
+def segment_columns(
+    data: TimelineData, ids: np.ndarray, view: tuple[float, float]
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The segment table of real events (ids ascending): columns and meta."""
+    lane = data.lane[ids]
+    breaks = np.flatnonzero((np.diff(ids) != 1) | (np.diff(lane) != 0)) + 1
+    firsts = np.r_[0, breaks].astype(np.int64)
+    counts = np.diff(np.r_[firsts, len(ids)])
+    segments = [
+        [int(lane_id), int(first), int(count)]
+        for lane_id, first, count in zip(
+            lane[firsts].tolist(), ids[firsts].tolist(), counts.tolist(), strict=True
+        )
+    ] if len(ids) else []  # fmt: skip
+    columns = {
+        "start_ns": data.start[ids],
+        "dur_ns": (data.end[ids] - data.start[ids]).astype(np.float32),
+        "name": data.name[ids].astype(data.name_dtype),
+        "row": data.row[ids].astype(data.row_dtype),
+    }
+    return columns, {"segments": segments, "merged": False, "view": [view[0], view[1]]}
+
+
+def merged_columns(
+    data: TimelineData, ids: np.ndarray, view: tuple[float, float], bins: int
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Coverage boxes of the events ids (ascending) at `bins` bins across view, per lane row.
+
+    Events shorter than a bin are merged with the others of their row that start in the same
+    bin (name: the longest member's; extent: first start to last end); longer ones stay."""
+    t0, t1 = view
+    width = max((t1 - t0) / max(bins, 1), 1e-9)
+    start, end = data.start[ids], data.end[ids]
+    dur = end - start
+    long = dur >= width
+    short = np.flatnonzero(~long)
+    bin_of = np.clip(np.floor((start[short] - t0) / width), 0, bins - 1).astype(np.int64)
+    rows = int(data.row.max()) + 1 if len(data.row) else 1
+    key = (data.lane[ids[short]].astype(np.int64) * rows + data.row[ids[short]]) * bins + bin_of
+    # Within a lane row ids already run by start, so bins ascend: a stable sort groups them.
+    by_key = np.argsort(key, kind="stable")
+    order, key = short[by_key], key[by_key]
+    firsts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.empty(0, int)
+    count = np.diff(np.r_[firsts, len(order)]).astype(np.uint32)
+    box_start = start[order][firsts]
+    members = dur[order]
+    if len(order):
+        box_end = np.maximum.reduceat(end[order], firsts)
+        longest = np.maximum.reduceat(members, firsts)
+    else:
+        box_end = longest = np.empty(0)
+    group = np.repeat(np.arange(len(firsts)), count)
+    is_longest = np.flatnonzero(members == longest[group])
+    longest_group = group[is_longest]
+    first_longest = is_longest[np.r_[True, longest_group[1:] != longest_group[:-1]]][: len(firsts)]
+    box_ids = ids[order[first_longest]]
+    long_ids = ids[long]
+    all_lane = np.r_[data.lane[box_ids], data.lane[long_ids]]
+    all_start = np.r_[box_start, start[long]]
+    all_end = np.r_[box_end, end[long]]
+    all_name = np.r_[data.name[box_ids], data.name[long_ids]]
+    all_row = np.r_[data.row[box_ids], data.row[long_ids]]
+    all_count = np.r_[count, np.ones(len(long_ids), np.uint32)]
+    final = np.lexsort((all_start, all_lane))
+    lane_sorted = all_lane[final]
+    breaks = np.flatnonzero(np.diff(lane_sorted)) + 1
+    firsts_lane = np.r_[0, breaks].astype(np.int64)
+    counts = np.diff(np.r_[firsts_lane, len(final)])
+    segments = (
+        [[int(lane), -1, int(c)] for lane, c in zip(lane_sorted[firsts_lane].tolist(), counts)]
+        if len(final)
+        else []
+    )
+    columns = {
+        "start_ns": all_start[final].astype(np.float64),
+        "dur_ns": (all_end[final] - all_start[final]).astype(np.float32),
+        "name": all_name[final].astype(data.name_dtype),
+        "row": all_row[final].astype(data.row_dtype),
+        "count": all_count[final].astype(np.uint32),
+    }
+    return columns, {"segments": segments, "merged": True, "view": [t0, t1]}
+
+
+def overview_columns(
+    data: TimelineData, detail_threshold: int = DETAIL_THRESHOLD
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """What the `events` trait holds: every event when there are few, else the overview."""
+    view = (0.0, data.span_ns)
+    ids = np.arange(data.total)
+    if data.total <= detail_threshold:
+        return segment_columns(data, ids, view)
+    return merged_columns(data, ids, view, OVERVIEW_BINS)
+
+
+def counter_columns(data: TimelineData) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The `counters` trait: each counter lane's samples, at most COUNTER_POINTS per lane."""
+    times, values, segments = [], [], []
+    for series in data.counters:
+        t, v = _downsample(series.time_ns, series.value, data.span_ns)
+        times.append(t)
+        values.append(v)
+        segments.append([series.lane, 0, len(t)])
+    columns = {
+        "time_ns": np.concatenate(times) if times else np.empty(0, np.float64),
+        "value": np.concatenate(values) if values else np.empty(0, np.float64),
+    }
+    return columns, {"segments": segments}
+
+
+def _downsample(time: np.ndarray, value: np.ndarray, span: float) -> tuple[np.ndarray, np.ndarray]:
+    """At most COUNTER_POINTS samples: per time bin, its first time with its largest value, so
+    peaks stay visible when a step line is drawn through them."""
+    if len(time) <= COUNTER_POINTS:
+        return time, value
+    width = max(span, float(time[-1]), 1.0) / COUNTER_POINTS
+    bins = np.minimum((time / width).astype(np.int64), COUNTER_POINTS - 1)
+    firsts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
+    safe = np.where(np.isnan(value), -np.inf, value)
+    peak = np.maximum.reduceat(safe, firsts)
+    return time[firsts], np.where(np.isneginf(peak), np.nan, peak)
