@@ -175,15 +175,21 @@ def browser() -> Iterator[object]:
 
 
 @contextlib.contextmanager
-def _new_page(browser, artifacts_dir: Path, name: str) -> Iterator[Any]:
+def _new_page(browser, artifacts_dir: Path, name: str, server: str) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
     pg = context.new_page()
     pg.set_default_timeout(60_000)
     console: list[str] = []
     pg.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
     pg.on("pageerror", lambda err: console.append(f"pageerror: {err}"))
+    # Clusters are offline: nothing the page loads (the widget's bundle, fonts, data) may come
+    # from anywhere but the Jupyter server itself.
+    offsite: list[str] = []
+    local = (server, "data:", "blob:", "about:")
+    pg.on("request", lambda r: None if r.url.startswith(local) else offsite.append(r.url))
     try:
         yield pg
+        assert not offsite, f"the page fetched from outside the Jupyter server: {offsite[:5]}"
     finally:
         # The last state of the page, for failures.
         # A closed or crashed page must not hide the test's own error.
@@ -195,14 +201,14 @@ def _new_page(browser, artifacts_dir: Path, name: str) -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser, jupyterlab: str, artifacts_dir: Path, request: pytest.FixtureRequest):
-    with _new_page(browser, artifacts_dir, request.node.name) as pg:
+    with _new_page(browser, artifacts_dir, request.node.name, jupyterlab) as pg:
         yield pg
 
 
 @pytest.fixture(scope="module")
 def module_page(browser, jupyterlab: str, artifacts_dir: Path, request: pytest.FixtureRequest):
     """One page for all the tests of a module (they share its notebook and kernel)."""
-    with _new_page(browser, artifacts_dir, request.module.__name__) as pg:
+    with _new_page(browser, artifacts_dir, request.module.__name__, jupyterlab) as pg:
         yield pg
 
 
