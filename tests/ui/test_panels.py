@@ -8,6 +8,7 @@ point's instances) or prints the report's own windows and ids; all tests share i
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -270,3 +271,44 @@ def test_copy_puts_the_fix_code_on_the_clipboard(
     copy.click()
     wait_data(page, f'{HINTS} [data-copy="{related["hint"]}"]', "data-copied", "v === 'yes'")
     assert page.evaluate("() => navigator.clipboard.readText()") == related["code"]
+
+
+def _luminance(page, script: str) -> float:
+    """Relative luminance (0 black .. 1 white) of an rgb() colour the script returns."""
+    rgb = page.evaluate(script)
+    r, g, b = (float(x) for x in re.findall(r"[\d.]+", rgb)[:3])
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+
+def test_dark_theme_reaches_panels_and_canvas(
+    module_page, expected: dict, artifacts_dir: Path
+) -> None:
+    page = module_page
+    background = "() => getComputedStyle(document.querySelector('.gpuprofile')).backgroundColor"
+    # The plot's colour at its top-left corner (empty axis area), after a repaint.
+    canvas_pixel = """async () => {
+        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+        const c = document.querySelector('.gpuprofile .gp-timeline canvas');
+        const [r, g, b] = c.getContext('2d').getImageData(2, 2, 1, 1).data;
+        return `rgb(${r}, ${g}, ${b})`;
+    }"""
+    assert _luminance(page, background) > 0.8
+    assert _luminance(page, canvas_pixel) > 0.8
+    page.evaluate(
+        "() => { window.jupyterapp.commands.execute('apputils:change-theme',"
+        " {theme: 'JupyterLab Dark'}); }"
+    )
+    try:
+        page.wait_for_function(
+            "() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000
+        )
+        page.wait_for_timeout(500)  # the theme's stylesheet applies, then the canvas repaints
+        page.locator(TIMELINE).first.hover()  # any input repaints; the theme is read per paint
+        assert _luminance(page, background) < 0.3
+        assert _luminance(page, canvas_pixel) < 0.3
+        page.locator(".gpuprofile").first.screenshot(path=str(artifacts_dir / "panels-dark.png"))
+    finally:
+        page.evaluate(
+            "() => { window.jupyterapp.commands.execute('apputils:change-theme',"
+            " {theme: 'JupyterLab Light'}); }"
+        )
