@@ -432,6 +432,35 @@ export function hitRow(index, lo, hi, t, slack = 0) {
   return best;
 }
 
+/**
+ * The event of `index` under time t on one plotted row of a layout entry (see groupLayout): for a
+ * "lane" entry only sub-row `row` (sub-rows past the lane's last draw on its last), for a
+ * "summary" entry every sub-row of every member lane. Nearest first, then the shortest (the
+ * innermost of nested events). Returns its position, or -1.
+ */
+export function hitEntry(index, entry, row, t, slack = 0) {
+  let best = -1;
+  let bestKey = Infinity;
+  for (const lane of entry.lanes) {
+    for (const chunk of index.lanes.get(lane.id) ?? []) {
+      for (let r = 0; r < chunk.rows; r++) {
+        if (entry.kind === "lane" && Math.min(r, lane.rows - 1) !== row) continue;
+        const k = hitRow(index, chunk.lo[r], chunk.hi[r], t, slack);
+        if (k < 0) continue;
+        const s = index.start[k];
+        const e = s + index.dur[k];
+        const dist = t < s ? s - t : t > e ? t - e : 0;
+        const key = dist * 1e12 + index.dur[k];
+        if (key < bestKey) {
+          best = k;
+          bestKey = key;
+        }
+      }
+    }
+  }
+  return best;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Level of detail, in pixel space
 
@@ -758,4 +787,76 @@ export function palette(dark = false) {
 /** A stable fill color for an event name of a kind. */
 export function colorForName(name, kind = "kernel") {
   return palette(false)[colorIndex(name, kind)];
+}
+
+/** Whether a CSS color ("#rgb", "#rrggbb", "rgb(...)", "rgba(...)") is dark; false if unreadable. */
+export function colorIsDark(css) {
+  const hex = /^#([0-9a-f]{3}|[0-9a-f]{6})$/i.exec(css);
+  const rgb = /^rgba?\(\s*(\d+)[,\s]+(\d+)[,\s]+(\d+)/i.exec(css);
+  let channels;
+  if (hex) {
+    const h = hex[1].length === 3 ? hex[1].replace(/./g, "$&$&") : hex[1];
+    channels = [0, 2, 4].map((i) => parseInt(h.slice(i, i + 2), 16));
+  } else if (rgb) {
+    channels = [rgb[1], rgb[2], rgb[3]].map(Number);
+  } else return false;
+  const [r, g, b] = channels;
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b < 128;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Event details fetched on demand
+
+/**
+ * Details by event id, fetched once through `fetchOne(id) -> Promise` and kept for the `limit`
+ * most recently fetched ids; concurrent asks for one id share a request, failures are not kept.
+ */
+export function createDetailsCache(fetchOne, limit = 500) {
+  const done = new Map();
+  const inflight = new Map();
+  return {
+    has: (id) => done.has(id),
+    get: (id) => done.get(id),
+    fetch(id) {
+      if (done.has(id)) return Promise.resolve(done.get(id));
+      if (inflight.has(id)) return inflight.get(id);
+      if (!fetchOne) return Promise.reject(new Error("no details source"));
+      const p = fetchOne(id).then(
+        (d) => {
+          inflight.delete(id);
+          done.set(id, d);
+          if (done.size > limit) done.delete(done.keys().next().value);
+          return d;
+        },
+        (err) => {
+          inflight.delete(id);
+          throw err;
+        },
+      );
+      inflight.set(id, p);
+      return p;
+    },
+  };
+}
+
+/**
+ * Events to highlight, as the timeline outlines them: per lane, sorted by start, with numeric
+ * fields; entries without a finite start are skipped. Returns {count, byLane, longest}.
+ */
+export function groupMarks(list) {
+  const byLane = new Map();
+  let count = 0;
+  for (const m of list ?? []) {
+    if (!m || !Number.isFinite(Number(m.start_ns))) continue;
+    const lane = Number(m.lane);
+    if (!byLane.has(lane)) byLane.set(lane, []);
+    byLane.get(lane).push({ id: Number(m.id), lane, row: Number(m.row) || 0, start_ns: Number(m.start_ns), dur_ns: Math.max(0, Number(m.dur_ns) || 0) });
+    count += 1;
+  }
+  let longest = null;
+  for (const arr of byLane.values()) {
+    arr.sort((a, b) => a.start_ns - b.start_ns);
+    for (const m of arr) if (!longest || m.dur_ns > longest.dur_ns) longest = m;
+  }
+  return { count, byLane, longest };
 }

@@ -9,9 +9,11 @@ import {
   buildSegmentIndex,
   clampView,
   colorForName,
+  colorIsDark,
   colorIndex,
   counterWindow,
   createBoxes,
+  createDetailsCache,
   DIM_COLOR,
   eventAt,
   firstEntryAt,
@@ -19,6 +21,8 @@ import {
   formatTime,
   formatValue,
   groupLayout,
+  groupMarks,
+  hitEntry,
   hitRow,
   idOfRow,
   keyToView,
@@ -612,4 +616,105 @@ test("points in time keep the decimals their resolution needs", () => {
   assert.equal(formatTime(850, 1), "850 ns");
   assert.equal(formatTime(0, 1), "0 ns");
   assert.equal(formatTime(NaN), "–");
+});
+
+test("hit test of a layout entry: one sub-row of a lane, every sub-row of a summary", () => {
+  const events = randomEvents(200, 2); // lanes 1 and 3, sub-rows 0..3
+  const { table, sorted } = segmentTable(events);
+  const index = buildSegmentIndex(table);
+  const rowsOf = (lane) => 1 + Math.max(...sorted.filter((e) => e.lane === lane).map((e) => e.row));
+  const lane1 = { id: 1, rows: rowsOf(1) };
+  const lane3 = { id: 3, rows: Math.max(1, rowsOf(3) - 1) }; // laid out one row short
+  // Brute force over the events a plotted row shows: nearest within slack, then the shortest.
+  function expected(accept, t, slack) {
+    let best = null;
+    for (const e of sorted) {
+      if (!accept(e)) continue;
+      const d = Math.fround(e.dur);
+      const dist = t < e.start ? e.start - t : t > e.start + d ? t - e.start - d : 0;
+      if (dist > slack) continue;
+      if (!best || dist < best.dist || (dist === best.dist && d < best.d)) best = { e, dist, d };
+    }
+    return best;
+  }
+  for (let q = 0; q < 300; q++) {
+    const t = rand() * 4000;
+    const slack = rand() < 0.5 ? 0 : 8;
+    const lane = rand() < 0.5 ? lane1 : lane3;
+    const row = Math.floor(rand() * lane.rows);
+    const cases = [
+      [{ kind: "lane", lanes: [lane] }, row, (e) => e.lane === lane.id && Math.min(e.row, lane.rows - 1) === row],
+      [{ kind: "summary", lanes: [lane1, lane3] }, 0, () => true],
+    ];
+    for (const [entry, r, accept] of cases) {
+      const k = hitEntry(index, entry, r, t, slack);
+      const want = expected(accept, t, slack);
+      if (!want) {
+        assert.equal(k, -1);
+        continue;
+      }
+      assert.ok(k >= 0);
+      const got = sorted[index.perm[k]];
+      const gd = Math.fround(got.dur);
+      const gdist = t < got.start ? got.start - t : t > got.start + gd ? t - got.start - gd : 0;
+      // Ties may pick either member; distance and duration must be the brute force's.
+      assert.equal(gdist, want.dist);
+      assert.equal(gd, want.d);
+      assert.ok(accept(got));
+    }
+  }
+});
+
+test("dark colors by luminance", () => {
+  // Rec. 709 luma against the midpoint, computed here by hand.
+  assert.equal(colorIsDark("#000"), true);
+  assert.equal(colorIsDark("#ffffff"), false);
+  assert.equal(colorIsDark("#1e1e1e"), true);
+  assert.equal(colorIsDark("rgb(200, 200, 200)"), false);
+  assert.equal(colorIsDark("rgba(10,20,30,0.5)"), true);
+  // Pure green is bright (0.7152 * 255 = 182), pure blue dark (0.0722 * 255 = 18).
+  assert.equal(colorIsDark("#0f0"), false);
+  assert.equal(colorIsDark("#0000ff"), true);
+  assert.equal(colorIsDark("white"), false);
+  assert.equal(colorIsDark(""), false);
+});
+
+test("details cache: one request per id, failures retried, oldest dropped past the limit", async () => {
+  const asked = [];
+  const cache = createDetailsCache((id) => {
+    asked.push(id);
+    return id < 0 ? Promise.reject(new Error(`bad ${id}`)) : Promise.resolve({ id });
+  }, 2);
+  const [a, b] = await Promise.all([cache.fetch(1), cache.fetch(1)]);
+  assert.deepEqual(asked, [1]);
+  assert.equal(a, b);
+  assert.equal(cache.get(1), a);
+  await assert.rejects(cache.fetch(-1), /bad -1/);
+  await assert.rejects(cache.fetch(-1), /bad -1/);
+  assert.deepEqual(asked, [1, -1, -1]);
+  assert.equal(cache.has(-1), false);
+  await cache.fetch(2);
+  await cache.fetch(3);
+  assert.equal(cache.has(1), false);
+  assert.ok(cache.has(2) && cache.has(3));
+  await cache.fetch(3);
+  assert.deepEqual(asked, [1, -1, -1, 2, 3]);
+  await assert.rejects(createDetailsCache(null).fetch(1), /no details source/);
+});
+
+test("highlight marks grouped per lane in start order, the longest found, junk skipped", () => {
+  const list = [
+    { id: 7, lane: 2, row: 1, start_ns: 50, dur_ns: 5 },
+    { id: "8", lane: "2", start_ns: "10", dur_ns: 40 },
+    { id: 9, lane: 0, start_ns: 30, dur_ns: -3 },
+    { id: 10, lane: 0, start_ns: "x", dur_ns: 100 },
+    null,
+  ];
+  const { count, byLane, longest } = groupMarks(list);
+  assert.equal(count, 3);
+  assert.deepEqual([...byLane.keys()].sort(), [0, 2]);
+  assert.deepEqual(byLane.get(2).map((m) => [m.id, m.row, m.start_ns, m.dur_ns]), [[8, 0, 10, 40], [7, 1, 50, 5]]);
+  assert.deepEqual(byLane.get(0).map((m) => m.dur_ns), [0]);
+  assert.equal(longest.id, 8);
+  assert.deepEqual(groupMarks(undefined), { count: 0, byLane: new Map(), longest: null });
 });

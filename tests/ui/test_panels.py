@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from widget_page import (
     TIMELINE,
+    focus_plot,
     highlight_pixels,
     hover_find,
     notebook_json,
@@ -303,7 +304,9 @@ def test_dark_theme_reaches_panels_and_canvas(
             "() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000
         )
         page.wait_for_timeout(500)  # the theme's stylesheet applies, then the canvas repaints
-        page.locator(TIMELINE).first.hover()  # any input repaints; the theme is read per paint
+        focus_plot(page, plot(page))  # a view change repaints; the theme is read at each paint
+        page.keyboard.press("w")
+        page.keyboard.press("0")
         assert _luminance(page, background) < 0.3
         assert _luminance(page, canvas_pixel) < 0.3
         page.locator(".gpuprofile").first.screenshot(path=str(artifacts_dir / "panels-dark.png"))

@@ -1,0 +1,18 @@
+// Small DOM builders shared by the timeline's views. Text goes in through textContent only.
+
+export function node(tag, className, text) {
+  const el = document.createElement(tag);
+  if (className) el.className = className;
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+export function button(text, title) {
+  const b = node("button", "gp-button", text);
+  b.type = "button";
+  if (title) {
+    b.title = title;
+    b.setAttribute("aria-label", title);
+  }
+  return b;
+}

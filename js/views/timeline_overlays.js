@@ -1,0 +1,209 @@
+// What the timeline draws over its events: highlight marks, hover and selection outlines, flow
+// arrows and the selected range; then the lane label column and the time axis on top. All read
+// the frame state `f` the timeline fills before each paint (see timeline_paint.js).
+
+import { timeToX, formatDuration } from "../model/timeline.js";
+import { AXIS_H, fitText, HEADER_H, LANE_PAD, ROW_H } from "./timeline_canvas.js";
+
+/** Screen rectangle of an event ({lane, row, start_ns, dur_ns}); null when its lane is not laid out. */
+function eventRect(f, laneById, ev, minW = 3) {
+  const { layout, labelW, view, plotW, scrollTop } = f;
+  const entry = layout.entryOfLane.get(ev.lane);
+  if (!entry) return null;
+  const lane = laneById.get(ev.lane);
+  const y0 = AXIS_H + entry.y - scrollTop;
+  let y;
+  let h = ROW_H - 2;
+  if (entry.kind === "lane") y = y0 + LANE_PAD + Math.min(ev.row | 0, (lane?.rows ?? 1) - 1) * ROW_H + 1;
+  else if (entry.kind === "summary") y = y0 + LANE_PAD + 1;
+  else { y = y0 + 2; h = HEADER_H - 4; }
+  let x0 = timeToX(ev.start_ns, view, plotW);
+  let x1 = timeToX(ev.start_ns + ev.dur_ns, view, plotW);
+  if (x1 - x0 < minW) {
+    const mid = (x0 + x1) / 2;
+    x0 = mid - minW / 2;
+    x1 = mid + minW / 2;
+  }
+  x0 = Math.max(-4, x0);
+  x1 = Math.min(plotW + 4, x1);
+  return { x: labelW + x0, y, w: x1 - x0, h };
+}
+
+/** Highlight marks, hover and selection outlines, flow arrows, the selected range. */
+export function drawOverlays(ctx, f, c, laneById) {
+  const { layout, labelW, view, plotW, viewportH, scrollTop, marks, hover, selected, flows } = f;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(labelW, AXIS_H, plotW, viewportH - AXIS_H);
+  ctx.clip();
+  const visibleTop = AXIS_H - ROW_H;
+  if (marks) {
+    const path = new Path2D();
+    for (const [laneId, list] of marks.byLane) {
+      const entry = layout.entryOfLane.get(laneId);
+      if (!entry) continue;
+      const y = AXIS_H + entry.y - scrollTop;
+      if (y > viewportH || y + entry.h < visibleTop) continue;
+      for (const m of list) {
+        if (m.start_ns > view.end) break;
+        if (m.start_ns + m.dur_ns < view.start) continue;
+        const r = eventRect(f, laneById, m, 4);
+        if (r) path.rect(r.x - 1, r.y - 1, r.w + 2, r.h + 2);
+      }
+    }
+    ctx.strokeStyle = c.highlight;
+    ctx.lineWidth = 2;
+    ctx.stroke(path);
+  }
+  if (hover && (!selected || hover.id !== selected.id || hover.lane !== selected.lane)) {
+    const r = eventRect(f, laneById, hover);
+    if (r) {
+      ctx.strokeStyle = c.text;
+      ctx.lineWidth = 1;
+      ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, r.h - 1);
+    }
+  }
+  if (selected) {
+    const r = eventRect(f, laneById, selected);
+    if (r) {
+      ctx.strokeStyle = c.strong;
+      ctx.lineWidth = 2;
+      ctx.strokeRect(r.x - 1, r.y - 1, r.w + 2, r.h + 2);
+    }
+  }
+  if (flows.length) {
+    ctx.strokeStyle = c.flow;
+    ctx.fillStyle = c.flow;
+    ctx.lineWidth = 1.5;
+    for (const [from, to] of flows) {
+      const a = eventRect(f, laneById, from, 0);
+      const b = eventRect(f, laneById, to, 0);
+      if (!a || !b) continue;
+      const x0 = a.x;
+      const y0 = a.y + a.h / 2;
+      const x1 = b.x;
+      const y1 = b.y + b.h / 2;
+      const bend = Math.max(20, Math.abs(y1 - y0) / 2);
+      ctx.beginPath();
+      ctx.moveTo(x0, y0);
+      ctx.bezierCurveTo(x0, y0 + Math.sign(y1 - y0 || 1) * bend, x1 - 30, y1, x1, y1);
+      ctx.stroke();
+      ctx.beginPath();
+      ctx.moveTo(x1, y1);
+      ctx.lineTo(x1 - 7, y1 - 4);
+      ctx.lineTo(x1 - 7, y1 + 4);
+      ctx.closePath();
+      ctx.fill();
+    }
+  }
+  const sel = f.range;
+  if (sel) {
+    const x0 = labelW + Math.max(-2, timeToX(Math.min(sel.start, sel.end), view, plotW));
+    const x1 = labelW + Math.min(plotW + 2, timeToX(Math.max(sel.start, sel.end), view, plotW));
+    if (x1 >= labelW - 2 && x0 <= labelW + plotW + 2) {
+      ctx.globalAlpha = 0.12;
+      ctx.fillStyle = c.range;
+      ctx.fillRect(x0, AXIS_H, Math.max(1, x1 - x0), viewportH - AXIS_H);
+      ctx.globalAlpha = 1;
+      ctx.strokeStyle = c.range;
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      ctx.moveTo(Math.round(x0) + 0.5, AXIS_H);
+      ctx.lineTo(Math.round(x0) + 0.5, viewportH);
+      ctx.moveTo(Math.round(x1) + 0.5, AXIS_H);
+      ctx.lineTo(Math.round(x1) + 0.5, viewportH);
+      ctx.stroke();
+    }
+  }
+  ctx.restore();
+}
+
+/** The lane label column: group headers, badges and lane names, row separators. */
+export function drawLabels(ctx, f, c, font, entries, textWidths) {
+  const { cssW, labelW, viewportH, scrollTop } = f;
+  ctx.fillStyle = c.labelBg;
+  ctx.fillRect(0, AXIS_H, labelW, viewportH - AXIS_H);
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(0, AXIS_H, cssW, viewportH - AXIS_H);
+  ctx.clip();
+  ctx.strokeStyle = c.border;
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (const entry of entries) {
+    const y = AXIS_H + entry.y - scrollTop;
+    if (entry.kind === "header") {
+      ctx.fillStyle = c.headerBg;
+      ctx.fillRect(0, y, cssW, entry.h);
+      ctx.fillStyle = c.text;
+      ctx.font = `600 ${font}`;
+      const arrow = entry.collapsed ? "▸" : "▾";
+      const count = entry.lanes.length;
+      ctx.fillText(fitText(ctx, `${arrow} ${entry.group} (${count} lane${count === 1 ? "" : "s"})`, cssW - 12, textWidths), 6, y + entry.h / 2 + 0.5);
+      ctx.font = font;
+    } else {
+      const mid = y + Math.min(entry.h, LANE_PAD * 2 + ROW_H) / 2;
+      if (entry.kind === "summary") {
+        ctx.fillStyle = c.muted;
+        ctx.fillText(fitText(ctx, `${entry.lanes.length} lanes (collapsed)`, labelW - 16, textWidths), 14, mid + 0.5);
+      } else {
+        const lane = entry.lanes[0];
+        const badge = lane.kind === "gpu" ? "GPU" : lane.kind === "counter" ? "CTR" : "CPU";
+        ctx.fillStyle = lane.kind === "gpu" ? c.gpu : lane.kind === "counter" ? c.counter : c.cpu;
+        ctx.fillRect(6, mid - 6, 28, 12);
+        ctx.fillStyle = "#fff";
+        ctx.font = `bold 9px ${c.fontFamily}`;
+        ctx.fillText(badge, 9, mid + 0.5);
+        ctx.font = font;
+        ctx.fillStyle = c.text;
+        const label = `${lane.label ?? lane.id}${lane.kind === "counter" && lane.unit ? ` (${lane.unit})` : ""}`;
+        ctx.fillText(fitText(ctx, String(label), labelW - 46, textWidths), 40, mid + 0.5);
+      }
+    }
+    ctx.moveTo(0, Math.round(y + entry.h) + 0.5);
+    ctx.lineTo(cssW, Math.round(y + entry.h) + 0.5);
+  }
+  ctx.moveTo(labelW + 0.5, AXIS_H);
+  ctx.lineTo(labelW + 0.5, viewportH);
+  ctx.stroke();
+  ctx.restore();
+}
+
+/** The time axis strip: headline, ticks and their labels, the selected range's length. */
+export function drawAxis(ctx, f, c, ticks, headline, textWidths) {
+  const { cssW, labelW, view, plotW } = f;
+  ctx.fillStyle = c.bg;
+  ctx.fillRect(0, 0, cssW, AXIS_H);
+  ctx.fillStyle = c.muted;
+  ctx.fillText(fitText(ctx, headline, labelW - 8, textWidths), 6, AXIS_H / 2);
+  ctx.strokeStyle = c.border;
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(0, AXIS_H - 0.5);
+  ctx.lineTo(cssW, AXIS_H - 0.5);
+  for (const tick of ticks.ticks) {
+    const x = Math.round(labelW + tick.x) + 0.5;
+    ctx.moveTo(x, AXIS_H - 6);
+    ctx.lineTo(x, AXIS_H);
+  }
+  ctx.stroke();
+  ctx.fillStyle = c.text;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(labelW, 0, plotW, AXIS_H);
+  ctx.clip();
+  for (const tick of ticks.ticks) ctx.fillText(tick.label, labelW + tick.x + 3, AXIS_H / 2 - 2);
+  const sel = f.range;
+  if (sel) {
+    const a = Math.min(sel.start, sel.end);
+    const b = Math.max(sel.start, sel.end);
+    const x = labelW + (timeToX(a, view, plotW) + timeToX(b, view, plotW)) / 2;
+    const text = formatDuration(b - a);
+    const w = ctx.measureText(text).width + 8;
+    ctx.fillStyle = c.range;
+    ctx.fillRect(x - w / 2, AXIS_H - 12, w, 12);
+    ctx.fillStyle = "#fff";
+    ctx.fillText(text, x - w / 2 + 4, AXIS_H - 6);
+  }
+  ctx.restore();
+}

@@ -1,0 +1,261 @@
+// Painting the timeline canvas: lane backgrounds and grid, events (level of detail per pixel,
+// search dimming, labels in the boxes that fit them), counter step charts, then the overlays,
+// label column and axis of timeline_overlays.js. Per-frame scratch (boxes, paths, labels) is
+// allocated once here and reused, so a frame allocates nothing in proportion to the events.
+
+import {
+  axisTicks,
+  blockMatches,
+  counterWindow,
+  createBoxes,
+  DIM_COLOR,
+  firstEntryAt,
+  formatValue,
+  lodRow,
+  palette,
+  PALETTE_SIZE,
+  rowRange,
+  timeToX,
+} from "../model/timeline.js";
+import { AXIS_H, fitText, LANE_PAD, ROW_H } from "./timeline_canvas.js";
+import { drawAxis, drawLabels, drawOverlays } from "./timeline_overlays.js";
+
+const LABEL_MIN_PX = 28;
+
+/**
+ * @param {{overview, counters, counterTimes, counterValues, laneById, laneCount: number,
+ *   totalEvents: number, span: number, nameText: (i) => string, colorOf: (i) => number,
+ *   emptyText: string|null}} data what stays fixed for the timeline's life
+ * @returns {{paint: (ctx, f, c, font) => void}} f, the frame state: {view, layout, cssW, labelW,
+ *   plotW, viewportH, scrollTop, detail, pendingWindow, mask, marks, hover, selected, flows, range}
+ */
+export function createTimelinePainter(data) {
+  const { overview, counters, counterTimes, counterValues, laneById, laneCount, totalEvents, span, nameText, colorOf, emptyText } = data;
+  const textWidths = new Map();
+  const boxes = createBoxes(4096);
+  const paths = new Array(PALETTE_SIZE).fill(null);
+  let labels = { n: 0, x: new Float64Array(1024), y: new Float64Array(1024), w: new Float64Array(1024), name: new Int32Array(1024) };
+  let f = null; // the frame being painted
+
+  function pushLabel(x, y, w, nameIdx) {
+    if (labels.n === labels.x.length) {
+      const cap = labels.n * 2;
+      const grow = (a, T) => { const b = new T(cap); b.set(a); return b; };
+      labels = { n: labels.n, x: grow(labels.x, Float64Array), y: grow(labels.y, Float64Array), w: grow(labels.w, Float64Array), name: grow(labels.name, Int32Array) };
+    }
+    const i = labels.n++;
+    labels.x[i] = x;
+    labels.y[i] = y;
+    labels.w[i] = w;
+    labels.name[i] = nameIdx;
+  }
+
+  function visibleEntries(scrollTop) {
+    const { layout, viewportH } = f;
+    const out = [];
+    const bottom = scrollTop + viewportH - AXIS_H;
+    for (let i = firstEntryAt(layout.entries, scrollTop); i < layout.entries.length; i++) {
+      const e = layout.entries[i];
+      if (e.y >= bottom) break;
+      out.push(e);
+    }
+    return out;
+  }
+
+  function eventLanesOf(entry) {
+    if (entry.kind === "summary") return entry.lanes;
+    if (entry.kind === "lane" && entry.lanes[0].kind !== "counter") return entry.lanes;
+    return [];
+  }
+
+  // Block summaries of the search mask, per table index, rebuilt when the mask changes.
+  const maskBlockCache = new WeakMap();
+  function maskBlocksFor(index, mask) {
+    const hit = maskBlockCache.get(index);
+    if (hit && hit.mask === mask) return hit.blocks;
+    const blocks = blockMatches(index, mask);
+    maskBlockCache.set(index, { mask, blocks });
+    return blocks;
+  }
+
+  /** Events of `index` overlapping [t0, t1], clipped to that stretch of the plot. */
+  function drawEvents(ctx, index, t0, t1, entries, scrollTop, plotW, c) {
+    const { labelW, view, viewportH } = f;
+    const xa = labelW + Math.max(0, timeToX(t0, view, plotW));
+    const xb = labelW + Math.min(plotW, timeToX(t1, view, plotW));
+    if (!(xb > xa) || index.n === 0) return;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(xa, AXIS_H, xb - xa, viewportH - AXIS_H);
+    ctx.clip();
+    paths.fill(null);
+    labels.n = 0;
+    const mask = f.mask;
+    const maskBlocks = mask ? maskBlocksFor(index, mask) : null;
+    const nameCol = index.names;
+    for (const entry of entries) {
+      const summary = entry.kind === "summary";
+      const y = AXIS_H + entry.y - scrollTop;
+      for (const lane of eventLanesOf(entry)) {
+        const chunks = index.lanes.get(lane.id);
+        if (!chunks) continue;
+        for (const chunk of chunks) {
+          for (let r = 0; r < chunk.rows; r++) {
+            if (chunk.hi[r] <= chunk.lo[r]) continue;
+            const [k0, k1] = rowRange(index, chunk.lo[r], chunk.hi[r], t0, t1);
+            if (k1 <= k0) continue;
+            boxes.n = 0;
+            lodRow(index, k0, k1, view, plotW, 1, boxes, mask, maskBlocks);
+            const by = y + LANE_PAD + (summary ? 0 : Math.min(r, lane.rows - 1)) * ROW_H + 1;
+            for (let b = 0; b < boxes.n; b++) {
+              const x = labelW + boxes.x0[b];
+              const w = Math.max(1, boxes.x1[b] - boxes.x0[b]);
+              const nameIdx = nameCol ? nameCol[index.perm[boxes.pos[b]]] : -1;
+              const color = mask && !boxes.match[b] ? DIM_COLOR : colorOf(nameIdx);
+              let path = paths[color];
+              if (!path) path = paths[color] = new Path2D();
+              path.rect(x, by, w, ROW_H - 2);
+              if (!summary && w >= LABEL_MIN_PX && boxes.count[b] === 1) pushLabel(x, by, w, nameIdx);
+            }
+          }
+        }
+      }
+    }
+    const fills = palette(c.dark);
+    // Non-matches first, so matches that overlap them stay on top.
+    for (let k = 0; k < PALETTE_SIZE; k++) {
+      const i = (k + DIM_COLOR) % PALETTE_SIZE;
+      if (!paths[i]) continue;
+      ctx.fillStyle = fills[i];
+      ctx.fill(paths[i]);
+      paths[i] = null;
+    }
+    ctx.fillStyle = c.onBox;
+    for (let i = 0; i < labels.n; i++) {
+      const x0 = Math.max(labels.x[i], xa);
+      const x1 = Math.min(labels.x[i] + labels.w[i], xb);
+      const text = fitText(ctx, nameText(labels.name[i]), x1 - x0 - 6, textWidths);
+      if (text) ctx.fillText(text, x0 + 3, labels.y[i] + (ROW_H - 2) / 2 + 0.5);
+    }
+    ctx.restore();
+  }
+
+  function drawCounters(ctx, entries, scrollTop, plotW, c) {
+    if (!counterTimes || !counterValues) return;
+    const { labelW, view, viewportH } = f;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(labelW, AXIS_H, plotW, viewportH - AXIS_H);
+    ctx.clip();
+    for (const entry of entries) {
+      if (entry.kind !== "lane" || entry.lanes[0].kind !== "counter") continue;
+      const lane = entry.lanes[0];
+      const info = counters.get(lane.id);
+      const y = AXIS_H + entry.y - scrollTop;
+      if (!info || info.hi <= info.lo) {
+        ctx.fillStyle = c.muted;
+        ctx.fillText("no samples", labelW + 6, y + entry.h / 2);
+        continue;
+      }
+      const lo = Number.isFinite(lane.min) ? Math.min(lane.min, info.min) : Math.min(0, info.min);
+      let hi = Number.isFinite(lane.max) ? Math.max(lane.max, info.max) : info.max;
+      if (!(hi > lo)) hi = lo + 1;
+      const top = y + 5;
+      const base = y + entry.h - 3;
+      const scaleY = (base - top) / (hi - lo);
+      const yOf = (v) => base - (v - lo) * scaleY;
+      const xOf = (t) => {
+        const x = timeToX(t, view, plotW);
+        return labelW + (x < -1 ? -1 : x > plotW + 1 ? plotW + 1 : x);
+      };
+      const [k0, k1] = counterWindow(counterTimes, info.lo, info.hi, view.start, view.end);
+      ctx.beginPath();
+      ctx.moveTo(xOf(counterTimes[k0]), base);
+      let prevY = base;
+      // One point per pixel column (its max) when samples are denser than pixels.
+      let px = NaN;
+      let pv = 0;
+      const emit = (x, v) => {
+        const yv = yOf(v);
+        ctx.lineTo(x, prevY);
+        ctx.lineTo(x, yv);
+        prevY = yv;
+      };
+      for (let k = k0; k < k1; k++) {
+        const x = xOf(counterTimes[k]);
+        const v = counterValues[k];
+        if (Math.floor(x) === Math.floor(px)) {
+          if (v > pv) pv = v;
+          continue;
+        }
+        if (px === px) emit(px, pv);
+        px = x;
+        pv = v;
+      }
+      if (px === px) emit(px, pv);
+      const xEnd = xOf(k1 < info.hi ? counterTimes[k1] : span);
+      ctx.lineTo(xEnd, prevY);
+      ctx.lineTo(xEnd, base);
+      ctx.closePath();
+      ctx.globalAlpha = 0.35;
+      ctx.fillStyle = c.counter;
+      ctx.fill();
+      ctx.globalAlpha = 1;
+      ctx.strokeStyle = c.counter;
+      ctx.lineWidth = 1;
+      ctx.stroke();
+      ctx.fillStyle = c.muted;
+      ctx.fillText(`max ${formatValue(hi, lane.unit ?? "")}`, labelW + 4, y + 9);
+    }
+    ctx.restore();
+  }
+
+  /** Paint one frame; ctx is already scaled to CSS pixels, filled with the background. */
+  function paint(ctx, frame, c, font) {
+    f = frame;
+    const { view, layout, labelW, plotW, viewportH, scrollTop, detail } = f;
+    const ticks = axisTicks(view, plotW, 90);
+    const entries = visibleEntries(scrollTop);
+    const firstIndex = firstEntryAt(layout.entries, scrollTop);
+
+    // Lane backgrounds (alternating) and grid lines.
+    for (let k = 0; k < entries.length; k++) {
+      const entry = entries[k];
+      if (entry.kind === "header") continue;
+      const y = AXIS_H + entry.y - scrollTop;
+      ctx.fillStyle = (firstIndex + k) % 2 ? c.bgAlt : c.bg;
+      ctx.fillRect(labelW, y, plotW, entry.h);
+    }
+    ctx.strokeStyle = c.grid;
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    for (const tick of ticks.ticks) {
+      const x = Math.round(labelW + tick.x) + 0.5;
+      ctx.moveTo(x, AXIS_H);
+      ctx.lineTo(x, viewportH);
+    }
+    ctx.stroke();
+
+    // Events: the detail window where it covers the view, the overview elsewhere.
+    if (detail && detail.end > view.start && detail.start < view.end) {
+      if (view.start < detail.start) drawEvents(ctx, overview, view.start, detail.start, entries, scrollTop, plotW, c);
+      drawEvents(ctx, detail.index, Math.max(view.start, detail.start), Math.min(view.end, detail.end), entries, scrollTop, plotW, c);
+      if (detail.end < view.end) drawEvents(ctx, overview, detail.end, view.end, entries, scrollTop, plotW, c);
+    } else {
+      drawEvents(ctx, overview, view.start, view.end, entries, scrollTop, plotW, c);
+    }
+    drawCounters(ctx, entries, scrollTop, plotW, c);
+    drawOverlays(ctx, f, c, laneById);
+    drawLabels(ctx, f, c, font, entries, textWidths);
+    if (emptyText) {
+      ctx.fillStyle = c.muted;
+      ctx.fillText(emptyText, labelW + 12, AXIS_H + ROW_H);
+    }
+    const loading = f.pendingWindow ? " · loading detail…" : "";
+    const headline = `${laneCount} lane${laneCount === 1 ? "" : "s"} · ${totalEvents.toLocaleString("en-US")} events${loading}`;
+    drawAxis(ctx, f, c, ticks, headline, textWidths);
+    f = null;
+  }
+
+  return { paint };
+}

@@ -1,0 +1,47 @@
+// The timeline's toolbar: reset zoom, the visible range in words, the search box, the highlight
+// chip (what hints or roofline points are outlined, with a close button), a status line for
+// load errors, and the key help.
+
+import { formatDuration, formatTime } from "../model/timeline.js";
+import { button, node } from "./dom.js";
+
+/** @param {{searchEl: HTMLElement, onReset: () => void, onClearHighlight: () => void}} opts */
+export function createToolbar({ searchEl, onReset, onClearHighlight }) {
+  const el = node("div", "gp-toolbar");
+  const reset = button("Reset zoom", "Show the whole trace (0)");
+  const rangeText = node("span", "gp-range");
+  const chip = node("span", "gp-chip");
+  chip.hidden = true;
+  const chipText = node("span", "gp-chip-text");
+  const chipClose = node("button", "gp-chip-close", "×");
+  chipClose.type = "button";
+  chipClose.title = "Stop highlighting";
+  chipClose.setAttribute("aria-label", "Stop highlighting");
+  chip.append(chipText, chipClose);
+  const status = node("span", "gp-tl-status");
+  const help = node("span", "gp-help", "W/S zoom · A/D pan · ctrl+wheel zoom · drag select · 0 reset");
+  help.title = "W/S: zoom at the mouse · A/D: pan · ctrl/cmd+wheel: zoom · shift+wheel: pan · wheel: scroll lanes · drag: select a range (Escape clears) · double-click: zoom to an event · 0: reset";
+  el.append(reset, rangeText, searchEl, chip, status, help);
+  reset.addEventListener("click", onReset);
+  chipClose.addEventListener("click", onClearHighlight);
+
+  return {
+    el,
+    showView(view, span) {
+      const res = (view.end - view.start) / 1000;
+      rangeText.textContent = `${formatTime(view.start, res)} – ${formatTime(view.end, res)} (${formatDuration(view.end - view.start)} of ${formatDuration(span)})`;
+    },
+    setStatus(text, bad = false) {
+      status.textContent = text;
+      status.classList.toggle("gp-bad", bad);
+    },
+    statusIsBad: () => status.classList.contains("gp-bad"),
+    showHighlight(label, count) {
+      chipText.textContent = `highlighting ${label} (${count.toLocaleString("en-US")})`;
+      chip.hidden = false;
+    },
+    hideHighlight() {
+      chip.hidden = true;
+    },
+  };
+}
