@@ -9,7 +9,7 @@
 // Pure: no DOM.
 
 import { decodeTable } from "./decode.js";
-import { buildSegmentIndex, eventAt, idOfRow, rowOfId, rowRange } from "./timeline.js";
+import { buildSegmentIndex, eventAt, idOfRow, rowOfId, rowRange } from "./segments.js";
 import { compileMatcher, matchNames } from "./search.js";
 
 export const SEARCH_LIMIT = 10000;

@@ -2,7 +2,7 @@
 // the related events (the runtime call that launched it, its op, the kernels it launched) as
 // buttons that jump there. Every string from the trace goes in through textContent.
 
-import { formatDuration, formatTime } from "../model/timeline.js";
+import { formatDuration, formatTime } from "../model/view.js";
 
 function node(tag, className, text) {
   const el = document.createElement(tag);

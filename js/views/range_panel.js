@@ -1,7 +1,8 @@
 // The panel under the plot for a drag-selected time range: its bounds and length, zoom and close
 // buttons, and what source.range says about it per rank (GPU busy share, top kernels and ops).
 
-import { formatDuration, formatTime } from "../model/timeline.js";
+import "./range_panel.css";
+import { formatDuration, formatTime } from "../model/view.js";
 import { button, node } from "./dom.js";
 
 /**

@@ -2,6 +2,7 @@
 // matches the source lists, and a status line. The names that match dim everything else on the
 // canvas; the timeline reads them through `mask()` each frame.
 
+import "./search_bar.css";
 import { compileMatcher, maskFromIndexes, matchNames, matchStatus, stepMatch } from "../model/search.js";
 import { button, node } from "./dom.js";
 

@@ -2,7 +2,7 @@
 // trace (kernel names, device names, paths) goes through textContent, never through HTML parsing.
 // Hints are not listed here: the hints panel (views/hints.js) shows them.
 
-import { formatDuration } from "../model/timeline.js";
+import { formatDuration } from "../model/view.js";
 
 export const COUNT_KEYS = ["kernels", "memcpy", "memset", "ops"];
 

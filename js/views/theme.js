@@ -1,7 +1,7 @@
 // Canvas colors from JupyterLab's CSS variables (with fallbacks), read where the canvas lives so a
 // theme switch shows on the next frame.
 
-import { colorIsDark } from "../model/timeline.js";
+import { colorIsDark } from "../model/colors.js";
 
 function cssVar(style, name, fallback) {
   const v = style.getPropertyValue(name).trim();

@@ -2,36 +2,30 @@
 // rank · GPU device streams, counters) that collapse, sub-rows for nested ops and overlapping
 // kernels, step charts for counters; Perfetto-style navigation (W/S/A/D, ctrl+wheel, drag to
 // select a range), hover tooltips, click for details and flow arrows, name search, highlights.
-// This module keeps the state, layout, interaction and API; painting is timeline_paint.js, the
-// search box search_bar.js, the range panel range_panel.js, the tooltip timeline_tooltip.js.
+// This module keeps the state, layout, hit testing and API; painting is timeline_paint.js, mouse
+// and keys timeline_input.js, the search box search_bar.js, the range panel range_panel.js, the
+// tooltip timeline_tooltip.js.
 //
 // Large traces: `data.table` is then the merged overview; after the view settles, the visible
-// window is asked from `hooks.source` and drawn over the overview where it covers the view.
+// window is asked from `hooks.source` (timeline_windows.js) and drawn over the overview where it
+// covers the view.
 //
 // Trace strings reach the DOM only through textContent; the canvas draws them with fillText.
 
 import "./timeline.css";
+import { nameColors } from "../model/colors.js";
+import { createDetailsCache } from "../model/details_cache.js";
 import {
   buildCounterIndex,
-  buildSegmentIndex,
-  clampView,
-  colorIndex,
   counterWindow,
-  createDetailsCache,
-  eventAt,
   firstEntryAt,
+  fitLaneRows,
   groupLayout,
   groupMarks,
   hitEntry,
-  keyToView,
-  pan,
-  planWindowRequest,
-  rowOfId,
-  viewForEvent,
-  wheelZoomFactor,
-  xToTime,
-  zoomAt,
-} from "../model/timeline.js";
+} from "../model/lanes.js";
+import { buildSegmentIndex, eventAt, rowOfId, traceSpan } from "../model/segments.js";
+import { clampView, viewForEvent, xToTime } from "../model/view.js";
 import { createLocalSource } from "../model/source.js";
 import { createDetails } from "./details.js";
 import { node } from "./dom.js";
@@ -39,15 +33,14 @@ import { createRangePanel } from "./range_panel.js";
 import { createSearchBar } from "./search_bar.js";
 import { themeColors } from "./theme.js";
 import { AXIS_H, DIMS, LANE_PAD, labelWidth, ROW_H } from "./timeline_canvas.js";
+import { attachTimelineInput } from "./timeline_input.js";
 import { createTimelinePainter } from "./timeline_paint.js";
 import { createToolbar } from "./timeline_toolbar.js";
 import { createTooltip } from "./timeline_tooltip.js";
+import { createWindowLoader } from "./timeline_windows.js";
 
 const MAX_VIEWPORT_H = 560;
 const MIN_SPAN_NS = 20;
-const WINDOW_DEBOUNCE_MS = 80;
-const HOVER_DWELL_MS = 150;
-const DRAG_THRESHOLD_PX = 4;
 const HIT_SLACK_PX = 3;
 const DETAILS_CACHE = 500;
 
@@ -75,23 +68,9 @@ export function createTimeline(data, hooks = {}) {
   const counterTimes = data.counters?.columns?.time_ns;
   const counterValues = data.counters?.columns?.value;
 
-  // A lane is as many rows tall as it says, or as the table needs.
-  const lanes = (Array.isArray(data.lanes) ? data.lanes : []).map((lane) => {
-    let rows = Math.max(1, lane.rows | 0);
-    for (const chunk of overview.lanes.get(lane.id) ?? []) rows = Math.max(rows, chunk.rows);
-    return rows === lane.rows ? lane : { ...lane, rows };
-  });
+  const lanes = fitLaneRows(Array.isArray(data.lanes) ? data.lanes : [], overview);
   const laneById = new Map(lanes.map((l) => [l.id, l]));
-
-  let span = Number(data.span) || 0;
-  for (const chunks of overview.lanes.values()) {
-    for (const chunk of chunks) {
-      for (let r = 0; r < chunk.rows; r++) {
-        if (chunk.hi[r] > chunk.lo[r] && overview.maxEnd[chunk.hi[r] - 1] > span) span = overview.maxEnd[chunk.hi[r] - 1];
-      }
-    }
-  }
-  if (!(span > 0)) span = 1;
+  const span = traceSpan(data.span, overview);
   const minSpan = Math.min(MIN_SPAN_NS, span);
 
   const ownSource = !hooks.source && complete && overview.n > 0;
@@ -99,16 +78,7 @@ export function createTimeline(data, hooks = {}) {
 
   const kindName = (nameIdx) => kinds[nameKinds[nameIdx]] ?? "";
   const nameText = (nameIdx) => (nameIdx >= 0 && nameIdx < names.length ? String(names[nameIdx]) : "");
-  const colorOfName = new Int16Array(names.length).fill(-1);
-  function colorOf(nameIdx) {
-    if (!(nameIdx >= 0 && nameIdx < colorOfName.length)) return colorIndex("", "kernel");
-    let c = colorOfName[nameIdx];
-    if (c < 0) {
-      c = colorIndex(names[nameIdx], kindName(nameIdx));
-      colorOfName[nameIdx] = c;
-    }
-    return c;
-  }
+  const colorOf = nameColors(names, kindName);
   function laneText(laneId) {
     const lane = laneById.get(laneId);
     if (!lane) return `lane ${laneId}`;
@@ -188,20 +158,9 @@ export function createTimeline(data, hooks = {}) {
   let labelW = 200;
   let frame = 0;
   let painted = false;
-  let mouseX = null; // plot x of the pointer, for W/S anchoring
-  let lastPointer = null; // {clientX, clientY} for re-rendering the tooltip
-  let hover = null; // event under the pointer
   let selected = null;
   let flows = []; // [[from ev, to ev]]
-  let detail = null; // {index, table, start, end, merged, width}
-  let pendingWindow = null;
-  let windowToken = 0;
-  let windowTimer = 0;
-  let windowRequests = 0;
   let marks = null; // {label, count, byLane: Map(lane -> [mark...])}
-  let rangeDraft = null; // the range being dragged out, before it is set on the panel
-  let drag = null;
-  let dwellTimer = 0;
   const paintFrame = {}; // the painter's view of the state, refilled each frame
 
   function applyLayout() {
@@ -223,7 +182,7 @@ export function createTimeline(data, hooks = {}) {
     el.dataset.viewStartNs = String(view.start);
     el.dataset.viewEndNs = String(view.end);
     toolbar.showView(view, span);
-    scheduleWindow();
+    windows.schedule();
     schedule();
   }
 
@@ -238,51 +197,26 @@ export function createTimeline(data, hooks = {}) {
   const setStatus = toolbar.setStatus;
   if (loadError) setStatus(loadError, true);
 
-  // ---- detail windows (complete=false)
-  function scheduleWindow() {
-    if (complete || !source?.window || destroyed) return;
-    clearTimeout(windowTimer);
-    windowTimer = setTimeout(requestWindow, WINDOW_DEBOUNCE_MS);
-  }
-
-  function requestWindow() {
-    if (destroyed || cssW <= 0) return;
-    const held = pendingWindow ?? detail;
-    const plan = planWindowRequest(view, plotWidth(), span, held);
-    if (!plan) return;
-    const token = ++windowToken;
-    pendingWindow = { ...plan, merged: true, token };
-    windowRequests += 1;
-    el.dataset.windowRequests = String(windowRequests);
-    schedule();
-    source.window(plan.start, plan.end, plan.width).then(
-      (reply) => {
-        if (destroyed || token !== windowToken || !reply) return; // a newer request owns the view
-        pendingWindow = null;
-        try {
-          const index = buildSegmentIndex(reply);
-          const v = index.view ?? [plan.start, plan.end];
-          detail = { index, table: reply, start: v[0], end: v[1], merged: index.merged, width: plan.width };
-          if (toolbar.statusIsBad()) setStatus("");
-        } catch (err) {
-          setStatus(`detail window unreadable: ${err.message}`, true);
-        }
-        schedule();
-        scheduleWindow(); // the view may have moved on while this was in flight
-      },
-      (err) => {
-        if (destroyed || token !== windowToken) return;
-        pendingWindow = null;
-        setStatus(`detail window failed: ${err.message}`, true);
-        schedule();
-      },
-    );
-  }
+  const windows = createWindowLoader({
+    enabled: !complete,
+    source,
+    span,
+    getView: () => view,
+    plotWidth: () => (cssW > 0 ? plotWidth() : 0),
+    onChange: () => schedule(),
+    onRequest: (count) => {
+      el.dataset.windowRequests = String(count);
+    },
+    setStatus,
+    statusIsBad: toolbar.statusIsBad,
+    isDestroyed,
+  });
 
   // ---- details, selection, flows
   /** Name index of an event known by id, from the tables in memory (-1 if none holds it). */
   function nameIndexOf(ev) {
     if (Number.isInteger(ev.name)) return ev.name;
+    const detail = windows.detail;
     for (const [index, tbl] of [[overview, table], detail ? [detail.index, detail.table] : null]) {
       if (!index) continue;
       const r = rowOfId(index, ev.id);
@@ -418,7 +352,7 @@ export function createTimeline(data, hooks = {}) {
   }
 
   function clearRange() {
-    rangeDraft = null;
+    input.clearRangeDraft();
     rangePanel.clear();
     schedule();
   }
@@ -458,30 +392,25 @@ export function createTimeline(data, hooks = {}) {
     f.plotW = plotWidth();
     f.viewportH = viewportH;
     f.scrollTop = scroller.scrollTop;
-    f.detail = detail;
-    f.pendingWindow = pendingWindow;
+    f.detail = windows.detail;
+    f.pendingWindow = windows.pending;
     f.mask = searchBar.mask();
     f.marks = marks;
-    f.hover = hover;
+    f.hover = input.hover;
     f.selected = selected;
     f.flows = flows;
-    f.range = rangeDraft ?? rangePanel.selection();
+    f.range = input.rangeDraft ?? rangePanel.selection();
     painter.paint(ctx, f, c, font);
 
     el.dataset.drawMs = (performance.now() - t0).toFixed(2);
-    if (widthChanged) scheduleWindow();
+    if (widthChanged) windows.schedule();
     if (!painted) {
       painted = true;
       if (hooks.onPaint) hooks.onPaint();
     }
   }
 
-  // ---- hit testing and hover
-  function localPoint(e) {
-    const r = canvas.getBoundingClientRect();
-    return { x: e.clientX - r.left, y: e.clientY - r.top };
-  }
-
+  // ---- hit testing
   function entryAt(py) {
     if (py < AXIS_H) return null;
     const y = py - AXIS_H + scroller.scrollTop;
@@ -508,6 +437,7 @@ export function createTimeline(data, hooks = {}) {
     const rel = py - top - LANE_PAD;
     if (rel < 0 || rel >= entry.h - 2 * LANE_PAD) return null;
     const row = Math.floor(rel / ROW_H);
+    const detail = windows.detail;
     const useDetail = detail && t >= detail.start && t <= detail.end;
     const index = useDetail ? detail.index : overview;
     const tbl = useDetail ? detail.table : table;
@@ -518,171 +448,40 @@ export function createTimeline(data, hooks = {}) {
     return { ev, lane: laneById.get(ev.lane) };
   }
 
-  function updateHover(e) {
-    const p = localPoint(e);
-    mouseX = p.x >= labelW ? p.x - labelW : null;
-    lastPointer = { clientX: e.clientX, clientY: e.clientY };
-    const hit = hitTest(p.x, p.y);
-    const ev = hit?.ev ?? null;
-    const changed = (ev?.id ?? null) !== (hover?.id ?? null) || (ev && hover && (ev.start_ns !== hover.start_ns || ev.lane !== hover.lane));
-    hover = ev;
-    if (hit) tooltip.show(hit, e.clientX, e.clientY, view, el);
-    else tooltip.hide();
-    if (!changed) return;
-    schedule();
-    clearTimeout(dwellTimer);
-    if (ev && ev.id >= 0 && source?.details && !detailsCache.has(ev.id)) {
-      const id = ev.id;
-      dwellTimer = setTimeout(() => {
-        detailsCache.fetch(id).then(
-          () => {
-            if (destroyed || hover?.id !== id || tooltip.hidden || !lastPointer) return;
-            tooltip.show({ ev: hover, lane: laneById.get(hover.lane) }, lastPointer.clientX, lastPointer.clientY, view, el);
-          },
-          () => {},
-        );
-      }, HOVER_DWELL_MS);
-    }
-  }
-
-  function hideHover() {
-    clearTimeout(dwellTimer);
-    tooltip.hide();
-    mouseX = null;
-    if (hover) {
-      hover = null;
-      schedule();
-    }
-  }
-
   // ---- mouse and keys
-  function anchorTime() {
-    return mouseX === null ? null : xToTime(mouseX, view, plotWidth());
-  }
-
-  function onWheel(e) {
-    const unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
-    if (e.ctrlKey || e.metaKey) {
-      e.preventDefault();
-      const p = localPoint(e);
-      const x = Math.min(Math.max(p.x - labelW, 0), plotWidth());
-      setView(zoomAt(view, xToTime(x, view, plotWidth()), wheelZoomFactor(e.deltaY, e.deltaMode), span, minSpan));
-      return;
-    }
-    const horizontal = e.shiftKey ? e.deltaY || e.deltaX : Math.abs(e.deltaX) > Math.abs(e.deltaY) ? e.deltaX : 0;
-    if (horizontal) {
-      e.preventDefault();
-      setView(pan(view, ((horizontal * unit) / plotWidth()) * (view.end - view.start), span, minSpan));
-    }
-    // A plain vertical wheel scrolls the lanes natively (and the page at the ends).
-  }
-
-  function onPointerDown(e) {
-    scroller.focus({ preventScroll: true });
-    const p = localPoint(e);
-    const panning = e.button === 1 || (e.button === 0 && (e.altKey || p.y < AXIS_H));
-    if (e.button !== 0 && !panning) return;
-    if (!panning) {
-      const entry = entryAt(p.y);
-      if (entry?.kind === "header") {
-        toggleGroup(entry.group);
-        return;
-      }
-      if (p.x < labelW) return;
-    }
-    e.preventDefault();
-    hideHover();
-    drag = panning
-      ? { mode: "pan", x: e.clientX, y: e.clientY, view, scrollTop: scroller.scrollTop, id: e.pointerId }
-      : { mode: "select", x: e.clientX, y: e.clientY, t0: xToTime(p.x - labelW, view, plotWidth()), moved: false, id: e.pointerId, point: p };
-    canvas.setPointerCapture?.(e.pointerId);
-    if (panning) canvas.classList.add("gp-dragging");
-  }
-
-  function onPointerMove(e) {
-    if (!drag) {
-      updateHover(e);
-      return;
-    }
-    const dx = e.clientX - drag.x;
-    const dy = e.clientY - drag.y;
-    if (drag.mode === "pan") {
-      setView(pan(drag.view, (-dx / plotWidth()) * (drag.view.end - drag.view.start), span, minSpan));
-      scroller.scrollTop = drag.scrollTop - dy;
-      return;
-    }
-    if (!drag.moved && Math.abs(dx) < DRAG_THRESHOLD_PX) return;
-    drag.moved = true;
-    const p = localPoint(e);
-    const x = Math.min(Math.max(p.x - labelW, 0), plotWidth());
-    rangeDraft = { start: drag.t0, end: xToTime(x, view, plotWidth()) };
-    schedule();
-  }
-
-  function onPointerUp(e) {
-    if (!drag) return;
-    const d = drag;
-    drag = null;
-    canvas.releasePointerCapture?.(d.id);
-    canvas.classList.remove("gp-dragging");
-    if (d.mode !== "select") return;
-    if (d.moved && rangeDraft) {
-      const { start, end } = rangeDraft;
-      rangeDraft = null;
-      if (Math.abs(end - start) > 0) setRange(start, end);
-      else schedule();
-      return;
-    }
-    const hit = hitTest(d.point.x, d.point.y);
-    if (hit?.ev) selectEvent(hit.ev);
-    else {
+  const input = attachTimelineInput({
+    el,
+    canvas,
+    scroller,
+    tooltip,
+    detailsCache,
+    canFetchDetails: Boolean(source?.details),
+    laneById,
+    span,
+    minSpan,
+    getView: () => view,
+    setView,
+    labelWidth: () => labelW,
+    plotWidth,
+    entryAt,
+    hitTest,
+    onToggleGroup: toggleGroup,
+    onSelect: (ev) => selectEvent(ev),
+    onClickEmpty() {
       clearSelection();
       if (rangePanel.selection()) clearRange();
-    }
-    updateHover(e);
-  }
-
-  function onDoubleClick(e) {
-    const p = localPoint(e);
-    const hit = hitTest(p.x, p.y);
-    if (!hit?.ev) return;
-    setView(viewForEvent(hit.ev.start_ns, hit.ev.dur_ns, span, minSpan, 0.1));
-  }
-
-  function isTyping(target) {
-    const tag = target?.tagName;
-    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || target?.isContentEditable;
-  }
-
-  function onKeyDown(e) {
-    if (isTyping(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
-    if (e.key === "Escape") {
-      if (rangeDraft || rangePanel.selection()) clearRange();
+    },
+    onRange: setRange,
+    onEscape() {
+      if (input.rangeDraft || rangePanel.selection()) clearRange();
       else if (selected) clearSelection();
       else if (marks) clearHighlight();
-      else return;
-      e.preventDefault();
-      e.stopPropagation();
-      return;
-    }
-    const next = keyToView(e.key, view, { span, minSpan, anchor: anchorTime() });
-    if (!next) return;
-    e.preventDefault();
-    e.stopPropagation();
-    setView(next);
-  }
-
-  canvas.addEventListener("wheel", onWheel, { passive: false });
-  canvas.addEventListener("pointerdown", onPointerDown);
-  canvas.addEventListener("pointermove", onPointerMove);
-  canvas.addEventListener("pointerup", onPointerUp);
-  canvas.addEventListener("pointercancel", onPointerUp);
-  canvas.addEventListener("pointerleave", () => { if (!drag) hideHover(); });
-  canvas.addEventListener("dblclick", onDoubleClick);
-  el.addEventListener("keydown", onKeyDown);
-  scroller.addEventListener("focus", () => scroller.classList.add("gp-focused"));
-  scroller.addEventListener("blur", () => scroller.classList.remove("gp-focused"));
-  scroller.addEventListener("scroll", () => { tooltip.hide(); schedule(); });
+      else return false;
+      return true;
+    },
+    schedule,
+    isDestroyed,
+  });
 
   const resizeObserver = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => schedule()) : null;
   resizeObserver?.observe(scroller);
@@ -704,9 +503,9 @@ export function createTimeline(data, hooks = {}) {
     destroy() {
       destroyed = true;
       if (frame) cancelAnimationFrame(frame);
-      clearTimeout(windowTimer);
+      windows.destroy();
       searchBar.destroy();
-      clearTimeout(dwellTimer);
+      input.destroy();
       resizeObserver?.disconnect();
       mediaQuery?.removeEventListener?.("change", schedule);
       if (ownSource) source.destroy?.();

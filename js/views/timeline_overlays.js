@@ -2,7 +2,7 @@
 // arrows and the selected range; then the lane label column and the time axis on top. All read
 // the frame state `f` the timeline fills before each paint (see timeline_paint.js).
 
-import { timeToX, formatDuration } from "../model/timeline.js";
+import { formatDuration, timeToX } from "../model/view.js";
 import { AXIS_H, fitText, HEADER_H, LANE_PAD, ROW_H } from "./timeline_canvas.js";
 
 /** Screen rectangle of an event ({lane, row, start_ns, dur_ns}); null when its lane is not laid out. */

@@ -3,20 +3,11 @@
 // label column and axis of timeline_overlays.js. Per-frame scratch (boxes, paths, labels) is
 // allocated once here and reused, so a frame allocates nothing in proportion to the events.
 
-import {
-  axisTicks,
-  blockMatches,
-  counterWindow,
-  createBoxes,
-  DIM_COLOR,
-  firstEntryAt,
-  formatValue,
-  lodRow,
-  palette,
-  PALETTE_SIZE,
-  rowRange,
-  timeToX,
-} from "../model/timeline.js";
+import { DIM_COLOR, palette, PALETTE_SIZE } from "../model/colors.js";
+import { counterWindow, firstEntryAt } from "../model/lanes.js";
+import { blockMatches, createBoxes, lodRow } from "../model/lod.js";
+import { rowRange } from "../model/segments.js";
+import { axisTicks, formatValue, timeToX } from "../model/view.js";
 import { AXIS_H, fitText, LANE_PAD, ROW_H } from "./timeline_canvas.js";
 import { drawAxis, drawLabels, drawOverlays } from "./timeline_overlays.js";
 

@@ -2,7 +2,7 @@
 // chip (what hints or roofline points are outlined, with a close button), a status line for
 // load errors, and the key help.
 
-import { formatDuration, formatTime } from "../model/timeline.js";
+import { formatDuration, formatTime } from "../model/view.js";
 import { button, node } from "./dom.js";
 
 /** @param {{searchEl: HTMLElement, onReset: () => void, onClearHighlight: () => void}} opts */

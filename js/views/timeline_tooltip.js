@@ -1,7 +1,7 @@
 // The hover tooltip of the timeline: an event's name, kind and duration, start, lane, how many
 // events a merged box stands for, and its shapes once its details are known; or a counter's value.
 
-import { formatDuration, formatTime, formatValue } from "../model/timeline.js";
+import { formatDuration, formatTime, formatValue } from "../model/view.js";
 import { node } from "./dom.js";
 
 function shapesOf(d) {

@@ -1,0 +1,165 @@
+// Lanes as the timeline stacks them: the vertical layout of lane groups, the event under a
+// point of a plotted row, counter lanes' sample ranges, and highlight marks grouped per lane.
+// No DOM; unit-tested.
+
+import { hitRow, upperBound } from "./segments.js";
+
+// ---------------------------------------------------------------------------------------------
+// Lane groups and vertical layout
+
+/**
+ * Vertical layout in display order (the lanes list's order). Each group (lane.group; lanes of
+ * one group are contiguous) gets a header row; an expanded group then lists its lanes, a
+ * collapsed one shows a single summary row covering all its event lanes (or only the header
+ * when it has none, e.g. counters). Entries: {kind: "header"|"lane"|"summary", group, y, h,
+ * lanes: [lane...]}, plus `entryOfLane` (lane id -> the entry where that lane is drawn).
+ */
+export function groupLayout(lanes, collapsed = new Set(), dims = {}) {
+  const { rowH = 16, pad = 3, headerH = 20, counterH = 36 } = dims;
+  const entries = [];
+  const entryOfLane = new Map();
+  let y = 0;
+  let k = 0;
+  while (k < lanes.length) {
+    const group = lanes[k].group ?? "";
+    let j = k;
+    while (j < lanes.length && (lanes[j].group ?? "") === group) j++;
+    const members = lanes.slice(k, j);
+    const isCollapsed = group !== "" && collapsed.has(group);
+    let header = null;
+    if (group !== "") {
+      header = { kind: "header", group, y, h: headerH, lanes: members, collapsed: isCollapsed };
+      entries.push(header);
+      y += headerH;
+    }
+    if (isCollapsed) {
+      const eventLanes = members.filter((l) => l.kind !== "counter");
+      let summary = header;
+      if (eventLanes.length) {
+        summary = { kind: "summary", group, y, h: 2 * pad + rowH, lanes: eventLanes };
+        entries.push(summary);
+        y += summary.h;
+      }
+      for (const lane of members) entryOfLane.set(lane.id, lane.kind === "counter" ? header : summary);
+    } else {
+      for (const lane of members) {
+        const h = lane.kind === "counter" ? counterH : 2 * pad + Math.max(1, lane.rows | 0) * rowH;
+        const entry = { kind: "lane", group, y, h, lanes: [lane] };
+        entries.push(entry);
+        entryOfLane.set(lane.id, entry);
+        y += h;
+      }
+    }
+    k = j;
+  }
+  return { entries, entryOfLane, total: y };
+}
+
+/** Lanes as many rows tall as they say, or as the index's sub-rows need (lanes that fit are kept). */
+export function fitLaneRows(lanes, index) {
+  return lanes.map((lane) => {
+    let rows = Math.max(1, lane.rows | 0);
+    for (const chunk of index.lanes.get(lane.id) ?? []) rows = Math.max(rows, chunk.rows);
+    return rows === lane.rows ? lane : { ...lane, rows };
+  });
+}
+
+/** Index of the first entry whose bottom is below y (entries are in y order). */
+export function firstEntryAt(entries, y) {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (entries[mid].y + entries[mid].h <= y) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The event of `index` under time t on one plotted row of a layout entry (see groupLayout): for a
+ * "lane" entry only sub-row `row` (sub-rows past the lane's last draw on its last), for a
+ * "summary" entry every sub-row of every member lane. Nearest first, then the shortest (the
+ * innermost of nested events). Returns its position, or -1.
+ */
+export function hitEntry(index, entry, row, t, slack = 0) {
+  let best = -1;
+  let bestKey = Infinity;
+  for (const lane of entry.lanes) {
+    for (const chunk of index.lanes.get(lane.id) ?? []) {
+      for (let r = 0; r < chunk.rows; r++) {
+        if (entry.kind === "lane" && Math.min(r, lane.rows - 1) !== row) continue;
+        const k = hitRow(index, chunk.lo[r], chunk.hi[r], t, slack);
+        if (k < 0) continue;
+        const s = index.start[k];
+        const e = s + index.dur[k];
+        const dist = t < s ? s - t : t > e ? t - e : 0;
+        const key = dist * 1e12 + index.dur[k];
+        if (key < bestKey) {
+          best = k;
+          bestKey = key;
+        }
+      }
+    }
+  }
+  return best;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counter lanes (step functions: a value holds from its sample time until the next sample)
+
+/** Per counter lane: {lo, hi, min, max} over the counters table's rows (meta.segments). */
+export function buildCounterIndex(counters) {
+  const out = new Map();
+  const n = counters?.n ?? 0;
+  const cols = counters?.columns ?? {};
+  const segments = counters?.meta?.segments ?? [];
+  if (!n || !cols.time_ns || !cols.value) return out;
+  let row0 = 0;
+  for (const [lane, , count] of segments) {
+    const lo = row0;
+    const hi = Math.min(n, row0 + count);
+    let min = Infinity;
+    let max = -Infinity;
+    for (let i = lo; i < hi; i++) {
+      const v = cols.value[i];
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    out.set(lane, { lo, hi, min, max });
+    row0 = hi;
+  }
+  return out;
+}
+
+/** Samples [k0, k1) that shape the step plot over [t0, t1]: from the one holding at t0. */
+export function counterWindow(times, lo, hi, t0, t1) {
+  const k0 = Math.max(lo, upperBound(times, t0, lo, hi) - 1);
+  const k1 = upperBound(times, t1, k0, hi);
+  return [k0, Math.max(k0, k1)];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Highlight marks
+
+/**
+ * Events to highlight, as the timeline outlines them: per lane, sorted by start, with numeric
+ * fields; entries without a finite start are skipped. Returns {count, byLane, longest}.
+ */
+export function groupMarks(list) {
+  const byLane = new Map();
+  let count = 0;
+  for (const m of list ?? []) {
+    if (!m || !Number.isFinite(Number(m.start_ns))) continue;
+    const lane = Number(m.lane);
+    if (!byLane.has(lane)) byLane.set(lane, []);
+    byLane.get(lane).push({ id: Number(m.id), lane, row: Number(m.row) || 0, start_ns: Number(m.start_ns), dur_ns: Math.max(0, Number(m.dur_ns) || 0) });
+    count += 1;
+  }
+  let longest = null;
+  for (const arr of byLane.values()) {
+    arr.sort((a, b) => a.start_ns - b.start_ns);
+    for (const m of arr) if (!longest || m.dur_ns > longest.dur_ns) longest = m;
+  }
+  return { count, byLane, longest };
+}

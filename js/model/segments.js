@@ -1,0 +1,276 @@
+// Row indexes of decoded events tables: which rows of a lane (and of each of its sub-rows) a time
+// window needs, event ids <-> table rows, and the event under a time. No DOM; unit-tested.
+//
+// Times are nanoseconds from the trace start (float64).
+
+import { blockSummaries } from "./lod.js";
+
+// ---------------------------------------------------------------------------------------------
+// Binary search
+
+/** First index in [lo, hi) whose value is >= x (arr non-decreasing on [lo, hi)); hi if none. */
+export function lowerBound(arr, x, lo, hi) {
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (arr[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** First index in [lo, hi) whose value is > x; hi if none. */
+export function upperBound(arr, x, lo, hi) {
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (arr[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-lane index of a flat table sorted by (lane, start_ns)
+
+/**
+ * Index a decoded events table: per lane, the [lo, hi) row range (rows are sorted by
+ * (lane, start_ns)), and per row the running maximum of end times within its lane, which is
+ * non-decreasing in a lane and so can be binary-searched even when long events start before a
+ * window that short later events have already left.
+ *
+ * @param {ArrayLike<number>} starts start_ns
+ * @param {ArrayLike<number>} durs dur_ns
+ * @param {ArrayLike<number>} lanes lane id per row
+ * @param {number} laneCount number of lanes (ids 0..laneCount-1; larger ids grow the index)
+ */
+export function buildLaneIndex(starts, durs, lanes, laneCount = 0) {
+  const n = starts.length;
+  let count = laneCount;
+  for (let i = 0; i < n; i++) if (lanes[i] + 1 > count) count = lanes[i] + 1;
+  const lo = new Int32Array(count).fill(-1);
+  const hi = new Int32Array(count).fill(-1);
+  const maxEnd = new Float64Array(n);
+  let prevLane = -1;
+  let running = -Infinity;
+  for (let i = 0; i < n; i++) {
+    const lane = lanes[i];
+    if (lane !== prevLane) {
+      if (lane < prevLane) throw new Error(`events are not sorted by lane at row ${i}`);
+      if (prevLane >= 0) hi[prevLane] = i;
+      lo[lane] = i;
+      prevLane = lane;
+      running = -Infinity;
+    }
+    const end = starts[i] + Math.max(0, durs[i]);
+    if (end > running) running = end;
+    maxEnd[i] = running;
+  }
+  if (prevLane >= 0) hi[prevLane] = n;
+  for (let l = 0; l < count; l++) if (lo[l] < 0) { lo[l] = 0; hi[l] = 0; }
+  return { lo, hi, maxEnd, laneCount: count };
+}
+
+/**
+ * Candidate rows of one lane for the window [t0, t1]: [i0, i1) such that every event of the lane
+ * that overlaps the window is inside it. Events inside may still end before t0 (a long earlier
+ * event keeps the running max high); callers skip those with `start + dur < t0`.
+ */
+export function visibleRange(index, starts, lane, t0, t1) {
+  if (lane < 0 || lane >= index.laneCount) return [0, 0];
+  const lo = index.lo[lane];
+  const hi = index.hi[lane];
+  const i0 = lowerBound(index.maxEnd, t0, lo, hi);
+  const i1 = upperBound(starts, t1, i0, hi);
+  return [i0, i1];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Segment-table index (the contract's `events` trait and "window" replies)
+//
+// Rows arrive grouped by lane (meta.segments), each lane's rows sorted by start. Drawing and hit
+// testing work per (lane, sub-row): within a sub-row events rarely overlap (nesting depth for CPU
+// ops, packing rows for overlapping kernels), so the running max of end times stays close to the
+// previous event's end and a binary search lands right at the window instead of at a long event
+// far to the left. The index therefore keeps, per segment, its rows permuted into (row, start)
+// order: `perm[p]` is the table row at position p, and `start`/`dur`/`maxEnd` are in that order.
+// A segment's positions occupy the same span [row0, row0 + count) as its table rows.
+
+/**
+ * @param {{n: number, columns: Object, meta?: Object}} table decoded segment table
+ * @returns index {n, perm, start, dur, maxEnd, lanes: Map(lane -> [{rows, lo, hi}]),
+ *   segments: [{lane, row0, count, firstId}], names, counts, merged, view}
+ */
+export function buildSegmentIndex(table) {
+  const n = table?.n ?? 0;
+  const cols = table?.columns ?? {};
+  const meta = table?.meta ?? {};
+  const starts = cols.start_ns;
+  const durs = cols.dur_ns;
+  const rowCol = cols.row;
+  let segments = meta.segments;
+  if (!Array.isArray(segments)) segments = n && cols.lane ? segmentsFromLaneColumn(cols.lane) : [];
+  if (n && (!starts || !durs)) throw new Error("the events table lacks start_ns or dur_ns");
+  const perm = new Uint32Array(n);
+  const start = new Float64Array(n);
+  const dur = new Float32Array(n);
+  const maxEnd = new Float64Array(n);
+  const lanes = new Map();
+  const segs = [];
+  let row0 = 0;
+  for (const seg of segments) {
+    const [lane, firstId, count] = seg;
+    if (!(count >= 0) || row0 + count > n) {
+      throw new Error(`events table: segment of lane ${lane} runs past row ${n}`);
+    }
+    const end = row0 + count;
+    let rows = 1;
+    if (rowCol) for (let i = row0; i < end; i++) if (rowCol[i] + 1 > rows) rows = rowCol[i] + 1;
+    const lo = new Int32Array(rows);
+    const hi = new Int32Array(rows);
+    if (rowCol) for (let i = row0; i < end; i++) hi[rowCol[i]]++;
+    else hi[0] = count;
+    // Counting sort by sub-row; stable, so each sub-row stays in start order.
+    let at = row0;
+    for (let r = 0; r < rows; r++) { lo[r] = at; at += hi[r]; hi[r] = lo[r]; }
+    for (let i = row0; i < end; i++) {
+      const r = rowCol ? rowCol[i] : 0;
+      const p = hi[r]++;
+      perm[p] = i;
+      start[p] = starts[i];
+      dur[p] = durs[i] > 0 ? durs[i] : 0;
+    }
+    for (let r = 0; r < rows; r++) {
+      let running = -Infinity;
+      for (let p = lo[r]; p < hi[r]; p++) {
+        if (p > lo[r] && start[p] < start[p - 1]) {
+          throw new Error(`events table: lane ${lane} is not sorted by start at row ${perm[p]}`);
+        }
+        const e = start[p] + dur[p];
+        if (e > running) running = e;
+        maxEnd[p] = running;
+      }
+    }
+    if (!lanes.has(lane)) lanes.set(lane, []);
+    lanes.get(lane).push({ rows, lo, hi });
+    segs.push({ lane, row0, count, firstId });
+    row0 = end;
+  }
+  if (row0 !== n) throw new Error(`events table: segments cover ${row0} of ${n} rows`);
+  const counts = cols.count ?? null;
+  return {
+    ...blockSummaries(start, dur, perm, counts),
+    n,
+    perm,
+    start,
+    dur,
+    maxEnd,
+    lanes,
+    segments: segs,
+    names: cols.name ?? null,
+    counts,
+    merged: Boolean(meta.merged),
+    view: Array.isArray(meta.view) ? meta.view : null,
+  };
+}
+
+/** The trace's span in ns: `span`, stretched to the latest event end the index holds; 1 at least. */
+export function traceSpan(span, index) {
+  let out = Number(span) || 0;
+  for (const chunks of index.lanes.values()) {
+    for (const chunk of chunks) {
+      for (let r = 0; r < chunk.rows; r++) {
+        if (chunk.hi[r] > chunk.lo[r] && index.maxEnd[chunk.hi[r] - 1] > out) out = index.maxEnd[chunk.hi[r] - 1];
+      }
+    }
+  }
+  return out > 0 ? out : 1;
+}
+
+/** Segments [[lane, first_id, count]] from a sorted lane column (tables without meta). */
+export function segmentsFromLaneColumn(laneCol) {
+  const out = [];
+  for (let i = 0; i < laneCol.length; i++) {
+    const last = out[out.length - 1];
+    if (last && last[0] === laneCol[i]) last[2]++;
+    else out.push([laneCol[i], i, 1]);
+  }
+  return out;
+}
+
+/** The segment holding table row (or position) r, by binary search over row0. */
+export function segmentOf(index, r) {
+  const segs = index.segments;
+  let lo = 0;
+  let hi = segs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (segs[mid].row0 + segs[mid].count <= r) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < segs.length && segs[lo].row0 <= r ? segs[lo] : null;
+}
+
+/** Global event id of table row r; -1 for merged coverage boxes. */
+export function idOfRow(index, r) {
+  const seg = segmentOf(index, r);
+  if (!seg || index.merged || seg.firstId < 0) return -1;
+  return seg.firstId + (r - seg.row0);
+}
+
+/** Table row of a global event id, or -1 when this table does not hold it. */
+export function rowOfId(index, id) {
+  if (index.merged || !(id >= 0)) return -1;
+  for (const seg of index.segments) {
+    if (seg.firstId >= 0 && id >= seg.firstId && id < seg.firstId + seg.count) return seg.row0 + id - seg.firstId;
+  }
+  return -1;
+}
+
+/** Plain description of table row r: {id, lane, row, start_ns, dur_ns, name, count}. */
+export function eventAt(index, table, r) {
+  const seg = segmentOf(index, r);
+  const cols = table.columns;
+  return {
+    id: idOfRow(index, r),
+    lane: seg ? seg.lane : -1,
+    row: cols.row ? cols.row[r] : 0,
+    start_ns: cols.start_ns[r],
+    dur_ns: Math.max(0, cols.dur_ns[r]),
+    name: cols.name ? cols.name[r] : -1,
+    count: cols.count ? cols.count[r] : 1,
+  };
+}
+
+/**
+ * Positions [k0, k1) within one sub-row's positions [lo, hi) holding every event that overlaps
+ * [t0, t1]. Some inside may end before t0 when sub-row events overlap; callers skip those.
+ */
+export function rowRange(index, lo, hi, t0, t1) {
+  const k0 = lowerBound(index.maxEnd, t0, lo, hi);
+  const k1 = upperBound(index.start, t1, k0, hi);
+  return [k0, k1];
+}
+
+/**
+ * The event of sub-row positions [lo, hi) under time t: one that contains t (the shortest if
+ * several), else the nearest within `slack` ns. Returns its position, or -1.
+ */
+export function hitRow(index, lo, hi, t, slack = 0) {
+  const { start, dur, maxEnd } = index;
+  let best = -1;
+  let bestDist = Infinity;
+  let bestDur = Infinity;
+  let steps = 0;
+  for (let k = upperBound(start, t + slack, lo, hi) - 1; k >= lo && steps < 512; k--, steps++) {
+    if (maxEnd[k] < t - slack) break; // nothing earlier reaches t
+    const s = start[k];
+    const e = s + dur[k];
+    const dist = t < s ? s - t : t > e ? t - e : 0;
+    if (dist > slack) continue;
+    if (dist < bestDist || (dist === bestDist && dur[k] < bestDur)) {
+      best = k;
+      bestDist = dist;
+      bestDur = dur[k];
+    }
+  }
+  return best;
+}

@@ -1,0 +1,206 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+import {
+  buildLaneIndex,
+  buildSegmentIndex,
+  eventAt,
+  hitRow,
+  idOfRow,
+  lowerBound,
+  rowOfId,
+  rowRange,
+  segmentsFromLaneColumn,
+  traceSpan,
+  upperBound,
+  visibleRange,
+} from "./segments.js";
+import { makeRand, randomEvents, segmentTable } from "./segment_fixtures.js";
+
+const rand = makeRand(987654);
+
+// Brute force: indexes of a lane's events overlapping [t0, t1].
+function overlapping(starts, durs, lanes, lane, t0, t1) {
+  const out = [];
+  for (let i = 0; i < starts.length; i++) {
+    if (lanes[i] === lane && starts[i] <= t1 && starts[i] + durs[i] >= t0) out.push(i);
+  }
+  return out;
+}
+
+function inRange(index, starts, durs, lane, t0, t1) {
+  const [i0, i1] = visibleRange(index, starts, lane, t0, t1);
+  const out = [];
+  for (let i = i0; i < i1; i++) if (starts[i] + durs[i] >= t0) out.push(i);
+  return out;
+}
+
+test("binary search bounds", () => {
+  const a = [1, 2, 2, 2, 5, 9];
+  assert.equal(lowerBound(a, 2, 0, a.length), 1);
+  assert.equal(upperBound(a, 2, 0, a.length), 4);
+  assert.equal(lowerBound(a, 0, 0, a.length), 0);
+  assert.equal(lowerBound(a, 10, 0, a.length), 6);
+  assert.equal(lowerBound(a, 2, 2, 5), 2);
+});
+
+test("lane index ranges follow the sorted lane column", () => {
+  const starts = Float64Array.from([0, 5, 1, 2, 3, 0]);
+  const durs = Float32Array.from([1, 1, 1, 1, 1, 1]);
+  const lanes = Uint16Array.from([0, 0, 2, 2, 2, 3]);
+  const index = buildLaneIndex(starts, durs, lanes, 5);
+  assert.deepEqual(Array.from(index.lo), [0, 0, 2, 5, 0]);
+  assert.deepEqual(Array.from(index.hi), [2, 0, 5, 6, 0]);
+  assert.equal(index.laneCount, 5);
+  assert.throws(() => buildLaneIndex(starts, durs, Uint16Array.from([1, 1, 0, 0, 0, 0])), /not sorted/);
+});
+
+test("window search keeps a long event that starts before the window", () => {
+  // Lane 0: a long event [0, 1000], then short ones [10,11], [20,21], ..., [90,91]; lane 1 follows.
+  const starts = [0];
+  const durs = [1000];
+  const lanes = [0];
+  for (let k = 1; k <= 9; k++) { starts.push(k * 10); durs.push(1); lanes.push(0); }
+  starts.push(0, 500); durs.push(5, 5); lanes.push(1, 1);
+  const S = Float64Array.from(starts);
+  const D = Float32Array.from(durs);
+  const L = Uint16Array.from(lanes);
+  const index = buildLaneIndex(S, D, L);
+  // Window [500, 600]: only the long event (index 0) overlaps in lane 0.
+  assert.deepEqual(inRange(index, S, D, 0, 500, 600), [0]);
+  assert.deepEqual(inRange(index, S, D, 0, 500, 600), overlapping(S, D, L, 0, 500, 600));
+  // Window [35, 52]: the long event and [40,41], [50,51].
+  assert.deepEqual(inRange(index, S, D, 0, 35, 52), [0, 4, 5]);
+  // Lane 1 is searched only within its own rows.
+  assert.deepEqual(inRange(index, S, D, 1, 400, 2000), [11]);
+  // Lanes out of range are empty.
+  assert.deepEqual(visibleRange(index, S, 7, 0, 10), [0, 0]);
+});
+
+test("window search agrees with brute force on random nested lanes", () => {
+  const rand = makeRand(12345);
+  const rows = [];
+  for (let lane = 0; lane < 4; lane++) {
+    for (let k = 0; k < 300; k++) {
+      const long = rand() < 0.05;
+      rows.push([lane, rand() * 10000, long ? rand() * 5000 : rand() * 30]);
+    }
+  }
+  rows.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const S = Float64Array.from(rows.map((r) => r[1]));
+  const D = Float32Array.from(rows.map((r) => r[2]));
+  const L = Uint16Array.from(rows.map((r) => r[0]));
+  const index = buildLaneIndex(S, D, L);
+  for (let q = 0; q < 200; q++) {
+    const lane = Math.floor(rand() * 4);
+    const t0 = rand() * 10000;
+    const t1 = t0 + rand() * 2000;
+    assert.deepEqual(inRange(index, S, D, lane, t0, t1), overlapping(S, D, L, lane, t0, t1));
+  }
+});
+
+test("segment index: per-lane sub-rows, ids and lookups", () => {
+  const { table } = segmentTable([
+    { lane: 4, row: 0, start: 0, dur: 100, name: 1 },
+    { lane: 4, row: 1, start: 10, dur: 5, name: 2 },
+    { lane: 4, row: 0, start: 200, dur: 5, name: 1 },
+    { lane: 9, row: 0, start: 5, dur: 1, name: 3 },
+  ]);
+  const index = buildSegmentIndex(table);
+  assert.deepEqual(index.segments.map((s) => [s.lane, s.row0, s.count]), [[4, 0, 3], [9, 3, 1]]);
+  const [chunk] = index.lanes.get(4);
+  assert.equal(chunk.rows, 2);
+  // Row 0 of lane 4 holds table rows 0 and 2 in start order, row 1 holds table row 1.
+  assert.deepEqual(Array.from(index.perm.subarray(chunk.lo[0], chunk.hi[0])), [0, 2]);
+  assert.deepEqual(Array.from(index.perm.subarray(chunk.lo[1], chunk.hi[1])), [1]);
+  assert.equal(idOfRow(index, 2), 2);
+  assert.equal(rowOfId(index, 3), 3);
+  assert.equal(rowOfId(index, 4), -1);
+  assert.deepEqual(eventAt(index, table, 3), { id: 3, lane: 9, row: 0, start_ns: 5, dur_ns: 1, name: 3, count: 1 });
+  // A window reply holds a subset: ids start at the segment's first_id.
+  const windowTable = { ...table, meta: { segments: [[4, 100, 3], [9, 500, 1]], merged: false } };
+  const w = buildSegmentIndex(windowTable);
+  assert.equal(idOfRow(w, 1), 101);
+  assert.equal(rowOfId(w, 500), 3);
+  // Merged tables have no ids.
+  const merged = buildSegmentIndex({ ...table, meta: { segments: [[4, -1, 3], [9, -1, 1]], merged: true } });
+  assert.equal(idOfRow(merged, 0), -1);
+  assert.equal(rowOfId(merged, 0), -1);
+  // Tables without meta fall back to the lane column.
+  assert.deepEqual(segmentsFromLaneColumn(Uint16Array.from([0, 0, 3, 3, 3, 5])), [[0, 0, 2], [3, 2, 3], [5, 5, 1]]);
+});
+
+test("segment index rejects tables that break the contract", () => {
+  const { table } = segmentTable([{ lane: 0, start: 5, dur: 1 }, { lane: 0, start: 9, dur: 1 }]);
+  assert.throws(() => buildSegmentIndex({ ...table, meta: { segments: [[0, 0, 1]] } }), /cover 1 of 2 rows/);
+  assert.throws(() => buildSegmentIndex({ ...table, meta: { segments: [[0, 0, 3]] } }), /runs past/);
+  const unsorted = { ...table, columns: { ...table.columns, start_ns: Float64Array.from([9, 5]) } };
+  assert.throws(() => buildSegmentIndex(unsorted), /not sorted by start/);
+  assert.equal(buildSegmentIndex({ n: 0, columns: {}, meta: {} }).n, 0);
+});
+
+test("window search per sub-row agrees with brute force (long and overlapping events)", () => {
+  const events = randomEvents(rand, 400);
+  const { table, sorted } = segmentTable(events);
+  const index = buildSegmentIndex(table);
+  for (let q = 0; q < 200; q++) {
+    const lane = 1 + 2 * Math.floor(rand() * 3);
+    const t0 = rand() * 9000;
+    const t1 = t0 + rand() * 1500;
+    const found = [];
+    for (const chunk of index.lanes.get(lane)) {
+      for (let r = 0; r < chunk.rows; r++) {
+        const [k0, k1] = rowRange(index, chunk.lo[r], chunk.hi[r], t0, t1);
+        for (let k = k0; k < k1; k++) if (index.start[k] + index.dur[k] >= t0) found.push(index.perm[k]);
+      }
+    }
+    const expected = [];
+    sorted.forEach((e, i) => {
+      if (e.lane === lane && e.start <= t1 && e.start + Math.fround(e.dur) >= t0) expected.push(i);
+    });
+    assert.deepEqual(found.sort((a, b) => a - b), expected);
+  }
+});
+
+test("hit test finds the containing event, else the nearest within slack", () => {
+  const events = randomEvents(rand, 300, 1);
+  const { table, sorted } = segmentTable(events);
+  const index = buildSegmentIndex(table);
+  const [chunk] = index.lanes.get(1);
+  for (let q = 0; q < 300; q++) {
+    const row = Math.floor(rand() * chunk.rows);
+    const t = rand() * 6000;
+    const slack = rand() < 0.5 ? 0 : 5;
+    const k = hitRow(index, chunk.lo[row], chunk.hi[row], t, slack);
+    // Brute force: among this row's events, the smallest distance, then the shortest.
+    let best = -1;
+    let bestKey = [Infinity, Infinity];
+    sorted.forEach((e, i) => {
+      if (e.row !== row) return;
+      const d = Math.fround(e.dur);
+      const dist = t < e.start ? e.start - t : t > e.start + d ? t - e.start - d : 0;
+      if (dist > slack) return;
+      if (dist < bestKey[0] || (dist === bestKey[0] && d < bestKey[1])) { best = i; bestKey = [dist, d]; }
+    });
+    if (best < 0) assert.equal(k, -1);
+    else {
+      const got = index.perm[k];
+      const g = sorted[got];
+      const gd = Math.fround(g.dur);
+      const gdist = t < g.start ? g.start - t : t > g.start + gd ? t - g.start - gd : 0;
+      assert.deepEqual([gdist, gd], bestKey); // ties may pick another event with the same key
+    }
+  }
+});
+
+test("trace span: the given span stretched to the latest event end", () => {
+  const events = randomEvents(rand, 100, 2);
+  const { table } = segmentTable(events);
+  const index = buildSegmentIndex(table);
+  const latest = Math.max(...events.map((e) => e.start + Math.fround(e.dur)));
+  assert.equal(traceSpan(0, index), latest);
+  assert.equal(traceSpan(latest * 2, index), latest * 2);
+  assert.equal(traceSpan("junk", index), latest);
+  assert.equal(traceSpan(0, buildSegmentIndex(null)), 1);
+  assert.equal(traceSpan(250, buildSegmentIndex(null)), 250);
+});

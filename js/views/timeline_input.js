@@ -1,0 +1,231 @@
+// Mouse and keyboard on the timeline: hover (tooltip, details prefetched after a dwell), ctrl+wheel
+// zoom and shift/horizontal-wheel pan, drag to pan (middle button, alt, or on the axis) or to
+// select a range, click to select an event or toggle a lane group, double-click to zoom to an
+// event, Perfetto-style W/S/A/D/0 keys and Escape. What is under a point (hitTest, entryAt) and
+// what a gesture does to the timeline's state are the timeline's callbacks.
+
+import { keyToView, pan, viewForEvent, wheelZoomFactor, xToTime, zoomAt } from "../model/view.js";
+import { AXIS_H } from "./timeline_canvas.js";
+
+const HOVER_DWELL_MS = 150;
+const DRAG_THRESHOLD_PX = 4;
+
+function isTyping(target) {
+  const tag = target?.tagName;
+  return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || target?.isContentEditable;
+}
+
+/**
+ * @param {Object} opts
+ * @param {HTMLElement} opts.el the timeline's root (keys)
+ * @param {HTMLCanvasElement} opts.canvas
+ * @param {HTMLElement} opts.scroller the plot's vertical scroller
+ * @param {{show, hide, hidden: boolean}} opts.tooltip
+ * @param {{has, fetch}} opts.detailsCache
+ * @param {boolean} opts.canFetchDetails whether hovering may prefetch details
+ * @param {Map} opts.laneById
+ * @param {number} opts.span
+ * @param {number} opts.minSpan
+ * @param {() => {start, end}} opts.getView
+ * @param {(view) => void} opts.setView
+ * @param {() => number} opts.labelWidth the lane label column's width
+ * @param {() => number} opts.plotWidth
+ * @param {(py) => Object|null} opts.entryAt the layout entry at a canvas y
+ * @param {(px, py) => Object|null} opts.hitTest {ev, lane} or {counter} at a canvas point
+ * @param {(group) => void} opts.onToggleGroup
+ * @param {(ev) => void} opts.onSelect a click on an event
+ * @param {() => void} opts.onClickEmpty a click on nothing
+ * @param {(start, end) => void} opts.onRange a range dragged out
+ * @param {() => boolean} opts.onEscape clears something, and says whether it did
+ * @param {() => void} opts.schedule repaint
+ * @param {() => boolean} opts.isDestroyed
+ */
+export function attachTimelineInput(opts) {
+  const { el, canvas, scroller, tooltip, detailsCache, canFetchDetails, laneById, span, minSpan } = opts;
+  const { getView, setView, labelWidth, plotWidth, entryAt, hitTest, schedule, isDestroyed } = opts;
+  let mouseX = null; // plot x of the pointer, for W/S anchoring
+  let lastPointer = null; // {clientX, clientY} for re-rendering the tooltip
+  let hover = null; // event under the pointer
+  let rangeDraft = null; // the range being dragged out, before it is set on the panel
+  let drag = null;
+  let dwellTimer = 0;
+
+  function localPoint(e) {
+    const r = canvas.getBoundingClientRect();
+    return { x: e.clientX - r.left, y: e.clientY - r.top };
+  }
+
+  function updateHover(e) {
+    const p = localPoint(e);
+    const labelW = labelWidth();
+    mouseX = p.x >= labelW ? p.x - labelW : null;
+    lastPointer = { clientX: e.clientX, clientY: e.clientY };
+    const hit = hitTest(p.x, p.y);
+    const ev = hit?.ev ?? null;
+    const changed = (ev?.id ?? null) !== (hover?.id ?? null) || (ev && hover && (ev.start_ns !== hover.start_ns || ev.lane !== hover.lane));
+    hover = ev;
+    if (hit) tooltip.show(hit, e.clientX, e.clientY, getView(), el);
+    else tooltip.hide();
+    if (!changed) return;
+    schedule();
+    clearTimeout(dwellTimer);
+    if (ev && ev.id >= 0 && canFetchDetails && !detailsCache.has(ev.id)) {
+      const id = ev.id;
+      dwellTimer = setTimeout(() => {
+        detailsCache.fetch(id).then(
+          () => {
+            if (isDestroyed() || hover?.id !== id || tooltip.hidden || !lastPointer) return;
+            tooltip.show({ ev: hover, lane: laneById.get(hover.lane) }, lastPointer.clientX, lastPointer.clientY, getView(), el);
+          },
+          () => {},
+        );
+      }, HOVER_DWELL_MS);
+    }
+  }
+
+  function hideHover() {
+    clearTimeout(dwellTimer);
+    tooltip.hide();
+    mouseX = null;
+    if (hover) {
+      hover = null;
+      schedule();
+    }
+  }
+
+  function anchorTime() {
+    return mouseX === null ? null : xToTime(mouseX, getView(), plotWidth());
+  }
+
+  function onWheel(e) {
+    const view = getView();
+    const unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
+    if (e.ctrlKey || e.metaKey) {
+      e.preventDefault();
+      const p = localPoint(e);
+      const x = Math.min(Math.max(p.x - labelWidth(), 0), plotWidth());
+      setView(zoomAt(view, xToTime(x, view, plotWidth()), wheelZoomFactor(e.deltaY, e.deltaMode), span, minSpan));
+      return;
+    }
+    const horizontal = e.shiftKey ? e.deltaY || e.deltaX : Math.abs(e.deltaX) > Math.abs(e.deltaY) ? e.deltaX : 0;
+    if (horizontal) {
+      e.preventDefault();
+      setView(pan(view, ((horizontal * unit) / plotWidth()) * (view.end - view.start), span, minSpan));
+    }
+    // A plain vertical wheel scrolls the lanes natively (and the page at the ends).
+  }
+
+  function onPointerDown(e) {
+    scroller.focus({ preventScroll: true });
+    const p = localPoint(e);
+    const panning = e.button === 1 || (e.button === 0 && (e.altKey || p.y < AXIS_H));
+    if (e.button !== 0 && !panning) return;
+    if (!panning) {
+      const entry = entryAt(p.y);
+      if (entry?.kind === "header") {
+        opts.onToggleGroup(entry.group);
+        return;
+      }
+      if (p.x < labelWidth()) return;
+    }
+    e.preventDefault();
+    hideHover();
+    const view = getView();
+    drag = panning
+      ? { mode: "pan", x: e.clientX, y: e.clientY, view, scrollTop: scroller.scrollTop, id: e.pointerId }
+      : { mode: "select", x: e.clientX, y: e.clientY, t0: xToTime(p.x - labelWidth(), view, plotWidth()), moved: false, id: e.pointerId, point: p };
+    canvas.setPointerCapture?.(e.pointerId);
+    if (panning) canvas.classList.add("gp-dragging");
+  }
+
+  function onPointerMove(e) {
+    if (!drag) {
+      updateHover(e);
+      return;
+    }
+    const dx = e.clientX - drag.x;
+    const dy = e.clientY - drag.y;
+    if (drag.mode === "pan") {
+      setView(pan(drag.view, (-dx / plotWidth()) * (drag.view.end - drag.view.start), span, minSpan));
+      scroller.scrollTop = drag.scrollTop - dy;
+      return;
+    }
+    if (!drag.moved && Math.abs(dx) < DRAG_THRESHOLD_PX) return;
+    drag.moved = true;
+    const p = localPoint(e);
+    const x = Math.min(Math.max(p.x - labelWidth(), 0), plotWidth());
+    rangeDraft = { start: drag.t0, end: xToTime(x, getView(), plotWidth()) };
+    schedule();
+  }
+
+  function onPointerUp(e) {
+    if (!drag) return;
+    const d = drag;
+    drag = null;
+    canvas.releasePointerCapture?.(d.id);
+    canvas.classList.remove("gp-dragging");
+    if (d.mode !== "select") return;
+    if (d.moved && rangeDraft) {
+      const { start, end } = rangeDraft;
+      rangeDraft = null;
+      if (Math.abs(end - start) > 0) opts.onRange(start, end);
+      else schedule();
+      return;
+    }
+    const hit = hitTest(d.point.x, d.point.y);
+    if (hit?.ev) opts.onSelect(hit.ev);
+    else opts.onClickEmpty();
+    updateHover(e);
+  }
+
+  function onDoubleClick(e) {
+    const p = localPoint(e);
+    const hit = hitTest(p.x, p.y);
+    if (!hit?.ev) return;
+    setView(viewForEvent(hit.ev.start_ns, hit.ev.dur_ns, span, minSpan, 0.1));
+  }
+
+  function onKeyDown(e) {
+    if (isTyping(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "Escape") {
+      if (!opts.onEscape()) return;
+      e.preventDefault();
+      e.stopPropagation();
+      return;
+    }
+    const next = keyToView(e.key, getView(), { span, minSpan, anchor: anchorTime() });
+    if (!next) return;
+    e.preventDefault();
+    e.stopPropagation();
+    setView(next);
+  }
+
+  canvas.addEventListener("wheel", onWheel, { passive: false });
+  canvas.addEventListener("pointerdown", onPointerDown);
+  canvas.addEventListener("pointermove", onPointerMove);
+  canvas.addEventListener("pointerup", onPointerUp);
+  canvas.addEventListener("pointercancel", onPointerUp);
+  canvas.addEventListener("pointerleave", () => { if (!drag) hideHover(); });
+  canvas.addEventListener("dblclick", onDoubleClick);
+  el.addEventListener("keydown", onKeyDown);
+  scroller.addEventListener("focus", () => scroller.classList.add("gp-focused"));
+  scroller.addEventListener("blur", () => scroller.classList.remove("gp-focused"));
+  scroller.addEventListener("scroll", () => { tooltip.hide(); schedule(); });
+
+  return {
+    /** The event under the pointer, or null. */
+    get hover() {
+      return hover;
+    },
+    /** The range being dragged out, or null. */
+    get rangeDraft() {
+      return rangeDraft;
+    },
+    clearRangeDraft() {
+      rangeDraft = null;
+    },
+    destroy() {
+      clearTimeout(dwellTimer);
+    },
+  };
+}

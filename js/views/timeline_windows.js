@@ -1,0 +1,79 @@
+// Detail windows for large traces (complete=false): once the view settles, ask the source for
+// the visible window when the overview (or the window already held) is too coarse for it, and
+// keep the latest reply, indexed, for painting and hit testing. Replies that a newer request has
+// overtaken are dropped.
+
+import { buildSegmentIndex } from "../model/segments.js";
+import { planWindowRequest } from "../model/view.js";
+
+const WINDOW_DEBOUNCE_MS = 80;
+
+/**
+ * @param {{enabled: boolean, source: {window?}|null, span: number, getView: () => {start, end},
+ *   plotWidth: () => number, onChange: () => void, onRequest: (count: number) => void,
+ *   setStatus: (text: string, bad?: boolean) => void, statusIsBad: () => boolean,
+ *   isDestroyed: () => boolean}} opts
+ *   plotWidth: 0 until the canvas has been laid out; onChange: something to repaint.
+ */
+export function createWindowLoader({ enabled, source, span, getView, plotWidth, onChange, onRequest, setStatus, statusIsBad, isDestroyed }) {
+  let detail = null; // {index, table, start, end, merged, width}
+  let pending = null;
+  let token = 0;
+  let timer = 0;
+  let requests = 0;
+
+  function schedule() {
+    if (!enabled || !source?.window || isDestroyed()) return;
+    clearTimeout(timer);
+    timer = setTimeout(request, WINDOW_DEBOUNCE_MS);
+  }
+
+  function request() {
+    const width = plotWidth();
+    if (isDestroyed() || !(width > 0)) return;
+    const plan = planWindowRequest(getView(), width, span, pending ?? detail);
+    if (!plan) return;
+    const mine = ++token;
+    pending = { ...plan, merged: true, token: mine };
+    requests += 1;
+    onRequest(requests);
+    onChange();
+    source.window(plan.start, plan.end, plan.width).then(
+      (reply) => {
+        if (isDestroyed() || mine !== token || !reply) return; // a newer request owns the view
+        pending = null;
+        try {
+          const index = buildSegmentIndex(reply);
+          const v = index.view ?? [plan.start, plan.end];
+          detail = { index, table: reply, start: v[0], end: v[1], merged: index.merged, width: plan.width };
+          if (statusIsBad()) setStatus("");
+        } catch (err) {
+          setStatus(`detail window unreadable: ${err.message}`, true);
+        }
+        onChange();
+        schedule(); // the view may have moved on while this was in flight
+      },
+      (err) => {
+        if (isDestroyed() || mine !== token) return;
+        pending = null;
+        setStatus(`detail window failed: ${err.message}`, true);
+        onChange();
+      },
+    );
+  }
+
+  return {
+    /** The window held, or null. */
+    get detail() {
+      return detail;
+    },
+    /** The window asked for and not yet arrived, or null. */
+    get pending() {
+      return pending;
+    },
+    schedule,
+    destroy() {
+      clearTimeout(timer);
+    },
+  };
+}
