@@ -45,10 +45,11 @@ function render({ model, el }) {
   timelineSlot.className = "gp-timeline-slot";
   root.append(panelSlot, timelineSlot);
 
-  function showMarks(group, label, zoom) {
+  function showMarks(group, label, zoom, windows = []) {
     if (!timeline || group < 0) return;
     const rows = marks.rowsOf(group);
-    if (rows.length) timeline.highlight(rows, label);
+    const total = (marks.groups[group] || {}).total;
+    if (rows.length || windows.length) timeline.highlight(rows, label, { windows, total });
     else timeline.clearHighlight();
     if (zoom) {
       const [start, end] = zoom(rows);
@@ -60,19 +61,21 @@ function render({ model, el }) {
     const hint = (summary.hints || [])[i] || {};
     const evidence = (hint.evidence || [])[j] || {};
     const label = [hint.title, evidence.label].filter(Boolean).join(": ");
+    const windows = evidence.windows || [];
     showMarks(evidenceGroup(marks.groups, i, j), label, (rows) => {
-      const windows = evidence.windows && evidence.windows.length
-        ? evidence.windows
-        : rows.map((r) => [r.start_ns, r.start_ns + r.dur_ns]);
-      return envelope(windows) || [0, 0];
-    });
+      const around = windows.length ? windows : rows.map((r) => [r.start_ns, r.start_ns + r.dur_ns]);
+      return envelope(around) || [0, 0];
+    }, windows);
     timelineSlot.scrollIntoView?.({ block: "nearest", behavior: "smooth" });
   }
 
   function onSelectPoint(k) {
     const point = ((summary.roofline || {}).points || [])[k] || {};
-    showMarks(pointGroup(marks.groups, k), point.name || "roofline point", (rows) => {
-      const top = heaviest(rows);
+    const group = pointGroup(marks.groups, k);
+    showMarks(group, point.name || "roofline point", (rows) => {
+      // Python names the heaviest instance (by GPU time for op points); else the longest.
+      const named = (marks.groups[group] || {}).heaviest;
+      const top = rows.find((r) => r.id === named) || heaviest(rows);
       return top ? [top.start_ns, top.start_ns + top.dur_ns] : [0, 0];
     });
   }

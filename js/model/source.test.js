@@ -2,20 +2,27 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { encodeTable } from "./decode.js";
-import { createLocalSource, createRemoteSource, unionLength } from "./source.js";
+import { createRemoteSource } from "./source.js";
 
 // A stand-in for an anywidget model: records sent messages, lets the test reply.
+// Like the Python side, a reply echoes the "view" of the request it answers (`sent` leaves the
+// view out so the tests can compare messages; `views` keeps it per request number).
 function fakeModel() {
   const handlers = new Set();
   const sent = [];
+  const views = new Map();
   return {
     sent,
+    views,
     on(event, fn) { if (event === "msg:custom") handlers.add(fn); },
     off(event, fn) { if (event === "msg:custom") handlers.delete(fn); },
-    send(content) { sent.push(content); },
-    reply(content, buffers = []) {
+    send({ view, ...content }) {
+      sent.push(content);
+      views.set(content.request, view);
+    },
+    reply(content, buffers = [], view = views.get(content.request)) {
       // anywidget hands buffers over as DataViews
-      for (const fn of [...handlers]) fn(content, buffers.map((b) => new DataView(b.buffer, b.byteOffset, b.byteLength)));
+      for (const fn of [...handlers]) fn({ ...content, view }, buffers.map((b) => new DataView(b.buffer, b.byteOffset, b.byteLength)));
     },
     get listeners() { return handlers.size; },
   };
@@ -143,43 +150,26 @@ function localData() {
   return { table, lanes: LANES, names: NAMES, nameKinds: NAME_KINDS, kinds: KINDS };
 }
 
-test("local: details of an id", async () => {
-  const source = createLocalSource(localData());
-  const d = await source.details(5);
-  assert.equal(d.name, "relu_kernel");
-  assert.equal(d.kind, "kernel");
-  assert.deepEqual([d.lane, d.row, d.start_ns, d.dur_ns], [1, 1, 40, 30]);
-  assert.ok(d.fields.some(([label, text]) => label === "lane" && text === "stream 7"));
-  await assert.rejects(source.details(99), /no event with id 99/);
-});
-
-test("local: range aggregates clip to the range and union the GPU streams", async () => {
-  const source = createLocalSource(localData());
-  const { ranks } = await source.range(30, 80);
-  assert.equal(ranks.length, 1);
-  const r = ranks[0];
-  // GPU events clipped to [30, 80]: [30,50] sgemm, [40,70] relu, [60,80] memcpy -> union [30, 80].
-  assert.equal(r.gpu_busy_ns, 50);
-  assert.equal(r.gpu_busy_pct, 100);
-  assert.equal(r.kernels, 2);
-  assert.deepEqual(r.top_kernels, [{ name: "relu_kernel", count: 1, total_ns: 30 }, { name: "sgemm", count: 1, total_ns: 20 }]);
-  // Top-level ops only (row 0): aten::mm [0,100] clipped to 50 ns.
-  assert.deepEqual(r.top_ops, [{ name: "aten::mm", count: 1, total_ns: 50 }]);
-  const quiet = (await source.range(220, 290)).ranks[0];
-  assert.equal(quiet.gpu_busy_ns, 0);
-  assert.equal(quiet.gpu_busy_pct, null);
-  assert.equal(unionLength([[0, 10], [5, 20], [30, 40], [35, 36]]), 30);
-});
-
-test("local: search lists matches in time order with their lanes", async () => {
-  const source = createLocalSource(localData());
-  const r = await source.search("KERNEL", false);
-  // "cudaLaunchKernel" (ids 1, 3) and "relu_kernel" (ids 5, 8), by start: 10, 40, 160, 300.
-  assert.equal(r.count, 4);
-  assert.deepEqual(r.names, [1, 4]);
-  assert.deepEqual(Array.from(r.table.columns.id), [1, 5, 3, 8]);
-  assert.deepEqual(Array.from(r.table.columns.lane), [0, 1, 0, 2]);
-  assert.deepEqual(Array.from(r.table.columns.start_ns), [10, 40, 160, 300]);
-  await assert.rejects(source.search("(", true), /bad regex/);
-  assert.equal((await source.window(0, 1, 1)).n, EVENTS.length);
+test("remote: two views of one widget get their own replies, not each other's", async () => {
+  const model = fakeModel();
+  // Both views number their requests from 1 and both hear every reply.
+  const sent = [];
+  const shared = { ...model, send(content) { sent.push(content); } };
+  const a = createRemoteSource(shared, { timeoutMs: 0 });
+  const b = createRemoteSource(shared, { timeoutMs: 0 });
+  const fromA = a.details(111);
+  const fromB = b.details(222);
+  assert.equal(sent[0].request, sent[1].request);
+  assert.notEqual(sent[0].view, sent[1].view);
+  const answer = (m) => model.reply({ type: "details", request: m.request, details: { id: m.id } }, [], m.view);
+  answer(sent[1]);
+  answer(sent[0]);
+  assert.deepEqual(await fromA, { id: 111 });
+  assert.deepEqual(await fromB, { id: 222 });
+  // A reply without this view's name (another view's, or none) is not this view's.
+  const again = a.details(5);
+  model.reply({ type: "details", request: sent[2].request, details: { id: 5 } }, [], undefined);
+  assert.equal(a.pending, 1);
+  answer(sent[2]);
+  assert.deepEqual(await again, { id: 5 });
 });

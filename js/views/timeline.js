@@ -26,7 +26,6 @@ import {
 } from "../model/lanes.js";
 import { buildSegmentIndex, eventAt, rowOfId, traceSpan } from "../model/segments.js";
 import { clampView, viewForEvent, xToTime } from "../model/view.js";
-import { createLocalSource } from "../model/source.js";
 import { createDetails } from "./details.js";
 import { node } from "./dom.js";
 import { createRangePanel } from "./range_panel.js";
@@ -73,8 +72,8 @@ export function createTimeline(data, hooks = {}) {
   const span = traceSpan(data.span, overview);
   const minSpan = Math.min(MIN_SPAN_NS, span);
 
-  const ownSource = !hooks.source && complete && overview.n > 0;
-  const source = hooks.source ?? (ownSource ? createLocalSource({ table, lanes, names, nameKinds, kinds, index: overview }) : null);
+  // Details, ranges and searches are answered by the Python kernel (js/model/source.js).
+  const source = hooks.source ?? null;
 
   const kindName = (nameIdx) => kinds[nameKinds[nameIdx]] ?? "";
   const nameText = (nameIdx) => (nameIdx >= 0 && nameIdx < names.length ? String(names[nameIdx]) : "");
@@ -201,6 +200,8 @@ export function createTimeline(data, hooks = {}) {
     enabled: !complete,
     source,
     span,
+    // The overview's resolution: fewer bins when a trace has many lane rows (Python's budget).
+    overviewBins: Number(table.meta?.bins) || undefined,
     getView: () => view,
     plotWidth: () => (cssW > 0 ? plotWidth() : 0),
     onChange: () => schedule(),
@@ -328,13 +329,19 @@ export function createTimeline(data, hooks = {}) {
   }
 
   // ---- highlight (hints' evidence, roofline points)
-  function highlight(list, label) {
+  /**
+   * Outline events and shade time windows (a hint's evidence, a roofline point's instances).
+   * total: how many events there are when `list` holds only the longest of them.
+   */
+  function highlight(list, label, { windows = [], total = null } = {}) {
     const { count, byLane, longest } = groupMarks(list);
-    marks = { label: String(label ?? ""), count, byLane };
+    const bands = (windows ?? []).filter((w) => Array.isArray(w) && w[1] >= w[0]);
+    marks = { label: String(label ?? ""), count, byLane, windows: bands };
     // Deep CPU stacks can push GPU lanes below the fold: bring the marked events into sight.
     if (longest) ensureLaneVisible(longest.lane, longest.row);
-    toolbar.showHighlight(marks.label, count);
+    toolbar.showHighlight(marks.label, count, { total, windows: bands.length });
     el.dataset.highlightCount = String(count);
+    el.dataset.highlightWindows = String(bands.length);
     schedule();
   }
 
@@ -342,6 +349,7 @@ export function createTimeline(data, hooks = {}) {
     marks = null;
     toolbar.hideHighlight();
     el.dataset.highlightCount = "0";
+    el.dataset.highlightWindows = "0";
     schedule();
   }
 
@@ -508,7 +516,6 @@ export function createTimeline(data, hooks = {}) {
       input.destroy();
       resizeObserver?.disconnect();
       mediaQuery?.removeEventListener?.("change", schedule);
-      if (ownSource) source.destroy?.();
       details.destroy();
     },
   };

@@ -37,6 +37,18 @@ export function drawOverlays(ctx, f, c, laneById) {
   ctx.rect(labelW, AXIS_H, plotW, viewportH - AXIS_H);
   ctx.clip();
   const visibleTop = AXIS_H - ROW_H;
+  if (marks?.windows?.length) {
+    // Evidence windows (idle gaps, sync waits) shaded across every lane, at least a pixel wide.
+    ctx.globalAlpha = 0.18;
+    ctx.fillStyle = c.highlight;
+    for (const [start, end] of marks.windows) {
+      if (end < view.start || start > view.end) continue;
+      const x0 = labelW + Math.max(-1, timeToX(start, view, plotW));
+      const x1 = labelW + Math.min(plotW + 1, timeToX(end, view, plotW));
+      ctx.fillRect(x0, AXIS_H, Math.max(1, x1 - x0), viewportH - AXIS_H);
+    }
+    ctx.globalAlpha = 1;
+  }
   if (marks) {
     const path = new Path2D();
     for (const [laneId, list] of marks.byLane) {

@@ -36,8 +36,12 @@ export function createToolbar({ searchEl, onReset, onClearHighlight }) {
       status.classList.toggle("gp-bad", bad);
     },
     statusIsBad: () => status.classList.contains("gp-bad"),
-    showHighlight(label, count) {
-      chipText.textContent = `highlighting ${label} (${count.toLocaleString("en-US")})`;
+    showHighlight(label, count, { total = null, windows = 0 } = {}) {
+      const n = (x) => Number(x).toLocaleString("en-US");
+      const parts = [];
+      if (count || !windows) parts.push(total > count ? `longest ${n(count)} of ${n(total)}` : n(count));
+      if (windows) parts.push(`${n(windows)} window${windows === 1 ? "" : "s"}`);
+      chipText.textContent = `highlighting ${label} (${parts.join(", ")})`;
       chip.hidden = false;
     },
     hideHighlight() {

@@ -9,13 +9,13 @@ import { planWindowRequest } from "../model/view.js";
 const WINDOW_DEBOUNCE_MS = 80;
 
 /**
- * @param {{enabled: boolean, source: {window?}|null, span: number, getView: () => {start, end},
+ * @param {{enabled: boolean, source: {window?}|null, span: number, overviewBins?: number, getView: () => {start, end},
  *   plotWidth: () => number, onChange: () => void, onRequest: (count: number) => void,
  *   setStatus: (text: string, bad?: boolean) => void, statusIsBad: () => boolean,
  *   isDestroyed: () => boolean}} opts
  *   plotWidth: 0 until the canvas has been laid out; onChange: something to repaint.
  */
-export function createWindowLoader({ enabled, source, span, getView, plotWidth, onChange, onRequest, setStatus, statusIsBad, isDestroyed }) {
+export function createWindowLoader({ enabled, source, span, overviewBins, getView, plotWidth, onChange, onRequest, setStatus, statusIsBad, isDestroyed }) {
   let detail = null; // {index, table, start, end, merged, width}
   let pending = null;
   let token = 0;
@@ -31,7 +31,7 @@ export function createWindowLoader({ enabled, source, span, getView, plotWidth, 
   function request() {
     const width = plotWidth();
     if (isDestroyed() || !(width > 0)) return;
-    const plan = planWindowRequest(getView(), width, span, pending ?? detail);
+    const plan = planWindowRequest(getView(), width, span, pending ?? detail, { overviewBins });
     if (!plan) return;
     const mine = ++token;
     pending = { ...plan, merged: true, token: mine };

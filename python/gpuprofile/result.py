@@ -24,12 +24,14 @@ class Profile:
         self._hardware = hardware
         self._analysis: Analysis | None = None
         self._report: dict[str, Any] | None = None
+        self._widget: Any = None
 
     def _finish(self, trace: Trace, *, partial: bool) -> None:
         self._trace = trace
         self.partial = partial
         self._analysis = None
         self._report = None
+        self._widget = None
 
     @property
     def trace(self) -> Trace:
@@ -65,9 +67,14 @@ class Profile:
         return render_text(self.report())
 
     def widget(self) -> Any:
-        from gpuprofile.widget.widget import make_widget
+        """The notebook widget, made once: displaying a Profile again shows the same widget
+        rather than holding another copy of the timeline in the kernel."""
+        if self._widget is None:
+            from gpuprofile.widget.widget import make_widget
 
-        return make_widget({**self.report(), "text": self.text()}, self.trace, self.analysis)
+            summary = {**self.report(), "text": self.text()}
+            self._widget = make_widget(summary, self.trace, self.analysis)
+        return self._widget
 
     def __repr__(self) -> str:
         if self._trace is None:

@@ -222,6 +222,9 @@ def test_hint_evidence_zooms_the_timeline(module_page, expected: dict, artifacts
     assert first["windows"], first
     _click_evidence(page, first)
     assert int(timeline.get_attribute("data-highlight-count")) == first["events"]
+    # Its windows (idle gaps here) are shaded on the timeline, so the evidence is visible.
+    assert int(timeline.get_attribute("data-highlight-windows")) == len(first["windows"])
+    page.screenshot(path=str(artifacts_dir / "panels-evidence-windows.png"))
 
     # A hint that names roofline points: opening it rings them on the chart; its evidence
     # outlines its events on the timeline and zooms to them.

@@ -344,3 +344,17 @@ def test_make_widget_without_analysis_still_marks() -> None:
     widget = make_widget({"text": ""}, trace)
     assert widget.complete and widget.total_events == trace.ops.shape[0] + 400
     assert decode_meta(widget.marks).get("groups", []) == []
+
+
+def test_the_overview_stays_within_its_budget_however_many_lane_rows() -> None:
+    # 8 ranks x 8 streams: ~150 lane rows, each of which would take up to 8192 boxes alone.
+    data = timeline_data(synthetic_trace(60_000, ranks=8, streams=8))
+    lane_rows = sum(lane["rows"] for lane in data.lanes if lane["kind"] != "counter")
+    assert lane_rows * tables.OVERVIEW_BINS > 4 * tables.OVERVIEW_BOXES
+    columns, meta = overview_columns(data)
+    assert meta["merged"] and meta["bins"] == tables.OVERVIEW_BOXES // lane_rows
+    # A row holds at most one merged box per bin plus events longer than a bin (which cannot
+    # overlap within a row, so at most one per bin either).
+    assert len(columns["start_ns"]) <= 2 * meta["bins"] * lane_rows
+    assert int(columns["count"].sum()) == data.total  # every event is in some box
+    assert len(encode_table(columns, meta)) < 8 * 2**20

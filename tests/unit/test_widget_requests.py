@@ -210,18 +210,20 @@ def test_range_busy_and_top_names_equal_independent_sums(
         assert entry["total_ns"] == per_name.loc[entry["name"], "sum"]
         assert entry["count"] == per_name.loc[entry["name"], "count"]
     assert [e["total_ns"] for e in top] == sorted(per_name["sum"], reverse=True)[: len(top)]
-    # Top-level ops only: the steps, never the aten ops inside them.
+    # Top ops: the outermost aten ops (category cpu_op), never the ProfilerStep annotations
+    # around them; clipped time summed per name.
     ops = synthetic.trace.ops
-    steps = ops[ops["parent"] == -1]
-    s_start = steps["start_ns"].to_numpy()
-    s_end = s_start + steps["dur_ns"].to_numpy()
-    hit = (s_start <= t1) & (s_end >= t0)
-    expected = sorted(
-        (int(min(e, t1) - max(s, t0)) for s, e in zip(s_start[hit], s_end[hit], strict=True)),
-        reverse=True,
-    )[:5]
+    aten = ops[ops["category"] == "cpu_op"]
+    a_start = aten["start_ns"].to_numpy()
+    a_end = a_start + aten["dur_ns"].to_numpy()
+    hit = (a_start <= t1) & (a_end >= t0)
+    clipped = pd.Series(
+        np.minimum(a_end[hit], t1) - np.maximum(a_start[hit], t0),
+        index=aten["name"].astype(str).to_numpy()[hit],
+    )
+    expected = sorted(clipped.groupby(level=0).sum().astype(int).tolist(), reverse=True)[:5]
     assert sorted((e["total_ns"] for e in rank["top_ops"]), reverse=True) == expected
-    assert all(e["name"].startswith("ProfilerStep#") for e in rank["top_ops"])
+    assert not any(e["name"].startswith("ProfilerStep#") for e in rank["top_ops"])
 
 
 def test_range_per_rank_and_without_gpu() -> None:
@@ -330,8 +332,11 @@ def test_marks_of_hint_evidence_point_at_those_events(synthetic: Source) -> None
     columns, groups = _marks(
         encode_table(*marks.marks_columns(synthetic.data, synthetic.trace, summary))
     )
+    heaviest = groups[0].pop("heaviest")
     assert groups[0] == {"kind": "hint", "hint": 0, "evidence": 0, "label": "slow ones",
                          "total": 3}  # fmt: skip
+    longest = synthetic.trace.kernels.set_index("id").loc[[2000, 5, 17], "dur_ns"].idxmax()
+    assert _table_ids(synthetic, np.array([heaviest])) == [("kernels", longest)]
     assert [(g["hint"], g["evidence"], g["total"]) for g in groups[1:]] == [(1, 0, 0), (1, 1, 1)]
     first = columns["id"][columns["group"] == 0]
     kernels = synthetic.trace.kernels.set_index("id")
@@ -372,6 +377,12 @@ def test_marks_of_roofline_points_hold_every_instance(monkeypatch: pytest.Monkey
         names = trace.ops.set_index("id").loc[[i for _, i in got], "name"].astype(str)
         assert set(names) == {points[k]["name"]}
         assert groups[group]["total"] == points[k]["count"] == len(got)
+        # The heaviest instance by GPU time (its kernels' durations), not by the op's own.
+        gpu_ns = trace.kernels.groupby("op_id")["dur_ns"].sum()
+        weights = gpu_ns.reindex([i for _, i in got]).fillna(0)
+        heaviest = _table_ids(source, np.array([groups[group]["heaviest"]]))
+        assert heaviest[0] == ("ops", int(weights.idxmax()))
+        assert weights.loc[heaviest[0][1]] == weights.max()
 
     # Over the cap: the longest instances, and the true total.
     monkeypatch.setattr(marks, "MAX_POINT_MARKS", 10)
@@ -397,3 +408,13 @@ def test_the_widget_answers_messages(tmp_path: Path) -> None:
     (search, (table,)), (error, no_buffers) = sent
     assert search["request"] == 1 and search["count"] == 10 and len(decode_table(table)["id"]) == 10
     assert error["request"] == 2 and "no event" in error["error"] and not no_buffers
+
+
+def test_replies_echo_the_asking_view(synthetic: Source) -> None:
+    # Every view of a widget hears every reply; the view name says whose it is.
+    for message in (
+        {"type": "details", "request": 3, "view": "va", "id": 0},
+        {"type": "details", "request": 3, "view": "vb", "id": -5},  # an error reply too
+    ):
+        reply, _ = handle(synthetic, message)
+        assert (reply["view"], reply["request"]) == (message["view"], 3)

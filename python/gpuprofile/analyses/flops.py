@@ -232,13 +232,18 @@ def coverage(trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame) -
         total = dur.sum()
         return float(dur[known].sum() / total) if total > 0 else math.nan
     ops = trace.ops
-    is_op = (ops["category"] == "cpu_op").to_numpy()
-    outer = _outermost_with(is_op, _parent_positions(trace))
-    roots = outer == np.arange(len(ops))
+    roots = outermost_cpu_ops(trace)
     dur = ops["dur_ns"].to_numpy().astype(np.float64)
     total = dur[roots].sum()
     counted = op_costs["counted"].to_numpy()
     return float(dur[counted].sum() / total) if total > 0 else math.nan
+
+
+def outermost_cpu_ops(trace: Trace) -> np.ndarray:
+    """Per ops row: is it an aten op (category cpu_op) with no aten op around it? The ops a
+    user wrote, not the ones they call, nor annotations or Python frames around them."""
+    is_op = (trace.ops["category"] == "cpu_op").to_numpy()
+    return _outermost_with(is_op, _parent_positions(trace)) == np.arange(len(is_op))
 
 
 def _parent_positions(trace: Trace) -> np.ndarray:

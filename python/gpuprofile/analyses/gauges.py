@@ -100,7 +100,7 @@ def _rate(points: pd.DataFrame, amount: str) -> tuple[float | None, int, int]:
 
 def _coverage_note(known_ns: int, total_ns: int, what: str) -> str:
     if total_ns <= 0:
-        return "no timed work in this trace"
+        return "no op or kernel with a FLOP formula in this trace"
     if known_ns <= 0:
         return f"no {what} known for any of {format_ns(total_ns)}: no shapes or no formula"
     return f"over the {format_ns(known_ns)} of {format_ns(total_ns)} whose {what} are known"
@@ -121,16 +121,17 @@ def _compute(roofline: Roofline, hardware: Hardware, rank: int) -> Gauge:
     points = _points(roofline, rank)
     value, known_ns, total_ns = _rate(points, "flops")
     # The roof of the precision that holds most of the timed work: a bf16 model is judged
-    # against the bf16 tensor-core peak, not the fp32 one.
-    peaks = points["peak_flops_per_s"].to_numpy(np.float64)
+    # against the bf16 tensor-core peak, not the fp32 one. Keys, not values: fp16 and bf16
+    # share a peak on most GPUs.
+    keys = points["compute_roof"].to_numpy(object)
     weights = points["known_time_ns"].to_numpy(np.float64)
-    has = np.isfinite(peaks) & (weights > 0)
+    has = pd.notna(keys) & (weights > 0)
     roof: float | None = None
     label = "unknown: run gpuprofile.calibrate()"
     if has.any():
-        by_peak = pd.Series(weights[has]).groupby(peaks[has]).sum()
-        roof = float(by_peak.index.to_numpy()[np.argmax(by_peak.to_numpy())])
-        precision = next((k for k, v in hardware.peak_flops.items() if v == roof), "compute")
+        by_key = pd.Series(weights[has]).groupby(keys[has].astype(str)).sum()
+        precision = str(by_key.index.to_numpy()[np.argmax(by_key.to_numpy())])
+        roof = hardware.peak_flops[precision]
         label = _roof_label(hardware, f"{precision} peak")
     elif hardware.peak_flops.get("fp32"):
         roof = hardware.peak_flops["fp32"]

@@ -50,7 +50,7 @@ TENSOR_CORE_ROOFS = ("tf32", "fp16", "bf16", "fp8", "int8")
 COLUMNS = (
     "key", "level", "name", "shapes", "rank", "count", "time_ns", "known_time_ns", "flops",
     "bytes", "flops_source", "precision", "tensor_cores", "intensity", "achieved_flops_per_s",
-    "achieved_bytes_per_s", "bound", "roof", "peak_flops_per_s", "ridge_intensity",
+    "achieved_bytes_per_s", "bound", "roof", "compute_roof", "peak_flops_per_s", "ridge_intensity",
     "attainable_flops_per_s", "pct_of_roof", "time_at_roof_ns", "saved_ns", "event_ids",
 )  # fmt: skip
 
@@ -319,7 +319,10 @@ def _with_roofs(points: pd.DataFrame, hardware: Hardware) -> pd.DataFrame:
     n = len(points)
     if not hardware.known or not n:
         unknown = dict.fromkeys(_ROOF_NUMBERS, np.full(n, np.nan))
-        return points.assign(bound="unknown", roof=np.full(n, None), tensor_cores=False, **unknown)
+        return points.assign(
+            bound="unknown", roof=np.full(n, None), compute_roof=np.full(n, None),
+            tensor_cores=False, **unknown,
+        )  # fmt: skip
     pairs = zip(points["precision"], points["tensor_core_roof"])
     roof_key = np.array([_compute_roof(p, tc, hardware) for p, tc in pairs], dtype=object)
     peak = np.array([hardware.peak_flops.get(k, np.nan) for k in roof_key], dtype=np.float64)
@@ -335,6 +338,8 @@ def _with_roofs(points: pd.DataFrame, hardware: Hardware) -> pd.DataFrame:
     return points.assign(
         bound=np.where(valid, np.where(compute, "compute", "memory"), "unknown"),
         roof=np.where(valid, np.where(compute, roof_key, "dram"), np.full(n, None)),
+        # The compute roof a point is held to, memory-bound or not (gauges weigh by it).
+        compute_roof=np.where(valid, roof_key, np.full(n, None)),
         tensor_cores=compute & np.isin(roof_key, TENSOR_CORE_ROOFS),
         peak_flops_per_s=np.where(valid, peak, np.nan),
         ridge_intensity=np.where(valid, ridge, np.nan),

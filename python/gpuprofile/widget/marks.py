@@ -70,7 +70,7 @@ def marks_columns(
             gids = gids[gids >= 0]
             groups.append(
                 {"kind": "hint", "hint": i, "evidence": j, "label": str(evidence.get("label", "")),
-                 "total": len(gids)}
+                 "total": len(gids), "heaviest": _heaviest(gids, data.end[gids] - data.start[gids])}
             )  # fmt: skip
             members.append(gids)
     points: Sequence[Mapping[str, Any]] = (summary.get("roofline") or {}).get("points") or []
@@ -91,9 +91,10 @@ def marks_columns(
         else:
             weight = np.asarray(weight, np.float64)[known]
         total = len(gids) if found is not None else max(len(gids), int(point.get("count") or 0))
+        heaviest = _heaviest(gids, weight)
         if len(gids) > MAX_POINT_MARKS:
             gids = gids[np.argsort(-weight, kind="stable")[:MAX_POINT_MARKS]]
-        groups.append({"kind": "point", "point": k, "total": total})
+        groups.append({"kind": "point", "point": k, "total": total, "heaviest": heaviest})
         members.append(gids)
     group_col, id_col = [], []
     for g, gids in enumerate(members):
@@ -111,6 +112,12 @@ def marks_columns(
         "name": data.name[ids].astype(np.uint32),
     }
     return columns, {"groups": groups}
+
+
+def _heaviest(gids: np.ndarray, weight: np.ndarray) -> int | None:
+    """The id with the most weight (an op point's members weigh their GPU time, not their CPU
+    duration): where the timeline zooms when the group is picked."""
+    return int(gids[np.argmax(weight)]) if len(gids) else None
 
 
 def _all_point_members(

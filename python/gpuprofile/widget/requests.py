@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from gpuprofile.analyses.flops import outermost_cpu_ops
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.event_details import details
+from gpuprofile.widget.marks import gid_of_row
 from gpuprofile.widget.request_args import BadRequest, Reply, Source, cached, number, span
 from gpuprofile.widget.tables import merged_columns, segment_columns, window_ids
 from gpuprofile.widget.timeline import KINDS, TimelineData
@@ -32,7 +34,8 @@ MAX_BINS = 16_384
 def handle(source: Source, message: Mapping[str, Any]) -> Reply:
     """Answer one message; any failure becomes an error reply, never an exception."""
     kind = message.get("type")
-    base = {"type": kind, "request": message.get("request")}
+    # "view" tells apart the views of one widget (each numbers its own requests).
+    base = {"type": kind, "request": message.get("request"), "view": message.get("view")}
     try:
         handler = HANDLERS.get(str(kind))
         if handler is None:
@@ -72,7 +75,8 @@ def range_summary(source: Source, message: Mapping[str, Any]) -> Reply:
         busy = union_length(g_start, g_end)
         kernels = gpu[data.kind[gpu] == KINDS.index("kernel")]
         cpu = window_ids(data, t0, t1, cpu_lanes)
-        top_level_ops = cpu[(data.kind[cpu] == KINDS.index("op")) & (data.row[cpu] == 0)]
+        outermost = cached(data, "outermost_ops", lambda: _outermost_ops(source))
+        top_level_ops = cpu[outermost[cpu]]
         length = t1 - t0
         ranks.append(
             {
@@ -87,6 +91,16 @@ def range_summary(source: Source, message: Mapping[str, Any]) -> Reply:
             }
         )
     return {"start": t0, "end": t1, "range": {"ranks": ranks}}, []
+
+
+def _outermost_ops(source: Source) -> np.ndarray:
+    """Per event: an aten op with no aten op around it (not a ProfilerStep or a Python frame)."""
+    mask = np.zeros(source.data.total, bool)
+    if len(source.trace.ops):
+        gids = gid_of_row(source.data, source.trace, "ops")
+        keep = outermost_cpu_ops(source.trace) & (gids >= 0)
+        mask[gids[keep]] = True
+    return mask
 
 
 def _clipped(

@@ -17,6 +17,10 @@ from gpuprofile.widget.timeline import TimelineData
 # a zoomed window is asked for over the comm channel.
 DETAIL_THRESHOLD = 200_000
 OVERVIEW_BINS = 8192
+# The overview's budget of boxes across all lane rows: bins per row shrink as rows multiply (many
+# ranks, streams, deep stacks), so the saved notebook stays bounded; never below MIN_BINS.
+OVERVIEW_BOXES = 200_000
+MIN_BINS = 256
 COUNTER_POINTS = 4096
 
 
@@ -119,7 +123,7 @@ def merged_columns(
         "row": all_row[final].astype(data.row_dtype),
         "count": all_count[final].astype(np.uint32),
     }
-    return columns, {"segments": segments, "merged": True, "view": [t0, t1]}
+    return columns, {"segments": segments, "merged": True, "view": [t0, t1], "bins": bins}
 
 
 def overview_columns(
@@ -130,7 +134,13 @@ def overview_columns(
     ids = np.arange(data.total)
     if data.total <= detail_threshold:
         return segment_columns(data, ids, view)
-    return merged_columns(data, ids, view, OVERVIEW_BINS)
+    return merged_columns(data, ids, view, overview_bins(data))
+
+
+def overview_bins(data: TimelineData) -> int:
+    """Bins across the span for the overview: OVERVIEW_BINS, fewer when lane rows are many."""
+    lane_rows = sum(int(lane["rows"]) for lane in data.lanes if lane["kind"] != "counter")
+    return max(MIN_BINS, min(OVERVIEW_BINS, OVERVIEW_BOXES // max(lane_rows, 1)))
 
 
 def counter_columns(data: TimelineData) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
