@@ -172,7 +172,7 @@ export function formatHintNumber(key, value) {
   const v = num(value);
   if (v === null) return UNKNOWN;
   const k = String(key);
-  if (k.endsWith("_ns")) return formatTime(v);
+  if (k.endsWith("_ns") || k.includes("_ns_")) return formatTime(v); // "launch_ns_for_small_kernels"
   if (k.endsWith("_pct") || k.endsWith("pct_of_roof")) return formatPercent(v);
   if (k.endsWith("bytes_per_s")) return formatBytesPerS(v);
   if (k.endsWith("flops_per_s")) return formatFlopsPerS(v);
@@ -185,6 +185,6 @@ export function formatHintNumber(key, value) {
 /** A hint number's key as a label: "idle_ns" -> "idle", "mean_batch_ns" -> "mean batch"
  * (the value carries the unit), "data-loading_ns" -> "data-loading". */
 export function hintNumberLabel(key) {
-  const k = String(key).replace(/_(ns|pct)$/, "");
+  const k = String(key).replace(/_(ns|pct)$/, "").replace(/_ns_/, "_");
   return k.replace(/_/g, " ");
 }

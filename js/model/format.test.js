@@ -149,3 +149,8 @@ test("hint number labels drop the unit suffix the value already shows", () => {
   assert.equal(hintNumberLabel("gaps"), "gaps");
   assert.equal(hintNumberLabel("bytes_per_s"), "bytes per s");
 });
+
+test("a duration named in the middle of its key reads as a duration", () => {
+  assert.equal(formatHintNumber("launch_ns_for_small_kernels", 2500000), formatTime(2500000));
+  assert.equal(hintNumberLabel("launch_ns_for_small_kernels"), "launch for small kernels");
+});
