@@ -11,6 +11,7 @@ import { envelope, evidenceGroup, heaviest, indexMarks, pointGroup } from "./mod
 import { createRemoteSource } from "./model/source.js";
 import { createGauges } from "./views/gauges.js";
 import { createHints } from "./views/hints.js";
+import { createLive } from "./views/live.js";
 import { createRoofline } from "./views/roofline.js";
 import { renderSummary, totalCounts, COUNT_KEYS } from "./views/summary.js";
 import { createTimeline } from "./views/timeline.js";
@@ -39,11 +40,12 @@ function render({ model, el }) {
   let panels = null; // {gauges, hints, roofline}
   let timeline = null;
   let marks = indexMarks(null);
+  const live = createLive(model.get("live"));
   const panelSlot = document.createElement("div");
   panelSlot.className = "gp-panels";
   const timelineSlot = document.createElement("div");
   timelineSlot.className = "gp-timeline-slot";
-  root.append(panelSlot, timelineSlot);
+  root.append(live.el, panelSlot, timelineSlot);
 
   function showMarks(group, label, zoom, windows = []) {
     if (!timeline || group < 0) return;
@@ -95,6 +97,12 @@ function render({ model, el }) {
     panelSlot.replaceChildren(gauges.el, row);
   }
 
+  // A live widget has no report until its cell ends: only the live panel shows until then.
+  function showReportParts() {
+    const none = !summary.schema;
+    for (const part of [summaryEl, panelSlot, timelineSlot]) if (part) part.hidden = none;
+  }
+
   function renderSummaryPart() {
     summary = model.get("summary") || {};
     const counts = totalCounts(summary);
@@ -105,6 +113,7 @@ function render({ model, el }) {
     else root.insertBefore(next, root.firstChild);
     summaryEl = next;
     renderPanels();
+    showReportParts();
   }
 
   function renderTimelinePart() {
@@ -143,6 +152,8 @@ function render({ model, el }) {
 
   let disposed = false;
   const onSummary = () => renderSummaryPart();
+  // The sampler thread updates this while the cell runs, often: only the live panel redraws.
+  const onLive = () => live.update(model.get("live"));
   // Python usually sets the timeline's traits together: rebuild once, after all of them.
   let pending = false;
   const onTimeline = () => {
@@ -154,11 +165,13 @@ function render({ model, el }) {
     });
   };
   model.on("change:summary", onSummary);
+  model.on("change:live", onLive);
   for (const trait of TIMELINE_TRAITS) model.on(`change:${trait}`, onTimeline);
 
   return () => {
     disposed = true;
     model.off("change:summary", onSummary);
+    model.off("change:live", onLive);
     for (const trait of TIMELINE_TRAITS) model.off(`change:${trait}`, onTimeline);
     if (timeline) timeline.destroy();
     if (panels) for (const p of Object.values(panels)) p.destroy();

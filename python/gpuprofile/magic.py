@@ -22,6 +22,13 @@ class GpuprofileMagics(Magics):
     @argument("--no-shapes", action="store_true", help="do not record input shapes")
     @argument("--export", metavar="PATH", help="also write a Chrome trace (Perfetto, HTA)")
     @argument(
+        "--interval",
+        metavar="SECONDS",
+        type=float,
+        default=0.1,
+        help="seconds between gauge samples (GPU, CPU, memory); 0 disables (default 0.1)",
+    )
+    @argument(
         "--hardware",
         metavar="NAME",
         help="a variable holding the roofs to use, e.g. hw = gpuprofile.calibrate()",
@@ -37,11 +44,14 @@ class GpuprofileMagics(Magics):
         from gpuprofile.capture.session import CaptureOptions, capture, profiler_running
 
         args = parse_argstring(self.gpuprofile, line)
+        if args.interval < 0:
+            raise UsageError(f"--interval {args.interval}: must be 0 (off) or positive")
         options = CaptureOptions(
             record_shapes=not args.no_shapes,
             profile_memory=args.memory,
             with_stack=args.stack,
             export=args.export,
+            interval_s=args.interval or None,
         )
         if profiler_running():
             # One clear line, not a traceback; the cell does not run.
@@ -53,15 +63,33 @@ class GpuprofileMagics(Magics):
         filename = shell.compile.cache(code, max(shell.execution_count - 1, 0))
         compiled = shell.compile(code, filename, "exec")
         result = Profile(hardware=hardware)
+        # In a notebook the widget shows at once and its live panel moves while the cell runs;
+        # a terminal gets the text report at the end.
+        feed = _live_feed() if getattr(shell, "kernel", None) is not None else None
         # IPython leaves this frame out of tracebacks: the user sees their cell's own lines.
         __tracebackhide__ = True
         try:
-            with capture(options, result):
+            with capture(options, result, on_sample=feed):
                 exec(compiled, shell.user_ns)
         finally:
+            if feed is not None:
+                feed.finish()
             if result._trace is not None:
                 remember(result)
-                display(result)
+                if feed is not None:
+                    result.fill_widget(feed.widget)
+                else:
+                    display(result)
+
+
+def _live_feed() -> Any:
+    from gpuprofile.widget.live import LiveFeed
+    from gpuprofile.widget.widget import ProfileWidget
+
+    feed = LiveFeed(ProfileWidget())
+    feed.start()
+    display(feed.widget)
+    return feed
 
 
 def _hardware_variable(shell: Any, name: str | None) -> Hardware | None:

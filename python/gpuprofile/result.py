@@ -76,6 +76,14 @@ class Profile:
             self._widget = make_widget(summary, self.trace, self.analysis)
         return self._widget
 
+    def fill_widget(self, widget: Any) -> None:
+        """Show this profile in a widget already on screen (the live one of a running cell);
+        it becomes this Profile's widget."""
+        from gpuprofile.widget.widget import show_result
+
+        show_result(widget, {**self.report(), "text": self.text()}, self.trace, self.analysis)
+        self._widget = widget
+
     def __repr__(self) -> str:
         if self._trace is None:
             return "<gpuprofile.Profile (recording)>"

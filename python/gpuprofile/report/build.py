@@ -113,6 +113,44 @@ def _rank_report(trace: Trace, rank: int, top: int) -> dict[str, Any]:
         "top_kernels": [asdict(k) for k in top_kernels(trace, rank, top)],
         "top_ops": [asdict(o) for o in top_ops(trace, rank, top)],
         "copies": [{**asdict(c), "gbps": round(c.gbps, 3)} for c in copies(trace, rank)],
+        "sampled": _sampled(trace, rank),
+    }
+
+
+def _sampled(trace: Trace, rank: int) -> dict[str, Any] | None:
+    """The sampler's gauges of one rank: per counter and device its unit, min, mean (of the
+    samples, taken at a fixed interval) and max, and the sources that gave nothing, with why."""
+    sampler = trace.meta.get("sampler")
+    counters = trace.counters[trace.counters["rank"] == rank]
+    if sampler is None and not len(counters):
+        return None
+    stats = (
+        counters.groupby(["name", "device"], sort=True, observed=True)
+        .agg(
+            unit=("unit", "first"),
+            min=("value", "min"),
+            mean=("value", "mean"),
+            max=("value", "max"),
+            count=("value", "size"),
+        )
+        .reset_index()
+    )
+    return {
+        "interval_s": (sampler or {}).get("interval_s"),
+        "dropped": (sampler or {}).get("dropped", 0),
+        "counters": [
+            {
+                "name": str(row["name"]),
+                "device": int(row["device"]),
+                "unit": str(row["unit"]),
+                "min": float(row["min"]),
+                "mean": float(row["mean"]),
+                "max": float(row["max"]),
+                "count": int(row["count"]),
+            }
+            for row in stats.to_dict("records")
+        ],
+        "missing": dict((sampler or {}).get("missing", {})),
     }
 
 

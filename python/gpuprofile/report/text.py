@@ -65,6 +65,7 @@ def render_text(report: dict[str, Any]) -> str:
                     f"    {copy['kind']:<8} x{copy['count']:<6} {format_bytes(copy['bytes']):>9} "
                     f"in {format_ns(copy['total_ns'])} ({copy['gbps']:.2f} GB/s)"
                 )
+        lines.extend(_sampled_lines(rank.get("sampled")))
     lines.extend(_roofline_lines(report.get("roofline")))
     return "\n".join(lines)
 
@@ -94,6 +95,29 @@ def _gauge_lines(gauges: list[dict[str, Any]], rank: int) -> list[str]:
         )
         value = _gauge_value(gauge["value"], gauge["unit"])
         lines.append(f"  {gauge['label']}: {value}{roof}; {gauge['note']}")
+    return lines
+
+
+def _sampled_value(value: float, unit: str) -> str:
+    if unit == "B":
+        return format_bytes(value)
+    if unit == "B/s":
+        return f"{format_bytes(value)}/s"
+    return f"{value:.1f}{'' if unit == '%' else ' '}{unit}"
+
+
+def _sampled_lines(sampled: dict[str, Any] | None) -> list[str]:
+    if not sampled:
+        return []
+    every = f" every {sampled['interval_s']:g} s" if sampled.get("interval_s") else ""
+    dropped = f", {sampled['dropped']} oldest dropped" if sampled.get("dropped") else ""
+    lines = [f"  sampled{every}{dropped} (min / mean / max):"]
+    for c in sampled["counters"]:
+        where = "" if c["device"] < 0 else f" · GPU {c['device']}"
+        values = " / ".join(_sampled_value(c[k], c["unit"]) for k in ("min", "mean", "max"))
+        lines.append(f"    {c['name']}{where}: {values} (x{c['count']})")
+    for source, reason in sampled["missing"].items():
+        lines.append(f"    {source}: none - {reason}")
     return lines
 
 

@@ -43,6 +43,9 @@ class ProfileWidget(anywidget.AnyWidget):
     span_ns = traitlets.Float(0.0).tag(sync=True)
     total_events = traitlets.Int(0).tag(sync=True)
     complete = traitlets.Bool(True).tag(sync=True)
+    # While the cell runs: {"running": bool, "elapsed_s", "steps", "readings": [{"name", "unit",
+    # "device", "value"}], "missing": {source: reason}}; set from the sampler thread.
+    live = traitlets.Dict().tag(sync=True)
 
     def __init__(self, source: Source | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -67,18 +70,37 @@ def make_widget(
     """The widget for a report and its trace. With the analysis, roofline points mark all their
     instances; without, the heaviest ones the report names. Traces of more than
     ``detail_threshold`` events cross as an overview, with detail fetched on demand."""
+    widget = ProfileWidget()
+    show_result(widget, summary, trace, analysis, detail_threshold=detail_threshold)
+    return widget
+
+
+def show_result(
+    widget: ProfileWidget,
+    summary: dict[str, Any],
+    trace: Trace,
+    analysis: Analysis | None = None,
+    *,
+    detail_threshold: int = DETAIL_THRESHOLD,
+) -> None:
+    """Fill a widget (a live one shown while the cell ran, or a new one) with a finished
+    profile; the browser redraws once, as one state update."""
     data = timeline_data(trace)
-    source = Source(data=data, trace=trace, analysis=analysis)
-    return ProfileWidget(
-        source,
-        summary=summary,
-        lanes=data.lanes,
-        names=data.names,
-        name_kinds=data.name_kinds,
-        events=encode_table(*overview_columns(data, detail_threshold)),
-        counters=encode_table(*counter_columns(data)),
-        marks=encode_table(*marks_columns(data, trace, summary, analysis)),
-        span_ns=data.span_ns,
-        total_events=data.total,
-        complete=data.total <= detail_threshold,
-    )
+    state = {
+        "summary": summary,
+        "lanes": data.lanes,
+        "names": data.names,
+        "name_kinds": data.name_kinds,
+        "events": encode_table(*overview_columns(data, detail_threshold)),
+        "counters": encode_table(*counter_columns(data)),
+        "marks": encode_table(*marks_columns(data, trace, summary, analysis)),
+        "span_ns": data.span_ns,
+        "total_events": data.total,
+        "complete": data.total <= detail_threshold,
+    }
+    widget._source = Source(data=data, trace=trace, analysis=analysis)
+    with widget.hold_sync():
+        for name, value in state.items():
+            setattr(widget, name, value)
+        if widget.live:
+            widget.live = {**widget.live, "running": False}

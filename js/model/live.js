@@ -1,0 +1,38 @@
+// What the live panel shows while a cell runs, from the widget's `live` trait: readings grouped
+// by device with display text and a bar fill where the unit has a natural full scale. Pure.
+
+import { formatBytes, formatCount, formatPercent, formatSI, num } from "./format.js";
+
+/** Seconds as "12.3 s", "2 min 05 s". */
+export function formatElapsed(seconds) {
+  const s = num(seconds);
+  if (s === null || s < 0) return "–";
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const m = Math.floor(s / 60);
+  return `${m} min ${String(Math.floor(s - 60 * m)).padStart(2, "0")} s`;
+}
+
+/** A reading's value as text in its unit, and its bar fill (0..1) when the unit is a share. */
+export function readingView(r) {
+  const v = num(r && r.value);
+  const unit = String((r && r.unit) || "");
+  if (v === null) return { text: "–", fill: null };
+  if (unit === "%") return { text: formatPercent(v), fill: Math.min(1, Math.max(0, v / 100)) };
+  if (unit === "B") return { text: formatBytes(v), fill: null };
+  if (unit === "B/s") return { text: formatSI(v, "B/s"), fill: null };
+  if (unit === "") return { text: formatCount(v), fill: null };
+  return { text: `${Number.isInteger(v) ? v : v.toFixed(1)} ${unit}`, fill: null };
+}
+
+/** Readings grouped by device: host (-1) first, then GPUs ascending; order kept within one. */
+export function readingsByDevice(readings) {
+  const groups = new Map();
+  for (const r of readings || []) {
+    const device = Number.isInteger(r && r.device) ? r.device : -1;
+    if (!groups.has(device)) groups.set(device, []);
+    groups.get(device).push(r);
+  }
+  return [...groups.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([device, list]) => ({ device, label: device < 0 ? "host" : `GPU ${device}`, readings: list }));
+}

@@ -1,0 +1,65 @@
+// The live panel: while the cell runs, elapsed time, steps and the sampler's latest readings
+// (GPU utilization, memory, power, process CPU and RSS), and which sources are missing and why.
+// Updated from the widget's `live` trait, which Python sets from its sampler thread.
+//
+// For browser tests: root data-live-running ("true"/"false"), data-elapsed-s, data-steps; each
+// reading data-reading="name@device" with data-value.
+
+import "./live.css";
+import { formatElapsed, readingView, readingsByDevice } from "../model/live.js";
+
+function h(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+export function createLive(live) {
+  const el = h("div", "gp-live");
+
+  function update(next) {
+    const state = next || {};
+    el.hidden = !state.readings && !state.running && !state.missing;
+    el.dataset.liveRunning = String(Boolean(state.running));
+    el.dataset.elapsedS = String(state.elapsed_s ?? "");
+    el.dataset.steps = String(state.steps ?? "");
+    const head = h("div", "gp-live-head");
+    head.append(
+      h("span", state.running ? "gp-live-dot gp-live-on" : "gp-live-dot", ""),
+      h("span", "gp-live-status", state.running ? "running" : "finished"),
+      h("span", "gp-live-elapsed", formatElapsed(state.elapsed_s)),
+    );
+    if (Number.isFinite(Number(state.steps)) && state.steps !== null) {
+      head.append(h("span", "gp-live-steps", `${Number(state.steps).toLocaleString("en-US")} steps`));
+    }
+    const body = h("div", "gp-live-devices");
+    for (const group of readingsByDevice(state.readings)) {
+      const box = h("div", "gp-live-device");
+      box.append(h("div", "gp-live-device-label", group.label));
+      for (const r of group.readings) {
+        const view = readingView(r);
+        const row = h("div", "gp-live-reading");
+        row.dataset.reading = `${r.name}@${r.device ?? -1}`;
+        row.dataset.value = String(r.value ?? "");
+        row.append(h("span", "gp-live-name", r.name), h("span", "gp-live-value", view.text));
+        if (view.fill !== null) {
+          const bar = h("span", "gp-live-bar");
+          const fill = h("span", "gp-live-fill");
+          fill.style.width = `${(100 * view.fill).toFixed(1)}%`;
+          bar.append(fill);
+          row.append(bar);
+        }
+        box.append(row);
+      }
+      body.append(box);
+    }
+    const missing = Object.entries(state.missing || {});
+    const notes = h("div", "gp-live-missing");
+    for (const [source, reason] of missing) notes.append(h("div", "", `${source}: not sampled (${reason})`));
+    el.replaceChildren(head, body, ...(missing.length ? [notes] : []));
+  }
+
+  update(live);
+  return { el, update, destroy() {} };
+}

@@ -1,0 +1,98 @@
+"""While a %%gpuprofile cell computes, its widget is already on screen and its live panel moves:
+elapsed time and the sampler's readings (process CPU %, RSS) change in the page while the cell is
+still running; when it ends, the same widget shows the profile.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from widget_page import notebook_json
+
+pytestmark = pytest.mark.ui
+
+LIVE = ".gpuprofile .gp-live"
+CELL = """\
+%%gpuprofile --interval 0.1
+import time
+import torch
+x = torch.randn(256, 256)
+end = time.time() + 6
+while time.time() < end:
+    x = torch.tanh(x @ x / 256)
+print("GPUPROFILE_CELL_DONE")
+"""
+
+
+def _live_state(page) -> dict:
+    return page.evaluate(
+        """(sel) => {
+            const el = document.querySelector(sel);
+            if (!el) return null;
+            const readings = {};
+            for (const r of el.querySelectorAll('[data-reading]')) {
+                readings[r.dataset.reading] = Number(r.dataset.value);
+            }
+            return {running: el.dataset.liveRunning, elapsed: Number(el.dataset.elapsedS),
+                    readings,
+                    done: [...document.querySelectorAll('.jp-OutputArea-output')]
+                        .some(o => o.textContent.includes('GPUPROFILE_CELL_DONE'))};
+        }""",
+        LIVE,
+    )
+
+
+def test_live_panel_moves_while_the_cell_runs(
+    page, jupyterlab: str, notebook_dir: Path, artifacts_dir: Path
+) -> None:
+    (notebook_dir / "live.ipynb").write_text(
+        json.dumps(notebook_json("%load_ext gpuprofile", CELL))
+    )
+    page.goto(f"{jupyterlab}/lab/workspaces/t{uuid.uuid4().hex[:12]}/tree/live.ipynb")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands")
+    page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    page.wait_for_function(
+        "(sel) => { const el = document.querySelector(sel);"
+        " return el && el.dataset.liveRunning === 'true' && Number(el.dataset.elapsedS) > 0; }",
+        arg=LIVE,
+        timeout=60_000,
+    )
+    seen = []
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline:
+        state = _live_state(page)
+        if state["done"] or state["running"] != "true":
+            break
+        seen.append(state)
+        time.sleep(0.4)
+    page.locator(".gpuprofile").first.screenshot(path=str(artifacts_dir / "live-running.png"))
+    # Several readings taken while the cell was still computing, and they moved.
+    assert len(seen) >= 3, seen
+    elapsed = [s["elapsed"] for s in seen]
+    assert elapsed == sorted(elapsed) and elapsed[-1] > elapsed[0], elapsed
+    cpu = [s["readings"].get("process CPU (100% = 1 core)@-1") for s in seen]
+    rss = [s["readings"].get("process RSS@-1") for s in seen]
+    assert all(v is not None for v in cpu + rss), seen[-1]["readings"]
+    assert len(set(cpu)) > 1 or len(set(rss)) > 1, (cpu, rss)
+    # The loop keeps a core busy: the process CPU share reads well above idle.
+    assert max(cpu) > 50, cpu
+    # No GPU here: the panel says NVML is not sampled and why.
+    assert "nvml" in page.locator(LIVE).first.inner_text().lower()
+
+    # The cell ends: the same widget becomes the profile (one widget, now with its timeline).
+    page.wait_for_function(
+        "(sel) => document.querySelector(sel).dataset.liveRunning === 'false'",
+        arg=LIVE,
+        timeout=60_000,
+    )
+    page.wait_for_function(
+        "() => Number(document.querySelector('.gpuprofile .gp-timeline')?.dataset.events) > 0",
+        timeout=60_000,
+    )
+    assert page.locator(".gpuprofile").count() == 1
+    assert int(page.locator(".gpuprofile").first.get_attribute("data-ops")) > 0
