@@ -83,7 +83,8 @@ export function formatCount(n) {
   return v === null ? UNKNOWN : Math.round(v).toLocaleString("en-US");
 }
 
-const TIME_UNITS = [
+/** Time units, largest first (shared with the timeline's axis). */
+export const TIME_UNITS = [
   { ns: 1e9, label: "s" },
   { ns: 1e6, label: "ms" },
   { ns: 1e3, label: "µs" },

@@ -3,6 +3,8 @@
 //
 // Times are nanoseconds from the trace start (float64). A "view" is {start, end} in ns.
 
+import { TIME_UNITS } from "./format.js";
+
 // ---------------------------------------------------------------------------------------------
 // Time <-> pixels, zoom and pan
 
@@ -106,12 +108,7 @@ export function planWindowRequest(view, width, span, current, { overviewBins = 8
 // ---------------------------------------------------------------------------------------------
 // Axis ticks and units
 
-const UNITS = [
-  { ns: 1e9, label: "s" },
-  { ns: 1e6, label: "ms" },
-  { ns: 1e3, label: "µs" },
-  { ns: 1, label: "ns" },
-];
+const UNITS = TIME_UNITS;
 
 /** Smallest 1-2-5 x 10^k step >= raw. */
 export function niceStep(raw) {
