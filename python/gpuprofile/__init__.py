@@ -3,6 +3,7 @@
 %load_ext gpuprofile          # then %%gpuprofile on a cell
 with gpuprofile.profile() as p: ...
 gpuprofile.load("trace.json.gz").report()
+gpuprofile.step()             # marks a step of the running capture (optimizer steps count alone)
 """
 
 from __future__ import annotations
@@ -27,7 +28,19 @@ __all__ = [
     "last",
     "load",
     "profile",
+    "step",
 ]
+
+
+def step() -> int:
+    """Mark a step of the running capture (``%%gpuprofile`` or ``gpuprofile.profile()``): the
+    live step count moves and, with ``--steps`` / ``steps=``, the profiler's schedule advances.
+    ``optimizer.step()`` counts on its own unless this is called in the same capture, so a
+    loop never counts a step twice. Returns the steps so far; outside a capture, does nothing."""
+    # capture/steps.py imports no torch at import time; reading a trace stays torch-free.
+    from gpuprofile.capture.steps import step as mark_step
+
+    return mark_step()
 
 
 def __getattr__(name: str) -> Any:

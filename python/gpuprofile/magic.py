@@ -29,6 +29,21 @@ class GpuprofileMagics(Magics):
         help="seconds between gauge samples (GPU, CPU, memory); 0 disables (default 0.1)",
     )
     @argument(
+        "--steps",
+        metavar="WAIT,ACTIVE[,REPEAT]",
+        help="record only some steps (gpuprofile.step() or optimizer.step()): skip WAIT, warm "
+        "up 1, record ACTIVE, REPEAT times (default 0: until the cell ends); each recorded "
+        "window reaches the widget while the cell runs",
+    )
+    @argument(
+        "--max-events",
+        metavar="N",
+        type=int,
+        default=None,
+        help="with --steps: drop later windows once N timeline events are kept "
+        "(default: min(5 M, available memory / 1 KB))",
+    )
+    @argument(
         "--hardware",
         metavar="NAME",
         help="a variable holding the roofs to use, e.g. hw = gpuprofile.calibrate()",
@@ -42,16 +57,25 @@ class GpuprofileMagics(Magics):
         widget and a plain-text report are displayed; ``gpuprofile.last()`` returns the Profile.
         """
         from gpuprofile.capture.session import CaptureOptions, capture, profiler_running
+        from gpuprofile.capture.steps import parse_steps
 
         args = parse_argstring(self.gpuprofile, line)
         if args.interval < 0:
             raise UsageError(f"--interval {args.interval}: must be 0 (off) or positive")
+        try:
+            steps = parse_steps(args.steps) if args.steps is not None else None
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        if args.max_events is not None and args.max_events < 1:
+            raise UsageError(f"--max-events {args.max_events}: must be positive")
         options = CaptureOptions(
             record_shapes=not args.no_shapes,
             profile_memory=args.memory,
             with_stack=args.stack,
             export=args.export,
             interval_s=args.interval or None,
+            steps=steps,
+            max_events=args.max_events,
         )
         if profiler_running():
             # One clear line, not a traceback; the cell does not run.
@@ -69,7 +93,15 @@ class GpuprofileMagics(Magics):
         # IPython leaves this frame out of tracebacks: the user sees their cell's own lines.
         __tracebackhide__ = True
         try:
-            with capture(options, result, on_sample=feed):
+            with capture(
+                options,
+                result,
+                on_sample=feed,
+                on_step=feed.set_steps if feed is not None else None,
+                on_chunk=(lambda trace: feed.show_chunk(trace, hardware))
+                if feed is not None
+                else None,
+            ):
                 exec(compiled, shell.user_ns)
         finally:
             if feed is not None:

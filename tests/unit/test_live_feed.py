@@ -31,3 +31,14 @@ def test_updates_are_spaced_and_stop_when_the_cell_ends() -> None:
     time.sleep(0.06)
     feed(4, [CPU], {})  # a late reading after the end changes nothing
     assert widget.live["running"] is False and widget.live["readings"][0]["value"] == 70.0
+
+
+def test_steps_move_the_panel_and_keep_the_last_readings() -> None:
+    widget = SimpleNamespace(live={})
+    feed = LiveFeed(widget, min_gap_s=0.0)
+    feed.start()
+    feed(1, [CPU], {})
+    feed.set_steps(3)
+    assert widget.live["steps"] == 3 and widget.live["readings"][0]["value"] == 50.0
+    feed.finish()
+    assert widget.live["steps"] == 3 and widget.live["running"] is False

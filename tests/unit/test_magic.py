@@ -6,14 +6,15 @@ from collections.abc import Iterator
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
+from IPython.testing import globalipapp
 
 import gpuprofile
 
 
 @pytest.fixture(scope="module")
 def shell() -> Iterator[InteractiveShell]:
-    ip = start_ipython()
+    # One global test shell per process; another module may have started it already.
+    ip = globalipapp.start_ipython() or globalipapp.get_ipython()
     assert ip is not None
     ip.run_line_magic("load_ext", "gpuprofile")
     yield ip

@@ -439,10 +439,10 @@ def test_sampled_report_of_a_trace_without_a_sampler_is_none() -> None:
 
 
 def test_magic_interval_option() -> None:
-    from IPython.testing.globalipapp import get_ipython, start_ipython
+    from IPython.testing import globalipapp
 
     # One global test shell per process: another test module may have started it already.
-    shell = start_ipython() or get_ipython()
+    shell = globalipapp.start_ipython() or globalipapp.get_ipython()
     assert shell is not None
     shell.run_line_magic("load_ext", "gpuprofile")
     cell = "import torch\ntorch.ones(32).cumsum(0)\n"

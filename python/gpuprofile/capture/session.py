@@ -9,17 +9,24 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.profiler import ProfilerActivity
 from torch.profiler import profile as torch_profile
+from torch.profiler import schedule as torch_schedule
 
+from gpuprofile.capture import steps as step_state
+from gpuprofile.capture.chunks import merge_chunks, timeline_events
 from gpuprofile.capture.counters import with_samples
 from gpuprofile.capture.sampler import Sampler
 from gpuprofile.capture.sources import Reading, default_sources
+from gpuprofile.capture.steps import WARMUP, StepCounter, StepSchedule, check_steps
 from gpuprofile.errors import ProfilerBusyError
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.importers.kineto import load_kineto
@@ -28,6 +35,13 @@ from gpuprofile.trace.model import Trace
 
 # Readings as they come, with the sources that give nothing and why (for live views).
 LiveSample = Callable[[int, list[Reading], dict[str, str]], None]
+# The merged trace so far, each time a recorded chunk of steps has been added (cell's thread).
+OnChunk = Callable[[Trace], None]
+
+# Upper bound of the default --max-events: a merged trace costs roughly 1 KB per timeline event
+# in the kernel (tables, names, the widget's copy), so 5 M events is some 5 GB.
+MAX_EVENTS_CAP = 5_000_000
+BYTES_PER_EVENT = 1024
 
 
 @dataclass(frozen=True)
@@ -38,6 +52,18 @@ class CaptureOptions:
     export: str | None = None
     # Seconds between gauge readings (NVML, psutil, torch.cuda); None: no sampler thread.
     interval_s: float | None = 0.1
+    # (wait, active, repeat): a torch.profiler schedule, each recorded window read as a chunk.
+    steps: StepSchedule | None = None
+    # Timeline events kept across chunks before later chunks are dropped; None: machine default.
+    max_events: int | None = None
+
+
+def default_max_events() -> int:
+    """min(5 M, available memory / ~1 KB per event), at least 100 k."""
+    import psutil
+
+    available = int(psutil.virtual_memory().available)
+    return max(100_000, min(MAX_EVENTS_CAP, available // BYTES_PER_EVENT))
 
 
 def profiler_running() -> bool:
@@ -53,6 +79,8 @@ def profile(
     export: str | os.PathLike[str] | None = None,
     hardware: Hardware | None = None,
     interval: float | None = 0.1,
+    steps: tuple[int, ...] | None = None,
+    max_events: int | None = None,
 ) -> Iterator[Profile]:
     """Profile the block: ``with gpuprofile.profile() as p: ...``, then ``p.report()``.
 
@@ -61,6 +89,12 @@ def profile(
 
     If the block raises, the profile is still made from what ran (``p.partial`` is True) and
     the exception propagates unchanged.
+
+    ``steps=(wait, active, repeat)``: record only some steps (``gpuprofile.step()`` or
+    ``optimizer.step()`` mark them): skip ``wait``, warm up 1, record ``active``; ``repeat``
+    times (0: until the block ends). Each recorded window is read as soon as it ends, while the
+    block still runs. ``max_events``: once the chunks kept hold more timeline events than this,
+    later chunks are dropped and counted (default: min(5 M, available memory / 1 KB)).
     """
     options = CaptureOptions(
         record_shapes=record_shapes,
@@ -68,6 +102,8 @@ def profile(
         with_stack=with_stack,
         export=os.fspath(export) if export is not None else None,
         interval_s=interval or None,
+        steps=check_steps(tuple(steps)) if steps is not None else None,
+        max_events=max_events,
     )
     result = Profile(hardware=hardware)
     with capture(options, result):
@@ -76,21 +112,39 @@ def profile(
 
 @contextlib.contextmanager
 def capture(
-    options: CaptureOptions, result: Profile, on_sample: LiveSample | None = None
+    options: CaptureOptions,
+    result: Profile,
+    on_sample: LiveSample | None = None,
+    *,
+    on_step: Callable[[int], None] | None = None,
+    on_chunk: OnChunk | None = None,
 ) -> Iterator[None]:
     """Run the block under the profiler (and the sampler); fill ``result`` when it ends.
     ``on_sample(time_ns, readings, missing)`` is called from the sampler's thread as readings
-    come, with the sources that give nothing and why."""
+    come, with the sources that give nothing and why; ``on_step(count)`` at each step;
+    ``on_chunk(trace)`` with the merged trace after each recorded window (``options.steps``)."""
     if profiler_running():
         raise ProfilerBusyError.running()
     cuda = torch.cuda.is_available()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    chunks = (
+        _Chunks(options, options.max_events or default_max_events(), on_chunk)
+        if options.steps is not None
+        else None
+    )
     prof = torch_profile(
         activities=activities,
         record_shapes=options.record_shapes,
         profile_memory=options.profile_memory,
         with_stack=options.with_stack,
+        schedule=_schedule(options.steps) if options.steps is not None else None,
+        on_trace_ready=chunks.ready if chunks is not None else None,
     )
+    counter = StepCounter(
+        advance=(lambda: _step_quietly(prof)) if chunks is not None else None, on_step=on_step
+    )
+    if chunks is not None:
+        chunks.counter = counter
     events = (
         (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
         if cuda
@@ -103,10 +157,16 @@ def capture(
     )
     if sampler is not None and on_sample is not None:
         sampler.on_sample = lambda time_ns, readings: on_sample(time_ns, readings, sampler.missing)
+    started_ns = time.time_ns()
     if sampler is not None:
         sampler.start()
     try:
         prof.start()
+        try:
+            step_state.begin(counter)
+        except BaseException:
+            prof.stop()
+            raise
     except BaseException:
         if sampler is not None:
             sampler.stop()
@@ -119,6 +179,7 @@ def capture(
         finished = True
     finally:
         try:
+            step_state.end()
             if events is not None:
                 events[1].record()
                 # Every kernel the block queued must end before the profiler stops, or it is
@@ -127,8 +188,14 @@ def capture(
         finally:
             if sampler is not None:
                 sampler.stop()
+            # With a schedule, stopping inside a recorded window delivers that last chunk.
             prof.stop()
-        trace = _read_back(prof, options)
+        trace = chunks.result(started_ns) if chunks is not None else _read_back(prof, options)
+        trace.meta["steps"] = {
+            "count": counter.count,
+            "explicit": counter.explicit,
+            "schedule": _schedule_meta(options.steps),
+        }
         if events is not None:
             trace.meta["cuda_event_ns"] = round(events[0].elapsed_time(events[1]) * 1e6)
         if sampler is not None:
@@ -142,16 +209,122 @@ def capture(
         result._finish(trace, partial=not finished)
 
 
-def _read_back(prof: torch_profile, options: CaptureOptions) -> Trace:
-    if options.export:
-        path = Path(options.export)
-        prof.export_chrome_trace(str(path))
-        trace = load_kineto(path)
+def _step_quietly(prof: torch_profile) -> None:
+    # Each window starting afresh is the point of reading chunks (memory stays bounded), so
+    # torch's note that a cycle's events are cleared is not news to the user.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
+        prof.step()
+
+
+def _schedule(steps: StepSchedule) -> Any:
+    wait, active, repeat = steps
+    return torch_schedule(wait=wait, warmup=WARMUP, active=active, repeat=repeat)
+
+
+def _schedule_meta(steps: StepSchedule | None) -> dict[str, int] | None:
+    if steps is None:
+        return None
+    wait, active, repeat = steps
+    return {"wait": wait, "warmup": WARMUP, "active": active, "repeat": repeat}
+
+
+class _Chunks:
+    """Reads each recorded window as the profiler hands it over (``on_trace_ready``, on the
+    thread that called ``prof.step()``: the cell's) and keeps the merge of those kept so far."""
+
+    def __init__(self, options: CaptureOptions, max_events: int, on_chunk: OnChunk | None):
+        self.options = options
+        self.max_events = max_events
+        self.on_chunk = on_chunk
+        self.counter: StepCounter | None = None
+        self.merged: Trace | None = None
+        self.kept_events = 0
+        self.index = 0
+        self.dropped_chunks = 0
+        self.dropped_events = 0
+        self.errors: list[str] = []
+
+    def ready(self, prof: torch_profile) -> None:
+        index = self.index
+        self.index += 1
+        # A failure here would surface inside the user's optimizer.step(): record it instead.
+        try:
+            chunk = _read_back(prof, self.options, path=_chunk_path(self.options.export, index))
+        except Exception as error:
+            self.errors.append(f"chunk {index}: {type(error).__name__}: {error}")
+            return
+        events = timeline_events(chunk)
+        if self.merged is not None and self.kept_events > self.max_events:
+            self.dropped_chunks += 1
+            self.dropped_events += events
+            return
+        chunk.meta["chunks"] = [
+            {
+                "index": index,
+                "origin_ns": int(chunk.meta["origin_ns"]),
+                "events": events,
+                "step": self.counter.count if self.counter is not None else None,
+                "merged_ns": time.time_ns(),
+            }
+        ]
+        self.merged = chunk if self.merged is None else merge_chunks([self.merged, chunk])
+        self.kept_events += events
+        if self.on_chunk is not None:
+            try:
+                self.on_chunk(self.merged)
+            except Exception as error:
+                self.errors.append(f"showing chunk {index}: {type(error).__name__}: {error}")
+
+    def result(self, started_ns: int) -> Trace:
+        trace = self.merged if self.merged is not None else _empty_capture(started_ns)
+        if self.dropped_chunks:
+            trace.meta["dropped"] = {
+                "chunks": self.dropped_chunks,
+                "events": self.dropped_events,
+                "max_events": self.max_events,
+            }
+        if self.errors:
+            trace.meta["chunk_errors"] = list(self.errors)
+        return trace
+
+
+def _chunk_path(export: str | None, index: int) -> str | None:
+    """``run.json`` -> ``run-chunk0.json``: each recorded window in its own Chrome trace."""
+    if export is None:
+        return None
+    path = Path(export)
+    stem = path.name.split(".", 1)
+    rest = f".{stem[1]}" if len(stem) > 1 else ""
+    return str(path.with_name(f"{stem[0]}-chunk{index}{rest}"))
+
+
+def _empty_capture(started_ns: int) -> Trace:
+    """No window was recorded (fewer steps than wait + warmup): a trace with no events."""
+    return Trace(
+        meta={
+            "source": {"format": "capture", "path": None},
+            "framework": {"torch": torch.__version__},
+            "origin_ns": started_ns,
+            "ranks": {0: {"devices": [], "thread_names": {}}},
+        }
+    )
+
+
+def _read_back(prof: torch_profile, options: CaptureOptions, path: str | None = None) -> Trace:
+    """The profiler's capture as a Trace, through an exported Chrome trace: ``path`` (a chunk's
+    file) when given, else ``options.export`` when not chunked, else a temporary file."""
+    export = path if options.steps is not None else options.export
+    if export:
+        trace = _export_and_load(prof, Path(export))
     else:
         with tempfile.TemporaryDirectory(prefix="gpuprofile-") as tmp:
-            path = Path(tmp) / "capture.pt.trace.json"
-            prof.export_chrome_trace(str(path))
-            trace = load_kineto(path)
+            trace = _export_and_load(prof, Path(tmp) / "capture.pt.trace.json")
     trace.meta["source"] = {"format": "capture", "path": options.export}
     trace.meta["framework"] = {"torch": torch.__version__}
     return trace
+
+
+def _export_and_load(prof: torch_profile, path: Path) -> Trace:
+    prof.export_chrome_trace(str(path))
+    return load_kineto(path)

@@ -54,6 +54,8 @@ def build_report(analysis: Analysis, *, partial: bool = False, top: int = 10) ->
         "schema": SCHEMA,
         "source": {"path": source.get("path"), "format": source.get("format")},
         "partial": partial,
+        # {"chunks", "events", "max_events"} when --max-events dropped recorded windows.
+        "dropped": trace.meta.get("dropped"),
         "hardware": analysis.hardware.to_dict(),
         "gauges": [gauge.to_dict() for gauge in analysis.gauges],
         "hints": [hint.to_dict() for hint in analysis.hints],

@@ -102,5 +102,3 @@ def show_result(
     with widget.hold_sync():
         for name, value in state.items():
             setattr(widget, name, value)
-        if widget.live:
-            widget.live = {**widget.live, "running": False}

@@ -1,0 +1,90 @@
+"""Per-step chunks of one capture merged into one Trace.
+
+With a profiler schedule, each recorded window of steps is exported and read back on its own
+(a Trace whose times start at its own first event, ``meta["origin_ns"]``). Merging puts every
+chunk on the first chunk's time base, renumbers ids so they stay unique per table (and the
+columns that point at op ids follow), and merges the per-rank metadata. Pure: no torch, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.trace.model import NO_ID, SCHEMA, Trace, make_table
+
+TIMELINE_TABLES = ("ops", "runtime", "kernels", "memcpy", "memset")
+# Columns holding an id of the ops table, per table.
+_OP_REFERENCES = {"ops": ("parent",), "kernels": ("op_id",)}
+
+
+def timeline_events(trace: Trace) -> int:
+    """Events drawn on the timeline: ops, runtime calls, kernels, memcpy and memset."""
+    return sum(len(trace.table(name)) for name in TIMELINE_TABLES)
+
+
+def merge_chunks(chunks: Sequence[Trace]) -> Trace:
+    """One Trace holding every chunk, in time order of their origins."""
+    if not chunks:
+        raise ValueError("no chunks to merge")
+    for chunk in chunks:
+        if "origin_ns" not in chunk.meta:
+            raise ValueError("a chunk has no meta['origin_ns']: it cannot be placed in time")
+    ordered = sorted(chunks, key=lambda c: int(c.meta["origin_ns"]))
+    origin = int(ordered[0].meta["origin_ns"])
+    shifts = [int(c.meta["origin_ns"]) - origin for c in ordered]
+    op_offsets = np.cumsum([0] + [len(c.ops) for c in ordered[:-1]])
+    tables: dict[str, pd.DataFrame] = {}
+    for table, schema in SCHEMA.items():
+        parts = []
+        offset = 0
+        for chunk, shift, op_offset in zip(ordered, shifts, op_offsets, strict=True):
+            frame = chunk.table(table).copy()
+            time_key = "start_ns" if "start_ns" in schema else "time_ns"
+            frame[time_key] = frame[time_key] + shift
+            if "id" in schema:
+                frame["id"] = frame["id"] + offset
+            for column in _OP_REFERENCES.get(table, ()):
+                known = frame[column] != NO_ID
+                frame.loc[known, column] = frame.loc[known, column] + int(op_offset)
+            offset += len(frame)
+            parts.append(frame)
+        # Categoricals of different chunks have different categories: concat as values and
+        # let make_table encode them again.
+        merged = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        tables[table] = make_table(table, {c: merged[c].to_numpy() for c in merged.columns})
+    return Trace(**tables, meta=_merged_meta(ordered, origin))
+
+
+def _merged_meta(chunks: Sequence[Trace], origin: int) -> dict[str, Any]:
+    meta: dict[str, Any] = {**chunks[0].meta, "origin_ns": origin}
+    ranks: dict[Any, dict[str, Any]] = {}
+    for chunk in chunks:
+        for rank, facts in chunk.meta.get("ranks", {}).items():
+            ranks[rank] = _merge_rank(ranks[rank], facts) if rank in ranks else dict(facts)
+    meta["ranks"] = ranks
+    meta["chunks"] = [entry for chunk in chunks for entry in chunk.meta.get("chunks", [])]
+    return meta
+
+
+def _merge_rank(into: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
+    out = {**into}
+    out["thread_names"] = {**facts.get("thread_names", {}), **into.get("thread_names", {})}
+    skipped = dict(into.get("skipped", {}))
+    for what, count in facts.get("skipped", {}).items():
+        skipped[what] = skipped.get(what, 0) + count
+    out["skipped"] = skipped
+    files = list(into.get("files", [into["file"]] if "file" in into else []))
+    if "file" in facts:
+        files.append(facts["file"])
+    out["files"] = files
+    # Device lists of later chunks add the devices the first one did not see.
+    seen = {d.get("id") for d in into.get("devices", [])}
+    out["devices"] = [
+        *into.get("devices", []),
+        *(d for d in facts.get("devices", []) if d.get("id") not in seen),
+    ]
+    return out

@@ -1,0 +1,255 @@
+"""Per-step streaming: gpuprofile.step(), optimizer steps, --steps schedules, --max-events."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.optim.optimizer as torch_optimizer
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.testing import globalipapp
+
+import gpuprofile
+import gpuprofile.magic
+from gpuprofile.capture import steps as step_state
+from gpuprofile.capture.session import profiler_running
+
+# Chrome-trace categories that are timeline events (ops, runtime calls, GPU activity).
+TIMELINE_CATEGORIES = {
+    "cpu_op",
+    "user_annotation",
+    "python_function",
+    "cuda_runtime",
+    "cuda_driver",
+    "kernel",
+    "gpu_memcpy",
+    "gpu_memset",
+}
+
+
+def recorded(wait: int, active: int, repeat: int, steps: int) -> list[int]:
+    """Step indexes torch.profiler.schedule(wait, warmup=1, active, repeat) records."""
+    cycle = wait + 1 + active
+    return [
+        i for i in range(steps) if (repeat == 0 or i < repeat * cycle) and i % cycle >= wait + 1
+    ]
+
+
+def optimizer_hooks() -> int:
+    return len(torch_optimizer._global_optimizer_post_hooks)
+
+
+def chunk_files(export: Path) -> list[Path]:
+    return sorted(
+        export.parent.glob(f"{export.stem}-chunk*.json"),
+        key=lambda p: int(p.name.split("-chunk")[1].split(".")[0]),
+    )
+
+
+def matmul_steps(steps: int, end: list[int] | None = None) -> None:
+    a = torch.ones(8, 8)
+    for i in range(steps):
+        for _ in range(i + 1):  # step i runs i + 1 matmuls: each step's share is known
+            a @ a
+        gpuprofile.step()
+    if end is not None:
+        end.append(time.time_ns())
+
+
+def test_only_recorded_steps_reach_the_trace_and_chunks_come_early(tmp_path: Path) -> None:
+    export = tmp_path / "run.json"
+    end: list[int] = []
+    with gpuprofile.profile(steps=(1, 2, 2), export=export, interval=None) as p:
+        matmul_steps(12, end)
+    trace = p.trace
+    expected_mm = sum(i + 1 for i in recorded(1, 2, 2, 12))
+    assert expected_mm == 3 + 4 + 7 + 8
+    assert int((trace.ops["name"] == "aten::mm").sum()) == expected_mm
+    assert trace.meta["steps"]["count"] == 12
+    assert trace.meta["steps"]["schedule"] == {"wait": 1, "warmup": 1, "active": 2, "repeat": 2}
+    chunks = trace.meta["chunks"]
+    assert len(chunks) == 2
+    # Each window was read while the block still ran, not after it.
+    assert all(chunk["merged_ns"] < end[0] for chunk in chunks)
+    assert [chunk["step"] for chunk in chunks] == [4, 8]
+    assert "dropped" not in trace.meta
+
+
+def test_merged_times_match_the_raw_chunk_files(tmp_path: Path) -> None:
+    export = tmp_path / "run.json"
+    with gpuprofile.profile(steps=(0, 2, 3), export=export, interval=None) as p:
+        matmul_steps(9)
+    files = chunk_files(export)
+    assert len(files) == 3
+    raw: list[tuple[int, int]] = []
+    for path in files:
+        doc = json.loads(path.read_text())
+        base = int(doc.get("baseTimeNanoseconds", 0))
+        raw += [
+            (base + round(e["ts"] * 1000), round(e["dur"] * 1000))
+            for e in doc["traceEvents"]
+            if e.get("ph") == "X" and e.get("name") == "aten::mm"
+        ]
+    ops = p.trace.ops
+    mm = ops[ops["name"] == "aten::mm"].sort_values("start_ns", kind="stable")
+    origin = int(p.trace.meta["origin_ns"])
+    merged = [(origin + int(s), int(d)) for s, d in zip(mm["start_ns"], mm["dur_ns"], strict=True)]
+    assert len(merged) == len(raw) == sum(i + 1 for i in recorded(0, 2, 3, 9))
+    # Rounding of float microseconds may move an edge by a nanosecond.
+    for (ms, md), (rs, rd) in zip(merged, sorted(raw), strict=True):
+        assert abs(ms - rs) <= 1 and abs(md - rd) <= 1
+    # Windows follow each other: every op of a later chunk starts after the earlier chunk ends.
+    starts = [s for s, _ in merged]
+    assert starts == sorted(starts)
+    assert ops["id"].is_unique
+    parents = ops.loc[ops["parent"] >= 0, "parent"]
+    assert parents.isin(ops["id"]).all()
+    assert (
+        ops.loc[parents.index, "start_ns"].to_numpy()
+        >= ops.set_index("id").loc[parents.to_numpy(), "start_ns"].to_numpy()
+    ).all()
+
+
+def sgd_loop(steps: int, explicit: str | None = None) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(3, 4)
+    for _ in range(steps):
+        if explicit == "before":
+            gpuprofile.step()
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+        if explicit == "after":
+            gpuprofile.step()
+
+
+def test_optimizer_steps_count_without_explicit_steps() -> None:
+    hooks = optimizer_hooks()
+    with gpuprofile.profile(interval=None) as p:
+        assert optimizer_hooks() == hooks + 1
+        sgd_loop(6)
+    assert p.trace.meta["steps"] == {"count": 6, "explicit": False, "schedule": None}
+    assert optimizer_hooks() == hooks
+    assert step_state._active is None
+
+
+def test_optimizer_steps_drive_the_schedule() -> None:
+    with gpuprofile.profile(steps=(0, 1, 0), interval=None) as p:
+        sgd_loop(6)
+    # Every other step is recorded, each as its own window.
+    assert len(p.trace.meta["chunks"]) == len(recorded(0, 1, 0, 6)) == 3
+    assert int((p.trace.ops["name"] == "Optimizer.step#SGD.step").sum()) == 3
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_explicit_steps_and_an_optimizer_count_once(where: str) -> None:
+    with gpuprofile.profile(interval=None) as p:
+        sgd_loop(6, explicit=where)
+    assert p.trace.meta["steps"]["count"] == 6
+    assert p.trace.meta["steps"]["explicit"] is True
+    assert gpuprofile.step() == 0  # outside a capture: nothing to mark
+
+
+def test_max_events_drops_later_chunks_and_says_how_many(tmp_path: Path) -> None:
+    export = tmp_path / "run.json"
+    with gpuprofile.profile(steps=(0, 1, 0), max_events=1, export=export, interval=None) as p:
+        matmul_steps(8)
+    files = chunk_files(export)
+    assert len(files) == len(recorded(0, 1, 0, 8)) == 4
+    per_file = [
+        sum(
+            e.get("ph") == "X" and e.get("cat") in TIMELINE_CATEGORIES
+            for e in json.loads(path.read_text())["traceEvents"]
+        )
+        for path in files
+    ]
+    # The first window already holds more than one event: every later one is dropped.
+    dropped = p.trace.meta["dropped"]
+    assert dropped["chunks"] == 3
+    assert dropped["events"] == sum(per_file[1:])
+    assert len(p.trace.meta["chunks"]) == 1
+    assert int((p.trace.ops["name"] == "aten::mm").sum()) == 2  # step 1 only
+    assert p.report()["dropped"]["chunks"] == 3
+    notice = f"{sum(per_file[1:])} events in 3 chunks dropped after --max-events 1"
+    assert notice in p.text()
+
+
+def test_steps_argument_is_checked() -> None:
+    with pytest.raises(ValueError, match="active"), gpuprofile.profile(steps=(1, 0)):
+        pass
+    assert not profiler_running()
+    assert step_state.parse_steps("2,3") == (2, 3, 0)
+    for bad in ("2", "a,b", "1,2,3,4", "-1,2"):
+        with pytest.raises(ValueError, match="--steps"):
+            step_state.parse_steps(bad)
+
+
+@pytest.fixture(scope="module")
+def shell() -> Iterator[InteractiveShell]:
+    # Another test module may have started it: start_ipython() then returns None, and only the
+    # module's get_ipython (rebound once it started) gives the shell.
+    ip = globalipapp.start_ipython() or globalipapp.get_ipython()
+    assert ip is not None
+    ip.run_line_magic("load_ext", "gpuprofile")
+    yield ip
+
+
+def test_magic_with_steps_streams_chunks_to_the_widget(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A kernel makes the magic show a live widget; record its refills as they happen.
+    monkeypatch.setattr(shell, "kernel", object(), raising=False)
+    monkeypatch.setattr(gpuprofile.magic, "display", lambda *a, **k: None)
+    lives: list[Any] = []
+    refills: list[tuple[int, int]] = []
+    make = gpuprofile.magic._live_feed
+
+    def watched() -> Any:
+        live = make()
+        lives.append(live)
+        live.widget.observe(
+            lambda change: refills.append((time.time_ns(), change["new"])), names="total_events"
+        )
+        return live
+
+    monkeypatch.setattr(gpuprofile.magic, "_live_feed", watched)
+    hooks = optimizer_hooks()
+    cell = (
+        "%%gpuprofile --steps 0,1,2 --interval 0.05\n"
+        "import time, torch, gpuprofile\n"
+        "a = torch.ones(8, 8)\n"
+        "for i in range(6):\n"
+        "    a @ a\n"
+        "    gpuprofile.step()\n"
+        "cell_end_ns = time.time_ns()\n"
+    )
+    result = shell.run_cell(cell, store_history=True)
+    assert result.success, result.error_in_exec
+    profile = gpuprofile.last()
+    assert profile.trace.meta["steps"]["count"] == 6
+    assert len(profile.trace.meta["chunks"]) == len(recorded(0, 1, 2, 6)) == 2
+    assert int((profile.trace.ops["name"] == "aten::mm").sum()) == 2
+    # The widget grew while the cell ran: one refill per window, before the cell's end.
+    end = shell.user_ns["cell_end_ns"]
+    early = [count for when, count in refills if when < end]
+    assert len(early) == 2 and 0 < early[0] < early[1]
+    (live,) = lives
+    assert live.widget.live["running"] is False
+    assert live.widget.live["steps"] == 6
+    assert live.widget.total_events == profile.widget().total_events
+    assert not profiler_running()
+    assert optimizer_hooks() == hooks and step_state._active is None
+
+
+def test_magic_rejects_a_bad_steps_option(shell: InteractiveShell) -> None:
+    result = shell.run_cell("%%gpuprofile --steps 1\nran_bad_steps = True\n")
+    assert not result.success
+    assert "ran_bad_steps" not in shell.user_ns
+    assert not profiler_running()
