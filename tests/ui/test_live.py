@@ -96,3 +96,63 @@ def test_live_panel_moves_while_the_cell_runs(
     )
     assert page.locator(".gpuprofile").count() == 1
     assert int(page.locator(".gpuprofile").first.get_attribute("data-ops")) > 0
+
+
+STEPS_CELL = """\
+%%gpuprofile --steps 0,1 --interval 0.1
+import time
+import torch
+import gpuprofile
+x = torch.randn(128, 128)
+for _ in range(10):
+    end = time.time() + 0.5
+    while time.time() < end:
+        x = torch.tanh(x @ x / 128)
+    gpuprofile.step()
+print("GPUPROFILE_CELL_DONE")
+"""
+
+
+def test_timeline_grows_step_by_step(
+    page, jupyterlab: str, notebook_dir: Path, artifacts_dir: Path
+) -> None:
+    (notebook_dir / "steps.ipynb").write_text(
+        json.dumps(notebook_json("%load_ext gpuprofile", STEPS_CELL))
+    )
+    page.goto(f"{jupyterlab}/lab/workspaces/t{uuid.uuid4().hex[:12]}/tree/steps.ipynb")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands")
+    page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    page.wait_for_function(
+        "(sel) => document.querySelector(sel)?.dataset.liveRunning === 'true'",
+        arg=LIVE,
+        timeout=60_000,
+    )
+    counts: list[tuple[int, int]] = []  # (events on the timeline, steps) while running
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        state = page.evaluate(
+            """(sel) => ({
+                running: document.querySelector(sel)?.dataset.liveRunning,
+                steps: Number(document.querySelector(sel)?.dataset.steps),
+                events: Number(document.querySelector('.gpuprofile .gp-timeline')
+                    ?.dataset.events || 0),
+            })""",
+            LIVE,
+        )
+        if state["running"] != "true":
+            break
+        counts.append((state["events"], state["steps"]))
+        time.sleep(0.25)
+    page.locator(".gpuprofile").first.screenshot(path=str(artifacts_dir / "live-steps.png"))
+    events = [e for e, _ in counts]
+    # Recorded windows reached the timeline while the cell ran, more of them as it went on.
+    assert len({e for e in events if e > 0}) >= 2, counts
+    assert events == sorted(events), counts
+    assert max(s for _, s in counts) >= 3, counts
+    page.wait_for_function(
+        "(sel) => document.querySelector(sel).dataset.liveRunning === 'false'",
+        arg=LIVE,
+        timeout=60_000,
+    )
+    assert page.locator(LIVE).first.get_attribute("data-steps") == "10"
