@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -67,7 +69,10 @@ def default_max_events() -> int:
 
 
 def profiler_running() -> bool:
-    return bool(torch.autograd.profiler._is_profiler_enabled)
+    # torch's C++ state, not only its Python flag, which an interrupted stop can leave set.
+    return bool(torch.autograd.profiler._is_profiler_enabled) and bool(
+        torch._C._autograd._profiler_enabled()
+    )
 
 
 @contextlib.contextmanager
@@ -178,35 +183,55 @@ def capture(
         yield
         finished = True
     finally:
-        try:
-            step_state.end()
+        # A Ctrl-C during the teardown would leave torch's profiler half stopped (its Python
+        # flag still set, so every later capture is refused) or lose the profile: it waits
+        # until the profile is made, then is raised, unless the block is already raising.
+        with _deferred_interrupt(raise_after=finished):
+            try:
+                step_state.end()
+                if events is not None:
+                    events[1].record()
+                    # Every kernel the block queued must end before the profiler stops, or it is
+                    # lost; the sampler keeps reading while the GPU drains.
+                    torch.cuda.synchronize()
+            finally:
+                if sampler is not None:
+                    sampler.stop()
+                # With a schedule, stopping inside a recorded window delivers that last chunk.
+                prof.stop()
+            trace = chunks.result(started_ns) if chunks is not None else _read_back(prof, options)
+            trace.meta["steps"] = {
+                "count": counter.count,
+                "explicit": counter.explicit,
+                "schedule": _schedule_meta(options.steps),
+            }
             if events is not None:
-                events[1].record()
-                # Every kernel the block queued must end before the profiler stops, or it is
-                # lost; the sampler keeps reading while the GPU drains.
-                torch.cuda.synchronize()
-        finally:
+                trace.meta["cuda_event_ns"] = round(events[0].elapsed_time(events[1]) * 1e6)
             if sampler is not None:
-                sampler.stop()
-            # With a schedule, stopping inside a recorded window delivers that last chunk.
-            prof.stop()
-        trace = chunks.result(started_ns) if chunks is not None else _read_back(prof, options)
-        trace.meta["steps"] = {
-            "count": counter.count,
-            "explicit": counter.explicit,
-            "schedule": _schedule_meta(options.steps),
-        }
-        if events is not None:
-            trace.meta["cuda_event_ns"] = round(events[0].elapsed_time(events[1]) * 1e6)
-        if sampler is not None:
-            trace = with_samples(
-                trace,
-                sampler.samples,
-                sampler.missing,
-                interval_s=sampler.interval_s,
-                dropped=sampler.dropped,
-            )
-        result._finish(trace, partial=not finished)
+                trace = with_samples(
+                    trace,
+                    sampler.samples,
+                    sampler.missing,
+                    interval_s=sampler.interval_s,
+                    dropped=sampler.dropped,
+                )
+            result._finish(trace, partial=not finished)
+
+
+@contextlib.contextmanager
+def _deferred_interrupt(*, raise_after: bool) -> Iterator[None]:
+    """Hold SIGINT until the block ends (main thread only: signals are delivered there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught and raise_after:
+        raise KeyboardInterrupt
 
 
 def _step_quietly(prof: torch_profile) -> None:
