@@ -28,6 +28,15 @@ print("GPUPROFILE_CELL_DONE")
 """
 
 
+def _start(page, jupyterlab: str, path: Path, cell: str) -> None:
+    """Write a notebook of the cell, open it and start running it; do not wait for it."""
+    path.write_text(json.dumps(notebook_json("%load_ext gpuprofile", cell)))
+    page.goto(f"{jupyterlab}/lab/workspaces/t{uuid.uuid4().hex[:12]}/tree/{path.name}")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands")
+    page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
 def _live_state(page) -> dict:
     return page.evaluate(
         """(sel) => {
@@ -49,13 +58,7 @@ def _live_state(page) -> dict:
 def test_live_panel_moves_while_the_cell_runs(
     page, jupyterlab: str, notebook_dir: Path, artifacts_dir: Path
 ) -> None:
-    (notebook_dir / "live.ipynb").write_text(
-        json.dumps(notebook_json("%load_ext gpuprofile", CELL))
-    )
-    page.goto(f"{jupyterlab}/lab/workspaces/t{uuid.uuid4().hex[:12]}/tree/live.ipynb")
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands")
-    page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    _start(page, jupyterlab, notebook_dir / "live.ipynb", CELL)
     page.wait_for_function(
         "(sel) => { const el = document.querySelector(sel);"
         " return el && el.dataset.liveRunning === 'true' && Number(el.dataset.elapsedS) > 0; }",
@@ -116,13 +119,7 @@ print("GPUPROFILE_CELL_DONE")
 def test_timeline_grows_step_by_step(
     page, jupyterlab: str, notebook_dir: Path, artifacts_dir: Path
 ) -> None:
-    (notebook_dir / "steps.ipynb").write_text(
-        json.dumps(notebook_json("%load_ext gpuprofile", STEPS_CELL))
-    )
-    page.goto(f"{jupyterlab}/lab/workspaces/t{uuid.uuid4().hex[:12]}/tree/steps.ipynb")
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands")
-    page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    _start(page, jupyterlab, notebook_dir / "steps.ipynb", STEPS_CELL)
     page.wait_for_function(
         "(sel) => document.querySelector(sel)?.dataset.liveRunning === 'true'",
         arg=LIVE,

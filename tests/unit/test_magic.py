@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing import globalipapp
 
 import gpuprofile
-
-
-@pytest.fixture(scope="module")
-def shell() -> Iterator[InteractiveShell]:
-    # One global test shell per process; another module may have started it already.
-    ip = globalipapp.start_ipython() or globalipapp.get_ipython()
-    assert ip is not None
-    ip.run_line_magic("load_ext", "gpuprofile")
-    yield ip
 
 
 def run(shell: InteractiveShell, cell: str):  # type: ignore[no-untyped-def]

@@ -14,30 +14,18 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from IPython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 from jupyter_client.manager import start_new_kernel
 
 import gpuprofile
 
 PROFILER_BUSY = "already recording"
 WIDGET_NOISE = ("ProfileWidget(", "Error displaying widget")
-
-
-@pytest.fixture(scope="module")
-def shell() -> Iterator[InteractiveShell]:
-    # One IPython per test process: start_ipython() returns None once another module started it.
-    ip = start_ipython() or get_ipython()
-    assert ip is not None
-    ip.run_line_magic("load_ext", "gpuprofile")
-    yield ip
 
 
 def run(shell: InteractiveShell, cell: str) -> Any:

@@ -438,13 +438,7 @@ def test_sampled_report_of_a_trace_without_a_sampler_is_none() -> None:
     assert _sampled(Trace(meta={"ranks": {0: {}}}), 0) is None
 
 
-def test_magic_interval_option() -> None:
-    from IPython.testing import globalipapp
-
-    # One global test shell per process: another test module may have started it already.
-    shell = globalipapp.start_ipython() or globalipapp.get_ipython()
-    assert shell is not None
-    shell.run_line_magic("load_ext", "gpuprofile")
+def test_magic_interval_option(shell: Any) -> None:
     cell = "import torch\ntorch.ones(32).cumsum(0)\n"
     result = shell.run_cell("%%gpuprofile --interval 0.01\n" + cell, store_history=True)
     assert result.success, result.error_in_exec

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,6 @@ import pytest
 import torch
 import torch.optim.optimizer as torch_optimizer
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing import globalipapp
 
 import gpuprofile
 import gpuprofile.magic
@@ -189,16 +187,6 @@ def test_steps_argument_is_checked() -> None:
     for bad in ("2", "a,b", "1,2,3,4", "-1,2"):
         with pytest.raises(ValueError, match="--steps"):
             step_state.parse_steps(bad)
-
-
-@pytest.fixture(scope="module")
-def shell() -> Iterator[InteractiveShell]:
-    # Another test module may have started it: start_ipython() then returns None, and only the
-    # module's get_ipython (rebound once it started) gives the shell.
-    ip = globalipapp.start_ipython() or globalipapp.get_ipython()
-    assert ip is not None
-    ip.run_line_magic("load_ext", "gpuprofile")
-    yield ip
 
 
 def test_magic_with_steps_streams_chunks_to_the_widget(
