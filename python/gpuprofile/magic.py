@@ -89,7 +89,8 @@ class GpuprofileMagics(Magics):
         result = Profile(hardware=hardware)
         # In a notebook the widget shows at once and its live panel moves while the cell runs;
         # a terminal gets the text report at the end.
-        feed = _live_feed() if getattr(shell, "kernel", None) is not None else None
+        live = _LiveOutput() if getattr(shell, "kernel", None) is not None else None
+        feed = live.feed if live is not None else None
         # IPython leaves this frame out of tracebacks: the user sees their cell's own lines.
         __tracebackhide__ = True
         try:
@@ -108,20 +109,28 @@ class GpuprofileMagics(Magics):
                 feed.finish()
             if result._trace is not None:
                 remember(result)
-                if feed is not None:
-                    result.fill_widget(feed.widget)
+                if live is not None:
+                    live.become(result)
                 else:
                     display(result)
 
 
-def _live_feed() -> Any:
-    from gpuprofile.widget.live import LiveFeed
-    from gpuprofile.widget.widget import ProfileWidget
+class _LiveOutput:
+    """The running cell's widget, on screen from the start, fed by the sampler."""
 
-    feed = LiveFeed(ProfileWidget())
-    feed.start()
-    display(feed.widget)
-    return feed
+    def __init__(self) -> None:
+        from gpuprofile.widget.live import LiveFeed
+        from gpuprofile.widget.widget import ProfileWidget
+
+        self.feed = LiveFeed(ProfileWidget())
+        self.feed.start()
+        self.handle: Any = display(self.feed.widget, display_id=True)
+
+    def become(self, result: Profile) -> None:
+        """The output becomes the profile's: the same widget, filled, plus the text report for
+        notebooks read without widgets (nbconvert, CI logs)."""
+        result.fill_widget(self.feed.widget)
+        self.handle.update(result)
 
 
 def _hardware_variable(shell: Any, name: str | None) -> Hardware | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -194,20 +195,22 @@ def test_magic_with_steps_streams_chunks_to_the_widget(
 ) -> None:
     # A kernel makes the magic show a live widget; record its refills as they happen.
     monkeypatch.setattr(shell, "kernel", object(), raising=False)
-    monkeypatch.setattr(gpuprofile.magic, "display", lambda *a, **k: None)
+    shown: list[Any] = []
+    output = SimpleNamespace(update=shown.append)  # the display handle the magic updates
+    monkeypatch.setattr(gpuprofile.magic, "display", lambda *a, **k: output)
     lives: list[Any] = []
     refills: list[tuple[int, int]] = []
-    make = gpuprofile.magic._live_feed
 
-    def watched() -> Any:
-        live = make()
-        lives.append(live)
-        live.widget.observe(
-            lambda change: refills.append((time.time_ns(), change["new"])), names="total_events"
-        )
-        return live
+    class Watched(gpuprofile.magic._LiveOutput):
+        def __init__(self) -> None:
+            super().__init__()
+            lives.append(self.feed)
+            self.feed.widget.observe(
+                lambda change: refills.append((time.time_ns(), change["new"])),
+                names="total_events",
+            )
 
-    monkeypatch.setattr(gpuprofile.magic, "_live_feed", watched)
+    monkeypatch.setattr(gpuprofile.magic, "_LiveOutput", Watched)
     hooks = optimizer_hooks()
     cell = (
         "%%gpuprofile --steps 0,1,2 --interval 0.05\n"
@@ -232,6 +235,8 @@ def test_magic_with_steps_streams_chunks_to_the_widget(
     assert live.widget.live["running"] is False
     assert live.widget.live["steps"] == 6
     assert live.widget.total_events == profile.widget().total_events
+    # The cell's output became the profile (its widget and text report), once.
+    assert shown == [profile] and profile.widget() is live.widget
     assert not profiler_running()
     assert optimizer_hooks() == hooks and step_state._active is None
 
