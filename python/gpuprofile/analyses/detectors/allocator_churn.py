@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import Evidence, Hint, heaviest_events, severity_for
 from gpuprofile.analyses.idle import matches
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.summary import wall_ns
@@ -127,17 +127,9 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
             f"{_gib(reserved)} reserved for a peak of {_gib(allocated)} allocated "
             f"({_gib(reserved - allocated)} cached but unused: fragmentation or an earlier peak)"
         )
-    heaviest = calls.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns")
     evidence = []
-    if len(heaviest):
-        evidence.append(
-            Evidence(
-                table="runtime",
-                rank=rank,
-                event_ids=tuple(int(i) for i in heaviest["id"]),
-                label="allocator calls in steady state",
-            )
-        )
+    if len(calls):
+        evidence.append(heaviest_events(calls, "runtime", rank, "allocator calls in steady state"))
     if growth or fragmentation is not None:
         memory = trace.memory[(trace.memory["rank"] == rank) & (trace.memory["time_ns"] >= steady)]
         if len(memory):

@@ -20,13 +20,15 @@ a GPU, where the loop's own Python is also host time).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Hint, heaviest_events, severity_for
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
@@ -120,14 +122,6 @@ def _cpu_hint(trace: Trace, rank: int, loader: pd.DataFrame) -> Hint | None:
     wall = wall_ns(trace, rank)
     if gain == 0 or gain < MIN_CPU_SHARE * wall:
         return None
-    heaviest = loader.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns")
-    windows = tuple(
-        zip(
-            heaviest["start_ns"].tolist(),
-            (heaviest["start_ns"] + heaviest["dur_ns"]).tolist(),
-            strict=True,
-        )
-    )
     return _hint(
         trace,
         rank,
@@ -144,7 +138,7 @@ def _cpu_hint(trace: Trace, rank: int, loader: pd.DataFrame) -> Hint | None:
             f"the main thread spent {format_ns(gain)} of the {format_ns(wall)} run "
             f"({100 * gain / wall:.1f}%) waiting for the DataLoader"
         ),
-        windows=windows,
+        windows=None,
         confidence="medium",
     )
 
@@ -159,16 +153,19 @@ def _hint(
     title: str,
     gain_method: str,
     what: str,
-    windows: tuple[tuple[int, int], ...],
+    windows: tuple[tuple[int, int], ...] | None,
     confidence: str,
 ) -> Hint:
+    """``windows``: where to look (the GPU's idle gaps), else the DataLoader calls' own."""
     names = loader["name"].astype(str)
     workers = bool(names.str.contains(_MULTIPROCESS).any())
     # One __next__ per batch: the annotation, else (no annotations) the Python frame.
     annotated = names.str.contains("DataLoader", regex=False) & names.str.endswith("__next__")
     calls = loader[annotated] if annotated.any() else loader[names.str.endswith("__next__")]
     per_call = calls["dur_ns"]
-    heaviest = loader.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns")
+    calls_evidence = heaviest_events(loader, "ops", rank, "DataLoader calls")
+    if windows is not None:
+        calls_evidence = replace(calls_evidence, windows=windows)
     return Hint(
         kind="data-loading",
         title=title,
@@ -191,14 +188,6 @@ def _hint(
         },
         fix=FIX_WORKERS if workers else FIX_SINGLE,
         code=CODE,
-        evidence=(
-            Evidence(
-                table="ops",
-                rank=rank,
-                event_ids=tuple(int(i) for i in heaviest["id"]),
-                windows=windows,
-                label="DataLoader calls",
-            ),
-        ),
+        evidence=(calls_evidence,),
         rank=rank,
     )

@@ -22,7 +22,7 @@ import pandas as pd
 
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_ns
@@ -115,7 +115,6 @@ def _pageable(
         f"{format_ns(int(rows['dur_ns'].sum()))})"
         for kind, rows in slow.groupby("kind", observed=True)
     )
-    heaviest = slow.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns")
     return Hint(
         kind="pageable-copy",
         title=(
@@ -145,14 +144,7 @@ def _pageable(
         },
         fix=FIX_PAGEABLE,
         code=CODE_PAGEABLE,
-        evidence=(
-            Evidence(
-                table="memcpy",
-                rank=rank,
-                event_ids=tuple(int(i) for i in heaviest["id"]),
-                label="pageable copies",
-            ),
-        ),
+        evidence=(heaviest_events(slow, "memcpy", rank, "pageable copies"),),
         rank=rank,
     )
 
@@ -182,7 +174,6 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | Non
     if gain == 0 or gain < MIN_GAIN_SHARE * wall:
         return None
     streams = sorted(set(serial["stream"].tolist()))
-    heaviest = serial.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns")
     return Hint(
         kind="pageable-copy",
         title=(
@@ -205,14 +196,7 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | Non
         numbers={"copies": len(serial), "bytes": int(serial["bytes"].sum()), "copy_ns": gain},
         fix=FIX_STREAM,
         code=CODE_STREAM,
-        evidence=(
-            Evidence(
-                table="memcpy",
-                rank=rank,
-                event_ids=tuple(int(i) for i in heaviest["id"]),
-                label="copies on the compute stream",
-            ),
-        ),
+        evidence=(heaviest_events(serial, "memcpy", rank, "copies on the compute stream"),),
         rank=rank,
     )
 
