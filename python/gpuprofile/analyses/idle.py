@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.gpu_time import gpu_activity
+from gpuprofile.analyses.intervals import running_argmax
 from gpuprofile.analyses.lookups import cpu_op_tree, host_threads
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import matches, strings
@@ -268,7 +269,7 @@ class IntervalSet:
         self.start, self.end = start[order], end[order]
         self.op, self.call = op[order], call[order]
         # The event reaching furthest among those started so far: it encloses t if any does.
-        self.reach_at = _running_argmax(self.end)
+        self.reach_at = running_argmax(self.end)
         reach = self.end[self.reach_at] if len(self.end) else self.end
         first = np.r_[True, self.start[1:] > reach[:-1]] if len(self.start) else np.zeros(0, bool)
         firsts = np.flatnonzero(first)
@@ -305,14 +306,6 @@ class IntervalSet:
         kk = np.minimum(k, len(self.block_start) - 1)
         t = np.maximum(start, self.block_start[kk])
         return np.where((k < len(self.block_start)) & (t < end), self.running_at(t), -1)
-
-
-def _running_argmax(values: np.ndarray) -> np.ndarray:
-    if len(values) == 0:
-        return np.zeros(0, np.int64)
-    best = np.maximum.accumulate(values)
-    is_best = values == best
-    return np.maximum.accumulate(np.where(is_best, np.arange(len(values)), 0))
 
 
 def _rank_gaps(trace: Trace, rank: int, calls: pd.DataFrame) -> pd.DataFrame:

@@ -19,3 +19,11 @@ def union_length(start: np.ndarray, end: np.ndarray) -> int:
     firsts = np.flatnonzero(new_block)
     lasts = np.append(firsts[1:] - 1, len(start) - 1)
     return int((reach[lasts] - start[firsts]).sum())
+
+
+def running_argmax(values: np.ndarray) -> np.ndarray:
+    """Index of the largest value so far, at each position (the last one on ties)."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    is_new = values >= np.maximum.accumulate(values)
+    return np.maximum.accumulate(np.where(is_new, np.arange(len(values)), 0))

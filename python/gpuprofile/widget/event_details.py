@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.trace.model import NO_ID
-from gpuprofile.widget.marks import gid_of_row, global_ids
+from gpuprofile.widget.marks import gid_mask, gid_of_row, global_ids
 from gpuprofile.widget.request_args import Reply, Source, cached, event_id
 from gpuprofile.widget.timeline import KIND_TABLES, KINDS, TimelineData
 
@@ -203,13 +203,8 @@ def _enclosing_op(source: Source, gid: int) -> int | None:
 
 def _cpu_op_mask(source: Source) -> np.ndarray:
     """Per event: is it an aten op (category cpu_op)?"""
-    data = source.data
-    mask = np.zeros(data.total, bool)
     ops = source.trace.ops
-    if len(ops):
-        gids = gid_of_row(data, source.trace, "ops")
-        mask[gids[(ops["category"] == "cpu_op").to_numpy() & (gids >= 0)]] = True
-    return mask
+    return gid_mask(source.data, source.trace, "ops", (ops["category"] == "cpu_op").to_numpy())
 
 
 def _launched_by_calls(source: Source, calls: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.lookups import id_index
 from gpuprofile.trace.model import Trace
 from gpuprofile.widget.timeline import KIND_TABLES, TimelineData
 
@@ -26,33 +27,29 @@ def global_ids(data: TimelineData, trace: Trace, table: str, ids: Any) -> np.nda
     wanted = np.asarray(ids, dtype=np.int64)
     if table not in KIND_TABLES or not len(wanted):
         return np.full(len(wanted), -1, np.int64)
-    rows = _row_index(data, trace, table).get_indexer(pd.Index(wanted))
-    gid_of_row = _gid_of_row(data, KIND_TABLES.index(table), len(trace.table(table)))
-    return np.where(rows >= 0, gid_of_row[np.maximum(rows, 0)], -1)
+    rows = id_index(trace, table).get_indexer(pd.Index(wanted))
+    return np.where(rows >= 0, gid_of_row(data, trace, table)[np.maximum(rows, 0)], -1)
 
 
 def gid_of_row(data: TimelineData, trace: Trace, table: str) -> np.ndarray:
-    """Global id of each row of a Trace table."""
-    return _gid_of_row(data, KIND_TABLES.index(table), len(trace.table(table)))
-
-
-def _row_index(data: TimelineData, trace: Trace, table: str) -> pd.Index:
-    key = f"row_index:{table}"
-    if key not in data.cache:
-        data.cache[key] = pd.Index(trace.table(table)["id"].to_numpy())
-    index: pd.Index = data.cache[key]
-    return index
-
-
-def _gid_of_row(data: TimelineData, kind: int, n: int) -> np.ndarray:
+    """Global id of each row of a Trace table (-1 for none)."""
+    kind = KIND_TABLES.index(table)
     key = f"gid_of_row:{kind}"
     if key not in data.cache:
         gids = np.flatnonzero(data.kind == kind)
-        out = np.full(n, -1, np.int64)
+        out = np.full(len(trace.table(table)), -1, np.int64)
         out[data.source[gids]] = gids
         data.cache[key] = out
     result: np.ndarray = data.cache[key]
     return result
+
+
+def gid_mask(data: TimelineData, trace: Trace, table: str, row_mask: np.ndarray) -> np.ndarray:
+    """A per-row mask of a Trace table as a per-event mask of the timeline."""
+    mask = np.zeros(data.total, bool)
+    gids = gid_of_row(data, trace, table)
+    mask[gids[row_mask & (gids >= 0)]] = True
+    return mask
 
 
 def marks_columns(

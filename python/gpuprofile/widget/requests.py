@@ -18,7 +18,7 @@ from gpuprofile.analyses.flops import outermost_cpu_ops
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.event_details import details
-from gpuprofile.widget.marks import gid_of_row
+from gpuprofile.widget.marks import gid_mask
 from gpuprofile.widget.request_args import BadRequest, Reply, Source, cached, number, span
 from gpuprofile.widget.tables import merged_columns, segment_columns, window_ids
 from gpuprofile.widget.timeline import KINDS, TimelineData
@@ -95,12 +95,7 @@ def range_summary(source: Source, message: Mapping[str, Any]) -> Reply:
 
 def _outermost_ops(source: Source) -> np.ndarray:
     """Per event: an aten op with no aten op around it (not a ProfilerStep or a Python frame)."""
-    mask = np.zeros(source.data.total, bool)
-    if len(source.trace.ops):
-        gids = gid_of_row(source.data, source.trace, "ops")
-        keep = outermost_cpu_ops(source.trace) & (gids >= 0)
-        mask[gids[keep]] = True
-    return mask
+    return gid_mask(source.data, source.trace, "ops", outermost_cpu_ops(source.trace))
 
 
 def _clipped(

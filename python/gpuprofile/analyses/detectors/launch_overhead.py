@@ -33,6 +33,7 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
+from gpuprofile.analyses.intervals import running_argmax
 from gpuprofile.analyses.names import categorical, matches, per_category
 from gpuprofile.analyses.names import codes as names_codes
 from gpuprofile.analyses.summary import wall_ns
@@ -113,7 +114,7 @@ def launch_gaps(trace: Trace, rank: int) -> pd.DataFrame:
         small = is_kernel & (dur < SMALL_KERNEL_NS)
         # The event before a gap is the one that reached furthest: it ended last.
         reach = np.maximum.accumulate(end)
-        last = _running_argmax(end)
+        last = running_argmax(end)
         gap = start[1:] - reach[:-1]
         before = last[:-1]
         after = np.arange(1, len(rows))
@@ -341,15 +342,6 @@ def _under_sync(trace: Trace, rank: int, gap_start: np.ndarray, gap_len: np.ndar
     # The last call starting before the gap ends overlaps it iff the calls reach past its start.
     last = np.searchsorted(start, gap_start + gap_len, side="left") - 1
     return (last >= 0) & (end[np.maximum(last, 0)] > gap_start)
-
-
-def _running_argmax(values: np.ndarray) -> np.ndarray:
-    """Index of the largest value so far, at each position (the last one on ties)."""
-    if not len(values):
-        return np.zeros(0, dtype=np.int64)
-    reach = np.maximum.accumulate(values)
-    is_new = values >= reach
-    return np.maximum.accumulate(np.where(is_new, np.arange(len(values)), 0))
 
 
 _TEMPLATE = re.compile(r"<[^<>]*>")
