@@ -52,8 +52,13 @@ test("remote: a reply resolves the request with the same number; others are igno
   assert.deepEqual(await b, { ranks: [{ rank: 0 }] });
   assert.deepEqual(await a, { id: 7, name: "k" });
   assert.equal(source.pending, 0);
-  // A second reply to an answered request changes nothing.
+  // A second reply to an answered request changes nothing, not even a newer request's fate.
+  const c = source.details(9);
   model.reply({ type: "details", request: 1, details: { id: 8 } });
+  assert.equal(source.pending, 1);
+  model.reply({ type: "details", request: 3, details: { id: 9 } });
+  assert.deepEqual(await c, { id: 9 });
+  assert.deepEqual(await a, { id: 7, name: "k" });
 });
 
 test("remote: window replies decode buffers[0]; stale windows resolve null and their replies drop", async () => {

@@ -130,6 +130,7 @@ def test_sendrecv_from_all_to_all_is_not_called_pipeline_parallelism(traces: Any
     path = path_of("kineto-distributed/param_dlrm_8xV100")
     hints = communication.detect(Analysis(load_kineto(path), UNKNOWN))
     assert hints
+    checked = 0
     for rank, _, doc in traces.rank_files(path):
         events = doc["traceEvents"]
         sendrecv = any("SendRecv" in e.get("name", "") for e in kernels_of(doc))
@@ -140,6 +141,8 @@ def test_sendrecv_from_all_to_all_is_not_called_pipeline_parallelism(traces: Any
         # In this DLRM run the SendRecv kernels are NCCL's all_to_all, as the raw ops say.
         assert alltoall
         assert "all_to_all" in hint.fix[0] and "pipeline parallelism" not in hint.fix[0]
+        checked += 1
+    assert checked >= 1, "no rank with both a communication hint and SendRecv kernels"
 
 
 def test_communication_on_a_cpu_only_gloo_trace(traces: Any) -> None:

@@ -18,7 +18,7 @@ def test_wheel_contains_the_built_bundle(tmp_path: Path) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        check=False,
+        check=True,  # a failed git call would print nothing and pass the check below
     )
     assert tracked.stdout.strip() == "", "the built bundle must not be committed"
     subprocess.run(
