@@ -24,6 +24,7 @@ class Profile:
         self._hardware = hardware
         self._analysis: Analysis | None = None
         self._report: dict[str, Any] | None = None
+        self._text: str | None = None
         self._widget: Any = None
 
     def _finish(self, trace: Trace, *, partial: bool) -> None:
@@ -31,6 +32,7 @@ class Profile:
         self.partial = partial
         self._analysis = None
         self._report = None
+        self._text = None
         self._widget = None
 
     @property
@@ -64,21 +66,22 @@ class Profile:
         return self._report
 
     def text(self) -> str:
-        return render_text(self.report())
+        if self._text is None:
+            self._text = render_text(self.report())
+        return self._text
 
     def widget(self) -> Any:
         """The notebook widget, made once: displaying a Profile again shows the same widget
         rather than holding another copy of the timeline in the kernel."""
         if self._widget is None:
-            from gpuprofile.widget.widget import make_widget
+            from gpuprofile.widget.widget import ProfileWidget
 
-            summary = {**self.report(), "text": self.text()}
-            self._widget = make_widget(summary, self.trace, self.analysis)
+            self.fill_widget(ProfileWidget())
         return self._widget
 
     def fill_widget(self, widget: Any) -> None:
-        """Show this profile in a widget already on screen (the live one of a running cell);
-        it becomes this Profile's widget."""
+        """Show this profile in a widget (a new one, or the live one of a running cell); it
+        becomes this Profile's widget."""
         from gpuprofile.widget.widget import show_result
 
         show_result(widget, {**self.report(), "text": self.text()}, self.trace, self.analysis)

@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpuprofile.trace.model import NO_ID, SCHEMA, Trace, make_table
+from gpuprofile.trace.model import NO_ID, SCHEMA, TIMELINE_TABLES, Trace, make_table
 
-TIMELINE_TABLES = ("ops", "runtime", "kernels", "memcpy", "memset")
 # Columns holding an id of the ops table, per table.
 _OP_REFERENCES = {"ops": ("parent",), "kernels": ("op_id",)}
 

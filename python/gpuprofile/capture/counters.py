@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from gpuprofile.capture.sources import Reading
-from gpuprofile.trace.model import Trace, make_table
+from gpuprofile.trace.model import TIMELINE_TABLES, Trace, make_table
 
 
 def with_samples(
@@ -84,7 +84,7 @@ def with_samples(
 def trace_end_ns(trace: Trace) -> int | None:
     """End of the trace's last event (ns from its start), or None for a trace without events."""
     ends: list[int] = []
-    for table in (trace.ops, trace.kernels, trace.memcpy, trace.memset, trace.runtime):
+    for table in map(trace.table, TIMELINE_TABLES):
         if len(table):
             ends.append(int((table["start_ns"] + table["dur_ns"]).max()))
     if len(trace.memory):

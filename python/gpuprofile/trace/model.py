@@ -17,6 +17,8 @@ import pandas as pd
 
 # Sentinel for "not known" in integer id columns (pandas' nullable ints are slow to build).
 NO_ID = -1
+# The tables of timed events drawn on a timeline (the memory and counters tables are samples).
+TIMELINE_TABLES = ("ops", "runtime", "kernels", "memcpy", "memset")
 
 _INT = "int64"
 _I32 = "int32"

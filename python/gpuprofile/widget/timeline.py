@@ -16,15 +16,14 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from gpuprofile.trace.model import Trace
+from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 from gpuprofile.trace.nesting import nest, overlap_rows
 from gpuprofile.widget.encoding import smallest_uint
 
 # Event kinds as they cross the wire, and the Trace table each comes from.
 KINDS = ("op", "runtime", "kernel", "memcpy", "memset")
-KIND_TABLES = ("ops", "runtime", "kernels", "memcpy", "memset")
+KIND_TABLES = TIMELINE_TABLES
 CPU_KINDS = (0, 1)
-# Up to this many events the `events` trait holds them all; above, an overview of merged boxes.
 MEMORY_LABEL = "memory in use"
 
 
