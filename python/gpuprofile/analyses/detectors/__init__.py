@@ -41,8 +41,7 @@ def run_detectors(analysis: Analysis) -> list[Hint]:
 
 
 def _with_rank(hint: Hint, ranks: list[int]) -> Hint:
-    """In a multi-rank trace every per-rank title says which rank it is about."""
+    """In a multi-rank trace every per-rank title says which rank it is about: added here, for
+    every detector, so none writes it itself."""
     prefix = rank_prefix(ranks, hint.rank) if hint.rank is not None else ""
-    if not prefix or hint.title.startswith(prefix):
-        return hint
-    return replace(hint, title=prefix + hint.title)
+    return replace(hint, title=prefix + hint.title) if prefix else hint

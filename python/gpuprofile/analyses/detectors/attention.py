@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.lookups import host_threads, op_parents
 from gpuprofile.analyses.names import categorical, per_category, strings
 from gpuprofile.analyses.names import codes as name_codes
@@ -326,10 +326,9 @@ def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
     return Hint(
         kind="attention-unfused",
         title=(
-            f"{rank_prefix(trace.ranks, rank)}SDPA math path at {length_text} (x{len(found)})"
+            f"SDPA math path at {length_text} (x{len(found)})"
             if math
-            else f"{rank_prefix(trace.ranks, rank)}Unfused attention at {length_text} "
-            f"(x{len(found)})"
+            else f"Unfused attention at {length_text} (x{len(found)})"
         ),
         severity=severity_for(gain, wall),
         gain_ns=int(gain),

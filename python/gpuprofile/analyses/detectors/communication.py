@@ -20,7 +20,7 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.hints import Hint, heaviest_events, rank_prefix, severity_for
+from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE, kernel_kinds
 from gpuprofile.analyses.names import matches
@@ -137,10 +137,7 @@ def _gpu_hint(trace: Trace, rank: int) -> Hint | None:
     exposed_pct = 100.0 * exposed / comm_ns if comm_ns else 0.0
     return Hint(
         kind="communication",
-        title=(
-            f"{rank_prefix(trace.ranks, rank)}{format_ns(exposed)} of collectives not "
-            f"hidden by compute"
-        ),
+        title=(f"{format_ns(exposed)} of collectives not hidden by compute"),
         severity=severity_for(exposed, wall),
         gain_ns=int(exposed),
         gain_method=(
@@ -195,10 +192,7 @@ def _cpu_hint(trace: Trace, rank: int) -> Hint | None:
     top = ", ".join(f"{name} x{count}" for name, count in counts.head(4).items())
     return Hint(
         kind="communication",
-        title=(
-            f"{rank_prefix(trace.ranks, rank)}{format_ns(exposed)} of CPU collectives "
-            f"(gloo) not overlapped"
-        ),
+        title=(f"{format_ns(exposed)} of CPU collectives (gloo) not overlapped"),
         severity=severity_for(exposed, wall),
         gain_ns=int(exposed),
         gain_method=(

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.intervals import running_argmax
 from gpuprofile.analyses.names import categorical, matches, per_category
 from gpuprofile.analyses.names import codes as names_codes
@@ -269,7 +269,7 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame) -> Hint | None:
     return Hint(
         kind="launch-overhead",
         title=(
-            f"{rank_prefix(trace.ranks, rank)}{len(small)} kernels under "
+            f"{len(small)} kernels under "
             f"{SMALL_KERNEL_NS // 1000} us; "
             f"GPU idle {format_ns(int(counted['gap_ns'].sum()))} between launches"
         ),

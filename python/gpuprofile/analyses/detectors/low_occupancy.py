@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import Hint, heaviest_events, rank_prefix, severity_for
+from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
@@ -151,10 +151,7 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
         )
     return Hint(
         kind="low-occupancy",
-        title=(
-            f"{rank_prefix(trace.ranks, rank)}{_count(len(hits), 'kernel')} leave SMs idle "
-            f"({sms} SMs)"
-        ),
+        title=(f"{_count(len(hits), 'kernel')} leave SMs idle ({sms} SMs)"),
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(

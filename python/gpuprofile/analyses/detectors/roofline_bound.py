@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
@@ -134,7 +134,7 @@ def _hint(
     return Hint(
         kind="memory-bound" if memory else "compute-bound",
         title=(
-            f"{rank_prefix(trace.ranks, rank)}{len(rows)} {bound}-bound "
+            f"{len(rows)} {bound}-bound "
             f"op{'s' if len(rows) != 1 else ''} at "
             f"{mean_pct:.0f}% of "
             f"{'DRAM bandwidth' if memory else 'compute peak'}"

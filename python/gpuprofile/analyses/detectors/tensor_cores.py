@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, rank_prefix, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.lookups import rows_by_id
 from gpuprofile.analyses.names import matches, strings
 from gpuprofile.analyses.summary import wall_ns
@@ -206,7 +206,7 @@ def _fp32_hint(
         confidence = "low"
     return Hint(
         kind="tensor-cores-unused",
-        title=f"{rank_prefix(trace.ranks, rank)}{len(ops)} fp32 matmuls run without tensor cores",
+        title=f"{len(ops)} fp32 matmuls run without tensor cores",
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=method,
@@ -245,10 +245,7 @@ def _alignment_hint(
     dtypes = ", ".join(sorted(set(ops["dtype"])))
     return Hint(
         kind="tensor-cores-unused",
-        title=(
-            f"{rank_prefix(trace.ranks, rank)}{len(ops)} {dtypes} matmuls with dims not "
-            f"multiples of 8"
-        ),
+        title=(f"{len(ops)} {dtypes} matmuls with dims not multiples of 8"),
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
