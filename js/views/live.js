@@ -1,5 +1,6 @@
 // The live panel: while the cell runs, elapsed time, steps and the sampler's latest readings
-// (GPU utilization, memory, power, process CPU and RSS), and which sources are missing and why.
+// (GPU utilization, memory, power, process CPU and RSS), which sources are missing and why, and
+// what went wrong showing recorded steps, if anything did.
 // Updated from the widget's `live` trait, which Python sets from its sampler thread.
 //
 // For browser tests: root data-live-running ("true"/"false"), data-elapsed-s, data-steps; each
@@ -57,7 +58,9 @@ export function createLive(live) {
     const missing = Object.entries(state.missing || {});
     const notes = h("div", "gp-live-missing");
     for (const [source, reason] of missing) notes.append(h("div", "", `${source}: not sampled (${reason})`));
-    el.replaceChildren(head, body, ...(missing.length ? [notes] : []));
+    const errors = state.errors || [];
+    for (const error of errors) notes.append(h("div", "gp-live-error", error));
+    el.replaceChildren(head, body, ...(missing.length || errors.length ? [notes] : []));
   }
 
   update(live);

@@ -99,11 +99,16 @@ class GpuprofileMagics(Magics):
                 result,
                 on_sample=feed,
                 on_step=feed.set_steps if feed is not None else None,
-                on_chunk=(lambda trace: feed.show_chunk(trace, hardware))
+                on_chunk=(lambda chunk: feed.show_chunk(chunk, hardware))
                 if feed is not None
                 else None,
             ):
-                exec(compiled, shell.user_ns)
+                try:
+                    exec(compiled, shell.user_ns)
+                finally:
+                    # Live refills stop before the profile is made: it replaces them.
+                    if feed is not None:
+                        feed.cell_ended()
         finally:
             if feed is not None:
                 feed.finish()

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+import threading
 import time
 from types import SimpleNamespace
 
+from gpuprofile.capture.chunks import merge_chunks
 from gpuprofile.capture.sources import Reading
-from gpuprofile.widget.live import LiveFeed
+from gpuprofile.trace.model import TIMELINE_TABLES, Trace
+from gpuprofile.widget.live import ChunkRefills, LiveFeed
+from synthetic import synthetic_trace
 
 CPU = Reading("process CPU", "%", -1, 50.0)
 
@@ -42,3 +47,122 @@ def test_steps_move_the_panel_and_keep_the_last_readings() -> None:
     assert widget.live["steps"] == 3 and widget.live["readings"][0]["value"] == 50.0
     feed.finish()
     assert widget.live["steps"] == 3 and widget.live["running"] is False
+
+
+def window(index: int, kernels: int = 10) -> Trace:
+    """A recorded window: ``kernels`` kernels, placed in time by its own origin."""
+    chunk = synthetic_trace(kernels, memory_events=0, seed=index)
+    chunk.meta["origin_ns"] = index * 1_000_000_000
+    chunk.meta["chunks"] = [{"index": index}]
+    return chunk
+
+
+def indexes(trace: Trace) -> list[int]:
+    return [entry["index"] for entry in trace.meta["chunks"]]
+
+
+def test_windows_are_shown_off_the_callers_thread_and_coalesce() -> None:
+    release = threading.Event()
+    fills: list[tuple[str, list[int], int]] = []
+
+    def fill(trace: Trace) -> None:
+        release.wait(10)
+        fills.append((threading.current_thread().name, indexes(trace), len(trace.kernels)))
+
+    refills = ChunkRefills(fill, busy_share=1.0)
+    refills.add(window(0))
+    # The first refill is blocked in fill(): adding more windows does not wait for it.
+    for index in range(1, 5):
+        refills.add(window(index))
+    assert fills == []
+    release.set()
+    deadline = time.monotonic() + 10
+    while (not fills or fills[-1][1] != [0, 1, 2, 3, 4]) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    refills.close()
+    # Windows that came during a refill went into the next one together: fewer refills than
+    # windows, and the last shows all of them, each once.
+    assert [f[1] for f in fills] == [[0], [0, 1, 2, 3, 4]]
+    assert fills[-1][2] == 5 * 10
+    assert all(name == "gpuprofile-live-windows" for name, _, _ in fills)
+    assert refills.refills == 2 and refills.errors == []
+
+
+def test_refills_rest_so_they_take_a_bounded_share_of_the_time() -> None:
+    spans: list[tuple[float, float]] = []
+
+    def fill(trace: Trace) -> None:
+        started = time.monotonic()
+        time.sleep(0.05)
+        spans.append((started, time.monotonic()))
+
+    share = 0.25
+    refills = ChunkRefills(fill, busy_share=share)
+    for index in range(3):
+        refills.add(window(index))
+        deadline = time.monotonic() + 10
+        while len(spans) <= index and time.monotonic() < deadline:
+            time.sleep(0.005)
+    refills.close()
+    assert len(spans) == 3
+    # After a refill of d seconds the next starts no sooner than d * (1 - share) / share later.
+    for (start, end), (next_start, _) in itertools.pairwise(spans):
+        assert next_start - end >= (end - start) * (1 - share) / share
+
+
+def test_closing_ends_a_rest_at_once_and_ignores_later_windows() -> None:
+    fills: list[list[int]] = []
+    refills = ChunkRefills(lambda trace: (time.sleep(0.2), fills.append(indexes(trace))), 0.01)
+    refills.add(window(0))
+    deadline = time.monotonic() + 10
+    while not fills and time.monotonic() < deadline:
+        time.sleep(0.005)
+    refills.add(window(1))  # arrives during a ~20 s rest
+    started = time.monotonic()
+    refills.close()
+    assert time.monotonic() - started < 5
+    refills.add(window(2))
+    assert fills == [[0]]
+
+
+def test_a_failing_refill_is_reported_in_the_panel_and_later_ones_still_run() -> None:
+    widget = SimpleNamespace(live={})
+    feed = LiveFeed(widget, busy_share=1.0)
+    feed.start()
+    calls: list[list[int]] = []
+
+    def fill(trace: Trace) -> None:
+        calls.append(indexes(trace))
+        if len(calls) == 1:
+            raise RuntimeError("no room")
+
+    feed.refills = ChunkRefills(fill, busy_share=1.0)
+    feed.show_chunk(window(0), None)
+    deadline = time.monotonic() + 10
+    while not calls and time.monotonic() < deadline:
+        time.sleep(0.005)
+    feed.show_chunk(window(1), None)
+    while len(calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    feed.finish()
+    # The failed refill did not become the shown state: the next one merged both windows.
+    assert calls == [[0], [0, 1]]
+    assert widget.live["running"] is False
+    assert widget.live["errors"] == ["showing recorded steps: RuntimeError: no room"]
+
+
+def test_a_live_feed_fills_its_widget_with_the_windows_analysed() -> None:
+    from gpuprofile.widget.widget import ProfileWidget
+
+    widget = ProfileWidget()
+    feed = LiveFeed(widget)
+    feed.start()
+    feed.show_chunk(window(0, kernels=7), None)
+    feed.show_chunk(window(1, kernels=5), None)
+    deadline = time.monotonic() + 30
+    while widget.total_events < 3 * 12 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    feed.finish()
+    merged = merge_chunks([window(0, kernels=7), window(1, kernels=5)])
+    assert widget.total_events == sum(len(merged.table(t)) for t in TIMELINE_TABLES)
+    assert widget.summary["hints"] is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -74,7 +75,7 @@ def test_only_recorded_steps_reach_the_trace_and_chunks_come_early(tmp_path: Pat
     chunks = trace.meta["chunks"]
     assert len(chunks) == 2
     # Each window was read while the block still ran, not after it.
-    assert all(chunk["merged_ns"] < end[0] for chunk in chunks)
+    assert all(chunk["read_ns"] < end[0] for chunk in chunks)
     assert [chunk["step"] for chunk in chunks] == [4, 8]
     assert "dropped" not in trace.meta
 
@@ -200,15 +201,21 @@ def test_magic_with_steps_streams_chunks_to_the_widget(
     monkeypatch.setattr(gpuprofile.magic, "display", lambda *a, **k: output)
     lives: list[Any] = []
     refills: list[tuple[int, int]] = []
+    # The cell waits for each window to be shown before going on: refills run on their own
+    # thread, so the cell is not blocked by them, and nothing here depends on timing.
+    windows_shown = [threading.Event(), threading.Event()]
+    shell.user_ns["windows_shown"] = windows_shown
+
+    def refilled(change: dict[str, Any]) -> None:
+        refills.append((time.time_ns(), change["new"]))
+        if len(refills) <= len(windows_shown):
+            windows_shown[len(refills) - 1].set()
 
     class Watched(gpuprofile.magic._LiveOutput):
         def __init__(self) -> None:
             super().__init__()
             lives.append(self.feed)
-            self.feed.widget.observe(
-                lambda change: refills.append((time.time_ns(), change["new"])),
-                names="total_events",
-            )
+            self.feed.widget.observe(refilled, names="total_events")
 
     monkeypatch.setattr(gpuprofile.magic, "_LiveOutput", Watched)
     hooks = optimizer_hooks()
@@ -219,6 +226,8 @@ def test_magic_with_steps_streams_chunks_to_the_widget(
         "for i in range(6):\n"
         "    a @ a\n"
         "    gpuprofile.step()\n"
+        "    if i in (1, 3):\n"
+        "        assert windows_shown[i // 2].wait(60), 'window not shown'\n"
         "cell_end_ns = time.time_ns()\n"
     )
     result = shell.run_cell(cell, store_history=True)

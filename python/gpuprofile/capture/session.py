@@ -37,7 +37,7 @@ from gpuprofile.trace.model import Trace
 
 # Readings as they come, with the sources that give nothing and why (for live views).
 LiveSample = Callable[[int, list[Reading], dict[str, str]], None]
-# The merged trace so far, each time a recorded chunk of steps has been added (cell's thread).
+# Each recorded window of steps as soon as it is read, on the cell's thread (keep it short).
 OnChunk = Callable[[Trace], None]
 
 # Upper bound of the default --max-events: a merged trace costs roughly 1 KB per timeline event
@@ -127,7 +127,7 @@ def capture(
     """Run the block under the profiler (and the sampler); fill ``result`` when it ends.
     ``on_sample(time_ns, readings, missing)`` is called from the sampler's thread as readings
     come, with the sources that give nothing and why; ``on_step(count)`` at each step;
-    ``on_chunk(trace)`` with the merged trace after each recorded window (``options.steps``)."""
+    ``on_chunk(chunk)`` with each recorded window as it is read (``options.steps``)."""
     if profiler_running():
         raise ProfilerBusyError.running()
     cuda = torch.cuda.is_available()
@@ -256,14 +256,15 @@ def _schedule_meta(steps: StepSchedule | None) -> dict[str, int] | None:
 
 class _Chunks:
     """Reads each recorded window as the profiler hands it over (``on_trace_ready``, on the
-    thread that called ``prof.step()``: the cell's) and keeps the merge of those kept so far."""
+    thread that called ``prof.step()``: the cell's) and keeps it; they are merged once, at the
+    end, so the cell pays for reading each window and nothing that grows with the run."""
 
     def __init__(self, options: CaptureOptions, max_events: int, on_chunk: OnChunk | None):
         self.options = options
         self.max_events = max_events
         self.on_chunk = on_chunk
         self.counter: StepCounter | None = None
-        self.merged: Trace | None = None
+        self.kept: list[Trace] = []
         self.kept_events = 0
         self.index = 0
         self.dropped_chunks = 0
@@ -280,7 +281,7 @@ class _Chunks:
             self.errors.append(f"chunk {index}: {type(error).__name__}: {error}")
             return
         events = timeline_events(chunk)
-        if self.merged is not None and self.kept_events > self.max_events:
+        if self.kept and self.kept_events > self.max_events:
             self.dropped_chunks += 1
             self.dropped_events += events
             return
@@ -290,19 +291,19 @@ class _Chunks:
                 "origin_ns": int(chunk.meta["origin_ns"]),
                 "events": events,
                 "step": self.counter.count if self.counter is not None else None,
-                "merged_ns": time.time_ns(),
+                "read_ns": time.time_ns(),
             }
         ]
-        self.merged = chunk if self.merged is None else merge_chunks([self.merged, chunk])
+        self.kept.append(chunk)
         self.kept_events += events
         if self.on_chunk is not None:
             try:
-                self.on_chunk(self.merged)
+                self.on_chunk(chunk)
             except Exception as error:
                 self.errors.append(f"showing chunk {index}: {type(error).__name__}: {error}")
 
     def result(self, started_ns: int) -> Trace:
-        trace = self.merged if self.merged is not None else _empty_capture(started_ns)
+        trace = merge_chunks(self.kept) if self.kept else _empty_capture(started_ns)
         if self.dropped_chunks:
             trace.meta["dropped"] = {
                 "chunks": self.dropped_chunks,

@@ -3,29 +3,100 @@
 The kernel's main thread is busy running the cell, so readings go out from the sampler thread
 (ipykernel sends comm messages from any thread through its IOPub thread). Updates are spaced at
 least ``min_gap_s`` apart so a fast sampler or a fast loop does not flood the browser.
+
+Recorded windows (``--steps``) are merged and analysed on a thread of their own, not on the
+cell's: the cell only hands each window over. Windows that arrive while a refill runs wait and
+go into the next one together, and after each refill the thread rests so that refills take at
+most ``busy_share`` of the time: a long run with many windows pays a bounded share of one core
+for its live view, instead of an analysis of everything so far at every window.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from gpuprofile.capture.chunks import merge_chunks
 from gpuprofile.capture.sources import Reading
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
 
 
+class ChunkRefills:
+    """Shows the windows recorded so far through ``fill(merged)``, off the caller's thread."""
+
+    def __init__(self, fill: Callable[[Trace], None], busy_share: float = 0.2) -> None:
+        if not 0 < busy_share <= 1:
+            raise ValueError(f"busy_share {busy_share}: must be in (0, 1]")
+        self._fill = fill
+        self._rest_per_busy = (1 - busy_share) / busy_share
+        self._waiting: list[Trace] = []
+        self._shown: Trace | None = None
+        self._wake = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self.refills = 0
+        self.busy_s = 0.0
+        self.errors: list[str] = []
+
+    def add(self, chunk: Trace) -> None:
+        with self._wake:
+            if self._closed:
+                return
+            self._waiting.append(chunk)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="gpuprofile-live-windows", daemon=True
+                )
+                self._thread.start()
+            self._wake.notify()
+
+    def close(self) -> None:
+        """No more refills; returns once a refill under way has ended (so a later fill of the
+        same widget is never overwritten by this thread)."""
+        with self._wake:
+            self._closed = True
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        rest_until = 0.0
+        while True:
+            with self._wake:
+                self._wake.wait_for(lambda: self._closed or bool(self._waiting))
+                # Resting still ends at once when the cell ends.
+                self._wake.wait_for(lambda: self._closed, max(0.0, rest_until - time.monotonic()))
+                if self._closed:
+                    return
+                new, self._waiting = self._waiting, []
+            started = time.monotonic()
+            try:
+                # Kept even if fill() fails: the next refill still holds these windows.
+                self._shown = merge_chunks([self._shown, *new] if self._shown else new)
+                self._fill(self._shown)
+                self.refills += 1
+            except Exception as error:  # the cell must run on; the error is shown in the panel
+                self.errors.append(f"showing recorded steps: {type(error).__name__}: {error}")
+            took = time.monotonic() - started
+            self.busy_s += took
+            rest_until = time.monotonic() + took * self._rest_per_busy
+
+
 class LiveFeed:
-    def __init__(self, widget: Any, min_gap_s: float = 0.2) -> None:
+    def __init__(self, widget: Any, min_gap_s: float = 0.2, busy_share: float = 0.2) -> None:
         self.widget = widget
         self.min_gap_s = min_gap_s
+        self.busy_share = busy_share
         self._started = time.monotonic()
         self._last = -float("inf")
         self._lock = threading.Lock()
         self._finished = False
         self.steps = 0
+        self.refills: ChunkRefills | None = None
 
     def start(self) -> None:
         self.widget.live = {
@@ -40,11 +111,22 @@ class LiveFeed:
         self.steps = count
         self._update()
 
-    def show_chunk(self, trace: Trace, hardware: Hardware | None) -> None:
-        """The steps recorded so far, analysed, in the widget while the cell runs on."""
-        from gpuprofile.result import Profile
+    def show_chunk(self, chunk: Trace, hardware: Hardware | None) -> None:
+        """A recorded window: the windows so far reach the widget, analysed, while the cell runs
+        on (see ChunkRefills)."""
+        if self.refills is None:
+            from gpuprofile.result import Profile
 
-        Profile(trace, hardware=hardware).fill_widget(self.widget)
+            def fill(trace: Trace) -> None:
+                Profile(trace, hardware=hardware).fill_widget(self.widget)
+
+            self.refills = ChunkRefills(fill, self.busy_share)
+        self.refills.add(chunk)
+
+    def cell_ended(self) -> None:
+        """The cell's code is done: no more live refills (the profile replaces them)."""
+        if self.refills is not None:
+            self.refills.close()
 
     def _update(self, **fields: Any) -> None:
         now = time.monotonic()
@@ -61,7 +143,9 @@ class LiveFeed:
             }
 
     def finish(self) -> None:
-        """The cell ended (or raised): no more updates; the panel says it finished."""
+        """The cell ended (or raised): no more updates; the panel says it finished, and what
+        went wrong showing recorded steps, if anything did."""
+        self.cell_ended()
         with self._lock:
             self._finished = True
             live = dict(self.widget.live or {})
@@ -70,4 +154,6 @@ class LiveFeed:
                 elapsed_s=round(time.monotonic() - self._started, 3),
                 steps=self.steps,
             )
+            if self.refills is not None and self.refills.errors:
+                live["errors"] = list(self.refills.errors)
             self.widget.live = live
