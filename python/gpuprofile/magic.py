@@ -11,7 +11,7 @@ from IPython.display import display
 
 from gpuprofile.errors import ProfilerBusyError
 from gpuprofile.hardware.model import Hardware
-from gpuprofile.result import Profile, remember
+from gpuprofile.result import Profile, in_kernel, remember
 
 
 @magics_class
@@ -89,7 +89,7 @@ class GpuprofileMagics(Magics):
         result = Profile(hardware=hardware)
         # In a notebook the widget shows at once and its live panel moves while the cell runs;
         # a terminal gets the text report at the end.
-        live = _LiveOutput() if getattr(shell, "kernel", None) is not None else None
+        live = _LiveOutput() if in_kernel() else None
         feed = live.feed if live is not None else None
         # IPython leaves this frame out of tracebacks: the user sees their cell's own lines.
         __tracebackhide__ = True

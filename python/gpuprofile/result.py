@@ -93,10 +93,20 @@ class Profile:
         return self.text()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        # The widget view for Jupyter frontends; the text report for everything else.
+        # The widget view for Jupyter frontends; the text report for everything else, where a
+        # widget would only cost time and memory (terminal IPython has no kernel to talk to).
+        if not in_kernel():
+            return {"text/plain": self.text()}, {}
         bundle = self.widget()._repr_mimebundle_(**kwargs)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         return {**data, "text/plain": self.text()}, metadata
+
+
+def in_kernel() -> bool:
+    """Running in a Jupyter kernel, whose frontend can show widgets (not terminal IPython)."""
+    from IPython import get_ipython
+
+    return getattr(get_ipython(), "kernel", None) is not None
 
 
 _last: Profile | None = None

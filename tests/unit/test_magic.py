@@ -35,9 +35,18 @@ def test_exception_keeps_its_type_and_traceback(
     assert not gpuprofile.capture.session.profiler_running()
 
 
-def test_display_carries_the_widget_and_the_text(shell: InteractiveShell) -> None:
+def test_display_carries_the_widget_and_the_text_in_a_kernel_only(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run(shell, "%%gpuprofile\nimport torch\ntorch.ones(4).cumsum(0)\n")
-    bundle, _ = gpuprofile.last()._repr_mimebundle_()
+    profile = gpuprofile.last()
+    # Terminal IPython (no kernel): the text report, and no widget is built for nobody.
+    bundle, _ = profile._repr_mimebundle_()
+    assert set(bundle) == {"text/plain"}
+    assert bundle["text/plain"].startswith("gpuprofile report (capture)")
+    assert profile._widget is None
+    monkeypatch.setattr(shell, "kernel", object(), raising=False)
+    bundle, _ = profile._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["text/plain"].startswith("gpuprofile report (capture)")
 

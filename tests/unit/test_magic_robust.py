@@ -197,7 +197,8 @@ def test_terminal_ipython_prints_the_text_report(tmp_path: Path) -> None:
         "%load_ext gpuprofile\n"
         "%%gpuprofile\nimport torch\nw = torch.ones(8, 8) @ torch.ones(8, 8)"
         + CELL_END
-        + "print('AFTER', float(w[0, 0]))\nexit\n"
+        + "print('AFTER', float(w[0, 0]))\n"
+        + "import sys\nprint('WIDGET BUILT', 'gpuprofile.widget.widget' in sys.modules)\nexit\n"
     )
     done = subprocess.run(
         ipython_command(),
@@ -213,6 +214,8 @@ def test_terminal_ipython_prints_the_text_report(tmp_path: Path) -> None:
     assert "gpuprofile report (capture)" in done.stdout
     assert "aten::mm" in done.stdout
     assert "AFTER 8.0" in done.stdout
+    # Text only: the widget's code never ran in a terminal.
+    assert "WIDGET BUILT False" in done.stdout
     for noise in WIDGET_NOISE:
         assert noise not in printed
     assert "Traceback" not in printed
