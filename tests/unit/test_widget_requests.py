@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -270,6 +271,29 @@ def test_search_substring_regex_and_bad_regex(synthetic: Source) -> None:
     # "(" is just a character in a substring search.
     reply, _ = _search(synthetic, "(", regex=False)
     assert reply["count"] == _name_count(trace, lambda n: "(" in n) > 0
+
+
+def test_a_regex_that_backtracks_forever_is_stopped_with_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trace = synthetic_trace(50)
+    slow = "a" * 60 + "!"  # (a|aa)+$ tries ~fib(60) ways to split it before giving up
+    trace.ops["name"] = trace.ops["name"].cat.rename_categories(
+        {"aten::weird": slow, "aten::mm": "aaa"}
+    )
+    source = _source(trace)
+    monkeypatch.setattr(requests, "REGEX_BUDGET_S", 0.2)
+    started = time.monotonic()
+    reply, buffers = handle(
+        source, {"type": "search", "request": 7, "pattern": "(a|aa)+$", "regex": True}
+    )
+    # A guard against a hang, not a speed target: without a budget this runs for centuries.
+    assert time.monotonic() - started < 60
+    assert reply["request"] == 7 and buffers == []
+    assert "(a|aa)+$" in reply["error"] and "simplify" in reply["error"]
+    # The same pattern on names it does not backtrack on answers normally.
+    reply, _ = _search(_source(synthetic_trace(50)), "(m|mm)+$", regex=True)
+    assert reply["count"] == _name_count(synthetic_trace(50), lambda n: n.endswith("m")) > 0
 
 
 def test_search_returns_the_earliest_matches_up_to_the_limit(

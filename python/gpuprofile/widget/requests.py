@@ -8,11 +8,12 @@ a kind needs (correlation lookups, the time order) are built then and kept in da
 
 from __future__ import annotations
 
-import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+import regex
 
 from gpuprofile.analyses.flops import outermost_cpu_ops
 from gpuprofile.analyses.intervals import union_length
@@ -27,6 +28,8 @@ __all__ = ["DETAIL_LIMIT", "SEARCH_LIMIT", "Source", "handle"]
 
 DETAIL_LIMIT = 100_000
 SEARCH_LIMIT = 10_000
+# A pattern may backtrack for hours on one name; the kernel's main thread must not hang on it.
+REGEX_BUDGET_S = 2.0
 TOP = 5
 MAX_BINS = 16_384
 
@@ -130,15 +133,10 @@ def search(source: Source, message: Mapping[str, Any]) -> Reply:
     data = source.data
     pattern = str(message.get("pattern", ""))
     if message.get("regex"):
-        try:
-            compiled = re.compile(pattern)
-        except re.error as err:
-            raise BadRequest(f"bad regular expression {pattern!r}: {err}") from None
-        matches: Callable[[str], bool] = lambda name: compiled.search(name) is not None  # noqa: E731
+        hit_names = _regex_hits(data.names, pattern)
     else:
         needle = pattern.casefold()
-        matches = lambda name: needle in name.casefold()  # noqa: E731
-    hit_names = [i for i, name in enumerate(data.names) if matches(name)]
+        hit_names = [i for i, name in enumerate(data.names) if needle in name.casefold()]
     lut = np.zeros(len(data.names), bool)
     lut[hit_names] = True
     per_name = cached(data, "name_counts", lambda: np.bincount(data.name, minlength=len(lut)))
@@ -156,6 +154,27 @@ def search(source: Source, message: Mapping[str, Any]) -> Reply:
         "dur_ns": (data.end[ids] - data.start[ids]).astype(np.float32),
     }
     return {"count": count, "names": hit_names}, [encode_table(columns)]
+
+
+def _regex_hits(names: list[str], pattern: str) -> list[int]:
+    """Indexes of the names the pattern matches, within REGEX_BUDGET_S for all names (the
+    `regex` module, unlike `re`, can stop a search that runs too long)."""
+    try:
+        compiled = regex.compile(pattern)
+    except regex.error as err:
+        raise BadRequest(f"bad regular expression {pattern!r}: {err}") from None
+    deadline = time.monotonic() + REGEX_BUDGET_S
+    hits = []
+    try:
+        for i, name in enumerate(names):
+            if compiled.search(name, timeout=max(deadline - time.monotonic(), 1e-3)):
+                hits.append(i)
+    except TimeoutError:
+        raise BadRequest(
+            f"regular expression {pattern!r} took over {REGEX_BUDGET_S:g} s on "
+            f"{len(names):,} names (it backtracks too much): simplify it"
+        ) from None
+    return hits
 
 
 def _first_matches(
