@@ -25,8 +25,9 @@ from torch.profiler import schedule as torch_schedule
 
 from gpuprofile.capture import steps as step_state
 from gpuprofile.capture.chunks import merge_chunks, timeline_events
+from gpuprofile.capture.counter_export import CounterExportError, append_counters
 from gpuprofile.capture.counters import with_samples
-from gpuprofile.capture.sampler import Sampler
+from gpuprofile.capture.sampler import Sample, Sampler
 from gpuprofile.capture.sources import Reading, default_sources
 from gpuprofile.capture.steps import WARMUP, StepCounter, StepSchedule, check_steps
 from gpuprofile.errors import ProfilerBusyError
@@ -215,6 +216,8 @@ def capture(
                     interval_s=sampler.interval_s,
                     dropped=sampler.dropped,
                 )
+                if options.export is not None:
+                    _export_samples(trace, options, chunks, sampler.samples)
             result._finish(trace, partial=not finished)
 
 
@@ -311,8 +314,33 @@ class _Chunks:
                 "max_events": self.max_events,
             }
         if self.errors:
-            trace.meta["chunk_errors"] = list(self.errors)
+            trace.meta["capture_errors"] = [*trace.meta.get("capture_errors", []), *self.errors]
         return trace
+
+
+def _export_samples(
+    trace: Trace, options: CaptureOptions, chunks: _Chunks | None, samples: list[Sample]
+) -> None:
+    """The samples go into the exported file; with a schedule, each window's file gets those of
+    its window, placed as ``with_samples`` places them on a trace. A file that cannot take them
+    keeps what torch wrote, and the report says so."""
+    assert options.export is not None
+    if chunks is None:
+        files = [(Path(options.export), trace)]
+    else:
+        files = [
+            (Path(chunk_file), with_samples(chunk, samples, {}))
+            for chunk in chunks.kept
+            if (chunk_file := _chunk_path(options.export, chunk.meta["chunks"][0]["index"]))
+        ]
+    for path, sampled in files:
+        try:
+            append_counters(path, sampled.counters, int(sampled.meta["origin_ns"]))
+        except (OSError, CounterExportError) as error:
+            trace.meta["capture_errors"] = [
+                *trace.meta.get("capture_errors", []),
+                f"samples not written to {path}: {error}",
+            ]
 
 
 def _chunk_path(export: str | None, index: int) -> str | None:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from gpuprofile.errors import TraceFormatError
 from gpuprofile.importers.kineto_columns import (
+    counter_columns,
     device_summary,
     kernel_columns,
     memcpy_columns,
@@ -69,6 +70,7 @@ def _read_rank(path: Path) -> _RankTables:
     buckets: dict[str, list[Event]] = {t: [] for t in ("ops", "kernels", "memcpy", "memset")}
     buckets["runtime"] = []
     memory: list[Event] = []
+    counters: list[Event] = []
     thread_names: dict[str, str] = {}
     skipped: Counter[str] = Counter()
     table_of = TABLE_OF_CATEGORY
@@ -85,14 +87,19 @@ def _read_rank(path: Path) -> _RankTables:
                 memory.append(event)
             else:
                 skipped[f"instant {event.name}"] += 1
+        elif ph == "C":
+            if event.args is not None and event.args.value is not None:
+                counters.append(event)
+            else:
+                skipped[f"counter {event.name} without a 'value'"] += 1
         elif ph == "M":
             if event.name == "thread_name" and event.args is not None and event.args.name:
                 thread_names[f"{event.pid}/{event.tid}"] = event.args.name
         elif ph not in FLOW_PHASES:
             skipped[f"phase {ph or '(none)'}"] += 1
 
-    for table, bucket in (*buckets.items(), ("memory", memory)):
-        _require_times(path, events, bucket, needs_dur=table != "memory")
+    for table, bucket in (*buckets.items(), ("memory", memory), ("counters", counters)):
+        _require_times(path, events, bucket, needs_dur=table not in ("memory", "counters"))
     starts = [float(e.ts) for b in (*buckets.values(), memory) for e in b]  # type: ignore[arg-type]
     ts0 = min(starts) if starts else 0.0
     base = doc.baseTimeNanoseconds or 0
@@ -104,6 +111,7 @@ def _read_rank(path: Path) -> _RankTables:
         "memset": memset_columns(buckets["memset"], ts0),
         "runtime": runtime_columns(buckets["runtime"], ts0),
         "memory": memory_columns(memory, ts0),
+        "counters": counter_columns(counters, ts0),
     }
     devices = doc.deviceProperties or doc.computeProperties or []
     meta = {
@@ -175,12 +183,12 @@ def _assign_ranks(directory: Path, ranks: list[_RankTables]) -> None:
 def _merge(ranks: list[_RankTables], source_path: str) -> Trace:
     origin = min(r.origin_ns for r in ranks)
     tables: dict[str, pd.DataFrame] = {}
-    for table in ("ops", "kernels", "memcpy", "memset", "runtime", "memory"):
+    for table in ("ops", "kernels", "memcpy", "memset", "runtime", "memory", "counters"):
         parts = []
         for r in ranks:
             columns = dict(r.columns[table])
             shift = r.origin_ns - origin
-            time_key = "time_ns" if table == "memory" else "start_ns"
+            time_key = "time_ns" if table in ("memory", "counters") else "start_ns"
             columns[time_key] = columns[time_key] + shift
             n = len(columns[time_key])
             columns["rank"] = np.full(n, r.rank, dtype=np.int32)

@@ -8,7 +8,13 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from gpuprofile.importers.kineto_format import NO_ARGS, OP_CATEGORY, Args, Event
+from gpuprofile.importers.kineto_format import (
+    NO_ARGS,
+    OP_CATEGORY,
+    Args,
+    Event,
+    split_counter_name,
+)
 from gpuprofile.trace.model import NO_ID
 
 
@@ -148,6 +154,19 @@ def runtime_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
         "dur_ns": dur,
         "correlation": _ints((a.correlation for a in args), n),
         "external_id": _external_ids(args),
+    }
+
+
+def counter_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
+    """Counter samples ("ph": "C" with a numeric args.value; the series' device is its id)."""
+    start, _ = _times(bucket, ts0)
+    names = [split_counter_name(e.name) for e in bucket]
+    return {
+        "time_ns": start,
+        "name": [name for name, _ in names],
+        "unit": [unit for _, unit in names],
+        "device": np.fromiter((_as_id(e.id) for e in bucket), np.int64, len(bucket)),
+        "value": _floats(((e.args or NO_ARGS).value for e in bucket), len(bucket)),
     }
 
 

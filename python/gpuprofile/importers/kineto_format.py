@@ -40,6 +40,7 @@ class Args(msgspec.Struct, gc=False):
     device_type: int | None = msgspec.field(name="Device Type", default=None)
     device_id: int | None = msgspec.field(name="Device Id", default=None)
     name: str | None = None  # process_name / thread_name metadata
+    value: float | None = None  # a counter ("ph": "C") sample, as gpuprofile exports them
 
 
 NO_ARGS = Args()
@@ -53,6 +54,7 @@ class Event(msgspec.Struct, gc=False):
     tid: int | str = 0
     ts: int | float | None = None
     dur: int | float | None = None
+    id: int | str | None = None  # a counter's series (gpuprofile: the device)
     args: Args | None = None
 
 
@@ -91,6 +93,22 @@ TABLE_OF_CATEGORY = {
     "python_function": "ops",
 }
 OP_CATEGORY = {"Operator": "cpu_op"}
+
+
+# A counter's unit rides in its name, "GPU utilization [%]": Chrome-trace counters carry
+# numbers only, and Perfetto shows the name as the track's title.
+def counter_name(name: str, unit: str) -> str:
+    return f"{name} [{unit}]" if unit else name
+
+
+def split_counter_name(text: str) -> tuple[str, str]:
+    """``counter_name``'s inverse: (name, unit), unit "" when the name carries none."""
+    if text.endswith("]") and " [" in text:
+        name, unit = text[:-1].rsplit(" [", 1)
+        return name, unit
+    return text, ""
+
+
 FLOW_PHASES = frozenset("sftbe")
 _DOCUMENT_DECODER = msgspec.json.Decoder(Document)
 _LIST_DECODER = msgspec.json.Decoder(list[Event])

@@ -56,6 +56,8 @@ def build_report(analysis: Analysis, *, partial: bool = False, top: int = 10) ->
         "partial": partial,
         # {"chunks", "events", "max_events"} when --max-events dropped recorded windows.
         "dropped": trace.meta.get("dropped"),
+        # What the capture could not do (a recorded window not read, samples not exported).
+        "capture_errors": list(trace.meta.get("capture_errors", [])),
         "hardware": analysis.hardware.to_dict(),
         "gauges": [gauge.to_dict() for gauge in analysis.gauges],
         "hints": [hint.to_dict() for hint in analysis.hints],

@@ -20,6 +20,7 @@ def render_text(report: dict[str, Any]) -> str:
     if report.get("partial"):
         lines.append("PARTIAL: the profiled code raised; this covers only what ran before it.")
     lines.extend(_dropped_lines(report.get("dropped")))
+    lines.extend(f"INCOMPLETE: {error}" for error in report.get("capture_errors", []))
     lines.extend(_hardware_lines(report.get("hardware")))
     lines.extend(_hint_lines(report.get("hints", [])))
     for rank in report["ranks"]:

@@ -1,0 +1,152 @@
+"""Sampled counters in exported Chrome traces: written into torch's file, read back as counters."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from kineto_docs import cpu_op, document, write
+
+import gpuprofile
+from gpuprofile.capture.counter_export import CounterExportError, append_counters
+from gpuprofile.trace.model import make_table
+
+BASE_NS = 1_790_000_000_000_000_000
+
+
+def samples(origin_offset_ns: int = 0) -> pd.DataFrame:
+    return make_table(
+        "counters",
+        {
+            "rank": np.zeros(4, int),
+            "name": ["process CPU", "process CPU", "GPU utilization", "memory used"],
+            "unit": ["%", "%", "%", ""],
+            "device": np.array([-1, -1, 0, 3]),
+            "time_ns": np.array([0, 1_000_001, 1_500_000, 2_000_000]) + origin_offset_ns,
+            "value": [12.5, 99.0, 40.0, 1e9],
+        },
+    )
+
+
+def counter_events(path: Path) -> list[dict[str, Any]]:
+    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    return [e for e in json.loads(raw)["traceEvents"] if e.get("ph") == "C"]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_counters_are_added_to_the_file_and_read_back(tmp_path: Path, gz: bool) -> None:
+    ops = [cpu_op("aten::mm", 1000.0, 5000.0), cpu_op("aten::add", 2000.0, 10.0)]
+    doc = document(ops, baseTimeNanoseconds=BASE_NS, traceName="run")
+    path = write(tmp_path / ("run.json.gz" if gz else "run.json"), doc, gz=gz)
+    origin = BASE_NS + 1000 * 1000  # the first event's start
+    append_counters(path, samples(), origin)
+    written = counter_events(path)
+    # Independent reading: every sample at base + ts * 1000, its unit in the name, the device
+    # as the series id.
+    assert [
+        (e["name"], e.get("id"), BASE_NS + int(Decimal(str(e["ts"])) * 1000), e["args"]["value"])
+        for e in written
+    ] == [
+        ("process CPU [%]", None, origin, 12.5),
+        ("process CPU [%]", None, origin + 1_000_001, 99.0),
+        ("GPU utilization [%]", 0, origin + 1_500_000, 40.0),
+        ("memory used", 3, origin + 2_000_000, 1e9),
+    ]
+    trace = gpuprofile.load(path).trace
+    assert len(trace.ops) == 2  # what torch wrote is still there
+    back = trace.counters
+    expected = samples()
+    assert list(back["name"].astype(str)) == list(expected["name"].astype(str))
+    assert list(back["unit"].astype(str)) == list(expected["unit"].astype(str))
+    np.testing.assert_array_equal(back["device"], expected["device"])
+    np.testing.assert_array_equal(back["value"], expected["value"])
+    np.testing.assert_array_equal(back["time_ns"], expected["time_ns"])
+
+
+def test_an_empty_event_list_takes_counters_without_a_stray_comma(tmp_path: Path) -> None:
+    path = write(tmp_path / "empty.json", document([], traceName="x"))
+    append_counters(path, samples(), 0)
+    assert len(counter_events(path)) == 4
+
+
+def test_a_file_that_does_not_end_like_a_trace_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "odd.json"
+    path.write_text('{"traceEvents": [], "extra": {"nested": [1, 2]}}')
+    before = path.read_bytes()
+    with pytest.raises(CounterExportError, match="traceEvents"):
+        append_counters(path, samples(), 0)
+    assert path.read_bytes() == before
+
+
+def test_a_capture_exports_its_samples(tmp_path: Path) -> None:
+    export = tmp_path / "cell.pt.trace.json"
+    with gpuprofile.profile(export=export, interval=0.02) as p:
+        x = torch.randn(64, 64)
+        for _ in range(300):
+            x = torch.tanh(x @ x / 64)
+    counters = p.trace.counters
+    assert len(counters) > 0
+    written = counter_events(export)
+    assert len(written) == len(counters)
+    base = json.loads(export.read_text())["baseTimeNanoseconds"]
+    origin = int(p.trace.meta["origin_ns"])
+    at = sorted(base + int(Decimal(str(e["ts"])) * 1000) - origin for e in written)
+    assert at == sorted(counters["time_ns"].tolist())
+    back = gpuprofile.load(export).trace.counters
+    assert sorted(zip(back["name"].astype(str), back["value"], strict=True)) == sorted(
+        zip(counters["name"].astype(str), counters["value"], strict=True)
+    )
+    assert p.report()["capture_errors"] == []
+
+
+def test_each_chunk_file_gets_the_samples_of_its_window(tmp_path: Path) -> None:
+    export = tmp_path / "run.json"
+    with gpuprofile.profile(steps=(1, 1, 2), export=export, interval=0.01) as p:
+        x = torch.randn(64, 64)
+        for _ in range(6):
+            for _ in range(150):
+                x = torch.tanh(x @ x / 64)
+            gpuprofile.step()
+    files = sorted(tmp_path.glob("run-chunk*.json"))
+    assert len(files) == 2
+    total = 0
+    for path in files:
+        doc = json.loads(path.read_text())
+        base = int(doc.get("baseTimeNanoseconds", 0))
+
+        def at(e: dict[str, Any], base: int = base) -> int:
+            return base + int(Decimal(str(e["ts"])) * 1000)
+
+        spans = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+        start = min(at(e) for e in spans)
+        end = max(at(e) + int(Decimal(str(e["dur"])) * 1000) for e in spans)
+        samples_here = [at(e) for e in doc["traceEvents"] if e.get("ph") == "C"]
+        assert samples_here, path.name
+        assert all(start - 1 <= t <= end + 1 for t in samples_here)
+        total += len(samples_here)
+    assert 0 < total <= len(p.trace.counters)
+
+
+def test_samples_that_cannot_be_exported_are_reported_and_the_file_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gpuprofile.capture.session as session
+
+    def refuse(path: Path, counters: pd.DataFrame, origin_ns: int) -> None:
+        raise CounterExportError("the file does not end with a traceEvents list")
+
+    monkeypatch.setattr(session, "append_counters", refuse)
+    export = tmp_path / "cell.json"
+    with gpuprofile.profile(export=export, interval=0.01) as p:
+        torch.ones(8, 8).cumsum(0)
+    assert json.loads(export.read_text())["traceEvents"]  # torch's file, as it wrote it
+    (error,) = p.report()["capture_errors"]
+    assert str(export) in error and "traceEvents" in error
+    assert f"INCOMPLETE: samples not written to {export}" in p.text()
