@@ -206,8 +206,10 @@ def validate_table(table: str, frame: pd.DataFrame, schema: Mapping[str, str]) -
     columns = list(frame.columns)
     if columns != list(schema):
         raise ValueError(f"table {table!r}: columns {columns} differ from schema {list(schema)}")
-    for name, dtype in schema.items():
-        actual = str(frame[name].dtype)
+    # frame.dtypes at once: a column lookup per name builds a Series each, which dominated
+    # the reading of small traces (a --steps window).
+    for (name, dtype), actual_dtype in zip(schema.items(), frame.dtypes, strict=True):
+        actual = str(actual_dtype)
         if actual != dtype:
             raise ValueError(f"table {table!r}: column {name!r} is {actual}, expected {dtype}")
     if "dur_ns" in schema and len(frame) and int(frame["dur_ns"].min()) < 0:
