@@ -7,6 +7,8 @@ import threading
 import time
 from types import SimpleNamespace
 
+import numpy as np
+
 from gpuprofile.capture.chunks import merge_chunks
 from gpuprofile.capture.sources import Reading
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
@@ -166,3 +168,20 @@ def test_a_live_feed_fills_its_widget_with_the_windows_analysed() -> None:
     merged = merge_chunks([window(0, kernels=7), window(1, kernels=5)])
     assert widget.total_events == sum(len(merged.table(t)) for t in TIMELINE_TABLES)
     assert widget.summary["hints"] is not None
+
+
+def test_merged_windows_keep_every_kernel_linked_to_its_own_op() -> None:
+    first, second = window(0, kernels=30), window(1, kernels=20)
+    # Names the first window never saw: categories differ between the windows.
+    second.kernels["name"] = second.kernels["name"].cat.rename_categories(lambda n: f"v2 {n}")
+    merged = merge_chunks([second, first])  # out of order: placed by their origins
+    kernels, ops = merged.kernels, merged.ops.set_index("id")
+    assert len(kernels) == 50 and ops.index.is_unique and kernels["id"].is_unique
+    # In the synthetic layout each kernel starts 3000 ns after the op that launched it.
+    launched = ops.loc[kernels["op_id"].to_numpy(), "start_ns"].to_numpy()
+    np.testing.assert_array_equal(launched, kernels["start_ns"].to_numpy() - 3000)
+    assert kernels["start_ns"].is_monotonic_increasing  # second window after the first
+    names = kernels["name"].astype(str)
+    assert names.iloc[:30].tolist() == first.kernels["name"].astype(str).tolist()
+    assert names.iloc[30:].tolist() == second.kernels["name"].astype(str).tolist()
+    assert names.iloc[30:].str.startswith("v2 ").all()

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from gpuprofile.trace.model import NO_ID, SCHEMA, TIMELINE_TABLES, Trace, make_table
 
@@ -34,27 +35,31 @@ def merge_chunks(chunks: Sequence[Trace]) -> Trace:
             raise ValueError("a chunk has no meta['origin_ns']: it cannot be placed in time")
     ordered = sorted(chunks, key=lambda c: int(c.meta["origin_ns"]))
     origin = int(ordered[0].meta["origin_ns"])
-    shifts = [int(c.meta["origin_ns"]) - origin for c in ordered]
+    shifts = np.array([int(c.meta["origin_ns"]) - origin for c in ordered], np.int64)
     op_offsets = np.cumsum([0] + [len(c.ops) for c in ordered[:-1]])
     tables: dict[str, pd.DataFrame] = {}
     for table, schema in SCHEMA.items():
-        parts = []
-        offset = 0
-        for chunk, shift, op_offset in zip(ordered, shifts, op_offsets, strict=True):
-            frame = chunk.table(table).copy()
-            time_key = "start_ns" if "start_ns" in schema else "time_ns"
-            frame[time_key] = frame[time_key] + shift
-            if "id" in schema:
-                frame["id"] = frame["id"] + offset
-            for column in _OP_REFERENCES.get(table, ()):
-                known = frame[column] != NO_ID
-                frame.loc[known, column] = frame.loc[known, column] + int(op_offset)
-            offset += len(frame)
-            parts.append(frame)
-        # Categoricals of different chunks have different categories: concat as values and
-        # let make_table encode them again.
-        merged = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-        tables[table] = make_table(table, {c: merged[c].to_numpy() for c in merged.columns})
+        frames = [chunk.table(table) for chunk in ordered]
+        lengths = [len(frame) for frame in frames]
+        # Column by column, without copying frames: a run of hundreds of windows merges in
+        # one pass per column.
+        columns: dict[str, Any] = {}
+        for column, dtype in schema.items():
+            parts = [frame[column] for frame in frames]
+            if dtype == "category":
+                columns[column] = union_categoricals([p.array for p in parts], ignore_order=True)
+            else:
+                columns[column] = np.concatenate([p.to_numpy() for p in parts])
+        time_key = "start_ns" if "start_ns" in schema else "time_ns"
+        columns[time_key] = columns[time_key] + np.repeat(shifts, lengths)
+        if "id" in schema:
+            columns["id"] = columns["id"] + np.repeat(np.cumsum([0, *lengths[:-1]]), lengths)
+        for column in _OP_REFERENCES.get(table, ()):
+            known = columns[column] != NO_ID
+            columns[column] = np.where(
+                known, columns[column] + np.repeat(op_offsets, lengths), columns[column]
+            )
+        tables[table] = make_table(table, columns)
     return Trace(**tables, meta=_merged_meta(ordered, origin))
 
 
