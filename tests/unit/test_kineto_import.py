@@ -195,3 +195,46 @@ def test_unknown_event_kinds_are_counted_not_dropped_silently(tmp_path: Path) ->
     )
     trace = load_kineto(write(tmp_path / "t.json", doc))
     assert trace.meta["ranks"][0]["skipped"] == {"cuda_profiler_range": 1}
+
+
+def test_nanoseconds_written_below_2_43_us_survive_the_float_decode(tmp_path: Path) -> None:
+    # Kineto writes ts in microseconds with three decimals from a base up to 91 days back,
+    # i.e. up to ~7.9e12 us, where float64 steps are ~1 ns: the written nanoseconds must come
+    # back exactly, without the slower exact re-decode.
+    rng = np.random.default_rng(7)
+    written = np.sort(rng.integers(2**42 * 1000, 2**43 * 1000, 5000))
+    events = "\n,".join(
+        f'{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, '
+        f'"ts": {n // 1000}.{n % 1000:03d}, "dur": 0.001}}'
+        for n in written.tolist()
+    )
+    path = tmp_path / "near_2_43.json"
+    path.write_text(f'{{"baseTimeNanoseconds": 1000, "traceEvents": [{events}]}}')
+    trace = load_kineto(path)
+    got = int(trace.meta["origin_ns"]) + np.sort(trace.ops["start_ns"].to_numpy())
+    np.testing.assert_array_equal(got, 1000 + written)
+    # The float product alone would have moved some of them.
+    floats = np.array([float(f"{n // 1000}.{n % 1000:03d}") for n in written.tolist()])
+    assert (np.rint(floats * 1000).astype(np.int64) != written).any()
+
+
+def test_exact_ns_is_the_nearest_nanosecond_of_the_binary_value() -> None:
+    from decimal import ROUND_FLOOR, Decimal
+
+    from gpuprofile.importers.kineto_format import exact_ns
+
+    rng = np.random.default_rng(3)
+    values = np.concatenate(
+        [
+            rng.uniform(-1e6, 1e6, 2000),
+            rng.uniform(0, 2.0**43, 2000),
+            rng.uniform(2.0**43, 2.0**52, 200),  # float spacing above a nanosecond
+            np.array([0.0, 1e-9, -1e-9, 0.0004, -0.0006, 0.0015, 2.0**-30]),
+        ]
+    )
+    # Nearest, ties upward (a tie needs more than three decimals: never a written timestamp).
+    expected = [
+        int((Decimal(float(v)) * 1000 + Decimal("0.5")).to_integral_value(ROUND_FLOOR))
+        for v in values
+    ]
+    np.testing.assert_array_equal(exact_ns(values), expected)

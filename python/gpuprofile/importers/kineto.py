@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from gpuprofile.importers.kineto_format import (
     TABLE_OF_CATEGORY,
     Event,
     decode_document,
+    exact_ns,
 )
 from gpuprofile.importers.source import trace_files
 from gpuprofile.trace.links import launching_ops, with_nesting
@@ -138,8 +138,7 @@ def _read_rank(path: Path) -> _RankTables:
     return _RankTables(
         path=path,
         declared_rank=int(declared) if isinstance(declared, int | str) else None,
-        # Via the float's shortest decimal form: ts0 * 1000 would round away nanoseconds.
-        origin_ns=base + round(Decimal(repr(ts0)) * 1000),
+        origin_ns=base + int(exact_ns(ts0)),
         columns=columns,
         meta=meta,
         thread_names=thread_names,

@@ -13,16 +13,16 @@ from gpuprofile.importers.kineto_format import (
     OP_CATEGORY,
     Args,
     Event,
+    exact_ns,
     split_counter_name,
 )
 from gpuprofile.trace.model import NO_ID
 
 
 def _times(bucket: Sequence[Event], ts0: float) -> tuple[np.ndarray, np.ndarray]:
-    # Subtracting ts0 in microseconds first keeps nanosecond precision for absolute timestamps.
     ts = np.fromiter((e.ts for e in bucket), dtype=np.float64, count=len(bucket))
     dur = np.fromiter((e.dur or 0 for e in bucket), dtype=np.float64, count=len(bucket))
-    return np.rint((ts - ts0) * 1000).astype(np.int64), np.rint(dur * 1000).astype(np.int64)
+    return exact_ns(ts) - exact_ns(ts0), exact_ns(dur)
 
 
 def _ints(values: Any, n: int) -> np.ndarray:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from gpuprofile.errors import TraceFormatError
 from gpuprofile.importers.source import locate, read_trace_bytes
@@ -113,9 +114,32 @@ FLOW_PHASES = frozenset("sftbe")
 _DOCUMENT_DECODER = msgspec.json.Decoder(Document)
 _LIST_DECODER = msgspec.json.Decoder(list[Event])
 
-# Above 2**42 us (~51 days) a float64 holds a microsecond timestamp only to ~1 ns or coarser:
-# at 1.7e15 us (absolute Unix time, no baseTimeNanoseconds) the steps are 0.25 us.
-_FLOAT_EXACT_LIMIT_US = 2.0**42
+# Below 2**43 us (~102 days) the float64 nearest to a timestamp written with nanosecond digits
+# lies within 0.49 ns of it, so exact_ns recovers the written nanosecond; Kineto writes ts from a
+# base at most 91 days back. Above, float64 steps grow to 1 ns and coarser (0.25 us at 1.7e15,
+# absolute Unix time), and only a second, exact decode keeps the nanoseconds.
+_FLOAT_EXACT_LIMIT_US = 2.0**43
+
+
+def exact_ns(us: Any) -> np.ndarray:
+    """Microseconds (float64) -> int64 nanoseconds nearest to each value's exact binary value.
+
+    ``rint(us * 1000)`` rounds the product to a float first, which near 2**43 us can land a
+    nanosecond off; here the product is formed in integers: us == m * 2**-shift exactly, with m
+    a 53-bit integer, so m * 1000 (< 2**63) shifted back with rounding is exact.
+    """
+    shape = np.shape(us)
+    us = np.asarray(us, dtype=np.float64).reshape(-1)
+    out = np.rint(us * 1000).astype(np.int64)  # right where the integer path does not apply
+    mantissa, exponent = np.frexp(us)
+    shift = 53 - exponent.astype(np.int64)
+    # shift <= 52 (|us| >= 0.5) leaves headroom for the rounding term; below, the float product
+    # is off by far less than a nanosecond's rounding margin.
+    exact = (shift >= 1) & (shift <= 52) & np.isfinite(us)
+    m = (mantissa[exact] * 2.0**53).astype(np.int64)
+    s = shift[exact]
+    out[exact] = (m * 1000 + (np.int64(1) << (s - 1))) >> s
+    return out.reshape(shape)
 
 
 class _ExactTime(msgspec.Struct, gc=False):
@@ -133,7 +157,7 @@ _EXACT_LIST_DECODER = msgspec.json.Decoder(list[_ExactTime])
 def _keep_nanoseconds(raw: bytes, doc: Document, is_list: bool) -> None:
     """Re-read ts exactly where float64 lost its nanoseconds, and rebase it near zero.
 
-    Only traces with fractional ts beyond 2**42 us pay for the second, ts-only decode. The
+    Only traces with fractional ts beyond 2**43 us pay for the second, ts-only decode. The
     whole microseconds of the earliest ts move into baseTimeNanoseconds, so every ts left is
     small enough for a float64 to hold to the nanosecond.
     """
