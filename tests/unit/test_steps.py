@@ -248,6 +248,8 @@ def test_magic_with_steps_streams_chunks_to_the_widget(
     assert shown == [profile] and profile.widget() is live.widget
     assert not profiler_running()
     assert optimizer_hooks() == hooks and step_state._active is None
+    # The thread that showed the windows ended with the cell.
+    assert not [t for t in threading.enumerate() if t.name.startswith("gpuprofile-")]
 
 
 def test_magic_rejects_a_bad_steps_option(shell: InteractiveShell) -> None:

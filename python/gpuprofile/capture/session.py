@@ -1,46 +1,44 @@
-"""Run code under torch.profiler (CPU, and CUDA where present) and read the result as a Trace.
-
-The capture is exported as a Chrome trace and read back by the Kineto importer, so a profile
-made here and a trace shared by someone else go through exactly the same analysis.
-"""
+"""Run code under torch.profiler (CPU, and CUDA where present) and read the result as a Trace
+(read_back.py), with the sampler's readings as counters and, with --steps, window by window
+(chunk_reader.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
-import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch.profiler import ProfilerActivity
 from torch.profiler import profile as torch_profile
-from torch.profiler import schedule as torch_schedule
 
 from gpuprofile.capture import steps as step_state
-from gpuprofile.capture.chunks import merge_chunks, timeline_events
+from gpuprofile.capture.chunk_reader import (
+    ChunkReader,
+    OnChunk,
+    chunk_path,
+    schedule_meta,
+    step_quietly,
+    torch_schedule_of,
+)
 from gpuprofile.capture.counter_export import CounterExportError, append_counters
 from gpuprofile.capture.counters import with_samples
+from gpuprofile.capture.read_back import read_back
 from gpuprofile.capture.sampler import Sample, Sampler
 from gpuprofile.capture.sources import Reading, default_sources
-from gpuprofile.capture.steps import WARMUP, StepCounter, StepSchedule, check_steps
+from gpuprofile.capture.steps import StepCounter, StepSchedule, check_steps
 from gpuprofile.errors import ProfilerBusyError
 from gpuprofile.hardware.model import Hardware
-from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.result import Profile
 from gpuprofile.trace.model import Trace
 
 # Readings as they come, with the sources that give nothing and why (for live views).
 LiveSample = Callable[[int, list[Reading], dict[str, str]], None]
-# Each recorded window of steps as soon as it is read, on the cell's thread (keep it short).
-OnChunk = Callable[[Trace], None]
-
 # Upper bound of the default --max-events: a merged trace costs roughly 1 KB per timeline event
 # in the kernel (tables, names, the widget's copy), so 5 M events is some 5 GB.
 MAX_EVENTS_CAP = 5_000_000
@@ -134,7 +132,7 @@ def capture(
     cuda = torch.cuda.is_available()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     chunks = (
-        _Chunks(options, options.max_events or default_max_events(), on_chunk)
+        ChunkReader(options.export, options.max_events or default_max_events(), on_chunk)
         if options.steps is not None
         else None
     )
@@ -143,11 +141,11 @@ def capture(
         record_shapes=options.record_shapes,
         profile_memory=options.profile_memory,
         with_stack=options.with_stack,
-        schedule=_schedule(options.steps) if options.steps is not None else None,
+        schedule=torch_schedule_of(options.steps) if options.steps is not None else None,
         on_trace_ready=chunks.ready if chunks is not None else None,
     )
     counter = StepCounter(
-        advance=(lambda: _step_quietly(prof)) if chunks is not None else None, on_step=on_step
+        advance=(lambda: step_quietly(prof)) if chunks is not None else None, on_step=on_step
     )
     if chunks is not None:
         chunks.counter = counter
@@ -200,11 +198,15 @@ def capture(
                     sampler.stop()
                 # With a schedule, stopping inside a recorded window delivers that last chunk.
                 prof.stop()
-            trace = chunks.result(started_ns) if chunks is not None else _read_back(prof, options)
+            trace = (
+                chunks.result(started_ns)
+                if chunks is not None
+                else read_back(prof, options.export, options.export)
+            )
             trace.meta["steps"] = {
                 "count": counter.count,
                 "explicit": counter.explicit,
-                "schedule": _schedule_meta(options.steps),
+                "schedule": schedule_meta(options.steps),
             }
             if events is not None:
                 trace.meta["cuda_event_ns"] = round(events[0].elapsed_time(events[1]) * 1e6)
@@ -237,89 +239,8 @@ def _deferred_interrupt(*, raise_after: bool) -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def _step_quietly(prof: torch_profile) -> None:
-    # Each window starting afresh is the point of reading chunks (memory stays bounded), so
-    # torch's note that a cycle's events are cleared is not news to the user.
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
-        prof.step()
-
-
-def _schedule(steps: StepSchedule) -> Any:
-    wait, active, repeat = steps
-    return torch_schedule(wait=wait, warmup=WARMUP, active=active, repeat=repeat)
-
-
-def _schedule_meta(steps: StepSchedule | None) -> dict[str, int] | None:
-    if steps is None:
-        return None
-    wait, active, repeat = steps
-    return {"wait": wait, "warmup": WARMUP, "active": active, "repeat": repeat}
-
-
-class _Chunks:
-    """Reads each recorded window as the profiler hands it over (``on_trace_ready``, on the
-    thread that called ``prof.step()``: the cell's) and keeps it; they are merged once, at the
-    end, so the cell pays for reading each window and nothing that grows with the run."""
-
-    def __init__(self, options: CaptureOptions, max_events: int, on_chunk: OnChunk | None):
-        self.options = options
-        self.max_events = max_events
-        self.on_chunk = on_chunk
-        self.counter: StepCounter | None = None
-        self.kept: list[Trace] = []
-        self.kept_events = 0
-        self.index = 0
-        self.dropped_chunks = 0
-        self.dropped_events = 0
-        self.errors: list[str] = []
-
-    def ready(self, prof: torch_profile) -> None:
-        index = self.index
-        self.index += 1
-        # A failure here would surface inside the user's optimizer.step(): record it instead.
-        try:
-            chunk = _read_back(prof, self.options, path=_chunk_path(self.options.export, index))
-        except Exception as error:
-            self.errors.append(f"chunk {index}: {type(error).__name__}: {error}")
-            return
-        events = timeline_events(chunk)
-        if self.kept and self.kept_events > self.max_events:
-            self.dropped_chunks += 1
-            self.dropped_events += events
-            return
-        chunk.meta["chunks"] = [
-            {
-                "index": index,
-                "origin_ns": int(chunk.meta["origin_ns"]),
-                "events": events,
-                "step": self.counter.count if self.counter is not None else None,
-                "read_ns": time.time_ns(),
-            }
-        ]
-        self.kept.append(chunk)
-        self.kept_events += events
-        if self.on_chunk is not None:
-            try:
-                self.on_chunk(chunk)
-            except Exception as error:
-                self.errors.append(f"showing chunk {index}: {type(error).__name__}: {error}")
-
-    def result(self, started_ns: int) -> Trace:
-        trace = merge_chunks(self.kept) if self.kept else _empty_capture(started_ns)
-        if self.dropped_chunks:
-            trace.meta["dropped"] = {
-                "chunks": self.dropped_chunks,
-                "events": self.dropped_events,
-                "max_events": self.max_events,
-            }
-        if self.errors:
-            trace.meta["capture_errors"] = [*trace.meta.get("capture_errors", []), *self.errors]
-        return trace
-
-
 def _export_samples(
-    trace: Trace, options: CaptureOptions, chunks: _Chunks | None, samples: list[Sample]
+    trace: Trace, options: CaptureOptions, chunks: ChunkReader | None, samples: list[Sample]
 ) -> None:
     """The samples go into the exported file; with a schedule, each window's file gets those of
     its window, placed as ``with_samples`` places them on a trace. A file that cannot take them
@@ -331,7 +252,7 @@ def _export_samples(
         files = [
             (Path(chunk_file), with_samples(chunk, samples, {}))
             for chunk in chunks.kept
-            if (chunk_file := _chunk_path(options.export, chunk.meta["chunks"][0]["index"]))
+            if (chunk_file := chunk_path(options.export, chunk.meta["chunks"][0]["index"]))
         ]
     for path, sampled in files:
         try:
@@ -341,44 +262,3 @@ def _export_samples(
                 *trace.meta.get("capture_errors", []),
                 f"samples not written to {path}: {error}",
             ]
-
-
-def _chunk_path(export: str | None, index: int) -> str | None:
-    """``run.json`` -> ``run-chunk0.json``: each recorded window in its own Chrome trace."""
-    if export is None:
-        return None
-    path = Path(export)
-    stem = path.name.split(".", 1)
-    rest = f".{stem[1]}" if len(stem) > 1 else ""
-    return str(path.with_name(f"{stem[0]}-chunk{index}{rest}"))
-
-
-def _empty_capture(started_ns: int) -> Trace:
-    """No window was recorded (fewer steps than wait + warmup): a trace with no events."""
-    return Trace(
-        meta={
-            "source": {"format": "capture", "path": None},
-            "framework": {"torch": torch.__version__},
-            "origin_ns": started_ns,
-            "ranks": {0: {"devices": [], "thread_names": {}}},
-        }
-    )
-
-
-def _read_back(prof: torch_profile, options: CaptureOptions, path: str | None = None) -> Trace:
-    """The profiler's capture as a Trace, through an exported Chrome trace: ``path`` (a chunk's
-    file) when given, else ``options.export`` when not chunked, else a temporary file."""
-    export = path if options.steps is not None else options.export
-    if export:
-        trace = _export_and_load(prof, Path(export))
-    else:
-        with tempfile.TemporaryDirectory(prefix="gpuprofile-") as tmp:
-            trace = _export_and_load(prof, Path(tmp) / "capture.pt.trace.json")
-    trace.meta["source"] = {"format": "capture", "path": options.export}
-    trace.meta["framework"] = {"torch": torch.__version__}
-    return trace
-
-
-def _export_and_load(prof: torch_profile, path: Path) -> Trace:
-    prof.export_chrome_trace(str(path))
-    return load_kineto(path)

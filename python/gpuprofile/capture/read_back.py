@@ -1,0 +1,46 @@
+"""A torch.profiler capture read as a Trace.
+
+The capture is exported as a Chrome trace and read back by the Kineto importer, so a profile
+made here and a trace shared by someone else go through exactly the same analysis.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import torch
+from torch.profiler import profile as torch_profile
+
+from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.trace.model import Trace
+
+
+def read_back(prof: torch_profile, path: str | None, export: str | None) -> Trace:
+    """The profiler's capture as a Trace, through the Chrome trace written to ``path`` (a
+    temporary file when None); ``export`` is the path the user asked for, kept as its source."""
+    if path:
+        trace = _export_and_load(prof, Path(path))
+    else:
+        with tempfile.TemporaryDirectory(prefix="gpuprofile-") as tmp:
+            trace = _export_and_load(prof, Path(tmp) / "capture.pt.trace.json")
+    trace.meta["source"] = {"format": "capture", "path": export}
+    trace.meta["framework"] = {"torch": torch.__version__}
+    return trace
+
+
+def empty_capture(started_ns: int) -> Trace:
+    """No window was recorded (fewer steps than wait + warmup): a trace with no events."""
+    return Trace(
+        meta={
+            "source": {"format": "capture", "path": None},
+            "framework": {"torch": torch.__version__},
+            "origin_ns": started_ns,
+            "ranks": {0: {"devices": [], "thread_names": {}}},
+        }
+    )
+
+
+def _export_and_load(prof: torch_profile, path: Path) -> Trace:
+    prof.export_chrome_trace(str(path))
+    return load_kineto(path)
