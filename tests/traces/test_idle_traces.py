@@ -389,3 +389,17 @@ def test_allocator_churn_silent_on_owlv2() -> None:
     assert len(reserved) == 1
     assert max(reserved) < 1.5 * max(a["Total Allocated"] for a in device)
     assert allocator_churn.detect(analysis_of(name)) == []
+
+
+def test_the_loader_stall_is_ranked_once() -> None:
+    # OWLv2's GPU idles mostly while the single-process DataLoader builds batches: the idle
+    # hint and the loader hint would claim the same ~0.5 s at the top of the list.
+    name = "tracelens_h100_owlv2_large_inference.json.gz"
+    analysis = Analysis(load_kineto(require_trace(KINETO / name)), UNKNOWN)
+    (idle_hint,) = gpu_idle.detect(analysis)
+    assert idle_hint.numbers["dominant_cause"] == "data-loading"
+    assert len(data_loading.detect(analysis)) == 1
+    kinds = [h.kind for h in analysis.hints]
+    assert kinds.count("data-loading") == 1 and "gpu-idle" not in kinds
+    (loader,) = [h for h in analysis.hints if h.kind == "data-loading"]
+    assert "By what the host was doing meanwhile: data-loading" in loader.explanation

@@ -404,3 +404,39 @@ def test_allocator_warm_up_annotation_marks_the_steady_state(tmp_path: Path) -> 
 )
 def test_detectors_are_silent_on_an_empty_trace(module: Any) -> None:
     assert module.detect(Analysis(Trace(meta={"ranks": {0: {}}}), UNKNOWN)) == []
+
+
+def _hint(kind: str, rank: int, gain: int, **numbers: Any) -> Hint:
+    return Hint(
+        kind=kind,
+        title=f"{kind} on {rank}",
+        severity="high",
+        gain_ns=gain,
+        gain_method="",
+        confidence="high",
+        explanation=f"{kind} text.",
+        numbers=numbers,
+        fix=(),
+        rank=rank,
+    )
+
+
+def test_an_idle_hint_that_repeats_a_specific_one_is_folded_into_it() -> None:
+    idle_hint = _hint("gpu-idle", 0, 500, dominant_cause="data-loading", **{"data-loading_ns": 480})
+    loader = _hint("data-loading", 0, 480)
+    other_rank = _hint(
+        "gpu-idle", 1, 500, dominant_cause="data-loading", **{"data-loading_ns": 480}
+    )
+    mixed = _hint("gpu-idle", 2, 500, dominant_cause="synchronization", synchronization_ns=200)
+    stalls = _hint("sync-stall", 2, 200)
+    out = gpu_idle.without_repeats([idle_hint, loader, other_rank, mixed, stalls])
+    # Rank 0: the same idle time twice; rank 1 has no loader hint; on rank 2 the sync stalls
+    # are under half of what the idle hint claims, so it says more than the stall hint.
+    assert [(h.kind, h.rank) for h in out] == [
+        ("data-loading", 0),
+        ("gpu-idle", 1),
+        ("gpu-idle", 2),
+        ("sync-stall", 2),
+    ]
+    assert out[0].explanation == "data-loading text. gpu-idle text."
+    assert out[0].gain_ns == 480

@@ -35,9 +35,11 @@ def detector(name: str) -> Callable[[Analysis], list[Hint]]:
 
 
 def run_detectors(analysis: Analysis) -> list[Hint]:
+    from gpuprofile.analyses.detectors.gpu_idle import without_repeats
+
     ranks = analysis.trace.ranks
-    hints = (hint for name in DETECTORS for hint in detector(name)(analysis))
-    return ranked(_with_rank(hint, ranks) for hint in hints)
+    hints = [hint for name in DETECTORS for hint in detector(name)(analysis)]
+    return ranked(_with_rank(hint, ranks) for hint in without_repeats(hints))
 
 
 def _with_rank(hint: Hint, ranks: list[int]) -> Hint:

@@ -11,6 +11,8 @@ and the host spent most of it inside cudaMalloc/cudaFree, the fix is the allocat
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -41,6 +43,16 @@ MOSTLY = {
     idle.OTHER: "mostly outside traced host activity",
 }
 QUEUED = "mostly with work queued behind a dependency"
+# The detector whose hint is about one cause of idle time, with its own evidence and fix.
+SPECIFIC_KIND = {
+    idle.SYNCHRONIZATION: "sync-stall",
+    idle.DATA_LOADING: "data-loading",
+    idle.HOST_DEVICE_COPY: "pageable-copy",
+    idle.HOST_LAUNCH_BOUND: "launch-overhead",
+    idle.COLLECTIVE_WAIT: "communication",
+}
+# The idle hint repeats a specific one when its dominant cause holds this share of its gain.
+REPEATS_FROM = 0.5
 FIXES: dict[str, tuple[tuple[str, ...], str]] = {
     idle.SYNCHRONIZATION: (
         (
@@ -253,3 +265,22 @@ def _allocator_ns(trace: Trace, rank: int, gaps: pd.DataFrame) -> int:
 
 def allocator_churn_calls(runtime: pd.DataFrame) -> np.ndarray:
     return idle.matches(runtime["name"], allocator_churn.ALLOC_CALL)
+
+
+def without_repeats(hints: list[Hint]) -> list[Hint]:
+    """A rank's idle hint whose dominant cause has its own hint there (the DataLoader's, the
+    sync stalls') and holds most of the idle gain says the same thing twice, ranked twice: it
+    is left out, and its breakdown of the idle time by cause goes into that hint's text."""
+    specific = {(h.rank, h.kind): i for i, h in enumerate(hints)}
+    out = list(hints)
+    repeated = set()
+    for i, hint in enumerate(hints):
+        if hint.kind != "gpu-idle":
+            continue
+        cause = str(hint.numbers.get("dominant_cause"))
+        at = specific.get((hint.rank, SPECIFIC_KIND.get(cause, "")))
+        if at is None or int(hint.numbers.get(f"{cause}_ns", 0)) < REPEATS_FROM * hint.gain_ns:
+            continue
+        repeated.add(i)
+        out[at] = replace(out[at], explanation=f"{out[at].explanation} {hint.explanation}")
+    return [h for i, h in enumerate(out) if i not in repeated]
