@@ -18,10 +18,8 @@ import pandas as pd
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.roofline import Roofline
 from gpuprofile.hardware.model import Hardware
-from gpuprofile.trace.model import Trace
+from gpuprofile.trace.model import HOST_DEVICE_KINDS, Trace
 from gpuprofile.units import format_ns
-
-HOST_LINK_KINDS = ("HtoD", "DtoH")
 
 
 @dataclass(frozen=True)
@@ -144,7 +142,7 @@ def _compute(roofline: Roofline, hardware: Hardware, rank: int) -> Gauge:
 
 def _host_link(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
     copies = trace.memcpy
-    rows = (copies["rank"] == rank) & copies["kind"].astype(object).isin(HOST_LINK_KINDS)
+    rows = (copies["rank"] == rank) & copies["kind"].astype(object).isin(HOST_DEVICE_KINDS)
     nbytes = copies.loc[rows, "bytes"].to_numpy(np.int64)
     dur = copies.loc[rows, "dur_ns"].to_numpy(np.int64)
     sized = nbytes >= 0

@@ -61,7 +61,7 @@ from gpuprofile.analyses.intervals import running_argmax
 from gpuprofile.analyses.lookups import cpu_op_tree, host_threads
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import matches, strings
-from gpuprofile.trace.model import NO_ID, Trace
+from gpuprofile.trace.model import HOST_DEVICE_KINDS, NO_ID, Trace
 
 SYNCHRONIZATION = "synchronization"
 DATA_LOADING = "data-loading"
@@ -145,7 +145,7 @@ def _blocking_calls(trace: Trace) -> pd.DataFrame:
     memcpy = trace.memcpy
     copy_kind, pageable = _memcpy_of_call(runtime, memcpy)
     # Copies between host and device; device-to-device ones are ordinary GPU work.
-    copy = matches(runtime["name"], COPY_CALL) & np.isin(copy_kind, ("HtoD", "DtoH"))
+    copy = matches(runtime["name"], COPY_CALL) & np.isin(copy_kind, HOST_DEVICE_KINDS)
     # A sync right after an HtoD copy call on the same thread finishes that copy.
     thread = host_threads(trace)[1]
     order = np.lexsort((runtime["start_ns"].to_numpy(), thread))

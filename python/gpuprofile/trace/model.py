@@ -17,6 +17,8 @@ import pandas as pd
 
 # Sentinel for "not known" in integer id columns (pandas' nullable ints are slow to build).
 NO_ID = -1
+# Memcpy kinds that cross the host link (PCIe, NVLink-C2C): the copies between host and device.
+HOST_DEVICE_KINDS = ("HtoD", "DtoH")
 # The tables of timed events drawn on a timeline (the memory and counters tables are samples).
 TIMELINE_TABLES = ("ops", "runtime", "kernels", "memcpy", "memset")
 

@@ -34,7 +34,7 @@ import pandas as pd
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.intervals import running_argmax
-from gpuprofile.analyses.names import categorical, matches, per_category
+from gpuprofile.analyses.names import categorical, matches, per_category, short_kernel_name
 from gpuprofile.analyses.names import codes as names_codes
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
@@ -210,11 +210,15 @@ def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.D
     return ordered.iloc[picked][columns]
 
 
+def _short50(name: str) -> str:
+    return short_kernel_name(name, limit=50)
+
+
 def _short_names(names: pd.Series) -> tuple[list[str], np.ndarray]:
     """The distinct short names, and per row the position of its own among them."""
     # A missing name reads as "nan", as str() spells it.
     names = categorical(names)
-    short = per_category(names, "launch_overhead._short", _short, missing=_short("nan"))
+    short = per_category(names, "short_kernel_name_50", _short50, missing=_short50("nan"))
     codes, labels = pd.factorize(short)
     return [str(label) for label in labels], codes[names_codes(names)]
 
@@ -342,15 +346,3 @@ def _under_sync(trace: Trace, rank: int, gap_start: np.ndarray, gap_len: np.ndar
     # The last call starting before the gap ends overlaps it iff the calls reach past its start.
     last = np.searchsorted(start, gap_start + gap_len, side="left") - 1
     return (last >= 0) & (end[np.maximum(last, 0)] > gap_start)
-
-
-_TEMPLATE = re.compile(r"<[^<>]*>")
-
-
-def _short(name: str, limit: int = 50) -> str:
-    """A kernel name without "void", template arguments and parameter list."""
-    text = name.replace("(anonymous namespace)::", "")
-    while _TEMPLATE.search(text):
-        text = _TEMPLATE.sub("", text)
-    text = text.split("(", 1)[0].removeprefix("void ").strip() or name
-    return text if len(text) <= limit else text[: limit - 3] + "..."

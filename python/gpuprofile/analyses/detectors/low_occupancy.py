@@ -21,14 +21,13 @@ something; the full idle share, an upper bound, is in the numbers.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
+from gpuprofile.analyses.names import short_kernel_name
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
 
@@ -194,7 +193,7 @@ def _describe(name: str, rows: pd.DataFrame) -> str:
         shape = f"{_count(int(first['blocks']), 'block')} on {int(first['sms'])} SMs"
     else:
         shape = f"{first['waves']:.2f} waves of {int(first['sms'])}x{int(first['slots'])} blocks"
-    return f"{short_name(name)} x{len(rows)}, {rows['dur_ns'].sum() / 1e6:.2f} ms, {shape}"
+    return f"{short_kernel_name(name)} x{len(rows)}, {rows['dur_ns'].sum() / 1e6:.2f} ms, {shape}"
 
 
 def _count(n: int, noun: str) -> str:
@@ -204,18 +203,6 @@ def _count(n: int, noun: str) -> str:
 def _top_names(hits: pd.DataFrame, limit: int) -> list[tuple[str, pd.DataFrame]]:
     order = hits.groupby("name")["idle_ns"].sum().sort_values(ascending=False).index[:limit]
     return [(str(name), hits[hits["name"] == name]) for name in order]
-
-
-_TEMPLATE = re.compile(r"<[^<>]*>")
-
-
-def short_name(name: str, limit: int = 60) -> str:
-    """A kernel name without its template arguments, parameter list and "void"."""
-    text = name
-    while _TEMPLATE.search(text):
-        text = _TEMPLATE.sub("", text)
-    text = text.split("(", 1)[0].removeprefix("void ").strip() or name
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _product(k: pd.DataFrame, key: str) -> np.ndarray:

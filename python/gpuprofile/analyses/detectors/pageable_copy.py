@@ -24,14 +24,13 @@ from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.trace.model import Trace
+from gpuprofile.trace.model import HOST_DEVICE_KINDS, Trace
 from gpuprofile.units import format_ns
 
 MIN_COPY_BYTES = 64 * 1024
 MIN_PAGEABLE_BYTES = 1 << 20  # in all, per rank
 MIN_GAIN_SHARE = 0.01  # of the wall time, for compute-stream copies
 PAGEABLE_SLOWDOWN = 2.0  # pinned / pageable rate when nothing better is known
-HOST_KINDS = ("HtoD", "DtoH")
 
 FIX_PAGEABLE = (
     "Allocate host tensors in pinned memory: DataLoader(pin_memory=True), tensor.pin_memory(), "
@@ -72,7 +71,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     for rank in trace.ranks:
         copies = trace.memcpy[
             (trace.memcpy["rank"] == rank)
-            & trace.memcpy["kind"].isin(HOST_KINDS)
+            & trace.memcpy["kind"].isin(HOST_DEVICE_KINDS)
             & (trace.memcpy["bytes"] >= MIN_COPY_BYTES)
         ]
         pageable = (~copies["pinned"]) & copies["name"].astype(str).str.contains("Pageable")
