@@ -38,14 +38,13 @@ class GpuTime:
 
 @per_trace
 def gpu_activity(trace: Trace, rank: int) -> pd.DataFrame:
-    """Kernels, memcpys and memsets of one rank as (name, start_ns, end_ns)."""
+    """Kernels, memcpys and memsets of one rank as (start_ns, end_ns), in that table order."""
     frames = []
     for table in (trace.kernels, trace.memcpy, trace.memset):
         rows = table[table["rank"] == rank]
         frames.append(
             pd.DataFrame(
                 {
-                    "name": rows["name"].astype(object),
                     "start_ns": rows["start_ns"],
                     "end_ns": rows["start_ns"] + rows["dur_ns"],
                 }
@@ -64,8 +63,8 @@ def gpu_time(trace: Trace, rank: int) -> GpuTime | None:
     end = activity["end_ns"].to_numpy(np.int64)
     window = int(end.max() - start.min())
     busy = union_length(start, end)
-    # Per table, on its categorical names (gpu_activity's are plain objects): the same rows in
-    # the same order, each distinct name classified once.
+    # Per table, on its categorical names: the same rows in the same order as gpu_activity's,
+    # each distinct name classified once.
     compute_rows = np.concatenate(
         [
             is_compute(table["name"])[table["rank"].to_numpy() == rank]

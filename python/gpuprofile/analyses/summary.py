@@ -40,6 +40,12 @@ def counts(trace: Trace, rank: int) -> dict[str, int]:
 @per_trace
 def wall_ns(trace: Trace, rank: int) -> int:
     """From the rank's first event to the end of its last one."""
+    first, last = span_ns(trace, rank)
+    return last - first
+
+
+def span_ns(trace: Trace, rank: int) -> tuple[int, int]:
+    """(start of the rank's first event, end of its last); (0, 0) for a rank without events."""
     first, last = None, None
     single_rank = len(trace.ranks) <= 1  # most traces: no per-rank filtering needed
     for table in _EVENT_TABLES:
@@ -54,7 +60,7 @@ def wall_ns(trace: Trace, rank: int) -> int:
         if len(start):
             first = int(start.min()) if first is None else min(first, int(start.min()))
             last = int(end.max()) if last is None else max(last, int(end.max()))
-    return last - first if first is not None and last is not None else 0
+    return (first, last) if first is not None and last is not None else (0, 0)
 
 
 def _top(names: pd.Series, dur: np.ndarray, rows: np.ndarray, limit: int) -> list[NameTotal]:

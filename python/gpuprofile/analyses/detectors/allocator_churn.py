@@ -27,7 +27,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Evidence, Hint, heaviest_events, severity_for
 from gpuprofile.analyses.idle import matches
 from gpuprofile.analyses.intervals import union_length
-from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.summary import span_ns, wall_ns
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_ns
 
@@ -85,18 +85,8 @@ def steady_start(trace: Trace, rank: int) -> int:
     steps = np.sort(ops["start_ns"].to_numpy()[matches(ops["name"], _STEP)])
     if len(steps) >= 2:
         return int(steps[1])
-    start, end = _span(trace, rank)
+    start, end = span_ns(trace, rank)
     return start + int(WARMUP_SHARE * (end - start))
-
-
-def _span(trace: Trace, rank: int) -> tuple[int, int]:
-    starts, ends = [], []
-    for table in (trace.ops, trace.runtime, trace.kernels, trace.memcpy, trace.memset):
-        rows = table[table["rank"] == rank]
-        if len(rows):
-            starts.append(int(rows["start_ns"].min()))
-            ends.append(int((rows["start_ns"] + rows["dur_ns"]).max()))
-    return (min(starts), max(ends)) if starts else (0, 0)
 
 
 def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
