@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.flops import outermost_cpu_ops
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
 from gpuprofile.analyses.intervals import union_length
@@ -171,16 +172,15 @@ def _gpu_hint(trace: Trace, rank: int) -> Hint | None:
 
 
 def _cpu_hint(trace: Trace, rank: int) -> Hint | None:
-    ops = trace.ops[trace.ops["rank"] == rank]
+    mine = (trace.ops["rank"] == rank).to_numpy()
+    ops = trace.ops[mine]
     if ops.empty:
         return None
-    names = ops["name"].astype(str)
-    is_comm = names.str.match(_CPU_COLLECTIVE).to_numpy()
+    is_comm = matches(ops["name"], _CPU_COLLECTIVE, anchored=True)
     comm = ops[is_comm]
     if comm.empty:
         return None
-    cpu_ops = ops["category"].astype(str).to_numpy() == "cpu_op"
-    compute = ops[cpu_ops & ~is_comm & _outermost_cpu_ops(ops)]
+    compute = ops[~is_comm & outermost_cpu_ops(trace)[mine]]
     start, end = _bounds(comm)
     comm_ns = union_length(start, end)
     overlapped = overlap_ns(start, end, *_bounds(compute))
@@ -220,17 +220,6 @@ def _cpu_hint(trace: Trace, rank: int) -> Hint | None:
         evidence=(heaviest_events(comm, "ops", rank, "CPU collectives, longest first"),),
         rank=rank,
     )
-
-
-def _outermost_cpu_ops(ops: pd.DataFrame) -> np.ndarray:
-    """Per row, whether no enclosing op is an aten op (annotations around it do not count)."""
-    is_cpu_op = (ops["category"].astype(str) == "cpu_op").to_numpy()
-    parent = pd.Index(ops["id"].to_numpy()).get_indexer(ops["parent"].to_numpy())
-    ancestor = parent.copy()
-    # Climb past annotations and python frames until an aten op or the top is reached.
-    while (climb := (ancestor >= 0) & ~is_cpu_op[np.maximum(ancestor, 0)]).any():
-        ancestor = np.where(climb, parent[np.maximum(ancestor, 0)], ancestor)
-    return ancestor < 0
 
 
 def _bounds(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

@@ -26,6 +26,8 @@ from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.lookups import id_index
+from gpuprofile.analyses.names import strings
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import NO_ID, Trace
 from gpuprofile.units import format_ns
@@ -89,7 +91,7 @@ def _hint(
     sources = _sources(trace, stalls)
     top = sources.iloc[0]
     top_op, top_where = str(top["op"]), str(top["where"])
-    names = trace.runtime["name"].astype(str).to_numpy()
+    names = strings(trace.runtime["name"])
     call_names = pd.Series(names[calls["runtime"].to_numpy()]).value_counts()
     call_text = ", ".join(f"{name} x{count}" for name, count in call_names.items()) or "none"
     call_ns = int((calls["end_ns"] - calls["start_ns"]).sum())
@@ -157,14 +159,14 @@ def _hint(
 def _sources(trace: Trace, stalls: pd.DataFrame) -> pd.DataFrame:
     """Idle per (op name, Python frame), largest first: op, where, gaps, idle_ns."""
     ops = trace.ops
-    position = pd.Index(ops["id"].to_numpy()).get_indexer(stalls["op_id"].to_numpy())
-    names = ops["name"].astype(str).to_numpy()
+    position = id_index(trace, "ops").get_indexer(pd.Index(stalls["op_id"]))
+    names = strings(ops["name"])
     op = np.where(position >= 0, names[np.maximum(position, 0)] if len(names) else "", "")
     # A sync with no op around it: torch.cuda.synchronize() and the like call the runtime
     # directly; name the call.
     runtime = trace.runtime
-    call = pd.Index(runtime["id"].to_numpy()).get_indexer(stalls["runtime_id"].to_numpy())
-    call_names = runtime["name"].astype(str).to_numpy()
+    call = id_index(trace, "runtime").get_indexer(pd.Index(stalls["runtime_id"]))
+    call_names = strings(runtime["name"])
     bare = np.where(call >= 0, call_names[np.maximum(call, 0)] if len(call_names) else "", "")
     op = np.where(op == "", np.char.add(bare.astype(str), " (no op around it)"), op)
     frames = user_frames(trace, np.unique(position[position >= 0]).tolist())
