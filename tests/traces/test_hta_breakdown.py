@@ -190,28 +190,38 @@ def _drop_gpu_events_without_cpu_launch(doc: Any) -> Any:
     return doc
 
 
-@pytest.mark.parametrize(
-    ("relative", "edit", "edited_side"),
-    [
-        pytest.param(
-            "kineto/hta_a100_triton_kernel.json.gz", _drop_triton_streams, "hta", id="triton"
-        ),
-        pytest.param(
-            "kineto/kineto_docs_h100_cuda_sync_before_fix.json",
-            _drop_cuda_sync,
-            "hta",
-            id="cuda_sync",
-        ),
-        pytest.param(
-            "kineto/hta_v100_16gb_train_rank1_of2.json.gz",
-            _drop_gpu_events_without_cpu_launch,
-            "ours",
-            id="no_cpu_launch",
-        ),
-    ],
-)
+# Per reason, the edit that removes exactly those events, and whose input it edits: HTA's for
+# the events HTA counts and we do not, ours for the GPU events HTA drops.
+EDITS = {
+    _TRITON_CPU_OP: (_drop_triton_streams, "hta"),
+    _CUDA_SYNC: (_drop_cuda_sync, "hta"),
+    _NO_CPU_LAUNCH: (_drop_gpu_events_without_cpu_launch, "ours"),
+}
+# Files HTA 0.5.0 cannot load here (see the module docstring): nothing to compare with.
+HTA_CANNOT_LOAD = {
+    "kineto/hta_a100_cupti_range_profiler.json.gz",
+    "kineto/hta_cpu_only_gloo_rank34.pt.trace.json.gz",
+    "kineto/kineto_plugin_resnet50_no_schema_version.pt.trace.json.gz",
+    "kineto/tracelens_mi300x_resnet_act_checkpoint_rank0_of8.json.gz",
+    "kineto/tracelens_mi300x_torch_compile_triton.json.gz",
+}
+
+
+def test_every_shared_kineto_trace_is_compared_or_says_why_not(traces: Any) -> None:
+    traces.require_trace(TRACES)
+    on_disk = {
+        str(p.relative_to(TRACES))
+        for p in [*(TRACES / "kineto").iterdir(), *(TRACES / "kineto-distributed").iterdir()]
+        if p.name != "PROVENANCE.md"
+    }
+    accounted = set(AGREEING) | set(KNOWN_DIFFERENCES) | HTA_CANNOT_LOAD
+    assert on_disk - accounted == set(), "traces neither compared nor explained"
+    assert accounted - on_disk == set(), "listed traces missing from ../shared"
+
+
+@pytest.mark.parametrize("relative", [pytest.param(r, id=Path(r).name) for r in KNOWN_DIFFERENCES])
 def test_known_difference_is_explained(
-    relative: str, edit: Any, edited_side: str, hta_results: Any, traces: Any, tmp_path: Path
+    relative: str, hta_results: Any, traces: Any, tmp_path: Path
 ) -> None:
     """Remove exactly the events the reason names, and the two agree to 1%.
 
@@ -222,6 +232,7 @@ def test_known_difference_is_explained(
 
     from gpuprofile import load
 
+    edit, edited_side = EDITS[KNOWN_DIFFERENCES[relative]]
     original = traces.require_trace(TRACES / relative)
     edited = tmp_path / "edited" / (Path(relative).name.split(".json")[0] + ".json")
     edited.parent.mkdir()
@@ -239,8 +250,15 @@ def test_known_difference_is_explained(
         (gpu["non_compute_ns"], "non_compute_time(us)"),
     ):
         assert abs(ns / 1000 - float(hta[column])) <= TOLERANCE * window, column
-    # ... and the edit mattered: on the untouched pair the difference is over the tolerance.
+    # ... and the edit mattered: on the untouched pair some figure is off by over the tolerance.
     untouched = load(original).report()["ranks"][0]["gpu"]
-    assert abs(
-        untouched["compute_ns"] / 1000 - float(before["compute_time(us)"])
-    ) > TOLERANCE * float(before["kernel_time(us)"])
+    assert any(
+        abs(untouched[ours] / 1000 - float(before[theirs]))
+        > TOLERANCE * float(before["kernel_time(us)"])
+        for ours, theirs in (
+            ("window_ns", "kernel_time(us)"),
+            ("idle_ns", "idle_time(us)"),
+            ("compute_ns", "compute_time(us)"),
+            ("non_compute_ns", "non_compute_time(us)"),
+        )
+    )
