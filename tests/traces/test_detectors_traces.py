@@ -27,6 +27,7 @@ from gpuprofile.hardware.match import hardware_for_trace
 from gpuprofile.hardware.model import UNKNOWN
 from gpuprofile.importers.kineto import load_kineto
 from prerequisites import SHARED_TRACES, require_trace
+from reference import merged
 
 pytestmark = pytest.mark.traces
 
@@ -54,16 +55,6 @@ def kernels_of(doc: Any) -> list[dict[str, Any]]:
 def interval(e: dict[str, Any]) -> tuple[Decimal, Decimal]:
     start = Decimal(e["ts"]) * 1000
     return start, start + Decimal(e["dur"]) * 1000
-
-
-def merged(intervals: list[tuple[Decimal, Decimal]]) -> list[tuple[Decimal, Decimal]]:
-    out: list[tuple[Decimal, Decimal]] = []
-    for start, end in sorted(intervals):
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((start, end))
-    return out
 
 
 def length(blocks: list[tuple[Decimal, Decimal]]) -> Decimal:

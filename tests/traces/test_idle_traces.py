@@ -32,6 +32,7 @@ from gpuprofile.analyses.idle import CAUSES, idle_by_cause, idle_gaps
 from gpuprofile.hardware.model import UNKNOWN
 from gpuprofile.importers.kineto import load_kineto
 from prerequisites import SHARED_TRACES, require_trace
+from reference import merged
 
 pytestmark = pytest.mark.traces
 
@@ -59,19 +60,9 @@ def raw_events(name: str) -> list[dict[str, Any]]:
     return [e for e in raw_document_events(name) if e.get("ph") == "X" and "ts" in e]
 
 
-def union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    merged: list[list[float]] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(s, e) for s, e in merged]
-
-
 def raw_idle(events: list[dict[str, Any]]) -> tuple[list[tuple[float, float]], float]:
     """GPU idle intervals (us) and the window length (us)."""
-    busy = union([(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") in GPU_CATEGORIES])
+    busy = merged([(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") in GPU_CATEGORIES])
     holes = [(a[1], b[0]) for a, b in itertools.pairwise(busy) if b[0] > a[1]]
     return holes, busy[-1][1] - busy[0][0]
 
@@ -79,7 +70,7 @@ def raw_idle(events: list[dict[str, Any]]) -> tuple[list[tuple[float, float]], f
 def overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
     total = 0.0
     for s, e in a:
-        for x, y in union(b):
+        for x, y in merged(b):
             total += max(0.0, min(e, y) - max(s, x))
     return total
 

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from reference import union_length
+
 pytestmark = pytest.mark.traces
 
 # The tables of gpuprofile's Trace, and which of them hold GPU activity.
@@ -128,18 +130,6 @@ def test_start_times(case: Case) -> None:
     assert min(earliest) == 0
 
 
-def _union(intervals: list[tuple[Decimal, Decimal]]) -> Decimal:
-    total, reach, block_start = Decimal(0), None, None
-    for s, e in sorted(intervals):
-        if reach is None or s > reach:
-            if reach is not None:
-                total += reach - block_start
-            block_start, reach = s, e
-        else:
-            reach = max(reach, e)
-    return total + (reach - block_start if reach is not None else 0)
-
-
 def test_gpu_window_and_busy(case: Case) -> None:
     """report gpu: None without GPU activity, else window/busy/compute as the file says."""
     by_rank = _gpu_intervals(case)
@@ -151,11 +141,11 @@ def test_gpu_window_and_busy(case: Case) -> None:
         assert gpu is not None, f"rank {rank}"
         intervals, compute = by_rank[rank]
         window = max(e for _, e in intervals) - min(s for s, _ in intervals)
-        busy = _union(intervals)
+        busy = union_length(intervals)
         tolerance = 2 * len(intervals)  # start and end each rounded to whole ns
         assert abs(gpu["window_ns"] - window) <= 2, f"rank {rank}"
         assert abs(gpu["busy_ns"] - busy) <= tolerance, f"rank {rank}"
-        assert abs(gpu["compute_ns"] - _union(compute)) <= tolerance, f"rank {rank}"
+        assert abs(gpu["compute_ns"] - union_length(compute)) <= tolerance, f"rank {rank}"
         assert gpu["idle_ns"] == gpu["window_ns"] - gpu["busy_ns"]
         assert gpu["non_compute_ns"] == gpu["busy_ns"] - gpu["compute_ns"]
         assert gpu["busy_pct"] == pytest.approx(100 * gpu["busy_ns"] / gpu["window_ns"], abs=1e-3)

@@ -19,6 +19,7 @@ from gpuprofile.widget.encoding import decode_meta, decode_table, encode_table
 from gpuprofile.widget.requests import Source, handle
 from gpuprofile.widget.timeline import KIND_TABLES, timeline_data
 from gpuprofile.widget.widget import make_widget
+from reference import union_length
 from synthetic import KERNEL_NAMES, synthetic_trace
 
 HTML = "<img src=x onerror=alert(1)>"
@@ -168,18 +169,6 @@ def test_details_of_ops_and_calls_list_what_they_launched(linked: Source) -> Non
     assert gemm["lane"] == data.lanes[1]["id"] and gemm["row"] == 0
 
 
-def _union(intervals: list[tuple[int, int]]) -> int:
-    total, reach = 0, None
-    for start, end in sorted(intervals):
-        if reach is None or start > reach[1]:
-            if reach is not None:
-                total += reach[1] - reach[0]
-            reach = [start, end]
-        else:
-            reach[1] = max(reach[1], end)
-    return total + (reach[1] - reach[0] if reach is not None else 0)
-
-
 @pytest.mark.parametrize("window", [(0, 10**9), (1_234_567, 2_345_678), (7_000_000, 7_000_100)])
 def test_range_busy_and_top_names_equal_independent_sums(
     synthetic: Source, window: tuple[int, int]
@@ -192,7 +181,7 @@ def test_range_busy_and_top_names_equal_independent_sums(
     end = start + kernels["dur_ns"].to_numpy()
     inside = (start <= t1) & (end >= t0)
     clipped = [(max(s, t0), min(e, t1)) for s, e in zip(start[inside], end[inside], strict=True)]
-    busy = _union(clipped)
+    busy = union_length(clipped)
     assert busy > 0
     assert rank["gpu_busy_ns"] == busy
     assert rank["gpu_busy_pct"] == pytest.approx(100 * busy / (t1 - t0))
