@@ -60,6 +60,8 @@ test: setup chromium lint typecheck js-test
 bench: setup
 	$(PY) bench/load.py $(wildcard ../shared/traces/kineto/*.json.gz)
 	$(PY) bench/frontend.py
+	$(PY) bench/overhead.py
+	$(PY) bench/steps.py
 
 clean:
 	rm -rf $(VENV) node_modules $(BUNDLE) $(BUNDLE_CSS) dist build

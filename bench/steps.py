@@ -1,0 +1,140 @@
+"""What --steps costs a CPU training loop, window by window, against torch.profiler's own schedule.
+
+    python bench/steps.py [--repeat N] [--steps S] [--active A]
+
+The MLP of bench/overhead.py trains S steps under a schedule (wait 0, warmup 1, active A,
+repeat 0: a window every A + 1 steps), best of N per mode, modes interleaved:
+  torch         torch.profiler with that schedule, on_trace_ready writing each window's Chrome
+                trace (the least a tool must do to see a window)
+  ours          gpuprofile.profile(steps=(0, A, 0)): each window read into a Trace as it ends,
+                merged at the end, sampler on
+  ours + live   the same with a live widget refilled off the loop's thread (as in a notebook)
+Loop time is the training loop alone; total adds the end of the capture (the final merge).
+Not a test: it prints, and always exits 0.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["OMP_NUM_THREADS"] = "1"
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from overhead import best, collected, make_training
+
+
+def run_torch(train: Callable[[], None], active: int, directory: Path) -> dict[str, float]:
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    activities = [ProfilerActivity.CPU] + (
+        [ProfilerActivity.CUDA] if torch.cuda.is_available() else []
+    )
+    windows = [0]
+
+    def ready(prof: profile) -> None:
+        prof.export_chrome_trace(str(directory / f"w{windows[0] % 4}.json"))
+        windows[0] += 1
+
+    with collected():
+        started = time.perf_counter()
+        with profile(
+            activities=activities,
+            record_shapes=True,
+            schedule=schedule(wait=0, warmup=1, active=active, repeat=0),
+            on_trace_ready=ready,
+        ) as prof:
+            train(lambda: prof.step())
+            ended = time.perf_counter()
+        done = time.perf_counter()
+    return {"loop": ended - started, "total": done - started, "windows": float(windows[0])}
+
+
+def run_ours(train: Callable[[], None], active: int, live: bool) -> dict[str, float]:
+    import gpuprofile
+    from gpuprofile.capture.session import CaptureOptions, capture
+    from gpuprofile.result import Profile
+    from gpuprofile.widget.live import LiveFeed
+    from gpuprofile.widget.widget import ProfileWidget
+
+    feed = LiveFeed(ProfileWidget()) if live else None
+    result = Profile()
+    options = CaptureOptions(steps=(0, active, 0))
+    with collected():
+        started = time.perf_counter()
+        with capture(
+            options,
+            result,
+            on_chunk=(lambda chunk: feed.show_chunk(chunk, None)) if feed is not None else None,
+        ):
+            train(gpuprofile.step)
+            ended = time.perf_counter()
+            if feed is not None:
+                feed.cell_ended()
+        done = time.perf_counter()
+    refills = feed.refills if feed is not None and feed.refills is not None else None
+    return {
+        "loop": ended - started,
+        "total": done - started,
+        "windows": float(len(result.trace.meta.get("chunks", []))),
+        "refills": float(refills.refills) if refills is not None else 0.0,
+        "refill_s": refills.busy_s if refills is not None else 0.0,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=1500)
+    parser.add_argument("--active", type=int, default=5)
+    args = parser.parse_args(argv)
+    import torch
+
+    step_once = make_training(1)
+
+    def train(step: Callable[[], None]) -> None:
+        for _ in range(args.steps):
+            step_once()
+            step()
+
+    step_once()
+    runs: dict[str, list[dict[str, float]]] = {"torch": [], "ours": [], "ours + live": []}
+    with tempfile.TemporaryDirectory(prefix="gpuprofile-bench-") as tmp:
+        modes: list[tuple[str, Callable[[], dict[str, float]]]] = [
+            ("torch", lambda: run_torch(train, args.active, Path(tmp))),
+            ("ours", lambda: run_ours(train, args.active, live=False)),
+            ("ours + live", lambda: run_ours(train, args.active, live=True)),
+        ]
+        for round_ in range(args.repeat):
+            for name, run in modes[round_ % 3 :] + modes[: round_ % 3]:
+                runs[name].append(run())
+            print(f"  round {round_ + 1}/{args.repeat}", file=sys.stderr, flush=True)
+    theirs = best(runs["torch"])
+    print(
+        f"torch {torch.__version__}, {args.steps} steps, schedule wait 0 warmup 1 active "
+        f"{args.active}: {theirs['windows']:.0f} windows; best of {args.repeat}"
+    )
+    print(f"{'mode':<14} {'loop s':>8} {'vs torch':>9} {'total s':>8} {'vs torch':>9}")
+    for name in runs:
+        row = best(runs[name])
+        print(
+            f"{name:<14} {row['loop']:>8.2f} {row['loop'] / theirs['loop']:>8.2f}x "
+            f"{row['total']:>8.2f} {row['total'] / theirs['total']:>8.2f}x"
+            + (
+                f"   ({row['refills']:.0f} refills, {row['refill_s']:.2f} s refilling)"
+                if name == "ours + live"
+                else ""
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
