@@ -89,7 +89,8 @@ def profile(
     """Profile the block: ``with gpuprofile.profile() as p: ...``, then ``p.report()``.
 
     ``interval``: seconds between gauge samples (GPU utilization, memory, power, process CPU
-    and memory) recorded as the trace's counters; None or 0 records none.
+    and memory) recorded as the trace's counters; None or 0 records none. ``export``: also
+    write the capture as a Chrome trace there (Perfetto, HTA), the samples as counter tracks.
 
     If the block raises, the profile is still made from what ran (``p.partial`` is True) and
     the exception propagates unchanged.
