@@ -5,12 +5,15 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+from kineto_docs import document, kernel, memcpy, write
 
 from gpuprofile.capture.chunks import merge_chunks
 from gpuprofile.capture.sources import Reading
+from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 from gpuprofile.widget.live import ChunkRefills, LiveFeed
 from synthetic import synthetic_trace
@@ -64,15 +67,17 @@ def indexes(trace: Trace) -> list[int]:
 
 
 def test_windows_are_shown_off_the_callers_thread_and_coalesce() -> None:
-    release = threading.Event()
+    release, filling = threading.Event(), threading.Event()
     fills: list[tuple[str, list[int], int]] = []
 
     def fill(trace: Trace) -> None:
+        filling.set()
         release.wait(10)
         fills.append((threading.current_thread().name, indexes(trace), len(trace.kernels)))
 
     refills = ChunkRefills(fill, busy_share=1.0)
     refills.add(window(0))
+    assert filling.wait(10)
     # The first refill is blocked in fill(): adding more windows does not wait for it.
     for index in range(1, 5):
         refills.add(window(index))
@@ -185,3 +190,36 @@ def test_merged_windows_keep_every_kernel_linked_to_its_own_op() -> None:
     assert names.iloc[:30].tolist() == first.kernels["name"].astype(str).tolist()
     assert names.iloc[30:].tolist() == second.kernels["name"].astype(str).tolist()
     assert names.iloc[30:].str.startswith("v2 ").all()
+
+
+def test_a_window_after_the_cells_end_starts_no_refill() -> None:
+    # torch hands over the last window when the profiler stops, after the cell's code ended.
+    feed = LiveFeed(SimpleNamespace(live={}))
+    feed.start()
+    feed.cell_ended()
+    feed.show_chunk(window(0), None)
+    assert feed.refills is None
+    assert not [t for t in threading.enumerate() if t.name == "gpuprofile-live-windows"]
+    feed.finish()
+
+
+def test_windows_merge_when_only_some_have_copies(tmp_path: Path) -> None:
+    # A GPU run's windows differ in which tables they fill: one has a host-to-device copy,
+    # the next none (its memcpy table is empty, with categories of another dtype).
+    with_copy = document([kernel("k", 10.0, 5.0, corr=1), memcpy("HtoD", 20.0, 4.0, 4096)])
+    without = document([kernel("k", 10.0, 5.0, corr=1)])
+    chunks = [
+        load_kineto(write(tmp_path / f"w{i}.json", doc))
+        for i, doc in enumerate([with_copy, without, with_copy])
+    ]
+    for i, chunk in enumerate(chunks):
+        chunk.meta["origin_ns"] = i * 10**9
+    merged = merge_chunks(chunks)
+    assert len(merged.kernels) == 3 and len(merged.memcpy) == 2
+    assert merged.memcpy["kind"].astype(str).tolist() == ["HtoD", "HtoD"]
+    assert merged.memcpy["start_ns"].tolist() == [
+        int(c.meta["origin_ns"])
+        - int(chunks[0].meta["origin_ns"])
+        + int(c.memcpy["start_ns"].iloc[0])
+        for c in (chunks[0], chunks[2])
+    ]

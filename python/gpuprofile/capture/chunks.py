@@ -47,7 +47,15 @@ def merge_chunks(chunks: Sequence[Trace]) -> Trace:
         for column, dtype in schema.items():
             parts = [frame[column] for frame in frames]
             if dtype == "category":
-                columns[column] = union_categoricals([p.array for p in parts], ignore_order=True)
+                # As object categories: an empty table's are object, a filled one's str
+                # (pandas 3), and union_categoricals refuses to mix the two.
+                columns[column] = union_categoricals(
+                    [
+                        pd.Categorical.from_codes(p.cat.codes, p.cat.categories.astype(object))
+                        for p in parts
+                    ],
+                    ignore_order=True,
+                )
             else:
                 columns[column] = np.concatenate([p.to_numpy() for p in parts])
         time_key = "start_ns" if "start_ns" in schema else "time_ns"

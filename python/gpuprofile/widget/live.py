@@ -75,7 +75,8 @@ class ChunkRefills:
                 new, self._waiting = self._waiting, []
             started = time.monotonic()
             try:
-                # Kept even if fill() fails: the next refill still holds these windows.
+                # Kept even if fill() fails: the next refill still holds these windows. (Should
+                # the merge itself fail, they are lost to the live view; the profile has them.)
                 self._shown = merge_chunks([self._shown, *new] if self._shown else new)
                 self._fill(self._shown)
                 self.refills += 1
@@ -97,6 +98,7 @@ class LiveFeed:
         self._finished = False
         self.steps = 0
         self.refills: ChunkRefills | None = None
+        self._cell_ended = False
 
     def start(self) -> None:
         self.widget.live = {
@@ -113,7 +115,10 @@ class LiveFeed:
 
     def show_chunk(self, chunk: Trace, hardware: Hardware | None) -> None:
         """A recorded window: the windows so far reach the widget, analysed, while the cell runs
-        on (see ChunkRefills)."""
+        on (see ChunkRefills). The window torch hands over when the profiler stops comes after
+        the cell's end: the profile shows it, not a refill."""
+        if self._cell_ended:
+            return
         if self.refills is None:
             from gpuprofile.result import Profile
 
@@ -125,6 +130,7 @@ class LiveFeed:
 
     def cell_ended(self) -> None:
         """The cell's code is done: no more live refills (the profile replaces them)."""
+        self._cell_ended = True
         if self.refills is not None:
             self.refills.close()
 
