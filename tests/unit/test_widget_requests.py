@@ -285,6 +285,20 @@ def test_a_regex_that_backtracks_forever_is_stopped_with_a_clear_error(
     assert reply["count"] == _name_count(synthetic_trace(50), lambda n: n.endswith("m")) > 0
 
 
+def test_the_regex_budget_covers_all_names_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each name alone takes well under a millisecond; 2000 of them take longer than the budget.
+    trace = synthetic_trace(2000, step=10**6)
+    ops = trace.ops
+    ops["name"] = pd.Categorical([f"{'a' * 14}!{i}" for i in range(len(ops))])
+    monkeypatch.setattr(requests, "REGEX_BUDGET_S", 0.1)
+    started = time.monotonic()
+    reply, _ = handle(
+        _source(trace), {"type": "search", "request": 8, "pattern": "(a|aa)+$", "regex": True}
+    )
+    assert time.monotonic() - started < 60  # a hang guard, not a speed target
+    assert "took over 0.1 s" in reply["error"]
+
+
 def test_search_returns_the_earliest_matches_up_to_the_limit(
     synthetic: Source, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -167,7 +167,10 @@ def _regex_hits(names: list[str], pattern: str) -> list[int]:
     hits = []
     try:
         for i, name in enumerate(names):
-            if compiled.search(name, timeout=max(deadline - time.monotonic(), 1e-3)):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            if compiled.search(name, timeout=left):
                 hits.append(i)
     except TimeoutError:
         raise BadRequest(
