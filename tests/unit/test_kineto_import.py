@@ -238,3 +238,39 @@ def test_exact_ns_is_the_nearest_nanosecond_of_the_binary_value() -> None:
         for v in values
     ]
     np.testing.assert_array_equal(exact_ns(values), expected)
+
+
+def test_value_and_id_keys_of_other_events_do_not_stop_the_load(tmp_path: Path) -> None:
+    # "value" and "id" are read for counters; other events use them for anything at all.
+    doc = document(
+        [
+            cpu_op("aten::mm", 0.0, 5.0),
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": "a",
+                "pid": 1,
+                "tid": 1,
+                "ts": 1.0,
+                "dur": 1.0,
+                "args": {"value": "text"},
+            },
+            {"ph": "s", "cat": "fwdbwd", "name": "f", "pid": 1, "tid": 1, "ts": 1.0, "id": 1.5},
+            {"ph": "C", "name": "odd", "pid": 1, "ts": 2.0, "id": [1], "args": {"value": "x"}},
+            {
+                "ph": "C",
+                "name": "GPU utilization [%]",
+                "pid": 1,
+                "ts": 3.0,
+                "id": 2.5,
+                "args": {"value": 7},
+            },
+        ]
+    )
+    trace = load_kineto(write(tmp_path / "loose.json", doc))
+    assert len(trace.ops) == 2
+    (counter,) = trace.counters.itertuples()
+    assert (counter.name, counter.unit, counter.device, counter.value) == (
+        "GPU utilization", "%", NO_ID, 7.0,
+    )  # fmt: skip
+    assert trace.meta["ranks"][0]["skipped"]["counter odd without a numeric 'value'"] == 1

@@ -88,10 +88,11 @@ def _read_rank(path: Path) -> _RankTables:
             else:
                 skipped[f"instant {event.name}"] += 1
         elif ph == "C":
-            if event.args is not None and event.args.value is not None:
+            value = event.args.value if event.args is not None else None
+            if isinstance(value, int | float) and not isinstance(value, bool):
                 counters.append(event)
             else:
-                skipped[f"counter {event.name} without a 'value'"] += 1
+                skipped[f"counter {event.name} without a numeric 'value'"] += 1
         elif ph == "M":
             if event.name == "thread_name" and event.args is not None and event.args.name:
                 thread_names[f"{event.pid}/{event.tid}"] = event.args.name

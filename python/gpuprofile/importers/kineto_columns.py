@@ -165,7 +165,11 @@ def counter_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
         "time_ns": start,
         "name": [name for name, _ in names],
         "unit": [unit for _, unit in names],
-        "device": np.fromiter((_as_id(e.id) for e in bucket), np.int64, len(bucket)),
+        "device": np.fromiter(
+            (_as_id(e.id) if isinstance(e.id, int | str) else NO_ID for e in bucket),
+            np.int64,
+            len(bucket),
+        ),
         "value": _floats(((e.args or NO_ARGS).value for e in bucket), len(bucket)),
     }
 

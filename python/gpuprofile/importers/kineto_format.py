@@ -41,7 +41,9 @@ class Args(msgspec.Struct, gc=False):
     device_type: int | None = msgspec.field(name="Device Type", default=None)
     device_id: int | None = msgspec.field(name="Device Id", default=None)
     name: str | None = None  # process_name / thread_name metadata
-    value: float | None = None  # a counter ("ph": "C") sample, as gpuprofile exports them
+    # A counter ("ph": "C") sample, as gpuprofile exports them. Any: other events use the key
+    # for anything, and a trace that loaded before must still load.
+    value: Any = None
 
 
 NO_ARGS = Args()
@@ -55,7 +57,7 @@ class Event(msgspec.Struct, gc=False):
     tid: int | str = 0
     ts: int | float | None = None
     dur: int | float | None = None
-    id: int | str | None = None  # a counter's series (gpuprofile: the device)
+    id: Any = None  # a counter's series (gpuprofile: the device); flows use it too, loosely
     args: Args | None = None
 
 
@@ -133,7 +135,7 @@ def exact_ns(us: Any) -> np.ndarray:
     out = np.rint(us * 1000).astype(np.int64)  # right where the integer path does not apply
     mantissa, exponent = np.frexp(us)
     shift = 53 - exponent.astype(np.int64)
-    # shift <= 52 (|us| >= 0.5) leaves headroom for the rounding term; below, the float product
+    # shift <= 52 (|us| >= 1) leaves headroom for the rounding term; below, the float product
     # is off by far less than a nanosecond's rounding margin.
     exact = (shift >= 1) & (shift <= 52) & np.isfinite(us)
     m = (mantissa[exact] * 2.0**53).astype(np.int64)
