@@ -150,3 +150,47 @@ def test_samples_that_cannot_be_exported_are_reported_and_the_file_kept(
     (error,) = p.report()["capture_errors"]
     assert str(export) in error and "traceEvents" in error
     assert f"INCOMPLETE: samples not written to {export}" in p.text()
+
+
+def test_a_write_that_fails_leaves_torchs_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path / "run.json", document([cpu_op("aten::mm", 1.0, 5.0)], traceName="r"))
+    before = path.read_bytes()
+    real_open = Path.open
+
+    class DiskFull:
+        def __init__(self, file: Any) -> None:
+            self.file = file
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.file, name)
+
+        def __enter__(self) -> DiskFull:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.file.close()
+
+        def write(self, data: bytes) -> int:
+            if b'"ph": "C"' in data:
+                self.file.write(data[: len(data) // 2])  # half of it reaches the disk
+                raise OSError(28, "No space left on device")
+            return int(self.file.write(data))
+
+    monkeypatch.setattr(Path, "open", lambda self, *a, **k: DiskFull(real_open(self, *a, **k)))
+    with pytest.raises(OSError, match="No space"):
+        append_counters(path, samples(), BASE_NS)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+
+
+def test_samples_before_the_files_base_time_keep_their_sign(tmp_path: Path) -> None:
+    doc = document([cpu_op("aten::mm", 1.0, 5.0)], baseTimeNanoseconds=BASE_NS)
+    path = write(tmp_path / "early.json", doc)
+    origin = BASE_NS - 2_500_000  # 2.5 ms before the base: negative ts in the file
+    append_counters(path, samples(), origin)
+    written = counter_events(path)
+    assert [BASE_NS + int(Decimal(str(e["ts"])) * 1000) for e in written] == [
+        origin + t for t in samples()["time_ns"].tolist()
+    ]

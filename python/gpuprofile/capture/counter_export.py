@@ -45,8 +45,14 @@ def append_counters(path: Path, counters: pd.DataFrame, origin_ns: int) -> None:
         with gzip.open(path, "rb") as compressed:
             raw = compressed.read()
         updated = _inserted(raw, counters, origin_ns)
-        with gzip.open(path, "wb") as compressed:
-            compressed.write(updated)
+        # A new file replaces the old one whole: a failed write leaves torch's file as it was.
+        partial = path.with_name(path.name + ".partial")
+        try:
+            with gzip.open(partial, "wb") as compressed:
+                compressed.write(updated)
+            os.replace(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)
         return
     with path.open("r+b") as file:
         head = file.read(_TAIL_BYTES)
@@ -57,8 +63,15 @@ def append_counters(path: Path, counters: pd.DataFrame, origin_ns: int) -> None:
         close = _list_end(tail)
         events = _events(counters, origin_ns, _base_ns(head), _needs_comma(tail[:close]))
         file.seek(at + close)
-        file.write(events + tail[close:])
-        file.truncate()
+        try:
+            file.write(events + tail[close:])
+            file.flush()
+        except OSError:
+            # Disk full, say: the old tail goes back where it was (no new space needed).
+            file.seek(at + close)
+            file.write(tail[close:])
+            file.truncate(size)
+            raise
 
 
 def _inserted(raw: bytes, counters: pd.DataFrame, origin_ns: int) -> bytes:
@@ -101,11 +114,12 @@ def _events(counters: pd.DataFrame, origin_ns: int, base_ns: int, comma: bool) -
         if not math.isfinite(value):  # NaN is not JSON; a missing reading is no sample
             continue
         since_base = origin_ns + int(time_ns) - base_ns
+        sign, since_base = ("-" if since_base < 0 else ""), abs(since_base)
         series = f'"id": {int(device)}, ' if device >= 0 else ""
         lines.append(
             f'{{"ph": "C", "cat": "gpuprofile_sample", '
             f'"name": {json.dumps(counter_name(name, unit))}, "pid": {pid}, "tid": 0, '
-            f'"ts": {since_base // 1000}.{since_base % 1000:03d}, {series}'
+            f'"ts": {sign}{since_base // 1000}.{since_base % 1000:03d}, {series}'
             f'"args": {{"value": {float(value)!r}}}}}'
         )
     text = ",\n".join(lines)
