@@ -271,7 +271,13 @@ def without_repeats(hints: list[Hint]) -> list[Hint]:
     """A rank's idle hint whose dominant cause has its own hint there (the DataLoader's, the
     sync stalls') and holds most of the idle gain says the same thing twice, ranked twice: it
     is left out, and its breakdown of the idle time by cause goes into that hint's text."""
-    specific = {(h.rank, h.kind): i for i, h in enumerate(hints)}
+    # Per (rank, kind) the specific hint with the most gain (communication has two: the GPU
+    # collectives' and the CPU ones').
+    specific: dict[tuple[int | None, str], int] = {}
+    for i, h in enumerate(hints):
+        key = (h.rank, h.kind)
+        if key not in specific or h.gain_ns > hints[specific[key]].gain_ns:
+            specific[key] = i
     out = list(hints)
     repeated = set()
     for i, hint in enumerate(hints):
