@@ -69,8 +69,9 @@ def raw_idle(events: list[dict[str, Any]]) -> tuple[list[tuple[float, float]], f
 
 def overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
     total = 0.0
+    blocks = merged(b)
     for s, e in a:
-        for x, y in merged(b):
+        for x, y in blocks:
             total += max(0.0, min(e, y) - max(s, x))
     return total
 

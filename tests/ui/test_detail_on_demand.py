@@ -8,7 +8,6 @@ counts its events and names from the Trace's tables.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
@@ -22,10 +21,8 @@ from widget_page import (
     TOOLTIP,
     focus_plot,
     hover_find,
-    notebook_json,
-    open_notebook,
     plot,
-    printed,
+    run_expecting,
     view,
     wait_data,
 )
@@ -73,11 +70,9 @@ def _is_kernel_box(text: str) -> bool:
 def test_zooming_in_fetches_real_events(
     page, jupyterlab: str, notebook_dir: Path, artifacts_dir: Path
 ) -> None:
-    (notebook_dir / "detail.ipynb").write_text(
-        json.dumps(notebook_json(SOURCE.format(tests=str(TESTS))))
+    expected, _ = run_expecting(
+        page, jupyterlab, notebook_dir, "detail.ipynb", SOURCE.format(tests=str(TESTS))
     )
-    outputs = open_notebook(page, jupyterlab, "detail.ipynb", marker="GPUPROFILE_EXPECT")
-    expected = printed(outputs, "GPUPROFILE_EXPECT")
     assert expected["total"] > DETAIL_THRESHOLD
     timeline = page.locator(TIMELINE).first
     assert int(timeline.get_attribute("data-events")) == expected["total"]

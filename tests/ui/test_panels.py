@@ -7,7 +7,6 @@ point's instances) or prints the report's own windows and ids; all tests share i
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -17,14 +16,13 @@ from widget_page import (
     focus_plot,
     highlight_pixels,
     hover_find,
-    notebook_json,
-    open_notebook,
     plot,
-    printed,
+    run_expecting,
     view,
     wait_data,
 )
 
+from gpuprofile.widget.marks import MAX_POINT_MARKS
 from prerequisites import SHARED_TRACES, require_trace
 
 pytestmark = [pytest.mark.ui, pytest.mark.traces]
@@ -108,9 +106,7 @@ p
 def expected(module_page, jupyterlab: str, notebook_dir: Path) -> dict:
     require_trace(TRACE)
     source = SOURCE.format(trace=str(TRACE))
-    (notebook_dir / "panels.ipynb").write_text(json.dumps(notebook_json(source)))
-    outputs = open_notebook(module_page, jupyterlab, "panels.ipynb", marker="GPUPROFILE_EXPECT")
-    values: dict = printed(outputs, "GPUPROFILE_EXPECT")
+    values: dict = run_expecting(module_page, jupyterlab, notebook_dir, "panels.ipynb", source)[0]
     return values
 
 
@@ -166,7 +162,12 @@ def test_roofline_point_moves_the_timeline(module_page, expected: dict, artifact
     assert name.inner_text() == point["name"]
 
     # The timeline outlines all its instances and shows the longest one.
-    wait_data(page, TIMELINE, "data-highlight-count", f"v === '{min(point['instances'], 2000)}'")
+    wait_data(
+        page,
+        TIMELINE,
+        "data-highlight-count",
+        f"v === '{min(point['instances'], MAX_POINT_MARKS)}'",
+    )
     start, end = view(page)
     assert (start, end) != before
     tol = 1e-6 * (point["end"] - point["start"]) + 1

@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from widget_page import notebook_json
+from widget_page import WIDGET, notebook_json
 
 pytestmark = pytest.mark.ui
 
@@ -26,7 +26,7 @@ def test_a_raising_cell_shows_a_partial_profile_and_its_error(
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands")
     page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-    widget = page.locator('.gpuprofile[data-gpuprofile="ready"]').first
+    widget = page.locator(WIDGET).first
     widget.wait_for(timeout=90_000)
     page.wait_for_function(
         "() => [...document.querySelectorAll('.jp-OutputArea-output')]"

@@ -12,12 +12,11 @@ import re
 from pathlib import Path
 
 import pytest
-from widget_page import AXIS_H, HEADER_H, TIMELINE, TOOLTIP, plot, view, wait_view_change
+from widget_page import AXIS_H, HEADER_H, TIMELINE, TOOLTIP, WIDGET, plot, view, wait_view_change
 
 pytestmark = pytest.mark.ui
 
 NOTEBOOK = "quickstart.ipynb"
-WIDGET = '.gpuprofile[data-gpuprofile="ready"]'
 
 
 def test_quickstart_widget(page, run_notebook, artifacts_dir: Path) -> None:

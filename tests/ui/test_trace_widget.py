@@ -9,7 +9,6 @@ all tests of this module share its page.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,10 @@ from widget_page import (
     DETAILS_TITLE,
     HEADER_H,
     TIMELINE,
+    WIDGET,
     focus_plot,
-    notebook_json,
-    open_notebook,
     plot,
-    printed,
+    run_expecting,
     view,
     wait_data,
     wait_view_change,
@@ -81,9 +79,7 @@ p
 def expected(module_page, jupyterlab: str, notebook_dir: Path) -> dict:
     require_trace(TRACE)
     source = SOURCE.format(trace=str(TRACE), substring=SUBSTRING, regex=REGEX)
-    (notebook_dir / "trace.ipynb").write_text(json.dumps(notebook_json(source)))
-    outputs = open_notebook(module_page, jupyterlab, "trace.ipynb", marker="GPUPROFILE_EXPECT")
-    values: dict = printed(outputs, "GPUPROFILE_EXPECT")
+    values: dict = run_expecting(module_page, jupyterlab, notebook_dir, "trace.ipynb", source)[0]
     return values
 
 
@@ -93,7 +89,7 @@ def _close(a: float, b: float, scale: float) -> bool:
 
 def test_gpu_trace_widget(module_page, expected: dict, artifacts_dir: Path) -> None:
     page = module_page
-    root = page.locator('.gpuprofile[data-gpuprofile="ready"]').first
+    root = page.locator(WIDGET).first
     timeline = page.locator(TIMELINE).first
     for key in ("ops", "kernels", "memcpy", "memset"):
         assert int(root.get_attribute(f"data-{key}")) == expected[key], key

@@ -8,18 +8,16 @@ is known from the events themselves.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from widget_page import (
     DETAILS_TITLE,
     TIMELINE,
+    WIDGET,
     hover_find,
-    notebook_json,
-    open_notebook,
     plot,
-    printed,
+    run_expecting,
     view,
     wait_data,
 )
@@ -85,13 +83,11 @@ def test_html_in_names_stays_text(
     module_page, jupyterlab: str, notebook_dir: Path, trace_path: Path, artifacts_dir: Path
 ) -> None:
     page = module_page
-    (notebook_dir / "untrusted.ipynb").write_text(
-        json.dumps(notebook_json(SOURCE.format(path=str(trace_path))))
+    counts, _ = run_expecting(
+        page, jupyterlab, notebook_dir, "untrusted.ipynb", SOURCE.format(path=str(trace_path))
     )
-    outputs = open_notebook(page, jupyterlab, "untrusted.ipynb", marker="GPUPROFILE_EXPECT")
-    counts = printed(outputs, "GPUPROFILE_EXPECT")
     assert counts["ops"] == _count("cpu_op") and counts["kernels"] == _count("kernel")
-    root = page.locator('.gpuprofile[data-gpuprofile="ready"]').first
+    root = page.locator(WIDGET).first
     assert int(root.get_attribute("data-kernels")) == _count("kernel")
     _assert_nothing_injected(page)
     # The summary lists the kernels by name, as text.
@@ -136,17 +132,18 @@ def test_html_in_names_stays_text(
 def test_widget_in_notebook_7(
     page, jupyterlab: str, notebook_dir: Path, trace_path: Path, artifacts_dir: Path
 ) -> None:
-    (notebook_dir / "untrusted-nb7.ipynb").write_text(
-        json.dumps(notebook_json(SOURCE.format(path=str(trace_path))))
-    )
-    outputs = open_notebook(
-        page, jupyterlab, "untrusted-nb7.ipynb", marker="GPUPROFILE_EXPECT", app="notebook"
+    counts, _ = run_expecting(
+        page,
+        jupyterlab,
+        notebook_dir,
+        "untrusted-nb7.ipynb",
+        SOURCE.format(path=str(trace_path)),
+        app="notebook",
     )
     assert "/notebooks/untrusted-nb7.ipynb" in page.url
     # The Notebook 7 shell, not JupyterLab's.
     assert page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"
-    counts = printed(outputs, "GPUPROFILE_EXPECT")
-    root = page.locator('.gpuprofile[data-gpuprofile="ready"]').first
+    root = page.locator(WIDGET).first
     for key in ("ops", "kernels"):
         assert (
             int(root.get_attribute(f"data-{key}"))

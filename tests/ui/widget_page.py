@@ -12,8 +12,10 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+WIDGET = '.gpuprofile[data-gpuprofile="ready"]'
 TIMELINE = ".gpuprofile .gp-timeline"
 CANVAS = ".gpuprofile .gp-timeline canvas"
 TOOLTIP = ".gpuprofile .gp-tooltip"
@@ -195,15 +197,25 @@ def open_notebook(
     # Do not return the command's promise: it can hang forever.
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     page.wait_for_function(
-        "([m, n]) => [...document.querySelectorAll('.jp-OutputArea-output')]"
+        "([m, n, w]) => [...document.querySelectorAll('.jp-OutputArea-output')]"
         ".some(o => o.textContent.includes(m))"
-        " && document.querySelectorAll('.gpuprofile[data-gpuprofile=\"ready\"]').length >= n",
-        arg=[marker, widgets],
+        " && document.querySelectorAll(w).length >= n",
+        arg=[marker, widgets, WIDGET],
         timeout=120_000,
     )
     outputs = "\n".join(page.locator(".jp-OutputArea-output").all_text_contents())
     assert "Traceback (most recent call last)" not in outputs, outputs[-3000:]
     return outputs
+
+
+def run_expecting(
+    page: Any, url: str, directory: Path, name: str, *sources: str, app: str = "lab"
+) -> tuple[Any, str]:
+    """Write the notebook of `sources` as `name`, run it, and return what a cell printed after
+    GPUPROFILE_EXPECT (expectations it computed in the kernel) with the text of all outputs."""
+    (directory / name).write_text(json.dumps(notebook_json(*sources)))
+    outputs = open_notebook(page, url, name, marker="GPUPROFILE_EXPECT", app=app)
+    return printed(outputs, "GPUPROFILE_EXPECT"), outputs
 
 
 def printed(outputs: str, tag: str) -> Any:

@@ -440,3 +440,16 @@ def test_an_idle_hint_that_repeats_a_specific_one_is_folded_into_it() -> None:
     ]
     assert out[0].explanation == "data-loading text. gpu-idle text."
     assert out[0].gain_ns == 480
+
+
+def test_the_idle_breakdown_goes_to_the_larger_of_two_hints_of_a_kind() -> None:
+    # A rank can have two communication hints (GPU collectives, CPU ones): the idle hint is
+    # folded into the one that claims more.
+    idle_hint = _hint(
+        "gpu-idle", 0, 500, dominant_cause="collective-wait", **{"collective-wait_ns": 400}
+    )
+    small, large = _hint("communication", 0, 100), _hint("communication", 0, 450)
+    out = gpu_idle.without_repeats([large, idle_hint, small])
+    assert [(h.kind, h.gain_ns) for h in out] == [("communication", 450), ("communication", 100)]
+    assert out[0].explanation == "communication text. gpu-idle text."
+    assert out[1].explanation == "communication text."

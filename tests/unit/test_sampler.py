@@ -46,14 +46,8 @@ class Absent:
         raise AssertionError("an unavailable source is never read")
 
 
-class BreaksOnThird:
+class BreaksOnThird(Counting):
     name = "breaks"
-
-    def __init__(self) -> None:
-        self.reads = 0
-
-    def unavailable(self) -> str | None:
-        return None
 
     def read(self) -> list[Reading]:
         self.reads += 1
@@ -75,12 +69,16 @@ def run_for(sampler: Sampler, seconds: float) -> None:
 def test_samples_at_the_interval_and_states_missing_and_failed_sources() -> None:
     counting, absent, breaks = Counting(), Absent(), BreaksOnThird()
     sampler = Sampler([counting, absent, breaks], interval_s=0.02)
-    run_for(sampler, 0.3)
+    sampler.start()
+    deadline = time.monotonic() + 30  # a loaded machine may read late, never not at all
+    while counting.reads < 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sampler.stop()
     samples = sampler.samples
     counts = [(t, r.value) for t, r in samples if r.name == "count"]
     # Every read kept, in order: 1, 2, 3, ...
     assert [v for _, v in counts] == [float(i) for i in range(1, counting.reads + 1)]
-    assert 10 <= counting.reads <= 20  # 0.3 s at 0.02 s, plus the final reading at stop
+    assert counting.reads >= 10
     gaps = np.diff([t for t, _ in counts]) / 1e9
     assert abs(float(np.median(gaps)) - 0.02) < 0.01
     missing = sampler.missing
@@ -238,7 +236,7 @@ def test_real_capture_records_process_gauges_within_the_trace() -> None:
     c = trace.counters
     names = set(c["name"].astype(str))
     assert {"process CPU (100% = 1 core)", "process RSS", "system memory used"} <= names
-    end = max(int((t["start_ns"] + t["dur_ns"]).max()) for t in (trace.ops,) if len(t))
+    end = int((trace.ops["start_ns"] + trace.ops["dur_ns"]).max())
     assert int(c["time_ns"].min()) >= 0 and int(c["time_ns"].max()) <= end
     cpu = c[c["name"] == "process CPU (100% = 1 core)"]
     # The sample at 0 is the one taken before the first event (profiler start-up); each later

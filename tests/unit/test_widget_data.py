@@ -142,7 +142,8 @@ def test_timeline_lanes_rows_and_names(tmp_path: Path) -> None:
 
 
 def test_groups_per_rank_are_contiguous_and_in_order() -> None:
-    data = timeline_data(synthetic_trace(50, ranks=2, streams=2))
+    trace = synthetic_trace(50, ranks=2, streams=2)
+    data = timeline_data(trace)
     groups = [lane["group"] for lane in data.lanes]
     assert groups == [
         "rank 0 · CPU", "rank 0 · GPU 0", "rank 0 · GPU 0", "rank 0 · counters",
@@ -151,7 +152,6 @@ def test_groups_per_rank_are_contiguous_and_in_order() -> None:
     assert [lane["rank"] for lane in data.lanes] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert [lane.get("stream") for lane in data.lanes[:4]] == [None, 7, 8, None]
     # Every event sits in a lane of its own rank.
-    trace = synthetic_trace(50, ranks=2, streams=2)
     for kind, table in enumerate(KIND_TABLES):
         rows = np.flatnonzero(data.kind == kind)
         lane_rank = np.array([data.lanes[lane]["rank"] for lane in data.lane[rows]])
@@ -280,8 +280,8 @@ def test_merged_boxes_cover_every_member() -> None:
     # Events longer than a bin are shown as themselves.
     long = np.flatnonzero(data.end - data.start >= width)
     assert (columns["count"] == 1).sum() >= len(long)
-    names = {data.names[i] for i in columns["name"]}
-    assert names <= set(data.names)
+    # Every box names one of the trace's names (an index into the name table).
+    assert (columns["name"] < len(data.names)).all()
 
 
 def test_counters_hold_memory_in_use_and_sampled_gauges() -> None:

@@ -85,14 +85,13 @@ def test_window_equals_brute_force(synthetic: Source, window: tuple[float, float
     assert got == _overlapping(trace, t0, t1)
     assert len(got) == len(ids)  # each event once
     # The rows are those events: start, duration, name and place agree with the trace.
-    for i, gid in enumerate(ids[:: max(1, len(ids) // 200)].tolist()):
+    for gid in ids[:: max(1, len(ids) // 200)].tolist():
         row = trace.table(KIND_TABLES[data.kind[gid]]).iloc[int(data.source[gid])]
         at = int(np.flatnonzero(ids == gid)[0])
         assert columns["start_ns"][at] == row["start_ns"]
         assert columns["dur_ns"][at] == np.float32(row["dur_ns"])
         assert data.names[columns["name"][at]] == row["name"]
         assert lanes[at] == data.lane[gid] and columns["row"][at] == data.row[gid]
-        del i
 
 
 def test_window_over_the_limit_is_merged(
@@ -281,8 +280,9 @@ def test_a_regex_that_backtracks_forever_is_stopped_with_a_clear_error(
     assert reply["request"] == 7 and buffers == []
     assert "(a|aa)+$" in reply["error"] and "simplify" in reply["error"]
     # The same pattern on names it does not backtrack on answers normally.
-    reply, _ = _search(_source(synthetic_trace(50)), "(m|mm)+$", regex=True)
-    assert reply["count"] == _name_count(synthetic_trace(50), lambda n: n.endswith("m")) > 0
+    plain = synthetic_trace(50)
+    reply, _ = _search(_source(plain), "(m|mm)+$", regex=True)
+    assert reply["count"] == _name_count(plain, lambda n: n.endswith("m")) > 0
 
 
 def test_the_regex_budget_covers_all_names_together(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -398,6 +398,7 @@ def test_marks_of_roofline_points_hold_every_instance(monkeypatch: pytest.Monkey
         assert groups[group]["total"] == len(expected) == points[k]["count"]
     op_points = [k for k, p in enumerate(points) if p["level"] == "op"]
     assert op_points
+    gpu_ns = trace.kernels.groupby("op_id")["dur_ns"].sum()
     for k in op_points:
         group = point_groups[k]
         got = _table_ids(source, columns["id"][columns["group"] == group])
@@ -406,7 +407,6 @@ def test_marks_of_roofline_points_hold_every_instance(monkeypatch: pytest.Monkey
         assert set(names) == {points[k]["name"]}
         assert groups[group]["total"] == points[k]["count"] == len(got)
         # The heaviest instance by GPU time (its kernels' durations), not by the op's own.
-        gpu_ns = trace.kernels.groupby("op_id")["dur_ns"].sum()
         weights = gpu_ns.reindex([i for _, i in got]).fillna(0)
         heaviest = _table_ids(source, np.array([groups[group]["heaviest"]]))
         assert heaviest[0] == ("ops", int(weights.idxmax()))
@@ -431,10 +431,7 @@ def test_the_widget_answers_messages(tmp_path: Path) -> None:
     trace = synthetic_trace(50)
     widget = make_widget({"text": ""}, trace)
     needle = KERNEL_NAMES[0].lower()
-    matching = sum(
-        int(trace.table(t)["name"].astype(str).str.lower().str.contains(needle, regex=False).sum())
-        for t in KIND_TABLES
-    )
+    matching = _name_count(trace, lambda n: needle in n.lower())
     sent: list[tuple[dict[str, Any], list[bytes]]] = []
     widget.send = lambda content, buffers=None: sent.append((content, buffers))  # type: ignore[method-assign]
     widget._handle_custom_msg({"type": "search", "request": 1, "pattern": KERNEL_NAMES[0]}, [])
