@@ -25,8 +25,8 @@ from synthetic import KERNEL_NAMES, synthetic_trace
 HTML = "<img src=x onerror=alert(1)>"
 
 
-def _source(trace: Trace, analysis: Any = None) -> Source:
-    return Source(data=timeline_data(trace), trace=trace, analysis=analysis)
+def _source(trace: Trace) -> Source:
+    return Source(data=timeline_data(trace), trace=trace)
 
 
 def _ask(source: Source, **message: Any) -> tuple[dict[str, Any], list[bytes]]:
@@ -380,7 +380,7 @@ def test_marks_of_roofline_points_hold_every_instance(monkeypatch: pytest.Monkey
     profile = Profile(trace)
     report = profile.report()
     points = report["roofline"]["points"]
-    source = _source(trace, profile.analysis)
+    source = _source(trace)
     columns, groups = _marks(
         encode_table(*marks.marks_columns(source.data, trace, report, profile.analysis))
     )

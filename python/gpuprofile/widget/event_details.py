@@ -132,9 +132,9 @@ def _correlation_key(rank: np.ndarray, correlation: np.ndarray) -> np.ndarray:
 def _by_correlation(source: Source, tables: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """(sorted (rank, correlation) keys, global ids in that order, ties by time) of the events
     of the given tables that have a correlation id."""
-    cache_key = "corr:" + ",".join(tables)
     data = source.data
-    if cache_key not in data.cache:
+
+    def build() -> tuple[np.ndarray, np.ndarray]:
         keys, gids = [], []
         for name in tables:
             table = source.trace.table(name)
@@ -147,9 +147,9 @@ def _by_correlation(source: Source, tables: tuple[str, ...]) -> tuple[np.ndarray
             gids.append(gid_of_row(data, source.trace, name)[known])
         key, gid = np.concatenate(keys), np.concatenate(gids)
         order = np.lexsort((data.start[gid], key))
-        data.cache[cache_key] = (key[order], gid[order])
-    result: tuple[np.ndarray, np.ndarray] = data.cache[cache_key]
-    return result
+        return key[order], gid[order]
+
+    return cached(data, "corr:" + ",".join(tables), build)
 
 
 def _launch_of(source: Source, record: pd.Series) -> int | None:

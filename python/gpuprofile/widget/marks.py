@@ -14,6 +14,8 @@ import pandas as pd
 
 from gpuprofile.analyses.lookups import id_index
 from gpuprofile.trace.model import Trace
+from gpuprofile.widget.request_args import cached
+from gpuprofile.widget.tables import event_columns
 from gpuprofile.widget.timeline import KIND_TABLES, TimelineData
 
 if TYPE_CHECKING:
@@ -34,14 +36,14 @@ def global_ids(data: TimelineData, trace: Trace, table: str, ids: Any) -> np.nda
 def gid_of_row(data: TimelineData, trace: Trace, table: str) -> np.ndarray:
     """Global id of each row of a Trace table (-1 for none)."""
     kind = KIND_TABLES.index(table)
-    key = f"gid_of_row:{kind}"
-    if key not in data.cache:
+
+    def build() -> np.ndarray:
         gids = np.flatnonzero(data.kind == kind)
         out = np.full(len(trace.table(table)), -1, np.int64)
         out[data.source[gids]] = gids
-        data.cache[key] = out
-    result: np.ndarray = data.cache[key]
-    return result
+        return out
+
+    return cached(data, f"gid_of_row:{kind}", build)
 
 
 def gid_mask(data: TimelineData, trace: Trace, table: str, row_mask: np.ndarray) -> np.ndarray:
@@ -101,11 +103,7 @@ def marks_columns(
     ids = np.concatenate(id_col) if id_col else np.empty(0, np.int64)
     columns = {
         "group": np.concatenate(group_col) if group_col else np.empty(0, np.uint32),
-        "id": ids.astype(np.uint32),
-        "lane": data.lane[ids].astype(np.uint16),
-        "row": data.row[ids].astype(np.uint16),
-        "start_ns": data.start[ids],
-        "dur_ns": (data.end[ids] - data.start[ids]).astype(np.float32),
+        **event_columns(data, ids),
         "name": data.name[ids].astype(np.uint32),
     }
     return columns, {"groups": groups}

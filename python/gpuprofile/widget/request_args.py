@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from gpuprofile.trace.model import Trace
 from gpuprofile.widget.timeline import TimelineData
 
-if TYPE_CHECKING:
-    from gpuprofile.analyses.context import Analysis
+T = TypeVar("T")
+
 
 Reply = tuple[dict[str, Any], list[bytes]]
 
@@ -22,17 +22,17 @@ Reply = tuple[dict[str, Any], list[bytes]]
 class Source:
     data: TimelineData
     trace: Trace
-    analysis: Analysis | None = None
 
 
 class BadRequest(ValueError):
     """A request the browser should not have sent: the reply says why, in one line."""
 
 
-def cached(data: TimelineData, key: str, build: Callable[[], np.ndarray]) -> np.ndarray:
+def cached(data: TimelineData, key: str, build: Callable[[], T]) -> T:
+    """data.cache[key], built on first use (indexes a kind of request needs, kept)."""
     if key not in data.cache:
         data.cache[key] = build()
-    value: np.ndarray = data.cache[key]
+    value: T = data.cache[key]
     return value
 
 

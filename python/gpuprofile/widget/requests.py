@@ -21,7 +21,7 @@ from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.event_details import details
 from gpuprofile.widget.marks import gid_mask
 from gpuprofile.widget.request_args import BadRequest, Reply, Source, cached, number, span
-from gpuprofile.widget.tables import merged_columns, segment_columns, window_ids
+from gpuprofile.widget.tables import event_columns, merged_columns, segment_columns, window_ids
 from gpuprofile.widget.timeline import KINDS, TimelineData
 
 __all__ = ["DETAIL_LIMIT", "SEARCH_LIMIT", "Source", "handle"]
@@ -146,14 +146,7 @@ def search(source: Source, message: Mapping[str, Any]) -> Reply:
     else:
         time_order = cached(data, "time_order", lambda: np.argsort(data.start, kind="stable"))
         ids = _first_matches(data, time_order, lut, min(count, SEARCH_LIMIT))
-    columns = {
-        "id": ids.astype(np.uint32),
-        "lane": data.lane[ids].astype(np.uint16),
-        "row": data.row[ids].astype(np.uint16),
-        "start_ns": data.start[ids],
-        "dur_ns": (data.end[ids] - data.start[ids]).astype(np.float32),
-    }
-    return {"count": count, "names": hit_names}, [encode_table(columns)]
+    return {"count": count, "names": hit_names}, [encode_table(event_columns(data, ids))]
 
 
 def _regex_hits(names: list[str], pattern: str) -> list[int]:

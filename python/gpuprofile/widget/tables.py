@@ -13,6 +13,19 @@ import numpy as np
 
 from gpuprofile.widget.timeline import TimelineData
 
+
+def event_columns(data: TimelineData, ids: np.ndarray) -> dict[str, np.ndarray]:
+    """The events' global id, place (lane, row) and time, as the wire contract sends a list of
+    events (search hits, marks)."""
+    return {
+        "id": ids.astype(np.uint32),
+        "lane": data.lane[ids].astype(np.uint16),
+        "row": data.row[ids].astype(np.uint16),
+        "start_ns": data.start[ids],
+        "dur_ns": (data.end[ids] - data.start[ids]).astype(np.float32),
+    }
+
+
 # Past this many events only the overview is widget state (saved in the notebook); detail for
 # a zoomed window is asked for over the comm channel.
 DETAIL_THRESHOLD = 200_000

@@ -98,7 +98,7 @@ def show_result(
         "total_events": data.total,
         "complete": data.total <= detail_threshold,
     }
-    widget._source = Source(data=data, trace=trace, analysis=analysis)
+    widget._source = Source(data=data, trace=trace)
     with widget.hold_sync():
         for name, value in state.items():
             setattr(widget, name, value)
