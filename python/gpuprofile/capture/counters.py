@@ -20,17 +20,35 @@ import numpy as np
 from gpuprofile.capture.sources import Reading
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace, make_table
 
+# Per series (name, unit, device): its sample times (time.time_ns()) and values, in time order.
+Series = dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]
+
+
+def sample_series(samples: Sequence[tuple[int, Reading]]) -> Series:
+    """The samples grouped by series once, for placing them on one trace or on many."""
+    grouped: dict[tuple[str, str, int], list[tuple[int, float]]] = {}
+    for time_ns, reading in samples:
+        key = (reading.name, reading.unit, reading.device)
+        grouped.setdefault(key, []).append((int(time_ns), float(reading.value)))
+    series: Series = {}
+    for key, points in grouped.items():
+        times = np.fromiter((t for t, _ in points), np.int64, len(points))
+        values = np.fromiter((v for _, v in points), np.float64, len(points))
+        order = np.argsort(times, kind="stable")
+        series[key] = (times[order], values[order])
+    return series
+
 
 def with_samples(
     trace: Trace,
-    samples: Sequence[tuple[int, Reading]],
+    samples: Sequence[tuple[int, Reading]] | Series,
     missing: Mapping[str, str],
     *,
     interval_s: float | None = None,
     dropped: int = 0,
-    rank: int | None = None,
 ) -> Trace:
-    """A copy of ``trace`` with the samples added to its counters and ``meta["sampler"]`` set.
+    """A copy of ``trace`` with the samples (or their ``sample_series``) added to its counters
+    and ``meta["sampler"]`` set.
 
     Counters are step-wise (a value holds until the next sample), so per series the last sample
     taken before the trace's first event moves to time 0, where its value still held, and
@@ -38,40 +56,36 @@ def with_samples(
     """
     if "origin_ns" not in trace.meta:
         raise ValueError("the trace has no meta['origin_ns']: samples cannot be placed on it")
+    series = samples if isinstance(samples, dict) else sample_series(samples)
     origin = int(trace.meta["origin_ns"])
-    if rank is None:
-        rank = trace.ranks[0] if trace.ranks else 0
+    rank = trace.ranks[0] if trace.ranks else 0
     end = trace_end_ns(trace)
-    series: dict[tuple[str, str, int], list[tuple[int, float]]] = {}
-    for time_ns, reading in samples:
-        key = (reading.name, reading.unit, reading.device)
-        series.setdefault(key, []).append((int(time_ns) - origin, float(reading.value)))
     names: list[str] = []
     units: list[str] = []
-    devices: list[int] = []
-    times: list[int] = []
-    values: list[float] = []
-    for (name, unit, device), points in series.items():
-        points.sort(key=lambda p: p[0])
-        before = [p for p in points if p[0] < 0]
-        kept = [(0, before[-1][1])] if before else []
-        kept += [p for p in points if p[0] >= 0 and (end is None or p[0] <= end)]
-        for time_ns, value in kept:
-            names.append(name)
-            units.append(unit)
-            devices.append(device)
-            times.append(time_ns)
-            values.append(value)
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # device, time, value
+    for (name, unit, device), (times, values) in series.items():
+        at = times - origin
+        first = int(np.searchsorted(at, 0, side="left"))
+        last = len(at) if end is None else int(np.searchsorted(at, end, side="right"))
+        keep_time, keep_value = at[first:last], values[first:last]
+        if first > 0:  # the value that held when the trace began
+            keep_time = np.concatenate([[0], keep_time])
+            keep_value = np.concatenate([[values[first - 1]], keep_value])
+        names += [name] * len(keep_time)
+        units += [unit] * len(keep_time)
+        parts.append((np.full(len(keep_time), device), keep_time, keep_value))
     old = trace.counters
     counters = make_table(
         "counters",
         {
-            "rank": np.concatenate([old["rank"].to_numpy(), np.full(len(times), rank)]),
+            "rank": np.concatenate(
+                [old["rank"].to_numpy(), np.full(sum(len(p[0]) for p in parts), rank)]
+            ),
             "name": [*old["name"].astype(str), *names],
             "unit": [*old["unit"].astype(str), *units],
-            "device": np.concatenate([old["device"].to_numpy(), np.asarray(devices, dtype=int)]),
-            "time_ns": np.concatenate([old["time_ns"].to_numpy(), np.asarray(times, dtype=int)]),
-            "value": np.concatenate([old["value"].to_numpy(), np.asarray(values, dtype=float)]),
+            "device": np.concatenate([old["device"].to_numpy(), *(p[0] for p in parts)]),
+            "time_ns": np.concatenate([old["time_ns"].to_numpy(), *(p[1] for p in parts)]),
+            "value": np.concatenate([old["value"].to_numpy(), *(p[2] for p in parts)]),
         },
     )
     meta: dict[str, Any] = {

@@ -27,9 +27,9 @@ from gpuprofile.capture.chunk_reader import (
     torch_schedule_of,
 )
 from gpuprofile.capture.counter_export import CounterExportError, append_counters
-from gpuprofile.capture.counters import with_samples
+from gpuprofile.capture.counters import Series, sample_series, with_samples
 from gpuprofile.capture.read_back import read_back
-from gpuprofile.capture.sampler import Sample, Sampler
+from gpuprofile.capture.sampler import Sampler
 from gpuprofile.capture.sources import Reading, default_sources
 from gpuprofile.capture.steps import StepCounter, StepSchedule, check_steps
 from gpuprofile.errors import ProfilerBusyError
@@ -212,15 +212,16 @@ def capture(
             if events is not None:
                 trace.meta["cuda_event_ns"] = round(events[0].elapsed_time(events[1]) * 1e6)
             if sampler is not None:
+                series = sample_series(sampler.samples)
                 trace = with_samples(
                     trace,
-                    sampler.samples,
+                    series,
                     sampler.missing,
                     interval_s=sampler.interval_s,
                     dropped=sampler.dropped,
                 )
                 if options.export is not None:
-                    _export_samples(trace, options, chunks, sampler.samples)
+                    _export_samples(trace, options, chunks, series)
             result._finish(trace, partial=not finished)
 
 
@@ -241,7 +242,7 @@ def _deferred_interrupt(*, raise_after: bool) -> Iterator[None]:
 
 
 def _export_samples(
-    trace: Trace, options: CaptureOptions, chunks: ChunkReader | None, samples: list[Sample]
+    trace: Trace, options: CaptureOptions, chunks: ChunkReader | None, series: Series
 ) -> None:
     """The samples go into the exported file; with a schedule, each window's file gets those of
     its window, placed as ``with_samples`` places them on a trace. A file that cannot take them
@@ -251,7 +252,7 @@ def _export_samples(
         files = [(Path(options.export), trace)]
     else:
         files = [
-            (Path(chunk_file), with_samples(chunk, samples, {}))
+            (Path(chunk_file), with_samples(chunk, series, {}))
             for chunk in chunks.kept
             if (chunk_file := chunk_path(options.export, chunk.meta["chunks"][0]["index"]))
         ]

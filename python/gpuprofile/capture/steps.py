@@ -29,8 +29,7 @@ def parse_steps(text: str) -> StepSchedule:
     parts = [p.strip() for p in text.split(",")]
     if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
         raise ValueError(f"--steps {text}: expected WAIT,ACTIVE[,REPEAT] as whole numbers")
-    wait, active, repeat = (int(p) for p in (*parts, "0")[:3])
-    return check_steps((wait, active, repeat))
+    return check_steps(tuple(int(p) for p in parts))
 
 
 def check_steps(steps: tuple[int, ...]) -> StepSchedule:
