@@ -57,7 +57,8 @@ import pandas as pd
 
 from gpuprofile.analyses import torch_flops
 from gpuprofile.analyses.kernel_kind import is_compute
-from gpuprofile.analyses.lookups import op_parents
+from gpuprofile.analyses.lookups import op_parents, read_only
+from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.op_formulas import (
     DTYPES,
     ITEMSIZE,
@@ -239,11 +240,13 @@ def coverage(trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame) -
     return float(dur[counted].sum() / total) if total > 0 else math.nan
 
 
+@per_trace
 def outermost_cpu_ops(trace: Trace) -> np.ndarray:
     """Per ops row: is it an aten op (category cpu_op) with no aten op around it? The ops a
-    user wrote, not the ones they call, nor annotations or Python frames around them."""
+    user wrote, not the ones they call, nor annotations or Python frames around them. Kept per
+    trace (read-only): coverage, each rank's communication hint and range requests ask."""
     is_op = (trace.ops["category"] == "cpu_op").to_numpy()
-    return _outermost_with(is_op, _parent_positions(trace)) == np.arange(len(is_op))
+    return read_only(_outermost_with(is_op, _parent_positions(trace)) == np.arange(len(is_op)))
 
 
 def _parent_positions(trace: Trace) -> np.ndarray:

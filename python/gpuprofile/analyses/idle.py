@@ -61,6 +61,7 @@ from gpuprofile.analyses.intervals import running_argmax
 from gpuprofile.analyses.lookups import cpu_op_tree, host_threads
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import matches, strings
+from gpuprofile.trace.codes import shared_codes
 from gpuprofile.trace.model import HOST_DEVICE_KINDS, NO_ID, Trace
 
 SYNCHRONIZATION = "synchronization"
@@ -234,7 +235,7 @@ def _memcpy_of_call(runtime: pd.DataFrame, memcpy: pd.DataFrame) -> tuple[np.nda
     if memcpy.empty or runtime.empty:
         return kind, pageable
     # (rank, correlation) pairs as one integer each, the same in both tables.
-    copy_key, call_key = _pair_keys(memcpy, runtime, ("rank", "correlation"))
+    copy_key, call_key = shared_codes([memcpy, runtime], ("rank", "correlation"))
     keys = pd.Index(copy_key)
     if keys.is_unique:
         at = keys.get_indexer(call_key)
@@ -247,18 +248,6 @@ def _memcpy_of_call(runtime: pd.DataFrame, memcpy: pd.DataFrame) -> tuple[np.nda
     page = ~memcpy["pinned"].to_numpy() & matches(memcpy["name"], re.compile("Pageable"))
     pageable[has] = page[at[has]]
     return kind, pageable
-
-
-def _pair_keys(
-    a: pd.DataFrame, b: pd.DataFrame, columns: tuple[str, str]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of a and of b, one integer per distinct pair of column values, equal across
-    both (what a MultiIndex of the two columns would match on)."""
-    key = np.zeros(len(a) + len(b), np.int64)
-    for column in columns:
-        codes, uniques = pd.factorize(np.concatenate([a[column].to_numpy(), b[column].to_numpy()]))
-        key = key * (len(uniques) + 1) + codes
-    return key[: len(a)], key[len(a) :]
 
 
 class IntervalSet:

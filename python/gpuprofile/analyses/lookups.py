@@ -13,6 +13,8 @@ import pandas as pd
 
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import matches
+from gpuprofile.trace.codes import shared_codes
+from gpuprofile.trace.links import THREAD
 from gpuprofile.trace.model import Trace
 
 
@@ -20,28 +22,14 @@ from gpuprofile.trace.model import Trace
 def op_parents(trace: Trace) -> np.ndarray:
     """Per ops row, the row position of its parent (by id), -1 when the trace has none."""
     ops = trace.ops
-    return _read_only(pd.Index(ops["id"].to_numpy()).get_indexer(ops["parent"].to_numpy()))
+    return read_only(pd.Index(ops["id"].to_numpy()).get_indexer(ops["parent"].to_numpy()))
 
 
 @per_trace
 def host_threads(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Per ops row and per runtime row: one integer per (rank, pid, tid), the same in both."""
-    op_thread, runtime_thread = shared_threads(trace.ops, trace.runtime)
-    return _read_only(op_thread), _read_only(runtime_thread)
-
-
-def shared_threads(*frames: pd.DataFrame) -> list[np.ndarray]:
-    """One integer per (rank, pid, tid), consistent across the given frames."""
-    key = np.zeros(sum(len(f) for f in frames), np.int64)
-    for column in ("rank", "pid", "tid"):
-        codes, uniques = pd.factorize(np.concatenate([f[column].to_numpy() for f in frames]))
-        key = key * (len(uniques) + 1) + codes
-    codes, _ = pd.factorize(key)
-    out, at = [], 0
-    for f in frames:
-        out.append(codes[at : at + len(f)])
-        at += len(f)
-    return out
+    op_thread, runtime_thread = shared_codes([trace.ops, trace.runtime], THREAD)
+    return read_only(op_thread), read_only(runtime_thread)
 
 
 @dataclass(frozen=True)
@@ -78,7 +66,7 @@ def cpu_op_tree(trace: Trace) -> CpuOpTree:
         thread=op_thread[order],
     )
     for array in (tree.start, tree.end, tree.is_cpu_op, tree.is_aten, tree.by_thread, tree.thread):
-        _read_only(array)
+        read_only(array)
     return tree
 
 
@@ -98,6 +86,6 @@ def rows_by_id(trace: Trace, table: str, ids: np.ndarray) -> np.ndarray:
     return rows
 
 
-def _read_only(array: np.ndarray) -> np.ndarray:
+def read_only(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array

@@ -39,6 +39,7 @@ import pandas as pd
 from gpuprofile.analyses.names import codes as name_codes
 from gpuprofile.analyses.names import per_category, strings
 from gpuprofile.hardware.model import Hardware
+from gpuprofile.trace.codes import first_seen_codes
 from gpuprofile.trace.model import NO_ID, Trace
 
 MAX_EVENT_IDS = 50
@@ -181,7 +182,7 @@ def point_members(
     multi_rank = len(np.unique(np.concatenate([m.rank for m in sets]))) > 1 if sets else False
     out: dict[str, PointMembers] = {}
     for members in sets:
-        group = _first_seen_codes(members.rank, members.name_code, members.shape_code)
+        group = first_seen_codes(members.rank, members.name_code, members.shape_code)
         by_group = np.argsort(group, kind="stable")
         firsts = np.flatnonzero(np.r_[True, np.diff(group[by_group]) != 0])
         first = by_group[firsts]
@@ -236,7 +237,7 @@ def _aggregate(members: _Members) -> pd.DataFrame:
     order = np.lexsort((-members.time_ns, ~np.isfinite(members.flops)))
     time_ns, flops, nbytes = members.time_ns[order], members.flops[order], members.bytes[order]
     known = np.isfinite(flops)
-    group = _first_seen_codes(
+    group = first_seen_codes(
         members.rank[order], members.name_code[order], members.shape_code[order]
     )
     n = int(group.max()) + 1
@@ -279,16 +280,6 @@ def _aggregate(members: _Members) -> pd.DataFrame:
     }
     by_time = np.argsort(-points["time_ns"], kind="stable")
     return pd.DataFrame({k: v[by_time] for k, v in points.items()})
-
-
-def _first_seen_codes(*columns: np.ndarray) -> np.ndarray:
-    """Per row, the number of its distinct combination of column values, in order of first
-    appearance (the order of groupby(sort=False))."""
-    key = np.zeros(len(columns[0]), dtype=np.int64)
-    for column in columns:
-        labels, uniques = pd.factorize(column)
-        key = pd.factorize(key * (len(uniques) + 1) + (labels + 1))[0]
-    return key
 
 
 def _heaviest_ids(group: np.ndarray, n: int, time_ns: np.ndarray, ids: np.ndarray) -> np.ndarray:

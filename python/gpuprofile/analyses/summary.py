@@ -8,9 +8,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.memo import per_trace
-from gpuprofile.trace.model import Trace
-
-_EVENT_TABLES = ("kernels", "memcpy", "memset", "ops", "runtime")
+from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 
 
 @dataclass(frozen=True)
@@ -34,7 +32,7 @@ class CopyKind:
 
 
 def counts(trace: Trace, rank: int) -> dict[str, int]:
-    return {t: int((trace.table(t)["rank"] == rank).sum()) for t in _EVENT_TABLES}
+    return {t: int((trace.table(t)["rank"] == rank).sum()) for t in TIMELINE_TABLES}
 
 
 @per_trace
@@ -48,7 +46,7 @@ def span_ns(trace: Trace, rank: int) -> tuple[int, int]:
     """(start of the rank's first event, end of its last); (0, 0) for a rank without events."""
     first, last = None, None
     single_rank = len(trace.ranks) <= 1  # most traces: no per-rank filtering needed
-    for table in _EVENT_TABLES:
+    for table in TIMELINE_TABLES:
         rows = trace.table(table)
         if rows.empty:
             continue

@@ -5,15 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from gpuprofile.trace.codes import shared_codes
 from gpuprofile.trace.model import NO_ID
 from gpuprofile.trace.nesting import nest
+
+# The columns that name a host thread.
+THREAD = ("rank", "pid", "tid")
 
 
 def with_nesting(ops: pd.DataFrame) -> pd.DataFrame:
     """Fill parent and depth: each op's innermost enclosing op on the same thread."""
     if ops.empty:
         return ops
-    (thread_code,) = _thread_codes(ops)
+    (thread_code,) = shared_codes([ops], THREAD)
     start = ops["start_ns"].to_numpy()
     parent_pos, depth = nest(thread_code, start, start + ops["dur_ns"].to_numpy())
     ids = ops["id"].to_numpy()
@@ -21,22 +25,6 @@ def with_nesting(ops: pd.DataFrame) -> pd.DataFrame:
     ops["parent"] = np.where(parent_pos == NO_ID, NO_ID, ids[np.maximum(parent_pos, 0)])
     ops["depth"] = depth
     return ops
-
-
-def _thread_codes(*frames: pd.DataFrame) -> list[np.ndarray]:
-    """One integer per (rank, pid, tid), consistent across the given tables."""
-    combined = np.zeros(sum(len(f) for f in frames), np.int64)
-    for column in ("rank", "pid", "tid"):
-        # Each column's values as dense codes, folded in: hashing, no sort, no groupby setup.
-        # Refactorized at each step, so the folded value stays below n**2 and cannot overflow.
-        codes, uniques = pd.factorize(np.concatenate([f[column].to_numpy() for f in frames]))
-        combined = pd.factorize(combined * len(uniques) + codes)[0]
-    codes = combined
-    out, at = [], 0
-    for f in frames:
-        out.append(codes[at : at + len(f)])
-        at += len(f)
-    return out
 
 
 def launching_ops(ops: pd.DataFrame, runtime: pd.DataFrame, kernels: pd.DataFrame) -> np.ndarray:
@@ -48,7 +36,7 @@ def launching_ops(ops: pd.DataFrame, runtime: pd.DataFrame, kernels: pd.DataFram
     cpu_ops = ops[ops["category"] == "cpu_op"]
     if kernels.empty or cpu_ops.empty:
         return np.full(len(kernels), NO_ID, np.int64)
-    op_thread, call_thread = _thread_codes(cpu_ops, runtime)
+    op_thread, call_thread = shared_codes([cpu_ops, runtime], THREAD)
     op_start = cpu_ops["start_ns"].to_numpy()
     call_start = runtime["start_ns"].to_numpy()
     parent, _ = nest(

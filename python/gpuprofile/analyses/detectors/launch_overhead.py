@@ -113,8 +113,8 @@ def launch_gaps(trace: Trace, rank: int) -> pd.DataFrame:
         is_kernel = kernel[rows]
         small = is_kernel & (dur < SMALL_KERNEL_NS)
         # The event before a gap is the one that reached furthest: it ended last.
-        reach = np.maximum.accumulate(end)
         last = running_argmax(end)
+        reach = end[last]
         gap = start[1:] - reach[:-1]
         before = last[:-1]
         after = np.arange(1, len(rows))
