@@ -56,7 +56,7 @@ class Analysis:
     def gauges(self) -> list[Gauge]:
         from gpuprofile.analyses.gauges import gauges
 
-        return gauges(self.trace, self.hardware, self.roofline)
+        return gauges(self.trace, self.roofline)
 
     @cached_property
     def hints(self) -> list[Hint]:

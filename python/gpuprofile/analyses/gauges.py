@@ -44,13 +44,19 @@ class Gauge:
         return {**asdict(self), "fraction": self.fraction}
 
 
-def gauges(trace: Trace, hardware: Hardware, roofline: Roofline) -> list[Gauge]:
+def gauges(trace: Trace, roofline: Roofline) -> list[Gauge]:
+    """Per rank, the five gauges against the roofs the roofline was drawn with."""
+    hardware = roofline.hardware
+    points = roofline.points
+    # One level, so no time counts twice: kernels on GPU traces, else ops.
+    level = points[points["level"] == ("kernel" if roofline.time_basis == "gpu" else "op")]
     out: list[Gauge] = []
     for rank in trace.ranks:
+        mine = level[level["rank"] == rank]
         out += [
             _busy(trace, rank),
-            _dram(roofline, hardware, rank),
-            _compute(roofline, hardware, rank),
+            _dram(mine, hardware, rank),
+            _compute(mine, hardware, rank),
             _host_link(trace, hardware, rank),
             _memory(trace, hardware, rank),
         ]
@@ -63,37 +69,25 @@ def _roof_label(hardware: Hardware, what: str) -> str:
 
 def _busy(trace: Trace, rank: int) -> Gauge:
     gpu = gpu_time(trace, rank)
-    if gpu is None:
-        return Gauge(
-            "gpu-busy", "GPU busy", rank, None, "%", 100.0, "the whole GPU window", None,
-            note="no GPU activity in this trace",
-        )  # fmt: skip
+    value, note = (
+        (None, "no GPU activity in this trace")
+        if gpu is None
+        else (gpu.busy_pct, f"{format_ns(gpu.busy_ns)} busy of a {format_ns(gpu.window_ns)} window")
+    )
     return Gauge(
-        "gpu-busy", "GPU busy", rank, gpu.busy_pct, "%", 100.0, "the whole GPU window", None,
-        note=f"{format_ns(gpu.busy_ns)} busy of a {format_ns(gpu.window_ns)} window",
-    )  # fmt: skip
-
-
-def _points(roofline: Roofline, rank: int) -> pd.DataFrame:
-    """The rank's points at one level, so no time counts twice: kernels on GPU traces, else ops."""
-    points = roofline.points
-    level = "kernel" if (points["level"] == "kernel").any() else "op"
-    return points[(points["level"] == level) & (points["rank"] == rank)]
+        "gpu-busy", "GPU busy", rank, value, "%", 100.0, "the whole GPU window", None, note=note
+    )
 
 
 def _rate(points: pd.DataFrame, amount: str) -> tuple[float | None, int, int]:
     """(amount per second over the points whose amount is known, that time, all points' time)."""
-    known = np.isfinite(points[amount].to_numpy(np.float64))
-    seconds_ns = points["known_time_ns"].to_numpy(np.float64)[known]
+    values = points[amount].to_numpy(np.float64)
+    known = np.isfinite(values)
     total = int(points["time_ns"].sum())
-    measured_ns = int(seconds_ns.sum())
+    measured_ns = int(points["known_time_ns"].to_numpy(np.float64)[known].sum())
     if measured_ns <= 0:
         return None, 0, total
-    return (
-        float(points[amount].to_numpy(np.float64)[known].sum() / (measured_ns * 1e-9)),
-        (measured_ns),
-        total,
-    )
+    return float(values[known].sum() / (measured_ns * 1e-9)), measured_ns, total
 
 
 def _coverage_note(known_ns: int, total_ns: int, what: str) -> str:
@@ -104,8 +98,8 @@ def _coverage_note(known_ns: int, total_ns: int, what: str) -> str:
     return f"over the {format_ns(known_ns)} of {format_ns(total_ns)} whose {what} are known"
 
 
-def _dram(roofline: Roofline, hardware: Hardware, rank: int) -> Gauge:
-    value, known_ns, total_ns = _rate(_points(roofline, rank), "bytes")
+def _dram(points: pd.DataFrame, hardware: Hardware, rank: int) -> Gauge:
+    value, known_ns, total_ns = _rate(points, "bytes")
     roof = hardware.dram_bytes_per_s
     return Gauge(
         "dram-bandwidth", "DRAM bandwidth", rank, value, "B/s", roof,
@@ -115,8 +109,7 @@ def _dram(roofline: Roofline, hardware: Hardware, rank: int) -> Gauge:
     )  # fmt: skip
 
 
-def _compute(roofline: Roofline, hardware: Hardware, rank: int) -> Gauge:
-    points = _points(roofline, rank)
+def _compute(points: pd.DataFrame, hardware: Hardware, rank: int) -> Gauge:
     value, known_ns, total_ns = _rate(points, "flops")
     # The roof of the precision that holds most of the timed work: a bf16 model is judged
     # against the bf16 tensor-core peak, not the fp32 one. Keys, not values: fp16 and bf16
@@ -182,7 +175,7 @@ def _memory(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
 
 def _capacity(trace: Trace, hardware: Hardware, rank: int, device: int) -> tuple[float | None, str]:
     """The device's own memory size from the trace's device properties, else the datasheet's."""
-    for props in trace.meta.get("ranks", {}).get(rank, {}).get("devices", []):
+    for props in trace.devices(rank):
         if props.get("id") == device and props.get("memory_bytes"):
             return float(props["memory_bytes"]), "trace"
     if hardware.memory_bytes:

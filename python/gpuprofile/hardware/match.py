@@ -394,7 +394,7 @@ def hardware_for_trace(trace: Trace, rank: int | None = None) -> Hardware:
         rank = min(ranks)
     if rank not in ranks:
         raise KeyError(f"rank {rank} is not in this trace (ranks: {sorted(ranks)})")
-    devices: list[Mapping[str, Any]] = list(ranks[rank].get("devices") or [])
+    devices: list[Mapping[str, Any]] = list(trace.devices(rank))
     kernels = trace.kernels[trace.kernels["rank"] == rank]
     if not devices:
         if kernels.empty:

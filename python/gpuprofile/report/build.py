@@ -94,13 +94,12 @@ def _roofline_points(points: Any, limit: int) -> list[dict[str, Any]]:
 
 
 def _rank_report(trace: Trace, rank: int, top: int) -> dict[str, Any]:
-    meta = trace.meta["ranks"][rank]
     gpu = gpu_time(trace, rank)
     return {
         "rank": rank,
         "devices": [
             {k: d.get(k) for k in ("id", "name", "memory_bytes", "sm_count", "compute_capability")}
-            for d in _used_devices(trace, rank, meta.get("devices", []))
+            for d in _used_devices(trace, rank, trace.devices(rank))
         ],
         "wall_ns": wall_ns(trace, rank),
         "gpu": None

@@ -212,6 +212,13 @@ class Trace:
     def ranks(self) -> list[int]:
         return sorted(int(r) for r in self.meta.get("ranks", {}))
 
+    def devices(self, rank: int) -> list[dict[str, Any]]:
+        """The device properties the trace records for a rank ([] when none); rank keys that
+        went through JSON are strings."""
+        ranks = self.meta.get("ranks", {})
+        info = ranks.get(rank) or ranks.get(str(rank)) or {}
+        return list(info.get("devices") or [])
+
     def table(self, name: str) -> pd.DataFrame:
         if name not in SCHEMA:
             raise KeyError(f"no table {name!r}; tables are {sorted(SCHEMA)}")

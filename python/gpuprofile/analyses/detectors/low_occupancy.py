@@ -212,10 +212,8 @@ def _product(k: pd.DataFrame, key: str) -> np.ndarray:
 
 def _devices(trace: Trace, rank: int) -> dict[int, tuple[int | None, int | None]]:
     """Device id -> (SM count, max threads per SM) from the trace's device properties."""
-    ranks = trace.meta.get("ranks", {})
-    info = ranks.get(rank) or ranks.get(str(rank)) or {}
     out: dict[int, tuple[int | None, int | None]] = {}
-    for device in info.get("devices", []):
+    for device in trace.devices(rank):
         if device.get("id") is None:
             continue
         props = device.get("properties") or {}

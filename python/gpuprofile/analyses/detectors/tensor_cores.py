@@ -327,8 +327,7 @@ def _tensor_shapes(raw: str) -> str:
 
 def _has_tensor_cores(trace: Trace, rank: int) -> bool:
     """False only when the trace says the GPU predates tensor cores (CUDA CC < 7.0)."""
-    ranks = trace.meta.get("ranks", {})
-    devices = (ranks.get(rank) or ranks.get(str(rank)) or {}).get("devices", [])
+    devices = trace.devices(rank)
     capabilities = [d.get("compute_capability") for d in devices if d.get("compute_capability")]
     names = " ".join(str(d.get("name", "")) for d in devices)
     if not capabilities or "AMD" in names or "Instinct" in names:
