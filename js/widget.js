@@ -14,6 +14,7 @@ import { createHints } from "./views/hints.js";
 import { createLive } from "./views/live.js";
 import { createRoofline } from "./views/roofline.js";
 import { renderSummary, totalCounts, COUNT_KEYS } from "./views/summary.js";
+import { node } from "./views/dom.js";
 import { createTimeline } from "./views/timeline.js";
 
 const TIMELINE_TRAITS = [
@@ -21,12 +22,6 @@ const TIMELINE_TRAITS = [
   "total_events", "complete",
 ];
 
-function errorBox(message) {
-  const box = document.createElement("div");
-  box.className = "gp-error";
-  box.textContent = message;
-  return box;
-}
 
 function render({ model, el }) {
   const root = document.createElement("div");
@@ -126,7 +121,7 @@ function render({ model, el }) {
       counters = decodeTable(model.get("counters"));
       marks = indexMarks(decodeTable(model.get("marks")));
     } catch (err) {
-      timelineSlot.replaceChildren(errorBox(`gpuprofile: cannot read the timeline: ${err.message}`));
+      timelineSlot.replaceChildren(node("div", "gp-error", `gpuprofile: cannot read the timeline: ${err.message}`));
       root.dataset.gpuprofile = "error";
       return;
     }

@@ -68,11 +68,6 @@ export function palette(dark = false) {
   return paletteCache.get(dark);
 }
 
-/** A stable fill color for an event name of a kind. */
-export function colorForName(name, kind = "kernel") {
-  return palette(false)[colorIndex(name, kind)];
-}
-
 /**
  * Palette index per name index of a names table, memoised: `kindOf(nameIdx)` picks the band.
  * Out-of-range indexes get the color of an empty kernel name.

@@ -6,6 +6,16 @@
 
 export const UNKNOWN = "–";
 
+/** Where a roof's numbers come from (Hardware.source, or "trace" for device properties). */
+export const ROOF_SOURCE_WORDS = {
+  datasheet: "datasheet",
+  calibrated: "measured",
+  estimated: "estimated",
+  user: "given by you",
+  trace: "device properties in the trace",
+  unknown: "unknown",
+};
+
 const SI_PREFIXES = [
   { exp: 15, prefix: "P" },
   { exp: 12, prefix: "T" },
@@ -105,9 +115,7 @@ export function formatTime(ns) {
 
 /** A value in a gauge's unit ("%", "B/s", "FLOP/s", "B"). */
 export function formatInUnit(x, unit) {
-  if (unit === "%") return formatPercent(x);
-  if (unit === "B/s" || unit === "FLOP/s" || unit === "B") return formatSI(x, unit);
-  return formatSI(x, unit || "");
+  return unit === "%" ? formatPercent(x) : formatSI(x, unit || "");
 }
 
 /**

@@ -29,61 +29,6 @@ export function upperBound(arr, x, lo, hi) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Per-lane index of a flat table sorted by (lane, start_ns)
-
-/**
- * Index a decoded events table: per lane, the [lo, hi) row range (rows are sorted by
- * (lane, start_ns)), and per row the running maximum of end times within its lane, which is
- * non-decreasing in a lane and so can be binary-searched even when long events start before a
- * window that short later events have already left.
- *
- * @param {ArrayLike<number>} starts start_ns
- * @param {ArrayLike<number>} durs dur_ns
- * @param {ArrayLike<number>} lanes lane id per row
- * @param {number} laneCount number of lanes (ids 0..laneCount-1; larger ids grow the index)
- */
-export function buildLaneIndex(starts, durs, lanes, laneCount = 0) {
-  const n = starts.length;
-  let count = laneCount;
-  for (let i = 0; i < n; i++) if (lanes[i] + 1 > count) count = lanes[i] + 1;
-  const lo = new Int32Array(count).fill(-1);
-  const hi = new Int32Array(count).fill(-1);
-  const maxEnd = new Float64Array(n);
-  let prevLane = -1;
-  let running = -Infinity;
-  for (let i = 0; i < n; i++) {
-    const lane = lanes[i];
-    if (lane !== prevLane) {
-      if (lane < prevLane) throw new Error(`events are not sorted by lane at row ${i}`);
-      if (prevLane >= 0) hi[prevLane] = i;
-      lo[lane] = i;
-      prevLane = lane;
-      running = -Infinity;
-    }
-    const end = starts[i] + Math.max(0, durs[i]);
-    if (end > running) running = end;
-    maxEnd[i] = running;
-  }
-  if (prevLane >= 0) hi[prevLane] = n;
-  for (let l = 0; l < count; l++) if (lo[l] < 0) { lo[l] = 0; hi[l] = 0; }
-  return { lo, hi, maxEnd, laneCount: count };
-}
-
-/**
- * Candidate rows of one lane for the window [t0, t1]: [i0, i1) such that every event of the lane
- * that overlaps the window is inside it. Events inside may still end before t0 (a long earlier
- * event keeps the running max high); callers skip those with `start + dur < t0`.
- */
-export function visibleRange(index, starts, lane, t0, t1) {
-  if (lane < 0 || lane >= index.laneCount) return [0, 0];
-  const lo = index.lo[lane];
-  const hi = index.hi[lane];
-  const i0 = lowerBound(index.maxEnd, t0, lo, hi);
-  const i1 = upperBound(starts, t1, i0, hi);
-  return [i0, i1];
-}
-
-// ---------------------------------------------------------------------------------------------
 // Segment-table index (the contract's `events` trait and "window" replies)
 //
 // Rows arrive grouped by lane (meta.segments), each lane's rows sorted by start. Drawing and hit

@@ -2,7 +2,6 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import {
-  buildLaneIndex,
   buildSegmentIndex,
   eventAt,
   hitRow,
@@ -13,27 +12,10 @@ import {
   segmentsFromLaneColumn,
   traceSpan,
   upperBound,
-  visibleRange,
 } from "./segments.js";
 import { makeRand, randomEvents, segmentTable } from "./segment_fixtures.js";
 
 const rand = makeRand(987654);
-
-// Brute force: indexes of a lane's events overlapping [t0, t1].
-function overlapping(starts, durs, lanes, lane, t0, t1) {
-  const out = [];
-  for (let i = 0; i < starts.length; i++) {
-    if (lanes[i] === lane && starts[i] <= t1 && starts[i] + durs[i] >= t0) out.push(i);
-  }
-  return out;
-}
-
-function inRange(index, starts, durs, lane, t0, t1) {
-  const [i0, i1] = visibleRange(index, starts, lane, t0, t1);
-  const out = [];
-  for (let i = i0; i < i1; i++) if (starts[i] + durs[i] >= t0) out.push(i);
-  return out;
-}
 
 test("binary search bounds", () => {
   const a = [1, 2, 2, 2, 5, 9];
@@ -42,61 +24,6 @@ test("binary search bounds", () => {
   assert.equal(lowerBound(a, 0, 0, a.length), 0);
   assert.equal(lowerBound(a, 10, 0, a.length), 6);
   assert.equal(lowerBound(a, 2, 2, 5), 2);
-});
-
-test("lane index ranges follow the sorted lane column", () => {
-  const starts = Float64Array.from([0, 5, 1, 2, 3, 0]);
-  const durs = Float32Array.from([1, 1, 1, 1, 1, 1]);
-  const lanes = Uint16Array.from([0, 0, 2, 2, 2, 3]);
-  const index = buildLaneIndex(starts, durs, lanes, 5);
-  assert.deepEqual(Array.from(index.lo), [0, 0, 2, 5, 0]);
-  assert.deepEqual(Array.from(index.hi), [2, 0, 5, 6, 0]);
-  assert.equal(index.laneCount, 5);
-  assert.throws(() => buildLaneIndex(starts, durs, Uint16Array.from([1, 1, 0, 0, 0, 0])), /not sorted/);
-});
-
-test("window search keeps a long event that starts before the window", () => {
-  // Lane 0: a long event [0, 1000], then short ones [10,11], [20,21], ..., [90,91]; lane 1 follows.
-  const starts = [0];
-  const durs = [1000];
-  const lanes = [0];
-  for (let k = 1; k <= 9; k++) { starts.push(k * 10); durs.push(1); lanes.push(0); }
-  starts.push(0, 500); durs.push(5, 5); lanes.push(1, 1);
-  const S = Float64Array.from(starts);
-  const D = Float32Array.from(durs);
-  const L = Uint16Array.from(lanes);
-  const index = buildLaneIndex(S, D, L);
-  // Window [500, 600]: only the long event (index 0) overlaps in lane 0.
-  assert.deepEqual(inRange(index, S, D, 0, 500, 600), [0]);
-  assert.deepEqual(inRange(index, S, D, 0, 500, 600), overlapping(S, D, L, 0, 500, 600));
-  // Window [35, 52]: the long event and [40,41], [50,51].
-  assert.deepEqual(inRange(index, S, D, 0, 35, 52), [0, 4, 5]);
-  // Lane 1 is searched only within its own rows.
-  assert.deepEqual(inRange(index, S, D, 1, 400, 2000), [11]);
-  // Lanes out of range are empty.
-  assert.deepEqual(visibleRange(index, S, 7, 0, 10), [0, 0]);
-});
-
-test("window search agrees with brute force on random nested lanes", () => {
-  const rand = makeRand(12345);
-  const rows = [];
-  for (let lane = 0; lane < 4; lane++) {
-    for (let k = 0; k < 300; k++) {
-      const long = rand() < 0.05;
-      rows.push([lane, rand() * 10000, long ? rand() * 5000 : rand() * 30]);
-    }
-  }
-  rows.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  const S = Float64Array.from(rows.map((r) => r[1]));
-  const D = Float32Array.from(rows.map((r) => r[2]));
-  const L = Uint16Array.from(rows.map((r) => r[0]));
-  const index = buildLaneIndex(S, D, L);
-  for (let q = 0; q < 200; q++) {
-    const lane = Math.floor(rand() * 4);
-    const t0 = rand() * 10000;
-    const t1 = t0 + rand() * 2000;
-    assert.deepEqual(inRange(index, S, D, lane, t0, t1), overlapping(S, D, L, lane, t0, t1));
-  }
 });
 
 test("segment index: per-lane sub-rows, ids and lookups", () => {

@@ -5,8 +5,6 @@
 
 import { decodeTable } from "./decode.js";
 
-export const SEARCH_LIMIT = 10000;
-
 /**
  * @param {{send: Function, on: Function, off: Function}} model an anywidget model
  * @param {{timeoutMs?: number}} options a request with no reply after timeoutMs rejects (0: never)

@@ -3,13 +3,8 @@
 // buttons that jump there. Every string from the trace goes in through textContent.
 
 import { formatDuration, formatTime } from "../model/view.js";
+import { button, node } from "./dom.js";
 
-function node(tag, className, text) {
-  const el = document.createElement(tag);
-  if (className) el.className = className;
-  if (text !== undefined) el.textContent = text;
-  return el;
-}
 
 /**
  * @param {{onJump?: (ev) => void, onClose?: () => void, laneLabel?: (laneId) => string}} hooks
@@ -21,10 +16,7 @@ export function createDetails(hooks = {}) {
   el.hidden = true;
   const head = node("div", "gp-details-head");
   const title = node("div", "gp-details-title");
-  const close = node("button", "gp-button gp-details-close", "×");
-  close.type = "button";
-  close.title = "Close the details";
-  close.setAttribute("aria-label", "Close the details");
+  const close = button("×", "Close the details", "gp-button gp-details-close");
   head.append(title, close);
   const body = node("div", "gp-details-body");
   el.append(head, body);

@@ -7,8 +7,8 @@ export function node(tag, className, text) {
   return el;
 }
 
-export function button(text, title) {
-  const b = node("button", "gp-button", text);
+export function button(text, title, className = "gp-button") {
+  const b = node("button", className, text);
   b.type = "button";
   if (title) {
     b.title = title;

@@ -6,27 +6,14 @@
 // data-value and data-roof (the numbers, or "unknown"), data-rank ("" when run-wide).
 
 import "./gauges.css";
-import { gaugeReading, gaugesByRank } from "../model/format.js";
+import { gaugeReading, gaugesByRank, ROOF_SOURCE_WORDS } from "../model/format.js";
+import { node } from "./dom.js";
 
-const SOURCE_WORDS = {
-  datasheet: "datasheet",
-  calibrated: "measured",
-  estimated: "estimated",
-  user: "given by you",
-  trace: "device properties in the trace",
-  unknown: "unknown",
-};
 
-function h(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
 
 function gaugeEl(g) {
   const r = gaugeReading(g);
-  const box = h("div", "gp-gauge");
+  const box = node("div", "gp-gauge");
   box.dataset.gauge = String(g.key ?? "");
   box.dataset.value = r.value === null ? "unknown" : String(r.value);
   box.dataset.roof = r.roofKnown ? String(r.roof) : "unknown";
@@ -34,37 +21,37 @@ function gaugeEl(g) {
   if (!r.known) box.classList.add("gp-gauge-unknown");
   if (r.over) box.classList.add("gp-gauge-over");
 
-  const head = h("div", "gp-gauge-head");
-  head.appendChild(h("span", "gp-gauge-label", g.label || g.key || "gauge"));
-  head.appendChild(h("span", "gp-gauge-value", r.valueText));
+  const head = node("div", "gp-gauge-head");
+  head.appendChild(node("span", "gp-gauge-label", g.label || g.key || "gauge"));
+  head.appendChild(node("span", "gp-gauge-value", r.valueText));
   box.appendChild(head);
 
   if (r.known) {
-    const bar = h("div", "gp-gauge-bar");
+    const bar = node("div", "gp-gauge-bar");
     bar.setAttribute("role", "meter");
     bar.setAttribute("aria-valuemin", "0");
     bar.setAttribute("aria-valuemax", String(r.roof));
     bar.setAttribute("aria-valuenow", String(Math.min(r.value, r.roof)));
     bar.setAttribute("aria-label", `${g.label || g.key}: ${r.percentText} of the roof`);
-    const fill = h("div", "gp-gauge-fill");
+    const fill = node("div", "gp-gauge-fill");
     fill.style.width = `${(r.fill * 100).toFixed(2)}%`;
     bar.appendChild(fill);
     box.appendChild(bar);
   }
 
-  const roofLine = h("div", "gp-gauge-roof");
+  const roofLine = node("div", "gp-gauge-roof");
   if (r.known) {
     // A percentage of 100% needs no "of 100.0%".
     const ofRoof = g.unit === "%" && r.roof === 100 ? "" : ` of ${r.roofText}`;
-    roofLine.appendChild(h("span", "gp-gauge-pct", `${r.percentText}${ofRoof}`));
+    roofLine.appendChild(node("span", "gp-gauge-pct", `${r.percentText}${ofRoof}`));
   } else if (!r.valueKnown && r.roofKnown) {
-    roofLine.appendChild(h("span", "gp-gauge-pct", `value unknown; roof ${r.roofText}`));
+    roofLine.appendChild(node("span", "gp-gauge-pct", `value unknown; roof ${r.roofText}`));
   } else if (r.valueKnown) {
-    roofLine.appendChild(h("span", "gp-gauge-pct", "roof unknown"));
+    roofLine.appendChild(node("span", "gp-gauge-pct", "roof unknown"));
   } else {
-    roofLine.appendChild(h("span", "gp-gauge-pct", "value and roof unknown"));
+    roofLine.appendChild(node("span", "gp-gauge-pct", "value and roof unknown"));
   }
-  const source = g.roof_source === "unknown" ? null : (SOURCE_WORDS[g.roof_source] ?? g.roof_source);
+  const source = g.roof_source === "unknown" ? null : (ROOF_SOURCE_WORDS[g.roof_source] ?? g.roof_source);
   // Labels from the report often name their source already ("... (datasheet)").
   const named = source && String(g.roof_label ?? "").includes(String(g.roof_source));
   const roofName = [g.roof_label, named ? null : source]
@@ -72,39 +59,39 @@ function gaugeEl(g) {
     .map(String);
   // "measured" twice ("measured · measured") says nothing more.
   const uniqueNames = roofName.filter((s, i) => roofName.indexOf(s) === i);
-  if (uniqueNames.length) roofLine.appendChild(h("span", "gp-gauge-roofname", uniqueNames.join(" · ")));
+  if (uniqueNames.length) roofLine.appendChild(node("span", "gp-gauge-roofname", uniqueNames.join(" · ")));
   box.appendChild(roofLine);
   if (r.over) {
     const why = g.unit === "B/s" ? ": caches can serve more than a DRAM roof, or the roof is set too low" : "";
-    box.appendChild(h("div", "gp-gauge-note", `above its roof${why}`));
+    box.appendChild(node("div", "gp-gauge-note", `above its roof${why}`));
   }
-  if (g.note) box.appendChild(h("div", "gp-gauge-note", g.note));
+  if (g.note) box.appendChild(node("div", "gp-gauge-note", g.note));
   return box;
 }
 
 function render(root, summary) {
   const gauges = summary ? summary.gauges : undefined;
   root.replaceChildren();
-  root.appendChild(h("div", "gp-panel-title", "Gauges"));
+  root.appendChild(node("div", "gp-panel-title", "Gauges"));
   if (!Array.isArray(gauges)) {
     root.dataset.gauges = "0";
-    root.appendChild(h("div", "gp-muted", "No gauges in this report: it was made by a gpuprofile without them."));
+    root.appendChild(node("div", "gp-muted", "No gauges in this report: it was made by a gpuprofile without them."));
     return;
   }
   root.dataset.gauges = String(gauges.length);
   if (!gauges.length) {
-    root.appendChild(h("div", "gp-muted", "No gauges: the trace has nothing to measure against a roof."));
+    root.appendChild(node("div", "gp-muted", "No gauges: the trace has nothing to measure against a roof."));
     return;
   }
   const groups = gaugesByRank(gauges);
   const titled = groups.length > 1 || groups.some((g) => g.rank !== null && (summary.ranks || []).length > 1);
   for (const group of groups) {
-    const section = h("div", "gp-gauge-group");
+    const section = node("div", "gp-gauge-group");
     if (titled) {
       const title = group.rank === null ? "whole run" : `rank ${group.rank}`;
-      section.appendChild(h("div", "gp-gauge-group-title", title));
+      section.appendChild(node("div", "gp-gauge-group-title", title));
     }
-    const row = h("div", "gp-gauge-row");
+    const row = node("div", "gp-gauge-row");
     for (const g of group.gauges) row.appendChild(gaugeEl(g || {}));
     section.appendChild(row);
     root.appendChild(section);
@@ -113,7 +100,7 @@ function render(root, summary) {
 
 /** The gauges panel for a report; update(summary) redraws in place. */
 export function createGauges(summary) {
-  const root = h("div", "gp-gauges");
+  const root = node("div", "gp-gauges");
   render(root, summary || {});
   return {
     el: root,

@@ -8,15 +8,10 @@
 
 import "./hints.css";
 import { evidenceText, formatHintNumber, formatTime, hintNumberLabel } from "../model/format.js";
+import { button, node } from "./dom.js";
 
 const COPIED_MS = 1500;
 
-function h(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
 
 /** Copy text: the async clipboard API where the page may use it, else a selected textarea. */
 async function copyText(text) {
@@ -66,67 +61,66 @@ export function createHints(summary, hooks = {}) {
   const timers = new Set();
   const quiet = new Set(); // hints open() expanded: their next toggle event calls no hook
 
-  const root = h("div", "gp-hintlist");
+  const root = node("div", "gp-hintlist");
   root.dataset.hints = String(hints.length);
   root.dataset.activeEvidence = "";
-  root.appendChild(h("div", "gp-panel-title", hints.length ? `Hints (${hints.length}), largest gain first` : "Hints"));
+  root.appendChild(node("div", "gp-panel-title", hints.length ? `Hints (${hints.length}), largest gain first` : "Hints"));
   if (!hints.length) {
-    root.appendChild(h("div", "gp-muted", "No hints: nothing in this trace crossed a threshold."));
+    root.appendChild(node("div", "gp-muted", "No hints: nothing in this trace crossed a threshold."));
   }
 
-  const list = h("ol", "gp-hl-list");
+  const list = node("ol", "gp-hl-list");
   const items = [];
   hints.forEach((hint, i) => {
     hint = hint || {};
-    const li = h("li", "gp-hl-item");
+    const li = node("li", "gp-hl-item");
     li.dataset.hint = String(i);
     li.dataset.severity = severityOf(hint);
-    const details = h("details", "gp-hl-details");
+    const details = node("details", "gp-hl-details");
 
-    const head = h("summary", "gp-hl-summary");
-    head.appendChild(h("span", "gp-hl-rank", `#${i + 1}`));
-    head.appendChild(h("span", `gp-hl-severity gp-hl-severity-${severityOf(hint)}`, severityOf(hint)));
-    head.appendChild(h("span", "gp-hl-title", hint.title ?? hint.kind ?? "hint"));
-    const gain = h("span", "gp-hl-gain", `up to ${formatTime(hint.gain_ns)}`);
+    const head = node("summary", "gp-hl-summary");
+    head.appendChild(node("span", "gp-hl-rank", `#${i + 1}`));
+    head.appendChild(node("span", `gp-hl-severity gp-hl-severity-${severityOf(hint)}`, severityOf(hint)));
+    head.appendChild(node("span", "gp-hl-title", hint.title ?? hint.kind ?? "hint"));
+    const gain = node("span", "gp-hl-gain", `up to ${formatTime(hint.gain_ns)}`);
     gain.title = "estimated time a fix gives back";
     head.appendChild(gain);
     const confidence = LEVELS.includes(hint.confidence) ? hint.confidence : "unknown";
-    head.appendChild(h("span", `gp-hl-confidence gp-hl-confidence-${confidence}`, `${confidence} confidence`));
+    head.appendChild(node("span", `gp-hl-confidence gp-hl-confidence-${confidence}`, `${confidence} confidence`));
     if (multiRank && hint.rank !== null && hint.rank !== undefined) {
-      head.appendChild(h("span", "gp-hl-chip", `rank ${hint.rank}`));
+      head.appendChild(node("span", "gp-hl-chip", `rank ${hint.rank}`));
     }
     details.appendChild(head);
 
-    const body = h("div", "gp-hl-body");
-    if (hint.explanation) body.appendChild(h("p", "gp-hl-explanation", hint.explanation));
+    const body = node("div", "gp-hl-body");
+    if (hint.explanation) body.appendChild(node("p", "gp-hl-explanation", hint.explanation));
 
     const numbers = Object.entries(hint.numbers || {});
     if (numbers.length) {
-      const t = h("table", "gp-hl-numbers");
+      const t = node("table", "gp-hl-numbers");
       const tb = t.createTBody();
       for (const [key, value] of numbers) {
         const tr = tb.insertRow();
-        tr.appendChild(h("th", "", hintNumberLabel(key)));
-        tr.appendChild(h("td", "", formatHintNumber(key, value)));
+        tr.appendChild(node("th", "", hintNumberLabel(key)));
+        tr.appendChild(node("td", "", formatHintNumber(key, value)));
       }
       body.appendChild(t);
     }
 
     const fix = Array.isArray(hint.fix) ? hint.fix : [];
     if (fix.length) {
-      body.appendChild(h("div", "gp-hl-subtitle", "Fix"));
-      const steps = h("ol", "gp-hl-fix");
-      for (const step of fix) steps.appendChild(h("li", "", step));
+      body.appendChild(node("div", "gp-hl-subtitle", "Fix"));
+      const steps = node("ol", "gp-hl-fix");
+      for (const step of fix) steps.appendChild(node("li", "", step));
       body.appendChild(steps);
     }
 
     if (hint.code) {
-      const block = h("div", "gp-hl-code");
-      const pre = h("pre", "");
-      pre.appendChild(h("code", "", hint.code));
+      const block = node("div", "gp-hl-code");
+      const pre = node("pre", "");
+      pre.appendChild(node("code", "", hint.code));
       block.appendChild(pre);
-      const copy = h("button", "gp-hl-copy", "Copy");
-      copy.type = "button";
+      const copy = button("Copy", undefined, "gp-hl-copy");
       copy.dataset.copy = String(i);
       copy.addEventListener("click", async () => {
         const ok = await copyText(String(hint.code));
@@ -143,8 +137,8 @@ export function createHints(summary, hooks = {}) {
     }
 
     if (hint.gain_method) {
-      const p = h("p", "gp-hl-method");
-      p.appendChild(h("span", "gp-hl-method-label", "How the gain was estimated: "));
+      const p = node("p", "gp-hl-method");
+      p.appendChild(node("span", "gp-hl-method-label", "How the gain was estimated: "));
       p.appendChild(document.createTextNode(String(hint.gain_method)));
       body.appendChild(p);
     }
@@ -152,16 +146,15 @@ export function createHints(summary, hooks = {}) {
     const related = Array.isArray(hint.related) ? hint.related.length : 0;
     if (related) {
       const what = `Concerns ${related} roofline ${related === 1 ? "point" : "points"}.`;
-      body.appendChild(h("div", "gp-muted", what));
+      body.appendChild(node("div", "gp-muted", what));
     }
 
     const evidence = Array.isArray(hint.evidence) ? hint.evidence : [];
     if (evidence.length) {
-      body.appendChild(h("div", "gp-hl-subtitle", "Evidence"));
-      const row = h("div", "gp-hl-evidence");
+      body.appendChild(node("div", "gp-hl-subtitle", "Evidence"));
+      const row = node("div", "gp-hl-evidence");
       evidence.forEach((e, j) => {
-        const b = h("button", "gp-hl-evidence-button", evidenceText(e));
-        b.type = "button";
+        const b = button(evidenceText(e), undefined, "gp-hl-evidence-button");
         b.dataset.evidence = `${i}:${j}`;
         const where = [e && e.table, e && e.rank != null && multiRank ? `rank ${e.rank}` : null].filter(Boolean);
         b.title = `show on the timeline${where.length ? ` (${where.join(", ")})` : ""}`;

@@ -8,16 +8,11 @@
 
 import "./live.css";
 import { formatElapsed, readingView, readingsByDevice } from "../model/live.js";
+import { node } from "./dom.js";
 
-function h(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
 
 export function createLive(live) {
-  const el = h("div", "gp-live");
+  const el = node("div", "gp-live");
 
   function update(next) {
     const state = next || {};
@@ -25,28 +20,28 @@ export function createLive(live) {
     el.dataset.liveRunning = String(Boolean(state.running));
     el.dataset.elapsedS = String(state.elapsed_s ?? "");
     el.dataset.steps = String(state.steps ?? "");
-    const head = h("div", "gp-live-head");
+    const head = node("div", "gp-live-head");
     head.append(
-      h("span", state.running ? "gp-live-dot gp-live-on" : "gp-live-dot", ""),
-      h("span", "gp-live-status", state.running ? "running" : "finished"),
-      h("span", "gp-live-elapsed", formatElapsed(state.elapsed_s)),
+      node("span", state.running ? "gp-live-dot gp-live-on" : "gp-live-dot", ""),
+      node("span", "gp-live-status", state.running ? "running" : "finished"),
+      node("span", "gp-live-elapsed", formatElapsed(state.elapsed_s)),
     );
     if (Number.isFinite(Number(state.steps)) && state.steps !== null) {
-      head.append(h("span", "gp-live-steps", `${Number(state.steps).toLocaleString("en-US")} steps`));
+      head.append(node("span", "gp-live-steps", `${Number(state.steps).toLocaleString("en-US")} steps`));
     }
-    const body = h("div", "gp-live-devices");
+    const body = node("div", "gp-live-devices");
     for (const group of readingsByDevice(state.readings)) {
-      const box = h("div", "gp-live-device");
-      box.append(h("div", "gp-live-device-label", group.label));
+      const box = node("div", "gp-live-device");
+      box.append(node("div", "gp-live-device-label", group.label));
       for (const r of group.readings) {
         const view = readingView(r);
-        const row = h("div", "gp-live-reading");
+        const row = node("div", "gp-live-reading");
         row.dataset.reading = `${r.name}@${r.device ?? -1}`;
         row.dataset.value = String(r.value ?? "");
-        row.append(h("span", "gp-live-name", r.name), h("span", "gp-live-value", view.text));
+        row.append(node("span", "gp-live-name", r.name), node("span", "gp-live-value", view.text));
         if (view.fill !== null) {
-          const bar = h("span", "gp-live-bar");
-          const fill = h("span", "gp-live-fill");
+          const bar = node("span", "gp-live-bar");
+          const fill = node("span", "gp-live-fill");
           fill.style.width = `${(100 * view.fill).toFixed(1)}%`;
           bar.append(fill);
           row.append(bar);
@@ -56,10 +51,10 @@ export function createLive(live) {
       body.append(box);
     }
     const missing = Object.entries(state.missing || {});
-    const notes = h("div", "gp-live-missing");
-    for (const [source, reason] of missing) notes.append(h("div", "", `${source}: not sampled (${reason})`));
+    const notes = node("div", "gp-live-missing");
+    for (const [source, reason] of missing) notes.append(node("div", "", `${source}: not sampled (${reason})`));
     const errors = state.errors || [];
-    for (const error of errors) notes.append(h("div", "gp-live-error", error));
+    for (const error of errors) notes.append(node("div", "gp-live-error", error));
     el.replaceChildren(head, body, ...(missing.length || errors.length ? [notes] : []));
   }
 

@@ -10,7 +10,14 @@
 // data-level-button switch), so data-points counts the circles of that level.
 
 import "./roofline.css";
-import { formatBytesPerS, formatFlopsPerS, formatFraction, formatIntensity, formatTime } from "../model/format.js";
+import {
+  formatBytesPerS,
+  formatFlopsPerS,
+  formatFraction,
+  formatIntensity,
+  formatTime,
+  ROOF_SOURCE_WORDS,
+} from "../model/format.js";
 import {
   boundOf,
   decadeTicks,
@@ -29,20 +36,14 @@ import {
   rooflineDomains,
   uncoveredShare,
 } from "../model/roofline.js";
+import { button, node } from "./dom.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 const W = 640;
 const H = 380;
 const M = { left: 78, right: 16, top: 14, bottom: 44 };
 const LEVEL_WORDS = { op: "ops", kernel: "kernels" };
-const SOURCE_WORDS = { datasheet: "datasheet", calibrated: "measured", estimated: "estimated", user: "given by you" };
 
-function h(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
 
 function s(tag, attrs = {}, text) {
   const node = document.createElementNS(SVG_NS, tag);
@@ -59,12 +60,12 @@ function svgText(x, y, text, { rotate, ...attrs } = {}) {
 }
 
 function factsTable(rows) {
-  const t = h("table", "gp-rl-facts");
+  const t = node("table", "gp-rl-facts");
   const body = t.createTBody();
   for (const [label, text] of rows) {
     const tr = body.insertRow();
-    tr.appendChild(h("th", "", label));
-    tr.appendChild(h("td", "", text));
+    tr.appendChild(node("th", "", label));
+    tr.appendChild(node("td", "", text));
   }
   return t;
 }
@@ -75,7 +76,7 @@ function pointTitle(p) {
 
 function coverageBadge(coverage) {
   const share = uncoveredShare(coverage);
-  const badge = h("span", "gp-rl-coverage");
+  const badge = node("span", "gp-rl-coverage");
   if (share === null) {
     badge.textContent = "FLOP coverage unknown";
     badge.classList.add("gp-rl-coverage-unknown");
@@ -91,11 +92,11 @@ function coverageBadge(coverage) {
 }
 
 function legend() {
-  const box = h("span", "gp-rl-legend");
+  const box = node("span", "gp-rl-legend");
   const items = [["memory", "memory-bound"], ["compute", "compute-bound"], ["unknown", "bound unknown"]];
   for (const [bound, label] of items) {
-    const item = h("span", "gp-rl-legend-item");
-    item.appendChild(h("span", `gp-rl-swatch gp-bound-${bound}`));
+    const item = node("span", "gp-rl-legend-item");
+    item.appendChild(node("span", `gp-rl-swatch gp-bound-${bound}`));
     item.appendChild(document.createTextNode(label));
     box.appendChild(item);
   }
@@ -114,12 +115,12 @@ export function createRoofline(summary, hooks = {}) {
   const hardware = summary.hardware || {};
   const roofs = roofsOf(hardware);
 
-  const root = h("div", "gp-roofline");
+  const root = node("div", "gp-roofline");
   root.dataset.selectedPoint = "";
   root.dataset.highlightedPoints = "";
 
-  const head = h("div", "gp-rl-head");
-  head.appendChild(h("span", "gp-panel-title", "Roofline"));
+  const head = node("div", "gp-rl-head");
+  head.appendChild(node("span", "gp-panel-title", "Roofline"));
   head.appendChild(coverageBadge(summary.roofline && summary.roofline.coverage));
   head.appendChild(legend());
   root.appendChild(head);
@@ -128,7 +129,7 @@ export function createRoofline(summary, hooks = {}) {
     const drawn = roofs.memory || roofs.compute.length ? "partly drawn" : "not drawn";
     const why = [`Roofs ${drawn}: ${roofs.missing.join(", ")}.`];
     if (hardware.notes) why.push(String(hardware.notes));
-    root.appendChild(h("div", "gp-rl-message", why.join(" ")));
+    root.appendChild(node("div", "gp-rl-message", why.join(" ")));
   }
 
   const status = points.map(plotStatus);
@@ -137,10 +138,10 @@ export function createRoofline(summary, hooks = {}) {
   status.forEach((st, i) => (st.plotted ? plotted : unplotted).push(i));
   root.dataset.unplotted = String(unplotted.length);
 
-  if (!points.length) root.appendChild(h("div", "gp-muted", "No roofline points: no ops or kernels with time."));
+  if (!points.length) root.appendChild(node("div", "gp-muted", "No roofline points: no ops or kernels with time."));
 
   // Chart.
-  const chart = h("div", "gp-rl-chart");
+  const chart = node("div", "gp-rl-chart");
   const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, class: "gp-rl-svg", role: "img" });
   svg.appendChild(s("title", {}, "Roofline: arithmetic intensity (FLOP/byte) against FLOP/s, log-log"));
   const domains = rooflineDomains(points, roofs);
@@ -209,12 +210,11 @@ export function createRoofline(summary, hooks = {}) {
   chart.appendChild(svg);
   const levelButtons = new Map();
   if (levels.length > 1) {
-    const box = h("span", "gp-rl-levels");
+    const box = node("span", "gp-rl-levels");
     box.setAttribute("role", "group");
     box.setAttribute("aria-label", "points drawn");
     for (const lv of levels) {
-      const b = h("button", "gp-rl-level", LEVEL_WORDS[lv] ?? lv);
-      b.type = "button";
+      const b = button(LEVEL_WORDS[lv] ?? lv, undefined, "gp-rl-level");
       b.dataset.levelButton = lv;
       b.addEventListener("click", () => setLevel(lv));
       levelButtons.set(lv, b);
@@ -230,32 +230,30 @@ export function createRoofline(summary, hooks = {}) {
     markSelected();
   }
 
-  const tip = h("div", "gp-rl-tip");
+  const tip = node("div", "gp-rl-tip");
   tip.hidden = true;
   chart.appendChild(tip);
   root.appendChild(chart);
   root.appendChild(roofList(roofs, hardware));
 
-  const details = h("div", "gp-rl-details");
+  const details = node("div", "gp-rl-details");
   details.hidden = true;
   root.appendChild(details);
 
   // Points that cannot sit on log-log axes, listed so their time is not silently dropped.
   if (unplotted.length) {
-    const box = h("details", "gp-rl-unplotted");
+    const box = node("details", "gp-rl-unplotted");
     const time = unplotted.reduce((acc, i) => acc + (Number(points[i].time_ns) || 0), 0);
     const what = `${unplotted.length} points not plotted (${formatTime(time)}): FLOPs or bytes unknown or zero`;
-    box.appendChild(h("summary", "", what));
-    const list = h("ul", "");
+    box.appendChild(node("summary", "", what));
+    const list = node("ul", "");
     for (const i of unplotted) {
-      const li = h("li", "");
-      const b = h("button", "gp-rl-linklike", pointTitle(points[i]));
-      b.type = "button";
+      const li = node("li", "");
+      const b = button(pointTitle(points[i]), pointTitle(points[i]), "gp-rl-linklike");
       b.dataset.unplottedPoint = String(i);
-      b.title = pointTitle(points[i]);
       b.addEventListener("click", () => userSelect(i));
       li.appendChild(b);
-      li.appendChild(h("span", "gp-muted", ` ${formatTime(points[i].time_ns)} · ${status[i].reason}`));
+      li.appendChild(node("span", "gp-muted", ` ${formatTime(points[i].time_ns)} · ${status[i].reason}`));
       list.appendChild(li);
     }
     box.appendChild(list);
@@ -267,7 +265,7 @@ export function createRoofline(summary, hooks = {}) {
     const p = points[i];
     const c = circles.get(i);
     if (!p || !c) return;
-    tip.replaceChildren(h("div", "gp-rl-tip-name", pointTitle(p)), factsTable(pointFacts(p)));
+    tip.replaceChildren(node("div", "gp-rl-tip-name", pointTitle(p)), factsTable(pointFacts(p)));
     tip.hidden = false;
     const box = chart.getBoundingClientRect();
     const dot = c.getBoundingClientRect();
@@ -289,30 +287,28 @@ export function createRoofline(summary, hooks = {}) {
       details.hidden = true;
       return;
     }
-    const top = h("div", "gp-rl-details-head");
-    top.appendChild(h("span", "gp-rl-details-name", pointTitle(p)));
-    const close = h("button", "gp-rl-close", "×");
-    close.type = "button";
-    close.title = "clear the selection";
+    const top = node("div", "gp-rl-details-head");
+    top.appendChild(node("span", "gp-rl-details-name", pointTitle(p)));
+    const close = button("×", "clear the selection", "gp-rl-close");
     close.addEventListener("click", () => select(null));
     top.appendChild(close);
     details.appendChild(top);
-    if (!status[i].plotted) details.appendChild(h("div", "gp-muted", `not plotted: ${status[i].reason}`));
+    if (!status[i].plotted) details.appendChild(node("div", "gp-muted", `not plotted: ${status[i].reason}`));
     details.appendChild(factsTable(pointFacts(p)));
     const related = hintsForPoint(hints, p.key);
     if (related.length) {
-      details.appendChild(h("div", "gp-rl-subtitle", related.length === 1 ? "Hint" : "Hints"));
-      const list = h("ul", "gp-rl-hints");
+      details.appendChild(node("div", "gp-rl-subtitle", related.length === 1 ? "Hint" : "Hints"));
+      const list = node("ul", "gp-rl-hints");
       for (const j of related) {
-        const li = h("li", "");
+        const li = node("li", "");
         li.dataset.hint = String(j);
-        li.appendChild(h("span", "gp-rl-hint-title", hints[j].title ?? hints[j].kind ?? "hint"));
-        li.appendChild(h("span", "gp-muted", ` · gives back up to ${formatTime(hints[j].gain_ns)}`));
+        li.appendChild(node("span", "gp-rl-hint-title", hints[j].title ?? hints[j].kind ?? "hint"));
+        li.appendChild(node("span", "gp-muted", ` · gives back up to ${formatTime(hints[j].gain_ns)}`));
         list.appendChild(li);
       }
       details.appendChild(list);
     } else {
-      details.appendChild(h("div", "gp-muted", "No hint names this point."));
+      details.appendChild(node("div", "gp-muted", "No hint names this point."));
     }
     details.hidden = false;
   }
@@ -454,9 +450,9 @@ function drawRoofs(roofs, domains, x, y) {
 }
 
 function roofList(roofs, hardware) {
-  const box = h("div", "gp-rl-roofs-list");
+  const box = node("div", "gp-rl-roofs-list");
   if (!roofs.memory && !roofs.compute.length) return box;
-  const source = SOURCE_WORDS[hardware.source] ?? hardware.source;
+  const source = ROOF_SOURCE_WORDS[hardware.source] ?? hardware.source;
   const parts = [];
   if (roofs.memory) parts.push(`DRAM ${formatBytesPerS(roofs.memory.bandwidth)}`);
   for (const r of roofs.compute) {

@@ -3,6 +3,7 @@
 // Hints are not listed here: the hints panel (views/hints.js) shows them.
 
 import { formatDuration } from "../model/view.js";
+import { node } from "./dom.js";
 
 export const COUNT_KEYS = ["kernels", "memcpy", "memset", "ops"];
 
@@ -19,12 +20,6 @@ export function totalCounts(summary) {
   return totals;
 }
 
-function h(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
 
 function pct(x) {
   return Number.isFinite(x) ? `${x.toFixed(1)}%` : "–";
@@ -35,10 +30,10 @@ function number(x) {
 }
 
 function table(headers, rows, numericFrom = 1) {
-  const t = h("table", "gp-table");
+  const t = node("table", "gp-table");
   const head = t.createTHead().insertRow();
   headers.forEach((label, i) => {
-    const th = h("th", i >= numericFrom ? "gp-num" : "", label);
+    const th = node("th", i >= numericFrom ? "gp-num" : "", label);
     head.appendChild(th);
   });
   const body = t.createTBody();
@@ -61,10 +56,10 @@ function table(headers, rows, numericFrom = 1) {
 // against wall time. Without a denominator the column is left out (nested ops overlap, so a
 // share of the listed rows' sum would mislead).
 function topTable(title, items, denominator, shareLabel, limit = 10) {
-  const section = h("div", "gp-top");
-  section.appendChild(h("div", "gp-subtitle", title));
+  const section = node("div", "gp-top");
+  section.appendChild(node("div", "gp-subtitle", title));
   if (!items || items.length === 0) {
-    section.appendChild(h("div", "gp-muted", "none"));
+    section.appendChild(node("div", "gp-muted", "none"));
     return section;
   }
   const withShare = Number(denominator) > 0;
@@ -80,19 +75,19 @@ function topTable(title, items, denominator, shareLabel, limit = 10) {
 }
 
 function rankSection(rank, multi) {
-  const box = h("div", "gp-rank");
+  const box = node("div", "gp-rank");
   const devices = (rank.devices || []).map((d) => (d && d.name) || "").filter(Boolean);
   const title = [multi ? `rank ${rank.rank}` : null, devices.join(", ") || null]
     .filter(Boolean)
     .join(" · ");
-  if (title) box.appendChild(h("div", "gp-rank-title", title));
+  if (title) box.appendChild(node("div", "gp-rank-title", title));
 
-  const stats = h("div", "gp-stats");
+  const stats = node("div", "gp-stats");
   const stat = (label, value, extra) => {
-    const s = h("div", "gp-stat");
-    s.appendChild(h("span", "gp-stat-label", label));
-    s.appendChild(h("span", "gp-stat-value", value));
-    if (extra) s.appendChild(h("span", "gp-stat-extra", extra));
+    const s = node("div", "gp-stat");
+    s.appendChild(node("span", "gp-stat-label", label));
+    s.appendChild(node("span", "gp-stat-value", value));
+    if (extra) s.appendChild(node("span", "gp-stat-extra", extra));
     stats.appendChild(s);
   };
   if (Number.isFinite(Number(rank.wall_ns))) stat("wall", formatDuration(Number(rank.wall_ns)));
@@ -109,7 +104,7 @@ function rankSection(rank, multi) {
   }
   box.appendChild(stats);
 
-  const tops = h("div", "gp-tops");
+  const tops = node("div", "gp-tops");
   tops.appendChild(topTable("Top kernels", rank.top_kernels, gpu && gpu.busy_ns, "% of busy"));
   tops.appendChild(topTable("Top ops", rank.top_ops, rank.wall_ns, "% of wall"));
   box.appendChild(tops);
@@ -122,8 +117,8 @@ function rankSection(rank, multi) {
       formatDuration(Number(c.total_ns)),
       Number.isFinite(Number(c.gbps)) ? `${Number(c.gbps).toFixed(1)} GB/s` : "–",
     ]);
-    const copies = h("div", "gp-top");
-    copies.appendChild(h("div", "gp-subtitle", "Copies"));
+    const copies = node("div", "gp-top");
+    copies.appendChild(node("div", "gp-subtitle", "Copies"));
     copies.appendChild(table(["kind", "count", "bytes", "total", "bandwidth"], rows));
     box.appendChild(copies);
   }
@@ -142,24 +137,24 @@ function formatBytes(b) {
 /** Build the summary element for a report dict (possibly empty). */
 export function renderSummary(summary) {
   summary = summary || {};
-  const root = h("div", "gp-summary");
+  const root = node("div", "gp-summary");
   if (summary.partial) {
     root.appendChild(
-      h("div", "gp-partial", "PARTIAL: the profiled code raised before it finished; these numbers cover only what ran."),
+      node("div", "gp-partial", "PARTIAL: the profiled code raised before it finished; these numbers cover only what ran."),
     );
   }
   const counts = totalCounts(summary);
-  const header = h("div", "gp-counts");
+  const header = node("div", "gp-counts");
   for (const key of COUNT_KEYS) {
-    const c = h("div", "gp-count");
+    const c = node("div", "gp-count");
     c.dataset.count = key;
-    c.appendChild(h("span", "gp-count-value", number(counts[key])));
-    c.appendChild(h("span", "gp-count-label", key));
+    c.appendChild(node("span", "gp-count-value", number(counts[key])));
+    c.appendChild(node("span", "gp-count-label", key));
     header.appendChild(c);
   }
   const src = summary.source;
   if (src && src.path) {
-    header.appendChild(h("div", "gp-source", `${src.path}${src.format ? ` (${src.format})` : ""}`));
+    header.appendChild(node("div", "gp-source", `${src.path}${src.format ? ` (${src.format})` : ""}`));
   }
   root.appendChild(header);
 
@@ -167,9 +162,9 @@ export function renderSummary(summary) {
   for (const rank of ranks) root.appendChild(rankSection(rank, ranks.length > 1));
 
   if (summary.text) {
-    const details = h("details", "gp-text");
-    details.appendChild(h("summary", "", "Text report"));
-    details.appendChild(h("pre", "", summary.text));
+    const details = node("details", "gp-text");
+    details.appendChild(node("summary", "", "Text report"));
+    details.appendChild(node("pre", "", summary.text));
     root.appendChild(details);
   }
   return root;

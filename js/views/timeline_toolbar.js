@@ -13,10 +13,7 @@ export function createToolbar({ searchEl, onReset, onClearHighlight }) {
   const chip = node("span", "gp-chip");
   chip.hidden = true;
   const chipText = node("span", "gp-chip-text");
-  const chipClose = node("button", "gp-chip-close", "×");
-  chipClose.type = "button";
-  chipClose.title = "Stop highlighting";
-  chipClose.setAttribute("aria-label", "Stop highlighting");
+  const chipClose = button("×", "Stop highlighting", "gp-chip-close");
   chip.append(chipText, chipClose);
   const status = node("span", "gp-tl-status");
   const help = node("span", "gp-help", "W/S zoom · A/D pan · ctrl+wheel zoom · drag select · 0 reset");
