@@ -61,14 +61,29 @@ def make_training(steps: int) -> Callable[[], None]:
     return train
 
 
-def torch_profiler() -> Any:
+def torch_profiler(**options: Any) -> Any:
+    """torch.profiler.profile with the options gpuprofile uses (and any others given)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
-    return profile(activities=activities, record_shapes=True)
+    return profile(activities=activities, record_shapes=True, **options)
+
+
+def interleaved(
+    modes: list[tuple[str, Callable[[], dict[str, float]]]], repeat: int
+) -> dict[str, list[dict[str, float]]]:
+    """Each mode run `repeat` times in rounds, in a different order each round, so that no
+    mode always follows the same one and drift hits every mode alike."""
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name, _ in modes}
+    for round_ in range(repeat):
+        shift = round_ % len(modes)
+        for name, run in modes[shift:] + modes[:shift]:
+            runs[name].append(run())
+        print(f"  round {round_ + 1}/{repeat}", file=sys.stderr, flush=True)
+    return runs
 
 
 @contextlib.contextmanager
@@ -151,18 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     warm.widget()
     del warm
 
-    runs: dict[str, list[dict[str, float]]] = {"bare": [], "torch": [], "ours": []}
     with tempfile.TemporaryDirectory(prefix="gpuprofile-bench-") as tmp:
         modes: list[tuple[str, Callable[[], dict[str, float]]]] = [
             ("bare", lambda: run_bare(train)),
             ("torch", lambda: run_torch(train, Path(tmp))),
             ("ours", lambda: run_ours(train)),
         ]
-        for round_ in range(args.repeat):
-            # A different order each round: no mode always follows the same one.
-            for name, run in modes[round_ % 3 :] + modes[: round_ % 3]:
-                runs[name].append(run())
-            print(f"  round {round_ + 1}/{args.repeat}", file=sys.stderr, flush=True)
+        runs = interleaved(modes, args.repeat)
     bare, theirs, ours = best(runs["bare"]), best(runs["torch"]), best(runs["ours"])
     # Each round's own ratio: both runs of a round share the machine's state at that time.
     paired = sorted(

@@ -25,31 +25,25 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhead import best, collected, make_training
+from overhead import best, collected, interleaved, make_training, torch_profiler
 
 
 def run_torch(train: Callable[[], None], active: int, directory: Path) -> dict[str, float]:
-    import torch
-    from torch.profiler import ProfilerActivity, profile, schedule
+    from torch.profiler import schedule
 
-    activities = [ProfilerActivity.CPU] + (
-        [ProfilerActivity.CUDA] if torch.cuda.is_available() else []
-    )
     windows = [0]
 
-    def ready(prof: profile) -> None:
+    def ready(prof: Any) -> None:
         prof.export_chrome_trace(str(directory / f"w{windows[0] % 4}.json"))
         windows[0] += 1
 
     with collected():
         started = time.perf_counter()
-        with profile(
-            activities=activities,
-            record_shapes=True,
-            schedule=schedule(wait=0, warmup=1, active=active, repeat=0),
-            on_trace_ready=ready,
+        with torch_profiler(
+            schedule=schedule(wait=0, warmup=1, active=active, repeat=0), on_trace_ready=ready
         ) as prof:
             train(lambda: prof.step())
             ended = time.perf_counter()
@@ -105,17 +99,13 @@ def main(argv: list[str] | None = None) -> int:
             step()
 
     step_once()
-    runs: dict[str, list[dict[str, float]]] = {"torch": [], "ours": [], "ours + live": []}
     with tempfile.TemporaryDirectory(prefix="gpuprofile-bench-") as tmp:
         modes: list[tuple[str, Callable[[], dict[str, float]]]] = [
             ("torch", lambda: run_torch(train, args.active, Path(tmp))),
             ("ours", lambda: run_ours(train, args.active, live=False)),
             ("ours + live", lambda: run_ours(train, args.active, live=True)),
         ]
-        for round_ in range(args.repeat):
-            for name, run in modes[round_ % 3 :] + modes[: round_ % 3]:
-                runs[name].append(run())
-            print(f"  round {round_ + 1}/{args.repeat}", file=sys.stderr, flush=True)
+        runs = interleaved(modes, args.repeat)
     theirs = best(runs["torch"])
     print(
         f"torch {torch.__version__}, {args.steps} steps, schedule wait 0 warmup 1 active "
