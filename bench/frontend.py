@@ -150,8 +150,9 @@ def widget_state(widget: Any) -> tuple[dict[str, Any], dict[str, bytes]]:
 def table_rows(data: bytes) -> int:
     if not data:
         return 0
-    header_len = int.from_bytes(data[4:8], "little")
-    return int(json.loads(data[8 : 8 + header_len])["n"])
+    from gpuprofile.widget.encoding import read_header
+
+    return int(read_header(data)["n"])
 
 
 def run_case(browser: Any, label: str, profile: Any, *, all_in_page: bool = False) -> None:

@@ -65,7 +65,7 @@ def encode_table(columns: Mapping[str, np.ndarray], meta: Mapping[str, Any] | No
 
 
 def decode_table(data: bytes) -> dict[str, np.ndarray]:
-    header = _read_header(data)
+    header = read_header(data)
     n = header["n"]
     return {
         spec["name"]: np.frombuffer(
@@ -77,12 +77,13 @@ def decode_table(data: bytes) -> dict[str, np.ndarray]:
 
 def decode_meta(data: bytes) -> dict[str, Any]:
     """The header's "meta" object ({} when the table has none)."""
-    meta = _read_header(data).get("meta") or {}
+    meta = read_header(data).get("meta") or {}
     assert isinstance(meta, dict)
     return meta
 
 
-def _read_header(data: bytes) -> dict[str, Any]:
+def read_header(data: bytes) -> dict[str, Any]:
+    """The JSON header of a GPT1 table: n (rows), columns, meta."""
     if data[:4] != MAGIC:
         raise ValueError("not a GPT1 table: bad magic")
     (header_len,) = struct.unpack("<I", data[4:8])

@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.lookups import cpu_op_tree
 from gpuprofile.trace.model import NO_ID
 from gpuprofile.widget.marks import gid_mask, gid_of_row, global_ids
 from gpuprofile.widget.request_args import Reply, Source, cached, event_id
-from gpuprofile.widget.timeline import KIND_TABLES, KINDS, TimelineData
+from gpuprofile.widget.timeline import CPU_KINDS, KIND_TABLES, KINDS, TimelineData
 
 MAX_KERNELS = 50
-_GPU_KINDS = (2, 3, 4)
 _CORRELATION_BITS = 40
 
 
@@ -32,7 +32,7 @@ def details(source: Source, message: Mapping[str, Any]) -> Reply:
     launch: int | None = None
     op: int | None = None
     launched = np.empty(0, np.int64)
-    if kind in _GPU_KINDS:
+    if kind not in CPU_KINDS:
         launch = _launch_of(source, record)
         op = _kernel_op(source, record) if kind == KINDS.index("kernel") else None
         if op is None and launch is not None:
@@ -69,7 +69,7 @@ def _event(data: TimelineData, gid: int) -> dict[str, Any]:
 def _fields(source: Source, gid: int, kind: int, record: pd.Series) -> list[list[str]]:
     lane = source.data.lanes[int(source.data.lane[gid])]
     fields: list[tuple[str, Any]] = [("rank", str(int(record["rank"])))]
-    if kind in _GPU_KINDS:
+    if kind not in CPU_KINDS:
         fields += [("device", int(record["device"])), ("stream", int(record["stream"]))]
     else:
         fields += [("thread", lane["label"]), ("category", record["category"])]
@@ -203,8 +203,7 @@ def _enclosing_op(source: Source, gid: int) -> int | None:
 
 def _cpu_op_mask(source: Source) -> np.ndarray:
     """Per event: is it an aten op (category cpu_op)?"""
-    ops = source.trace.ops
-    return gid_mask(source.data, source.trace, "ops", (ops["category"] == "cpu_op").to_numpy())
+    return gid_mask(source.data, source.trace, "ops", cpu_op_tree(source.trace).is_cpu_op)
 
 
 def _launched_by_calls(source: Source, calls: np.ndarray) -> np.ndarray:

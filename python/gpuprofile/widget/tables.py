@@ -60,16 +60,8 @@ def segment_columns(
     data: TimelineData, ids: np.ndarray, view: tuple[float, float]
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The segment table of real events (ids ascending): columns and meta."""
-    lane = data.lane[ids]
-    breaks = np.flatnonzero((np.diff(ids) != 1) | (np.diff(lane) != 0)) + 1
-    firsts = np.r_[0, breaks].astype(np.int64)
-    counts = np.diff(np.r_[firsts, len(ids)])
-    segments = [
-        [int(lane_id), int(first), int(count)]
-        for lane_id, first, count in zip(
-            lane[firsts].tolist(), ids[firsts].tolist(), counts.tolist(), strict=True
-        )
-    ] if len(ids) else []  # fmt: skip
+    # A segment ends where the lane changes or the ids stop running on.
+    segments = _segments(data.lane[ids], np.diff(ids) != 1, ids)
     columns = {
         "start_ns": data.start[ids],
         "dur_ns": (data.end[ids] - data.start[ids]).astype(np.float32),
@@ -93,7 +85,7 @@ def merged_columns(
     long = dur >= width
     short = np.flatnonzero(~long)
     bin_of = np.clip(np.floor((start[short] - t0) / width), 0, bins - 1).astype(np.int64)
-    rows = int(data.row.max()) + 1 if len(data.row) else 1
+    rows = data.max_rows
     key = (data.lane[ids[short]].astype(np.int64) * rows + data.row[ids[short]]) * bins + bin_of
     # Within a lane row ids already run by start, so bins ascend: a stable sort groups them.
     by_key = np.argsort(key, kind="stable")
@@ -120,15 +112,7 @@ def merged_columns(
     all_row = np.r_[data.row[box_ids], data.row[long_ids]]
     all_count = np.r_[count, np.ones(len(long_ids), np.uint32)]
     final = np.lexsort((all_start, all_lane))
-    lane_sorted = all_lane[final]
-    breaks = np.flatnonzero(np.diff(lane_sorted)) + 1
-    firsts_lane = np.r_[0, breaks].astype(np.int64)
-    counts = np.diff(np.r_[firsts_lane, len(final)])
-    segments = (
-        [[int(lane), -1, int(c)] for lane, c in zip(lane_sorted[firsts_lane].tolist(), counts)]
-        if len(final)
-        else []
-    )
+    segments = _segments(all_lane[final], np.zeros(max(len(final) - 1, 0), bool))
     columns = {
         "start_ns": all_start[final].astype(np.float64),
         "dur_ns": (all_end[final] - all_start[final]).astype(np.float32),
@@ -137,6 +121,24 @@ def merged_columns(
         "count": all_count[final].astype(np.uint32),
     }
     return columns, {"segments": segments, "merged": True, "view": [t0, t1], "bins": bins}
+
+
+def _segments(
+    lane: np.ndarray, split: np.ndarray, ids: np.ndarray | None = None
+) -> list[list[int]]:
+    """The contract's segments [lane, first id, count] of rows in lane order: a run ends where
+    the lane changes or `split` (between row i and i + 1) says; first id -1 for merged boxes."""
+    if not len(lane):
+        return []
+    firsts = np.flatnonzero(np.r_[True, (np.diff(lane) != 0) | split])
+    counts = np.diff(np.r_[firsts, len(lane)])
+    first_ids = ids[firsts].tolist() if ids is not None else [-1] * len(firsts)
+    return [
+        [int(lane_id), int(first), int(count)]
+        for lane_id, first, count in zip(
+            lane[firsts].tolist(), first_ids, counts.tolist(), strict=True
+        )
+    ]
 
 
 def overview_columns(

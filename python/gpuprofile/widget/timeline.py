@@ -65,8 +65,13 @@ class TimelineData:
         return np.uint16 if len(self.names) <= 65535 else np.uint32
 
     @property
+    def max_rows(self) -> int:
+        """Sub-rows of the lane with the most (1 without events)."""
+        return max((lane["rows"] for lane in self.lanes), default=1)
+
+    @property
     def row_dtype(self) -> type[np.unsignedinteger[Any]]:
-        return smallest_uint(max((lane["rows"] for lane in self.lanes), default=1) - 1)
+        return smallest_uint(self.max_rows - 1)
 
 
 def timeline_data(trace: Trace) -> TimelineData:
