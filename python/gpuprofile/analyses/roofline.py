@@ -31,6 +31,7 @@ columns are NaN: run gpuprofile's calibrate() or pass a Hardware.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,20 +70,17 @@ def roofline(
 ) -> Roofline:
     from gpuprofile.analyses.flops import coverage
 
-    gpu = len(kernel_costs) > 0
-    members = [_op_members(trace, op_costs, kernel_costs, gpu)]
-    if gpu:
-        members.append(_kernel_members(kernel_costs))
-    groups = [_aggregate(m) for m in members if len(m.id)]
+    sets = _member_sets(trace, op_costs, kernel_costs)
+    groups = [_aggregate(m) for m in sets]
     points = pd.concat(groups, ignore_index=True) if groups else _empty()
-    if len(points) and points["rank"].nunique() > 1:
-        points["key"] = points["key"] + "|rank=" + points["rank"].astype(str)
+    if _spans_ranks(sets):
+        points["key"] = _ranked_keys(points["key"], points["rank"])
     points = _with_roofs(points, hardware)
     return Roofline(
         points=points.loc[:, list(COLUMNS)],
         coverage=coverage(trace, op_costs, kernel_costs),
         hardware=hardware,
-        time_basis="gpu" if gpu else "cpu",
+        time_basis="gpu" if len(kernel_costs) else "cpu",
     )
 
 
@@ -174,12 +172,8 @@ def point_members(
 ) -> dict[str, PointMembers]:
     """All members of the points with the given keys (roofline() keeps only the heaviest
     MAX_EVENT_IDS ids per point), grouped and keyed exactly as roofline() does."""
-    gpu = len(kernel_costs) > 0
-    sets = [_op_members(trace, op_costs, kernel_costs, gpu)]
-    if gpu:
-        sets.append(_kernel_members(kernel_costs))
-    sets = [m for m in sets if len(m.id)]
-    multi_rank = len(np.unique(np.concatenate([m.rank for m in sets]))) > 1 if sets else False
+    sets = _member_sets(trace, op_costs, kernel_costs)
+    multi_rank = _spans_ranks(sets)
     out: dict[str, PointMembers] = {}
     for members in sets:
         group = first_seen_codes(members.rank, members.name_code, members.shape_code)
@@ -188,7 +182,7 @@ def point_members(
         first = by_group[firsts]
         _, _, key = _point_names(members, first)
         if multi_rank:
-            key = [f"{k}|rank={r}" for k, r in zip(key, members.rank[first].tolist(), strict=True)]
+            key = _ranked_keys(key, members.rank[first])
         ends = np.r_[firsts[1:], len(by_group)]
         table = "ops" if members.level == "op" else "kernels"
         for k, lo, hi in zip(key, firsts.tolist(), ends.tolist(), strict=True):
@@ -212,6 +206,26 @@ def _name_codes(names: pd.Series) -> np.ndarray:
     if isinstance(names.dtype, pd.CategoricalDtype):
         return name_codes(names).astype(np.int64)
     return pd.factorize(strings(names), use_na_sentinel=False)[0]
+
+
+def _member_sets(
+    trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame
+) -> list[_Members]:
+    """The members of the points at each level: ops, and kernels on GPU traces (none empty)."""
+    gpu = len(kernel_costs) > 0
+    sets = [_op_members(trace, op_costs, kernel_costs, gpu)]
+    if gpu:
+        sets.append(_kernel_members(kernel_costs))
+    return [m for m in sets if len(m.id)]
+
+
+def _spans_ranks(sets: list[_Members]) -> bool:
+    """Points of several ranks: each point's key then says its rank."""
+    return len(np.unique(np.concatenate([m.rank for m in sets]))) > 1 if sets else False
+
+
+def _ranked_keys(keys: Iterable[str], ranks: Iterable[int] | np.ndarray) -> list[str]:
+    return [f"{k}|rank={r}" for k, r in zip(keys, np.asarray(ranks).tolist(), strict=True)]
 
 
 def _point_names(members: _Members, first: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
