@@ -90,28 +90,19 @@ class GpuprofileMagics(Magics):
         # In a notebook the widget shows at once and its live panel moves while the cell runs;
         # a terminal gets the text report at the end.
         live = _LiveOutput() if in_kernel() else None
-        feed = live.feed if live is not None else None
         # IPython leaves this frame out of tracebacks: the user sees their cell's own lines.
         __tracebackhide__ = True
         try:
-            with capture(
-                options,
-                result,
-                on_sample=feed,
-                on_step=feed.set_steps if feed is not None else None,
-                on_chunk=(lambda chunk: feed.show_chunk(chunk, hardware))
-                if feed is not None
-                else None,
-            ):
+            with capture(options, result, **(live.hooks(hardware) if live is not None else {})):
                 try:
                     exec(compiled, shell.user_ns)
                 finally:
                     # Live refills stop before the profile is made: it replaces them.
-                    if feed is not None:
-                        feed.cell_ended()
+                    if live is not None:
+                        live.feed.cell_ended()
         finally:
-            if feed is not None:
-                feed.finish()
+            if live is not None:
+                live.feed.finish()
             if result._trace is not None:
                 remember(result)
                 if live is not None:
@@ -130,6 +121,15 @@ class _LiveOutput:
         self.feed = LiveFeed(ProfileWidget())
         self.feed.start()
         self.handle: Any = display(self.feed.widget, display_id=True)
+
+    def hooks(self, hardware: Hardware | None) -> dict[str, Any]:
+        """capture()'s callbacks that feed this output: readings, steps, recorded windows."""
+        feed = self.feed
+        return {
+            "on_sample": feed,
+            "on_step": feed.set_steps,
+            "on_chunk": lambda chunk: feed.show_chunk(chunk, hardware),
+        }
 
     def become(self, result: Profile) -> None:
         """The output becomes the profile's: the same widget, filled, plus the text report for
