@@ -24,3 +24,19 @@ def union_length(intervals: Iterable[tuple[Any, Any]]) -> Any:
     for start, end in merged(intervals):
         total += end - start
     return total
+
+
+def timeline_lanes(trace: Any) -> int:
+    """Lanes a timeline of the trace has, counted with pandas from its tables: one per CPU
+    thread, per GPU stream, per device with memory in use, per sampled counter series."""
+    import pandas as pd
+
+    def distinct(tables: tuple[str, ...], columns: list[str]) -> int:
+        return len(pd.concat([trace.table(t)[columns] for t in tables]).drop_duplicates())
+
+    return (
+        distinct(("ops", "runtime"), ["rank", "pid", "tid"])
+        + distinct(("kernels", "memcpy", "memset"), ["rank", "device", "stream"])
+        + distinct(("memory",), ["rank", "device"])
+        + distinct(("counters",), ["rank", "name", "device"])
+    )

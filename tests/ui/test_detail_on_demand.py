@@ -36,9 +36,8 @@ SOURCE = """\
 import json
 import sys
 
-import pandas as pd
-
 sys.path.insert(0, {tests!r})
+from reference import timeline_lanes
 from synthetic import synthetic_trace
 
 from gpuprofile.result import Profile
@@ -47,14 +46,7 @@ trace = synthetic_trace(100_000)
 kinds = ('ops', 'runtime', 'kernels', 'memcpy', 'memset')
 names = sorted({{str(n) for k in kinds for n in trace.table(k)['name'].astype(str).unique()}})
 total = sum(len(trace.table(k)) for k in kinds)
-# Lanes: CPU threads, GPU streams, memory in use per device, sampled counters.
-tables = {{k: trace.table(k) for k in kinds}}
-lanes = (
-    len(pd.concat([tables[k][['rank', 'pid', 'tid']] for k in kinds[:2]]).drop_duplicates())
-    + len(pd.concat([tables[k][['rank', 'device', 'stream']] for k in kinds[2:]]).drop_duplicates())
-    + len(trace.memory[['rank', 'device']].drop_duplicates())
-    + len(trace.counters[['rank', 'name', 'device']].drop_duplicates())
-)
+lanes = timeline_lanes(trace)
 memory_lanes = len(trace.memory[['rank', 'device']].drop_duplicates())
 print('GPUPROFILE_EXPECT', json.dumps({{'total': total, 'names': names, 'lanes': lanes,
                                         'memory_lanes': memory_lanes}}))

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-from widget_page import notebook_json
+from widget_page import notebook_json, start_notebook
 
 pytestmark = pytest.mark.ui
 
@@ -31,10 +30,7 @@ print("GPUPROFILE_CELL_DONE")
 def _start(page, jupyterlab: str, path: Path, cell: str) -> None:
     """Write a notebook of the cell, open it and start running it; do not wait for it."""
     path.write_text(json.dumps(notebook_json("%load_ext gpuprofile", cell)))
-    page.goto(f"{jupyterlab}/lab/workspaces/t{uuid.uuid4().hex[:12]}/tree/{path.name}")
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands")
-    page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    start_notebook(page, jupyterlab, path.name)
 
 
 def _live_state(page) -> dict:

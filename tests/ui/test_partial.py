@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 
 import pytest
-from widget_page import WIDGET, notebook_json
+from widget_page import WIDGET, notebook_json, start_notebook
 
 pytestmark = pytest.mark.ui
 
@@ -22,10 +21,7 @@ def test_a_raising_cell_shows_a_partial_profile_and_its_error(
     page, jupyterlab: str, notebook_dir: Path, artifacts_dir: Path
 ) -> None:
     (notebook_dir / "partial.ipynb").write_text(json.dumps(notebook_json(*CELLS)))
-    page.goto(f"{jupyterlab}/lab/workspaces/p{uuid.uuid4().hex[:12]}/tree/partial.ipynb")
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands")
-    page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    start_notebook(page, jupyterlab, "partial.ipynb")
     widget = page.locator(WIDGET).first
     widget.wait_for(timeout=90_000)
     page.wait_for_function(

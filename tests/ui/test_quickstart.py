@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from widget_page import AXIS_H, HEADER_H, TIMELINE, TOOLTIP, WIDGET, plot, view, wait_view_change
+from widget_page import AXIS_H, HEADER_H, TIMELINE, WIDGET, hover_find, plot, view, wait_view_change
 
 pytestmark = pytest.mark.ui
 
@@ -74,18 +74,9 @@ def test_quickstart_widget(page, run_notebook, artifacts_dir: Path) -> None:
     # Hovering somewhere in the first lanes finds a box and shows its tooltip.
     page.get_by_role("button", name="Show the whole trace (0)").click()
     wait_view_change(page, (start2, end2))
-    tooltip = page.locator(TOOLTIP).first
-    shown = False
-    for dy in (12, 28, 44, 60, 76):
-        for k in range(1, 40):
-            page.mouse.move(box.x_of_fraction(k / 40), box.y + AXIS_H + dy)
-            if tooltip.is_visible():
-                shown = True
-                break
-        if shown:
-            break
-    assert shown, "no tooltip anywhere along the first lanes"
-    lines = tooltip.inner_text().splitlines()
+    found = hover_find(page, box, [box.x_of_fraction(k / 40) for k in range(1, 40)], bool, 16.0)
+    assert found, "no tooltip anywhere in the visible lanes"
+    lines = found[2].splitlines()
     # name, "kind · duration", "start …", lane
     assert len(lines) >= 4 and lines[0].strip(), lines
     assert re.search(r"^(op|runtime|kernel|memcpy|memset) · [\d.]+ (ns|µs|ms|s)$", lines[1]), lines

@@ -34,10 +34,13 @@ TRACE = SHARED_TRACES / "kineto" / "hta_a100_train_rank3_of8_async_cpu_to_gpu.js
 SUBSTRING = "MemCpy"  # mixed case: substring search ignores case
 REGEX = r"^(cudaMemcpyAsync|Memcpy HtoD)"  # as a plain substring it would match nothing
 
+TESTS = Path(__file__).resolve().parents[1]
 SOURCE = """\
 import json
+import sys
 
-import pandas as pd
+sys.path.insert(0, {tests!r})
+from reference import timeline_lanes
 
 import gpuprofile
 
@@ -46,15 +49,8 @@ report = p.report()
 kinds = ('ops', 'runtime', 'kernels', 'memcpy', 'memset')
 tables = {{k: p.trace.table(k) for k in kinds}}
 counts = {{k: sum(r['counts'][k] for r in report['ranks']) for k in kinds}}
-# One lane per CPU thread, per GPU stream, per memory-in-use device and per sampled counter.
-cpu = pd.concat([tables[k][['rank', 'pid', 'tid']] for k in ('ops', 'runtime')])
-gpu = pd.concat([tables[k][['rank', 'device', 'stream']] for k in ('kernels', 'memcpy', 'memset')])
+counts['lanes'] = timeline_lanes(p.trace)
 memory, counters = p.trace.memory, p.trace.counters
-counts['lanes'] = (
-    len(cpu.drop_duplicates()) + len(gpu.drop_duplicates())
-    + len(memory[['rank', 'device']].drop_duplicates())
-    + len(counters[['rank', 'name', 'device']].drop_duplicates())
-)
 ends = [float((t['start_ns'] + t['dur_ns']).max()) for t in tables.values() if len(t)]
 ends += [float(t['time_ns'].max()) for t in (memory, counters) if len(t)]
 counts['span_ns'] = max(ends)
@@ -78,7 +74,7 @@ p
 @pytest.fixture(scope="module")
 def expected(module_page, jupyterlab: str, notebook_dir: Path) -> dict:
     require_trace(TRACE)
-    source = SOURCE.format(trace=str(TRACE), substring=SUBSTRING, regex=REGEX)
+    source = SOURCE.format(tests=str(TESTS), trace=str(TRACE), substring=SUBSTRING, regex=REGEX)
     values: dict = run_expecting(module_page, jupyterlab, notebook_dir, "trace.ipynb", source)[0]
     return values
 

@@ -180,12 +180,9 @@ _KERNEL_IDLE = """() => {
 }"""
 
 
-def open_notebook(
-    page, url: str, name: str, *, marker: str, widgets: int = 1, app: str = "lab"
-) -> str:
+def start_notebook(page: Any, url: str, name: str, *, app: str = "lab") -> None:
     """Open notebook `name` (app "lab": JupyterLab in a fresh workspace; "notebook": the
-    Notebook 7 interface), run all its cells, wait until an output contains `marker` and
-    `widgets` widgets are ready; return the text of all outputs."""
+    Notebook 7 interface) once its kernel is idle, and start running all its cells."""
     if app == "lab":
         # A fresh workspace per call: the default one would reopen notebooks (and widgets)
         # from earlier tests of this session next to this one.
@@ -196,6 +193,14 @@ def open_notebook(
     page.wait_for_function(_KERNEL_IDLE, timeout=60_000)
     # Do not return the command's promise: it can hang forever.
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+def open_notebook(
+    page: Any, url: str, name: str, *, marker: str, widgets: int = 1, app: str = "lab"
+) -> str:
+    """start_notebook, then wait until an output contains `marker` and `widgets` widgets are
+    ready; return the text of all outputs (which must hold no traceback)."""
+    start_notebook(page, url, name, app=app)
     page.wait_for_function(
         "([m, n, w]) => [...document.querySelectorAll('.jp-OutputArea-output')]"
         ".some(o => o.textContent.includes(m))"
