@@ -120,7 +120,7 @@ export function createHints(summary, hooks = {}) {
       const pre = node("pre", "");
       pre.appendChild(node("code", "", hint.code));
       block.appendChild(pre);
-      const copy = button("Copy", undefined, "gp-hl-copy");
+      const copy = button("Copy", undefined, "gp-button gp-hl-copy");
       copy.dataset.copy = String(i);
       copy.addEventListener("click", async () => {
         const ok = await copyText(String(hint.code));
@@ -154,7 +154,7 @@ export function createHints(summary, hooks = {}) {
       body.appendChild(node("div", "gp-hl-subtitle", "Evidence"));
       const row = node("div", "gp-hl-evidence");
       evidence.forEach((e, j) => {
-        const b = button(evidenceText(e), undefined, "gp-hl-evidence-button");
+        const b = button(evidenceText(e), undefined, "gp-button gp-hl-evidence-button");
         b.dataset.evidence = `${i}:${j}`;
         const where = [e && e.table, e && e.rank != null && multiRank ? `rank ${e.rank}` : null].filter(Boolean);
         b.title = `show on the timeline${where.length ? ` (${where.join(", ")})` : ""}`;

@@ -10,7 +10,7 @@ import { button, node } from "./dom.js";
  *   isDestroyed: () => boolean}} opts
  */
 export function createRangePanel({ source, span, onZoom, onClose, isDestroyed }) {
-  const el = node("div", "gp-range-panel");
+  const el = node("div", "gp-popover gp-range-panel");
   el.hidden = true;
   let selection = null; // {start, end}
   let token = 0;

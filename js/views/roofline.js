@@ -230,7 +230,7 @@ export function createRoofline(summary, hooks = {}) {
     markSelected();
   }
 
-  const tip = node("div", "gp-rl-tip");
+  const tip = node("div", "gp-popover gp-rl-tip");
   tip.hidden = true;
   chart.appendChild(tip);
   root.appendChild(chart);
@@ -375,24 +375,16 @@ export function createRoofline(summary, hooks = {}) {
     }
   };
   setLevel(level);
-  pointLayer.addEventListener("pointerover", onOver);
-  pointLayer.addEventListener("pointerout", onOut);
-  pointLayer.addEventListener("focusin", onOver);
-  pointLayer.addEventListener("focusout", onOut);
-  pointLayer.addEventListener("click", onClick);
-  pointLayer.addEventListener("keydown", onKey);
+  const listening = new AbortController(); // destroy() removes every listener at once
+  const handlers = { pointerover: onOver, pointerout: onOut, focusin: onOver, focusout: onOut, click: onClick, keydown: onKey };
+  for (const [type, fn] of Object.entries(handlers)) pointLayer.addEventListener(type, fn, { signal: listening.signal });
 
   return {
     el: root,
     select,
     highlightPoints,
     destroy() {
-      pointLayer.removeEventListener("pointerover", onOver);
-      pointLayer.removeEventListener("pointerout", onOut);
-      pointLayer.removeEventListener("focusin", onOver);
-      pointLayer.removeEventListener("focusout", onOut);
-      pointLayer.removeEventListener("click", onClick);
-      pointLayer.removeEventListener("keydown", onKey);
+      listening.abort();
       root.remove();
     },
   };

@@ -14,7 +14,7 @@ function shapesOf(d) {
  *   kindName: (nameIdx) => string, detailsOf: (id) => object|undefined}} opts
  */
 export function createTooltip({ laneText, nameText, kindName, detailsOf }) {
-  const el = node("div", "gp-tooltip");
+  const el = node("div", "gp-popover gp-tooltip");
   el.hidden = true;
 
   function line(text, className) {
