@@ -5,6 +5,7 @@ import {
   evidenceText,
   formatBytes,
   formatBytesPerS,
+  formatReading,
   formatCount,
   formatFlopsPerS,
   formatFraction,
@@ -153,4 +154,17 @@ test("hint number labels drop the unit suffix the value already shows", () => {
 test("a duration named in the middle of its key reads as a duration", () => {
   assert.equal(formatHintNumber("launch_ns_for_small_kernels", 2500000), formatTime(2500000));
   assert.equal(hintNumberLabel("launch_ns_for_small_kernels"), "launch for small kernels");
+});
+
+test("readings read alike in the live panel and the counter lanes, in their own unit", () => {
+  assert.equal(formatReading(1.5e9, "B"), "1.50 GB");
+  assert.equal(formatReading(512, "B"), "512 B");
+  assert.equal(formatReading(12.04e9, "B/s"), "12.0 GB/s");
+  assert.equal(formatReading(73.24, "%"), "73.2%");
+  assert.equal(formatReading(12345, ""), "12.3 k");
+  // No SI prefix glued onto a unit that already has one.
+  assert.equal(formatReading(1500, "MHz"), "1500 MHz");
+  assert.equal(formatReading(251.37, "W"), "251.4 W");
+  assert.equal(formatReading(NaN, "B"), "–");
+  assert.equal(formatReading(null, "%"), "–");
 });

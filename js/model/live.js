@@ -1,7 +1,7 @@
 // What the live panel shows while a cell runs, from the widget's `live` trait: readings grouped
 // by device with display text and a bar fill where the unit has a natural full scale. Pure.
 
-import { formatBytes, formatCount, formatPercent, formatSI, num } from "./format.js";
+import { formatReading, num } from "./format.js";
 
 /** Seconds as "12.3 s", "2 min 05 s". */
 export function formatElapsed(seconds) {
@@ -16,12 +16,8 @@ export function formatElapsed(seconds) {
 export function readingView(r) {
   const v = num(r && r.value);
   const unit = String((r && r.unit) || "");
-  if (v === null) return { text: "–", fill: null };
-  if (unit === "%") return { text: formatPercent(v), fill: Math.min(1, Math.max(0, v / 100)) };
-  if (unit === "B") return { text: formatBytes(v), fill: null };
-  if (unit === "B/s") return { text: formatSI(v, "B/s"), fill: null };
-  if (unit === "") return { text: formatCount(v), fill: null };
-  return { text: `${Number.isInteger(v) ? v : v.toFixed(1)} ${unit}`, fill: null };
+  const text = formatReading(v, unit);
+  return { text, fill: v !== null && unit === "%" ? Math.min(1, Math.max(0, v / 100)) : null };
 }
 
 /** Readings grouped by device: host (-1) first, then GPUs ascending; order kept within one. */

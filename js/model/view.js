@@ -165,22 +165,3 @@ export function formatTime(ns, resolution = 1) {
   const decimals = Math.max(0, Math.min(9, Math.ceil(Math.log10(unit.ns / Math.max(resolution, 1e-3)) - 1e-9)));
   return `${(ns / unit.ns).toFixed(decimals)} ${unit.label}`;
 }
-
-/** A byte count or other counter value with a unit: "1.50 GB", "73.2 %", "12.3 k". */
-export function formatValue(v, unit = "") {
-  if (!Number.isFinite(v)) return "–";
-  if (unit === "B") {
-    const steps = ["B", "KB", "MB", "GB", "TB"];
-    let x = Math.abs(v);
-    let k = 0;
-    while (x >= 1000 && k < steps.length - 1) { x /= 1000; k++; }
-    const sign = v < 0 ? "-" : "";
-    return `${sign}${k === 0 ? Math.round(x) : x.toFixed(x >= 100 ? 0 : x >= 10 ? 1 : 2)} ${steps[k]}`;
-  }
-  if (unit === "%") return `${v.toFixed(1)} %`;
-  const a = Math.abs(v);
-  const [div, suffix] = a >= 1e12 ? [1e12, " T"] : a >= 1e9 ? [1e9, " G"] : a >= 1e6 ? [1e6, " M"] : a >= 1e3 ? [1e3, " k"] : [1, ""];
-  const x = v / div;
-  const text = Number.isInteger(x) ? String(x) : x.toFixed(Math.abs(x) >= 100 ? 0 : Math.abs(x) >= 10 ? 1 : 2);
-  return `${text}${suffix}${unit && unit !== "%" ? ` ${unit}` : ""}`;
-}

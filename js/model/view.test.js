@@ -6,7 +6,6 @@ import {
   clampView,
   formatDuration,
   formatTime,
-  formatValue,
   keyToView,
   niceStep,
   pan,
@@ -170,12 +169,4 @@ test("points in time keep the decimals their resolution needs", () => {
   assert.equal(formatTime(850, 1), "850 ns");
   assert.equal(formatTime(0, 1), "0 ns");
   assert.equal(formatTime(NaN), "–");
-});
-
-test("counter values carry units", () => {
-  assert.equal(formatValue(1.5e9, "B"), "1.50 GB");
-  assert.equal(formatValue(512, "B"), "512 B");
-  assert.equal(formatValue(73.24, "%"), "73.2 %");
-  assert.equal(formatValue(12345, ""), "12.3 k");
-  assert.equal(formatValue(NaN, "B"), "–");
 });

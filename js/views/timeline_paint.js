@@ -7,7 +7,8 @@ import { DIM_COLOR, palette, PALETTE_SIZE } from "../model/colors.js";
 import { counterWindow, firstEntryAt } from "../model/lanes.js";
 import { blockMatches, createBoxes, lodRow } from "../model/lod.js";
 import { rowRange } from "../model/segments.js";
-import { axisTicks, formatValue, timeToX } from "../model/view.js";
+import { formatReading } from "../model/format.js";
+import { axisTicks, timeToX } from "../model/view.js";
 import { AXIS_H, fitText, LANE_PAD, ROW_H } from "./timeline_canvas.js";
 import { drawAxis, drawLabels, drawOverlays } from "./timeline_overlays.js";
 
@@ -196,7 +197,7 @@ export function createTimelinePainter(data) {
       ctx.lineWidth = 1;
       ctx.stroke();
       ctx.fillStyle = c.muted;
-      ctx.fillText(`max ${formatValue(hi, lane.unit ?? "")}`, labelW + 4, y + 9);
+      ctx.fillText(`max ${formatReading(hi, lane.unit ?? "")}`, labelW + 4, y + 9);
     }
     ctx.restore();
   }

@@ -1,7 +1,8 @@
 // The hover tooltip of the timeline: an event's name, kind and duration, start, lane, how many
 // events a merged box stands for, and its shapes once its details are known; or a counter's value.
 
-import { formatDuration, formatTime, formatValue } from "../model/view.js";
+import { formatReading } from "../model/format.js";
+import { formatDuration, formatTime } from "../model/view.js";
 import { node } from "./dom.js";
 
 function shapesOf(d) {
@@ -27,7 +28,7 @@ export function createTooltip({ laneText, nameText, kindName, detailsOf }) {
     if (hit.counter) {
       const { lane, time, value } = hit.counter;
       line(String(lane.label ?? ""), "gp-tooltip-name");
-      line(`${formatValue(value, lane.unit ?? "")} from ${formatTime(time, (view.end - view.start) / 1000)}`);
+      line(`${formatReading(value, lane.unit ?? "")} from ${formatTime(time, (view.end - view.start) / 1000)}`);
       line(laneText(lane.id));
     } else {
       const ev = hit.ev;
