@@ -42,16 +42,18 @@ export function createTimelinePainter(data) {
     labels.name[i] = nameIdx;
   }
 
+  /** The entries on screen, and the index of the first (lane shading alternates by index). */
   function visibleEntries(scrollTop) {
     const { layout, viewportH } = f;
-    const out = [];
+    const entries = [];
     const bottom = scrollTop + viewportH - AXIS_H;
-    for (let i = firstEntryAt(layout.entries, scrollTop); i < layout.entries.length; i++) {
+    const first = firstEntryAt(layout.entries, scrollTop);
+    for (let i = first; i < layout.entries.length; i++) {
       const e = layout.entries[i];
       if (e.y >= bottom) break;
-      out.push(e);
+      entries.push(e);
     }
-    return out;
+    return { first, entries };
   }
 
   function eventLanesOf(entry) {
@@ -205,10 +207,9 @@ export function createTimelinePainter(data) {
   /** Paint one frame; ctx is already scaled to CSS pixels, filled with the background. */
   function paint(ctx, frame, c, font) {
     f = frame;
-    const { view, layout, labelW, plotW, viewportH, scrollTop, detail } = f;
+    const { view, labelW, plotW, viewportH, scrollTop, detail } = f;
     const ticks = axisTicks(view, plotW, 90);
-    const entries = visibleEntries(scrollTop);
-    const firstIndex = firstEntryAt(layout.entries, scrollTop);
+    const { first: firstIndex, entries } = visibleEntries(scrollTop);
 
     // Lane backgrounds (alternating) and grid lines.
     for (let k = 0; k < entries.length; k++) {

@@ -54,6 +54,7 @@ def test_exception_stops_the_profiler_and_keeps_a_partial_profile(
     assert isinstance(result.error_in_exec, ValueError)
     assert str(result.error_in_exec) == "boom 17"
     assert not profiler_on()
+    assert shell.user_ns["before"].tolist() == [0.0, 1.0, 3.0, 6.0, 10.0, 15.0]  # it still ran
     out = capsys.readouterr().out
     # The user's own traceback, pointing at their line, after the partial report.
     assert "ValueError" in out and "raise ValueError('boom 17')" in out

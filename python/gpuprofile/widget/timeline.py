@@ -79,13 +79,13 @@ def timeline_data(trace: Trace) -> TimelineData:
     names = _Names()
     parts = [_events(trace, kind, names) for kind in range(len(KINDS))]
     events = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    cpu_keys = _lane_keys(events, cpu=True)
-    gpu_keys = _lane_keys(events, cpu=False)
+    is_cpu = events["kind"] <= max(CPU_KINDS)
+    cpu_keys = _lane_keys(events, is_cpu)
+    gpu_keys = _lane_keys(events, ~is_cpu)
     counter_series = _counter_series(trace)
     lanes, cpu_lane, gpu_lane, counter_lane = _layout(
         trace, single, cpu_keys[1], gpu_keys[1], [c[0] for c in counter_series]
     )
-    is_cpu = events["kind"] <= max(CPU_KINDS)
     lane = np.empty(len(is_cpu), np.int32)
     lane[is_cpu] = cpu_lane[cpu_keys[0]]
     lane[~is_cpu] = gpu_lane[gpu_keys[0]]
@@ -170,10 +170,9 @@ def _events(trace: Trace, kind: int, names: _Names) -> dict[str, np.ndarray]:
     }
 
 
-def _lane_keys(events: dict[str, np.ndarray], *, cpu: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Per CPU (or GPU) event, the index of its (rank, pid|device, tid|stream) in the returned
+def _lane_keys(events: dict[str, np.ndarray], mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per event under ``mask``, the index of its (rank, pid|device, tid|stream) in the returned
     array of distinct triples, which is sorted."""
-    mask = (events["kind"] <= max(CPU_KINDS)) if cpu else (events["kind"] > max(CPU_KINDS))
     columns = [events[k][mask] for k in ("rank", "where", "key")]
     combined = np.zeros(int(mask.sum()), np.int64)
     for column in columns:
