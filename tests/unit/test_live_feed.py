@@ -54,6 +54,28 @@ def test_steps_move_the_panel_and_keep_the_last_readings() -> None:
     assert widget.live["steps"] == 3 and widget.live["running"] is False
 
 
+def test_readings_reach_the_panel_while_steps_come_every_millisecond() -> None:
+    # A training loop marks a step every millisecond or so; the sampler reads every 0.1 s.
+    # Every reading must reach the panel, not only those that beat the steps to the gap.
+    widget = SimpleNamespace(live={})
+    feed = LiveFeed(widget, min_gap_s=0.05)
+    feed.start()
+    shown = []
+    step = 0
+    for reading in range(6):
+        feed(reading, [Reading("process CPU", "%", -1, float(reading))], {})
+        shown.append(widget.live["readings"][0]["value"])
+        deadline = time.monotonic() + 0.06
+        while time.monotonic() < deadline:
+            step += 1
+            feed.set_steps(step)
+            time.sleep(0.001)
+    assert shown == [float(r) for r in range(6)]
+    assert 0 < widget.live["steps"] <= step
+    feed.finish()
+    assert widget.live["steps"] == step
+
+
 def window(index: int, kernels: int = 10) -> Trace:
     """A recorded window: ``kernels`` kernels, placed in time by its own origin."""
     chunk = synthetic_trace(kernels, memory_events=0, seed=index)

@@ -1,8 +1,9 @@
 """A running cell's readings, step count and recorded steps streamed to its widget.
 
 The kernel's main thread is busy running the cell, so readings go out from the sampler thread
-(ipykernel sends comm messages from any thread through its IOPub thread). Updates are spaced at
-least ``min_gap_s`` apart so a fast sampler or a fast loop does not flood the browser.
+(ipykernel sends comm messages from any thread through its IOPub thread). Readings and step
+counts are each sent at most once per ``min_gap_s``, so a fast sampler or a fast loop does not
+flood the browser, and a loop stepping every millisecond does not crowd the readings out.
 
 Recorded windows (``--steps``) are merged and analysed on a thread of their own, not on the
 cell's: the cell only hands each window over. Windows that arrive while a refill runs wait and
@@ -93,7 +94,7 @@ class LiveFeed:
         self.min_gap_s = min_gap_s
         self.busy_share = busy_share
         self._started = time.monotonic()
-        self._last = -float("inf")
+        self._last: dict[str, float] = {}
         self._lock = threading.Lock()
         self._finished = False
         self.steps = 0
@@ -106,12 +107,12 @@ class LiveFeed:
         }  # fmt: skip
 
     def __call__(self, time_ns: int, readings: list[Reading], missing: dict[str, str]) -> None:
-        self._update(readings=[asdict(r) for r in readings], missing=dict(missing))
+        self._update("readings", readings=[asdict(r) for r in readings], missing=dict(missing))
 
     def set_steps(self, count: int) -> None:
         """gpuprofile.step() or an optimizer step: the count moves even with the sampler off."""
         self.steps = count
-        self._update()
+        self._update("steps")
 
     def show_chunk(self, chunk: Trace, hardware: Hardware | None) -> None:
         """A recorded window: the windows so far reach the widget, analysed, while the cell runs
@@ -134,12 +135,12 @@ class LiveFeed:
         if self.refills is not None:
             self.refills.close()
 
-    def _update(self, **fields: Any) -> None:
+    def _update(self, what: str, **fields: Any) -> None:
         now = time.monotonic()
         with self._lock:
-            if self._finished or now - self._last < self.min_gap_s:
+            if self._finished or now - self._last.get(what, -float("inf")) < self.min_gap_s:
                 return
-            self._last = now
+            self._last[what] = now
             self.widget.live = {
                 **(self.widget.live or {}),
                 **fields,
