@@ -25,3 +25,11 @@ class ProfilerBusyError(GpuprofileError):
             "a torch.profiler session is already recording in this process (a nested "
             "%%gpuprofile, or your own torch.profiler.profile); stop it first"
         )
+
+    @classmethod
+    def inside(cls) -> ProfilerBusyError:
+        return cls(
+            "gpuprofile is recording this block, and torch records with one profiler at a time: "
+            "a torch.profiler started inside it would end gpuprofile's recording. Remove it "
+            "from the block, or run the block without gpuprofile"
+        )

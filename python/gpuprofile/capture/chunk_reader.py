@@ -17,6 +17,7 @@ from torch.profiler import profile as torch_profile
 from torch.profiler import schedule as torch_schedule
 
 from gpuprofile.capture.chunks import merge_chunks, timeline_events
+from gpuprofile.capture.guard import deferred_interrupt
 from gpuprofile.capture.read_back import empty_capture, read_back
 from gpuprofile.capture.steps import WARMUP, StepCounter, StepSchedule
 from gpuprofile.trace.model import Trace
@@ -27,8 +28,9 @@ OnChunk = Callable[[Trace], None]
 
 def step_quietly(prof: torch_profile) -> None:
     # Each window starting afresh is the point of reading chunks (memory stays bounded), so
-    # torch's note that a cycle's events are cleared is not news to the user.
-    with warnings.catch_warnings():
+    # torch's note that a cycle's events are cleared is not news to the user. An interrupt
+    # inside a transition would leave torch's schedule half moved (its stop then fails).
+    with deferred_interrupt(raise_after=True), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
         prof.step()
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,7 +26,8 @@ from gpuprofile.capture.chunk_reader import (
 )
 from gpuprofile.capture.counter_export import CounterExportError, append_counters
 from gpuprofile.capture.counters import Series, sample_series, with_samples
-from gpuprofile.capture.read_back import read_back
+from gpuprofile.capture.guard import deferred_interrupt, profiler_running, refuse_other_profilers
+from gpuprofile.capture.read_back import empty_capture, read_back
 from gpuprofile.capture.sampler import Sampler
 from gpuprofile.capture.sources import Reading, default_sources
 from gpuprofile.capture.steps import StepCounter, StepSchedule, check_steps
@@ -65,13 +64,6 @@ def default_max_events() -> int:
 
     available = int(psutil.virtual_memory().available)
     return max(100_000, min(MAX_EVENTS_CAP, available // BYTES_PER_EVENT))
-
-
-def profiler_running() -> bool:
-    # torch's C++ state, not only its Python flag, which an interrupted stop can leave set.
-    return bool(torch.autograd.profiler._is_profiler_enabled) and bool(
-        torch._C._autograd._profiler_enabled()
-    )
 
 
 @contextlib.contextmanager
@@ -180,13 +172,14 @@ def capture(
         events[0].record()
     finished = False
     try:
-        yield
+        with refuse_other_profilers():
+            yield
         finished = True
     finally:
         # A Ctrl-C during the teardown would leave torch's profiler half stopped (its Python
         # flag still set, so every later capture is refused) or lose the profile: it waits
         # until the profile is made, then is raised, unless the block is already raising.
-        with _deferred_interrupt(raise_after=finished):
+        with deferred_interrupt(raise_after=finished):
             try:
                 step_state.end()
                 if events is not None:
@@ -198,12 +191,16 @@ def capture(
                 if sampler is not None:
                     sampler.stop()
                 # With a schedule, stopping inside a recorded window delivers that last chunk.
-                prof.stop()
-            trace = (
-                chunks.result(started_ns)
-                if chunks is not None
-                else read_back(prof, options.export, options.export)
-            )
+                stop_error = _stop(prof)
+            if stop_error is not None:
+                # What torch held is unreadable (exporting it can crash the process); windows
+                # read before are kept.
+                trace = chunks.result(started_ns) if chunks else empty_capture(started_ns)
+                trace.meta["capture_errors"] = [*trace.meta.get("capture_errors", []), stop_error]
+            elif chunks is not None:
+                trace = chunks.result(started_ns)
+            else:
+                trace = read_back(prof, options.export, options.export)
             trace.meta["steps"] = {
                 "count": counter.count,
                 "explicit": counter.explicit,
@@ -222,23 +219,21 @@ def capture(
                 )
                 if options.export is not None:
                     _export_samples(trace, options, chunks, series)
-            result._finish(trace, partial=not finished)
+            result._finish(trace, partial=not finished or stop_error is not None)
 
 
-@contextlib.contextmanager
-def _deferred_interrupt(*, raise_after: bool) -> Iterator[None]:
-    """Hold SIGINT until the block ends (main thread only: signals are delivered there)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+def _stop(prof: torch_profile) -> str | None:
+    """Stop the profiler; None, or what went wrong when torch's own state was left
+    inconsistent (a step cut short), so the profile is still made, marked, and the block's own
+    exception is not replaced by torch's."""
     try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught and raise_after:
-        raise KeyboardInterrupt
+        prof.stop()
+    except Exception as error:
+        return (
+            f"torch's profiler failed to stop ({type(error).__name__}: {error}): the events "
+            "it held are lost"
+        )
+    return None
 
 
 def _export_samples(

@@ -1,0 +1,99 @@
+"""torch's profiler kept consistent while gpuprofile records: a second profiler started inside
+the block, and a kernel interrupt that lands inside one of the schedule's transitions."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+import torch
+from torch.profiler import profiler as torch_profiler_module
+
+import gpuprofile
+from gpuprofile.capture.session import profiler_running
+
+
+def test_a_torch_profiler_inside_the_block_is_refused_and_the_profile_kept() -> None:
+    # In a child process: before the guard, the profile's export crashed the process.
+    script = textwrap.dedent(
+        """
+        import json, torch, gpuprofile
+        with gpuprofile.profile(interval=None) as p:
+            torch.ones(4).cumsum(0)
+            try:
+                with torch.profiler.profile():
+                    torch.ones(2).sum()
+            except gpuprofile.ProfilerBusyError as error:
+                print("refused:", error)
+            torch.arange(3.0).cumprod(0)
+        names = sorted(set(p.trace.ops["name"].astype(str)))
+        print(json.dumps({"partial": p.partial, "names": names}))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("refused: gpuprofile is recording this block") for line in lines)
+    result = json.loads(lines[-1])
+    assert result["partial"] is False
+    # Recorded on both sides of the refused profiler; the refused one's sum never started.
+    assert {"aten::cumsum", "aten::cumprod"} <= set(result["names"])
+
+
+def test_a_profiler_started_between_windows_is_refused_at_the_next_window() -> None:
+    # During --steps' wait steps nothing records, so theirs starts; gpuprofile's next window
+    # is then refused, its stop fails inside torch, and the profile is still made and marked.
+    theirs = torch.profiler.profile()
+    try:
+        with (
+            pytest.raises(gpuprofile.ProfilerBusyError),
+            gpuprofile.profile(steps=(2, 2, 0), interval=None) as p,
+        ):
+            theirs.start()
+            for _ in range(4):
+                torch.ones(3).cumsum(0)
+                gpuprofile.step()
+    finally:
+        theirs.stop()
+    assert p.partial is True
+    [error] = p.trace.meta["capture_errors"]
+    assert error.startswith("torch's profiler failed to stop")
+    assert "INCOMPLETE" in p.text()
+    assert not profiler_running()
+
+
+def test_an_interrupt_inside_a_step_waits_until_the_step_is_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    original = torch_profiler_module._KinetoProfile.prepare_trace
+    interrupted: list[int] = []
+
+    def prepare_interrupted(self: Any) -> None:
+        if not interrupted:
+            interrupted.append(1)
+            signal.raise_signal(signal.SIGINT)  # a kernel interrupt, mid-transition
+        original(self)
+
+    monkeypatch.setattr(torch_profiler_module._KinetoProfile, "prepare_trace", prepare_interrupted)
+    with pytest.raises(KeyboardInterrupt), gpuprofile.profile(steps=(1, 2, 0), interval=None) as p:
+        for _ in range(20):
+            torch.ones(3).cumsum(0)
+            gpuprofile.step()
+    assert interrupted == [1]
+    # Raised right after the step whose transition it hit (wait 1: the first window's warmup
+    # is prepared at step 1), not as torch's AssertionError at the profiler's stop.
+    assert p.trace.meta["steps"]["count"] == 1
+    assert p.partial is True and "capture_errors" not in p.trace.meta
+    assert not profiler_running()
