@@ -68,15 +68,18 @@ class GpuprofileMagics(Magics):
             raise UsageError(str(error)) from None
         if args.max_events is not None and args.max_events < 1:
             raise UsageError(f"--max-events {args.max_events}: must be positive")
-        options = CaptureOptions(
-            record_shapes=not args.no_shapes,
-            profile_memory=args.memory,
-            with_stack=args.stack,
-            export=args.export,
-            interval_s=args.interval or None,
-            steps=steps,
-            max_events=args.max_events,
-        )
+        try:
+            options = CaptureOptions(
+                record_shapes=not args.no_shapes,
+                profile_memory=args.memory,
+                with_stack=args.stack,
+                export=args.export,
+                interval_s=args.interval or None,
+                steps=steps,
+                max_events=args.max_events,
+            )
+        except ValueError as error:
+            raise UsageError(str(error)) from None
         if profiler_running():
             # One clear line, not a traceback; the cell does not run.
             raise UsageError(str(ProfilerBusyError.running()))

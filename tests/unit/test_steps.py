@@ -256,8 +256,30 @@ def test_magic_with_steps_streams_chunks_to_the_widget(
     assert not [t for t in threading.enumerate() if t.name.startswith("gpuprofile-")]
 
 
-def test_magic_rejects_a_bad_steps_option(shell: InteractiveShell) -> None:
-    result = shell.run_cell("%%gpuprofile --steps 1\nran_bad_steps = True\n")
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ("--steps 1", "--steps 1: expected WAIT,ACTIVE[,REPEAT] as whole numbers"),
+        ("--steps 0,0", "--steps 0,0: ACTIVE (steps recorded per window) must be at least 1"),
+        ("--max-events 5", "max_events 5 applies to steps"),
+        ("--export {missing}/run.json", "export {missing}/run.json: there is no folder {missing}"),
+    ],
+)
+def test_magic_refuses_bad_options_before_the_cell_runs(
+    shell: InteractiveShell,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    options: str,
+    message: str,
+) -> None:
+    missing = tmp_path / "no-such-folder"
+    result = shell.run_cell(
+        f"%%gpuprofile {options.format(missing=missing)}\nran_bad_option = True\n"
+    )
     assert not result.success
-    assert "ran_bad_steps" not in shell.user_ns
+    assert "ran_bad_option" not in shell.user_ns
+    out, err = capsys.readouterr()
+    printed = out + err
+    assert f"UsageError: {message.format(missing=missing)}" in printed
+    assert "Traceback" not in printed
     assert not profiler_running()

@@ -57,6 +57,24 @@ class CaptureOptions:
     # Timeline events kept across chunks before later chunks are dropped; None: machine default.
     max_events: int | None = None
 
+    def __post_init__(self) -> None:
+        # Checked before the block runs: a minutes-long cell must not end in an error the
+        # options already held.
+        if self.export is not None:
+            folder = Path(self.export).parent
+            if not folder.is_dir():
+                raise ValueError(f"export {self.export}: there is no folder {folder}")
+            if not os.access(folder, os.W_OK):
+                raise ValueError(f"export {self.export}: folder {folder} is not writable")
+        if self.max_events is not None:
+            if self.steps is None:
+                raise ValueError(
+                    f"max_events {self.max_events} applies to steps (whole windows are "
+                    "dropped); without steps every event is recorded"
+                )
+            if self.max_events < 1:
+                raise ValueError(f"max_events {self.max_events}: must be positive")
+
 
 def default_max_events() -> int:
     """min(5 M, available memory / ~1 KB per event), at least 100 k."""

@@ -29,6 +29,8 @@ def parse_steps(text: str) -> StepSchedule:
     parts = [p.strip() for p in text.split(",")]
     if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
         raise ValueError(f"--steps {text}: expected WAIT,ACTIVE[,REPEAT] as whole numbers")
+    if int(parts[1]) < 1:
+        raise ValueError(f"--steps {text}: ACTIVE (steps recorded per window) must be at least 1")
     return check_steps(tuple(int(p) for p in parts))
 
 
