@@ -1,6 +1,7 @@
 """Where a rank's GPU time goes: busy, idle, compute and non-compute within its GPU window.
 
-The window runs from the first GPU activity (kernel, memcpy or memset) to the last one's end.
+The window runs from the first GPU activity (kernel, memcpy or memset) to the last one's end;
+in a --steps capture, within each recorded window, summed (analyses/windows.py).
 Busy is the union of those intervals; compute is the union of compute kernels alone. These
 are HTA's temporal-breakdown definitions: the figures equal HTA 0.5's (run with
 include_last_profiler_step=True and HTA_DISABLE_NS_ROUNDING=1) except where HTA also counts
@@ -18,6 +19,7 @@ import pandas as pd
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.kernel_kind import is_compute
 from gpuprofile.analyses.memo import per_trace
+from gpuprofile.analyses.windows import recorded_span
 from gpuprofile.trace.model import Trace
 
 
@@ -61,7 +63,7 @@ def gpu_time(trace: Trace, rank: int) -> GpuTime | None:
         return None
     start = activity["start_ns"].to_numpy(np.int64)
     end = activity["end_ns"].to_numpy(np.int64)
-    window = int(end.max() - start.min())
+    window = recorded_span(trace, start, end)
     busy = union_length(start, end)
     # Per table, on its categorical names: the same rows in the same order as gpu_activity's,
     # each distinct name classified once.

@@ -61,6 +61,7 @@ from gpuprofile.analyses.intervals import running_argmax
 from gpuprofile.analyses.lookups import cpu_op_tree, host_threads
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import matches, strings
+from gpuprofile.analyses.windows import within_one_window
 from gpuprofile.trace.codes import shared_codes
 from gpuprofile.trace.model import HOST_DEVICE_KINDS, NO_ID, Trace
 
@@ -307,6 +308,8 @@ def _rank_gaps(trace: Trace, rank: int, calls: pd.DataFrame) -> pd.DataFrame:
     )
     start = gpu.block_end[:-1]
     end = gpu.block_start[1:]
+    recorded = within_one_window(trace, start, end)
+    start, end = start[recorded], end[recorded]
     if len(start) == 0:
         return pd.DataFrame()
     dur = end - start

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.memo import per_trace
+from gpuprofile.analyses.windows import recorded_span, recorded_windows
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 
 
@@ -37,9 +38,18 @@ def counts(trace: Trace, rank: int) -> dict[str, int]:
 
 @per_trace
 def wall_ns(trace: Trace, rank: int) -> int:
-    """From the rank's first event to the end of its last one."""
-    first, last = span_ns(trace, rank)
-    return last - first
+    """From the rank's first event to the end of its last one; with recorded windows
+    (--steps), window by window, summed: nothing recorded the time between them."""
+    if recorded_windows(trace) is None:
+        first, last = span_ns(trace, rank)
+        return last - first
+    start, end = [], []
+    for table in TIMELINE_TABLES:
+        rows = trace.table(table)
+        rows = rows[rows["rank"] == rank]
+        start.append(rows["start_ns"].to_numpy())
+        end.append(start[-1] + rows["dur_ns"].to_numpy())
+    return recorded_span(trace, np.concatenate(start), np.concatenate(end))
 
 
 def span_ns(trace: Trace, rank: int) -> tuple[int, int]:

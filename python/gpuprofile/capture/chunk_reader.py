@@ -16,7 +16,7 @@ from typing import Any
 from torch.profiler import profile as torch_profile
 from torch.profiler import schedule as torch_schedule
 
-from gpuprofile.capture.chunks import merge_chunks, timeline_events
+from gpuprofile.capture.chunks import merge_chunks, timeline_events, timeline_span
 from gpuprofile.capture.guard import deferred_interrupt
 from gpuprofile.capture.read_back import empty_capture, read_back
 from gpuprofile.capture.steps import WARMUP, StepCounter, StepSchedule
@@ -78,9 +78,14 @@ class ChunkReader:
             self.dropped_chunks += 1
             self.dropped_events += events
             return
+        start, end = timeline_span(chunk)
         chunk.meta["chunks"] = [
             {
                 "index": index,
+                # The recorded window, in the chunk's time; the analyses leave out the time
+                # between windows, which nothing recorded.
+                "start_ns": start,
+                "end_ns": end,
                 "origin_ns": int(chunk.meta["origin_ns"]),
                 "events": events,
                 "step": self.counter.count if self.counter is not None else None,

@@ -26,6 +26,17 @@ def timeline_events(trace: Trace) -> int:
     return sum(len(trace.table(name)) for name in TIMELINE_TABLES)
 
 
+def timeline_span(trace: Trace) -> tuple[int, int]:
+    """(first start, last end) of the timeline events, all ranks; (0, 0) without any."""
+    frames = [trace.table(name) for name in TIMELINE_TABLES]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return 0, 0
+    start = min(int(f["start_ns"].min()) for f in frames)
+    end = max(int((f["start_ns"] + f["dur_ns"]).max()) for f in frames)
+    return start, end
+
+
 def merge_chunks(chunks: Sequence[Trace]) -> Trace:
     """One Trace holding every chunk, in time order of their origins."""
     if not chunks:
@@ -78,7 +89,13 @@ def _merged_meta(chunks: Sequence[Trace], origin: int) -> dict[str, Any]:
         for rank, facts in chunk.meta.get("ranks", {}).items():
             ranks[rank] = _merge_rank(ranks[rank], facts) if rank in ranks else dict(facts)
     meta["ranks"] = ranks
-    meta["chunks"] = [entry for chunk in chunks for entry in chunk.meta.get("chunks", [])]
+    # Each window's span ("start_ns", "end_ns") moves to the merged time base with its chunk.
+    meta["chunks"] = [
+        {**entry, **{k: entry[k] + shift for k in ("start_ns", "end_ns") if k in entry}}
+        for chunk in chunks
+        for shift in [int(chunk.meta["origin_ns"]) - origin]
+        for entry in chunk.meta.get("chunks", [])
+    ]
     return meta
 
 

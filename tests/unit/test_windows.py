@@ -1,0 +1,113 @@
+"""A --steps capture's recorded windows: the time between them is neither wall nor GPU idle."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from kineto_docs import cpu_op, document, kernel, runtime, write
+
+import gpuprofile
+from gpuprofile.analyses.gpu_time import gpu_time
+from gpuprofile.analyses.idle import idle_gaps
+from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.windows import recorded_span, within_one_window
+from gpuprofile.capture.chunks import merge_chunks, timeline_span
+from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.trace.model import Trace
+
+WINDOWS = [(100, 200), (500, 650), (900, 1000)]
+
+
+def windowed() -> Trace:
+    return Trace(meta={"chunks": [{"start_ns": s, "end_ns": e} for s, e in WINDOWS]})
+
+
+def test_spans_are_measured_window_by_window() -> None:
+    start = np.array([120, 150, 520, 560], dtype=np.int64)
+    end = np.array([180, 170, 540, 640], dtype=np.int64)
+    # Window 1: 120..180; window 2: 520..640; window 3: nothing.
+    assert recorded_span(windowed(), start, end) == 60 + 120
+    assert recorded_span(Trace(), start, end) == 640 - 120
+    assert recorded_span(windowed(), start[:0], end[:0]) == 0
+
+
+def test_only_gaps_within_one_window_are_gaps() -> None:
+    start = np.array([120, 150, 600, 950], dtype=np.int64)
+    end = np.array([180, 950, 620, 990], dtype=np.int64)
+    assert within_one_window(windowed(), start, end).tolist() == [True, False, True, True]
+    assert within_one_window(Trace(), start, end).tolist() == [True] * 4
+
+
+def chunk(index: int, directory: Path) -> Trace:
+    """A recorded window, as the chunk reader keeps it: three launches 100 us apart (kernels
+    of 30 + 10 * index us), placed 1 s after the window before, and its span in its own time."""
+    events = []
+    for k in range(3):
+        t = 10.0 + 100 * k
+        events += [
+            cpu_op("aten::mm", t, 20.0, ext=k),
+            runtime("cudaLaunchKernel", t + 2, 5.0, k + 1),
+            kernel("gemm", t + 10, 30.0 + 10 * index, k + 1),
+        ]
+    path = directory / f"chunk{index}.json"
+    write(path, document(events, baseTimeNanoseconds=index * 1_000_000_000))
+    window = load_kineto(path)
+    start, end = timeline_span(window)
+    window.meta["chunks"] = [{"index": index, "start_ns": start, "end_ns": end}]
+    return window
+
+
+def test_merged_windows_leave_the_time_between_them_out_of_wall_and_idle(tmp_path: Path) -> None:
+    chunks = [chunk(i, tmp_path) for i in range(3)]
+    spans = [timeline_span(c) for c in chunks]
+    merged = merge_chunks(chunks)
+    # Each window's span, computed on its own chunk: the wall is their sum.
+    assert wall_ns(merged, 0) == sum(end - start for start, end in spans)
+    breakdown = gpu_time(merged, 0)
+    assert breakdown is not None
+    gaps = idle_gaps(merged)
+    assert int(gaps["dur_ns"].sum()) == breakdown.idle_ns
+    # No gap reaches into the time between two windows (each starts 1 s after the one before).
+    for i, ((_, end), (start, _)) in enumerate(itertools.pairwise(spans)):
+        between = (i * 1_000_000_000 + end, (i + 1) * 1_000_000_000 + start)
+        assert not ((gaps["start_ns"] < between[1]) & (gaps["end_ns"] > between[0])).any()
+    # Idle: each window's own GPU span less its busy time, summed.
+    expected_idle = 0
+    for window in chunks:
+        kernels = window.kernels
+        first = int(kernels["start_ns"].min())
+        last = int((kernels["start_ns"] + kernels["dur_ns"]).max())
+        covered = np.zeros(last - first, dtype=bool)
+        for s, d in zip(kernels["start_ns"], kernels["dur_ns"], strict=True):
+            covered[int(s) - first : int(s) + int(d) - first] = True
+        expected_idle += int((~covered).sum())
+    assert breakdown.idle_ns == expected_idle
+
+
+def test_a_steps_capture_reports_the_wall_of_its_windows(tmp_path: Path) -> None:
+    export = tmp_path / "run.json"
+    a = torch.ones(16, 16)
+    with gpuprofile.profile(steps=(2, 2, 3), export=export, interval=None) as p:
+        for _ in range(15):  # 3 cycles of wait 2, warmup 1, active 2
+            for _ in range(20):
+                a @ a
+            gpuprofile.step()
+    files = sorted(tmp_path.glob("run-chunk*.json"))
+    assert len(files) == 3
+    categories = {"cpu_op", "user_annotation", "python_function", "cuda_runtime", "kernel"}
+    expected = 0
+    for path in files:
+        events = [
+            e
+            for e in json.loads(path.read_text())["traceEvents"]
+            if e.get("ph") == "X" and e.get("cat") in categories
+        ]
+        first = min(round(e["ts"] * 1000) for e in events)
+        expected += max(round((e["ts"] + e["dur"]) * 1000) for e in events) - first
+    [rank] = p.report()["ranks"]
+    # Float microseconds may move each window's edges by a nanosecond.
+    assert abs(rank["wall_ns"] - expected) <= 2 * len(files)
