@@ -2,6 +2,7 @@
 // trace (kernel names, device names, paths) goes through textContent, never through HTML parsing.
 // Hints are not listed here: the hints panel (views/hints.js) shows them.
 
+import { formatBytes } from "../model/format.js";
 import { formatDuration } from "../model/view.js";
 import { node } from "./dom.js";
 
@@ -125,23 +126,16 @@ function rankSection(rank, multi) {
   return box;
 }
 
-function formatBytes(b) {
-  if (!Number.isFinite(b)) return "–";
-  const units = ["B", "KB", "MB", "GB", "TB"];
-  let i = 0;
-  let v = b;
-  while (Math.abs(v) >= 1000 && i < units.length - 1) { v /= 1000; i++; }
-  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
-}
-
 /** Build the summary element for a report dict (possibly empty). */
 export function renderSummary(summary) {
   summary = summary || {};
   const root = node("div", "gp-summary");
-  if (summary.partial) {
-    root.appendChild(
-      node("div", "gp-partial", "PARTIAL: the profiled code raised before it finished; these numbers cover only what ran."),
-    );
+  // What to know before trusting the numbers (the code raised, steps sampled, windows
+  // dropped, part of the capture failed): the report words them once, for every view.
+  for (const notice of summary.notices || []) {
+    const banner = node("div", "gp-notice", `${String(notice.kind).toUpperCase()}: ${notice.text}`);
+    banner.dataset.notice = String(notice.kind);
+    root.appendChild(banner);
   }
   const counts = totalCounts(summary);
   const header = node("div", "gp-counts");

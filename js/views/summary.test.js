@@ -98,3 +98,27 @@ test("the summary leaves hints to the hints panel and keeps the text report", as
     globalThis.document = saved;
   }
 });
+
+test("every notice of the report is a banner, first, in the report's order and words", async () => {
+  const saved = globalThis.document;
+  globalThis.document = { createElement: (tag) => new FakeElement(tag) };
+  try {
+    const { renderSummary } = await import("./summary.js");
+    const notices = [
+      { kind: "partial", text: "the profiled code raised" },
+      { kind: "steps", text: "recorded 4 of 12 steps" },
+      { kind: "dropped", text: "9 events in 2 recorded windows dropped" },
+      { kind: "incomplete", text: "<b>chunk 3</b> failed" },
+    ];
+    const root = renderSummary({ notices, ranks: [] });
+    const banners = root.children.filter((n) => n.className === "gp-notice");
+    assert.deepEqual(
+      banners.map((b) => [b.dataset.notice, b.textContent]),
+      notices.map((n) => [n.kind, `${n.kind.toUpperCase()}: ${n.text}`]),
+    );
+    assert.deepEqual(root.children.slice(0, notices.length), banners);
+    assert.equal(renderSummary({ ranks: [] }).children.filter((n) => n.className === "gp-notice").length, 0);
+  } finally {
+    globalThis.document = saved;
+  }
+});

@@ -31,7 +31,7 @@ def test_a_raising_cell_shows_a_partial_profile_and_its_error(
     )
     assert widget.get_attribute("data-partial") == "true"
     assert int(widget.get_attribute("data-ops") or 0) > 0
-    banner = widget.locator(".gp-partial")
+    banner = widget.locator('.gp-notice[data-notice="partial"]')
     assert banner.is_visible() and "PARTIAL" in banner.inner_text()
     outputs = "\n".join(page.locator(".jp-OutputArea-output").all_text_contents())
     assert "ValueError" in outputs and "raise ValueError" in outputs

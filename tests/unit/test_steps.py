@@ -69,6 +69,7 @@ def test_only_recorded_steps_reach_the_trace_and_chunks_come_early(tmp_path: Pat
         matmul_steps(12, end)
     trace = p.trace
     expected_mm = sum(i + 1 for i in recorded(1, 2, 2, 12))
+    expected_steps = len(recorded(1, 2, 2, 12))
     assert expected_mm == 3 + 4 + 7 + 8
     assert int((trace.ops["name"] == "aten::mm").sum()) == expected_mm
     assert trace.meta["steps"]["count"] == 12
@@ -79,6 +80,24 @@ def test_only_recorded_steps_reach_the_trace_and_chunks_come_early(tmp_path: Pat
     assert all(chunk["read_ns"] < end[0] for chunk in chunks)
     assert [chunk["step"] for chunk in chunks] == [4, 8]
     assert "dropped" not in trace.meta
+    # The report names the recorded steps, as runs of consecutive step numbers.
+    runs = [
+        [step for _, step in run]
+        for _, run in itertools.groupby(
+            enumerate(recorded(1, 2, 2, 12)), key=lambda pair: pair[1] - pair[0]
+        )
+    ]
+    named = ", ".join(f"#{run[0]}-{run[-1]}" for run in runs)
+    steps = f"STEPS: recorded {expected_steps} of 12 steps in {len(runs)} windows ({named});"
+    assert steps in p.text()
+    [notice] = p.report()["notices"]
+    assert notice["kind"] == "steps" and f"STEPS: {notice['text']}".startswith(steps)
+
+
+def test_a_cell_ending_between_windows_says_so() -> None:
+    with gpuprofile.profile(steps=(0, 3, 0), interval=None) as p:
+        matmul_steps(5)  # warmup, 3 recorded, then one step of the next warmup
+    assert "STEPS: recorded 3 of 5 steps in 1 window (#1-3), and the cell's end" in p.text()
 
 
 def test_merged_times_match_the_raw_chunk_files(tmp_path: Path) -> None:
@@ -181,7 +200,9 @@ def test_max_events_drops_later_chunks_and_says_how_many(tmp_path: Path) -> None
     assert len(p.trace.meta["chunks"]) == 1
     assert int((p.trace.ops["name"] == "aten::mm").sum()) == 2  # step 1 only
     assert p.report()["dropped"]["chunks"] == 3
-    notice = f"{sum(per_file[1:])} events in 3 chunks dropped after --max-events 1"
+    notice = (
+        f"DROPPED: {sum(per_file[1:])} events in 3 recorded windows dropped after --max-events 1"
+    )
     assert notice in p.text()
 
 

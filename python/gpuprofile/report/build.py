@@ -10,6 +10,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import idle_by_cause
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wall_ns
+from gpuprofile.report.notices import notices
 from gpuprofile.trace.model import Trace
 
 SCHEMA = "gpuprofile.report/1"
@@ -58,6 +59,8 @@ def build_report(analysis: Analysis, *, partial: bool = False, top: int = 10) ->
         "dropped": trace.meta.get("dropped"),
         # What the capture could not do (a recorded window not read, samples not exported).
         "capture_errors": list(trace.meta.get("capture_errors", [])),
+        # Each of the above (and which steps --steps recorded) as one line for every view.
+        "notices": notices(trace, partial=partial),
         "hardware": analysis.hardware.to_dict(),
         "gauges": [gauge.to_dict() for gauge in analysis.gauges],
         "hints": [hint.to_dict() for hint in analysis.hints],

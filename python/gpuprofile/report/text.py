@@ -17,10 +17,7 @@ def render_text(report: dict[str, Any]) -> str:
     title = f"gpuprofile report ({source['format']}"
     title += f": {source['path']})" if source.get("path") else ")"
     lines.append(title)
-    if report.get("partial"):
-        lines.append("PARTIAL: the profiled code raised; this covers only what ran before it.")
-    lines.extend(_dropped_lines(report.get("dropped")))
-    lines.extend(f"INCOMPLETE: {error}" for error in report.get("capture_errors", []))
+    lines.extend(f"{n['kind'].upper()}: {n['text']}" for n in report.get("notices", []))
     lines.extend(_hardware_lines(report.get("hardware")))
     lines.extend(_hint_lines(report.get("hints", [])))
     for rank in report["ranks"]:
@@ -121,16 +118,6 @@ def _sampled_lines(sampled: dict[str, Any] | None) -> list[str]:
     for source, reason in sampled["missing"].items():
         lines.append(f"    {source}: none - {reason}")
     return lines
-
-
-def _dropped_lines(dropped: dict[str, Any] | None) -> list[str]:
-    if not dropped:
-        return []
-    return [
-        f"DROPPED: {dropped['events']} events in {dropped['chunks']} chunks dropped after "
-        f"--max-events {dropped.get('max_events', '?')}; this covers only the steps recorded "
-        "before."
-    ]
 
 
 def _hardware_lines(hardware: dict[str, Any] | None) -> list[str]:
