@@ -3,8 +3,8 @@
 // what went wrong showing recorded steps, if anything did.
 // Updated from the widget's `live` trait, which Python sets from its sampler thread.
 //
-// For browser tests: root data-live-running ("true"/"false"), data-elapsed-s, data-steps; each
-// reading data-reading="name@device" with data-value.
+// For browser tests: root data-live-running ("true"/"false"), data-live-building, data-elapsed-s,
+// data-steps; each reading data-reading="name@device" with data-value.
 
 import "./live.css";
 import { formatElapsed, readingView, readingsByDevice } from "../model/live.js";
@@ -18,12 +18,14 @@ export function createLive(live) {
     const state = next || {};
     el.hidden = !state.readings && !state.running && !state.missing;
     el.dataset.liveRunning = String(Boolean(state.running));
+    el.dataset.liveBuilding = String(Boolean(state.building));
     el.dataset.elapsedS = String(state.elapsed_s ?? "");
     el.dataset.steps = String(state.steps ?? "");
     const head = node("div", "gp-live-head");
+    const status = state.running ? "running" : state.building ? "building the profile…" : "finished";
     head.append(
-      node("span", state.running ? "gp-live-dot gp-live-on" : "gp-live-dot", ""),
-      node("span", "gp-live-status", state.running ? "running" : "finished"),
+      node("span", state.running || state.building ? "gp-live-dot gp-live-on" : "gp-live-dot", ""),
+      node("span", "gp-live-status", status),
       node("span", "gp-live-elapsed", formatElapsed(state.elapsed_s)),
     );
     if (Number.isFinite(Number(state.steps)) && state.steps !== null) {

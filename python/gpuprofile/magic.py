@@ -104,14 +104,17 @@ class GpuprofileMagics(Magics):
                     if live is not None:
                         live.feed.cell_ended()
         finally:
-            if live is not None:
-                live.feed.finish()
-            if result._trace is not None:
-                remember(result)
+            try:
+                if result._trace is not None:
+                    remember(result)
+                    if live is not None:
+                        live.become(result)
+                    else:
+                        display(result)
+            finally:
+                # Only now "finished": until the profile is in the widget, it is being built.
                 if live is not None:
-                    live.become(result)
-                else:
-                    display(result)
+                    live.feed.finish()
 
 
 class _LiveOutput:

@@ -95,6 +95,12 @@ def test_live_panel_moves_while_the_cell_runs(
     )
     assert page.locator(".gpuprofile").count() == 1
     assert int(page.locator(".gpuprofile").first.get_attribute("data-ops")) > 0
+    # Built and shown: the panel no longer says the profile is being built.
+    page.wait_for_function(
+        "(sel) => document.querySelector(sel).dataset.liveBuilding === 'false'",
+        arg=LIVE,
+        timeout=30_000,
+    )
 
 
 STEPS_CELL = """\

@@ -43,6 +43,28 @@ def test_updates_are_spaced_and_stop_when_the_cell_ends() -> None:
     assert widget.live["running"] is False and widget.live["readings"][0]["value"] == 70.0
 
 
+def test_the_panel_says_building_until_the_profile_is_made_and_times_the_code_only() -> None:
+    widget = SimpleNamespace(live={})
+    feed = LiveFeed(widget, min_gap_s=0.0)
+    feed.start()
+    time.sleep(0.05)
+    before_end = time.monotonic()
+    feed.cell_ended()
+    after_end = time.monotonic()
+    building = widget.live
+    assert building["running"] is False and building["building"] is True
+    feed(1, [CPU], {})  # the sampler reads on while the profile is built: not shown
+    feed.set_steps(9)
+    assert widget.live is building
+    time.sleep(0.2)  # building the profile
+    feed.finish()
+    assert widget.live["building"] is False and widget.live["running"] is False
+    # The elapsed time is the code's, not the code's plus the profile's building.
+    assert widget.live["elapsed_s"] == building["elapsed_s"]
+    assert 0.05 <= building["elapsed_s"] <= 0.05 + (after_end - before_end) + 0.1
+    assert widget.live["steps"] == 9
+
+
 def test_steps_move_the_panel_and_keep_the_last_readings() -> None:
     widget = SimpleNamespace(live={})
     feed = LiveFeed(widget, min_gap_s=0.0)

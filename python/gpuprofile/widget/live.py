@@ -96,10 +96,10 @@ class LiveFeed:
         self._started = time.monotonic()
         self._last: dict[str, float] = {}
         self._lock = threading.Lock()
-        self._finished = False
         self.steps = 0
         self.refills: ChunkRefills | None = None
         self._cell_ended = False
+        self._elapsed_s: float | None = None
 
     def start(self) -> None:
         self.widget.live = {
@@ -130,15 +130,26 @@ class LiveFeed:
         self.refills.add(chunk)
 
     def cell_ended(self) -> None:
-        """The cell's code is done: no more live refills (the profile replaces them)."""
-        self._cell_ended = True
+        """The cell's code is done: the elapsed time stops, the panel says the profile is being
+        built, and no more live refills (the profile replaces them)."""
+        with self._lock:
+            if not self._cell_ended:
+                self._cell_ended = True
+                self._elapsed_s = round(time.monotonic() - self._started, 3)
+                self.widget.live = {
+                    **(self.widget.live or {}),
+                    "running": False,
+                    "building": True,
+                    "elapsed_s": self._elapsed_s,
+                    "steps": self.steps,
+                }
         if self.refills is not None:
             self.refills.close()
 
     def _update(self, what: str, **fields: Any) -> None:
         now = time.monotonic()
         with self._lock:
-            if self._finished or now - self._last.get(what, -float("inf")) < self.min_gap_s:
+            if self._cell_ended or now - self._last.get(what, -float("inf")) < self.min_gap_s:
                 return
             self._last[what] = now
             self.widget.live = {
@@ -154,13 +165,8 @@ class LiveFeed:
         went wrong showing recorded steps, if anything did."""
         self.cell_ended()
         with self._lock:
-            self._finished = True
             live = dict(self.widget.live or {})
-            live.update(
-                running=False,
-                elapsed_s=round(time.monotonic() - self._started, 3),
-                steps=self.steps,
-            )
+            live.update(running=False, building=False, elapsed_s=self._elapsed_s, steps=self.steps)
             if self.refills is not None and self.refills.errors:
                 live["errors"] = list(self.refills.errors)
             self.widget.live = live
