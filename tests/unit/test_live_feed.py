@@ -65,6 +65,19 @@ def test_the_panel_says_building_until_the_profile_is_made_and_times_the_code_on
     assert widget.live["steps"] == 9
 
 
+def test_a_gauge_missing_from_a_sample_keeps_its_last_value() -> None:
+    widget = SimpleNamespace(live={})
+    feed = LiveFeed(widget, min_gap_s=0.0)
+    feed.start()
+    rss = Reading("process RSS", "B", -1, 1e9)
+    feed(1, [CPU, rss], {})
+    feed(2, [Reading("process RSS", "B", -1, 2e9)], {})  # no CPU share in this sample
+    assert [(r["name"], r["value"]) for r in widget.live["readings"]] == [
+        ("process CPU", 50.0),
+        ("process RSS", 2e9),
+    ]
+
+
 def test_steps_move_the_panel_and_keep_the_last_readings() -> None:
     widget = SimpleNamespace(live={})
     feed = LiveFeed(widget, min_gap_s=0.0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -41,6 +42,11 @@ class Source(Protocol):
 #   close() -> None         - release what unavailable() acquired
 
 
+# The shortest span a process CPU share is measured over (see PsutilSource.read); a little
+# under the default interval of 0.1 s, so that timer jitter does not skip every other sample.
+CPU_SPAN_S = 0.09
+
+
 class PsutilSource:
     """This process's CPU and resident memory, and the machine's memory in use."""
 
@@ -49,6 +55,7 @@ class PsutilSource:
     def __init__(self) -> None:
         self._process: Any = None
         self._psutil: Any = None
+        self._cpu_since = (0.0, 0.0)
         self.notes: dict[str, str] = {}
 
     def unavailable(self) -> str | None:
@@ -58,21 +65,31 @@ class PsutilSource:
             return "psutil not installed"
         self._psutil = psutil
         self._process = psutil.Process()
-        # The first cpu_percent() call has no interval to measure and returns 0.0: spend it here
-        # so the first reading covers the time since the sampler started.
-        self._process.cpu_percent(interval=None)
+        self._cpu_since = self._cpu_now()
         return None
+
+    def _cpu_now(self) -> tuple[float, float]:
+        times = self._process.cpu_times()
+        return time.monotonic(), times.user + times.system
 
     def read(self) -> list[Reading]:
         process, psutil = self._process, self._psutil
+        out = []
         with process.oneshot():
-            # psutil's process CPU % is NOT divided by the number of cores: 100 is one core
-            # fully busy over the interval since the previous call, 400 is four cores.
-            cpu = process.cpu_percent(interval=None)
+            # CPU time advances in clock ticks (10 ms on Linux): over a shorter span a share is
+            # noise (0% or 1000% at --interval 0.001), and over none (the first read) it is no
+            # measurement at all. So a CPU share is given once at least CPU_SPAN_S has passed.
+            wall, used = self._cpu_now()
+            since_wall, since_used = self._cpu_since
+            if wall - since_wall >= CPU_SPAN_S:
+                # Not divided by the number of cores: 100 is one core fully busy, 400 four.
+                cpu = 100 * (used - since_used) / (wall - since_wall)
+                out.append(Reading("process CPU (100% = 1 core)", "%", HOST, cpu))
+                self._cpu_since = (wall, used)
             rss = process.memory_info().rss
         memory = psutil.virtual_memory()
         return [
-            Reading("process CPU (100% = 1 core)", "%", HOST, float(cpu)),
+            *out,
             Reading("process RSS", "B", HOST, float(rss)),
             # total - available: what new allocations cannot get without swapping. psutil's own
             # "used" is computed differently on every OS and leaves page cache out on Linux.

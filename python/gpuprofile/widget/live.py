@@ -95,6 +95,7 @@ class LiveFeed:
         self.busy_share = busy_share
         self._started = time.monotonic()
         self._last: dict[str, float] = {}
+        self._readings: dict[tuple[str, int], dict[str, Any]] = {}
         self._lock = threading.Lock()
         self.steps = 0
         self.refills: ChunkRefills | None = None
@@ -107,7 +108,11 @@ class LiveFeed:
         }  # fmt: skip
 
     def __call__(self, time_ns: int, readings: list[Reading], missing: dict[str, str]) -> None:
-        self._update("readings", readings=[asdict(r) for r in readings], missing=dict(missing))
+        # Each gauge keeps its latest value: a sample may lack one (a CPU share is given only
+        # once enough time has passed to measure it).
+        for reading in readings:
+            self._readings[(reading.name, reading.device)] = asdict(reading)
+        self._update("readings", readings=list(self._readings.values()), missing=dict(missing))
 
     def set_steps(self, count: int) -> None:
         """gpuprofile.step() or an optimizer step: the count moves even with the sampler off."""
