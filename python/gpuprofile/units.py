@@ -17,3 +17,31 @@ def format_bytes(n: float) -> str:
         if n >= scale:
             return f"{n / scale:.3g} {unit}"
     return f"{n:.0f} B"
+
+
+_SI_PREFIXES = (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+
+
+def _sig3(x: float) -> str:
+    a = abs(x)
+    return f"{x:.0f}" if a >= 100 else f"{x:.1f}" if a >= 10 else f"{x:.2f}"
+
+
+def format_si(value: float, unit: str = "") -> str:
+    """3 significant digits with an SI prefix on the unit: "33.9 GFLOP/s", "1.50 GB", "12.3 k";
+    the same spelling as the widget's formatSI (js/model/format.js)."""
+    for prefix, scale in _SI_PREFIXES:
+        # Rounded first, so 999.96e9 reads "1.00 T", not "1000 G".
+        if float(_sig3(abs(value) / scale)) >= 1:
+            return f"{_sig3(value / scale)} {prefix}{unit}"
+    return f"{_sig3(value)} {unit}".rstrip() if value else f"0 {unit}".rstrip()
+
+
+def format_reading(value: float, unit: str) -> str:
+    """A gauge or sampled reading in its unit, as the widget shows it (formatReading): SI
+    prefixes for bytes, rates and plain counts; the number as read for W, MHz and the like."""
+    if unit == "%":
+        return f"{value:.1f}%"
+    if unit in ("", "B", "B/s", "FLOP/s"):
+        return format_si(value, unit)
+    return f"{value:.0f} {unit}" if float(value).is_integer() else f"{value:.1f} {unit}"

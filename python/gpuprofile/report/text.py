@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuprofile.units import format_bytes, format_ns
+from gpuprofile.units import format_bytes, format_ns, format_reading
 
 
 def _shorten(name: str, width: int = 80) -> str:
@@ -69,40 +69,22 @@ def render_text(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _gauge_value(value: float | None, unit: str) -> str:
-    if value is None:
-        return "unknown"
-    if unit == "%":
-        return f"{value:.1f}%"
-    if unit == "B":
-        return format_bytes(value)
-    if unit == "B/s":
-        return f"{value / 1e9:.1f} GB/s"
-    return f"{value / 1e12:.1f} TFLOP/s"
-
-
 def _gauge_lines(gauges: list[dict[str, Any]], rank: int) -> list[str]:
     lines = []
     for gauge in gauges:
         if gauge["rank"] != rank or gauge["key"] == "gpu-busy":  # busy is on the GPU line
             continue
         roof = (
-            f" of {_gauge_value(gauge['roof'], gauge['unit'])} ({gauge['roof_label']}, "
+            f" of {format_reading(gauge['roof'], gauge['unit'])} ({gauge['roof_label']}, "
             f"{100 * gauge['fraction']:.0f}%)"
             if gauge.get("fraction") is not None
             else ""
         )
-        value = _gauge_value(gauge["value"], gauge["unit"])
+        value = (
+            "unknown" if gauge["value"] is None else format_reading(gauge["value"], gauge["unit"])
+        )
         lines.append(f"  {gauge['label']}: {value}{roof}; {gauge['note']}")
     return lines
-
-
-def _sampled_value(value: float, unit: str) -> str:
-    if unit == "B":
-        return format_bytes(value)
-    if unit == "B/s":
-        return f"{format_bytes(value)}/s"
-    return f"{value:.1f}{'' if unit == '%' else ' '}{unit}"
 
 
 def _sampled_lines(sampled: dict[str, Any] | None) -> list[str]:
@@ -113,7 +95,7 @@ def _sampled_lines(sampled: dict[str, Any] | None) -> list[str]:
     lines = [f"  sampled{every}{dropped} (min / mean / max):"]
     for c in sampled["counters"]:
         where = "" if c["device"] < 0 else f" · GPU {c['device']}"
-        values = " / ".join(_sampled_value(c[k], c["unit"]) for k in ("min", "mean", "max"))
+        values = " / ".join(format_reading(c[k], c["unit"]) for k in ("min", "mean", "max"))
         lines.append(f"    {c['name']}{where}: {values} (x{c['count']})")
     for source, reason in sampled["missing"].items():
         lines.append(f"    {source}: none - {reason}")
