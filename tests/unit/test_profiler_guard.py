@@ -16,6 +16,7 @@ import torch
 from torch.profiler import profiler as torch_profiler_module
 
 import gpuprofile
+from gpuprofile.capture.kineto_chatter import KinetoChatter
 from gpuprofile.capture.session import profiler_running
 
 
@@ -97,3 +98,30 @@ def test_an_interrupt_inside_a_step_waits_until_the_step_is_done(
     assert p.trace.meta["steps"]["count"] == 1
     assert p.partial is True and "capture_errors" not in p.trace.meta
     assert not profiler_running()
+
+
+def test_kinetos_start_and_stop_chatter_stays_out_of_stderr(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    with gpuprofile.profile(interval=None):
+        torch.ones(3).sum()
+    with gpuprofile.profile(steps=(0, 1, 2), interval=None):
+        for _ in range(5):
+            torch.ones(3).sum()
+            gpuprofile.step()
+    err = capfd.readouterr().err
+    assert "USDT:" not in err and "profiler_start" not in err
+
+
+def test_other_lines_written_during_a_transition_still_reach_stderr(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    chatter = KinetoChatter()
+    try:
+        with chatter.dropped():
+            os.write(2, b"USDT:2026 1:1 X.cpp:52] profiler_start\n[W] a real warning\n")
+        with chatter.dropped():
+            os.write(2, b"STAGE: Completed Stage: Warm Up\n")
+    finally:
+        chatter.close()
+    assert capfd.readouterr().err == "[W] a real warning\n"

@@ -18,6 +18,7 @@ from torch.profiler import schedule as torch_schedule
 
 from gpuprofile.capture.chunks import merge_chunks, timeline_events, timeline_span
 from gpuprofile.capture.guard import deferred_interrupt
+from gpuprofile.capture.kineto_chatter import KinetoChatter
 from gpuprofile.capture.read_back import empty_capture, read_back
 from gpuprofile.capture.steps import WARMUP, StepCounter, StepSchedule
 from gpuprofile.trace.model import Trace
@@ -26,11 +27,16 @@ from gpuprofile.trace.model import Trace
 OnChunk = Callable[[Trace], None]
 
 
-def step_quietly(prof: torch_profile) -> None:
+def step_quietly(prof: torch_profile, chatter: KinetoChatter) -> None:
     # Each window starting afresh is the point of reading chunks (memory stays bounded), so
-    # torch's note that a cycle's events are cleared is not news to the user. An interrupt
-    # inside a transition would leave torch's schedule half moved (its stop then fails).
-    with deferred_interrupt(raise_after=True), warnings.catch_warnings():
+    # torch's note that a cycle's events are cleared is not news to the user, nor is Kineto's
+    # start and stop chatter. An interrupt inside a transition would leave torch's schedule
+    # half moved (its stop then fails).
+    with (
+        chatter.dropped(),
+        deferred_interrupt(raise_after=True),
+        warnings.catch_warnings(),
+    ):
         warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
         prof.step()
 

@@ -27,6 +27,7 @@ from gpuprofile.capture.chunk_reader import (
 from gpuprofile.capture.counter_export import CounterExportError, append_counters
 from gpuprofile.capture.counters import Series, sample_series, with_samples
 from gpuprofile.capture.guard import deferred_interrupt, profiler_running, refuse_other_profilers
+from gpuprofile.capture.kineto_chatter import KinetoChatter
 from gpuprofile.capture.read_back import empty_capture, read_back
 from gpuprofile.capture.sampler import Sampler
 from gpuprofile.capture.sources import Reading, default_sources
@@ -155,8 +156,10 @@ def capture(
         schedule=torch_schedule_of(options.steps) if options.steps is not None else None,
         on_trace_ready=chunks.ready if chunks is not None else None,
     )
+    chatter = KinetoChatter()
     counter = StepCounter(
-        advance=(lambda: step_quietly(prof)) if chunks is not None else None, on_step=on_step
+        advance=(lambda: step_quietly(prof, chatter)) if chunks is not None else None,
+        on_step=on_step,
     )
     if chunks is not None:
         chunks.counter = counter
@@ -176,7 +179,8 @@ def capture(
     if sampler is not None:
         sampler.start()
     try:
-        prof.start()
+        with chatter.dropped():
+            prof.start()
         try:
             step_state.begin(counter)
         except BaseException:
@@ -185,6 +189,7 @@ def capture(
     except BaseException:
         if sampler is not None:
             sampler.stop()
+        chatter.close()
         raise
     if events is not None:
         events[0].record()
@@ -209,7 +214,9 @@ def capture(
                 if sampler is not None:
                     sampler.stop()
                 # With a schedule, stopping inside a recorded window delivers that last chunk.
-                stop_error = _stop(prof)
+                with chatter.dropped():
+                    stop_error = _stop(prof)
+                chatter.close()
             if stop_error is not None:
                 # What torch held is unreadable (exporting it can crash the process); windows
                 # read before are kept.
