@@ -13,7 +13,7 @@ import { createGauges } from "./views/gauges.js";
 import { createHints } from "./views/hints.js";
 import { createLive } from "./views/live.js";
 import { createRoofline } from "./views/roofline.js";
-import { renderSummary, totalCounts, COUNT_KEYS } from "./views/summary.js";
+import { renderSummary, renderTextReport, totalCounts, COUNT_KEYS } from "./views/summary.js";
 import { node } from "./views/dom.js";
 import { createTimeline } from "./views/timeline.js";
 
@@ -40,7 +40,9 @@ function render({ model, el }) {
   panelSlot.className = "gp-panels";
   const timelineSlot = document.createElement("div");
   timelineSlot.className = "gp-timeline-slot";
-  root.append(live.el, panelSlot, timelineSlot);
+  // The text report last: a fallback to read or copy, below what the live panel showed.
+  const textSlot = document.createElement("div");
+  root.append(live.el, panelSlot, timelineSlot, textSlot);
 
   function showMarks(group, label, zoom, windows = []) {
     if (!timeline || group < 0) return;
@@ -107,6 +109,8 @@ function render({ model, el }) {
     if (summaryEl) summaryEl.replaceWith(next);
     else root.insertBefore(next, root.firstChild);
     summaryEl = next;
+    const text = renderTextReport(summary);
+    textSlot.replaceChildren(...(text ? [text] : []));
     renderPanels();
     showReportParts();
   }

@@ -155,11 +155,14 @@ export function renderSummary(summary) {
   const ranks = summary.ranks || [];
   for (const rank of ranks) root.appendChild(rankSection(rank, ranks.length > 1));
 
-  if (summary.text) {
-    const details = node("details", "gp-text");
-    details.appendChild(node("summary", "", "Text report"));
-    details.appendChild(node("pre", "", summary.text));
-    root.appendChild(details);
-  }
   return root;
+}
+
+/** The plain-text report, collapsed (for reading or copying), or null when there is none. */
+export function renderTextReport(summary) {
+  if (!summary || !summary.text) return null;
+  const details = node("details", "gp-text");
+  details.appendChild(node("summary", "", "Text report"));
+  details.appendChild(node("pre", "", summary.text));
+  return details;
 }

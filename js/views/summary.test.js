@@ -76,11 +76,11 @@ class FakeElement {
   }
 }
 
-test("the summary leaves hints to the hints panel and keeps the text report", async () => {
+test("the summary leaves hints to the hints panel and the text report to its own part", async () => {
   const saved = globalThis.document;
   globalThis.document = { createElement: (tag) => new FakeElement(tag) };
   try {
-    const { renderSummary } = await import("./summary.js");
+    const { renderSummary, renderTextReport } = await import("./summary.js");
     const hintTitle = "GPU idle 47% of the window, mostly waiting for the DataLoader";
     const root = renderSummary({
       ranks: [{ rank: 0, counts: { kernels: 3 }, wall_ns: 1e9, gpu: null, top_kernels: [], top_ops: [] }],
@@ -90,7 +90,11 @@ test("the summary leaves hints to the hints panel and keeps the text report", as
     const nodes = [...root.walk()];
     assert.ok(!root.textContent.includes(hintTitle), "a hint title reached the summary");
     assert.ok(!nodes.some((n) => n.className === "gp-hints"));
-    assert.ok(root.textContent.includes("text report body"));
+    assert.ok(!root.textContent.includes("text report body"));
+    const text = renderTextReport({ text: "text report body" });
+    assert.equal(text.className, "gp-text");
+    assert.ok(text.textContent.includes("text report body"));
+    assert.equal(renderTextReport({}), null);
     // The counts header is still there.
     const kernels = nodes.find((n) => n.dataset.count === "kernels");
     assert.ok(kernels && kernels.textContent.startsWith("3"));
