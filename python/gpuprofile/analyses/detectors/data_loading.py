@@ -55,8 +55,9 @@ FIX_WORKERS = (
     "pin_memory=True and .to(device, non_blocking=True) so copies overlap compute.",
 )
 CODE = """\
+workers = min(8, len(os.sched_getaffinity(0)) - 1)  # leave a core for the training loop
 loader = DataLoader(dataset, batch_size=64, shuffle=True,
-                    num_workers=8,            # build batches in parallel processes
+                    num_workers=workers,      # build batches in parallel processes
                     pin_memory=True,          # page-locked batches: fast, async copies
                     prefetch_factor=4,        # batches queued ahead per worker
                     persistent_workers=True)  # keep workers between epochs
@@ -174,7 +175,8 @@ def _hint(
         gain_method=gain_method,
         confidence=confidence,
         explanation=(
-            f"Rank {rank}: {what}. {len(calls)} batches fetched, "
+            f"Rank {rank}: {what}. {len(calls)} calls for a batch (each pass over the loader "
+            "ends with one more that finds none), "
             f"{format_ns(int(per_call.mean()) if len(per_call) else 0)} each on average, longest "
             f"{format_ns(int(per_call.max()) if len(per_call) else 0)}; "
             + ("worker processes are in use." if workers else "no worker processes.")
