@@ -6,8 +6,8 @@ The MLP of bench/overhead.py trains S steps under a schedule (wait 0, warmup 1, 
 repeat 0: a window every A + 1 steps), best of N per mode, modes interleaved:
   torch         torch.profiler with that schedule, on_trace_ready writing each window's Chrome
                 trace (the least a tool must do to see a window)
-  ours          gpuprofile.profile(steps=(0, A, 0)): each window read into a Trace as it ends,
-                merged at the end, sampler on
+  ours          gpuprofile.profile(steps=(0, A, 0)): each window written out as it ends (as
+                torch's does) and scanned, all read in one pass at the end, sampler on
   ours + live   the same with a live widget refilled off the loop's thread (as in a notebook)
 Loop time is the training loop alone; total adds the end of the capture (the final merge).
 Not a test: it prints, and always exits 0.

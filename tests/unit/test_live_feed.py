@@ -132,7 +132,7 @@ def test_windows_are_shown_off_the_callers_thread_and_coalesce() -> None:
         release.wait(10)
         fills.append((threading.current_thread().name, indexes(trace), len(trace.kernels)))
 
-    refills = ChunkRefills(fill, busy_share=1.0)
+    refills = ChunkRefills(fill, merge_chunks, busy_share=1.0)
     refills.add(window(0))
     assert filling.wait(10)
     # The first refill is blocked in fill(): adding more windows does not wait for it.
@@ -161,7 +161,7 @@ def test_refills_rest_so_they_take_a_bounded_share_of_the_time() -> None:
         spans.append((started, time.monotonic()))
 
     share = 0.25
-    refills = ChunkRefills(fill, busy_share=share)
+    refills = ChunkRefills(fill, merge_chunks, busy_share=share)
     for index in range(3):
         refills.add(window(index))
         deadline = time.monotonic() + 10
@@ -176,7 +176,9 @@ def test_refills_rest_so_they_take_a_bounded_share_of_the_time() -> None:
 
 def test_closing_ends_a_rest_at_once() -> None:
     fills: list[list[int]] = []
-    refills = ChunkRefills(lambda trace: (time.sleep(0.2), fills.append(indexes(trace))), 0.01)
+    refills = ChunkRefills(
+        lambda trace: (time.sleep(0.2), fills.append(indexes(trace))), merge_chunks, 0.01
+    )
     refills.add(window(0))
     deadline = time.monotonic() + 10
     while not fills and time.monotonic() < deadline:
@@ -190,7 +192,7 @@ def test_closing_ends_a_rest_at_once() -> None:
 
 def test_a_failing_refill_is_reported_in_the_panel_and_later_ones_still_run() -> None:
     widget = SimpleNamespace(live={})
-    feed = LiveFeed(widget, busy_share=1.0)
+    feed = LiveFeed(widget, busy_share=1.0, read=merge_chunks)
     feed.start()
     calls: list[list[int]] = []
 
@@ -199,7 +201,7 @@ def test_a_failing_refill_is_reported_in_the_panel_and_later_ones_still_run() ->
         if len(calls) == 1:
             raise RuntimeError("no room")
 
-    feed.refills = ChunkRefills(fill, busy_share=1.0)
+    feed.refills = ChunkRefills(fill, merge_chunks, busy_share=1.0)
     feed.show_chunk(window(0), None)
     deadline = time.monotonic() + 10
     while not calls and time.monotonic() < deadline:
@@ -218,7 +220,7 @@ def test_a_live_feed_fills_its_widget_with_the_windows_analysed() -> None:
     from gpuprofile.widget.widget import ProfileWidget
 
     widget = ProfileWidget()
-    feed = LiveFeed(widget)
+    feed = LiveFeed(widget, read=merge_chunks)
     feed.start()
     windows = [window(0, kernels=7), window(1, kernels=5)]
     # Every timeline event of both windows, counted on the windows themselves.
@@ -252,7 +254,7 @@ def test_merged_windows_keep_every_kernel_linked_to_its_own_op() -> None:
 
 def test_a_window_after_the_cells_end_starts_no_refill() -> None:
     # torch hands over the last window when the profiler stops, after the cell's code ended.
-    feed = LiveFeed(SimpleNamespace(live={}))
+    feed = LiveFeed(SimpleNamespace(live={}), read=merge_chunks)
     feed.start()
     feed.cell_ended()
     feed.show_chunk(window(0), None)

@@ -76,8 +76,9 @@ def test_only_recorded_steps_reach_the_trace_and_chunks_come_early(tmp_path: Pat
     assert trace.meta["steps"]["schedule"] == {"wait": 1, "warmup": 1, "active": 2, "repeat": 2}
     chunks = trace.meta["chunks"]
     assert len(chunks) == 2
-    # Each window was read while the block still ran, not after it.
-    assert all(chunk["read_ns"] < end[0] for chunk in chunks)
+    # Each window was handed over (written, shown to the live view) while the block still
+    # ran, not after it.
+    assert all(chunk["written_ns"] < end[0] for chunk in chunks)
     assert [chunk["step"] for chunk in chunks] == [4, 8]
     assert "dropped" not in trace.meta
     # The report names the recorded steps, as runs of consecutive step numbers.
@@ -304,3 +305,45 @@ def test_magic_refuses_bad_options_before_the_cell_runs(
     assert f"UsageError: {message.format(missing=missing)}" in printed
     assert "Traceback" not in printed
     assert not profiler_running()
+
+
+def test_windows_are_read_once_when_the_capture_ends_and_leave_no_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    import gpuprofile.capture.windows as windows_module
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    reads: list[int] = []
+    read = windows_module.load_kineto_windows
+
+    def counted(paths: Any) -> Any:
+        reads.append(len(paths))
+        return read(paths)
+
+    monkeypatch.setattr(windows_module, "load_kineto_windows", counted)
+    with gpuprofile.profile(steps=(0, 2, 0), interval=None) as p:
+        matmul_steps(9)
+        during = list(reads)
+        scratch = list(tmp_path.glob("gpuprofile-windows-*/*.json"))
+    # The cell's thread only wrote the windows out; they were read in one pass at the end.
+    assert during == [] and len(scratch) == 3
+    assert reads == [3]
+    assert int((p.trace.ops["name"] == "aten::mm").sum()) == sum(
+        i + 1 for i in recorded(0, 2, 0, 9)
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_window_that_cannot_be_read_is_listed_and_the_others_kept(tmp_path: Path) -> None:
+    export = tmp_path / "run.json"
+    with gpuprofile.profile(steps=(0, 1, 0), export=export, interval=None) as p:
+        matmul_steps(6)  # windows after steps 2, 4 and 6
+        chunk_files(export)[0].write_text('{"traceEvents": [')  # spoilt before it is read
+    [error] = p.trace.meta["capture_errors"]
+    assert error.startswith("chunk 0: TraceFormatError") and "truncated" in error
+    assert [c["index"] for c in p.trace.meta["chunks"]] == [1, 2]
+    # Steps 3 and 5 (0-based) ran 4 and 6 matmuls.
+    assert int((p.trace.ops["name"] == "aten::mm").sum()) == 4 + 6
+    assert "INCOMPLETE: chunk 0" in p.text()

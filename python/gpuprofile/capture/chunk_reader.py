@@ -1,30 +1,35 @@
-"""Reading a --steps capture window by window (a torch.profiler schedule).
+"""A --steps capture, window by window (a torch.profiler schedule).
 
 torch hands each recorded window to ``on_trace_ready`` on the thread that called
-``prof.step()``, the cell's: a window is read there, kept, and shown to ``on_chunk``; the kept
-windows are merged once when the capture ends.
+``prof.step()``, the cell's: there it is written out, scanned for its extent and shown to
+``on_chunk`` (the live view reads it on a thread of its own); the kept windows are read into
+one Trace when the capture ends.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch.profiler import profile as torch_profile
 from torch.profiler import schedule as torch_schedule
 
-from gpuprofile.capture.chunks import merge_chunks, timeline_events, timeline_span
 from gpuprofile.capture.guard import deferred_interrupt
 from gpuprofile.capture.kineto_chatter import KinetoChatter
-from gpuprofile.capture.read_back import empty_capture, read_back
+from gpuprofile.capture.read_back import empty_capture
 from gpuprofile.capture.steps import WARMUP, StepCounter, StepSchedule
+from gpuprofile.capture.windows import Window, read_windows
+from gpuprofile.importers.kineto_format import scan_extent
 from gpuprofile.trace.model import Trace
 
-# Each recorded window of steps as soon as it is read, on the cell's thread (keep it short).
-OnChunk = Callable[[Trace], None]
+# Each recorded window as soon as it is written, on the cell's thread (keep it short).
+OnChunk = Callable[[Window], None]
 
 
 def step_quietly(prof: torch_profile, chatter: KinetoChatter) -> None:
@@ -54,69 +59,79 @@ def schedule_meta(steps: StepSchedule | None) -> dict[str, int] | None:
 
 
 class ChunkReader:
-    """Reads each recorded window as the profiler hands it over (``on_trace_ready``, on the
-    thread that called ``prof.step()``: the cell's) and keeps it; they are merged once, at the
-    end, so the cell pays for reading each window and nothing that grows with the run."""
+    """Takes each recorded window as the profiler hands it over (``on_trace_ready``, on the
+    thread that called ``prof.step()``: the cell's): writes it out and scans its extent, and
+    nothing more; the windows are read once, together, when the capture ends (windows.py)."""
 
     def __init__(self, export: str | None, max_events: int, on_chunk: OnChunk | None):
         self.export = export
         self.max_events = max_events
         self.on_chunk = on_chunk
         self.counter: StepCounter | None = None
-        self.kept: list[Trace] = []
+        self.kept: list[Window] = []
         self.kept_events = 0
         self.index = 0
         self.dropped_chunks = 0
         self.dropped_events = 0
         self.errors: list[str] = []
+        self._scratch: str | None = None
 
     def ready(self, prof: torch_profile) -> None:
         index = self.index
         self.index += 1
         # A failure here would surface inside the user's optimizer.step(): record it instead.
         try:
-            chunk = read_back(prof, chunk_path(self.export, index), self.export)
+            path = self._path(index)
+            prof.export_chrome_trace(str(path))
+            events, start_ns, end_ns = scan_extent(path)
         except Exception as error:
             self.errors.append(f"chunk {index}: {type(error).__name__}: {error}")
             return
-        events = timeline_events(chunk)
         if self.kept and self.kept_events > self.max_events:
             self.dropped_chunks += 1
             self.dropped_events += events
+            if self.export is None:
+                path.unlink(missing_ok=True)
             return
-        start, end = timeline_span(chunk)
-        chunk.meta["chunks"] = [
-            {
-                "index": index,
-                # The recorded window, in the chunk's time; the analyses leave out the time
-                # between windows, which nothing recorded.
-                "start_ns": start,
-                "end_ns": end,
-                "origin_ns": int(chunk.meta["origin_ns"]),
-                "events": events,
-                "step": self.counter.count if self.counter is not None else None,
-                "read_ns": time.time_ns(),
-            }
-        ]
-        self.kept.append(chunk)
+        step = self.counter.count if self.counter is not None else None
+        window = Window(index, path, step, time.time_ns(), events, start_ns, end_ns)
+        self.kept.append(window)
         self.kept_events += events
         if self.on_chunk is not None:
             try:
-                self.on_chunk(chunk)
+                self.on_chunk(window)
             except Exception as error:
                 self.errors.append(f"showing chunk {index}: {type(error).__name__}: {error}")
 
     def result(self, started_ns: int) -> Trace:
-        trace = merge_chunks(self.kept) if self.kept else empty_capture(started_ns)
+        """The kept windows read into one Trace; the scratch files are gone after."""
+        try:
+            if self.kept:
+                trace = read_windows(self.kept, self.export)
+                trace.meta["framework"] = {"torch": torch.__version__}
+            else:
+                trace = empty_capture(started_ns)
+        finally:
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
         if self.dropped_chunks:
             trace.meta["dropped"] = {
                 "chunks": self.dropped_chunks,
                 "events": self.dropped_events,
                 "max_events": self.max_events,
             }
-        if self.errors:
-            trace.meta["capture_errors"] = [*trace.meta.get("capture_errors", []), *self.errors]
+        errors = [*self.errors, *trace.meta.get("capture_errors", [])]
+        if errors:
+            trace.meta["capture_errors"] = errors
         return trace
+
+    def _path(self, index: int) -> Path:
+        chunk_file = chunk_path(self.export, index)
+        if chunk_file is not None:
+            return Path(chunk_file)
+        if self._scratch is None:
+            self._scratch = tempfile.mkdtemp(prefix="gpuprofile-windows-")
+        return Path(self._scratch) / f"chunk{index}.pt.trace.json"
 
 
 def chunk_path(export: str | None, index: int) -> str | None:

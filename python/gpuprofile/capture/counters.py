@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from gpuprofile.capture.sources import Reading
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace, make_table
@@ -57,35 +58,16 @@ def with_samples(
     if "origin_ns" not in trace.meta:
         raise ValueError("the trace has no meta['origin_ns']: samples cannot be placed on it")
     series = samples if isinstance(samples, dict) else sample_series(samples)
-    origin = int(trace.meta["origin_ns"])
     rank = trace.ranks[0] if trace.ranks else 0
-    end = trace_end_ns(trace)
-    names: list[str] = []
-    units: list[str] = []
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # device, time, value
-    for (name, unit, device), (times, values) in series.items():
-        at = times - origin
-        first = int(np.searchsorted(at, 0, side="left"))
-        last = len(at) if end is None else int(np.searchsorted(at, end, side="right"))
-        keep_time, keep_value = at[first:last], values[first:last]
-        if first > 0:  # the value that held when the trace began
-            keep_time = np.concatenate([[0], keep_time])
-            keep_value = np.concatenate([[values[first - 1]], keep_value])
-        names += [name] * len(keep_time)
-        units += [unit] * len(keep_time)
-        parts.append((np.full(len(keep_time), device), keep_time, keep_value))
+    placed = placed_samples(series, int(trace.meta["origin_ns"]), trace_end_ns(trace), rank)
     old = trace.counters
     counters = make_table(
         "counters",
         {
-            "rank": np.concatenate(
-                [old["rank"].to_numpy(), np.full(sum(len(p[0]) for p in parts), rank)]
-            ),
-            "name": [*old["name"].astype(str), *names],
-            "unit": [*old["unit"].astype(str), *units],
-            "device": np.concatenate([old["device"].to_numpy(), *(p[0] for p in parts)]),
-            "time_ns": np.concatenate([old["time_ns"].to_numpy(), *(p[1] for p in parts)]),
-            "value": np.concatenate([old["value"].to_numpy(), *(p[2] for p in parts)]),
+            column: np.concatenate([old[column].to_numpy(), placed[column].to_numpy()])
+            if column not in ("name", "unit")
+            else [*old[column].astype(str), *placed[column].astype(str)]
+            for column in old.columns
         },
     )
     meta: dict[str, Any] = {
@@ -93,6 +75,37 @@ def with_samples(
         "sampler": {"interval_s": interval_s, "missing": dict(missing), "dropped": int(dropped)},
     }
     return dataclasses.replace(trace, counters=counters, meta=meta)
+
+
+def placed_samples(series: Series, origin_ns: int, end_ns: int | None, rank: int) -> pd.DataFrame:
+    """The samples as a counters table on a time base starting at ``origin_ns`` (see
+    with_samples): those from 0 to ``end_ns`` (None: no end), and per series the value that
+    held at 0."""
+    names: list[str] = []
+    units: list[str] = []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # device, time, value
+    for (name, unit, device), (times, values) in series.items():
+        at = times - origin_ns
+        first = int(np.searchsorted(at, 0, side="left"))
+        last = len(at) if end_ns is None else int(np.searchsorted(at, end_ns, side="right"))
+        keep_time, keep_value = at[first:last], values[first:last]
+        if first > 0:  # the value that held when the trace began
+            keep_time = np.concatenate([[0], keep_time])
+            keep_value = np.concatenate([[values[first - 1]], keep_value])
+        names += [name] * len(keep_time)
+        units += [unit] * len(keep_time)
+        parts.append((np.full(len(keep_time), device), keep_time, keep_value))
+    return make_table(
+        "counters",
+        {
+            "rank": np.full(len(names), rank),
+            "name": names,
+            "unit": units,
+            "device": np.concatenate([np.zeros(0, np.int64), *(p[0] for p in parts)]),
+            "time_ns": np.concatenate([np.zeros(0, np.int64), *(p[1] for p in parts)]),
+            "value": np.concatenate([np.zeros(0), *(p[2] for p in parts)]),
+        },
+    )
 
 
 def trace_end_ns(trace: Trace) -> int | None:

@@ -19,13 +19,12 @@ from gpuprofile.capture import steps as step_state
 from gpuprofile.capture.chunk_reader import (
     ChunkReader,
     OnChunk,
-    chunk_path,
     schedule_meta,
     step_quietly,
     torch_schedule_of,
 )
 from gpuprofile.capture.counter_export import CounterExportError, append_counters
-from gpuprofile.capture.counters import Series, sample_series, with_samples
+from gpuprofile.capture.counters import Series, placed_samples, sample_series, with_samples
 from gpuprofile.capture.guard import deferred_interrupt, profiler_running, refuse_other_profilers
 from gpuprofile.capture.kineto_chatter import KinetoChatter
 from gpuprofile.capture.read_back import empty_capture, read_back
@@ -269,16 +268,15 @@ def _export_samples(
     keeps what torch wrote, and the report says so."""
     assert options.export is not None
     if chunks is None:
-        files = [(Path(options.export), trace)]
+        files = [(Path(options.export), trace.counters, int(trace.meta["origin_ns"]))]
     else:
         files = [
-            (Path(chunk_file), with_samples(chunk, series, {}))
-            for chunk in chunks.kept
-            if (chunk_file := chunk_path(options.export, chunk.meta["chunks"][0]["index"]))
+            (w.path, placed_samples(series, w.start_ns, w.end_ns - w.start_ns, 0), w.start_ns)
+            for w in chunks.kept
         ]
-    for path, sampled in files:
+    for path, counters, origin_ns in files:
         try:
-            append_counters(path, sampled.counters, int(sampled.meta["origin_ns"]))
+            append_counters(path, counters, origin_ns)
         except (OSError, CounterExportError) as error:
             trace.meta["capture_errors"] = [
                 *trace.meta.get("capture_errors", []),

@@ -32,6 +32,7 @@ from gpuprofile.importers.kineto_columns import (
 from gpuprofile.importers.kineto_format import (
     FLOW_PHASES,
     TABLE_OF_CATEGORY,
+    Document,
     Event,
     decode_document,
     exact_ns,
@@ -45,17 +46,24 @@ def load_kineto(path: str | Path) -> Trace:
     """Read one Kineto trace file, or a directory holding one file per rank, into a Trace."""
     path = Path(path)
     if path.is_dir():
-        ranks = [_read_rank(p) for p in trace_files(path)]
+        ranks = [_read_rank([p]) for p in trace_files(path)]
         _assign_ranks(path, ranks)
-    else:
-        ranks = [_read_rank(path)]
-        ranks[0].rank = ranks[0].declared_rank if ranks[0].declared_rank is not None else 0
-    return _merge(ranks, str(path))
+        return _merge(ranks, str(path))
+    return load_kineto_windows([path])
+
+
+def load_kineto_windows(paths: Sequence[str | Path]) -> Trace:
+    """Files of one rank recorded one after another on one time base (the windows of a
+    capture under a step schedule), read as one Trace: one pass over all their events, so a
+    run of many small windows costs what one file of as many events does."""
+    rank = _read_rank([Path(p) for p in paths])
+    rank.rank = rank.declared_rank if rank.declared_rank is not None else 0
+    return _merge([rank], str(paths[0]))
 
 
 @dataclass
 class _RankTables:
-    path: Path
+    paths: list[Path]
     declared_rank: int | None
     origin_ns: int  # absolute start of this file's first event
     columns: dict[str, dict[str, Any]]
@@ -64,9 +72,15 @@ class _RankTables:
     thread_names: dict[str, str] = field(default_factory=dict)
 
 
-def _read_rank(path: Path) -> _RankTables:
-    doc = decode_document(path)
-    events = doc.traceEvents
+def _read_rank(paths: list[Path]) -> _RankTables:
+    docs = [decode_document(p) for p in paths]
+    doc = docs[0]
+    for other, other_path in zip(docs[1:], paths[1:], strict=True):
+        if (other.baseTimeNanoseconds or 0) != (doc.baseTimeNanoseconds or 0):
+            raise TraceFormatError(
+                other_path, f"baseTimeNanoseconds differs from {paths[0].name}'s: not one run"
+            )
+    events = doc.traceEvents if len(docs) == 1 else [e for d in docs for e in d.traceEvents]
     buckets: dict[str, list[Event]] = {t: [] for t in ("ops", "kernels", "memcpy", "memset")}
     buckets["runtime"] = []
     memory: list[Event] = []
@@ -100,7 +114,7 @@ def _read_rank(path: Path) -> _RankTables:
             skipped[f"phase {ph or '(none)'}"] += 1
 
     for table, bucket in (*buckets.items(), ("memory", memory), ("counters", counters)):
-        _require_times(path, events, bucket, needs_dur=table not in ("memory", "counters"))
+        _require_times(paths, docs, bucket, needs_dur=table not in ("memory", "counters"))
     starts = [float(e.ts) for b in (*buckets.values(), memory) for e in b]  # type: ignore[arg-type]
     ts0 = min(starts) if starts else 0.0
     base = doc.baseTimeNanoseconds or 0
@@ -137,7 +151,7 @@ def _read_rank(path: Path) -> _RankTables:
     }
     declared = (doc.distributedInfo or {}).get("rank")
     return _RankTables(
-        path=path,
+        paths=paths,
         declared_rank=int(declared) if isinstance(declared, int | str) else None,
         origin_ns=base + int(exact_ns(ts0)),
         columns=columns,
@@ -147,12 +161,17 @@ def _read_rank(path: Path) -> _RankTables:
 
 
 def _require_times(
-    path: Path, events: Sequence[Event], bucket: Sequence[Event], needs_dur: bool
+    paths: Sequence[Path], docs: Sequence[Document], bucket: Sequence[Event], needs_dur: bool
 ) -> None:
     for e in bucket:
         if e.ts is None or (needs_dur and e.dur is None):
             missing = "ts" if e.ts is None else "dur"
-            index = next(i for i, candidate in enumerate(events) if candidate is e)
+            path, index = next(
+                (path, i)
+                for path, doc in zip(paths, docs, strict=True)
+                for i, candidate in enumerate(doc.traceEvents)
+                if candidate is e
+            )
             raise TraceFormatError(
                 path,
                 f"traceEvents[{index}] ({e.cat or 'no category'} {e.name!r}) lacks required "
@@ -170,9 +189,9 @@ def _assign_ranks(directory: Path, ranks: list[_RankTables]) -> None:
                 raise TraceFormatError(
                     directory,
                     f"rank {r.declared_rank} appears twice: {seen[r.declared_rank].name} and "
-                    f"{r.path.name}",
+                    f"{r.paths[0].name}",
                 )
-            seen[r.declared_rank] = r.path
+            seen[r.declared_rank] = r.paths[0]
             r.rank = r.declared_rank
     else:
         # Without distributedInfo the file order (sorted names) is the rank order.
@@ -201,10 +220,20 @@ def _merge(ranks: list[_RankTables], source_path: str) -> Trace:
     tables["ops"] = with_nesting(tables["ops"])
     tables["kernels"]["op_id"] = launching_ops(tables["ops"], tables["runtime"], tables["kernels"])
     meta = {
-        "source": {"format": "kineto", "path": source_path, "files": [str(r.path) for r in ranks]},
+        "source": {
+            "format": "kineto",
+            "path": source_path,
+            "files": [str(p) for r in ranks for p in r.paths],
+        },
         "origin_ns": origin,
         "ranks": {
-            r.rank: {**r.meta, "file": str(r.path), "thread_names": r.thread_names} for r in ranks
+            r.rank: {
+                **r.meta,
+                "file": str(r.paths[0]),
+                **({"files": [str(p) for p in r.paths]} if len(r.paths) > 1 else {}),
+                "thread_names": r.thread_names,
+            }
+            for r in ranks
         },
     }
     return Trace(**tables, meta=meta)

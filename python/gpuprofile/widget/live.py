@@ -5,7 +5,7 @@ The kernel's main thread is busy running the cell, so readings go out from the s
 counts are each sent at most once per ``min_gap_s``, so a fast sampler or a fast loop does not
 flood the browser, and a loop stepping every millisecond does not crowd the readings out.
 
-Recorded windows (``--steps``) are merged and analysed on a thread of their own, not on the
+Recorded windows (``--steps``) are read, merged and analysed on a thread of their own, not on the
 cell's: the cell only hands each window over. Windows that arrive while a refill runs wait and
 go into the next one together, and after each refill the thread rests so that refills take at
 most ``busy_share`` of the time: a long run with many windows pays a bounded share of one core
@@ -16,25 +16,36 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from gpuprofile.capture.chunks import merge_chunks
 from gpuprofile.capture.sources import Reading
+from gpuprofile.capture.windows import read_windows
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
 
+W = TypeVar("W")
 
-class ChunkRefills:
-    """Shows the windows recorded so far through ``fill(merged)``, off the caller's thread."""
 
-    def __init__(self, fill: Callable[[Trace], None], busy_share: float = 0.2) -> None:
+class ChunkRefills(Generic[W]):
+    """Shows the windows recorded so far through ``fill(merged)``, off the caller's thread:
+    the windows that came since the last refill are read together by ``read`` (one Trace) and
+    merged into what is shown."""
+
+    def __init__(
+        self,
+        fill: Callable[[Trace], None],
+        read: Callable[[Sequence[W]], Trace],
+        busy_share: float = 0.2,
+    ) -> None:
         if not 0 < busy_share <= 1:
             raise ValueError(f"busy_share {busy_share}: must be in (0, 1]")
         self._fill = fill
+        self._read = read
         self._rest_per_busy = (1 - busy_share) / busy_share
-        self._waiting: list[Trace] = []
+        self._waiting: list[W] = []
         self._shown: Trace | None = None
         self._wake = threading.Condition()
         self._closed = False
@@ -43,11 +54,11 @@ class ChunkRefills:
         self.busy_s = 0.0
         self.errors: list[str] = []
 
-    def add(self, chunk: Trace) -> None:
+    def add(self, window: W) -> None:
         with self._wake:
             if self._closed:
                 return
-            self._waiting.append(chunk)
+            self._waiting.append(window)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="gpuprofile-live-windows", daemon=True
@@ -78,7 +89,8 @@ class ChunkRefills:
             try:
                 # Kept even if fill() fails: the next refill still holds these windows. (Should
                 # the merge itself fail, they are lost to the live view; the profile has them.)
-                self._shown = merge_chunks([self._shown, *new] if self._shown else new)
+                read = self._read(new)
+                self._shown = merge_chunks([self._shown, read]) if self._shown else read
                 self._fill(self._shown)
                 self.refills += 1
             except Exception as error:  # the cell must run on; the error is shown in the panel
@@ -89,8 +101,15 @@ class ChunkRefills:
 
 
 class LiveFeed:
-    def __init__(self, widget: Any, min_gap_s: float = 0.2, busy_share: float = 0.2) -> None:
+    def __init__(
+        self,
+        widget: Any,
+        min_gap_s: float = 0.2,
+        busy_share: float = 0.2,
+        read: Callable[[Sequence[Any]], Trace] = read_windows,
+    ) -> None:
         self.widget = widget
+        self.read = read  # recorded windows -> one Trace (tests show Traces as they are)
         self.min_gap_s = min_gap_s
         self.busy_share = busy_share
         self._started = time.monotonic()
@@ -119,10 +138,10 @@ class LiveFeed:
         self.steps = count
         self._update("steps")
 
-    def show_chunk(self, chunk: Trace, hardware: Hardware | None) -> None:
-        """A recorded window: the windows so far reach the widget, analysed, while the cell runs
-        on (see ChunkRefills). The window torch hands over when the profiler stops comes after
-        the cell's end: the profile shows it, not a refill."""
+    def show_chunk(self, window: Any, hardware: Hardware | None) -> None:
+        """A recorded window: the windows so far reach the widget, read and analysed, while
+        the cell runs on (see ChunkRefills). The window torch hands over when the profiler
+        stops comes after the cell's end: the profile shows it, not a refill."""
         if self._cell_ended:
             return
         if self.refills is None:
@@ -131,8 +150,8 @@ class LiveFeed:
             def fill(trace: Trace) -> None:
                 Profile(trace, hardware=hardware).fill_widget(self.widget)
 
-            self.refills = ChunkRefills(fill, self.busy_share)
-        self.refills.add(chunk)
+            self.refills = ChunkRefills(fill, self.read, self.busy_share)
+        self.refills.add(window)
 
     def cell_ended(self) -> None:
         """The cell's code is done: the elapsed time stops, the panel says the profile is being
