@@ -15,7 +15,7 @@ from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import idle_gaps
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.windows import recorded_span, within_one_window
-from gpuprofile.capture.chunks import merge_chunks, timeline_span
+from gpuprofile.capture.chunks import merge_chunks
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.model import Trace
 
@@ -42,6 +42,15 @@ def test_only_gaps_within_one_window_are_gaps() -> None:
     assert within_one_window(Trace(), start, end).tolist() == [True] * 4
 
 
+def span(trace: Trace) -> tuple[int, int]:
+    """First start and last end of a window's ops, runtime calls and kernels."""
+    frames = [trace.ops, trace.runtime, trace.kernels]
+    return (
+        min(int(f["start_ns"].min()) for f in frames),
+        max(int((f["start_ns"] + f["dur_ns"]).max()) for f in frames),
+    )
+
+
 def chunk(index: int, directory: Path) -> Trace:
     """A recorded window, as the chunk reader keeps it: three launches 100 us apart (kernels
     of 30 + 10 * index us), placed 1 s after the window before, and its span in its own time."""
@@ -56,14 +65,14 @@ def chunk(index: int, directory: Path) -> Trace:
     path = directory / f"chunk{index}.json"
     write(path, document(events, baseTimeNanoseconds=index * 1_000_000_000))
     window = load_kineto(path)
-    start, end = timeline_span(window)
+    start, end = span(window)
     window.meta["chunks"] = [{"index": index, "start_ns": start, "end_ns": end}]
     return window
 
 
 def test_merged_windows_leave_the_time_between_them_out_of_wall_and_idle(tmp_path: Path) -> None:
     chunks = [chunk(i, tmp_path) for i in range(3)]
-    spans = [timeline_span(c) for c in chunks]
+    spans = [span(c) for c in chunks]
     merged = merge_chunks(chunks)
     # Each window's span, computed on its own chunk: the wall is their sum.
     assert wall_ns(merged, 0) == sum(end - start for start, end in spans)

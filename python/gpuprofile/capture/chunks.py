@@ -15,26 +15,10 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from gpuprofile.trace.model import NO_ID, SCHEMA, TIMELINE_TABLES, Trace, make_table
+from gpuprofile.trace.model import NO_ID, SCHEMA, Trace, make_table
 
 # Columns holding an id of the ops table, per table.
 _OP_REFERENCES = {"ops": ("parent",), "kernels": ("op_id",)}
-
-
-def timeline_events(trace: Trace) -> int:
-    """Events drawn on the timeline: ops, runtime calls, kernels, memcpy and memset."""
-    return sum(len(trace.table(name)) for name in TIMELINE_TABLES)
-
-
-def timeline_span(trace: Trace) -> tuple[int, int]:
-    """(first start, last end) of the timeline events, all ranks; (0, 0) without any."""
-    frames = [trace.table(name) for name in TIMELINE_TABLES]
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return 0, 0
-    start = min(int(f["start_ns"].min()) for f in frames)
-    end = max(int((f["start_ns"] + f["dur_ns"]).max()) for f in frames)
-    return start, end
 
 
 def merge_chunks(chunks: Sequence[Trace]) -> Trace:
