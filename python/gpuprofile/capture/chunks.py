@@ -1,7 +1,8 @@
 """Per-step chunks of one capture merged into one Trace.
 
-With a profiler schedule, each recorded window of steps is exported and read back on its own
-(a Trace whose times start at its own first event, ``meta["origin_ns"]``). Merging puts every
+Windows of a --steps capture read apart (the live view reads new ones at each refill; the
+final read falls back to one by one when a file fails) are Traces whose times start at their
+own first event, ``meta["origin_ns"]``. Merging puts every
 chunk on the first chunk's time base, renumbers ids so they stay unique per table (and the
 columns that point at op ids follow), and merges the per-rank metadata. Pure: no torch, no clock.
 """
