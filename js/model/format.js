@@ -120,14 +120,15 @@ export function formatInUnit(x, unit) {
 
 /**
  * A sampled or traced reading in its own unit, as the live panel and the timeline's counter
- * lanes both show it: "73.2%", "1.50 GB", "12.0 GB/s", "1500 MHz", "12.3 k" (no unit). Units
- * with no SI scaling in common use (W, MHz, °C) keep the number as read, so no "1.50 kMHz".
+ * lanes both show it (and the text report: units.format_reading): "73.2%", "1.50 GB",
+ * "12.0 GB/s", "33.9 GFLOP/s", "1500 MHz", "12.3 k" (no unit). Units with no SI scaling in
+ * common use (W, MHz, °C) keep the number as read, so no "1.50 kMHz".
  */
 export function formatReading(x, unit = "") {
   const v = num(x);
   if (v === null) return UNKNOWN;
   if (unit === "%") return formatPercent(v);
-  if (unit === "" || unit === "B" || unit === "B/s") return formatSI(v, unit);
+  if (unit === "" || unit === "B" || unit === "B/s" || unit === "FLOP/s") return formatSI(v, unit);
   return `${Number.isInteger(v) ? v : v.toFixed(1)} ${unit}`;
 }
 

@@ -165,6 +165,9 @@ test("readings read alike in the live panel and the counter lanes, in their own 
   // No SI prefix glued onto a unit that already has one.
   assert.equal(formatReading(1500, "MHz"), "1500 MHz");
   assert.equal(formatReading(251.37, "W"), "251.4 W");
+  assert.equal(formatReading(33.9e9, "FLOP/s"), "33.9 GFLOP/s");
+  assert.equal(formatReading(999.96e9, "B/s"), "1.00 TB/s");
+  assert.equal(formatReading(0, "B"), "0 B");
   assert.equal(formatReading(NaN, "B"), "–");
   assert.equal(formatReading(null, "%"), "–");
 });

@@ -125,3 +125,31 @@ def test_other_lines_written_during_a_transition_still_reach_stderr(
     finally:
         chatter.close()
     assert capfd.readouterr().err == "[W] a real warning\n"
+
+
+def test_without_a_descriptor_2_profiling_works_and_errors_stay_clean() -> None:
+    # A process whose stderr is closed (some daemons): nothing to filter, nothing added.
+    script = textwrap.dedent(
+        """
+        import os, torch, gpuprofile
+        os.close(2)
+        with gpuprofile.profile(interval=None) as p:
+            torch.ones(4).cumsum(0)
+        try:
+            with gpuprofile.profile(interval=None):
+                raise ValueError("boom")
+        except ValueError as error:
+            print("context:", repr(error.__context__))
+        print("ops:", len(p.trace.ops))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "context: None" in done.stdout
+    assert int(done.stdout.split("ops:")[1]) > 0

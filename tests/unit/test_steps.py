@@ -347,3 +347,42 @@ def test_a_window_that_cannot_be_read_is_listed_and_the_others_kept(tmp_path: Pa
     # Steps 3 and 5 (0-based) ran 4 and 6 matmuls.
     assert int((p.trace.ops["name"] == "aten::mm").sum()) == 4 + 6
     assert "INCOMPLETE: chunk 0" in p.text()
+
+
+def test_scratch_windows_go_even_when_the_capture_fails_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    real_end = step_state.end
+
+    def broken_end() -> None:  # as torch.cuda.synchronize() raises after a device assert
+        real_end()
+        raise RuntimeError("device-side assert triggered")
+
+    monkeypatch.setattr(step_state, "end", broken_end)
+    with (
+        pytest.raises(RuntimeError, match="device-side assert"),
+        gpuprofile.profile(steps=(0, 1, 0), interval=None),
+    ):
+        matmul_steps(6)
+        assert list(tmp_path.glob("gpuprofile-windows-*/*.json"))
+    assert list(tmp_path.iterdir()) == []
+    assert not profiler_running()
+
+
+def test_a_window_with_nothing_in_it_is_not_kept(tmp_path: Path) -> None:
+    from gpuprofile.capture.chunk_reader import ChunkReader
+
+    class EmptyWindow:  # what torch.profiler hands over: here a window where nothing ran
+        def export_chrome_trace(self, path: str) -> None:
+            Path(path).write_text(json.dumps({"traceEvents": [], "baseTimeNanoseconds": 7}))
+
+    reader = ChunkReader(None, 1000, on_chunk=None)
+    reader.ready(EmptyWindow())  # type: ignore[arg-type]
+    assert reader.kept == [] and reader.errors == []
+    trace = reader.result(started_ns=123)
+    assert len(trace.ops) == 0 and trace.meta["origin_ns"] == 123
+    reader.discard()

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from kineto_docs import cpu_op, document, kernel, runtime, write
 
@@ -16,7 +17,10 @@ from gpuprofile.analyses.idle import idle_gaps
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.windows import recorded_span, within_one_window
 from gpuprofile.capture.chunks import merge_chunks
-from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.capture.windows import Window, read_windows
+from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.kineto import load_kineto, load_kineto_windows
+from gpuprofile.importers.kineto_format import scan_extent
 from gpuprofile.trace.model import Trace
 
 WINDOWS = [(100, 200), (500, 650), (900, 1000)]
@@ -120,3 +124,39 @@ def test_a_steps_capture_reports_the_wall_of_its_windows(tmp_path: Path) -> None
     [rank] = p.report()["ranks"]
     # Float microseconds may move each window's edges by a nanosecond.
     assert abs(rank["wall_ns"] - expected) <= 2 * len(files)
+
+
+def test_a_files_scanned_start_is_the_origin_its_trace_gets(tmp_path: Path) -> None:
+    for index in range(2):
+        window = chunk(index, tmp_path)
+        extent = scan_extent(tmp_path / f"chunk{index}.json")
+        assert extent is not None
+        events, start, end = extent
+        assert start == window.meta["origin_ns"]
+        assert end - start == span(window)[1]
+        assert events == len(window.ops) + len(window.runtime) + len(window.kernels)
+    write(tmp_path / "empty.json", document([]))
+    assert scan_extent(tmp_path / "empty.json") is None
+
+
+def test_windows_on_different_time_bases_are_read_one_by_one_and_placed(tmp_path: Path) -> None:
+    # One file per window, each with its own baseTimeNanoseconds (1 s apart): no shared time
+    # base for one pass, so each is read on its own and placed by its origin.
+    traces = [chunk(i, tmp_path) for i in range(3)]
+    windows = []
+    for i in range(len(traces)):
+        extent = scan_extent(tmp_path / f"chunk{i}.json")
+        assert extent is not None
+        events, start, end = extent
+        windows.append(Window(i, tmp_path / f"chunk{i}.json", 2 * i, 0, events, start, end))
+    with pytest.raises(TraceFormatError, match="baseTimeNanoseconds differs"):
+        load_kineto_windows([w.path for w in windows])
+    merged = read_windows(windows)
+    assert merged.meta["capture_errors"] == []
+    assert [c["index"] for c in merged.meta["chunks"]] == [0, 1, 2]
+    origin = int(traces[0].meta["origin_ns"])
+    for entry, trace in zip(merged.meta["chunks"], traces, strict=True):
+        first, last = span(trace)
+        assert entry["start_ns"] == int(trace.meta["origin_ns"]) - origin + first
+        assert entry["end_ns"] == int(trace.meta["origin_ns"]) - origin + last
+    assert len(merged.kernels) == sum(len(t.kernels) for t in traces)

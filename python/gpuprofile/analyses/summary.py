@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.memo import per_trace
-from gpuprofile.analyses.windows import recorded_span, recorded_windows
+from gpuprofile.analyses.windows import recorded_span
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 
 
@@ -40,22 +40,19 @@ def counts(trace: Trace, rank: int) -> dict[str, int]:
 def wall_ns(trace: Trace, rank: int) -> int:
     """From the rank's first event to the end of its last one; with recorded windows
     (--steps), window by window, summed: nothing recorded the time between them."""
-    if recorded_windows(trace) is None:
-        first, last = span_ns(trace, rank)
-        return last - first
-    start, end = [], []
-    for table in TIMELINE_TABLES:
-        rows = trace.table(table)
-        rows = rows[rows["rank"] == rank]
-        start.append(rows["start_ns"].to_numpy())
-        end.append(start[-1] + rows["dur_ns"].to_numpy())
-    return recorded_span(trace, np.concatenate(start), np.concatenate(end))
+    return recorded_span(trace, *_rank_intervals(trace, rank))
 
 
 def span_ns(trace: Trace, rank: int) -> tuple[int, int]:
     """(start of the rank's first event, end of its last); (0, 0) for a rank without events."""
-    first, last = None, None
+    start, end = _rank_intervals(trace, rank)
+    return (int(start.min()), int(end.max())) if len(start) else (0, 0)
+
+
+def _rank_intervals(trace: Trace, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """[start, end) of the rank's timeline events, table after table."""
     single_rank = len(trace.ranks) <= 1  # most traces: no per-rank filtering needed
+    starts, ends = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for table in TIMELINE_TABLES:
         rows = trace.table(table)
         if rows.empty:
@@ -65,10 +62,9 @@ def span_ns(trace: Trace, rank: int) -> tuple[int, int]:
         if not single_rank:
             mine = rows["rank"].to_numpy() == rank
             start, end = start[mine], end[mine]
-        if len(start):
-            first = int(start.min()) if first is None else min(first, int(start.min()))
-            last = int(end.max()) if last is None else max(last, int(end.max()))
-    return (first, last) if first is not None and last is not None else (0, 0)
+        starts.append(start)
+        ends.append(end)
+    return np.concatenate(starts), np.concatenate(ends)
 
 
 def _top(names: pd.Series, dur: np.ndarray, rows: np.ndarray, limit: int) -> list[NameTotal]:

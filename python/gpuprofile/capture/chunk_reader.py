@@ -83,10 +83,15 @@ class ChunkReader:
         try:
             path = self._path(index)
             prof.export_chrome_trace(str(path))
-            events, start_ns, end_ns = scan_extent(path)
+            extent = scan_extent(path)
         except Exception as error:
             self.errors.append(f"chunk {index}: {type(error).__name__}: {error}")
             return
+        if extent is None:  # nothing recorded in it: nothing to place or show
+            if self.export is None:
+                path.unlink(missing_ok=True)
+            return
+        events, start_ns, end_ns = extent
         if self.kept and self.kept_events > self.max_events:
             self.dropped_chunks += 1
             self.dropped_events += events
@@ -104,16 +109,12 @@ class ChunkReader:
                 self.errors.append(f"showing chunk {index}: {type(error).__name__}: {error}")
 
     def result(self, started_ns: int) -> Trace:
-        """The kept windows read into one Trace; the scratch files are gone after."""
-        try:
-            if self.kept:
-                trace = read_windows(self.kept, self.export)
-                trace.meta["framework"] = {"torch": torch.__version__}
-            else:
-                trace = empty_capture(started_ns)
-        finally:
-            if self._scratch is not None:
-                shutil.rmtree(self._scratch, ignore_errors=True)
+        """The kept windows read into one Trace."""
+        if self.kept:
+            trace = read_windows(self.kept, self.export)
+            trace.meta["framework"] = {"torch": torch.__version__}
+        else:
+            trace = empty_capture(started_ns)
         if self.dropped_chunks:
             trace.meta["dropped"] = {
                 "chunks": self.dropped_chunks,
@@ -124,6 +125,13 @@ class ChunkReader:
         if errors:
             trace.meta["capture_errors"] = errors
         return trace
+
+    def discard(self) -> None:
+        """Remove the scratch copies of the windows (not an --export's files): once the
+        capture has ended, however it ended."""
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def _path(self, index: int) -> Path:
         chunk_file = chunk_path(self.export, index)

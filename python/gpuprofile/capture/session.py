@@ -201,49 +201,55 @@ def capture(
         # A Ctrl-C during the teardown would leave torch's profiler half stopped (its Python
         # flag still set, so every later capture is refused) or lose the profile: it waits
         # until the profile is made, then is raised, unless the block is already raising.
-        with deferred_interrupt(raise_after=finished):
-            try:
-                step_state.end()
+        try:
+            with deferred_interrupt(raise_after=finished):
+                try:
+                    step_state.end()
+                    if events is not None:
+                        events[1].record()
+                        # Every kernel the block queued must end before the profiler stops, or it is
+                        # lost; the sampler keeps reading while the GPU drains.
+                        torch.cuda.synchronize()
+                finally:
+                    if sampler is not None:
+                        sampler.stop()
+                    # With a schedule, stopping inside a recorded window delivers that last chunk.
+                    with chatter.dropped():
+                        stop_error = _stop(prof)
+                if chunks is not None:
+                    trace = chunks.result(started_ns)
+                elif stop_error is None:
+                    trace = read_back(prof, options.export, options.export)
+                else:  # what torch held is unreadable: exporting it can crash the process
+                    trace = empty_capture(started_ns)
+                if stop_error is not None:
+                    trace.meta["capture_errors"] = [
+                        *trace.meta.get("capture_errors", []),
+                        stop_error,
+                    ]
+                trace.meta["steps"] = {
+                    "count": counter.count,
+                    "explicit": counter.explicit,
+                    "schedule": schedule_meta(options.steps),
+                }
                 if events is not None:
-                    events[1].record()
-                    # Every kernel the block queued must end before the profiler stops, or it is
-                    # lost; the sampler keeps reading while the GPU drains.
-                    torch.cuda.synchronize()
-            finally:
+                    trace.meta["cuda_event_ns"] = round(events[0].elapsed_time(events[1]) * 1e6)
                 if sampler is not None:
-                    sampler.stop()
-                # With a schedule, stopping inside a recorded window delivers that last chunk.
-                with chatter.dropped():
-                    stop_error = _stop(prof)
-                chatter.close()
-            if stop_error is not None:
-                # What torch held is unreadable (exporting it can crash the process); windows
-                # read before are kept.
-                trace = chunks.result(started_ns) if chunks else empty_capture(started_ns)
-                trace.meta["capture_errors"] = [*trace.meta.get("capture_errors", []), stop_error]
-            elif chunks is not None:
-                trace = chunks.result(started_ns)
-            else:
-                trace = read_back(prof, options.export, options.export)
-            trace.meta["steps"] = {
-                "count": counter.count,
-                "explicit": counter.explicit,
-                "schedule": schedule_meta(options.steps),
-            }
-            if events is not None:
-                trace.meta["cuda_event_ns"] = round(events[0].elapsed_time(events[1]) * 1e6)
-            if sampler is not None:
-                series = sample_series(sampler.samples)
-                trace = with_samples(
-                    trace,
-                    series,
-                    sampler.missing,
-                    interval_s=sampler.interval_s,
-                    dropped=sampler.dropped,
-                )
-                if options.export is not None:
-                    _export_samples(trace, options, chunks, series)
-            result._finish(trace, partial=not finished or stop_error is not None)
+                    series = sample_series(sampler.samples)
+                    trace = with_samples(
+                        trace,
+                        series,
+                        sampler.missing,
+                        interval_s=sampler.interval_s,
+                        dropped=sampler.dropped,
+                    )
+                    if options.export is not None:
+                        _export_samples(trace, options, chunks, series)
+                result._finish(trace, partial=not finished or stop_error is not None)
+        finally:
+            chatter.close()
+            if chunks is not None:
+                chunks.discard()
 
 
 def _stop(prof: torch_profile) -> str | None:

@@ -225,10 +225,11 @@ class _Stamps(msgspec.Struct, gc=False):
 _STAMPS_DECODER = msgspec.json.Decoder(_Stamps)
 
 
-def scan_extent(path: Path) -> tuple[int, int, int]:
+def scan_extent(path: Path) -> tuple[int, int, int] | None:
     """(timeline events, start, end) of a Kineto file torch wrote, start and end absolute ns:
     the first start and the last end of the events the importer puts into tables (so start is
-    the Trace's origin_ns). Decodes only those fields: a fraction of reading the file."""
+    the Trace's origin_ns); None when it has none. Decodes only those fields: a fraction of
+    reading the file."""
     doc = _STAMPS_DECODER.decode(read_trace_bytes(path))
     timeline = [
         e
@@ -238,7 +239,7 @@ def scan_extent(path: Path) -> tuple[int, int, int]:
     memory = [e for e in doc.traceEvents if e.ph in ("i", "I") and e.name == "[memory]"]
     stamped = [*timeline, *(e for e in memory if e.ts is not None)]
     if not stamped:
-        return 0, 0, 0
+        return None
     # As the importer does: ts and dur each to whole nanoseconds, then added.
     ts = exact_ns(np.array([float(e.ts) for e in stamped]))  # type: ignore[arg-type]
     dur = exact_ns(np.array([float(e.dur or 0) if e.ph == "X" else 0.0 for e in stamped]))
