@@ -66,7 +66,8 @@ def run_ours(train: Callable[[], None], active: int, live: bool) -> dict[str, fl
         with capture(
             options,
             result,
-            on_chunk=(lambda chunk: feed.show_chunk(chunk, None)) if feed is not None else None,
+            on_chunk=(lambda window: feed.show_chunk(window, None)) if feed is not None else None,
+            on_recording=feed.recording if feed is not None else None,
         ):
             train(gpuprofile.step)
             ended = time.perf_counter()

@@ -134,7 +134,8 @@ class _LiveOutput:
         return {
             "on_sample": feed,
             "on_step": feed.set_steps,
-            "on_chunk": lambda chunk: feed.show_chunk(chunk, hardware),
+            "on_chunk": lambda window: feed.show_chunk(window, hardware),
+            "on_recording": feed.recording,
         }
 
     def become(self, result: Profile) -> None:

@@ -7,10 +7,13 @@ import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
+import torch
 from kineto_docs import document, kernel, memcpy, write
 
+import gpuprofile
 from gpuprofile.capture.chunks import merge_chunks
 from gpuprofile.capture.sources import Reading
 from gpuprofile.importers.kineto import load_kineto
@@ -283,3 +286,46 @@ def test_windows_merge_when_only_some_have_copies(tmp_path: Path) -> None:
         + int(c.memcpy["start_ns"].iloc[0])
         for c in (chunks[0], chunks[2])
     ]
+
+
+def test_live_refills_never_run_while_a_window_records() -> None:
+    # A refill is Python work holding the interpreter: overlapping a recorded window, it would
+    # slow down the very steps being measured. Refills here are slow (50 ms) and windows
+    # short (two steps of a few matmuls), so without the hold they would overlap.
+    from gpuprofile.capture.session import CaptureOptions, capture
+    from gpuprofile.capture.windows import read_windows
+    from gpuprofile.result import Profile
+
+    busy: list[tuple[int, int]] = []
+
+    def fill(trace: Trace) -> None:
+        started = time.time_ns()
+        deadline = time.monotonic() + 0.05
+        while time.monotonic() < deadline:  # busy, as an analysis is
+            pass
+        busy.append((started, time.time_ns()))
+
+    refills: ChunkRefills[Any] = ChunkRefills(fill, read_windows, busy_share=1.0)
+    result = Profile()
+    a = torch.ones(32, 32)
+    with capture(
+        CaptureOptions(steps=(0, 2, 0), interval_s=None),
+        result,
+        on_chunk=refills.add,
+        on_recording=refills.hold,
+    ):
+        for _ in range(60):
+            for _ in range(20):
+                a @ a
+            gpuprofile.step()
+        refills.close()
+    assert len(busy) >= 3
+    # Windows in Unix time: Kineto's clock is time.time_ns()'s (see capture/counters.py).
+    windows = [
+        (c["origin_ns"], c["origin_ns"] + c["end_ns"] - c["start_ns"])
+        for c in result.trace.meta["chunks"]
+    ]
+    assert len(windows) == 20
+    for refill_start, refill_end in busy:
+        for start, end in windows:
+            assert refill_end <= start or end <= refill_start, refill_start - start

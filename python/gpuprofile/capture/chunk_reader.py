@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.profiler import ProfilerAction
 from torch.profiler import profile as torch_profile
 from torch.profiler import schedule as torch_schedule
 
@@ -28,22 +29,47 @@ from gpuprofile.capture.windows import Window, read_windows
 from gpuprofile.importers.kineto_format import scan_extent
 from gpuprofile.trace.model import Trace
 
+RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 # Each recorded window as soon as it is written, on the cell's thread (keep it short).
 OnChunk = Callable[[Window], None]
 
 
-def step_quietly(prof: torch_profile, chatter: KinetoChatter) -> None:
-    # Each window starting afresh is the point of reading chunks (memory stays bounded), so
-    # torch's note that a cycle's events are cleared is not news to the user, nor is Kineto's
-    # start and stop chatter. An interrupt inside a transition would leave torch's schedule
-    # half moved (its stop then fails).
-    with (
-        chatter.dropped(),
-        deferred_interrupt(raise_after=True),
-        warnings.catch_warnings(),
-    ):
-        warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
-        prof.step()
+class WindowSteps:
+    """Moves the profiler's schedule on at each step, quietly: each window starting afresh is
+    the point of reading windows (memory stays bounded), so torch's note that a cycle's events
+    are cleared is not news to the user, nor is Kineto's start and stop chatter; an interrupt
+    inside a transition would leave torch's schedule half moved (its stop then fails). Tells
+    ``on_recording`` when a window starts recording (before the step that starts it) and
+    stops (after the step that hands it over)."""
+
+    def __init__(
+        self,
+        prof: torch_profile,
+        chatter: KinetoChatter,
+        on_recording: Callable[[bool], None] | None = None,
+    ) -> None:
+        self.prof = prof
+        self.chatter = chatter
+        self.on_recording = on_recording
+        self.recording = False
+
+    def __call__(self) -> None:
+        prof = self.prof
+        recording_next = prof.schedule(prof.step_num + 1) in RECORDING
+        if recording_next and not self.recording and self.on_recording is not None:
+            self.on_recording(True)
+        try:
+            with (
+                self.chatter.dropped(),
+                deferred_interrupt(raise_after=True),
+                warnings.catch_warnings(),
+            ):
+                warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
+                prof.step()
+        finally:
+            if self.recording and not recording_next and self.on_recording is not None:
+                self.on_recording(False)
+            self.recording = recording_next
 
 
 def torch_schedule_of(steps: StepSchedule) -> Any:

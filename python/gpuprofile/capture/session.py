@@ -19,8 +19,8 @@ from gpuprofile.capture import steps as step_state
 from gpuprofile.capture.chunk_reader import (
     ChunkReader,
     OnChunk,
+    WindowSteps,
     schedule_meta,
-    step_quietly,
     torch_schedule_of,
 )
 from gpuprofile.capture.counter_export import CounterExportError, append_counters
@@ -133,11 +133,13 @@ def capture(
     *,
     on_step: Callable[[int], None] | None = None,
     on_chunk: OnChunk | None = None,
+    on_recording: Callable[[bool], None] | None = None,
 ) -> Iterator[None]:
     """Run the block under the profiler (and the sampler); fill ``result`` when it ends.
     ``on_sample(time_ns, readings, missing)`` is called from the sampler's thread as readings
     come, with the sources that give nothing and why; ``on_step(count)`` at each step;
-    ``on_chunk(chunk)`` with each recorded window as it is read (``options.steps``)."""
+    ``on_chunk(window)`` with each recorded window as it is written, and
+    ``on_recording(bool)`` as one starts and stops recording (``options.steps``)."""
     if profiler_running():
         raise ProfilerBusyError.running()
     cuda = torch.cuda.is_available()
@@ -157,7 +159,7 @@ def capture(
     )
     chatter = KinetoChatter()
     counter = StepCounter(
-        advance=(lambda: step_quietly(prof, chatter)) if chunks is not None else None,
+        advance=WindowSteps(prof, chatter, on_recording) if chunks is not None else None,
         on_step=on_step,
     )
     if chunks is not None:

@@ -49,6 +49,8 @@ class ChunkRefills(Generic[W]):
         self._shown: Trace | None = None
         self._wake = threading.Condition()
         self._closed = False
+        self._recording = False  # a window is recording: no refill may run
+        self._busy = False  # a refill is running
         self._thread: threading.Thread | None = None
         self.refills = 0
         self.busy_s = 0.0
@@ -66,6 +68,16 @@ class ChunkRefills(Generic[W]):
                 self._thread.start()
             self._wake.notify()
 
+    def hold(self, recording: bool) -> None:
+        """A window starts (True) or stops (False) recording. While one records no refill
+        runs, and a refill under way is waited for before recording starts: the live view's
+        work (Python, holding the interpreter) must not slow down the steps being measured."""
+        with self._wake:
+            if recording:
+                self._wake.wait_for(lambda: self._closed or not self._busy)
+            self._recording = recording
+            self._wake.notify_all()
+
     def close(self) -> None:
         """No more refills; returns once a refill under way has ended (so a later fill of the
         same widget is never overwritten by this thread)."""
@@ -82,9 +94,11 @@ class ChunkRefills(Generic[W]):
                 self._wake.wait_for(lambda: self._closed or bool(self._waiting))
                 # Resting still ends at once when the cell ends.
                 self._wake.wait_for(lambda: self._closed, max(0.0, rest_until - time.monotonic()))
+                self._wake.wait_for(lambda: self._closed or not self._recording)
                 if self._closed:
                     return
                 new, self._waiting = self._waiting, []
+                self._busy = True
             started = time.monotonic()
             try:
                 # Kept even if fill() fails: the next refill still holds these windows. (Should
@@ -98,6 +112,9 @@ class ChunkRefills(Generic[W]):
             took = time.monotonic() - started
             self.busy_s += took
             rest_until = time.monotonic() + took * self._rest_per_busy
+            with self._wake:
+                self._busy = False
+                self._wake.notify_all()
 
 
 class LiveFeed:
@@ -152,6 +169,12 @@ class LiveFeed:
 
             self.refills = ChunkRefills(fill, self.read, self.busy_share)
         self.refills.add(window)
+
+    def recording(self, on: bool) -> None:
+        """The capture starts (True) or stops (False) recording a window (see
+        ChunkRefills.hold); called on the cell's thread."""
+        if self.refills is not None:
+            self.refills.hold(on)
 
     def cell_ended(self) -> None:
         """The cell's code is done: the elapsed time stops, the panel says the profile is being
