@@ -89,7 +89,10 @@ def test_only_recorded_steps_reach_the_trace_and_chunks_come_early(tmp_path: Pat
         )
     ]
     named = ", ".join(f"#{run[0]}-{run[-1]}" for run in runs)
-    steps = f"STEPS: recorded {expected_steps} of 12 steps in {len(runs)} windows ({named});"
+    steps = (
+        f"STEPS: recorded {expected_steps} of 12 steps in {len(runs)} windows ({named}; "
+        "numbered from 0, as ProfilerStep#N);"
+    )
     assert steps in p.text()
     [notice] = p.report()["notices"]
     assert notice["kind"] == "steps" and f"STEPS: {notice['text']}".startswith(steps)
@@ -98,7 +101,21 @@ def test_only_recorded_steps_reach_the_trace_and_chunks_come_early(tmp_path: Pat
 def test_a_cell_ending_between_windows_says_so() -> None:
     with gpuprofile.profile(steps=(0, 3, 0), interval=None) as p:
         matmul_steps(5)  # warmup, 3 recorded, then one step of the next warmup
-    assert "STEPS: recorded 3 of 5 steps in 1 window (#1-3), and the cell's end" in p.text()
+    assert "STEPS: recorded 3 of 5 steps in 1 window (#1-3; numbered" in p.text()
+    assert "and the cell's end after its last step" in p.text()
+
+
+def test_steps_that_record_nothing_say_why() -> None:
+    with gpuprofile.profile(steps=(0, 2, 0), interval=None) as p:
+        torch.ones(4).cumsum(0)  # no step marked at all
+    assert "STEPS: no step was marked, so no window was recorded: call gpuprofile.step()" in (
+        p.text()
+    )
+    with gpuprofile.profile(steps=(5, 2, 0), interval=None) as p:
+        matmul_steps(3)
+    assert "STEPS: recorded 0 of 3 steps: a window starts after 6 steps (wait 5, warmup 1)" in (
+        p.text()
+    )
 
 
 def test_merged_times_match_the_raw_chunk_files(tmp_path: Path) -> None:

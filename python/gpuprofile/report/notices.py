@@ -44,14 +44,20 @@ def _steps_text(meta: dict[str, Any]) -> str | None:
     if not schedule:
         return None
     count = int(steps.get("count", 0))
-    cycle = schedule["wait"] + schedule["warmup"] + schedule["active"]
+    if count == 0:
+        return (
+            "no step was marked, so no window was recorded: call gpuprofile.step() once per "
+            "step, or step an optimizer (each optimizer.step() marks one)."
+        )
+    before = schedule["wait"] + schedule["warmup"]
+    cycle = before + schedule["active"]
     ranges: list[tuple[int, int]] = []
     tail = False
     for entry in meta.get("chunks", []):
         if entry.get("step") is None:
             continue
         last = int(entry["step"]) - 1  # the step count when the window was handed over
-        first = (last // cycle) * cycle + schedule["wait"] + schedule["warmup"] if last >= 0 else 0
+        first = (last // cycle) * cycle + before if last >= 0 else 0
         if first <= last:
             ranges.append((first, last))
         else:
@@ -61,8 +67,10 @@ def _steps_text(meta: dict[str, Any]) -> str | None:
     if len(ranges) > NAMED_WINDOWS:
         named += f" and {len(ranges) - NAMED_WINDOWS} more"
     windows = f"{len(ranges)} window" + ("s" if len(ranges) != 1 else "")
-    where = f" in {windows} ({named})" if ranges else ""
+    where = f" in {windows} ({named}; numbered from 0, as ProfilerStep#N)" if ranges else ""
     text = f"recorded {recorded} of {count} steps{where}"
+    if not ranges and count <= before:
+        text += f": a window starts after {before} steps (wait {schedule['wait']}, warmup 1)"
     if tail:
         text += ", and the cell's end after its last step"
     return text + "; wall and GPU times cover what was recorded, not the time between windows."
