@@ -124,6 +124,9 @@ def test_merged_times_match_the_raw_chunk_files(tmp_path: Path) -> None:
         matmul_steps(9)
     files = chunk_files(export)
     assert len(files) == 3
+    # The report names the files written (one per window), not the export path itself.
+    assert not export.exists()
+    assert p.report()["source"]["path"] == str(tmp_path / "run-chunk*.json")
     per_file: list[list[tuple[int, int]]] = []
     for path in files:
         doc = json.loads(path.read_text())

@@ -137,7 +137,9 @@ class ChunkReader:
     def result(self, started_ns: int) -> Trace:
         """The kept windows read into one Trace."""
         if self.kept:
-            trace = read_windows(self.kept, self.export)
+            # With --export, what was written is one file per window: name them, not the
+            # export path itself, which a --steps capture does not write.
+            trace = read_windows(self.kept, chunk_path(self.export, "*"))
             trace.meta["framework"] = {"torch": torch.__version__}
         else:
             trace = empty_capture(started_ns)
@@ -168,8 +170,9 @@ class ChunkReader:
         return Path(self._scratch) / f"chunk{index}.pt.trace.json"
 
 
-def chunk_path(export: str | None, index: int) -> str | None:
-    """``run.json`` -> ``run-chunk0.json``: each recorded window in its own Chrome trace."""
+def chunk_path(export: str | None, index: int | str) -> str | None:
+    """``run.json`` -> ``run-chunk0.json``: each recorded window in its own Chrome trace
+    (``index="*"``: the pattern naming them all)."""
     if export is None:
         return None
     path = Path(export)
