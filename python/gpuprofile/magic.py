@@ -41,7 +41,7 @@ class GpuprofileMagics(Magics):
         type=int,
         default=None,
         help="with --steps: drop later windows once N timeline events are kept "
-        "(default: min(5 M, available memory / 1 KB))",
+        "(default: min(5 M, available memory / 2 KB))",
     )
     @argument(
         "--hardware",

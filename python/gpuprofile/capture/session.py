@@ -38,10 +38,11 @@ from gpuprofile.trace.model import Trace
 
 # Readings as they come, with the sources that give nothing and why (for live views).
 LiveSample = Callable[[int, list[Reading], dict[str, str]], None]
-# Upper bound of the default --max-events: a merged trace costs roughly 1 KB per timeline event
-# in the kernel (tables, names, the widget's copy), so 5 M events is some 5 GB.
+# Upper bound of the default --max-events: a kept event costs the kernel about 1.5 KB (tables,
+# names, report and widget data: 1.47 KB measured over 139k events of a CPU capture), and the
+# live view holds a second copy while the cell runs; 2 KB each, 5 M events is some 10 GB.
 MAX_EVENTS_CAP = 5_000_000
-BYTES_PER_EVENT = 1024
+BYTES_PER_EVENT = 2048
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class CaptureOptions:
 
 
 def default_max_events() -> int:
-    """min(5 M, available memory / ~1 KB per event), at least 100 k."""
+    """min(5 M, available memory / ~2 KB per event), at least 100 k."""
     import psutil
 
     available = int(psutil.virtual_memory().available)
@@ -109,7 +110,7 @@ def profile(
     ``optimizer.step()`` mark them): skip ``wait``, warm up 1, record ``active``; ``repeat``
     times (0: until the block ends). Each recorded window is read as soon as it ends, while the
     block still runs. ``max_events``: once the chunks kept hold more timeline events than this,
-    later chunks are dropped and counted (default: min(5 M, available memory / 1 KB)).
+    later chunks are dropped and counted (default: min(5 M, available memory / 2 KB)).
     """
     options = CaptureOptions(
         record_shapes=record_shapes,
