@@ -35,6 +35,7 @@ function render({ model, el }) {
   let panels = null; // {gauges, hints, roofline}
   let timeline = null;
   let marks = indexMarks(null);
+  let timelineSpan = 0;
   const live = createLive(model.get("live"));
   const panelSlot = document.createElement("div");
   panelSlot.className = "gp-panels";
@@ -116,6 +117,9 @@ function render({ model, el }) {
   }
 
   function renderTimelinePart() {
+    // New data for the same run (a live refill with more windows, then the whole profile):
+    // a view the user zoomed or panned stays where it was; the whole view grows with the run.
+    const kept = timeline ? zoomedView(timeline.getView(), timelineSpan) : null;
     if (timeline) timeline.destroy();
     timeline = null;
     let table;
@@ -144,6 +148,8 @@ function render({ model, el }) {
       { onPaint: () => { root.dataset.gpuprofile = "ready"; }, source },
     );
     timelineSlot.replaceChildren(timeline.el);
+    timelineSpan = Number(model.get("span_ns")) || 0;
+    if (kept) timeline.setView(kept);
   }
 
   renderSummaryPart();
@@ -176,6 +182,11 @@ function render({ model, el }) {
     if (panels) for (const p of Object.values(panels)) p.destroy();
     source.destroy();
   };
+}
+
+/** The view, when it shows less than the whole span (the user zoomed or panned); else null. */
+function zoomedView(view, span) {
+  return view && span > 0 && (view.start > 0 || view.end < span) ? { start: view.start, end: view.end } : null;
 }
 
 export default { render };

@@ -10,7 +10,15 @@ import time
 from pathlib import Path
 
 import pytest
-from widget_page import notebook_json, start_notebook
+from widget_page import (
+    AXIS_H,
+    HEADER_H,
+    focus_plot,
+    notebook_json,
+    plot,
+    start_notebook,
+    view,
+)
 
 pytestmark = pytest.mark.ui
 
@@ -133,6 +141,8 @@ def test_timeline_grows_step_by_step(
         timeout=60_000,
     )
     counts: list[tuple[int, int]] = []  # (events on the timeline, steps) while running
+    zoomed: tuple[tuple[float, float], int] | None = None  # (view, events) once zoomed in
+    kept_views: list[tuple[float, float]] = []  # the view after each later refill
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         state = page.evaluate(
@@ -147,6 +157,16 @@ def test_timeline_grows_step_by_step(
         if state["running"] != "true":
             break
         counts.append((state["events"], state["steps"]))
+        if zoomed is None and state["events"] > 0:
+            # A user zooms in while the cell runs: later refills must not undo it.
+            box = plot(page)
+            focus_plot(page, box)
+            page.mouse.move(box.x_of_fraction(0.5), box.y + AXIS_H + HEADER_H + 10)
+            for _ in range(3):
+                page.keyboard.press("w")
+            zoomed = (view(page), state["events"])
+        elif zoomed is not None and state["events"] > zoomed[1]:
+            kept_views.append(view(page))
         time.sleep(0.25)
     page.locator(".gpuprofile").first.screenshot(path=str(artifacts_dir / "live-steps.png"))
     events = [e for e, _ in counts]
@@ -154,6 +174,8 @@ def test_timeline_grows_step_by_step(
     assert len({e for e in events if e > 0}) >= 2, counts
     assert events == sorted(events), counts
     assert max(s for _, s in counts) >= 3, counts
+    assert zoomed is not None and kept_views, counts
+    assert all(v == zoomed[0] for v in kept_views), (zoomed[0], kept_views)
     page.wait_for_function(
         "(sel) => document.querySelector(sel).dataset.liveBuilding === 'false'"
         " && document.querySelector(sel).dataset.liveRunning === 'false'",
