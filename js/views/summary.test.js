@@ -111,7 +111,7 @@ test("every notice of the report is a banner, first, in the report's order and w
     const notices = [
       { kind: "partial", text: "the profiled code raised" },
       { kind: "steps", text: "recorded 4 of 12 steps" },
-      { kind: "dropped", text: "9 events in 2 recorded windows dropped" },
+      { kind: "dropped", text: "2 recorded windows dropped, unread" },
       { kind: "incomplete", text: "<b>chunk 3</b> failed" },
     ];
     const root = renderSummary({ notices, ranks: [] });

@@ -98,13 +98,16 @@ class ChunkReader:
         self.kept_events = 0
         self.index = 0
         self.dropped_chunks = 0
-        self.dropped_events = 0
         self.errors: list[str] = []
         self._scratch: str | None = None
 
     def ready(self, prof: torch_profile) -> None:
         index = self.index
         self.index += 1
+        if self.kept and self.kept_events > self.max_events:
+            # Not even written out: past the cap a window costs no file, no time, no memory.
+            self.dropped_chunks += 1
+            return
         # A failure here would surface inside the user's optimizer.step(): record it instead.
         try:
             path = self._path(index)
@@ -118,12 +121,6 @@ class ChunkReader:
                 path.unlink(missing_ok=True)
             return
         events, start_ns, end_ns = extent
-        if self.kept and self.kept_events > self.max_events:
-            self.dropped_chunks += 1
-            self.dropped_events += events
-            if self.export is None:
-                path.unlink(missing_ok=True)
-            return
         step = self.counter.count if self.counter is not None else None
         window = Window(index, path, step, time.time_ns(), events, start_ns, end_ns)
         self.kept.append(window)
@@ -144,11 +141,7 @@ class ChunkReader:
         else:
             trace = empty_capture(started_ns)
         if self.dropped_chunks:
-            trace.meta["dropped"] = {
-                "chunks": self.dropped_chunks,
-                "events": self.dropped_events,
-                "max_events": self.max_events,
-            }
+            trace.meta["dropped"] = {"chunks": self.dropped_chunks, "max_events": self.max_events}
         errors = [*self.errors, *trace.meta.get("capture_errors", [])]
         if errors:
             trace.meta["capture_errors"] = errors

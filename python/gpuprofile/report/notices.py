@@ -28,9 +28,9 @@ def notices(trace: Trace, *, partial: bool) -> list[dict[str, str]]:
         out.append(
             {
                 "kind": "dropped",
-                "text": f"{dropped['events']} events in {dropped['chunks']} recorded windows "
-                f"dropped after --max-events {dropped.get('max_events', '?')}; this covers only "
-                "the windows kept before.",
+                "text": f"{dropped['chunks']} recorded windows dropped, unread, once the windows "
+                f"kept held more than --max-events {dropped.get('max_events', '?')} events; "
+                "this covers only the windows kept before.",
             }
         )
     out.extend({"kind": "incomplete", "text": e} for e in trace.meta.get("capture_errors", []))
