@@ -73,7 +73,8 @@ class Profile:
     def widget(self) -> Any:
         """The notebook widget, made once: displaying a Profile again shows the same widget
         rather than holding another copy of the timeline in the kernel."""
-        if self._widget is None:
+        # A closed widget (its cell re-ran, see magic.py) cannot be shown again: a new one.
+        if self._widget is None or self._widget.comm is None:
             from gpuprofile.widget.widget import ProfileWidget
 
             self.fill_widget(ProfileWidget())

@@ -68,3 +68,23 @@ def test_hardware_option_takes_a_variable(shell: InteractiveShell) -> None:
     result = run(shell, "%%gpuprofile --hardware not_hw\nran = True\n")
     assert not result.success
     assert "ran" not in shell.user_ns
+
+
+def test_a_rerun_cell_closes_the_widget_it_showed_before(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In a kernel a widget, with the profile it holds, lives until it is closed; a re-run
+    # replaces the cell's output but not the widget. JupyterLab names the cell it runs.
+    monkeypatch.setattr(shell, "kernel", object(), raising=False)
+    cell = "%%gpuprofile --interval 0\nimport torch\ntorch.ones(4).cumsum(0)\n"
+    profiles = []
+    for cell_id in ("cell-a", "cell-a", "cell-b"):
+        monkeypatch.setattr(shell, "parent_header", {"metadata": {"cellId": cell_id}}, False)
+        assert run(shell, cell).success
+        profiles.append(gpuprofile.last())
+    first, rerun, other = (p._widget for p in profiles)
+    assert first is not rerun and first.comm is None  # closed by the re-run of cell-a
+    assert rerun.comm is not None and other.comm is not None
+    # The closed run's Profile, shown again, gets a new widget.
+    again = profiles[0].widget()
+    assert again is not first and again.comm is not None
