@@ -106,7 +106,7 @@ def test_a_capture_exports_its_samples(tmp_path: Path) -> None:
     assert p.report()["capture_errors"] == []
 
 
-def test_each_chunk_file_gets_the_samples_of_its_window(tmp_path: Path) -> None:
+def test_a_steps_export_is_one_file_that_loads_back_as_the_same_profile(tmp_path: Path) -> None:
     export = tmp_path / "run.json"
     with gpuprofile.profile(steps=(1, 1, 2), export=export, interval=0.01) as p:
         x = torch.randn(64, 64)
@@ -114,24 +114,27 @@ def test_each_chunk_file_gets_the_samples_of_its_window(tmp_path: Path) -> None:
             for _ in range(150):
                 x = torch.tanh(x @ x / 64)
             gpuprofile.step()
-    files = sorted(tmp_path.glob("run-chunk*.json"))
-    assert len(files) == 2
-    total = 0
-    for path in files:
-        doc = json.loads(path.read_text())
-        base = int(doc.get("baseTimeNanoseconds", 0))
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["run.json"]
+    doc = json.loads(export.read_text())
+    base = int(doc.get("baseTimeNanoseconds", 0))
 
-        def at(e: dict[str, Any], base: int = base) -> int:
-            return base + int(Decimal(str(e["ts"])) * 1000)
+    def at(e: dict[str, Any]) -> int:
+        return base + int(Decimal(str(e["ts"])) * 1000)
 
-        spans = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
-        start = min(at(e) for e in spans)
-        end = max(at(e) + int(Decimal(str(e["dur"])) * 1000) for e in spans)
-        samples_here = [at(e) for e in doc["traceEvents"] if e.get("ph") == "C"]
-        assert samples_here, path.name
-        assert all(start - 1 <= t <= end + 1 for t in samples_here)
-        total += len(samples_here)
-    assert 0 < total <= len(p.trace.counters)
+    # Both windows' events, and the samples, all within the first event and the last end.
+    ops = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    spans = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    start = min(at(e) for e in spans)
+    end = max(at(e) + int(Decimal(str(e["dur"])) * 1000) for e in spans)
+    samples = [at(e) for e in doc["traceEvents"] if e.get("ph") == "C"]
+    assert samples and all(start - 1 <= t <= end + 1 for t in samples)
+    back = gpuprofile.load(export)
+    assert len(back.trace.ops[back.trace.ops["category"] == "cpu_op"]) == len(ops)
+    assert len(back.trace.counters) == len(p.trace.counters) == len(samples)
+    # The windows come back: the same wall (not the time between them), the same notice.
+    assert back.report()["ranks"][0]["wall_ns"] == p.report()["ranks"][0]["wall_ns"]
+    assert back.report()["notices"] == p.report()["notices"]
+    assert back.report()["notices"][0]["text"].startswith("recorded 2 of 6 steps in 2 windows")
 
 
 def test_samples_that_cannot_be_exported_are_reported_and_the_file_kept(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -45,10 +46,29 @@ def optimizer_hooks() -> int:
     return len(torch_optimizer._global_optimizer_post_hooks)
 
 
-def chunk_files(export: Path) -> list[Path]:
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where a capture writes its windows' files while it runs (they go when it ends)."""
+    import tempfile
+
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def window_files(scratch: Path) -> list[Path]:
+    """The windows torch has written so far, in order."""
     return sorted(
-        export.parent.glob(f"{export.stem}-chunk*.json"),
-        key=lambda p: int(p.name.split("-chunk")[1].split(".")[0]),
+        scratch.glob("gpuprofile-windows-*/chunk*.pt.trace.json"),
+        key=lambda p: int(p.name.removeprefix("chunk").split(".")[0]),
+    )
+
+
+def timeline_events_in(path: Path) -> int:
+    return sum(
+        e.get("ph") == "X" and e.get("cat") in TIMELINE_CATEGORIES
+        for e in json.loads(path.read_text())["traceEvents"]
     )
 
 
@@ -118,15 +138,15 @@ def test_steps_that_record_nothing_say_why() -> None:
     )
 
 
-def test_merged_times_match_the_raw_chunk_files(tmp_path: Path) -> None:
+def test_merged_times_match_the_raw_window_files(tmp_path: Path, scratch: Path) -> None:
     export = tmp_path / "run.json"
     with gpuprofile.profile(steps=(0, 2, 3), export=export, interval=None) as p:
-        matmul_steps(9)
-    files = chunk_files(export)
+        matmul_steps(9)  # windows handed over at steps 3, 6 and 9
+        files = [Path(shutil.copy(f, tmp_path / f.name)) for f in window_files(scratch)]
     assert len(files) == 3
-    # The report names the files written (one per window), not the export path itself.
-    assert not export.exists()
-    assert p.report()["source"]["path"] == str(tmp_path / "run-chunk*.json")
+    # --export PATH is one file: the windows' events, as torch wrote them, together.
+    assert p.report()["source"]["path"] == str(export)
+    assert timeline_events_in(export) == sum(timeline_events_in(f) for f in files)
     per_file: list[list[tuple[int, int]]] = []
     for path in files:
         doc = json.loads(path.read_text())
@@ -147,7 +167,7 @@ def test_merged_times_match_the_raw_chunk_files(tmp_path: Path) -> None:
     # Rounding of float microseconds may move an edge by a nanosecond.
     for (ms, md), (rs, rd) in zip(merged, sorted(raw), strict=True):
         assert abs(ms - rs) <= 1 and abs(md - rd) <= 1
-    # Windows follow each other: every op of a later chunk starts after the earlier chunk ends.
+    # Windows follow each other: every op of a later window starts after the earlier one ends.
     for earlier, later in itertools.pairwise(per_file):
         assert max(s + d for s, d in earlier) <= min(s for s, _ in later)
     assert ops["id"].is_unique
@@ -201,19 +221,17 @@ def test_explicit_steps_and_an_optimizer_count_once(where: str) -> None:
     assert gpuprofile.step() == 0  # outside a capture: nothing to mark
 
 
-def test_max_events_drops_later_chunks_and_says_how_many(tmp_path: Path) -> None:
+def test_max_events_drops_later_chunks_and_says_how_many(tmp_path: Path, scratch: Path) -> None:
     export = tmp_path / "run.json"
     with gpuprofile.profile(steps=(0, 1, 0), max_events=1, export=export, interval=None) as p:
         matmul_steps(8)
+        written = window_files(scratch)
     # 4 windows recorded; the first already holds more than one event, so the 3 later ones
     # are dropped before they are even written out.
     assert len(recorded(0, 1, 0, 8)) == 4
-    [kept] = chunk_files(export)
-    first = sum(
-        e.get("ph") == "X" and e.get("cat") in TIMELINE_CATEGORIES
-        for e in json.loads(kept.read_text())["traceEvents"]
-    )
-    assert first > 1
+    assert len(written) == 1
+    assert timeline_events_in(export) > 1
+    assert len(json.loads(export.read_text())["gpuprofile"]["windows"]) == 1
     assert p.trace.meta["dropped"] == {"chunks": 3, "max_events": 1}
     assert len(p.trace.meta["chunks"]) == 1
     assert int((p.trace.ops["name"] == "aten::mm").sum()) == 2  # step 1 only
@@ -255,8 +273,8 @@ def test_magic_with_steps_streams_chunks_to_the_widget(
             windows_shown[len(refills) - 1].set()
 
     class Watched(gpuprofile.magic._LiveOutput):
-        def __init__(self) -> None:
-            super().__init__()
+        def __init__(self, cell: str | None) -> None:
+            super().__init__(cell)
             lives.append(self.feed)
             self.feed.widget.observe(refilled, names="total_events")
 
@@ -353,11 +371,10 @@ def test_windows_are_read_once_when_the_capture_ends_and_leave_no_files(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_window_that_cannot_be_read_is_listed_and_the_others_kept(tmp_path: Path) -> None:
-    export = tmp_path / "run.json"
-    with gpuprofile.profile(steps=(0, 1, 0), export=export, interval=None) as p:
+def test_a_window_that_cannot_be_read_is_listed_and_the_others_kept(scratch: Path) -> None:
+    with gpuprofile.profile(steps=(0, 1, 0), interval=None) as p:
         matmul_steps(6)  # windows after steps 2, 4 and 6
-        chunk_files(export)[0].write_text('{"traceEvents": [')  # spoilt before it is read
+        window_files(scratch)[0].write_text('{"traceEvents": [')  # spoilt before it is read
     [error] = p.trace.meta["capture_errors"]
     assert error.startswith("chunk 0: TraceFormatError") and "truncated" in error
     assert [c["index"] for c in p.trace.meta["chunks"]] == [1, 2]

@@ -101,23 +101,26 @@ def test_merged_windows_leave_the_time_between_them_out_of_wall_and_idle(tmp_pat
     assert breakdown.idle_ns == expected_idle
 
 
-def test_a_steps_capture_reports_the_wall_of_its_windows(tmp_path: Path) -> None:
-    export = tmp_path / "run.json"
+def test_a_steps_capture_reports_the_wall_of_its_windows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     a = torch.ones(16, 16)
-    with gpuprofile.profile(steps=(2, 2, 3), export=export, interval=None) as p:
+    with gpuprofile.profile(steps=(2, 2, 3), interval=None) as p:
         for _ in range(15):  # 3 cycles of wait 2, warmup 1, active 2
             for _ in range(20):
                 a @ a
             gpuprofile.step()
-    files = sorted(tmp_path.glob("run-chunk*.json"))
+        # The windows torch wrote (gone once the capture ends).
+        files = [json.loads(f.read_text()) for f in tmp_path.glob("gpuprofile-windows-*/*")]
     assert len(files) == 3
     categories = {"cpu_op", "user_annotation", "python_function", "cuda_runtime", "kernel"}
     expected = 0
-    for path in files:
+    for doc in files:
         events = [
-            e
-            for e in json.loads(path.read_text())["traceEvents"]
-            if e.get("ph") == "X" and e.get("cat") in categories
+            e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") in categories
         ]
         first = min(round(e["ts"] * 1000) for e in events)
         expected += max(round((e["ts"] + e["dur"]) * 1000) for e in events) - first

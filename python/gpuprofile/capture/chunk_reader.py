@@ -117,8 +117,7 @@ class ChunkReader:
             self.errors.append(f"chunk {index}: {type(error).__name__}: {error}")
             return
         if extent is None:  # nothing recorded in it: nothing to place or show
-            if self.export is None:
-                path.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
             return
         events, start_ns, end_ns = extent
         step = self.counter.count if self.counter is not None else None
@@ -134,9 +133,7 @@ class ChunkReader:
     def result(self, started_ns: int) -> Trace:
         """The kept windows read into one Trace."""
         if self.kept:
-            # With --export, what was written is one file per window: name them, not the
-            # export path itself, which a --steps capture does not write.
-            trace = read_windows(self.kept, chunk_path(self.export, "*"))
+            trace = read_windows(self.kept, self.export)
             trace.meta["framework"] = {"torch": torch.__version__}
         else:
             trace = empty_capture(started_ns)
@@ -148,27 +145,13 @@ class ChunkReader:
         return trace
 
     def discard(self) -> None:
-        """Remove the scratch copies of the windows (not an --export's files): once the
-        capture has ended, however it ended."""
+        """Remove the windows' files: once the capture has ended, however it ended (an
+        --export is one file of its own, written before)."""
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
 
     def _path(self, index: int) -> Path:
-        chunk_file = chunk_path(self.export, index)
-        if chunk_file is not None:
-            return Path(chunk_file)
         if self._scratch is None:
             self._scratch = tempfile.mkdtemp(prefix="gpuprofile-windows-")
         return Path(self._scratch) / f"chunk{index}.pt.trace.json"
-
-
-def chunk_path(export: str | None, index: int | str) -> str | None:
-    """``run.json`` -> ``run-chunk0.json``: each recorded window in its own Chrome trace
-    (``index="*"``: the pattern naming them all)."""
-    if export is None:
-        return None
-    path = Path(export)
-    stem = path.name.split(".", 1)
-    rest = f".{stem[1]}" if len(stem) > 1 else ""
-    return str(path.with_name(f"{stem[0]}-chunk{index}{rest}"))

@@ -59,7 +59,7 @@ def with_samples(
         raise ValueError("the trace has no meta['origin_ns']: samples cannot be placed on it")
     series = samples if isinstance(samples, dict) else sample_series(samples)
     rank = trace.ranks[0] if trace.ranks else 0
-    placed = placed_samples(series, int(trace.meta["origin_ns"]), trace_end_ns(trace), rank)
+    placed = _placed_samples(series, int(trace.meta["origin_ns"]), trace_end_ns(trace), rank)
     old = trace.counters
     counters = make_table(
         "counters",
@@ -77,7 +77,7 @@ def with_samples(
     return dataclasses.replace(trace, counters=counters, meta=meta)
 
 
-def placed_samples(series: Series, origin_ns: int, end_ns: int | None, rank: int) -> pd.DataFrame:
+def _placed_samples(series: Series, origin_ns: int, end_ns: int | None, rank: int) -> pd.DataFrame:
     """The samples as a counters table on a time base starting at ``origin_ns`` (see
     with_samples): those from 0 to ``end_ns`` (None: no end), and per series the value that
     held at 0."""

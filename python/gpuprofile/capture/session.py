@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import torch
 from torch.profiler import ProfilerActivity
 from torch.profiler import profile as torch_profile
@@ -24,14 +25,15 @@ from gpuprofile.capture.chunk_reader import (
     torch_schedule_of,
 )
 from gpuprofile.capture.counter_export import CounterExportError, append_counters
-from gpuprofile.capture.counters import Series, placed_samples, sample_series, with_samples
+from gpuprofile.capture.counters import sample_series, with_samples
 from gpuprofile.capture.guard import deferred_interrupt, profiler_running, refuse_other_profilers
+from gpuprofile.capture.joined_export import write_joined
 from gpuprofile.capture.kineto_chatter import KinetoChatter
 from gpuprofile.capture.read_back import empty_capture, read_back
 from gpuprofile.capture.sampler import Sampler
 from gpuprofile.capture.sources import Reading, default_sources
 from gpuprofile.capture.steps import StepCounter, StepSchedule, check_steps
-from gpuprofile.errors import ProfilerBusyError
+from gpuprofile.errors import GpuprofileError, ProfilerBusyError
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.result import Profile
 from gpuprofile.trace.model import Trace
@@ -238,16 +240,15 @@ def capture(
                 if events is not None:
                     trace.meta["cuda_event_ns"] = round(events[0].elapsed_time(events[1]) * 1e6)
                 if sampler is not None:
-                    series = sample_series(sampler.samples)
                     trace = with_samples(
                         trace,
-                        series,
+                        sample_series(sampler.samples),
                         sampler.missing,
                         interval_s=sampler.interval_s,
                         dropped=sampler.dropped,
                     )
-                    if options.export is not None:
-                        _export_samples(trace, options, chunks, series)
+                if options.export is not None:
+                    _export(trace, Path(options.export), chunks, sampled=sampler is not None)
                 result._finish(trace, partial=not finished or stop_error is not None)
         finally:
             chatter.close()
@@ -269,25 +270,25 @@ def _stop(prof: torch_profile) -> str | None:
     return None
 
 
-def _export_samples(
-    trace: Trace, options: CaptureOptions, chunks: ChunkReader | None, series: Series
-) -> None:
-    """The samples go into the exported file; with a schedule, each window's file gets those of
-    its window, placed as ``with_samples`` places them on a trace. A file that cannot take them
-    keeps what torch wrote, and the report says so."""
-    assert options.export is not None
-    if chunks is None:
-        files = [(Path(options.export), trace.counters, int(trace.meta["origin_ns"]))]
-    else:
-        files = [
-            (w.path, placed_samples(series, w.start_ns, w.end_ns - w.start_ns, 0), w.start_ns)
-            for w in chunks.kept
-        ]
-    for path, counters, origin_ns in files:
+def _export(trace: Trace, path: Path, chunks: ChunkReader | None, *, sampled: bool) -> None:
+    """What --export still needs once torch has written its file: with a schedule, the kept
+    windows joined into that one file; the samples, added to it. What cannot be written is
+    said in the report, and leaves the file as it was."""
+
+    def failed(what: str, error: Exception) -> None:
+        trace.meta["capture_errors"] = [*trace.meta.get("capture_errors", []), f"{what}: {error}"]
+
+    if chunks is not None:
+        if not chunks.kept:
+            failed(f"{path} not written", ValueError("no window was recorded"))
+            return
         try:
-            append_counters(path, counters, origin_ns)
+            write_joined(chunks.kept, path, trace.meta["steps"])
+        except (OSError, GpuprofileError, msgspec.MsgspecError) as error:
+            failed(f"{path} not written", error)
+            return
+    if sampled:
+        try:
+            append_counters(path, trace.counters, int(trace.meta["origin_ns"]))
         except (OSError, CounterExportError) as error:
-            trace.meta["capture_errors"] = [
-                *trace.meta.get("capture_errors", []),
-                f"samples not written to {path}: {error}",
-            ]
+            failed(f"samples not written to {path}", error)

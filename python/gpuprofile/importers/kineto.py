@@ -70,6 +70,7 @@ class _RankTables:
     meta: dict[str, Any]
     rank: int = 0
     thread_names: dict[str, str] = field(default_factory=dict)
+    capture: dict[str, Any] | None = None  # gpuprofile's entry of a --steps export
 
 
 def _read_rank(paths: list[Path]) -> _RankTables:
@@ -157,6 +158,7 @@ def _read_rank(paths: list[Path]) -> _RankTables:
         columns=columns,
         meta=meta,
         thread_names=thread_names,
+        capture=doc.gpuprofile if len(docs) == 1 else None,
     )
 
 
@@ -236,7 +238,28 @@ def _merge(ranks: list[_RankTables], source_path: str) -> Trace:
             for r in ranks
         },
     }
+    if len(ranks) == 1 and ranks[0].capture is not None:
+        meta.update(_capture_meta(ranks[0].capture, origin))
     return Trace(**tables, meta=meta)
+
+
+def _capture_meta(capture: dict[str, Any], origin: int) -> dict[str, Any]:
+    """A --steps export's windows and steps, as the capture's own Trace holds them."""
+    windows = capture.get("windows") or []
+    try:
+        chunks = [
+            {
+                "index": int(w["index"]),
+                "step": w.get("step"),
+                "origin_ns": int(w["start_ns"]),
+                "start_ns": int(w["start_ns"]) - origin,
+                "end_ns": int(w["end_ns"]) - origin,
+            }
+            for w in windows
+        ]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return {}  # not ours after all: the trace reads as recorded whole
+    return {"chunks": chunks, "steps": capture.get("steps")} if chunks else {}
 
 
 def _concat(parts: list[Any]) -> Any:

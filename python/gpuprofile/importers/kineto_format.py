@@ -77,6 +77,8 @@ class Document(msgspec.Struct, gc=False):
     cuda_driver_version: int | str | None = None
     roctracer_version: int | str | float | None = None
     hip_runtime_version: int | str | None = None
+    # gpuprofile's own entry in a --steps export: {"windows": [...], "steps": {...}}.
+    gpuprofile: dict[str, Any] | None = None
 
 
 # Kineto category -> our table; old (2020-2021) traces capitalize categories.
