@@ -168,8 +168,9 @@ export function drawLabels(ctx, f, c, font, entries, textWidths) {
         ctx.fillText(badge, 9, mid + 0.5);
         ctx.font = font;
         ctx.fillStyle = c.text;
-        const label = `${lane.label ?? lane.id}${lane.kind === "counter" && lane.unit ? ` (${lane.unit})` : ""}`;
-        ctx.fillText(fitText(ctx, String(label), labelW - 46, textWidths), 40, mid + 0.5);
+        // A counter's unit is in its values ("max 1.50 GB", the tooltip), scaled: "(B)" here
+        // beside "GB" there only puzzled.
+        ctx.fillText(fitText(ctx, String(lane.label ?? lane.id), labelW - 46, textWidths), 40, mid + 0.5);
       }
     }
     ctx.moveTo(0, Math.round(y + entry.h) + 0.5);
