@@ -20,6 +20,17 @@ from gpuprofile.capture.kineto_chatter import KinetoChatter
 from gpuprofile.capture.session import profiler_running
 
 
+def run_python(script: str) -> subprocess.CompletedProcess[str]:
+    """The script in a child Python: what is tested here can end or maim a process."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+
+
 def test_a_torch_profiler_inside_the_block_is_refused_and_the_profile_kept() -> None:
     # In a child process: before the guard, the profile's export crashed the process.
     script = textwrap.dedent(
@@ -37,13 +48,7 @@ def test_a_torch_profiler_inside_the_block_is_refused_and_the_profile_kept() -> 
         print(json.dumps({"partial": p.partial, "names": names}))
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
+    done = run_python(script)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert any(line.startswith("refused: gpuprofile is recording this block") for line in lines)
@@ -143,13 +148,7 @@ def test_without_a_descriptor_2_profiling_works_and_errors_stay_clean() -> None:
         print("ops:", len(p.trace.ops))
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
+    done = run_python(script)
     assert done.returncode == 0, done.stdout[-2000:]
     assert "context: None" in done.stdout
     assert int(done.stdout.split("ops:")[1]) > 0
