@@ -17,7 +17,8 @@ from torch.profiler import profiler as torch_profiler_module
 
 import gpuprofile
 from gpuprofile.capture.kineto_chatter import KinetoChatter
-from gpuprofile.capture.session import profiler_running
+from gpuprofile.capture.session import CaptureOptions, capture, profiler_running
+from gpuprofile.result import Profile
 
 
 def run_python(script: str) -> subprocess.CompletedProcess[str]:
@@ -93,14 +94,18 @@ def test_an_interrupt_inside_a_step_waits_until_the_step_is_done(
         original(self)
 
     monkeypatch.setattr(torch_profiler_module._KinetoProfile, "prepare_trace", prepare_interrupted)
-    with pytest.raises(KeyboardInterrupt), gpuprofile.profile(steps=(1, 2, 0), interval=None) as p:
+    p = Profile()
+    counted: list[int] = []  # what a live panel is told
+    options = CaptureOptions(steps=(1, 2, 0), interval_s=None)
+    with pytest.raises(KeyboardInterrupt), capture(options, p, on_step=counted.append):
         for _ in range(20):
             torch.ones(3).cumsum(0)
             gpuprofile.step()
     assert interrupted == [1]
     # Raised right after the step whose transition it hit (wait 1: the first window's warmup
-    # is prepared at step 1), not as torch's AssertionError at the profiler's stop.
-    assert p.trace.meta["steps"]["count"] == 1
+    # is prepared at step 1), not as torch's AssertionError at the profiler's stop; the live
+    # count was told of that step too.
+    assert p.trace.meta["steps"]["count"] == 1 and counted == [1]
     assert p.partial is True and "capture_errors" not in p.trace.meta
     assert not profiler_running()
 

@@ -75,10 +75,14 @@ class StepCounter:
                 self._hook_counted = True
             self.count += 1
             count = self.count
-            if self._advance is not None:
-                self._advance()
-        if self._on_step is not None:
-            self._on_step(count)
+            try:
+                if self._advance is not None:
+                    self._advance()
+            finally:
+                # Counted even when the profiler's step raised (an interrupt held until it
+                # was done): the live count and the profile's must agree.
+                if self._on_step is not None:
+                    self._on_step(count)
         return count
 
 
