@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -274,3 +275,15 @@ def test_value_and_id_keys_of_other_events_do_not_stop_the_load(tmp_path: Path) 
         "GPU utilization", "%", NO_ID, 7.0,
     )  # fmt: skip
     assert trace.meta["ranks"][0]["skipped"]["counter odd without a numeric 'value'"] == 1
+
+
+@pytest.mark.parametrize(
+    "entry", ["a string", [1, 2], {"windows": "none"}, {"windows": [{"x": 1}]}]
+)
+def test_a_foreign_gpuprofile_key_neither_fails_nor_makes_windows(
+    tmp_path: Path, entry: Any
+) -> None:
+    doc = document([kernel("k", 10.0, 5.0, corr=1)], gpuprofile=entry)
+    trace = load_kineto(write(tmp_path / "t.json", doc))
+    assert len(trace.kernels) == 1
+    assert "chunks" not in trace.meta and "steps" not in trace.meta

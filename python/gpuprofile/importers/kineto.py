@@ -70,7 +70,7 @@ class _RankTables:
     meta: dict[str, Any]
     rank: int = 0
     thread_names: dict[str, str] = field(default_factory=dict)
-    capture: dict[str, Any] | None = None  # gpuprofile's entry of a --steps export
+    capture: Any = None  # gpuprofile's entry of a --steps export (anything, in other traces)
 
 
 def _read_rank(paths: list[Path]) -> _RankTables:
@@ -238,7 +238,7 @@ def _merge(ranks: list[_RankTables], source_path: str) -> Trace:
             for r in ranks
         },
     }
-    if len(ranks) == 1 and ranks[0].capture is not None:
+    if len(ranks) == 1 and isinstance(ranks[0].capture, dict):
         meta.update(_capture_meta(ranks[0].capture, origin))
     return Trace(**tables, meta=meta)
 
