@@ -120,6 +120,7 @@ function render({ model, el }) {
     // New data for the same run (a live refill with more windows, then the whole profile):
     // a view the user zoomed or panned stays where it was; the whole view grows with the run.
     const kept = timeline ? zoomedView(timeline.getView(), timelineSpan) : null;
+    const keptSelection = timeline ? timeline.selection() : null;
     if (timeline) timeline.destroy();
     timeline = null;
     let table;
@@ -150,6 +151,7 @@ function render({ model, el }) {
     timelineSlot.replaceChildren(timeline.el);
     timelineSpan = Number(model.get("span_ns")) || 0;
     if (kept) timeline.setView(kept);
+    if (keptSelection) timeline.restoreSelection(keptSelection);
   }
 
   renderSummaryPart();

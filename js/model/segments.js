@@ -170,6 +170,25 @@ export function rowOfId(index, id) {
   return -1;
 }
 
+/**
+ * Table row of the event of `lane` that starts at `start` and lasts `dur` (both as sent:
+ * durations cross as float32), or -1: how a selection is found again in new data for the same
+ * run, whose ids differ. A lane's rows are in start order.
+ */
+export function rowAt(index, table, lane, start, dur) {
+  const starts = table.columns.start_ns;
+  const durs = table.columns.dur_ns;
+  const want = Math.fround(dur);
+  for (const seg of index.segments) {
+    if (seg.lane !== lane) continue;
+    const end = seg.row0 + seg.count;
+    for (let r = lowerBound(starts, start, seg.row0, end); r < end && starts[r] === start; r++) {
+      if (Math.fround(durs[r]) === want) return r;
+    }
+  }
+  return -1;
+}
+
 /** Plain description of table row r: {id, lane, row, start_ns, dur_ns, name, count}. */
 export function eventAt(index, table, r) {
   const seg = segmentOf(index, r);

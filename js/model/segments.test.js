@@ -7,6 +7,7 @@ import {
   hitRow,
   idOfRow,
   lowerBound,
+  rowAt,
   rowOfId,
   rowRange,
   segmentsFromLaneColumn,
@@ -55,6 +56,23 @@ test("segment index: per-lane sub-rows, ids and lookups", () => {
   assert.equal(rowOfId(merged, 0), -1);
   // Tables without meta fall back to the lane column.
   assert.deepEqual(segmentsFromLaneColumn(Uint16Array.from([0, 0, 3, 3, 3, 5])), [[0, 0, 2], [3, 2, 3], [5, 5, 1]]);
+});
+
+test("an event is found again by its lane, start and duration", () => {
+  const { table } = segmentTable([
+    { lane: 4, row: 0, start: 0, dur: 100, name: 1 },
+    { lane: 4, row: 1, start: 10, dur: 5, name: 2 },
+    { lane: 4, row: 2, start: 10, dur: 7.3, name: 5 },
+    { lane: 4, row: 0, start: 200, dur: 5, name: 1 },
+    { lane: 9, row: 0, start: 10, dur: 5, name: 3 },
+  ]);
+  const index = buildSegmentIndex(table);
+  // Two events of lane 4 start at 10: the duration (as float32 sent it) tells them apart.
+  assert.deepEqual(eventAt(index, table, rowAt(index, table, 4, 10, 7.3)).name, 5);
+  assert.deepEqual(eventAt(index, table, rowAt(index, table, 4, 10, 5)).name, 2);
+  assert.equal(eventAt(index, table, rowAt(index, table, 9, 10, 5)).lane, 9);
+  assert.equal(rowAt(index, table, 4, 11, 5), -1);
+  assert.equal(rowAt(index, table, 7, 10, 5), -1);
 });
 
 test("segment index rejects tables that break the contract", () => {

@@ -24,7 +24,7 @@ import {
   groupMarks,
   hitEntry,
 } from "../model/lanes.js";
-import { buildSegmentIndex, eventAt, rowOfId, traceSpan } from "../model/segments.js";
+import { buildSegmentIndex, eventAt, rowAt, rowOfId, traceSpan } from "../model/segments.js";
 import { clampView, viewForEvent, xToTime } from "../model/view.js";
 import { createDetails } from "./details.js";
 import { node } from "./dom.js";
@@ -502,6 +502,19 @@ export function createTimeline(data, hooks = {}) {
     el,
     redraw: schedule,
     getView: () => ({ ...view }),
+    /** The selected event as new data of the same run can find it again (ids change). */
+    selection() {
+      const lane = selected && laneById.get(selected.lane);
+      return lane && selected.id >= 0
+        ? { label: lane.label, group: lane.group, start_ns: selected.start_ns, dur_ns: selected.dur_ns }
+        : null;
+    },
+    /** Select again the event a selection() of earlier data named, if this data holds it. */
+    restoreSelection(sel) {
+      const lane = lanes.find((l) => l.label === sel.label && l.group === sel.group);
+      const r = lane ? rowAt(overview, table, lane.id, sel.start_ns, sel.dur_ns) : -1;
+      if (r >= 0 && !overview.merged) selectEvent(eventAt(overview, table, r));
+    },
     setView,
     zoomTo(start, end) {
       setView({ start, end });

@@ -13,12 +13,15 @@ import pytest
 from widget_page import (
     AXIS_H,
     HEADER_H,
+    TIMELINE,
     focus_plot,
     notebook_json,
     plot,
     start_notebook,
     view,
 )
+
+from gpuprofile.widget.tables import DETAIL_THRESHOLD
 
 pytestmark = pytest.mark.ui
 
@@ -143,6 +146,8 @@ def test_timeline_grows_step_by_step(
     counts: list[tuple[int, int]] = []  # (events on the timeline, steps) while running
     zoomed: tuple[tuple[float, float], int] | None = None  # (view, events) once zoomed in
     kept_views: list[tuple[float, float]] = []  # the view after each later refill
+    kept_selections: list[tuple[int, str | None]] = []  # (events, selected id) after a refill
+    selected_before: str | None = None
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         state = page.evaluate(
@@ -164,9 +169,14 @@ def test_timeline_grows_step_by_step(
             page.mouse.move(box.x_of_fraction(0.5), box.y + AXIS_H + HEADER_H + 10)
             for _ in range(3):
                 page.keyboard.press("w")
+            # ... and selects an event, which later refills must keep selected.
+            page.mouse.click(box.x_of_fraction(0.5), box.y + AXIS_H + HEADER_H + 10)
             zoomed = (view(page), state["events"])
+            selected_before = page.locator(TIMELINE).first.get_attribute("data-selected-id")
         elif zoomed is not None and state["events"] > zoomed[1]:
             kept_views.append(view(page))
+            selected = page.locator(TIMELINE).first.get_attribute("data-selected-id")
+            kept_selections.append((state["events"], selected))
         time.sleep(0.25)
     page.locator(".gpuprofile").first.screenshot(path=str(artifacts_dir / "live-steps.png"))
     events = [e for e, _ in counts]
@@ -176,6 +186,11 @@ def test_timeline_grows_step_by_step(
     assert max(s for _, s in counts) >= 3, counts
     assert zoomed is not None and kept_views, counts
     assert all(v == zoomed[0] for v in kept_views), (zoomed[0], kept_views)
+    assert selected_before, "the click selected no event"
+    # While the timeline's data crosses whole (up to DETAIL_THRESHOLD events), a refill finds
+    # the selected event again; ids change between refills, so only "selected" is compared.
+    whole = [selected for events, selected in kept_selections if events <= DETAIL_THRESHOLD]
+    assert len(whole) >= 2 and all(whole), kept_selections
     page.wait_for_function(
         "(sel) => document.querySelector(sel).dataset.liveBuilding === 'false'"
         " && document.querySelector(sel).dataset.liveRunning === 'false'",
