@@ -45,6 +45,16 @@ export function createRangePanel({ source, span, onZoom, onClose, isDestroyed })
 
   function render(r) {
     const parts = [head()];
+    // A --steps trace was recorded in windows: say how little of the range that may be.
+    const length = selection.end - selection.start;
+    const recorded = Number(r?.recorded_ns);
+    const partly = Number.isFinite(recorded) && length > 0 && recorded < 0.999 * length;
+    if (partly) {
+      const share = ((100 * recorded) / length).toFixed(1);
+      const text = `recorded ${formatDuration(recorded)} of it (${share} %; the rest lies between recorded windows): shares are of the recorded time`;
+      parts.push(node("div", "gp-muted gp-range-recorded", text));
+    }
+    const before = parts.length;
     for (const rank of r?.ranks ?? []) {
       const box = node("div", "gp-range-rank");
       const busy = rank.gpu_busy_pct === null || rank.gpu_busy_pct === undefined ? "no GPU activity" : `GPU busy ${Number(rank.gpu_busy_pct).toFixed(1)} % (${formatDuration(Number(rank.gpu_busy_ns))})`;
@@ -53,7 +63,7 @@ export function createRangePanel({ source, span, onZoom, onClose, isDestroyed })
       if (rank.top_ops?.length) box.append(topTable("top ops", rank.top_ops));
       parts.push(box);
     }
-    if (parts.length === 1) parts.push(node("div", "gp-muted", "nothing in this range"));
+    if (parts.length === before) parts.push(node("div", "gp-muted", "nothing in this range"));
     el.replaceChildren(...parts);
   }
 

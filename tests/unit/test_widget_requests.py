@@ -451,3 +451,25 @@ def test_replies_echo_the_asking_view(synthetic: Source) -> None:
     ):
         reply, _ = handle(synthetic, message)
         assert (reply["view"], reply["request"]) == (message["view"], 3)
+
+
+def test_a_range_over_recorded_windows_says_how_much_was_recorded() -> None:
+    # A --steps trace: two windows, the first and the last third of the span.
+    trace = synthetic_trace(300)
+    k = trace.kernels
+    span = int((k["start_ns"] + k["dur_ns"]).max())
+    third = span // 3
+    chunks = [{"start_ns": 0, "end_ns": third}, {"start_ns": 2 * third, "end_ns": span}]
+    windowed = Trace(
+        ops=trace.ops, kernels=k, runtime=trace.runtime, meta={**trace.meta, "chunks": chunks}
+    )
+    t0, t1 = third // 2, span - third // 2  # half of each window, and all between
+    whole, _ = _ask(_source(trace), type="range", start=t0, end=t1)
+    parts, _ = _ask(_source(windowed), type="range", start=t0, end=t1)
+    recorded = (third - t0) + (t1 - 2 * third)
+    assert whole["range"]["recorded_ns"] == t1 - t0
+    assert parts["range"]["recorded_ns"] == recorded
+    (w,), (p,) = whole["range"]["ranks"], parts["range"]["ranks"]
+    # Same events, same busy time; its share is of the recorded time, not of the range.
+    assert p["gpu_busy_ns"] == w["gpu_busy_ns"] > 0
+    assert p["gpu_busy_pct"] == pytest.approx(100 * w["gpu_busy_ns"] / recorded)

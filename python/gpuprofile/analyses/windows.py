@@ -49,6 +49,16 @@ def recorded_span(trace: Trace, start: np.ndarray, end: np.ndarray) -> int:
     return int((last[seen] - first[seen]).sum())
 
 
+def recorded_ns(trace: Trace, start: float, end: float) -> float:
+    """How much of [start, end] was recorded: all of it for a whole recording, else its overlap
+    with the recorded windows."""
+    windows = recorded_windows(trace)
+    if windows is None:
+        return max(0.0, end - start)
+    inside = np.clip(windows[:, 1], start, end) - np.clip(windows[:, 0], start, end)
+    return float(inside.sum())
+
+
 def within_one_window(trace: Trace, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Per interval [start, end]: True when it lies within one recorded window (always, for a
     whole recording), so the time between two windows is not taken for an idle gap."""

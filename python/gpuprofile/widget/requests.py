@@ -17,6 +17,7 @@ import regex
 
 from gpuprofile.analyses.flops import outermost_cpu_ops
 from gpuprofile.analyses.intervals import union_length
+from gpuprofile.analyses.windows import recorded_ns
 from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.event_details import details
 from gpuprofile.widget.marks import gid_mask
@@ -68,6 +69,8 @@ def window(source: Source, message: Mapping[str, Any]) -> Reply:
 def range_summary(source: Source, message: Mapping[str, Any]) -> Reply:
     data = source.data
     t0, t1 = span(message)
+    # A --steps trace was recorded in windows: shares are of the recorded part of the range.
+    recorded = recorded_ns(source.trace, t0, t1)
     ranks = []
     for rank in sorted({int(lane["rank"]) for lane in data.lanes} | set(source.trace.ranks)):
         gpu_lanes = [x["id"] for x in data.lanes if x["rank"] == rank and x["kind"] == "gpu"]
@@ -80,12 +83,11 @@ def range_summary(source: Source, message: Mapping[str, Any]) -> Reply:
         cpu = window_ids(data, t0, t1, cpu_lanes)
         outermost = cached(data, "outermost_ops", lambda: _outermost_ops(source))
         top_level_ops = cpu[outermost[cpu]]
-        length = t1 - t0
         ranks.append(
             {
                 "rank": rank,
                 "gpu_busy_ns": busy if gpu_lanes else None,
-                "gpu_busy_pct": (100.0 * busy / length if length > 0 else 0.0)
+                "gpu_busy_pct": (100.0 * busy / recorded if recorded > 0 else 0.0)
                 if gpu_lanes
                 else None,
                 "kernels": len(kernels),
@@ -93,7 +95,7 @@ def range_summary(source: Source, message: Mapping[str, Any]) -> Reply:
                 "top_ops": _top_names(data, top_level_ops, t0, t1),
             }
         )
-    return {"start": t0, "end": t1, "range": {"ranks": ranks}}, []
+    return {"start": t0, "end": t1, "range": {"ranks": ranks, "recorded_ns": recorded}}, []
 
 
 def _outermost_ops(source: Source) -> np.ndarray:
