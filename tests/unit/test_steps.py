@@ -420,3 +420,14 @@ def test_a_window_with_nothing_in_it_is_not_kept(tmp_path: Path) -> None:
     trace = reader.result(started_ns=123)
     assert len(trace.ops) == 0 and trace.meta["origin_ns"] == 123
     reader.discard()
+
+
+def test_when_no_window_reads_the_profile_is_empty_and_says_why(scratch: Path) -> None:
+    with gpuprofile.profile(steps=(0, 1, 0), interval=None) as p:
+        matmul_steps(4)  # windows after steps 2 and 4
+        for window in window_files(scratch):
+            window.write_text("not json")
+    assert len(p.trace.ops) == 0 and p.partial is False
+    [error] = p.trace.meta["capture_errors"]
+    assert error.startswith("no recorded window could be read: chunk 0: TraceFormatError")
+    assert "INCOMPLETE: no recorded window could be read" in p.text()

@@ -26,6 +26,7 @@ from gpuprofile.capture.kineto_chatter import KinetoChatter
 from gpuprofile.capture.read_back import empty_capture
 from gpuprofile.capture.steps import WARMUP, StepCounter, StepSchedule
 from gpuprofile.capture.windows import Window, read_windows
+from gpuprofile.errors import GpuprofileError
 from gpuprofile.importers.kineto_format import scan_extent
 from gpuprofile.trace.model import Trace
 
@@ -131,12 +132,14 @@ class ChunkReader:
                 self.errors.append(f"showing chunk {index}: {type(error).__name__}: {error}")
 
     def result(self, started_ns: int) -> Trace:
-        """The kept windows read into one Trace."""
+        """The kept windows read into one Trace (an empty one, saying why, when none reads)."""
+        trace = empty_capture(started_ns)
         if self.kept:
-            trace = read_windows(self.kept, self.export)
-            trace.meta["framework"] = {"torch": torch.__version__}
-        else:
-            trace = empty_capture(started_ns)
+            try:
+                trace = read_windows(self.kept, self.export)
+                trace.meta["framework"] = {"torch": torch.__version__}
+            except GpuprofileError as error:
+                trace.meta["capture_errors"] = [str(error)]
         if self.dropped_chunks:
             trace.meta["dropped"] = {"chunks": self.dropped_chunks, "max_events": self.max_events}
         errors = [*self.errors, *trace.meta.get("capture_errors", [])]
