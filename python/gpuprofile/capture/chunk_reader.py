@@ -99,6 +99,8 @@ class ChunkReader:
         self.kept_events = 0
         self.index = 0
         self.dropped_chunks = 0
+        self.dropped_events = 0
+        self.dropped_uncounted = 0  # windows whose events torch could not count
         self.errors: list[str] = []
         self._scratch: str | None = None
 
@@ -106,8 +108,14 @@ class ChunkReader:
         index = self.index
         self.index += 1
         if self.kept and self.kept_events > self.max_events:
-            # Not even written out: past the cap a window costs no file, no time, no memory.
+            # Not written out: past the cap a window costs no file and no reading, only the
+            # count of what it held (torch's own count of its events, about 1 us each).
             self.dropped_chunks += 1
+            results = prof.profiler.kineto_results if prof.profiler is not None else None
+            try:
+                self.dropped_events += len(results.events())  # type: ignore[union-attr]
+            except Exception:  # a count only; torch's internals may move
+                self.dropped_uncounted += 1
             return
         # A failure here would surface inside the user's optimizer.step(): record it instead.
         try:
@@ -141,7 +149,11 @@ class ChunkReader:
             except GpuprofileError as error:
                 trace.meta["capture_errors"] = [str(error)]
         if self.dropped_chunks:
-            trace.meta["dropped"] = {"chunks": self.dropped_chunks, "max_events": self.max_events}
+            trace.meta["dropped"] = {
+                "chunks": self.dropped_chunks,
+                "events": self.dropped_events if not self.dropped_uncounted else None,
+                "max_events": self.max_events,
+            }
         errors = [*self.errors, *trace.meta.get("capture_errors", [])]
         if errors:
             trace.meta["capture_errors"] = errors

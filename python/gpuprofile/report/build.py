@@ -55,7 +55,8 @@ def build_report(analysis: Analysis, *, partial: bool = False, top: int = 10) ->
         "schema": SCHEMA,
         "source": {"path": source.get("path"), "format": source.get("format")},
         "partial": partial,
-        # {"chunks", "max_events"} when --max-events dropped recorded windows.
+        # {"chunks", "events" (None: not counted), "max_events"} when --max-events dropped
+        # recorded windows.
         "dropped": trace.meta.get("dropped"),
         # What the capture could not do (a recorded window not read, samples not exported).
         "capture_errors": list(trace.meta.get("capture_errors", [])),

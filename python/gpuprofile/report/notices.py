@@ -28,9 +28,10 @@ def notices(trace: Trace, *, partial: bool) -> list[dict[str, str]]:
         out.append(
             {
                 "kind": "dropped",
-                "text": f"{dropped['chunks']} recorded windows dropped, unread, once the windows "
-                f"kept held more than --max-events {dropped.get('max_events', '?')} events; "
-                "this covers only the windows kept before.",
+                "text": f"{_events(dropped.get('events'))}{dropped['chunks']} recorded windows "
+                "dropped, unread, once the windows kept held more than --max-events "
+                f"{dropped.get('max_events', '?')} events; this covers only the windows kept "
+                "before.",
             }
         )
     out.extend({"kind": "incomplete", "text": e} for e in trace.meta.get("capture_errors", []))
@@ -74,3 +75,7 @@ def _steps_text(meta: dict[str, Any]) -> str | None:
     if tail:
         text += ", and the cell's end after its last step"
     return text + "; wall and GPU times cover what was recorded, not the time between windows."
+
+
+def _events(count: int | None) -> str:
+    return "" if count is None else f"{count} events in "
