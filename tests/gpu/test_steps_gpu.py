@@ -1,0 +1,50 @@
+"""--steps on a real GPU: every window's kernels kept and linked, the time between windows not
+taken for GPU idle time, and the export read back whole."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from pathlib import Path
+
+import torch
+
+import gpuprofile
+from gpuprofile.analyses.gpu_time import gpu_time
+from gpuprofile.analyses.idle import idle_gaps
+
+
+def test_windows_on_a_gpu_keep_their_kernels_and_leave_the_gaps_out(tmp_path: Path) -> None:
+    export = tmp_path / "run.json"
+    a = torch.randn(1024, 1024, device="cuda")
+    with gpuprofile.profile(steps=(1, 2, 3), export=export, interval=0.05) as p:
+        for _ in range(12):  # 3 cycles of wait 1, warmup 1, active 2
+            for _ in range(5):
+                a = (a @ a).tanh()
+            torch.cuda.synchronize()
+            time.sleep(0.05)  # host time between kernels, in windows and between them
+            gpuprofile.step()
+    trace = p.trace
+    chunks = trace.meta["chunks"]
+    assert len(chunks) == 3
+    # 2 recorded steps per window, a gemm and a tanh 5 times each: at least 20 kernels per
+    # window (cuBLAS may split a gemm), as many in each, every one launched by an op.
+    kernels = trace.kernels
+    windows = sorted((c["start_ns"], c["end_ns"]) for c in chunks)
+    start_ns = kernels["start_ns"].to_numpy()
+    per_window = [int(((start_ns >= s) & (start_ns < e)).sum()) for s, e in windows]
+    assert per_window[0] >= 20 and len(set(per_window)) == 1 and sum(per_window) == len(kernels)
+    assert (kernels["op_id"] >= 0).all()
+    # Idle gaps lie within windows: none reaches into the time between two windows.
+    gaps = idle_gaps(trace)
+    for (_, end), (start, _) in itertools.pairwise(windows):
+        assert not ((gaps["start_ns"] < start) & (gaps["end_ns"] > end)).any()
+    breakdown = gpu_time(trace, 0)
+    assert breakdown is not None
+    assert int(gaps["dur_ns"].sum()) == breakdown.idle_ns
+    # The export is one trace that reads back as the same profile.
+    doc = json.loads(export.read_text())
+    assert sum(e.get("cat") == "kernel" for e in doc["traceEvents"]) == len(kernels)
+    back = gpuprofile.load(export)
+    assert back.report()["ranks"][0]["gpu"] == p.report()["ranks"][0]["gpu"]
