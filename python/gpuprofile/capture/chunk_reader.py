@@ -8,6 +8,7 @@ one Trace when the capture ends.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
@@ -56,12 +57,16 @@ class WindowSteps:
 
     def __call__(self) -> None:
         prof = self.prof
-        recording_next = prof.schedule(prof.step_num + 1) in RECORDING
+        action = prof.schedule(prof.step_num + 1)
+        recording_next = action in RECORDING
         if recording_next and not self.recording and self.on_recording is not None:
             self.on_recording(True)
+        # Most steps stay in their phase: torch starts, stops or hands over nothing, so there is
+        # no chatter and no warning to hold back (about 15 us a step saved).
+        quiet = action is not prof.current_action or action is ProfilerAction.RECORD_AND_SAVE
         try:
             with (
-                self.chatter.dropped(),
+                self.chatter.dropped() if quiet else contextlib.nullcontext(),
                 deferred_interrupt(raise_after=True),
                 warnings.catch_warnings(),
             ):
