@@ -131,7 +131,7 @@ class LiveFeed:
         self.busy_share = busy_share
         self._started = time.monotonic()
         self._last: dict[str, float] = {}
-        self._readings: dict[tuple[str, int], dict[str, Any]] = {}
+        self._readings: dict[tuple[str, int], Reading] = {}
         self._lock = threading.Lock()
         self.steps = 0
         self.refills: ChunkRefills | None = None
@@ -147,8 +147,15 @@ class LiveFeed:
         # Each gauge keeps its latest value: a sample may lack one (a CPU share is given only
         # once enough time has passed to measure it).
         for reading in readings:
-            self._readings[(reading.name, reading.device)] = asdict(reading)
-        self._update("readings", readings=list(self._readings.values()), missing=dict(missing))
+            self._readings[(reading.name, reading.device)] = reading
+        # Built only for the updates that go out, not for every sample the gap drops.
+        self._update(
+            "readings",
+            lambda: {
+                "readings": [asdict(r) for r in self._readings.values()],
+                "missing": dict(missing),
+            },
+        )
 
     def set_steps(self, count: int) -> None:
         """gpuprofile.step() or an optimizer step: the count moves even with the sampler off."""
@@ -193,7 +200,7 @@ class LiveFeed:
         if self.refills is not None:
             self.refills.close()
 
-    def _update(self, what: str, **fields: Any) -> None:
+    def _update(self, what: str, fields: Callable[[], dict[str, Any]] = dict) -> None:
         now = time.monotonic()
         with self._lock:
             if self._cell_ended or now - self._last.get(what, -float("inf")) < self.min_gap_s:
@@ -201,7 +208,7 @@ class LiveFeed:
             self._last[what] = now
             self.widget.live = {
                 **(self.widget.live or {}),
-                **fields,
+                **fields(),
                 "running": True,
                 "elapsed_s": round(now - self._started, 3),
                 "steps": self.steps,
