@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from gpuprofile.capture.sources import Reading
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace, make_table
@@ -26,7 +25,7 @@ Series = dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]
 
 
 def sample_series(samples: Sequence[tuple[int, Reading]]) -> Series:
-    """The samples grouped by series once, for placing them on one trace or on many."""
+    """The samples grouped by series, each in time order."""
     grouped: dict[tuple[str, str, int], list[tuple[int, float]]] = {}
     for time_ns, reading in samples:
         key = (reading.name, reading.unit, reading.device)
@@ -42,14 +41,13 @@ def sample_series(samples: Sequence[tuple[int, Reading]]) -> Series:
 
 def with_samples(
     trace: Trace,
-    samples: Sequence[tuple[int, Reading]] | Series,
+    samples: Sequence[tuple[int, Reading]],
     missing: Mapping[str, str],
     *,
     interval_s: float | None = None,
     dropped: int = 0,
 ) -> Trace:
-    """A copy of ``trace`` with the samples (or their ``sample_series``) added to its counters
-    and ``meta["sampler"]`` set.
+    """A copy of ``trace`` with the samples added to its counters and ``meta["sampler"]`` set.
 
     Counters are step-wise (a value holds until the next sample), so per series the last sample
     taken before the trace's first event moves to time 0, where its value still held, and
@@ -57,17 +55,40 @@ def with_samples(
     """
     if "origin_ns" not in trace.meta:
         raise ValueError("the trace has no meta['origin_ns']: samples cannot be placed on it")
-    series = samples if isinstance(samples, dict) else sample_series(samples)
-    rank = trace.ranks[0] if trace.ranks else 0
-    placed = _placed_samples(series, int(trace.meta["origin_ns"]), trace_end_ns(trace), rank)
+    origin = int(trace.meta["origin_ns"])
+    end = trace_end_ns(trace)
     old = trace.counters
+    names: list[str] = [*old["name"].astype(str)]
+    units: list[str] = [*old["unit"].astype(str)]
+    devices, times, values = (
+        [old["device"].to_numpy()],
+        [old["time_ns"].to_numpy()],
+        [old["value"].to_numpy()],
+    )
+    for (name, unit, device), (at, value) in sample_series(samples).items():
+        at = at - origin
+        first = int(np.searchsorted(at, 0, side="left"))
+        last = len(at) if end is None else int(np.searchsorted(at, end, side="right"))
+        keep_time, keep_value = at[first:last], value[first:last]
+        if first > 0:  # the value that held when the trace began
+            keep_time = np.concatenate([[0], keep_time])
+            keep_value = np.concatenate([[value[first - 1]], keep_value])
+        names += [name] * len(keep_time)
+        units += [unit] * len(keep_time)
+        devices.append(np.full(len(keep_time), device))
+        times.append(keep_time)
+        values.append(keep_value)
+    rank = trace.ranks[0] if trace.ranks else 0
+    added = len(names) - len(old)
     counters = make_table(
         "counters",
         {
-            column: np.concatenate([old[column].to_numpy(), placed[column].to_numpy()])
-            if column not in ("name", "unit")
-            else [*old[column].astype(str), *placed[column].astype(str)]
-            for column in old.columns
+            "rank": np.concatenate([old["rank"].to_numpy(), np.full(added, rank)]),
+            "name": names,
+            "unit": units,
+            "device": np.concatenate(devices),
+            "time_ns": np.concatenate(times),
+            "value": np.concatenate(values),
         },
     )
     meta: dict[str, Any] = {
@@ -75,37 +96,6 @@ def with_samples(
         "sampler": {"interval_s": interval_s, "missing": dict(missing), "dropped": int(dropped)},
     }
     return dataclasses.replace(trace, counters=counters, meta=meta)
-
-
-def _placed_samples(series: Series, origin_ns: int, end_ns: int | None, rank: int) -> pd.DataFrame:
-    """The samples as a counters table on a time base starting at ``origin_ns`` (see
-    with_samples): those from 0 to ``end_ns`` (None: no end), and per series the value that
-    held at 0."""
-    names: list[str] = []
-    units: list[str] = []
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # device, time, value
-    for (name, unit, device), (times, values) in series.items():
-        at = times - origin_ns
-        first = int(np.searchsorted(at, 0, side="left"))
-        last = len(at) if end_ns is None else int(np.searchsorted(at, end_ns, side="right"))
-        keep_time, keep_value = at[first:last], values[first:last]
-        if first > 0:  # the value that held when the trace began
-            keep_time = np.concatenate([[0], keep_time])
-            keep_value = np.concatenate([[values[first - 1]], keep_value])
-        names += [name] * len(keep_time)
-        units += [unit] * len(keep_time)
-        parts.append((np.full(len(keep_time), device), keep_time, keep_value))
-    return make_table(
-        "counters",
-        {
-            "rank": np.full(len(names), rank),
-            "name": names,
-            "unit": units,
-            "device": np.concatenate([np.zeros(0, np.int64), *(p[0] for p in parts)]),
-            "time_ns": np.concatenate([np.zeros(0, np.int64), *(p[1] for p in parts)]),
-            "value": np.concatenate([np.zeros(0), *(p[2] for p in parts)]),
-        },
-    )
 
 
 def trace_end_ns(trace: Trace) -> int | None:

@@ -25,7 +25,7 @@ from gpuprofile.capture.chunk_reader import (
     torch_schedule_of,
 )
 from gpuprofile.capture.counter_export import CounterExportError, append_counters
-from gpuprofile.capture.counters import sample_series, with_samples
+from gpuprofile.capture.counters import with_samples
 from gpuprofile.capture.guard import deferred_interrupt, profiler_running, refuse_other_profilers
 from gpuprofile.capture.joined_export import write_joined
 from gpuprofile.capture.kineto_chatter import KinetoChatter
@@ -242,7 +242,7 @@ def capture(
                 if sampler is not None:
                     trace = with_samples(
                         trace,
-                        sample_series(sampler.samples),
+                        sampler.samples,
                         sampler.missing,
                         interval_s=sampler.interval_s,
                         dropped=sampler.dropped,
