@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,8 +36,7 @@ def run_python(script: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_torch_profiler_inside_the_block_is_refused_and_the_profile_kept() -> None:
     # In a child process: before the guard, the profile's export crashed the process.
-    script = textwrap.dedent(
-        """
+    script = """
         import json, torch, gpuprofile
         with gpuprofile.profile(interval=None) as p:
             torch.ones(4).cumsum(0)
@@ -48,7 +49,6 @@ def test_a_torch_profiler_inside_the_block_is_refused_and_the_profile_kept() -> 
         names = sorted(set(p.trace.ops["name"].astype(str)))
         print(json.dumps({"partial": p.partial, "names": names}))
         """
-    )
     done = run_python(script)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
@@ -139,8 +139,7 @@ def test_other_lines_written_during_a_transition_still_reach_stderr(
 
 def test_without_a_descriptor_2_profiling_works_and_errors_stay_clean() -> None:
     # A process whose stderr is closed (some daemons): nothing to filter, nothing added.
-    script = textwrap.dedent(
-        """
+    script = """
         import os, torch, gpuprofile
         os.close(2)
         with gpuprofile.profile(interval=None) as p:
@@ -152,8 +151,30 @@ def test_without_a_descriptor_2_profiling_works_and_errors_stay_clean() -> None:
             print("context:", repr(error.__context__))
         print("ops:", len(p.trace.ops))
         """
-    )
     done = run_python(script)
     assert done.returncode == 0, done.stdout[-2000:]
     assert "context: None" in done.stdout
     assert int(done.stdout.split("ops:")[1]) > 0
+
+
+def test_after_a_failed_stop_an_older_export_file_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gpuprofile.capture.session as session
+
+    stop = session._stop
+
+    def failing_stop(prof: Any) -> str:
+        stop(prof)
+        return "torch's profiler failed to stop (a test)"
+
+    monkeypatch.setattr(session, "_stop", failing_stop)
+    export = tmp_path / "cell.json"
+    export.write_text('{"traceEvents": []}')  # from an earlier run
+    with gpuprofile.profile(export=export, interval=0.01) as p:
+        time.sleep(0.05)
+    assert export.read_text() == '{"traceEvents": []}'  # no samples of this run added to it
+    assert p.trace.meta["capture_errors"] == [
+        "torch's profiler failed to stop (a test)",
+        f"{export} not written: the profiler failed to stop",
+    ]

@@ -24,7 +24,7 @@ from torch.profiler import schedule as torch_schedule
 
 from gpuprofile.capture.guard import deferred_interrupt
 from gpuprofile.capture.kineto_chatter import KinetoChatter
-from gpuprofile.capture.read_back import empty_capture
+from gpuprofile.capture.read_back import empty_capture, note_error
 from gpuprofile.capture.steps import WARMUP, StepCounter, StepSchedule
 from gpuprofile.capture.windows import Window, read_windows
 from gpuprofile.errors import GpuprofileError
@@ -152,13 +152,14 @@ class ChunkReader:
                 trace = read_windows(self.kept, self.export)
                 trace.meta["framework"] = {"torch": torch.__version__}
             except GpuprofileError as error:
-                trace.meta["capture_errors"] = [str(error)]
+                note_error(trace, str(error))
         if self.dropped_chunks:
             trace.meta["dropped"] = {
                 "chunks": self.dropped_chunks,
                 "events": self.dropped_events if not self.dropped_uncounted else None,
                 "max_events": self.max_events,
             }
+        # The windows lost while the cell ran come before those lost reading them.
         errors = [*self.errors, *trace.meta.get("capture_errors", [])]
         if errors:
             trace.meta["capture_errors"] = errors

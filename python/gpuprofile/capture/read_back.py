@@ -16,17 +16,22 @@ from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.model import Trace
 
 
-def read_back(prof: torch_profile, path: str | None, export: str | None) -> Trace:
-    """The profiler's capture as a Trace, through the Chrome trace written to ``path`` (a
-    temporary file when None); ``export`` is the path the user asked for, kept as its source."""
-    if path:
-        trace = _export_and_load(prof, Path(path))
+def read_back(prof: torch_profile, export: str | None) -> Trace:
+    """The profiler's capture as a Trace, through the Chrome trace written to ``export`` (the
+    path the user asked for, kept as its source), or to a temporary file when None."""
+    if export:
+        trace = _export_and_load(prof, Path(export))
     else:
         with tempfile.TemporaryDirectory(prefix="gpuprofile-") as tmp:
             trace = _export_and_load(prof, Path(tmp) / "capture.pt.trace.json")
     trace.meta["source"] = {"format": "capture", "path": export}
     trace.meta["framework"] = {"torch": torch.__version__}
     return trace
+
+
+def note_error(trace: Trace, error: str) -> None:
+    """What the capture could not do, for the report's INCOMPLETE lines, in the order met."""
+    trace.meta["capture_errors"] = [*trace.meta.get("capture_errors", []), error]
 
 
 def empty_capture(started_ns: int) -> Trace:

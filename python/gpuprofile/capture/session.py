@@ -29,7 +29,7 @@ from gpuprofile.capture.counters import with_samples
 from gpuprofile.capture.guard import deferred_interrupt, profiler_running, refuse_other_profilers
 from gpuprofile.capture.joined_export import write_joined
 from gpuprofile.capture.kineto_chatter import KinetoChatter
-from gpuprofile.capture.read_back import empty_capture, read_back
+from gpuprofile.capture.read_back import empty_capture, note_error, read_back
 from gpuprofile.capture.sampler import Sampler
 from gpuprofile.capture.sources import Reading, default_sources
 from gpuprofile.capture.steps import StepCounter, StepSchedule, check_steps
@@ -221,17 +221,7 @@ def capture(
                     # With a schedule, stopping inside a recorded window delivers that last chunk.
                     with chatter.dropped():
                         stop_error = _stop(prof)
-                if chunks is not None:
-                    trace = chunks.result(started_ns)
-                elif stop_error is None:
-                    trace = read_back(prof, options.export, options.export)
-                else:  # what torch held is unreadable: exporting it can crash the process
-                    trace = empty_capture(started_ns)
-                if stop_error is not None:
-                    trace.meta["capture_errors"] = [
-                        *trace.meta.get("capture_errors", []),
-                        stop_error,
-                    ]
+                trace = _made_trace(prof, options, chunks, started_ns, stop_error)
                 trace.meta["steps"] = {
                     "count": counter.count,
                     "explicit": counter.explicit,
@@ -248,12 +238,37 @@ def capture(
                         dropped=sampler.dropped,
                     )
                 if options.export is not None:
-                    _export(trace, Path(options.export), chunks, sampled=sampler is not None)
+                    _export(
+                        trace,
+                        Path(options.export),
+                        chunks,
+                        sampled=sampler is not None,
+                        stopped=stop_error is None,
+                    )
                 result._finish(trace, partial=not finished or stop_error is not None)
         finally:
             chatter.close()
             if chunks is not None:
                 chunks.discard()
+
+
+def _made_trace(
+    prof: torch_profile,
+    options: CaptureOptions,
+    chunks: ChunkReader | None,
+    started_ns: int,
+    stop_error: str | None,
+) -> Trace:
+    """What the stopped profiler recorded: its windows, or its one capture, read back."""
+    if chunks is not None:
+        trace = chunks.result(started_ns)
+    elif stop_error is None:
+        trace = read_back(prof, options.export)
+    else:  # what torch held is unreadable: exporting it can crash the process
+        trace = empty_capture(started_ns)
+    if stop_error is not None:
+        note_error(trace, stop_error)
+    return trace
 
 
 def _stop(prof: torch_profile) -> str | None:
@@ -270,14 +285,20 @@ def _stop(prof: torch_profile) -> str | None:
     return None
 
 
-def _export(trace: Trace, path: Path, chunks: ChunkReader | None, *, sampled: bool) -> None:
+def _export(
+    trace: Trace, path: Path, chunks: ChunkReader | None, *, sampled: bool, stopped: bool
+) -> None:
     """What --export still needs once torch has written its file: with a schedule, the kept
     windows joined into that one file; the samples, added to it. What cannot be written is
     said in the report, and leaves the file as it was."""
 
     def failed(what: str, error: Exception) -> None:
-        trace.meta["capture_errors"] = [*trace.meta.get("capture_errors", []), f"{what}: {error}"]
+        note_error(trace, f"{what}: {error}")
 
+    if chunks is None and not stopped:
+        # torch wrote nothing (its stop failed): the samples must not go into an older file.
+        failed(f"{path} not written", ValueError("the profiler failed to stop"))
+        return
     if chunks is not None:
         if not chunks.kept:
             failed(f"{path} not written", ValueError("no window was recorded"))
