@@ -44,15 +44,7 @@ def append_counters(path: Path, counters: pd.DataFrame, origin_ns: int) -> None:
     if path.suffix == ".gz":
         with gzip.open(path, "rb") as compressed:
             raw = compressed.read()
-        updated = _inserted(raw, counters, origin_ns)
-        # A new file replaces the old one whole: a failed write leaves torch's file as it was.
-        partial = path.with_name(path.name + ".partial")
-        try:
-            with gzip.open(partial, "wb") as compressed:
-                compressed.write(updated)
-            os.replace(partial, path)
-        finally:
-            partial.unlink(missing_ok=True)
+        replace_whole(path, _inserted(raw, counters, origin_ns))
         return
     with path.open("r+b") as file:
         head = file.read(_TAIL_BYTES)
@@ -72,6 +64,21 @@ def append_counters(path: Path, counters: pd.DataFrame, origin_ns: int) -> None:
             file.write(tail[close:])
             file.truncate(size)
             raise
+
+
+def replace_whole(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` (gzip-compressed for a .gz name) through a temporary file
+    renamed over it: a failed write leaves the old file as it was."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(partial, "wb") as compressed:
+                compressed.write(data)
+        else:
+            partial.write_bytes(data)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def _inserted(raw: bytes, counters: pd.DataFrame, origin_ns: int) -> bytes:

@@ -10,14 +10,13 @@ temporary name first, then renamed: a failure leaves no half-written file.
 
 from __future__ import annotations
 
-import gzip
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from gpuprofile.capture.counter_export import replace_whole
 from gpuprofile.capture.windows import Window
 from gpuprofile.importers.source import read_trace_bytes
 
@@ -44,14 +43,4 @@ def write_joined(windows: Sequence[Window], path: Path, steps: dict[str, Any]) -
             joined["traceEvents"] = events
         else:
             joined[key] = value
-    data = msgspec.json.encode(joined)
-    partial = path.with_name(path.name + ".partial")
-    try:
-        if path.suffix == ".gz":
-            with gzip.open(partial, "wb") as compressed:
-                compressed.write(data)
-        else:
-            partial.write_bytes(data)
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
+    replace_whole(path, msgspec.json.encode(joined))
