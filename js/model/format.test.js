@@ -168,6 +168,14 @@ test("readings read alike in the live panel and the counter lanes, in their own 
   assert.equal(formatReading(33.9e9, "FLOP/s"), "33.9 GFLOP/s");
   assert.equal(formatReading(999.96e9, "B/s"), "1.00 TB/s");
   assert.equal(formatReading(0, "B"), "0 B");
+  // Below 1, and halves: the text report (units.format_reading) must round these alike.
+  assert.equal(formatReading(0.5, ""), "0.500");
+  assert.equal(formatReading(0.004, "B"), "0.00400 B");
+  assert.equal(formatReading(0.9996, ""), "1.00");
+  assert.equal(formatReading(250.5, "B"), "251 B");
+  assert.equal(formatReading(-100.5, "B"), "-100 B");
+  assert.equal(formatReading(10.25, ""), "10.3");
+  assert.equal(formatReading(1.005, ""), "1.00");
   assert.equal(formatReading(NaN, "B"), "–");
   assert.equal(formatReading(null, "%"), "–");
 });

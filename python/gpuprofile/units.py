@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from decimal import ROUND_HALF_UP, Decimal
+
 
 def format_ns(ns: float) -> str:
     """A duration with a unit a person reads at a glance."""
@@ -23,8 +26,20 @@ _SI_PREFIXES = (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
 
 
 def _sig3(x: float) -> str:
+    """3 significant digits, rounded as the widget's JavaScript rounds (Math.round, toFixed,
+    toPrecision: halves of the exact binary value away from zero), so both read alike."""
     a = abs(x)
-    return f"{x:.0f}" if a >= 100 else f"{x:.1f}" if a >= 10 else f"{x:.2f}"
+    if a == 0:
+        return "0"
+    if a >= 100:
+        return str(math.floor(x + 0.5))
+    exact = Decimal(x)
+    if a >= 1:
+        return str(exact.quantize(Decimal("0.1" if a >= 10 else "0.01"), rounding=ROUND_HALF_UP))
+    rounded = exact.quantize(Decimal(1).scaleb(exact.adjusted() - 2), rounding=ROUND_HALF_UP)
+    if rounded.adjusted() != exact.adjusted():  # 0.9996 -> 1.00, not 1.000
+        rounded = rounded.quantize(Decimal(1).scaleb(rounded.adjusted() - 2))
+    return format(rounded, "f")
 
 
 def format_si(value: float, unit: str = "") -> str:
