@@ -204,19 +204,19 @@ def _assign_ranks(directory: Path, ranks: list[_RankTables]) -> None:
 def _merge(ranks: list[_RankTables], source_path: str) -> Trace:
     origin = min(r.origin_ns for r in ranks)
     tables: dict[str, pd.DataFrame] = {}
-    for table in ("ops", "kernels", "memcpy", "memset", "runtime", "memory", "counters"):
+    for table, schema in SCHEMA.items():
+        time_key = "start_ns" if "start_ns" in schema else "time_ns"
         parts = []
         for r in ranks:
             columns = dict(r.columns[table])
             shift = r.origin_ns - origin
-            time_key = "time_ns" if table in ("memory", "counters") else "start_ns"
             columns[time_key] = columns[time_key] + shift
             n = len(columns[time_key])
             columns["rank"] = np.full(n, r.rank, dtype=np.int32)
             parts.append(columns)
         merged = {k: _concat([p[k] for p in parts]) for k in parts[0]}
         n = len(merged["rank"])
-        if "id" in SCHEMA[table]:
+        if "id" in schema:
             merged["id"] = np.arange(n, dtype=np.int64)
         tables[table] = make_table(table, merged)
     tables["ops"] = with_nesting(tables["ops"])

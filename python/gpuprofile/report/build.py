@@ -103,7 +103,7 @@ def _rank_report(trace: Trace, rank: int, top: int) -> dict[str, Any]:
         "rank": rank,
         "devices": [
             {k: d.get(k) for k in ("id", "name", "memory_bytes", "sm_count", "compute_capability")}
-            for d in _used_devices(trace, rank, trace.devices(rank))
+            for d in _used_devices(trace, rank)
         ],
         "wall_ns": wall_ns(trace, rank),
         "gpu": None
@@ -161,8 +161,9 @@ def _sampled(trace: Trace, rank: int) -> dict[str, Any] | None:
     }
 
 
-def _used_devices(trace: Trace, rank: int, devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _used_devices(trace: Trace, rank: int) -> list[dict[str, Any]]:
     """Traces list every device on the host; a rank's report names the ones it ran on."""
+    devices = trace.devices(rank)
     used: set[int] = set()
     for table in (trace.kernels, trace.memcpy, trace.memset):
         used.update(int(d) for d in table.loc[table["rank"] == rank, "device"].unique())

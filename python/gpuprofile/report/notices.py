@@ -71,7 +71,8 @@ def _steps_text(meta: dict[str, Any]) -> str | None:
     where = f" in {windows} ({named}; numbered from 0, as ProfilerStep#N)" if ranges else ""
     text = f"recorded {recorded} of {count} steps{where}"
     if not ranges and count <= before:
-        text += f": a window starts after {before} steps (wait {schedule['wait']}, warmup 1)"
+        wait, warmup = schedule["wait"], schedule["warmup"]
+        text += f": a window starts after {before} steps (wait {wait}, warmup {warmup})"
     if tail:
         text += ", and the cell's end after its last step"
     return text + "; wall and GPU times cover what was recorded, not the time between windows."

@@ -55,7 +55,9 @@ FIX_WORKERS = (
     "pin_memory=True and .to(device, non_blocking=True) so copies overlap compute.",
 )
 CODE = """\
-workers = min(8, len(os.sched_getaffinity(0)) - 1)  # leave a core for the training loop
+import os
+
+workers = max(1, min(8, len(os.sched_getaffinity(0)) - 1))  # a core left for the loop
 loader = DataLoader(dataset, batch_size=64, shuffle=True,
                     num_workers=workers,      # build batches in parallel processes
                     pin_memory=True,          # page-locked batches: fast, async copies
