@@ -22,10 +22,8 @@ const TIMELINE_TRAITS = [
   "total_events", "complete",
 ];
 
-
 function render({ model, el }) {
-  const root = document.createElement("div");
-  root.className = "gpuprofile";
+  const root = node("div", "gpuprofile");
   root.dataset.gpuprofile = "loading";
   el.appendChild(root);
 
@@ -35,14 +33,11 @@ function render({ model, el }) {
   let panels = null; // {gauges, hints, roofline}
   let timeline = null;
   let marks = indexMarks(null);
-  let timelineSpan = 0;
   const live = createLive(model.get("live"));
-  const panelSlot = document.createElement("div");
-  panelSlot.className = "gp-panels";
-  const timelineSlot = document.createElement("div");
-  timelineSlot.className = "gp-timeline-slot";
+  const panelSlot = node("div", "gp-panels");
+  const timelineSlot = node("div", "gp-timeline-slot");
   // The text report last: a fallback to read or copy, below what the live panel showed.
-  const textSlot = document.createElement("div");
+  const textSlot = node("div");
   root.append(live.el, panelSlot, timelineSlot, textSlot);
 
   function showMarks(group, label, zoom, windows = []) {
@@ -89,8 +84,7 @@ function render({ model, el }) {
     });
     const gauges = createGauges(summary);
     panels = { gauges, hints, roofline };
-    const row = document.createElement("div");
-    row.className = "gp-panel-row";
+    const row = node("div", "gp-panel-row");
     row.append(hints.el, roofline.el);
     panelSlot.replaceChildren(gauges.el, row);
   }
@@ -119,7 +113,7 @@ function render({ model, el }) {
   function renderTimelinePart() {
     // New data for the same run (a live refill with more windows, then the whole profile):
     // a view the user zoomed or panned stays where it was; the whole view grows with the run.
-    const kept = timeline ? zoomedView(timeline.getView(), timelineSpan) : null;
+    const kept = timeline?.zoomed() ? timeline.getView() : null;
     const keptSelection = timeline ? timeline.selection() : null;
     if (timeline) timeline.destroy();
     timeline = null;
@@ -149,7 +143,6 @@ function render({ model, el }) {
       { onPaint: () => { root.dataset.gpuprofile = "ready"; }, source },
     );
     timelineSlot.replaceChildren(timeline.el);
-    timelineSpan = Number(model.get("span_ns")) || 0;
     if (kept) timeline.setView(kept);
     if (keptSelection) timeline.restoreSelection(keptSelection);
   }
@@ -184,11 +177,6 @@ function render({ model, el }) {
     if (panels) for (const p of Object.values(panels)) p.destroy();
     source.destroy();
   };
-}
-
-/** The view, when it shows less than the whole span (the user zoomed or panned); else null. */
-function zoomedView(view, span) {
-  return view && span > 0 && (view.start > 0 || view.end < span) ? { start: view.start, end: view.end } : null;
 }
 
 export default { render };

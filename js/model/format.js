@@ -113,11 +113,6 @@ export function formatTime(ns) {
   return `${sig3(v / unit.ns)} ${unit.label}`;
 }
 
-/** A value in a gauge's unit ("%", "B/s", "FLOP/s", "B"). */
-export function formatInUnit(x, unit) {
-  return unit === "%" ? formatPercent(x) : formatSI(x, unit || "");
-}
-
 /**
  * A sampled or traced reading in its own unit, as the live panel and the timeline's counter
  * lanes both show it (and the text report: units.format_reading): "73.2%", "1.50 GB",
@@ -153,8 +148,8 @@ export function gaugeReading(g) {
     fraction: known ? fraction : null,
     fill: known ? Math.min(1, Math.max(0, fraction)) : null,
     over: known && fraction > 1,
-    valueText: value === null ? "unknown" : formatInUnit(value, unit),
-    roofText: roof === null ? "unknown" : formatInUnit(roof, unit),
+    valueText: value === null ? "unknown" : formatReading(value, unit),
+    roofText: roof === null ? "unknown" : formatReading(roof, unit),
     percentText: known ? formatFraction(fraction) : UNKNOWN,
   };
 }

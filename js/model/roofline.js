@@ -196,7 +196,6 @@ export function pointRadius(timeNs, maxTimeNs, rMin = 3, rMax = 16) {
   return Math.max(rMin, rMax * Math.sqrt(Math.min(1, t / m)));
 }
 
-
 /** "memory" | "compute" | "unknown" (anything else is unknown), for the point's CSS class. */
 export function boundOf(point) {
   const b = point && point.bound;

@@ -5,7 +5,6 @@
 import { formatDuration, formatTime } from "../model/view.js";
 import { button, node } from "./dom.js";
 
-
 /**
  * @param {{onJump?: (ev) => void, onClose?: () => void, laneLabel?: (laneId) => string}} hooks
  * @returns {{el, showLoading(ev, name), show(details), showMessage(title, text), hide(), destroy()}}

@@ -1,4 +1,4 @@
-// Small DOM builders shared by the timeline's views. Text goes in through textContent only.
+// Small DOM builders shared by every view. Text goes in through textContent only.
 
 export function node(tag, className, text) {
   const el = document.createElement(tag);

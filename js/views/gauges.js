@@ -9,8 +9,6 @@ import "./gauges.css";
 import { gaugeReading, gaugesByRank, ROOF_SOURCE_WORDS } from "../model/format.js";
 import { node } from "./dom.js";
 
-
-
 function gaugeEl(g) {
   const r = gaugeReading(g);
   const box = node("div", "gp-gauge");

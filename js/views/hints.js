@@ -12,7 +12,6 @@ import { button, node } from "./dom.js";
 
 const COPIED_MS = 1500;
 
-
 /** Copy text: the async clipboard API where the page may use it, else a selected textarea. */
 async function copyText(text) {
   try {

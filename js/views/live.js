@@ -10,7 +10,6 @@ import "./live.css";
 import { formatElapsed, readingView, readingsByDevice } from "../model/live.js";
 import { node } from "./dom.js";
 
-
 export function createLive(live) {
   const el = node("div", "gp-live");
 

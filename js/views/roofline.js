@@ -44,7 +44,6 @@ const H = 380;
 const M = { left: 78, right: 16, top: 14, bottom: 44 };
 const LEVEL_WORDS = { op: "ops", kernel: "kernels" };
 
-
 function s(tag, attrs = {}, text) {
   const node = document.createElementNS(SVG_NS, tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));

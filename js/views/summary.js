@@ -2,7 +2,7 @@
 // trace (kernel names, device names, paths) goes through textContent, never through HTML parsing.
 // Hints are not listed here: the hints panel (views/hints.js) shows them.
 
-import { formatBytes } from "../model/format.js";
+import { formatBytes, formatPercent } from "../model/format.js";
 import { formatDuration } from "../model/view.js";
 import { node } from "./dom.js";
 
@@ -19,11 +19,6 @@ export function totalCounts(summary) {
     }
   }
   return totals;
-}
-
-
-function pct(x) {
-  return Number.isFinite(x) ? `${x.toFixed(1)}%` : "–";
 }
 
 function number(x) {
@@ -66,7 +61,7 @@ function topTable(title, items, denominator, shareLabel, limit = 10) {
   const withShare = Number(denominator) > 0;
   const rows = items.slice(0, limit).map((k) => {
     const row = [k.name ?? "", number(k.count), formatDuration(Number(k.total_ns))];
-    if (withShare) row.push(pct((100 * Number(k.total_ns)) / Number(denominator)));
+    if (withShare) row.push(formatPercent((100 * Number(k.total_ns)) / Number(denominator)));
     return row;
   });
   const headers = ["name", "count", "total"];
@@ -95,9 +90,9 @@ function rankSection(rank, multi) {
   const gpu = rank.gpu;
   if (gpu) {
     stat("GPU window", formatDuration(Number(gpu.window_ns)));
-    stat("busy", formatDuration(Number(gpu.busy_ns)), pct(Number(gpu.busy_pct)));
+    stat("busy", formatDuration(Number(gpu.busy_ns)), formatPercent(Number(gpu.busy_pct)));
     const idlePct = Number(gpu.window_ns) > 0 ? (100 * Number(gpu.idle_ns)) / Number(gpu.window_ns) : NaN;
-    stat("idle", formatDuration(Number(gpu.idle_ns)), pct(idlePct));
+    stat("idle", formatDuration(Number(gpu.idle_ns)), formatPercent(idlePct));
     if (gpu.compute_ns != null) stat("compute", formatDuration(Number(gpu.compute_ns)));
     if (gpu.non_compute_ns != null) stat("non-compute", formatDuration(Number(gpu.non_compute_ns)));
   } else {

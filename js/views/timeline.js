@@ -502,6 +502,8 @@ export function createTimeline(data, hooks = {}) {
     el,
     redraw: schedule,
     getView: () => ({ ...view }),
+    /** Whether the view shows less than the whole trace (the user zoomed or panned). */
+    zoomed: () => view.start > 0 || view.end < span,
     /** The selected event as new data of the same run can find it again (ids change). */
     selection() {
       const lane = selected && laneById.get(selected.lane);
@@ -512,8 +514,9 @@ export function createTimeline(data, hooks = {}) {
     /** Select again the event a selection() of earlier data named, if this data holds it. */
     restoreSelection(sel) {
       const lane = lanes.find((l) => l.label === sel.label && l.group === sel.group);
-      const r = lane ? rowAt(overview, table, lane.id, sel.start_ns, sel.dur_ns) : -1;
-      if (r >= 0 && !overview.merged) selectEvent(eventAt(overview, table, r));
+      if (!lane || overview.merged) return;
+      const r = rowAt(overview, table, lane.id, sel.start_ns, sel.dur_ns);
+      if (r >= 0) selectEvent(eventAt(overview, table, r));
     },
     setView,
     zoomTo(start, end) {
