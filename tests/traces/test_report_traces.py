@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -22,16 +23,8 @@ def test_real_traces_report_as_plain_json(trace: str) -> None:
     assert report["roofline"]["points"]
 
 
-KINETO_FILES = sorted((SHARED_TRACES / "kineto").glob("*.json*"))
-RUN_DIRS = sorted(p for p in (SHARED_TRACES / "kineto-distributed").glob("*") if p.is_dir())
-# Without ../shared the list is empty: one case that says so (and fails under CI=true) rather
-# than pytest's silent skip of an empty parameter set.
-SHARED = KINETO_FILES + RUN_DIRS or [SHARED_TRACES / "kineto"]
-
-
-@pytest.mark.parametrize("path", SHARED, ids=lambda p: p.name)
-def test_every_shared_trace_renders_as_text(path) -> None:  # type: ignore[no-untyped-def]
-    profile = gpuprofile.load(require_trace(path))
+def test_every_shared_trace_renders_as_text(kineto_path: Path) -> None:
+    profile = gpuprofile.load(kineto_path)
     text = profile.text()
     report = profile.report()
     assert text.startswith("gpuprofile report (kineto:")

@@ -17,7 +17,7 @@ import gpuprofile
 from gpuprofile.capture.chunks import merge_chunks
 from gpuprofile.capture.sources import Reading
 from gpuprofile.importers.kineto import load_kineto
-from gpuprofile.trace.model import TIMELINE_TABLES, Trace
+from gpuprofile.trace.model import Trace
 from gpuprofile.widget.live import ChunkRefills, LiveFeed
 from synthetic import synthetic_trace
 
@@ -227,7 +227,7 @@ def test_a_live_feed_fills_its_widget_with_the_windows_analysed() -> None:
     feed.start()
     windows = [window(0, kernels=7), window(1, kernels=5)]
     # Every timeline event of both windows, counted on the windows themselves.
-    expected = sum(len(w.table(t)) for w in windows for t in TIMELINE_TABLES)
+    expected = sum(len(w.ops) + len(w.runtime) + len(w.kernels) for w in windows)
     for chunk in windows:
         feed.show_chunk(chunk, None)
     deadline = time.monotonic() + 30
