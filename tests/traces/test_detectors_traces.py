@@ -27,7 +27,7 @@ from gpuprofile.hardware.match import hardware_for_trace
 from gpuprofile.hardware.model import UNKNOWN
 from gpuprofile.importers.kineto import load_kineto
 from prerequisites import SHARED_TRACES, require_trace
-from reference import merged
+from reference import merged, union_length
 
 pytestmark = pytest.mark.traces
 
@@ -55,10 +55,6 @@ def kernels_of(doc: Any) -> list[dict[str, Any]]:
 def interval(e: dict[str, Any]) -> tuple[Decimal, Decimal]:
     start = Decimal(e["ts"]) * 1000
     return start, start + Decimal(e["dur"]) * 1000
-
-
-def length(blocks: list[tuple[Decimal, Decimal]]) -> Decimal:
-    return sum((end - start for start, end in blocks), Decimal(0))
 
 
 def intersection(a: list[tuple[Decimal, Decimal]], b: list[tuple[Decimal, Decimal]]) -> Decimal:
@@ -103,8 +99,8 @@ def test_communication_time_is_the_union_of_nccl_kernels(relative: str, traces: 
             on_device = [e for e in kernels if e["args"].get("device") == device]
             comm = merged([interval(e) for e in on_device if e["name"].startswith("nccl")])
             compute = merged([interval(e) for e in on_device if not NOT_COMPUTE.search(e["name"])])
-            comm_ns += length(comm)
-            exposed += length(comm) - intersection(comm, compute)
+            comm_ns += union_length(comm)
+            exposed += union_length(comm) - intersection(comm, compute)
         count = sum(e["name"].startswith("nccl") for e in kernels)
         if exposed < Decimal("0.01") * wall(doc):
             assert rank not in hints
@@ -148,7 +144,7 @@ def test_communication_on_a_cpu_only_gloo_trace(traces: Any) -> None:
     assert hint.numbers["collective_events"] == sum(
         e.get("name", "").startswith("gloo:") for e in events
     )
-    assert abs(hint.numbers["comm_ns"] - length(gloo)) <= 10
+    assert abs(hint.numbers["comm_ns"] - union_length(gloo)) <= 10
 
 
 # --- attention -----------------------------------------------------------------------------
@@ -213,7 +209,7 @@ def test_launch_overhead_fires_on_bert_small_kernels(traces: Any) -> None:
     )
     # Whatever it claims back is GPU idle time inside the kernels' window.
     blocks = merged([interval(e) for e in kernels])
-    idle = (blocks[-1][1] - blocks[0][0]) - length(blocks)
+    idle = (blocks[-1][1] - blocks[0][0]) - union_length(blocks)
     assert 0 < hint.gain_ns <= idle
 
 

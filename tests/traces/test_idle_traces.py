@@ -387,7 +387,7 @@ def test_the_loader_stall_is_ranked_once() -> None:
     # OWLv2's GPU idles mostly while the single-process DataLoader builds batches: the idle
     # hint and the loader hint would claim the same ~0.5 s at the top of the list.
     name = "tracelens_h100_owlv2_large_inference.json.gz"
-    analysis = Analysis(load_kineto(require_trace(KINETO / name)), UNKNOWN)
+    analysis = analysis_of(name)
     (idle_hint,) = gpu_idle.detect(analysis)
     assert idle_hint.numbers["dominant_cause"] == "data-loading"
     assert len(data_loading.detect(analysis)) == 1

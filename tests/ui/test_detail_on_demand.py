@@ -62,7 +62,7 @@ def _is_kernel_box(text: str) -> bool:
 def test_zooming_in_fetches_real_events(
     page, jupyterlab: str, notebook_dir: Path, artifacts_dir: Path
 ) -> None:
-    expected, _ = run_expecting(
+    expected = run_expecting(
         page, jupyterlab, notebook_dir, "detail.ipynb", SOURCE.format(tests=str(TESTS))
     )
     assert expected["total"] > DETAIL_THRESHOLD

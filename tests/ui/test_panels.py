@@ -106,7 +106,7 @@ p
 def expected(module_page, jupyterlab: str, notebook_dir: Path) -> dict:
     require_trace(TRACE)
     source = SOURCE.format(trace=str(TRACE))
-    values: dict = run_expecting(module_page, jupyterlab, notebook_dir, "panels.ipynb", source)[0]
+    values: dict = run_expecting(module_page, jupyterlab, notebook_dir, "panels.ipynb", source)
     return values
 
 

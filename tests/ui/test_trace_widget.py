@@ -75,7 +75,7 @@ p
 def expected(module_page, jupyterlab: str, notebook_dir: Path) -> dict:
     require_trace(TRACE)
     source = SOURCE.format(tests=str(TESTS), trace=str(TRACE), substring=SUBSTRING, regex=REGEX)
-    values: dict = run_expecting(module_page, jupyterlab, notebook_dir, "trace.ipynb", source)[0]
+    values: dict = run_expecting(module_page, jupyterlab, notebook_dir, "trace.ipynb", source)
     return values
 
 

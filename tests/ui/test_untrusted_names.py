@@ -83,7 +83,7 @@ def test_html_in_names_stays_text(
     module_page, jupyterlab: str, notebook_dir: Path, trace_path: Path, artifacts_dir: Path
 ) -> None:
     page = module_page
-    counts, _ = run_expecting(
+    counts = run_expecting(
         page, jupyterlab, notebook_dir, "untrusted.ipynb", SOURCE.format(path=str(trace_path))
     )
     assert counts["ops"] == _count("cpu_op") and counts["kernels"] == _count("kernel")
@@ -132,7 +132,7 @@ def test_html_in_names_stays_text(
 def test_widget_in_notebook_7(
     page, jupyterlab: str, notebook_dir: Path, trace_path: Path, artifacts_dir: Path
 ) -> None:
-    counts, _ = run_expecting(
+    counts = run_expecting(
         page,
         jupyterlab,
         notebook_dir,

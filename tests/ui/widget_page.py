@@ -215,12 +215,12 @@ def open_notebook(
 
 def run_expecting(
     page: Any, url: str, directory: Path, name: str, *sources: str, app: str = "lab"
-) -> tuple[Any, str]:
+) -> Any:
     """Write the notebook of `sources` as `name`, run it, and return what a cell printed after
-    GPUPROFILE_EXPECT (expectations it computed in the kernel) with the text of all outputs."""
+    GPUPROFILE_EXPECT (expectations it computed in the kernel)."""
     (directory / name).write_text(json.dumps(notebook_json(*sources)))
     outputs = open_notebook(page, url, name, marker="GPUPROFILE_EXPECT", app=app)
-    return printed(outputs, "GPUPROFILE_EXPECT"), outputs
+    return printed(outputs, "GPUPROFILE_EXPECT")
 
 
 def printed(outputs: str, tag: str) -> Any:

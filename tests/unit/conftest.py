@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.testing import globalipapp
@@ -15,3 +18,13 @@ def shell() -> InteractiveShell:
     assert ip is not None
     ip.run_line_magic("load_ext", "gpuprofile")
     return ip
+
+
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The temporary folder a capture writes its --steps windows into while it runs (they go
+    when it ends): here, an empty folder of the test's own."""
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,6 +23,13 @@ from gpuprofile.widget.live import ChunkRefills, LiveFeed
 from synthetic import synthetic_trace
 
 CPU = Reading("process CPU", "%", -1, 50.0)
+
+
+def wait_until(done: Callable[[], bool], timeout: float = 10) -> None:
+    """Poll until done() or the timeout; the assertions after it say what did not happen."""
+    deadline = time.monotonic() + timeout
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 def test_updates_are_spaced_and_stop_when_the_cell_ends() -> None:
@@ -143,9 +151,7 @@ def test_windows_are_shown_off_the_callers_thread_and_coalesce() -> None:
         refills.add(window(index))
     assert fills == []
     release.set()
-    deadline = time.monotonic() + 10
-    while (not fills or fills[-1][1] != [0, 1, 2, 3, 4]) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: bool(fills) and fills[-1][1] == [0, 1, 2, 3, 4])
     refills.close()
     # Windows that came during a refill went into the next one together: fewer refills than
     # windows, and the last shows all of them, each once.
@@ -167,9 +173,7 @@ def test_refills_rest_so_they_take_a_bounded_share_of_the_time() -> None:
     refills = ChunkRefills(fill, merge_chunks, busy_share=share)
     for index in range(3):
         refills.add(window(index))
-        deadline = time.monotonic() + 10
-        while len(spans) <= index and time.monotonic() < deadline:
-            time.sleep(0.005)
+        wait_until(lambda index=index: len(spans) > index)
     refills.close()
     assert len(spans) == 3
     # After a refill of d seconds the next starts no sooner than d * (1 - share) / share later.
@@ -183,9 +187,7 @@ def test_closing_ends_a_rest_at_once() -> None:
         lambda trace: (time.sleep(0.2), fills.append(indexes(trace))), merge_chunks, 0.01
     )
     refills.add(window(0))
-    deadline = time.monotonic() + 10
-    while not fills and time.monotonic() < deadline:
-        time.sleep(0.005)
+    wait_until(lambda: bool(fills))
     refills.add(window(1))  # arrives during a ~20 s rest
     started = time.monotonic()
     refills.close()
@@ -206,12 +208,9 @@ def test_a_failing_refill_is_reported_in_the_panel_and_later_ones_still_run() ->
 
     feed.refills = ChunkRefills(fill, merge_chunks, busy_share=1.0)
     feed.show_chunk(window(0), None)
-    deadline = time.monotonic() + 10
-    while not calls and time.monotonic() < deadline:
-        time.sleep(0.005)
+    wait_until(lambda: bool(calls))
     feed.show_chunk(window(1), None)
-    while len(calls) < 2 and time.monotonic() < deadline:
-        time.sleep(0.005)
+    wait_until(lambda: len(calls) >= 2)
     feed.finish()
     # The failed refill did not become the shown state: the next one merged both windows.
     assert calls == [[0], [0, 1]]
@@ -230,9 +229,7 @@ def test_a_live_feed_fills_its_widget_with_the_windows_analysed() -> None:
     expected = sum(len(w.ops) + len(w.runtime) + len(w.kernels) for w in windows)
     for chunk in windows:
         feed.show_chunk(chunk, None)
-    deadline = time.monotonic() + 30
-    while widget.total_events < expected and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: widget.total_events >= expected, timeout=30)
     feed.finish()
     assert widget.total_events == expected
     assert widget.summary["hints"] is not None

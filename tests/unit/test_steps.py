@@ -46,17 +46,6 @@ def optimizer_hooks() -> int:
     return len(torch_optimizer._global_optimizer_post_hooks)
 
 
-@pytest.fixture
-def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Where a capture writes its windows' files while it runs (they go when it ends)."""
-    import tempfile
-
-    folder = tmp_path / "scratch"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
-
-
 def window_files(scratch: Path) -> list[Path]:
     """The windows torch has written so far, in order."""
     return sorted(
@@ -352,13 +341,10 @@ def test_magic_refuses_bad_options_before_the_cell_runs(
 
 
 def test_windows_are_read_once_when_the_capture_ends_and_leave_no_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tempfile
-
     import gpuprofile.capture.windows as windows_module
 
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     reads: list[int] = []
     read = windows_module.load_kineto_windows
 
@@ -370,14 +356,14 @@ def test_windows_are_read_once_when_the_capture_ends_and_leave_no_files(
     with gpuprofile.profile(steps=(0, 2, 0), interval=None) as p:
         matmul_steps(9)
         during = list(reads)
-        scratch = list(tmp_path.glob("gpuprofile-windows-*/*.json"))
+        written = window_files(scratch)
     # The cell's thread only wrote the windows out; they were read in one pass at the end.
-    assert during == [] and len(scratch) == 3
+    assert during == [] and len(written) == 3
     assert reads == [3]
     assert int((p.trace.ops["name"] == "aten::mm").sum()) == sum(
         i + 1 for i in recorded(0, 2, 0, 9)
     )
-    assert list(tmp_path.iterdir()) == []
+    assert list(scratch.iterdir()) == []
 
 
 def test_a_window_that_cannot_be_read_is_listed_and_the_others_kept(scratch: Path) -> None:
@@ -393,12 +379,8 @@ def test_a_window_that_cannot_be_read_is_listed_and_the_others_kept(scratch: Pat
 
 
 def test_scratch_windows_go_even_when_the_capture_fails_to_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tempfile
-
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-
     real_end = step_state.end
 
     def broken_end() -> None:  # as torch.cuda.synchronize() raises after a device assert
@@ -411,8 +393,8 @@ def test_scratch_windows_go_even_when_the_capture_fails_to_end(
         gpuprofile.profile(steps=(0, 1, 0), interval=None),
     ):
         matmul_steps(6)
-        assert list(tmp_path.glob("gpuprofile-windows-*/*.json"))
-    assert list(tmp_path.iterdir()) == []
+        assert window_files(scratch)
+    assert list(scratch.iterdir()) == []
     assert not profiler_running()
 
 

@@ -22,6 +22,7 @@ from gpuprofile.errors import TraceFormatError
 from gpuprofile.importers.kineto import load_kineto, load_kineto_windows
 from gpuprofile.importers.kineto_format import scan_extent
 from gpuprofile.trace.model import Trace
+from reference import union_length
 
 WINDOWS = [(100, 200), (500, 650), (900, 1000)]
 
@@ -92,21 +93,13 @@ def test_merged_windows_leave_the_time_between_them_out_of_wall_and_idle(tmp_pat
     expected_idle = 0
     for window in chunks:
         kernels = window.kernels
-        first = int(kernels["start_ns"].min())
-        last = int((kernels["start_ns"] + kernels["dur_ns"]).max())
-        covered = np.zeros(last - first, dtype=bool)
-        for s, d in zip(kernels["start_ns"], kernels["dur_ns"], strict=True):
-            covered[int(s) - first : int(s) + int(d) - first] = True
-        expected_idle += int((~covered).sum())
+        start = [int(s) for s in kernels["start_ns"]]
+        end = [s + int(d) for s, d in zip(start, kernels["dur_ns"], strict=True)]
+        expected_idle += (max(end) - min(start)) - union_length(zip(start, end, strict=True))
     assert breakdown.idle_ns == expected_idle
 
 
-def test_a_steps_capture_reports_the_wall_of_its_windows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import tempfile
-
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+def test_a_steps_capture_reports_the_wall_of_its_windows(scratch: Path) -> None:
     a = torch.ones(16, 16)
     with gpuprofile.profile(steps=(2, 2, 3), interval=None) as p:
         for _ in range(15):  # 3 cycles of wait 2, warmup 1, active 2
@@ -114,7 +107,7 @@ def test_a_steps_capture_reports_the_wall_of_its_windows(
                 a @ a
             gpuprofile.step()
         # The windows torch wrote (gone once the capture ends).
-        files = [json.loads(f.read_text()) for f in tmp_path.glob("gpuprofile-windows-*/*")]
+        files = [json.loads(f.read_text()) for f in scratch.glob("gpuprofile-windows-*/*")]
     assert len(files) == 3
     categories = {"cpu_op", "user_annotation", "python_function", "cuda_runtime", "kernel"}
     expected = 0
