@@ -62,19 +62,17 @@ def run_ours(train: Callable[[], None], active: int, live: bool) -> dict[str, fl
     result = Profile()
     options = CaptureOptions(steps=(0, active, 0))
     with collected():
+        if feed is not None:
+            feed.start()
         started = time.perf_counter()
-        with capture(
-            options,
-            result,
-            on_chunk=(lambda window: feed.show_chunk(window, None)) if feed is not None else None,
-            on_recording=feed.recording if feed is not None else None,
-        ):
+        # As in a notebook: readings, step counts and windows all go to the live panel.
+        with capture(options, result, **(feed.hooks(None) if feed is not None else {})):
             train(gpuprofile.step)
             ended = time.perf_counter()
             if feed is not None:
                 feed.cell_ended()
         done = time.perf_counter()
-    refills = feed.refills if feed is not None and feed.refills is not None else None
+    refills = feed.refills if feed is not None else None
     return {
         "loop": ended - started,
         "total": done - started,

@@ -95,8 +95,9 @@ class GpuprofileMagics(Magics):
         live = _LiveOutput(_cell_id(shell)) if in_kernel() else None
         # IPython leaves this frame out of tracebacks: the user sees their cell's own lines.
         __tracebackhide__ = True
+        hooks = live.feed.hooks(hardware) if live is not None else {}
         try:
-            with capture(options, result, **(live.hooks(hardware) if live is not None else {})):
+            with capture(options, result, **hooks):
                 try:
                     exec(compiled, shell.user_ns)
                 finally:
@@ -146,16 +147,6 @@ class _LiveOutput:
         self.feed = LiveFeed(widget)
         self.feed.start()
         self.handle: Any = display(self.feed.widget, display_id=True)
-
-    def hooks(self, hardware: Hardware | None) -> dict[str, Any]:
-        """capture()'s callbacks that feed this output: readings, steps, recorded windows."""
-        feed = self.feed
-        return {
-            "on_sample": feed,
-            "on_step": feed.set_steps,
-            "on_chunk": lambda window: feed.show_chunk(window, hardware),
-            "on_recording": feed.recording,
-        }
 
     def become(self, result: Profile) -> None:
         """The output becomes the profile's: the same widget, filled, plus the text report for

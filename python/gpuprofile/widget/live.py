@@ -138,6 +138,15 @@ class LiveFeed:
         self._cell_ended = False
         self._elapsed_s: float | None = None
 
+    def hooks(self, hardware: Hardware | None) -> dict[str, Any]:
+        """capture()'s callbacks that feed this panel: readings, steps, recorded windows."""
+        return {
+            "on_sample": self,
+            "on_step": self.set_steps,
+            "on_chunk": lambda window: self.show_chunk(window, hardware),
+            "on_recording": self.recording,
+        }
+
     def start(self) -> None:
         self.widget.live = {
             "running": True, "elapsed_s": 0.0, "steps": 0, "readings": [], "missing": {},
