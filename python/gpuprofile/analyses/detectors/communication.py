@@ -138,7 +138,7 @@ def _gpu_hint(trace: Trace, rank: int) -> Hint | None:
     exposed_pct = 100.0 * exposed / comm_ns if comm_ns else 0.0
     return Hint(
         kind="communication",
-        title=(f"{format_ns(exposed)} of collectives not hidden by compute"),
+        title=f"{format_ns(exposed)} of collectives not hidden by compute",
         severity=severity_for(exposed, wall),
         gain_ns=int(exposed),
         gain_method=(
@@ -192,7 +192,7 @@ def _cpu_hint(trace: Trace, rank: int) -> Hint | None:
     top = ", ".join(f"{name} x{count}" for name, count in counts.head(4).items())
     return Hint(
         kind="communication",
-        title=(f"{format_ns(exposed)} of CPU collectives (gloo) not overlapped"),
+        title=f"{format_ns(exposed)} of CPU collectives (gloo) not overlapped",
         severity=severity_for(exposed, wall),
         gain_ns=int(exposed),
         gain_method=(

@@ -150,7 +150,7 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
         )
     return Hint(
         kind="low-occupancy",
-        title=(f"{_count(len(hits), 'kernel')} leave SMs idle ({sms} SMs)"),
+        title=f"{_count(len(hits), 'kernel')} leave SMs idle ({sms} SMs)",
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(

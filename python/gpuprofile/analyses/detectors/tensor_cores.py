@@ -245,7 +245,7 @@ def _alignment_hint(
     dtypes = ", ".join(sorted(set(ops["dtype"])))
     return Hint(
         kind="tensor-cores-unused",
-        title=(f"{len(ops)} {dtypes} matmuls with dims not multiples of 8"),
+        title=f"{len(ops)} {dtypes} matmuls with dims not multiples of 8",
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
