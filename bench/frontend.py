@@ -160,10 +160,11 @@ def run_case(browser: Any, label: str, profile: Any, *, all_in_page: bool = Fals
     from gpuprofile.widget.widget import make_widget
 
     started = time.perf_counter()
-    summary = {**profile.report(), "text": profile.text()}
     # All in the page: no overview, every event crosses at once (the renderer's worst case).
     threshold = {"detail_threshold": 10**12} if all_in_page else {}
-    widget = make_widget(summary, profile.trace, profile.analysis, **threshold)
+    widget = make_widget(
+        profile.report(), profile.trace, profile.analysis, text=profile.text(), **threshold
+    )
     prepare_s = time.perf_counter() - started
     json_state, byte_state = widget_state(widget)
     events = byte_state["events"]
@@ -266,7 +267,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     import gpuprofile
-    from gpuprofile.result import Profile
+    from gpuprofile.profiles import Profile
     from synthetic import synthetic_trace
 
     cases: list[tuple[str, Any, bool]] = []

@@ -53,20 +53,20 @@ def run_torch(train: Callable[[], None], active: int, directory: Path) -> dict[s
 
 def run_ours(train: Callable[[], None], active: int, live: bool) -> dict[str, float]:
     import gpuprofile
-    from gpuprofile.capture.session import CaptureOptions, capture
-    from gpuprofile.result import Profile
+    from gpuprofile.capture.options import CaptureOptions
+    from gpuprofile.capture.session import capture
     from gpuprofile.widget.live import LiveFeed
     from gpuprofile.widget.widget import ProfileWidget
 
     feed = LiveFeed(ProfileWidget()) if live else None
-    result = Profile()
     options = CaptureOptions(steps=(0, active, 0))
     with collected():
         if feed is not None:
             feed.start()
         started = time.perf_counter()
         # As in a notebook: readings, step counts and windows all go to the live panel.
-        with capture(options, result, **(feed.hooks(None) if feed is not None else {})):
+        hooks = feed.hooks(None) if feed is not None else {}
+        with capture(options, **hooks) as recording:
             train(gpuprofile.step)
             ended = time.perf_counter()
             if feed is not None:
@@ -76,7 +76,7 @@ def run_ours(train: Callable[[], None], active: int, live: bool) -> dict[str, fl
     return {
         "loop": ended - started,
         "total": done - started,
-        "windows": float(len(result.trace.meta.get("chunks", []))),
+        "windows": float(len(recording.trace.meta.windows)),
         "refills": float(refills.refills) if refills is not None else 0.0,
         "refill_s": refills.busy_s if refills is not None else 0.0,
     }

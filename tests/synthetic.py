@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from gpuprofile.trace.meta import RankMeta, Source, TraceMeta
 from gpuprofile.trace.model import Trace, make_table
 
 KERNEL_NAMES = (
@@ -143,14 +144,10 @@ def synthetic_trace(
             )
         )
     frames = {t: _concat(parts) for t, parts in tables.items()}
-    meta = {
-        "source": {"format": "synthetic", "path": None},
-        "origin_ns": 0,
-        "ranks": {
-            r: {"devices": [{"id": 0, "name": "Synthetic GPU"}], "thread_names": {}}
-            for r in range(ranks)
-        },
-    }
+    meta = TraceMeta(
+        source=Source(format="synthetic"),
+        ranks={r: RankMeta(devices=({"id": 0, "name": "Synthetic GPU"},)) for r in range(ranks)},
+    )
     return Trace(**frames, memory=_concat(memory), meta=meta)
 
 

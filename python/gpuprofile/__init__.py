@@ -10,17 +10,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gpuprofile.errors import GpuprofileError, ProfilerBusyError, TraceFormatError
+from gpuprofile.errors import GpuprofileError, OptionError, ProfilerBusyError, TraceFormatError
+from gpuprofile.hardware.model import Hardware
 from gpuprofile.load import load
-from gpuprofile.result import Profile, last
+from gpuprofile.profiles import Profile, last, profile
 
 if TYPE_CHECKING:
     from gpuprofile.capture.calibrate import calibrate
-    from gpuprofile.capture.session import profile
 
 __version__ = "0.1.0"
 __all__ = [
     "GpuprofileError",
+    "Hardware",
+    "OptionError",
     "Profile",
     "ProfilerBusyError",
     "TraceFormatError",
@@ -33,10 +35,15 @@ __all__ = [
 
 
 def step() -> int:
-    """Mark a step of the running capture (``%%gpuprofile`` or ``gpuprofile.profile()``): the
-    live step count moves and, with ``--steps`` / ``steps=``, the profiler's schedule advances.
-    ``optimizer.step()`` counts on its own unless this is called in the same capture, so a
-    loop never counts a step twice. Returns the steps so far; outside a capture, does nothing."""
+    """Mark a step of the running capture (``%%gpuprofile`` or ``gpuprofile.profile()``).
+
+    The live step count moves and, with ``--steps`` / ``steps=``, the profiler's schedule
+    advances. ``optimizer.step()`` counts on its own unless this is called in the same capture,
+    so a loop never counts a step twice.
+
+    Returns:
+        The steps counted so far; 0 outside a capture, where it does nothing.
+    """
     # capture/steps.py imports no torch at import time; reading a trace stays torch-free.
     from gpuprofile.capture.steps import step as mark_step
 
@@ -45,10 +52,6 @@ def step() -> int:
 
 def __getattr__(name: str) -> Any:
     # Only capture/ imports torch; importing gpuprofile to read a trace must not.
-    if name == "profile":
-        from gpuprofile.capture.session import profile
-
-        return profile
     if name == "calibrate":
         from gpuprofile.capture.calibrate import calibrate
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from gpuprofile.errors import GpuprofileError
-from gpuprofile.result import Profile
+from gpuprofile.profiles import Profile
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             from gpuprofile.capture.demo import transformer_block_steps
 
-            _emit(transformer_block_steps(), args.format)
+            _emit(Profile(transformer_block_steps()), args.format)
     except GpuprofileError as exc:
         print(f"gpuprofile: error: {exc}", file=sys.stderr)
         return 2

@@ -16,6 +16,17 @@ class TraceFormatError(GpuprofileError):
         super().__init__(f"{self.path}: {problem}")
 
 
+class OptionError(GpuprofileError, ValueError):
+    """An option of ``gpuprofile.profile()`` or ``%%gpuprofile`` cannot work, found before the
+    profiled code runs; ``option`` is its keyword, ``value`` what was given."""
+
+    def __init__(self, option: str, value: object, problem: str) -> None:
+        self.option = option
+        self.value = value
+        self.problem = problem
+        super().__init__(f"{option}={value!r}: {problem}")
+
+
 class ProfilerBusyError(GpuprofileError):
     """Another torch.profiler session is already recording in this process."""
 

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.hardware.model import Hardware
 from gpuprofile.importers.kineto import load_kineto
-from gpuprofile.result import Profile
-
-if TYPE_CHECKING:
-    from gpuprofile.hardware.model import Hardware
+from gpuprofile.profiles import Profile
 
 
 def load(path: str | Path, *, hardware: Hardware | None = None) -> Profile:
-    """Read a PyTorch profiler / Kineto trace (.json, .json.gz, or a directory of rank files).
+    """Read a PyTorch profiler / Kineto trace into a Profile.
 
-    The roofs are the datasheet's for the device named in the trace unless ``hardware`` is
-    given (for example ``gpuprofile.calibrate()`` on the machine the trace came from).
+    Parameters:
+        path: a ``.json`` or ``.json.gz`` trace, or a directory holding one file per rank.
+        hardware: the roofs to analyse against; None: the datasheet of the device named in
+            the trace (or, e.g., ``gpuprofile.calibrate()`` on the machine it came from).
+
+    Raises:
+        TraceFormatError: the file is missing, unreadable or not a trace (the message names
+            the file and the problem).
     """
     path = Path(path)
     if not path.exists():

@@ -9,46 +9,41 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from gpuprofile.errors import ProfilerBusyError
-from gpuprofile.hardware.model import Hardware
-from gpuprofile.result import Profile, in_kernel, remember
+from gpuprofile.capture.options import OPTIONS, CaptureOptions
+from gpuprofile.errors import OptionError, ProfilerBusyError
+from gpuprofile.profiles import Profile, in_kernel, remember
+
+_FLAGS = {option.name: option.flag for option in OPTIONS}
+
+
+def _with_options(func: Any) -> Any:
+    """The magic's arguments, one per row of the options table, in its order."""
+    for option in reversed(OPTIONS):  # argument decorators apply innermost first
+        if option.metavar is None:
+            func = argument(
+                option.flag,
+                dest=option.name,
+                action="store_const",
+                const=not option.default,
+                default=option.default,
+                help=option.help,
+            )(func)
+        else:
+            default = f" (default {option.default})" if option.default is not None else ""
+            func = argument(
+                option.flag,
+                dest=option.name,
+                metavar=option.metavar,
+                default=None,
+                help=option.help + default,
+            )(func)
+    return magic_arguments()(func)
 
 
 @magics_class
 class GpuprofileMagics(Magics):
-    @magic_arguments()
-    @argument("--memory", action="store_true", help="record allocator events (profile_memory)")
-    @argument("--stack", action="store_true", help="record Python stacks (with_stack; ~2x slower)")
-    @argument("--no-shapes", action="store_true", help="do not record input shapes")
-    @argument("--export", metavar="PATH", help="also write a Chrome trace (Perfetto, HTA)")
-    @argument(
-        "--interval",
-        metavar="SECONDS",
-        type=float,
-        default=0.1,
-        help="seconds between gauge samples (GPU, CPU, memory); 0 disables (default 0.1)",
-    )
-    @argument(
-        "--steps",
-        metavar="WAIT,ACTIVE[,REPEAT]",
-        help="record only some steps (gpuprofile.step() or optimizer.step()): skip WAIT, warm "
-        "up 1, record ACTIVE, REPEAT times (default 0: until the cell ends); each recorded "
-        "window reaches the widget while the cell runs",
-    )
-    @argument(
-        "--max-events",
-        metavar="N",
-        type=int,
-        default=None,
-        help="with --steps: drop later windows once N timeline events are kept "
-        "(default: min(5 M, available memory / 2 KB))",
-    )
-    @argument(
-        "--hardware",
-        metavar="NAME",
-        help="a variable holding the roofs to use, e.g. hw = gpuprofile.calibrate()",
-    )
     @cell_magic
+    @_with_options
     def gpuprofile(self, line: str, cell: str) -> None:
         """Profile this cell with torch.profiler (CPU, and CUDA where present).
 
@@ -56,48 +51,27 @@ class GpuprofileMagics(Magics):
         exceptions propagate with their own traceback after the profiler has stopped. The
         widget and a plain-text report are displayed; ``gpuprofile.last()`` returns the Profile.
         """
-        from gpuprofile.capture.session import CaptureOptions, capture, profiler_running
-        from gpuprofile.capture.steps import parse_steps
+        from gpuprofile.capture.guard import profiler_running
+        from gpuprofile.capture.session import capture
 
-        args = parse_argstring(self.gpuprofile, line)
-        if args.interval < 0:
-            raise UsageError(f"--interval {args.interval}: must be 0 (off) or positive")
-        try:
-            steps = parse_steps(args.steps) if args.steps is not None else None
-        except ValueError as error:
-            raise UsageError(str(error)) from None
-        if args.max_events is not None and args.max_events < 1:
-            raise UsageError(f"--max-events {args.max_events}: must be positive")
-        try:
-            options = CaptureOptions(
-                record_shapes=not args.no_shapes,
-                profile_memory=args.memory,
-                with_stack=args.stack,
-                export=args.export,
-                interval_s=args.interval or None,
-                steps=steps,
-                max_events=args.max_events,
-            )
-        except ValueError as error:
-            raise UsageError(str(error)) from None
+        shell: Any = self.shell
+        options = _options(parse_argstring(self.gpuprofile, line), shell.user_ns)
         if profiler_running():
             # One clear line, not a traceback; the cell does not run.
             raise UsageError(str(ProfilerBusyError.running()))
-        shell: Any = self.shell
-        hardware = _hardware_variable(shell, args.hardware)
         code = shell.transform_cell(cell)
         # IPython has already counted this cell: name it as its prompt shows (In [N]).
         filename = shell.compile.cache(code, max(shell.execution_count - 1, 0))
         compiled = shell.compile(code, filename, "exec")
-        result = Profile(hardware=hardware)
         # In a notebook the widget shows at once and its live panel moves while the cell runs;
         # a terminal gets the text report at the end.
         live = _LiveOutput(_cell_id(shell)) if in_kernel() else None
         # IPython leaves this frame out of tracebacks: the user sees their cell's own lines.
         __tracebackhide__ = True
-        hooks = live.feed.hooks(hardware) if live is not None else {}
+        hooks = live.feed.hooks(options.hardware) if live is not None else {}
+        recording = None
         try:
-            with capture(options, result, **hooks):
+            with capture(options, **hooks) as recording:
                 try:
                     exec(compiled, shell.user_ns)
                 finally:
@@ -106,7 +80,8 @@ class GpuprofileMagics(Magics):
                         live.feed.cell_ended()
         finally:
             try:
-                if result._trace is not None:
+                if recording is not None and recording.done:
+                    result = Profile(recording.trace, hardware=options.hardware)
                     remember(result)
                     if live is not None:
                         live.become(result)
@@ -116,6 +91,30 @@ class GpuprofileMagics(Magics):
                 # Only now "finished": until the profile is in the widget, it is being built.
                 if live is not None:
                     live.feed.finish()
+
+
+def _options(args: Any, namespace: dict[str, Any]) -> CaptureOptions:
+    """The parsed arguments as CaptureOptions; a problem is one line naming the option as
+    typed, raised before the cell runs."""
+    typed: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    try:
+        for option in OPTIONS:
+            given = getattr(args, option.name)
+            if option.metavar is None:
+                values[option.name] = given
+            elif given is not None:
+                typed[option.name] = given
+                values[option.name] = option.parse(given)
+        if "hardware" in values:
+            name = values["hardware"]
+            if name not in namespace:
+                raise OptionError("hardware", name, f"there is no variable {name!r}")
+            values["hardware"] = namespace[name]
+        return CaptureOptions(**values)
+    except OptionError as error:
+        given = typed.get(error.option, error.value)
+        raise UsageError(f"{_FLAGS[error.option]} {given}: {error.problem}") from None
 
 
 # The widget each notebook cell showed last. ipywidgets keep a widget, and the profile it
@@ -153,14 +152,3 @@ class _LiveOutput:
         notebooks read without widgets (nbconvert, CI logs)."""
         result.fill_widget(self.feed.widget)
         self.handle.update(result)
-
-
-def _hardware_variable(shell: Any, name: str | None) -> Hardware | None:
-    if name is None:
-        return None
-    value = shell.user_ns.get(name)
-    if not isinstance(value, Hardware):
-        raise UsageError(
-            f"--hardware {name}: expected a gpuprofile Hardware, got {type(value).__name__}"
-        )
-    return value

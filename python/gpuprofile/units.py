@@ -1,62 +1,134 @@
-"""How durations and sizes are written for people: one spelling everywhere."""
+"""How numbers are written for people: durations, sizes, rates, FLOP/s, shares and counts.
+
+One spelling everywhere: the text report and every hint format through here, and the widget
+through js/model/format.js, which spells them the same way. Both are held to one table of cases,
+js/model/format.cases.json. Rounding is the widget's (JavaScript's Math.round and toFixed:
+halves of the exact binary value away from zero), so both read alike to the last digit. An
+unknown number (None, NaN, infinite) prints as an en dash, never as a made-up 0.
+"""
 
 from __future__ import annotations
 
 import math
 from decimal import ROUND_HALF_UP, Decimal
 
-
-def format_ns(ns: float) -> str:
-    """A duration with a unit a person reads at a glance."""
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= scale:
-            digits = ".3g" if abs(ns) < 100 * scale else ".0f"
-            return f"{ns / scale:{digits}} {unit}"
-    return f"{ns:.0f} ns"
-
-
-def format_bytes(n: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
-
-
+UNKNOWN = "\u2013"  # an en dash, as the widget shows it
 _SI_PREFIXES = (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+_TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3))
+
+
+def _known(x: float | None) -> float | None:
+    if x is None or isinstance(x, bool):
+        return None
+    value = float(x)
+    return value if math.isfinite(value) else None
+
+
+def _fixed(x: float, digits: int) -> str:
+    """``x.toFixed(digits)``: the exact binary value rounded half away from zero."""
+    return format(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP), "f")
+
+
+def _round(x: float) -> int:
+    """``Math.round``: halves toward +infinity."""
+    return math.floor(x + 0.5)
 
 
 def _sig3(x: float) -> str:
-    """3 significant digits, rounded as the widget's JavaScript rounds (Math.round, toFixed,
-    toPrecision: halves of the exact binary value away from zero), so both read alike."""
+    """3 significant digits without exponent notation: 3.35, 33.5, 335, 3350."""
     a = abs(x)
     if a == 0:
         return "0"
     if a >= 100:
-        return str(math.floor(x + 0.5))
-    exact = Decimal(x)
+        return str(_round(x))
+    if a >= 10:  # 99.96 rounds to 100: 3 digits are then "100", not "100.0"
+        text = _fixed(x, 1)
+        return str(_round(x)) if abs(float(text)) >= 100 else text
     if a >= 1:
-        return str(exact.quantize(Decimal("0.1" if a >= 10 else "0.01"), rounding=ROUND_HALF_UP))
+        text = _fixed(x, 2)
+        return _fixed(x, 1) if abs(float(text)) >= 10 else text
+    exact = Decimal(x)
     rounded = exact.quantize(Decimal(1).scaleb(exact.adjusted() - 2), rounding=ROUND_HALF_UP)
     if rounded.adjusted() != exact.adjusted():  # 0.9996 -> 1.00, not 1.000
         rounded = rounded.quantize(Decimal(1).scaleb(rounded.adjusted() - 2))
     return format(rounded, "f")
 
 
-def format_si(value: float, unit: str = "") -> str:
-    """3 significant digits with an SI prefix on the unit: "33.9 GFLOP/s", "1.50 GB", "12.3 k";
-    the same spelling as the widget's formatSI (js/model/format.js)."""
+def format_si(value: float | None, unit: str = "") -> str:
+    """3 significant digits with an SI prefix on the unit: "33.9 GFLOP/s", "1.50 GB", "12.3 k".
+    Prefixes stop at P (larger values keep P) and at none (smaller values keep 3 digits)."""
+    v = _known(value)
+    if v is None:
+        return UNKNOWN
     for prefix, scale in _SI_PREFIXES:
         # Rounded first, so 999.96e9 reads "1.00 T", not "1000 G".
-        if float(_sig3(abs(value) / scale)) >= 1:
-            return f"{_sig3(value / scale)} {prefix}{unit}"
-    return f"{_sig3(value)} {unit}".rstrip() if value else f"0 {unit}".rstrip()
+        if float(_sig3(abs(v) / scale)) >= 1:
+            return f"{_sig3(v / scale)} {prefix}{unit}"
+    return f"{_sig3(v)} {unit}".rstrip()
 
 
-def format_reading(value: float, unit: str) -> str:
-    """A gauge or sampled reading in its unit, as the widget shows it (formatReading): SI
-    prefixes for bytes, rates and plain counts; the number as read for W, MHz and the like."""
+def format_bytes(n: float | None) -> str:
+    return format_si(n, "B")
+
+
+def format_bytes_per_s(rate: float | None) -> str:
+    return format_si(rate, "B/s")
+
+
+def format_flops(flops: float | None) -> str:
+    return format_si(flops, "FLOP")
+
+
+def format_flops_per_s(rate: float | None) -> str:
+    return format_si(rate, "FLOP/s")
+
+
+def format_time(ns: float | None) -> str:
+    """A duration given in ns, 3 significant digits: "850 ns", "12.3 µs", "1.50 ms", "2.00 s"."""
+    v = _known(ns)
+    if v is None:
+        return UNKNOWN
+    if v == 0:
+        return "0 ns"
+    for unit, scale in _TIME_UNITS:
+        # Rounded first, so 999.96 µs reads "1.00 ms", not "1000 µs".
+        if float(_sig3(abs(v) / scale)) >= 1:
+            return f"{_sig3(v / scale)} {unit}"
+    return f"{_round(v)} ns"
+
+
+def format_percent(pct: float | None, digits: int = 1) -> str:
+    """A percentage given in percent: 47.4 -> "47.4%"."""
+    v = _known(pct)
+    return UNKNOWN if v is None else f"{_fixed(v, digits)}%"
+
+
+def format_fraction(fraction: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage: 0.474 -> "47.4%"."""
+    v = _known(fraction)
+    return UNKNOWN if v is None else format_percent(v * 100, digits)
+
+
+def format_count(n: float | None) -> str:
+    """A count with thousands separators: 12345 -> "12,345"."""
+    v = _known(n)
+    return UNKNOWN if v is None else f"{_round(v):,}"
+
+
+def format_intensity(flops_per_byte: float | None) -> str:
+    """Arithmetic intensity: "2.00 FLOP/B"."""
+    v = _known(flops_per_byte)
+    return UNKNOWN if v is None else f"{_sig3(v)} FLOP/B"
+
+
+def format_reading(value: float | None, unit: str) -> str:
+    """A gauge or sampled reading in its unit: SI prefixes for bytes, rates and plain counts;
+    the number as read for W, MHz and the like (no "1.50 kMHz")."""
+    v = _known(value)
+    if v is None:
+        return UNKNOWN
     if unit == "%":
-        return f"{value:.1f}%"
+        return format_percent(v)
     if unit in ("", "B", "B/s", "FLOP/s"):
-        return format_si(value, unit)
-    return f"{value:.0f} {unit}" if float(value).is_integer() else f"{value:.1f} {unit}"
+        return format_si(v, unit)
+    return f"{int(v) if v.is_integer() else _fixed(v, 1)} {unit}"

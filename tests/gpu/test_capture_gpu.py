@@ -21,7 +21,8 @@ def test_gpu_capture_records_every_kernel_and_the_cell_device_time() -> None:
     assert len(gemms) == rank["counts"]["kernels"]
     assert rank["gpu"]["busy_ns"] > 0
     assert rank["devices"][0]["name"] == torch.cuda.get_device_name(0)
-    cuda_ns = p.trace.meta["cuda_event_ns"]
+    cuda_ns = p.trace.meta.cuda_event_ns
+    assert cuda_ns is not None
     # The CUDA events bracket the block, so they cover at least the GPU's busy time.
     assert cuda_ns >= rank["gpu"]["busy_ns"] * 0.95
 

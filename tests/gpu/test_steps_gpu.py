@@ -26,12 +26,11 @@ def test_windows_on_a_gpu_keep_their_kernels_and_leave_the_gaps_out(tmp_path: Pa
             time.sleep(0.05)  # host time between kernels, in windows and between them
             gpuprofile.step()
     trace = p.trace
-    chunks = trace.meta["chunks"]
-    assert len(chunks) == 3
+    assert len(trace.meta.windows) == 3
     # 2 recorded steps per window, a gemm and a tanh 5 times each: at least 20 kernels per
     # window (cuBLAS may split a gemm), as many in each, every one launched by an op.
     kernels = trace.kernels
-    windows = sorted((c["start_ns"], c["end_ns"]) for c in chunks)
+    windows = sorted((w.start_ns, w.end_ns) for w in trace.meta.windows)
     start_ns = kernels["start_ns"].to_numpy()
     per_window = [int(((start_ns >= s) & (start_ns < e)).sum()) for s, e in windows]
     assert per_window[0] >= 20 and len(set(per_window)) == 1 and sum(per_window) == len(kernels)

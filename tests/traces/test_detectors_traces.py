@@ -21,6 +21,7 @@ from gpuprofile.analyses.detectors import (
     launch_overhead,
     low_occupancy,
     roofline_bound,
+    run_detectors,
     tensor_cores,
 )
 from gpuprofile.hardware.match import hardware_for_trace
@@ -88,9 +89,9 @@ def wall(doc: Any) -> Decimal:
 )
 def test_communication_time_is_the_union_of_nccl_kernels(relative: str, traces: Any) -> None:
     path = path_of(relative)
-    # Through run_detectors (Analysis.hints), which names the rank in multi-rank titles.
+    # Through run_detectors (run_detectors(analysis)), which names the rank in multi-rank titles.
     analysis = Analysis(load_kineto(path), UNKNOWN)
-    hints = {h.rank: h for h in analysis.hints if h.kind == "communication"}
+    hints = {h.rank: h for h in run_detectors(analysis) if h.kind == "communication"}
     checked = 0
     for rank, _, doc in traces.rank_files(path):
         kernels = kernels_of(doc)

@@ -78,7 +78,7 @@ def test_trace_resolves_to_its_gpu(name: str, key: str | None) -> None:
 def test_every_rank_of_a_multi_rank_run_resolves() -> None:
     run = require_trace(SHARED_TRACES / "kineto-distributed" / "param_dlrm_8xV100")
     trace = load(run).trace
-    ranks = sorted(trace.meta["ranks"])
+    ranks = sorted(trace.meta.ranks)
     assert ranks == list(range(8))
     for rank in ranks:
         assert hardware_for_trace(trace, rank).name == specs()["v100_sxm2"].device_name

@@ -40,7 +40,7 @@ sys.path.insert(0, {tests!r})
 from reference import timeline_lanes
 from synthetic import synthetic_trace
 
-from gpuprofile.result import Profile
+from gpuprofile.profiles import Profile
 
 trace = synthetic_trace(100_000)
 kinds = ('ops', 'runtime', 'kernels', 'memcpy', 'memset')

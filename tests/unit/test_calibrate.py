@@ -13,7 +13,9 @@ import gpuprofile
 from gpuprofile.capture import calibrate as cal
 from gpuprofile.cli import main
 from gpuprofile.errors import GpuprofileError
+from gpuprofile.hardware import cache
 from gpuprofile.hardware.model import Hardware
+from gpuprofile.units import UNKNOWN
 
 
 @pytest.fixture
@@ -78,9 +80,9 @@ def test_compare_shows_measured_against_datasheet() -> None:
     assert lines[1].split() == ["roof", "measured", "datasheet", "%"]
     assert rows["fp32"][-1] == "50%"  # 10 of 20
     assert rows["bf16"][-1] == "75%"  # 150 of 200
-    assert rows["fp8"][1] == "-" and rows["fp8"][-1] == "-"
+    assert rows["fp8"][1] == UNKNOWN and rows["fp8"][-1] == UNKNOWN
     assert rows["DRAM"][-1] == "75%"  # 1.5 of 2 TB/s
-    assert rows["host"][-1] == "62%"  # 20 of 32 GB/s
+    assert rows["host"][-1] == "63%"  # 20 of 32 GB/s: 62.5, halves away from zero
     assert "fp64" not in rows
 
 
@@ -94,23 +96,23 @@ def test_compare_without_a_datasheet_lists_the_measurements() -> None:
 def test_cache_files_are_per_device_and_torch_version(
     cache_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    a = cal.cache_path("NVIDIA H100 80GB HBM3", "2.6.0+cu124")
+    a = cache.cache_path("NVIDIA H100 80GB HBM3", "2.6.0+cu124")
     assert a.parent == cache_home
-    assert a != cal.cache_path("NVIDIA H100 80GB HBM3", "2.7.0")
-    assert a != cal.cache_path("NVIDIA A100-SXM4-80GB", "2.6.0+cu124")
+    assert a != cache.cache_path("NVIDIA H100 80GB HBM3", "2.7.0")
+    assert a != cache.cache_path("NVIDIA A100-SXM4-80GB", "2.6.0+cu124")
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert cal.cache_dir() == tmp_path / "home" / ".cache" / "gpuprofile"
+    assert cache.cache_dir() == tmp_path / "home" / ".cache" / "gpuprofile"
 
 
 def test_a_cached_hardware_round_trips(cache_home: Path) -> None:
     hw = Hardware(name="n", source="calibrated", peak_flops={"fp32": 1e12}, dram_bytes_per_s=1e11)
-    path = cal.cache_path("n", "t")
-    cal.write_cache(path, hw)
-    assert cal.read_cache(path) == hw
+    path = cache.cache_path("n", "t")
+    cache.write_cache(path, hw)
+    assert cache.read_cache(path) == hw
     path.write_text("{not json")
     with pytest.raises(GpuprofileError, match="calibration cache"):
-        cal.read_cache(path)
+        cache.read_cache(path)
 
 
 def test_calibrate_on_the_cpu_measures_then_reads_the_cache(
@@ -170,7 +172,7 @@ def test_cli_calibrate_prints_a_table(
     assert main(["calibrate", "--seconds", "3"]) == 0
     out = capsys.readouterr().out
     assert seen == [(3.0, True)]  # the command line always measures anew
-    assert "CPU test" in out and "200.0 GFLOP/s" in out
+    assert "CPU test" in out and "200 GFLOP/s" in out
 
 
 def test_cli_calibrate_rejects_a_non_positive_budget(capsys: pytest.CaptureFixture[str]) -> None:

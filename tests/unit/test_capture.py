@@ -10,7 +10,7 @@ import torch
 
 import gpuprofile
 from gpuprofile.analyses.summary import top_ops
-from gpuprofile.capture.session import profiler_running
+from gpuprofile.capture.guard import profiler_running
 
 
 def mlp_steps(steps: int = 2) -> torch.Tensor:

@@ -58,7 +58,7 @@ def test_report_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert main(["report", str(small_trace(tmp_path))]) == 0
     out = capsys.readouterr().out
     assert "3 kernels, 1 memcpy, 0 memset, 1 ops" in out
-    assert "busy 37 us (71.2%), idle 15 us" in out
+    assert "busy 37.0 µs (71.2%), idle 15.0 µs" in out
     assert "HtoD" in out and "1e+03 GB/s" not in out
 
 

@@ -96,7 +96,7 @@ def test_a_capture_exports_its_samples(tmp_path: Path) -> None:
     written = counter_events(export)
     assert len(written) == len(counters)
     base = json.loads(export.read_text())["baseTimeNanoseconds"]
-    origin = int(p.trace.meta["origin_ns"])
+    origin = p.trace.meta.origin_ns
     at = sorted(base + int(Decimal(str(e["ts"])) * 1000) - origin for e in written)
     assert at == sorted(counters["time_ns"].tolist())
     back = gpuprofile.load(export).trace.counters

@@ -60,7 +60,7 @@ def launch_doc() -> dict:
 def test_tables_hold_the_events_with_exact_times(tmp_path: Path) -> None:
     trace = load_kineto(write(tmp_path / "t.json", launch_doc()))
     # The earliest event (the memcpy at 990 us) is time zero.
-    assert trace.meta["origin_ns"] == 990_000
+    assert trace.meta.origin_ns == 990_000
     k = trace.kernels.set_index(trace.kernels["name"].astype(str))
     assert k.loc["gemm_kernel", "start_ns"] == 40_000
     assert k.loc["gemm_kernel", "dur_ns"] == 12_500
@@ -73,7 +73,7 @@ def test_tables_hold_the_events_with_exact_times(tmp_path: Path) -> None:
     assert trace.memory["time_ns"].tolist() == [11_000]
     assert trace.memory["total_reserved"].tolist() == [2048]
     assert trace.ranks == [0]
-    assert trace.meta["ranks"][0]["devices"][0]["sm_count"] == 132
+    assert trace.meta.ranks[0].devices[0]["sm_count"] == 132
     for table, schema in SCHEMA.items():
         assert list(trace.table(table).columns) == list(schema)
 
@@ -99,7 +99,7 @@ def test_float_and_base_relative_timestamps(tmp_path: Path) -> None:
     assert trace.kernels["start_ns"].tolist() == [345]
     assert trace.kernels["dur_ns"].tolist() == [250]
     assert trace.ops["dur_ns"].tolist() == [1500]
-    assert trace.meta["origin_ns"] == 1711964646000000000 + 4458676522690655
+    assert trace.meta.origin_ns == 1711964646000000000 + 4458676522690655
 
 
 def test_legacy_list_document_with_old_categories(tmp_path: Path) -> None:
@@ -195,7 +195,7 @@ def test_unknown_event_kinds_are_counted_not_dropped_silently(tmp_path: Path) ->
         ]
     )
     trace = load_kineto(write(tmp_path / "t.json", doc))
-    assert trace.meta["ranks"][0]["skipped"] == {"cuda_profiler_range": 1}
+    assert trace.meta.ranks[0].skipped == {"cuda_profiler_range": 1}
 
 
 def test_nanoseconds_written_below_2_43_us_survive_the_float_decode(tmp_path: Path) -> None:
@@ -212,7 +212,7 @@ def test_nanoseconds_written_below_2_43_us_survive_the_float_decode(tmp_path: Pa
     path = tmp_path / "near_2_43.json"
     path.write_text(f'{{"baseTimeNanoseconds": 1000, "traceEvents": [{events}]}}')
     trace = load_kineto(path)
-    got = int(trace.meta["origin_ns"]) + np.sort(trace.ops["start_ns"].to_numpy())
+    got = trace.meta.origin_ns + np.sort(trace.ops["start_ns"].to_numpy())
     np.testing.assert_array_equal(got, 1000 + written)
     # The float product alone would have moved some of them.
     floats = np.array([float(f"{n // 1000}.{n % 1000:03d}") for n in written.tolist()])
@@ -274,7 +274,7 @@ def test_value_and_id_keys_of_other_events_do_not_stop_the_load(tmp_path: Path) 
     assert (counter.name, counter.unit, counter.device, counter.value) == (
         "GPU utilization", "%", NO_ID, 7.0,
     )  # fmt: skip
-    assert trace.meta["ranks"][0]["skipped"]["counter odd without a numeric 'value'"] == 1
+    assert trace.meta.ranks[0].skipped["counter odd without a numeric 'value'"] == 1
 
 
 @pytest.mark.parametrize(
@@ -286,4 +286,4 @@ def test_a_foreign_gpuprofile_key_neither_fails_nor_makes_windows(
     doc = document([kernel("k", 10.0, 5.0, corr=1)], gpuprofile=entry)
     trace = load_kineto(write(tmp_path / "t.json", doc))
     assert len(trace.kernels) == 1
-    assert "chunks" not in trace.meta and "steps" not in trace.meta
+    assert trace.meta.windows == () and trace.meta.steps is None

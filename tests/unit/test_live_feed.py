@@ -15,11 +15,12 @@ import torch
 from kineto_docs import document, kernel, memcpy, write
 
 import gpuprofile
-from gpuprofile.capture.chunks import merge_chunks
-from gpuprofile.capture.sources import Reading
 from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.trace.merge import merge
+from gpuprofile.trace.meta import Window
 from gpuprofile.trace.model import Trace
-from gpuprofile.widget.live import ChunkRefills, LiveFeed
+from gpuprofile.trace.samples import Reading
+from gpuprofile.widget.live import LiveFeed, WindowRefills
 from synthetic import synthetic_trace
 
 CPU = Reading("process CPU", "%", -1, 50.0)
@@ -124,14 +125,14 @@ def test_readings_reach_the_panel_while_steps_come_every_millisecond() -> None:
 
 def window(index: int, kernels: int = 10) -> Trace:
     """A recorded window: ``kernels`` kernels, placed in time by its own origin."""
-    chunk = synthetic_trace(kernels, memory_events=0, seed=index)
-    chunk.meta["origin_ns"] = index * 1_000_000_000
-    chunk.meta["chunks"] = [{"index": index}]
-    return chunk
+    trace = synthetic_trace(kernels, memory_events=0, seed=index)
+    return trace.with_meta(
+        origin_ns=index * 1_000_000_000, windows=(Window(index=index, start_ns=0, end_ns=0),)
+    )
 
 
 def indexes(trace: Trace) -> list[int]:
-    return [entry["index"] for entry in trace.meta["chunks"]]
+    return [w.index for w in trace.meta.windows]
 
 
 def test_windows_are_shown_off_the_callers_thread_and_coalesce() -> None:
@@ -143,7 +144,7 @@ def test_windows_are_shown_off_the_callers_thread_and_coalesce() -> None:
         release.wait(10)
         fills.append((threading.current_thread().name, indexes(trace), len(trace.kernels)))
 
-    refills = ChunkRefills(fill, merge_chunks, busy_share=1.0)
+    refills = WindowRefills(fill, merge, busy_share=1.0)
     refills.add(window(0))
     assert filling.wait(10)
     # The first refill is blocked in fill(): adding more windows does not wait for it.
@@ -170,7 +171,7 @@ def test_refills_rest_so_they_take_a_bounded_share_of_the_time() -> None:
         spans.append((started, time.monotonic()))
 
     share = 0.25
-    refills = ChunkRefills(fill, merge_chunks, busy_share=share)
+    refills = WindowRefills(fill, merge, busy_share=share)
     for index in range(3):
         refills.add(window(index))
         wait_until(lambda index=index: len(spans) > index)
@@ -183,8 +184,8 @@ def test_refills_rest_so_they_take_a_bounded_share_of_the_time() -> None:
 
 def test_closing_ends_a_rest_at_once() -> None:
     fills: list[list[int]] = []
-    refills = ChunkRefills(
-        lambda trace: (time.sleep(0.2), fills.append(indexes(trace))), merge_chunks, 0.01
+    refills = WindowRefills(
+        lambda trace: (time.sleep(0.2), fills.append(indexes(trace))), merge, 0.01
     )
     refills.add(window(0))
     wait_until(lambda: bool(fills))
@@ -197,7 +198,7 @@ def test_closing_ends_a_rest_at_once() -> None:
 
 def test_a_failing_refill_is_reported_in_the_panel_and_later_ones_still_run() -> None:
     widget = SimpleNamespace(live={})
-    feed = LiveFeed(widget, busy_share=1.0, read=merge_chunks)
+    feed = LiveFeed(widget, busy_share=1.0, read=merge)
     feed.start()
     calls: list[list[int]] = []
 
@@ -206,10 +207,10 @@ def test_a_failing_refill_is_reported_in_the_panel_and_later_ones_still_run() ->
         if len(calls) == 1:
             raise RuntimeError("no room")
 
-    feed.refills = ChunkRefills(fill, merge_chunks, busy_share=1.0)
-    feed.show_chunk(window(0), None)
+    feed.refills = WindowRefills(fill, merge, busy_share=1.0)
+    feed.show_window(window(0), None)
     wait_until(lambda: bool(calls))
-    feed.show_chunk(window(1), None)
+    feed.show_window(window(1), None)
     wait_until(lambda: len(calls) >= 2)
     feed.finish()
     # The failed refill did not become the shown state: the next one merged both windows.
@@ -222,13 +223,13 @@ def test_a_live_feed_fills_its_widget_with_the_windows_analysed() -> None:
     from gpuprofile.widget.widget import ProfileWidget
 
     widget = ProfileWidget()
-    feed = LiveFeed(widget, read=merge_chunks)
+    feed = LiveFeed(widget, read=merge)
     feed.start()
     windows = [window(0, kernels=7), window(1, kernels=5)]
     # Every timeline event of both windows, counted on the windows themselves.
     expected = sum(len(w.ops) + len(w.runtime) + len(w.kernels) for w in windows)
-    for chunk in windows:
-        feed.show_chunk(chunk, None)
+    for recorded in windows:
+        feed.show_window(recorded, None)
     wait_until(lambda: widget.total_events >= expected, timeout=30)
     feed.finish()
     assert widget.total_events == expected
@@ -239,7 +240,7 @@ def test_merged_windows_keep_every_kernel_linked_to_its_own_op() -> None:
     first, second = window(0, kernels=30), window(1, kernels=20)
     # Names the first window never saw: categories differ between the windows.
     second.kernels["name"] = second.kernels["name"].cat.rename_categories(lambda n: f"v2 {n}")
-    merged = merge_chunks([second, first])  # out of order: placed by their origins
+    merged = merge([second, first])  # out of order: placed by their origins
     kernels, ops = merged.kernels, merged.ops.set_index("id")
     assert len(kernels) == 50 and ops.index.is_unique and kernels["id"].is_unique
     # In the synthetic layout each kernel starts 3000 ns after the op that launched it.
@@ -254,10 +255,10 @@ def test_merged_windows_keep_every_kernel_linked_to_its_own_op() -> None:
 
 def test_a_window_after_the_cells_end_starts_no_refill() -> None:
     # torch hands over the last window when the profiler stops, after the cell's code ended.
-    feed = LiveFeed(SimpleNamespace(live={}), read=merge_chunks)
+    feed = LiveFeed(SimpleNamespace(live={}), read=merge)
     feed.start()
     feed.cell_ended()
-    feed.show_chunk(window(0), None)
+    feed.show_window(window(0), None)
     assert feed.refills is None
     assert not [t for t in threading.enumerate() if t.name == "gpuprofile-live-windows"]
     feed.finish()
@@ -268,20 +269,16 @@ def test_windows_merge_when_only_some_have_copies(tmp_path: Path) -> None:
     # the next none (its memcpy table is empty, with categories of another dtype).
     with_copy = document([kernel("k", 10.0, 5.0, corr=1), memcpy("HtoD", 20.0, 4.0, 4096)])
     without = document([kernel("k", 10.0, 5.0, corr=1)])
-    chunks = [
-        load_kineto(write(tmp_path / f"w{i}.json", doc))
+    parts = [
+        load_kineto(write(tmp_path / f"w{i}.json", doc)).with_meta(origin_ns=i * 10**9)
         for i, doc in enumerate([with_copy, without, with_copy])
     ]
-    for i, chunk in enumerate(chunks):
-        chunk.meta["origin_ns"] = i * 10**9
-    merged = merge_chunks(chunks)
+    merged = merge(parts)
     assert len(merged.kernels) == 3 and len(merged.memcpy) == 2
     assert merged.memcpy["kind"].astype(str).tolist() == ["HtoD", "HtoD"]
     assert merged.memcpy["start_ns"].tolist() == [
-        int(c.meta["origin_ns"])
-        - int(chunks[0].meta["origin_ns"])
-        + int(c.memcpy["start_ns"].iloc[0])
-        for c in (chunks[0], chunks[2])
+        c.meta.origin_ns - parts[0].meta.origin_ns + int(c.memcpy["start_ns"].iloc[0])
+        for c in (parts[0], parts[2])
     ]
 
 
@@ -289,9 +286,9 @@ def test_live_refills_never_run_while_a_window_records() -> None:
     # A refill is Python work holding the interpreter: overlapping a recorded window, it would
     # slow down the very steps being measured. Refills here are slow (50 ms) and windows
     # short (two steps of a few matmuls), so without the hold they would overlap.
-    from gpuprofile.capture.session import CaptureOptions, capture
-    from gpuprofile.capture.windows import read_windows
-    from gpuprofile.result import Profile
+    from gpuprofile.capture.options import CaptureOptions
+    from gpuprofile.capture.session import capture
+    from gpuprofile.importers.windows import read_windows
 
     busy: list[tuple[int, int]] = []
 
@@ -302,26 +299,22 @@ def test_live_refills_never_run_while_a_window_records() -> None:
             pass
         busy.append((started, time.time_ns()))
 
-    refills: ChunkRefills[Any] = ChunkRefills(fill, read_windows, busy_share=1.0)
-    result = Profile()
+    refills: WindowRefills[Any] = WindowRefills(fill, read_windows, busy_share=1.0)
     a = torch.ones(32, 32)
     with capture(
-        CaptureOptions(steps=(0, 2, 0), interval_s=None),
-        result,
-        on_chunk=refills.add,
+        CaptureOptions(steps=(0, 2, 0), interval=0),
+        on_window=refills.add,
         on_recording=refills.hold,
-    ):
+    ) as recording:
         for _ in range(60):
             for _ in range(20):
                 a @ a
             gpuprofile.step()
         refills.close()
     assert len(busy) >= 3
-    # Windows in Unix time: Kineto's clock is time.time_ns()'s (see capture/counters.py).
-    windows = [
-        (c["origin_ns"], c["origin_ns"] + c["end_ns"] - c["start_ns"])
-        for c in result.trace.meta["chunks"]
-    ]
+    # Windows in Unix time: Kineto's clock is time.time_ns()'s (see trace/samples.py).
+    origin = recording.trace.meta.origin_ns
+    windows = [(origin + w.start_ns, origin + w.end_ns) for w in recording.trace.meta.windows]
     assert len(windows) == 20
     for refill_start, refill_end in busy:
         for start, end in windows:

@@ -18,7 +18,7 @@ CELL = f"""\
 import sys
 sys.path.insert(0, {str(TESTS)!r})
 from synthetic import synthetic_trace
-from gpuprofile.result import Profile
+from gpuprofile.profiles import Profile
 
 Profile(synthetic_trace({N_KERNELS}))
 """

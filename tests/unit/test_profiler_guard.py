@@ -18,9 +18,10 @@ import torch
 from torch.profiler import profiler as torch_profiler_module
 
 import gpuprofile
+from gpuprofile.capture.guard import profiler_running
 from gpuprofile.capture.kineto_chatter import KinetoChatter
-from gpuprofile.capture.session import CaptureOptions, capture, profiler_running
-from gpuprofile.result import Profile
+from gpuprofile.capture.options import CaptureOptions
+from gpuprofile.capture.session import capture
 
 
 def run_python(script: str) -> subprocess.CompletedProcess[str]:
@@ -38,7 +39,7 @@ def test_a_torch_profiler_inside_the_block_is_refused_and_the_profile_kept() -> 
     # In a child process: before the guard, the profile's export crashed the process.
     script = """
         import json, torch, gpuprofile
-        with gpuprofile.profile(interval=None) as p:
+        with gpuprofile.profile(interval=0) as p:
             torch.ones(4).cumsum(0)
             try:
                 with torch.profiler.profile():
@@ -66,7 +67,7 @@ def test_a_profiler_started_between_windows_is_refused_at_the_next_window() -> N
     try:
         with (
             pytest.raises(gpuprofile.ProfilerBusyError),
-            gpuprofile.profile(steps=(2, 2, 0), interval=None) as p,
+            gpuprofile.profile(steps=(2, 2, 0), interval=0) as p,
         ):
             theirs.start()
             for _ in range(4):
@@ -75,7 +76,7 @@ def test_a_profiler_started_between_windows_is_refused_at_the_next_window() -> N
     finally:
         theirs.stop()
     assert p.partial is True
-    [error] = p.trace.meta["capture_errors"]
+    [error] = p.trace.meta.errors
     assert error.startswith("torch's profiler failed to stop")
     assert "INCOMPLETE" in p.text()
     assert not profiler_running()
@@ -94,10 +95,9 @@ def test_an_interrupt_inside_a_step_waits_until_the_step_is_done(
         original(self)
 
     monkeypatch.setattr(torch_profiler_module._KinetoProfile, "prepare_trace", prepare_interrupted)
-    p = Profile()
     counted: list[int] = []  # what a live panel is told
-    options = CaptureOptions(steps=(1, 2, 0), interval_s=None)
-    with pytest.raises(KeyboardInterrupt), capture(options, p, on_step=counted.append):
+    options = CaptureOptions(steps=(1, 2, 0), interval=0)
+    with pytest.raises(KeyboardInterrupt), capture(options, on_step=counted.append) as p:
         for _ in range(20):
             torch.ones(3).cumsum(0)
             gpuprofile.step()
@@ -105,17 +105,18 @@ def test_an_interrupt_inside_a_step_waits_until_the_step_is_done(
     # Raised right after the step whose transition it hit (wait 1: the first window's warmup
     # is prepared at step 1), not as torch's AssertionError at the profiler's stop; the live
     # count was told of that step too.
-    assert p.trace.meta["steps"]["count"] == 1 and counted == [1]
-    assert p.partial is True and "capture_errors" not in p.trace.meta
+    assert p.trace.meta.steps is not None and p.trace.meta.steps.count == 1
+    assert counted == [1]
+    assert p.trace.meta.partial is True and p.trace.meta.errors == ()
     assert not profiler_running()
 
 
 def test_kinetos_start_and_stop_chatter_stays_out_of_stderr(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    with gpuprofile.profile(interval=None):
+    with gpuprofile.profile(interval=0):
         torch.ones(3).sum()
-    with gpuprofile.profile(steps=(0, 1, 2), interval=None):
+    with gpuprofile.profile(steps=(0, 1, 2), interval=0):
         for _ in range(5):
             torch.ones(3).sum()
             gpuprofile.step()
@@ -142,10 +143,10 @@ def test_without_a_descriptor_2_profiling_works_and_errors_stay_clean() -> None:
     script = """
         import os, torch, gpuprofile
         os.close(2)
-        with gpuprofile.profile(interval=None) as p:
+        with gpuprofile.profile(interval=0) as p:
             torch.ones(4).cumsum(0)
         try:
-            with gpuprofile.profile(interval=None):
+            with gpuprofile.profile(interval=0):
                 raise ValueError("boom")
         except ValueError as error:
             print("context:", repr(error.__context__))
@@ -174,7 +175,7 @@ def test_after_a_failed_stop_an_older_export_file_is_left_alone(
     with gpuprofile.profile(export=export, interval=0.01) as p:
         time.sleep(0.05)
     assert export.read_text() == '{"traceEvents": []}'  # no samples of this run added to it
-    assert p.trace.meta["capture_errors"] == [
+    assert p.trace.meta.errors == (
         "torch's profiler failed to stop (a test)",
         f"{export} not written: the profiler failed to stop",
-    ]
+    )

@@ -14,13 +14,14 @@ import pytest
 import torch
 
 import gpuprofile
-from gpuprofile.capture.counters import with_samples
+from gpuprofile.capture.guard import profiler_running
 from gpuprofile.capture.sampler import THREAD_NAME, Sampler
-from gpuprofile.capture.session import profiler_running
-from gpuprofile.capture.sources import CPU_SPAN_S, NvmlSource, PsutilSource, Reading
+from gpuprofile.capture.sources import CPU_SPAN_S, NvmlSource, PsutilSource
 from gpuprofile.report.build import _sampled
 from gpuprofile.report.text import render_text
+from gpuprofile.trace.meta import RankMeta, Sampling, TraceMeta
 from gpuprofile.trace.model import Trace, make_table
+from gpuprofile.trace.samples import Reading, with_samples
 
 
 class Counting:
@@ -159,7 +160,8 @@ def built_trace(origin_ns: int) -> Trace:
             "value": [1.5],
         },
     )
-    return Trace(ops=ops, counters=counters, meta={"origin_ns": origin_ns, "ranks": {0: {}}})
+    meta = TraceMeta(origin_ns=origin_ns, ranks={0: RankMeta()})
+    return Trace(ops=ops, counters=counters, meta=meta)
 
 
 def test_with_samples_places_samples_on_the_trace_time_base() -> None:
@@ -184,24 +186,15 @@ def test_with_samples_places_samples_on_the_trace_time_base() -> None:
     assert mem["time_ns"].tolist() == [6_500_000] and mem["device"].tolist() == [1]
     earlier = c[c["name"] == "earlier"]
     assert earlier["time_ns"].tolist() == [42] and earlier["value"].tolist() == [1.5]
-    assert out.meta["sampler"] == {
-        "interval_s": 0.5,
-        "missing": {"nvml": "no driver"},
-        "dropped": 3,
-    }
-    assert out.meta["origin_ns"] == origin and len(out.ops) == 2
-
-
-def test_with_samples_needs_the_trace_origin() -> None:
-    with pytest.raises(ValueError, match="origin_ns"):
-        with_samples(Trace(), [], {})
+    assert out.meta.sampling == Sampling(interval_s=0.5, missing={"nvml": "no driver"}, dropped=3)
+    assert out.meta.origin_ns == origin and len(out.ops) == 2
 
 
 def test_kineto_times_are_on_the_time_time_ns_clock() -> None:
     # A sample stamped with time.time_ns() just before a record_function starts must land
     # where the trace puts that record_function's start (the clock finding in counters.py).
     stamps = []
-    with gpuprofile.profile(interval=None) as p:
+    with gpuprofile.profile(interval=0) as p:
         for i in range(3):
             torch.ones(64).sum()
             stamps.append(time.time_ns())
@@ -251,29 +244,30 @@ def test_real_capture_records_process_gauges_within_the_trace() -> None:
     assert abs(float(during.mean()) - expected) < 20, (during.tolist(), expected)
     rss = c[c["name"] == "process RSS"]["value"]
     assert (rss > 10e6).all() and set(c[c["name"] == "process RSS"]["unit"].astype(str)) == {"B"}
-    sampler = trace.meta["sampler"]
-    assert sampler["interval_s"] == 0.02 and sampler["dropped"] == 0
+    sampling = trace.meta.sampling
+    assert sampling is not None
+    assert sampling.interval_s == 0.02 and sampling.dropped == 0
     if not torch.cuda.is_available():
-        assert "CUDA not available" in sampler["missing"]["torch.cuda"]
+        assert "CUDA not available" in sampling.missing["torch.cuda"]
         if NvmlSource().unavailable() is not None:
-            assert sampler["missing"]["nvml"].startswith(("no NVIDIA", "nvidia-ml-py"))
+            assert sampling.missing["nvml"].startswith(("no NVIDIA", "nvidia-ml-py"))
     report = p.report()
     (rank,) = report["ranks"]
     sampled = {(s["name"], s["device"]): s for s in rank["sampled"]["counters"]}
     rss_stats = sampled[("process RSS", -1)]
     assert rss_stats["count"] == len(rss) and rss_stats["max"] == float(rss.max())
     assert rss_stats["min"] <= rss_stats["mean"] <= rss_stats["max"]
-    assert rank["sampled"]["missing"] == sampler["missing"]
+    assert rank["sampled"]["missing"] == sampling.missing
     text = render_text(report)
     assert "sampled every 0.02 s" in text and "process RSS: " in text
-    for source in sampler["missing"]:
+    for source in sampling.missing:
         assert f"    {source}: none - " in text
 
 
 def test_no_sampler_when_the_interval_is_off() -> None:
     with gpuprofile.profile(interval=0) as p:
         torch.ones(8).sum()
-    assert len(p.trace.counters) == 0 and "sampler" not in p.trace.meta
+    assert len(p.trace.counters) == 0 and p.trace.meta.sampling is None
     assert p.report()["ranks"][0]["sampled"] is None
 
 
@@ -438,16 +432,17 @@ def test_nvml_source_fails_instead_of_raising(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_sampled_report_of_a_trace_without_a_sampler_is_none() -> None:
-    assert _sampled(Trace(meta={"ranks": {0: {}}}), 0) is None
+    assert _sampled(Trace(meta=TraceMeta(ranks={0: RankMeta()})), 0) is None
 
 
 def test_magic_interval_option(shell: Any) -> None:
     cell = "import torch\ntorch.ones(32).cumsum(0)\n"
     result = shell.run_cell("%%gpuprofile --interval 0.01\n" + cell, store_history=True)
     assert result.success, result.error_in_exec
-    assert gpuprofile.last().trace.meta["sampler"]["interval_s"] == 0.01
+    sampling = gpuprofile.last().trace.meta.sampling
+    assert sampling is not None and sampling.interval_s == 0.01
     assert len(gpuprofile.last().trace.counters) > 0
     result = shell.run_cell("%%gpuprofile --interval 0\n" + cell, store_history=True)
     assert result.success, result.error_in_exec
-    assert "sampler" not in gpuprofile.last().trace.meta
+    assert gpuprofile.last().trace.meta.sampling is None
     assert sampler_threads() == []

@@ -19,7 +19,10 @@ from IPython.core.interactiveshell import InteractiveShell
 import gpuprofile
 import gpuprofile.magic
 from gpuprofile.capture import steps as step_state
-from gpuprofile.capture.session import profiler_running
+from gpuprofile.capture.guard import profiler_running
+from gpuprofile.capture.options import CaptureOptions, parse_steps
+from gpuprofile.errors import OptionError
+from gpuprofile.trace.meta import Schedule, Steps
 
 # Chrome-trace categories that are timeline events (ops, runtime calls, GPU activity).
 TIMELINE_CATEGORIES = {
@@ -49,8 +52,8 @@ def optimizer_hooks() -> int:
 def window_files(scratch: Path) -> list[Path]:
     """The windows torch has written so far, in order."""
     return sorted(
-        scratch.glob("gpuprofile-windows-*/chunk*.pt.trace.json"),
-        key=lambda p: int(p.name.removeprefix("chunk").split(".")[0]),
+        scratch.glob("gpuprofile-windows-*/window*.pt.trace.json"),
+        key=lambda p: int(p.name.removeprefix("window").split(".")[0]),
     )
 
 
@@ -71,25 +74,25 @@ def matmul_steps(steps: int, end: list[int] | None = None) -> None:
         end.append(time.time_ns())
 
 
-def test_only_recorded_steps_reach_the_trace_and_chunks_come_early(tmp_path: Path) -> None:
+def test_only_recorded_steps_reach_the_trace_and_windows_come_early(tmp_path: Path) -> None:
     export = tmp_path / "run.json"
     end: list[int] = []
-    with gpuprofile.profile(steps=(1, 2, 2), export=export, interval=None) as p:
+    with gpuprofile.profile(steps=(1, 2, 2), export=export, interval=0) as p:
         matmul_steps(12, end)
     trace = p.trace
     expected_mm = sum(i + 1 for i in recorded(1, 2, 2, 12))
     expected_steps = len(recorded(1, 2, 2, 12))
     assert expected_mm == 3 + 4 + 7 + 8
     assert int((trace.ops["name"] == "aten::mm").sum()) == expected_mm
-    assert trace.meta["steps"]["count"] == 12
-    assert trace.meta["steps"]["schedule"] == {"wait": 1, "warmup": 1, "active": 2, "repeat": 2}
-    chunks = trace.meta["chunks"]
-    assert len(chunks) == 2
+    assert trace.meta.steps is not None and trace.meta.steps.count == 12
+    assert trace.meta.steps.schedule == Schedule(wait=1, warmup=1, active=2, repeat=2)
+    windows = trace.meta.windows
+    assert len(windows) == 2
     # Each window was handed over (written, shown to the live view) while the block still
     # ran, not after it.
-    assert all(chunk["written_ns"] < end[0] for chunk in chunks)
-    assert [chunk["step"] for chunk in chunks] == [4, 8]
-    assert "dropped" not in trace.meta
+    assert all(w.written_ns is not None and w.written_ns < end[0] for w in windows)
+    assert [w.step for w in windows] == [4, 8]
+    assert trace.meta.dropped is None
     # The report names the recorded steps, as runs of consecutive step numbers.
     runs = [
         [step for _, step in run]
@@ -108,19 +111,19 @@ def test_only_recorded_steps_reach_the_trace_and_chunks_come_early(tmp_path: Pat
 
 
 def test_a_cell_ending_between_windows_says_so() -> None:
-    with gpuprofile.profile(steps=(0, 3, 0), interval=None) as p:
+    with gpuprofile.profile(steps=(0, 3, 0), interval=0) as p:
         matmul_steps(5)  # warmup, 3 recorded, then one step of the next warmup
     assert "STEPS: recorded 3 of 5 steps in 1 window (#1-3; numbered" in p.text()
     assert "and the cell's end after its last step" in p.text()
 
 
 def test_steps_that_record_nothing_say_why() -> None:
-    with gpuprofile.profile(steps=(0, 2, 0), interval=None) as p:
+    with gpuprofile.profile(steps=(0, 2, 0), interval=0) as p:
         torch.ones(4).cumsum(0)  # no step marked at all
     assert "STEPS: no step was marked, so no window was recorded: call gpuprofile.step()" in (
         p.text()
     )
-    with gpuprofile.profile(steps=(5, 2, 0), interval=None) as p:
+    with gpuprofile.profile(steps=(5, 2, 0), interval=0) as p:
         matmul_steps(3)
     assert "STEPS: recorded 0 of 3 steps: a window starts after 6 steps (wait 5, warmup 1)" in (
         p.text()
@@ -129,7 +132,7 @@ def test_steps_that_record_nothing_say_why() -> None:
 
 def test_merged_times_match_the_raw_window_files(tmp_path: Path, scratch: Path) -> None:
     export = tmp_path / "run.json"
-    with gpuprofile.profile(steps=(0, 2, 3), export=export, interval=None) as p:
+    with gpuprofile.profile(steps=(0, 2, 3), export=export, interval=0) as p:
         matmul_steps(9)  # windows handed over at steps 3, 6 and 9
         files = [Path(shutil.copy(f, tmp_path / f.name)) for f in window_files(scratch)]
     assert len(files) == 3
@@ -150,7 +153,7 @@ def test_merged_times_match_the_raw_window_files(tmp_path: Path, scratch: Path) 
     raw = [op for ops_of_file in per_file for op in ops_of_file]
     ops = p.trace.ops
     mm = ops[ops["name"] == "aten::mm"].sort_values("start_ns", kind="stable")
-    origin = int(p.trace.meta["origin_ns"])
+    origin = p.trace.meta.origin_ns
     merged = [(origin + int(s), int(d)) for s, d in zip(mm["start_ns"], mm["dur_ns"], strict=True)]
     assert len(merged) == len(raw) == sum(i + 1 for i in recorded(0, 2, 3, 9))
     # Rounding of float microseconds may move an edge by a nanosecond.
@@ -185,35 +188,34 @@ def sgd_loop(steps: int, explicit: str | None = None) -> None:
 
 def test_optimizer_steps_count_without_explicit_steps() -> None:
     hooks = optimizer_hooks()
-    with gpuprofile.profile(interval=None) as p:
+    with gpuprofile.profile(interval=0) as p:
         assert optimizer_hooks() == hooks + 1
         sgd_loop(6)
-    assert p.trace.meta["steps"] == {"count": 6, "explicit": False, "schedule": None}
+    assert p.trace.meta.steps == Steps(count=6, explicit=False, schedule=None)
     assert optimizer_hooks() == hooks
     assert step_state._active is None
 
 
 def test_optimizer_steps_drive_the_schedule() -> None:
-    with gpuprofile.profile(steps=(0, 1, 0), interval=None) as p:
+    with gpuprofile.profile(steps=(0, 1, 0), interval=0) as p:
         sgd_loop(6)
     # Every other step is recorded, each as its own window.
-    assert len(p.trace.meta["chunks"]) == len(recorded(0, 1, 0, 6)) == 3
+    assert len(p.trace.meta.windows) == len(recorded(0, 1, 0, 6)) == 3
     assert int((p.trace.ops["name"] == "Optimizer.step#SGD.step").sum()) == 3
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_explicit_steps_and_an_optimizer_count_once(where: str) -> None:
-    with gpuprofile.profile(interval=None) as p:
+    with gpuprofile.profile(interval=0) as p:
         sgd_loop(6, explicit=where)
-    assert p.trace.meta["steps"]["count"] == 6
-    assert p.trace.meta["steps"]["explicit"] is True
+    assert p.trace.meta.steps == Steps(count=6, explicit=True, schedule=None)
     assert gpuprofile.step() == 0  # outside a capture: nothing to mark
 
 
-def test_max_events_drops_later_chunks_and_says_how_many(tmp_path: Path, scratch: Path) -> None:
+def test_max_events_drops_later_windows_and_says_how_many(tmp_path: Path, scratch: Path) -> None:
     export = tmp_path / "run.json"
     a = torch.ones(8, 8)
-    with gpuprofile.profile(steps=(0, 1, 0), max_events=1, export=export, interval=None) as p:
+    with gpuprofile.profile(steps=(0, 1, 0), max_events=1, export=export, interval=0) as p:
         for _ in range(8):  # every step alike: every window holds as many events
             for _ in range(3):
                 a @ a
@@ -225,32 +227,33 @@ def test_max_events_drops_later_chunks_and_says_how_many(tmp_path: Path, scratch
     assert len(written) == 1
     assert timeline_events_in(export) > 1
     assert len(json.loads(export.read_text())["gpuprofile"]["windows"]) == 1
-    assert len(p.trace.meta["chunks"]) == 1
+    assert len(p.trace.meta.windows) == 1
     assert int((p.trace.ops["name"] == "aten::mm").sum()) == 3  # step 1 only
     # How many events were dropped: about three times what the kept window holds (torch's
     # count of a window's events and its file's events differ by its own annotation or so).
     in_kept = sum(e.get("ph") == "X" for e in json.loads(export.read_text())["traceEvents"])
-    dropped = p.trace.meta["dropped"]
-    assert dropped["chunks"] == 3 and dropped["max_events"] == 1
-    assert abs(dropped["events"] - 3 * in_kept) <= 3 * 2, (dropped, in_kept)
-    assert p.report()["dropped"]["chunks"] == 3
+    dropped = p.trace.meta.dropped
+    assert dropped is not None and dropped.events is not None
+    assert dropped.windows == 3 and dropped.max_events == 1
+    assert abs(dropped.events - 3 * in_kept) <= 3 * 2, (dropped, in_kept)
+    assert p.report()["dropped"]["windows"] == 3
     assert (
-        f"DROPPED: {dropped['events']} events in 3 recorded windows dropped, unread, once the "
+        f"DROPPED: {dropped.events} events in 3 recorded windows dropped, unread, once the "
         "windows kept held more than --max-events 1 events" in p.text()
     )
 
 
 def test_steps_argument_is_checked() -> None:
-    with pytest.raises(ValueError, match="active"), gpuprofile.profile(steps=(1, 0)):
+    with pytest.raises(ValueError, match="ACTIVE"), gpuprofile.profile(steps=(1, 0)):
         pass
     assert not profiler_running()
-    assert step_state.parse_steps("2,3") == (2, 3, 0)
+    assert CaptureOptions(steps=parse_steps("2,3")).steps == (2, 3, 0)
     for bad in ("2", "a,b", "1,2,3,4", "-1,2"):
-        with pytest.raises(ValueError, match="--steps"):
-            step_state.parse_steps(bad)
+        with pytest.raises(OptionError, match="WAIT,ACTIVE"):
+            parse_steps(bad)
 
 
-def test_magic_with_steps_streams_chunks_to_the_widget(
+def test_magic_with_steps_streams_windows_to_the_widget(
     shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A kernel makes the magic show a live widget; record its refills as they happen.
@@ -292,8 +295,8 @@ def test_magic_with_steps_streams_chunks_to_the_widget(
     result = shell.run_cell(cell, store_history=True)
     assert result.success, result.error_in_exec
     profile = gpuprofile.last()
-    assert profile.trace.meta["steps"]["count"] == 6
-    assert len(profile.trace.meta["chunks"]) == len(recorded(0, 1, 2, 6)) == 2
+    assert profile.trace.meta.steps is not None and profile.trace.meta.steps.count == 6
+    assert len(profile.trace.meta.windows) == len(recorded(0, 1, 2, 6)) == 2
     assert int((profile.trace.ops["name"] == "aten::mm").sum()) == 2
     # The widget grew while the cell ran: one refill per window, before the cell's end.
     end = shell.user_ns["cell_end_ns"]
@@ -316,8 +319,17 @@ def test_magic_with_steps_streams_chunks_to_the_widget(
     [
         ("--steps 1", "--steps 1: expected WAIT,ACTIVE[,REPEAT] as whole numbers"),
         ("--steps 0,0", "--steps 0,0: ACTIVE (steps recorded per window) must be at least 1"),
-        ("--max-events 5", "max_events 5 applies to steps"),
-        ("--export {missing}/run.json", "export {missing}/run.json: there is no folder {missing}"),
+        ("--max-events 5", "--max-events 5: applies to steps"),
+        ("--max-events 0", "--max-events 0: applies to steps"),
+        ("--steps 0,1 --max-events 0", "--max-events 0: must be positive"),
+        ("--steps 0,1 --max-events x", "--max-events x: expected a whole number"),
+        ("--interval -1", "--interval -1: must be 0 (off) or positive seconds"),
+        ("--interval x", "--interval x: expected a number"),
+        ("--hardware nowhere", "--hardware nowhere: there is no variable 'nowhere'"),
+        (
+            "--export {missing}/run.json",
+            "--export {missing}/run.json: there is no folder {missing}",
+        ),
     ],
 )
 def test_magic_refuses_bad_options_before_the_cell_runs(
@@ -343,7 +355,7 @@ def test_magic_refuses_bad_options_before_the_cell_runs(
 def test_windows_are_read_once_when_the_capture_ends_and_leave_no_files(
     scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import gpuprofile.capture.windows as windows_module
+    import gpuprofile.importers.windows as windows_module
 
     reads: list[int] = []
     read = windows_module.load_kineto_windows
@@ -353,7 +365,7 @@ def test_windows_are_read_once_when_the_capture_ends_and_leave_no_files(
         return read(paths)
 
     monkeypatch.setattr(windows_module, "load_kineto_windows", counted)
-    with gpuprofile.profile(steps=(0, 2, 0), interval=None) as p:
+    with gpuprofile.profile(steps=(0, 2, 0), interval=0) as p:
         matmul_steps(9)
         during = list(reads)
         written = window_files(scratch)
@@ -367,15 +379,15 @@ def test_windows_are_read_once_when_the_capture_ends_and_leave_no_files(
 
 
 def test_a_window_that_cannot_be_read_is_listed_and_the_others_kept(scratch: Path) -> None:
-    with gpuprofile.profile(steps=(0, 1, 0), interval=None) as p:
+    with gpuprofile.profile(steps=(0, 1, 0), interval=0) as p:
         matmul_steps(6)  # windows after steps 2, 4 and 6
         window_files(scratch)[0].write_text('{"traceEvents": [')  # spoilt before it is read
-    [error] = p.trace.meta["capture_errors"]
-    assert error.startswith("chunk 0: TraceFormatError") and "truncated" in error
-    assert [c["index"] for c in p.trace.meta["chunks"]] == [1, 2]
+    [error] = p.trace.meta.errors
+    assert error.startswith("window 0: TraceFormatError") and "truncated" in error
+    assert [w.index for w in p.trace.meta.windows] == [1, 2]
     # Steps 3 and 5 (0-based) ran 4 and 6 matmuls.
     assert int((p.trace.ops["name"] == "aten::mm").sum()) == 4 + 6
-    assert "INCOMPLETE: chunk 0" in p.text()
+    assert "INCOMPLETE: window 0" in p.text()
 
 
 def test_scratch_windows_go_even_when_the_capture_fails_to_end(
@@ -390,7 +402,7 @@ def test_scratch_windows_go_even_when_the_capture_fails_to_end(
     monkeypatch.setattr(step_state, "end", broken_end)
     with (
         pytest.raises(RuntimeError, match="device-side assert"),
-        gpuprofile.profile(steps=(0, 1, 0), interval=None),
+        gpuprofile.profile(steps=(0, 1, 0), interval=0),
     ):
         matmul_steps(6)
         assert window_files(scratch)
@@ -399,26 +411,26 @@ def test_scratch_windows_go_even_when_the_capture_fails_to_end(
 
 
 def test_a_window_with_nothing_in_it_is_not_kept(tmp_path: Path) -> None:
-    from gpuprofile.capture.chunk_reader import ChunkReader
+    from gpuprofile.capture.recorder import WindowRecorder
 
     class EmptyWindow:  # what torch.profiler hands over: here a window where nothing ran
         def export_chrome_trace(self, path: str) -> None:
             Path(path).write_text(json.dumps({"traceEvents": [], "baseTimeNanoseconds": 7}))
 
-    reader = ChunkReader(None, 1000, on_chunk=None)
+    reader = WindowRecorder(None, 1000, on_window=None)
     reader.ready(EmptyWindow())  # type: ignore[arg-type]
     assert reader.kept == [] and reader.errors == []
     trace = reader.result(started_ns=123)
-    assert len(trace.ops) == 0 and trace.meta["origin_ns"] == 123
+    assert len(trace.ops) == 0 and trace.meta.origin_ns == 123
     reader.discard()
 
 
 def test_when_no_window_reads_the_profile_is_empty_and_says_why(scratch: Path) -> None:
-    with gpuprofile.profile(steps=(0, 1, 0), interval=None) as p:
+    with gpuprofile.profile(steps=(0, 1, 0), interval=0) as p:
         matmul_steps(4)  # windows after steps 2 and 4
         for window in window_files(scratch):
             window.write_text("not json")
     assert len(p.trace.ops) == 0 and p.partial is False
-    [error] = p.trace.meta["capture_errors"]
-    assert error.startswith("no recorded window could be read: chunk 0: TraceFormatError")
+    [error] = p.trace.meta.errors
+    assert error.startswith("no recorded window could be read: window 0: TraceFormatError")
     assert "INCOMPLETE: no recorded window could be read" in p.text()

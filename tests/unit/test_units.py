@@ -1,21 +1,43 @@
-"""Readings are spelt alike in the text report and the widget (js/model/format.js)."""
+"""Numbers are spelt alike in the text report, the hints and the widget: units.py is held to
+every case of the widget's table (js/model/format.cases.json), which format.test.js holds
+format.js to."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
+from typing import Any
 
-from gpuprofile.units import format_reading
+import pytest
 
-JS_TESTS = Path(__file__).parents[2] / "js" / "model" / "format.test.js"
-# assert.equal(formatReading(1.5e9, "B"), "1.50 GB");
-JS_CASE = re.compile(r'formatReading\(([-\d.e]+), ("[^"]*")\), ("[^"]*")\)')
+from gpuprofile import units
+
+# {"about": ..., "cases": [{"fn": "time", "args": [850], "text": "850 ns"}, ...]}; fn "time" is
+# format.js's formatTime and units.format_time.
+CASES = Path(__file__).parents[2] / "js" / "model" / "format.cases.json"
 
 
-def test_readings_read_as_the_widget_shows_them() -> None:
-    # Every case the widget's formatReading is held to, held against format_reading.
-    cases = JS_CASE.findall(JS_TESTS.read_text())
-    assert len(cases) >= 10
-    for value, unit, text in cases:
-        assert format_reading(float(value), json.loads(unit)) == json.loads(text), (value, unit)
+def _cases() -> list[Any]:
+    table = json.loads(CASES.read_text(encoding="utf-8"))
+    return [
+        pytest.param(c["fn"], tuple(c["args"]), c["text"], id=f"{c['fn']}{tuple(c['args'])!r}")
+        for c in table["cases"]
+    ]
+
+
+def test_the_table_covers_every_kind_of_number() -> None:
+    kinds = {fn for fn, *_ in (p.values for p in _cases())}
+    assert kinds == {
+        "time", "si", "bytes", "bytes_per_s", "flops", "flops_per_s", "reading", "percent",
+        "fraction", "count", "intensity",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(("fn", "args", "text"), _cases())
+def test_numbers_read_as_the_widget_shows_them(fn: str, args: tuple[Any, ...], text: str) -> None:
+    assert getattr(units, f"format_{fn}")(*args) == text
+
+
+def test_durations_are_never_spelt_us() -> None:
+    assert units.format_time(3_000) == "3.00 µs"
+    assert units.format_time(-3_000) == "-3.00 µs"

@@ -11,6 +11,7 @@ import pytest
 from kineto_docs import cpu_op, document, kernel, runtime, write
 
 import gpuprofile
+from gpuprofile.trace.meta import RankMeta, TraceMeta
 from gpuprofile.trace.model import Trace, make_table
 from gpuprofile.trace.nesting import nest
 from gpuprofile.widget import tables, timeline
@@ -79,7 +80,7 @@ def _kernels_trace(names: list[str], start: np.ndarray, dur: np.ndarray) -> Trac
             "dur_ns": dur,
         },
     )
-    return Trace(kernels=kernels, meta={"ranks": {0: {}}})
+    return Trace(kernels=kernels, meta=TraceMeta(ranks={0: RankMeta()}))
 
 
 def test_columns_widen_with_many_names_and_rows() -> None:
@@ -199,7 +200,7 @@ def test_cpu_rows_are_call_depths_and_never_overlap() -> None:
         (s, s + int(d)) for s, d in zip(rng.integers(0, 10**5, 3000), rng.integers(0, 500, 3000))
     ]
     ops = _ops([(1, nested), (2, loose)])
-    data = timeline_data(Trace(ops=ops, meta={"ranks": {0: {}}}))
+    data = timeline_data(Trace(ops=ops, meta=TraceMeta(ranks={0: RankMeta()})))
     assert len(nested) > 1000 and max(lane["rows"] for lane in data.lanes) > 3
     starts = ops["start_ns"].to_numpy()
     ends = starts + ops["dur_ns"].to_numpy()

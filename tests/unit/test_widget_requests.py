@@ -12,7 +12,8 @@ import pytest
 from kineto_docs import cpu_op, document, kernel, runtime, write
 
 import gpuprofile
-from gpuprofile.result import Profile
+from gpuprofile.profiles import Profile
+from gpuprofile.trace.meta import Window
 from gpuprofile.trace.model import Trace
 from gpuprofile.widget import marks, requests
 from gpuprofile.widget.encoding import decode_meta, decode_table, encode_table
@@ -459,10 +460,12 @@ def test_a_range_over_recorded_windows_says_how_much_was_recorded() -> None:
     k = trace.kernels
     span = int((k["start_ns"] + k["dur_ns"]).max())
     third = span // 3
-    chunks = [{"start_ns": 0, "end_ns": third}, {"start_ns": 2 * third, "end_ns": span}]
-    windowed = Trace(
-        ops=trace.ops, kernels=k, runtime=trace.runtime, meta={**trace.meta, "chunks": chunks}
+    windows = (
+        Window(index=0, start_ns=0, end_ns=third),
+        Window(index=1, start_ns=2 * third, end_ns=span),
     )
+    windowed = Trace(ops=trace.ops, kernels=k, runtime=trace.runtime, meta=trace.meta)
+    windowed = windowed.with_meta(windows=windows)
     t0, t1 = third // 2, span - third // 2  # half of each window, and all between
     whole, _ = _ask(_source(trace), type="range", start=t0, end=t1)
     parts, _ = _ask(_source(windowed), type="range", start=t0, end=t1)

@@ -16,11 +16,12 @@ from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import idle_gaps
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.windows import recorded_span, within_one_window
-from gpuprofile.capture.chunks import merge_chunks
-from gpuprofile.capture.windows import Window, read_windows
 from gpuprofile.errors import TraceFormatError
 from gpuprofile.importers.kineto import load_kineto, load_kineto_windows
 from gpuprofile.importers.kineto_format import scan_extent
+from gpuprofile.importers.windows import RecordedWindow, read_windows
+from gpuprofile.trace.merge import merge
+from gpuprofile.trace.meta import TraceMeta, Window
 from gpuprofile.trace.model import Trace
 from reference import union_length
 
@@ -28,7 +29,8 @@ WINDOWS = [(100, 200), (500, 650), (900, 1000)]
 
 
 def windowed() -> Trace:
-    return Trace(meta={"chunks": [{"start_ns": s, "end_ns": e} for s, e in WINDOWS]})
+    windows = tuple(Window(index=i, start_ns=s, end_ns=e) for i, (s, e) in enumerate(WINDOWS))
+    return Trace(meta=TraceMeta(windows=windows))
 
 
 def test_spans_are_measured_window_by_window() -> None:
@@ -56,8 +58,8 @@ def span(trace: Trace) -> tuple[int, int]:
     )
 
 
-def chunk(index: int, directory: Path) -> Trace:
-    """A recorded window, as the chunk reader keeps it: three launches 100 us apart (kernels
+def window_trace(index: int, directory: Path) -> Trace:
+    """A recorded window, read alone: three launches 100 us apart (kernels
     of 30 + 10 * index us), placed 1 s after the window before, and its span in its own time."""
     events = []
     for k in range(3):
@@ -67,19 +69,18 @@ def chunk(index: int, directory: Path) -> Trace:
             runtime("cudaLaunchKernel", t + 2, 5.0, k + 1),
             kernel("gemm", t + 10, 30.0 + 10 * index, k + 1),
         ]
-    path = directory / f"chunk{index}.json"
+    path = directory / f"window{index}.json"
     write(path, document(events, baseTimeNanoseconds=index * 1_000_000_000))
-    window = load_kineto(path)
-    start, end = span(window)
-    window.meta["chunks"] = [{"index": index, "start_ns": start, "end_ns": end}]
-    return window
+    trace = load_kineto(path)
+    start, end = span(trace)
+    return trace.with_meta(windows=(Window(index=index, start_ns=start, end_ns=end),))
 
 
 def test_merged_windows_leave_the_time_between_them_out_of_wall_and_idle(tmp_path: Path) -> None:
-    chunks = [chunk(i, tmp_path) for i in range(3)]
-    spans = [span(c) for c in chunks]
-    merged = merge_chunks(chunks)
-    # Each window's span, computed on its own chunk: the wall is their sum.
+    parts = [window_trace(i, tmp_path) for i in range(3)]
+    spans = [span(c) for c in parts]
+    merged = merge(parts)
+    # Each window's span, computed on its own trace: the wall is their sum.
     assert wall_ns(merged, 0) == sum(end - start for start, end in spans)
     breakdown = gpu_time(merged, 0)
     assert breakdown is not None
@@ -91,7 +92,7 @@ def test_merged_windows_leave_the_time_between_them_out_of_wall_and_idle(tmp_pat
         assert not ((gaps["start_ns"] < between[1]) & (gaps["end_ns"] > between[0])).any()
     # Idle: each window's own GPU span less its busy time, summed.
     expected_idle = 0
-    for window in chunks:
+    for window in parts:
         kernels = window.kernels
         start = [int(s) for s in kernels["start_ns"]]
         end = [s + int(d) for s, d in zip(start, kernels["dur_ns"], strict=True)]
@@ -101,7 +102,7 @@ def test_merged_windows_leave_the_time_between_them_out_of_wall_and_idle(tmp_pat
 
 def test_a_steps_capture_reports_the_wall_of_its_windows(scratch: Path) -> None:
     a = torch.ones(16, 16)
-    with gpuprofile.profile(steps=(2, 2, 3), interval=None) as p:
+    with gpuprofile.profile(steps=(2, 2, 3), interval=0) as p:
         for _ in range(15):  # 3 cycles of wait 2, warmup 1, active 2
             for _ in range(20):
                 a @ a
@@ -124,11 +125,11 @@ def test_a_steps_capture_reports_the_wall_of_its_windows(scratch: Path) -> None:
 
 def test_a_files_scanned_start_is_the_origin_its_trace_gets(tmp_path: Path) -> None:
     for index in range(2):
-        window = chunk(index, tmp_path)
-        extent = scan_extent(tmp_path / f"chunk{index}.json")
+        window = window_trace(index, tmp_path)
+        extent = scan_extent(tmp_path / f"window{index}.json")
         assert extent is not None
         events, start, end = extent
-        assert start == window.meta["origin_ns"]
+        assert start == window.meta.origin_ns
         assert end - start == span(window)[1]
         assert events == len(window.ops) + len(window.runtime) + len(window.kernels)
     write(tmp_path / "empty.json", document([]))
@@ -138,21 +139,23 @@ def test_a_files_scanned_start_is_the_origin_its_trace_gets(tmp_path: Path) -> N
 def test_windows_on_different_time_bases_are_read_one_by_one_and_placed(tmp_path: Path) -> None:
     # One file per window, each with its own baseTimeNanoseconds (1 s apart): no shared time
     # base for one pass, so each is read on its own and placed by its origin.
-    traces = [chunk(i, tmp_path) for i in range(3)]
+    traces = [window_trace(i, tmp_path) for i in range(3)]
     windows = []
     for i in range(len(traces)):
-        extent = scan_extent(tmp_path / f"chunk{i}.json")
+        path = tmp_path / f"window{i}.json"
+        extent = scan_extent(path)
         assert extent is not None
         events, start, end = extent
-        windows.append(Window(i, tmp_path / f"chunk{i}.json", 2 * i, 0, events, start, end))
+        window = Window(index=i, start_ns=start, end_ns=end, step=2 * i, events=events)
+        windows.append(RecordedWindow(path, window))
     with pytest.raises(TraceFormatError, match="baseTimeNanoseconds differs"):
         load_kineto_windows([w.path for w in windows])
     merged = read_windows(windows)
-    assert merged.meta["capture_errors"] == []
-    assert [c["index"] for c in merged.meta["chunks"]] == [0, 1, 2]
-    origin = int(traces[0].meta["origin_ns"])
-    for entry, trace in zip(merged.meta["chunks"], traces, strict=True):
+    assert merged.meta.errors == ()
+    assert [w.index for w in merged.meta.windows] == [0, 1, 2]
+    origin = traces[0].meta.origin_ns
+    for entry, trace in zip(merged.meta.windows, traces, strict=True):
         first, last = span(trace)
-        assert entry["start_ns"] == int(trace.meta["origin_ns"]) - origin + first
-        assert entry["end_ns"] == int(trace.meta["origin_ns"]) - origin + last
+        assert entry.start_ns == trace.meta.origin_ns - origin + first
+        assert entry.end_ns == trace.meta.origin_ns - origin + last
     assert len(merged.kernels) == sum(len(t.kernels) for t in traces)

@@ -1,7 +1,8 @@
 """One trace and its hardware, with the derived tables every detector reads computed once.
 
 Each property is a pure function of (trace, hardware), memoised so that ten detectors reading
-the same roofline or idle gaps do not recompute them.
+the same roofline or idle gaps do not recompute them. The detectors read an Analysis
+(detectors/); it knows none of them.
 """
 
 from __future__ import annotations
@@ -11,19 +12,28 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from gpuprofile.hardware.match import hardware_for_trace
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.gauges import Gauge
-    from gpuprofile.analyses.hints import Hint
     from gpuprofile.analyses.roofline import Roofline
 
 
 class Analysis:
-    def __init__(self, trace: Trace, hardware: Hardware) -> None:
+    """A trace and the roofs it is measured against.
+
+    Parameters:
+        trace: the trace.
+        hardware: the roofs; None: those of the device the trace names (its datasheet, an
+            estimate from its properties, or this machine's cached calibration for a capture
+            made here on the CPU).
+    """
+
+    def __init__(self, trace: Trace, hardware: Hardware | None = None) -> None:
         self.trace = trace
-        self.hardware = hardware
+        self.hardware = hardware if hardware is not None else hardware_for_trace(trace)
 
     @cached_property
     def op_costs(self) -> pd.DataFrame:
@@ -57,9 +67,3 @@ class Analysis:
         from gpuprofile.analyses.gauges import gauges
 
         return gauges(self.trace, self.roofline)
-
-    @cached_property
-    def hints(self) -> list[Hint]:
-        from gpuprofile.analyses.detectors import run_detectors
-
-        return run_detectors(self)

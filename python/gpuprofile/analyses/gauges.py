@@ -19,7 +19,7 @@ from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.roofline import Roofline
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import HOST_DEVICE_KINDS, Trace
-from gpuprofile.units import format_ns
+from gpuprofile.units import format_time
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,10 @@ def _busy(trace: Trace, rank: int) -> Gauge:
     value, note = (
         (None, "no GPU activity in this trace")
         if gpu is None
-        else (gpu.busy_pct, f"{format_ns(gpu.busy_ns)} busy of a {format_ns(gpu.window_ns)} window")
+        else (
+            gpu.busy_pct,
+            f"{format_time(gpu.busy_ns)} busy of a {format_time(gpu.window_ns)} window",
+        )
     )
     return Gauge(
         "gpu-busy", "GPU busy", rank, value, "%", 100.0, "the whole GPU window", None, note=note
@@ -94,8 +97,8 @@ def _coverage_note(known_ns: int, total_ns: int, what: str) -> str:
     if total_ns <= 0:
         return "no op or kernel with a FLOP formula in this trace"
     if known_ns <= 0:
-        return f"no {what} known for any of {format_ns(total_ns)}: no shapes or no formula"
-    return f"over the {format_ns(known_ns)} of {format_ns(total_ns)} whose {what} are known"
+        return f"no {what} known for any of {format_time(total_ns)}: no shapes or no formula"
+    return f"over the {format_time(known_ns)} of {format_time(total_ns)} whose {what} are known"
 
 
 def _dram(points: pd.DataFrame, hardware: Hardware, rank: int) -> Gauge:
@@ -143,7 +146,7 @@ def _host_link(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
     value = float(nbytes[sized].sum() / (busy_ns * 1e-9)) if busy_ns > 0 else None
     roof = hardware.link_bytes_per_s
     note = (
-        f"{int(sized.sum())} host-device copies, {format_ns(busy_ns)} copying"
+        f"{int(sized.sum())} host-device copies, {format_time(busy_ns)} copying"
         if value is not None
         else "no host-device copies in this trace"
     )

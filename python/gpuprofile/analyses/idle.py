@@ -57,10 +57,19 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.gpu_time import gpu_activity
-from gpuprofile.analyses.intervals import running_argmax
+from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.lookups import cpu_op_tree, host_threads
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import matches, strings
+from gpuprofile.analyses.patterns import (
+    COLLECTIVE_OP,
+    COPY_CALL,
+    COPY_OR_SYNC_OP,
+    LOADER_OP,
+    SYNC_CALL,
+    SYNC_COPY_CALL,
+    SYNC_OP,
+)
 from gpuprofile.analyses.windows import within_one_window
 from gpuprofile.trace.codes import shared_codes
 from gpuprofile.trace.model import HOST_DEVICE_KINDS, NO_ID, Trace
@@ -86,22 +95,6 @@ UNTRACED_LAUNCH_NS = 100_000
 # On an idle GPU work starts within 5-20 us of its launch call; waiting longer (and for most
 # of the gap) means it waited on a dependency, not on the host.
 LAUNCH_LATENCY_NS = 50_000
-
-SYNC_CALL = re.compile(
-    r"^(cuda|hip)(Device|Stream|Event|Ctx)Synchronize$|^cu(Ctx|Stream|Event)Synchronize$"
-)
-# Synchronous copies: the host waits until the copy (and all work before it) has finished.
-SYNC_COPY_CALL = re.compile(
-    r"^(cuda|hip)Memcpy(WithStream|2D|3D|Peer|ToSymbol|FromSymbol|HtoD|DtoH|DtoD)?$"
-    r"|^cuMemcpy(HtoD|DtoH|DtoD|2D|3D|Peer)?(_v2)?$"
-)
-COPY_CALL = re.compile(r"Memcpy")
-SYNC_OP = re.compile(r"^aten::(item|_local_scalar_dense|is_nonzero|nonzero)$")
-COPY_OR_SYNC_OP = re.compile(
-    r"^aten::(item|_local_scalar_dense|is_nonzero|nonzero|copy_|_to_copy|to)$"
-)
-LOADER_OP = re.compile(r"DataLoader|dataloader\.py\(\d+\): (__next__|__iter__)")
-COLLECTIVE_OP = re.compile(r"c10d|^nccl:|^gloo:|record_param_comms|ProcessGroup")
 
 _COLUMNS = ("rank", "start_ns", "end_ns", "dur_ns", "cause", "op_id", "runtime_id")
 
@@ -249,53 +242,6 @@ def _memcpy_of_call(runtime: pd.DataFrame, memcpy: pd.DataFrame) -> tuple[np.nda
     page = ~memcpy["pinned"].to_numpy() & matches(memcpy["name"], re.compile("Pageable"))
     pageable[has] = page[at[has]]
     return kind, pageable
-
-
-class IntervalSet:
-    """Intervals merged once, so any gap asks how much of it they cover in O(log n)."""
-
-    def __init__(self, start: np.ndarray, end: np.ndarray, op: np.ndarray, call: np.ndarray):
-        order = np.argsort(start, kind="stable")
-        self.start, self.end = start[order], end[order]
-        self.op, self.call = op[order], call[order]
-        # The event reaching furthest among those started so far: it encloses t if any does.
-        self.reach_at = running_argmax(self.end)
-        reach = self.end[self.reach_at] if len(self.end) else self.end
-        first = np.r_[True, self.start[1:] > reach[:-1]] if len(self.start) else np.zeros(0, bool)
-        firsts = np.flatnonzero(first)
-        lasts = np.r_[firsts[1:] - 1, len(self.start) - 1] if len(firsts) else firsts
-        self.block_start = self.start[firsts]
-        self.block_end = reach[lasts] if len(firsts) else reach
-        self.before = np.r_[0, np.cumsum(self.block_end - self.block_start)]
-
-    def covered(self, t: np.ndarray) -> np.ndarray:
-        """Length of the union that lies before each time t."""
-        if len(self.block_start) == 0:
-            return np.zeros(len(t), np.int64)
-        k = np.searchsorted(self.block_start, t, side="right") - 1
-        kk = np.maximum(k, 0)
-        inside = np.clip(t - self.block_start[kk], 0, self.block_end[kk] - self.block_start[kk])
-        return np.where(k >= 0, self.before[kk] + inside, 0)
-
-    def coverage(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-        return self.covered(end) - self.covered(start)
-
-    def running_at(self, t: np.ndarray) -> np.ndarray:
-        """Position (in this set) of an event in progress at t, or -1."""
-        if len(self.start) == 0:
-            return np.full(len(t), -1, np.int64)
-        k = np.searchsorted(self.start, t, side="right") - 1
-        j = self.reach_at[np.maximum(k, 0)]
-        return np.where((k >= 0) & (self.end[j] >= t), j, -1)
-
-    def first_in(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-        """Position of an event covering the first covered instant of each gap, or -1."""
-        if len(self.block_start) == 0:
-            return np.full(len(start), -1, np.int64)
-        k = np.searchsorted(self.block_end, start, side="right")
-        kk = np.minimum(k, len(self.block_start) - 1)
-        t = np.maximum(start, self.block_start[kk])
-        return np.where((k < len(self.block_start)) & (t < end), self.running_at(t), -1)
 
 
 def _rank_gaps(trace: Trace, rank: int, calls: pd.DataFrame) -> pd.DataFrame:

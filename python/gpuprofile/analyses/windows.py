@@ -17,12 +17,8 @@ from gpuprofile.trace.model import Trace
 @per_trace
 def recorded_windows(trace: Trace) -> np.ndarray | None:
     """(k, 2) int64 [start, end) of each recorded window, in time order; None when the trace
-    was recorded whole (no window spans in ``meta["chunks"]``)."""
-    spans = [
-        (int(entry["start_ns"]), int(entry["end_ns"]))
-        for entry in trace.meta.get("chunks", [])
-        if "start_ns" in entry and "end_ns" in entry
-    ]
+    was recorded whole (``meta.windows`` is empty)."""
+    spans = [(window.start_ns, window.end_ns) for window in trace.meta.windows]
     if not spans:
         return None
     return np.array(sorted(spans), dtype=np.int64).reshape(-1, 2)

@@ -5,31 +5,26 @@ off, tf32, bf16, fp16), a device-to-device copy (DRAM bandwidth, read plus write
 host-to-device and device-to-host copies (host link). Timed with CUDA events after a warm-up; the
 best run counts. Without CUDA: an fp32 matmul and a large memory copy on the CPU.
 
-Results are cached per device name and torch version in ``$XDG_CACHE_HOME/gpuprofile`` (else
-``~/.cache/gpuprofile``); ``calibrate()`` returns the cached roofs unless ``refresh=True``.
+Results are cached per device name and torch version (hardware/cache.py); ``calibrate()``
+returns the cached roofs unless ``refresh=True``.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import platform
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprofile.errors import GpuprofileError
+from gpuprofile.hardware.cache import cache_path, host_cpu_name, read_cache, write_cache
 from gpuprofile.hardware.model import PRECISIONS, Hardware
+from gpuprofile.units import UNKNOWN, format_bytes_per_s, format_flops_per_s, format_fraction
 
 if TYPE_CHECKING:
     import torch
 
 DEFAULT_SECONDS = 15.0
-CACHE_VERSION = 1
 # Shares of the time budget per measurement; the GPU matmuls get most of it.
 _CUDA_SHARES = {"matmul": 0.6, "d2d": 0.15, "h2d": 0.125, "d2h": 0.125}
 _CPU_SHARES = {"matmul": 0.6, "copy": 0.4}
@@ -93,56 +88,23 @@ def _describe(measurements: Mapping[str, Measurement]) -> str:
     return "Measured by gpuprofile.calibrate(): " + "; ".join(parts) + "."
 
 
-# --- cache --------------------------------------------------------------------------------
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpuprofile"
-
-
-def cache_path(device_name: str, torch_version: str) -> Path:
-    slug = re.sub(r"[^A-Za-z0-9.]+", "-", f"{device_name}-torch-{torch_version}").strip("-")
-    return cache_dir() / f"calibration-{slug}.json"
-
-
-def read_cache(path: Path) -> Hardware | None:
-    if not path.exists():
-        return None
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise GpuprofileError(
-            f"calibration cache {path} is unreadable ({exc}); delete it or call "
-            "calibrate(refresh=True)"
-        ) from exc
-    if payload.get("version") != CACHE_VERSION:
-        return None  # written by another gpuprofile: measure again
-    return Hardware(**payload["hardware"])
-
-
-def write_cache(path: Path, hardware: Hardware) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "version": CACHE_VERSION,
-        "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "hardware": hardware.to_dict(),
-    }
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload, indent=2), encoding="utf-8")
-    tmp.replace(path)  # atomic: a concurrent reader never sees half a file
-
-
 # --- measuring ------------------------------------------------------------------------------
 
 
 def calibrate(
     seconds: float = DEFAULT_SECONDS, *, device: str | None = None, refresh: bool = False
 ) -> Hardware:
-    """This device's achievable roofs (source="calibrated"), measured in about ``seconds``.
+    """Measure the roofs this machine reaches (matmuls per dtype, copies); the same as
+    ``gpuprofile calibrate``.
 
-    ``device``: "cuda", "cuda:1" or "cpu"; default: the current CUDA device if there is one,
-    else the CPU. Cached per device and torch version; ``refresh=True`` measures again.
+    Parameters:
+        seconds: the time budget of the measurement.
+        device: "cuda", "cuda:1" or "cpu"; None: the current CUDA device, else the CPU.
+        refresh: measure again even when this device and torch version have cached roofs.
+
+    Returns:
+        A Hardware (``source="calibrated"``) to pass as ``hardware=`` or ``--hardware``; a
+        capture made on this CPU is measured against it without asking.
     """
     import torch
 
@@ -168,18 +130,10 @@ def calibrate(
 
 
 def cpu_name() -> str:
+    """This CPU as calibration names it, with the threads torch uses."""
     import torch
 
-    model = None
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.lower().startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    model = model or platform.processor() or platform.machine() or "unknown"
-    # The thread count is part of the name: the matmul rate depends on it.
-    return f"CPU {model} ({torch.get_num_threads()} threads)"
+    return host_cpu_name(torch.get_num_threads())
 
 
 def _cuda_time(run: Callable[[], object]) -> Callable[[], float]:
@@ -276,8 +230,8 @@ def _calibrate_cuda(device: torch.device, seconds: float) -> Hardware:
     notes = _describe(measurements)
     if "h2d" in measurements and "d2h" in measurements:
         notes += (
-            f" Host link: {measurements['h2d'].rate / 1e9:.1f} GB/s to the device, "
-            f"{measurements['d2h'].rate / 1e9:.1f} GB/s back."
+            f" Host link: {format_bytes_per_s(measurements['h2d'].rate)} to the device, "
+            f"{format_bytes_per_s(measurements['d2h'].rate)} back."
         )
     return Hardware(
         name=props.name,
@@ -346,18 +300,6 @@ def datasheet_for_this_device(device: str | None = None) -> Hardware | None:
 # --- measured against datasheet ------------------------------------------------------------
 
 
-def _flops_text(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value / 1e12:.1f} TFLOP/s" if value >= 1e12 else f"{value / 1e9:.1f} GFLOP/s"
-
-
-def _bytes_text(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value / 1e12:.2f} TB/s" if value >= 1e12 else f"{value / 1e9:.1f} GB/s"
-
-
 def compare(calibrated: Hardware, datasheet: Hardware | None) -> str:
     """A table of each roof: measured, datasheet, and measured as a share of the datasheet."""
     sheet = datasheet or Hardware(name="-", source="unknown")
@@ -368,7 +310,7 @@ def compare(calibrated: Hardware, datasheet: Hardware | None) -> str:
     ) -> None:
         if measured is None and quoted is None:
             return
-        share = f"{100 * measured / quoted:.0f}%" if measured and quoted else "-"
+        share = format_fraction(measured / quoted, 0) if measured and quoted else UNKNOWN
         rows.append((roof, fmt(measured), fmt(quoted), share))
 
     for precision in PRECISIONS:
@@ -376,10 +318,10 @@ def compare(calibrated: Hardware, datasheet: Hardware | None) -> str:
             precision,
             calibrated.peak_flops.get(precision),
             sheet.peak_flops.get(precision),
-            _flops_text,
+            format_flops_per_s,
         )
-    add("DRAM", calibrated.dram_bytes_per_s, sheet.dram_bytes_per_s, _bytes_text)
-    add("host link", calibrated.link_bytes_per_s, sheet.link_bytes_per_s, _bytes_text)
+    add("DRAM", calibrated.dram_bytes_per_s, sheet.dram_bytes_per_s, format_bytes_per_s)
+    add("host link", calibrated.link_bytes_per_s, sheet.link_bytes_per_s, format_bytes_per_s)
     header = ("roof", "measured", "datasheet", "%")
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(4)]
     lines = [f"{calibrated.name}: measured" + (f" vs {sheet.name}" if datasheet else "")]

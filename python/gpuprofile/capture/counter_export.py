@@ -53,7 +53,7 @@ def append_counters(path: Path, counters: pd.DataFrame, origin_ns: int) -> None:
         file.seek(at)
         tail = file.read()
         close = _list_end(tail)
-        events = _events(counters, origin_ns, _base_ns(head), _needs_comma(tail[:close]))
+        events = _inserted_events(counters, origin_ns, _base_ns(head), _needs_comma(tail[:close]))
         file.seek(at + close)
         try:
             file.write(events + tail[close:])
@@ -84,7 +84,8 @@ def replace_whole(path: Path, data: bytes) -> None:
 def _inserted(raw: bytes, counters: pd.DataFrame, origin_ns: int) -> bytes:
     start = max(0, len(raw) - _TAIL_BYTES)
     close = start + _list_end(raw[start:])
-    events = _events(counters, origin_ns, _base_ns(raw[:_TAIL_BYTES]), _needs_comma(raw[:close]))
+    base = _base_ns(raw[:_TAIL_BYTES])
+    events = _inserted_events(counters, origin_ns, base, _needs_comma(raw[:close]))
     return raw[:close] + events + raw[close:]
 
 
@@ -107,7 +108,9 @@ def _base_ns(head: bytes) -> int:
     return int(found.group(1)) if found else 0
 
 
-def _events(counters: pd.DataFrame, origin_ns: int, base_ns: int, comma: bool) -> bytes:
+def counter_events(counters: pd.DataFrame, origin_ns: int, base_ns: int) -> list[bytes]:
+    """Each sample as the JSON of one ``"ph": "C"`` event, its ``ts`` in microseconds from
+    ``base_ns`` (the file's baseTimeNanoseconds) to the nanosecond."""
     pid = os.getpid()
     lines = []
     for name, unit, device, time_ns, value in zip(
@@ -127,7 +130,12 @@ def _events(counters: pd.DataFrame, origin_ns: int, base_ns: int, comma: bool) -
             f'{{"ph": "C", "cat": "gpuprofile_sample", '
             f'"name": {json.dumps(counter_name(name, unit))}, "pid": {pid}, "tid": 0, '
             f'"ts": {sign}{since_base // 1000}.{since_base % 1000:03d}, {series}'
-            f'"args": {{"value": {float(value)!r}}}}}'
+            f'"args": {{"value": {float(value)!r}}}}}'.encode()
         )
-    text = ",\n".join(lines)
-    return (f",\n{text}\n" if comma and lines else f"\n{text}\n").encode()
+    return lines
+
+
+def _inserted_events(counters: pd.DataFrame, origin_ns: int, base_ns: int, comma: bool) -> bytes:
+    lines = counter_events(counters, origin_ns, base_ns)
+    text = b",\n".join(lines)
+    return (b",\n" + text + b"\n") if comma and lines else (b"\n" + text + b"\n")

@@ -13,6 +13,7 @@ import torch
 from torch.profiler import profile as torch_profile
 
 from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.trace.meta import RankMeta, Source, TraceMeta
 from gpuprofile.trace.model import Trace
 
 
@@ -24,25 +25,20 @@ def read_back(prof: torch_profile, export: str | None) -> Trace:
     else:
         with tempfile.TemporaryDirectory(prefix="gpuprofile-") as tmp:
             trace = _export_and_load(prof, Path(tmp) / "capture.pt.trace.json")
-    trace.meta["source"] = {"format": "capture", "path": export}
-    trace.meta["framework"] = {"torch": torch.__version__}
-    return trace
-
-
-def note_error(trace: Trace, error: str) -> None:
-    """What the capture could not do, for the report's INCOMPLETE lines, in the order met."""
-    trace.meta["capture_errors"] = [*trace.meta.get("capture_errors", []), error]
+    return trace.with_meta(
+        source=Source(format="capture", path=export), framework={"torch": torch.__version__}
+    )
 
 
 def empty_capture(started_ns: int) -> Trace:
     """No window was recorded (fewer steps than wait + warmup): a trace with no events."""
     return Trace(
-        meta={
-            "source": {"format": "capture", "path": None},
-            "framework": {"torch": torch.__version__},
-            "origin_ns": started_ns,
-            "ranks": {0: {"devices": [], "thread_names": {}}},
-        }
+        meta=TraceMeta(
+            source=Source(format="capture"),
+            framework={"torch": torch.__version__},
+            origin_ns=started_ns,
+            ranks={0: RankMeta()},
+        )
     )
 
 

@@ -13,7 +13,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from gpuprofile.capture.sources import Reading, Source
+from gpuprofile.capture.sources import Source
+from gpuprofile.trace.samples import Reading
 
 THREAD_NAME = "gpuprofile-sampler"
 # ~15 readings per tick on one GPU: 200k readings is 20+ minutes at 10 Hz, some 40 MB.

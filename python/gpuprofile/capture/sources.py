@@ -11,17 +11,9 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-
-@dataclass(frozen=True, slots=True)
-class Reading:
-    name: str
-    unit: str
-    device: int  # CUDA ordinal; -1 is the host
-    value: float
-
+from gpuprofile.trace.samples import Reading
 
 HOST = -1
 

@@ -16,36 +16,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-# (wait, active, repeat) as given by the user; repeat 0 means until the capture ends.
-StepSchedule = tuple[int, int, int]
-# Steps of warmup before each recorded window: the first traced step carries the profiler's own
-# start-up (Kineto/CUPTI activation, first-call allocations), which would inflate the first
-# recorded step; torch warns that warmup=0 "can skew profiler results".
-WARMUP = 1
-
-
-def parse_steps(text: str) -> StepSchedule:
-    """``"WAIT,ACTIVE[,REPEAT]"`` as a schedule; ValueError with a plain message if malformed."""
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
-        raise ValueError(f"--steps {text}: expected WAIT,ACTIVE[,REPEAT] as whole numbers")
-    if int(parts[1]) < 1:
-        raise ValueError(f"--steps {text}: ACTIVE (steps recorded per window) must be at least 1")
-    return check_steps(tuple(int(p) for p in parts))
-
-
-def check_steps(steps: tuple[int, ...]) -> StepSchedule:
-    if len(steps) == 2:
-        steps = (*steps, 0)
-    if len(steps) != 3:
-        raise ValueError(f"steps={steps}: expected (wait, active) or (wait, active, repeat)")
-    wait, active, repeat = (int(s) for s in steps)
-    if wait < 0 or active < 1 or repeat < 0:
-        raise ValueError(
-            f"steps={steps}: wait and repeat must be >= 0 and active >= 1 (repeat 0: until the end)"
-        )
-    return wait, active, repeat
-
 
 class StepCounter:
     """Counts the steps of one capture; ``advance`` (the profiler's step) runs at each one."""

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpuprofile.errors import GpuprofileError
+from gpuprofile.hardware.cache import cache_path, read_cache
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.hardware.tables import GIB, Spec, specs
 from gpuprofile.trace.model import Trace
@@ -384,10 +386,10 @@ def unknown(name: str, why: str) -> Hardware:
 def hardware_for_trace(trace: Trace, rank: int | None = None) -> Hardware:
     """The roofs of the device a rank's kernels ran on (rank None: the trace's first rank).
 
-    Uses ``trace.meta["ranks"][rank]["devices"]``; when the rank's kernels ran on a device the
+    Uses the rank's ``devices`` (``RankMeta``); when the rank's kernels ran on a device the
     list does not hold, a list of alike devices still tells the model.
     """
-    ranks: Mapping[int, Mapping[str, Any]] = trace.meta.get("ranks") or {}
+    ranks = trace.meta.ranks
     if rank is None:
         if not ranks:
             return unknown("unknown", "The trace records no ranks.")
@@ -398,7 +400,9 @@ def hardware_for_trace(trace: Trace, rank: int | None = None) -> Hardware:
     kernels = trace.kernels[trace.kernels["rank"] == rank]
     if not devices:
         if kernels.empty:
-            return unknown("unknown", f"Rank {rank} of the trace shows no GPU activity.")
+            return _host_calibration(trace) or unknown(
+                "unknown", f"Rank {rank} of the trace shows no GPU activity."
+            )
         return unknown("unknown", f"Rank {rank}'s trace carries no deviceProperties.")
     used = None
     if not kernels.empty:
@@ -423,3 +427,15 @@ def hardware_for_trace(trace: Trace, rank: int | None = None) -> Hardware:
     }
     hw = hardware_for_device(str(device.get("name") or ""), properties)
     return replace(hw, notes=f"{hw.notes} {note}".strip()) if note else hw
+
+
+def _host_calibration(trace: Trace) -> Hardware | None:
+    """A capture made on a CPU: that CPU's calibrated roofs, when a calibration is cached
+    (a damaged cache counts as none here; ``calibrate()`` says what is wrong with it)."""
+    torch_version = trace.meta.framework.get("torch")
+    if trace.meta.host is None or torch_version is None:
+        return None
+    try:
+        return read_cache(cache_path(trace.meta.host, torch_version))
+    except GpuprofileError:
+        return None

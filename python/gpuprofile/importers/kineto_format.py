@@ -99,6 +99,19 @@ TABLE_OF_CATEGORY = {
     "python_function": "ops",
 }
 OP_CATEGORY = {"Operator": "cpu_op"}
+# Allocator events are instants of this name.
+MEMORY_EVENT = "[memory]"
+
+
+def table_of(ph: str, cat: str, name: str) -> str | None:
+    """The table an event of this phase, category and name goes into ("memory" for allocator
+    events); None for every other event (counters and metadata are read apart, flows skipped).
+    The one rule the importer and ``scan_extent`` share."""
+    if ph == "X":
+        return TABLE_OF_CATEGORY.get(cat)
+    if name == MEMORY_EVENT and ph in ("i", "I"):
+        return "memory"
+    return None
 
 
 # A counter's unit rides in its name, "GPU utilization [%]": Chrome-trace counters carry
@@ -234,17 +247,12 @@ def scan_extent(path: Path) -> tuple[int, int, int] | None:
     the Trace's origin_ns); None when it has none. Decodes only those fields: a fraction of
     reading the file."""
     doc = _STAMPS_DECODER.decode(read_trace_bytes(path))
-    timeline = [
-        e
-        for e in doc.traceEvents
-        if e.ph == "X" and e.cat in TABLE_OF_CATEGORY and e.ts is not None
-    ]
-    memory = [e for e in doc.traceEvents if e.ph in ("i", "I") and e.name == "[memory]"]
-    stamped = [*timeline, *(e for e in memory if e.ts is not None)]
+    stamped = [e for e in doc.traceEvents if e.ts is not None and table_of(e.ph, e.cat, e.name)]
     if not stamped:
         return None
     # As the importer does: ts and dur each to whole nanoseconds, then added.
     ts = exact_ns(np.array([float(e.ts) for e in stamped]))  # type: ignore[arg-type]
     dur = exact_ns(np.array([float(e.dur or 0) if e.ph == "X" else 0.0 for e in stamped]))
     base = doc.baseTimeNanoseconds or 0
-    return len(timeline), base + int(ts.min()), base + int((ts + dur).max())
+    events = sum(e.ph == "X" for e in stamped)
+    return events, base + int(ts.min()), base + int((ts + dur).max())

@@ -6,7 +6,10 @@ import math
 from dataclasses import asdict
 from typing import Any
 
+import msgspec
+
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.detectors import run_detectors
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import idle_by_cause
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wall_ns
@@ -39,9 +42,11 @@ ROOFLINE_POINT_FIELDS = (
 )
 
 
-def build_report(analysis: Analysis, *, partial: bool = False, top: int = 10) -> dict[str, Any]:
+def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
+    """The report of an analysed trace (schema ``gpuprofile.report/1``, README), in plain JSON
+    types. ``top``: kernels and ops listed per rank."""
     trace = analysis.trace
-    source = trace.meta.get("source", {})
+    meta = trace.meta
     idle = idle_by_cause(analysis.idle_gaps)
     ranks = [_rank_report(trace, rank, top) for rank in trace.ranks]
     for rank in ranks:
@@ -53,18 +58,18 @@ def build_report(analysis: Analysis, *, partial: bool = False, top: int = 10) ->
     roofline = analysis.roofline
     report = {
         "schema": SCHEMA,
-        "source": {"path": source.get("path"), "format": source.get("format")},
-        "partial": partial,
-        # {"chunks", "events" (None: not counted), "max_events"} when --max-events dropped
+        "source": {"path": meta.source.path, "format": meta.source.format},
+        "partial": meta.partial,
+        # {"windows", "events" (None: not counted), "max_events"} when --max-events dropped
         # recorded windows.
-        "dropped": trace.meta.get("dropped"),
+        "dropped": msgspec.to_builtins(meta.dropped),
         # What the capture could not do (a recorded window not read, samples not exported).
-        "capture_errors": list(trace.meta.get("capture_errors", [])),
+        "capture_errors": list(meta.errors),
         # Each of the above (and which steps --steps recorded) as one line for every view.
-        "notices": notices(trace, partial=partial),
+        "notices": notices(meta),
         "hardware": analysis.hardware.to_dict(),
         "gauges": [gauge.to_dict() for gauge in analysis.gauges],
-        "hints": [hint.to_dict() for hint in analysis.hints],
+        "hints": [hint.to_dict() for hint in run_detectors(analysis)],
         "idle_by_cause": total_idle,
         "roofline": {
             "coverage": roofline.coverage,
@@ -127,9 +132,9 @@ def _rank_report(trace: Trace, rank: int, top: int) -> dict[str, Any]:
 def _sampled(trace: Trace, rank: int) -> dict[str, Any] | None:
     """The sampler's gauges of one rank: per counter and device its unit, min, mean (of the
     samples, taken at a fixed interval) and max, and the sources that gave nothing, with why."""
-    sampler = trace.meta.get("sampler")
+    sampling = trace.meta.sampling
     counters = trace.counters[trace.counters["rank"] == rank]
-    if sampler is None and not len(counters):
+    if sampling is None and not len(counters):
         return None
     stats = (
         counters.groupby(["name", "device"], sort=True, observed=True)
@@ -143,8 +148,8 @@ def _sampled(trace: Trace, rank: int) -> dict[str, Any] | None:
         .reset_index()
     )
     return {
-        "interval_s": (sampler or {}).get("interval_s"),
-        "dropped": (sampler or {}).get("dropped", 0),
+        "interval_s": sampling.interval_s if sampling else None,
+        "dropped": sampling.dropped if sampling else 0,
         "counters": [
             {
                 "name": str(row["name"]),
@@ -157,7 +162,7 @@ def _sampled(trace: Trace, rank: int) -> dict[str, Any] | None:
             }
             for row in stats.to_dict("records")
         ],
-        "missing": dict((sampler or {}).get("missing", {})),
+        "missing": dict(sampling.missing) if sampling else {},
     }
 
 

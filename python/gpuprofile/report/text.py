@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuprofile.units import format_bytes, format_ns, format_reading
+from gpuprofile.units import (
+    format_bytes,
+    format_bytes_per_s,
+    format_fraction,
+    format_intensity,
+    format_percent,
+    format_reading,
+    format_time,
+)
 
 
 def _shorten(name: str, width: int = 80) -> str:
@@ -23,7 +31,7 @@ def render_text(report: dict[str, Any]) -> str:
     for rank in report["ranks"]:
         lines.append("")
         devices = ", ".join(d["name"] for d in rank["devices"] if d.get("name")) or "no device info"
-        lines.append(f"rank {rank['rank']} ({devices}); wall {format_ns(rank['wall_ns'])}")
+        lines.append(f"rank {rank['rank']} ({devices}); wall {format_time(rank['wall_ns'])}")
         c = rank["counts"]
         lines.append(
             f"  events: {c['kernels']} kernels, {c['memcpy']} memcpy, {c['memset']} memset, "
@@ -34,10 +42,10 @@ def render_text(report: dict[str, Any]) -> str:
             lines.append("  GPU: no GPU activity recorded")
         else:
             lines.append(
-                f"  GPU window {format_ns(gpu['window_ns'])}: busy {format_ns(gpu['busy_ns'])} "
-                f"({gpu['busy_pct']:.1f}%), idle {format_ns(gpu['idle_ns'])}; "
-                f"compute {format_ns(gpu['compute_ns'])}, "
-                f"non-compute {format_ns(gpu['non_compute_ns'])}"
+                f"  GPU window {format_time(gpu['window_ns'])}: busy {format_time(gpu['busy_ns'])} "
+                f"({format_percent(gpu['busy_pct'])}), idle {format_time(gpu['idle_ns'])}; "
+                f"compute {format_time(gpu['compute_ns'])}, "
+                f"non-compute {format_time(gpu['non_compute_ns'])}"
             )
         for key, label in (
             ("top_kernels", "top kernels by total time"),
@@ -47,14 +55,14 @@ def render_text(report: dict[str, Any]) -> str:
                 lines.append(f"  {label}:")
                 for row in rank[key]:
                     lines.append(
-                        f"    {format_ns(row['total_ns']):>10}  x{row['count']:<6} "
+                        f"    {format_time(row['total_ns']):>10}  x{row['count']:<6} "
                         f"{_shorten(row['name'])}"
                     )
         causes = {k: v for k, v in rank.get("idle_by_cause", {}).items() if v > 0}
         if causes:
             ordered = sorted(causes.items(), key=lambda kv: -kv[1])
             lines.append(
-                "  GPU idle by cause: " + ", ".join(f"{c} {format_ns(ns)}" for c, ns in ordered)
+                "  GPU idle by cause: " + ", ".join(f"{c} {format_time(ns)}" for c, ns in ordered)
             )
         lines.extend(_gauge_lines(report.get("gauges", []), rank["rank"]))
         if rank["copies"]:
@@ -62,7 +70,7 @@ def render_text(report: dict[str, Any]) -> str:
             for copy in rank["copies"]:
                 lines.append(
                     f"    {copy['kind']:<8} x{copy['count']:<6} {format_bytes(copy['bytes']):>9} "
-                    f"in {format_ns(copy['total_ns'])} ({copy['gbps']:.2f} GB/s)"
+                    f"in {format_time(copy['total_ns'])} ({format_bytes_per_s(copy['gbps'] * 1e9)})"
                 )
         lines.extend(_sampled_lines(rank.get("sampled")))
     lines.extend(_roofline_lines(report.get("roofline")))
@@ -76,7 +84,7 @@ def _gauge_lines(gauges: list[dict[str, Any]], rank: int) -> list[str]:
             continue
         roof = (
             f" of {format_reading(gauge['roof'], gauge['unit'])} ({gauge['roof_label']}, "
-            f"{100 * gauge['fraction']:.0f}%)"
+            f"{format_fraction(gauge['fraction'], 0)})"
             if gauge.get("fraction") is not None
             else ""
         )
@@ -116,7 +124,7 @@ def _hint_lines(hints: list[dict[str, Any]], limit: int = 5) -> list[str]:
     for number, hint in enumerate(hints[:limit], 1):
         lines.append(
             f"  {number}. [{hint['severity']}] {hint['title']} "
-            f"(gain ~{format_ns(hint['gain_ns'])}, {hint['confidence']} confidence)"
+            f"(gain ~{format_time(hint['gain_ns'])}, {hint['confidence']} confidence)"
         )
         evidence = hint.get("evidence", [])
         if evidence:
@@ -137,23 +145,33 @@ def _roofline_lines(roofline: dict[str, Any] | None, limit: int = 5) -> list[str
     if not roofline:
         return []
     coverage = roofline.get("coverage")
+    ops = [p for p in roofline.get("points", []) if p["level"] == "op" and p["flops"]]
+    if not ops:
+        # Nothing to place on a roofline: one line that says why, not an empty section.
+        return ["", "roofline: no op has a FLOP count (no input shapes recorded, or no op "
+                "with a known formula ran)"]  # fmt: skip
     lines = [""]
     lines.append(
         "roofline: FLOP counts cover "
-        + (f"{100 * coverage:.0f}% of the time" if coverage is not None else "an unknown share")
+        + (
+            f"{format_fraction(coverage, 0)} of the time"
+            if coverage is not None
+            else "an unknown share"
+        )
     )
-    ops = [p for p in roofline.get("points", []) if p["level"] == "op" and p["flops"]]
     for point in ops[:limit]:
         roof = (
-            f"{point['bound']}-bound, {point['pct_of_roof']:.0f}% of the {point['roof']} roof"
+            f"{point['bound']}-bound, {format_percent(point['pct_of_roof'], 0)} of the "
+            f"{point['roof']} roof"
             if point.get("pct_of_roof") is not None
             else "roof unknown"
         )
         name = _shorten(point["name"], 40)
         intensity = point.get("intensity")
         # Bytes are unknown when an input's dtype or shape was not recorded.
-        per_byte = f"{intensity:.1f} FLOP/B" if intensity is not None else "bytes unknown"
+        per_byte = format_intensity(intensity) if intensity is not None else "bytes unknown"
         lines.append(
-            f"  {format_ns(point['time_ns']):>10}  x{point['count']:<6} {name}  {per_byte}, {roof}"
+            f"  {format_time(point['time_ns']):>10}  x{point['count']:<6} {name}  "
+            f"{per_byte}, {roof}"
         )
     return lines

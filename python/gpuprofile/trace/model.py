@@ -1,20 +1,25 @@
 """The one trace model every source is read into and every analysis reads.
 
 Tables are pandas DataFrames with fixed columns and dtypes. Times are int64 nanoseconds from
-the trace's own start (``meta["origin_ns"]`` holds that start on the source's absolute clock).
+the trace's own start (``meta.origin_ns`` holds that start on the source's absolute clock).
+What the trace knows besides its tables is its ``TraceMeta`` (meta.py).
 Names are dictionary-encoded as pandas categoricals: a million kernels have a few hundred names.
 A multi-rank run is one Trace with a ``rank`` column.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import numpy as np
 import pandas as pd
+
+from gpuprofile.trace.meta import TraceMeta
 
 # Sentinel for "not known" in integer id columns (pandas' nullable ints are slow to build).
 NO_ID = -1
@@ -201,8 +206,7 @@ class Trace:
     runtime: pd.DataFrame = field(default_factory=lambda: empty_table("runtime"))
     memory: pd.DataFrame = field(default_factory=lambda: empty_table("memory"))
     counters: pd.DataFrame = field(default_factory=lambda: empty_table("counters"))
-    # source format and version, ranks (rank -> per-rank facts), devices, origin_ns, ...
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: TraceMeta = field(default_factory=TraceMeta)
 
     def __post_init__(self) -> None:
         for table, schema in SCHEMA.items():
@@ -210,14 +214,16 @@ class Trace:
 
     @property
     def ranks(self) -> list[int]:
-        return sorted(int(r) for r in self.meta.get("ranks", {}))
+        return sorted(self.meta.ranks)
 
     def devices(self, rank: int) -> list[dict[str, Any]]:
-        """The device properties the trace records for a rank ([] when none); rank keys that
-        went through JSON are strings."""
-        ranks = self.meta.get("ranks", {})
-        info = ranks.get(rank) or ranks.get(str(rank)) or {}
-        return list(info.get("devices") or [])
+        """The device properties the trace records for a rank ([] when none)."""
+        facts = self.meta.ranks.get(rank)
+        return list(facts.devices) if facts is not None else []
+
+    def with_meta(self, **facts: Any) -> Trace:
+        """The same tables, with these facts of ``TraceMeta`` changed (a new Trace)."""
+        return dataclasses.replace(self, meta=msgspec.structs.replace(self.meta, **facts))
 
     def table(self, name: str) -> pd.DataFrame:
         if name not in SCHEMA:

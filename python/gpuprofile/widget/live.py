@@ -20,16 +20,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any, Generic, TypeVar
 
-from gpuprofile.capture.chunks import merge_chunks
-from gpuprofile.capture.sources import Reading
-from gpuprofile.capture.windows import read_windows
 from gpuprofile.hardware.model import Hardware
+from gpuprofile.importers.windows import read_windows
+from gpuprofile.trace.merge import merge
 from gpuprofile.trace.model import Trace
+from gpuprofile.trace.samples import Reading
+from gpuprofile.widget.widget import show_trace
 
 W = TypeVar("W")
 
 
-class ChunkRefills(Generic[W]):
+class WindowRefills(Generic[W]):
     """Shows the windows recorded so far through ``fill(merged)``, off the caller's thread:
     the windows that came since the last refill are read together by ``read`` (one Trace) and
     merged into what is shown."""
@@ -104,7 +105,7 @@ class ChunkRefills(Generic[W]):
                 # Kept even if fill() fails: the next refill still holds these windows. (Should
                 # the merge itself fail, they are lost to the live view; the profile has them.)
                 read = self._read(new)
-                self._shown = merge_chunks([self._shown, read]) if self._shown else read
+                self._shown = merge([self._shown, read]) if self._shown else read
                 self._fill(self._shown)
                 self.refills += 1
             except Exception as error:  # the cell must run on; the error is shown in the panel
@@ -134,7 +135,7 @@ class LiveFeed:
         self._readings: dict[tuple[str, int], Reading] = {}
         self._lock = threading.Lock()
         self.steps = 0
-        self.refills: ChunkRefills | None = None
+        self.refills: WindowRefills[Any] | None = None
         self._cell_ended = False
         self._elapsed_s: float | None = None
 
@@ -143,7 +144,7 @@ class LiveFeed:
         return {
             "on_sample": self,
             "on_step": self.set_steps,
-            "on_chunk": lambda window: self.show_chunk(window, hardware),
+            "on_window": lambda window: self.show_window(window, hardware),
             "on_recording": self.recording,
         }
 
@@ -171,24 +172,23 @@ class LiveFeed:
         self.steps = count
         self._update("steps")
 
-    def show_chunk(self, window: Any, hardware: Hardware | None) -> None:
+    def show_window(self, window: Any, hardware: Hardware | None) -> None:
         """A recorded window: the windows so far reach the widget, read and analysed, while
-        the cell runs on (see ChunkRefills). The window torch hands over when the profiler
+        the cell runs on (see WindowRefills). The window torch hands over when the profiler
         stops comes after the cell's end: the profile shows it, not a refill."""
         if self._cell_ended:
             return
         if self.refills is None:
-            from gpuprofile.result import Profile
 
             def fill(trace: Trace) -> None:
-                Profile(trace, hardware=hardware).fill_widget(self.widget)
+                show_trace(self.widget, trace, hardware)
 
-            self.refills = ChunkRefills(fill, self.read, self.busy_share)
+            self.refills = WindowRefills(fill, self.read, self.busy_share)
         self.refills.add(window)
 
     def recording(self, on: bool) -> None:
         """The capture starts (True) or stops (False) recording a window (see
-        ChunkRefills.hold); called on the cell's thread."""
+        WindowRefills.hold); called on the cell's thread."""
         if self.refills is not None:
             self.refills.hold(on)
 

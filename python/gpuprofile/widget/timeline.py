@@ -210,7 +210,8 @@ def _layout(
 
     for rank in ranks:
         prefix = "" if single else f"rank {rank} · "
-        thread_names = trace.meta.get("ranks", {}).get(rank, {}).get("thread_names", {})
+        facts = trace.meta.ranks.get(rank)
+        thread_names = facts.thread_names if facts is not None else {}
         for i in np.flatnonzero(cpu[:, 0] == rank).tolist():
             _, pid, tid = cpu[i].tolist()
             thread = thread_names.get(f"{pid}/{tid}")

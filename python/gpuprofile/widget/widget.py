@@ -9,6 +9,10 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.hardware.model import Hardware
+from gpuprofile.report.build import build_report
+from gpuprofile.report.text import render_text
 from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.marks import marks_columns
 from gpuprofile.widget.requests import Source, handle
@@ -16,7 +20,6 @@ from gpuprofile.widget.tables import DETAIL_THRESHOLD, counter_columns, overview
 from gpuprofile.widget.timeline import KINDS, timeline_data
 
 if TYPE_CHECKING:
-    from gpuprofile.analyses.context import Analysis
     from gpuprofile.trace.model import Trace
 
 _STATIC = Path(__file__).parent / "static"
@@ -61,30 +64,41 @@ class ProfileWidget(anywidget.AnyWidget):
 
 
 def make_widget(
-    summary: dict[str, Any],
+    report: dict[str, Any],
     trace: Trace,
     analysis: Analysis | None = None,
     *,
+    text: str = "",
     detail_threshold: int = DETAIL_THRESHOLD,
 ) -> ProfileWidget:
-    """The widget for a report and its trace. With the analysis, roofline points mark all their
-    instances; without, the heaviest ones the report names. Traces of more than
-    ``detail_threshold`` events cross as an overview, with detail fetched on demand."""
+    """The widget for a report, its text and its trace (see ``show_result``)."""
     widget = ProfileWidget()
-    show_result(widget, summary, trace, analysis, detail_threshold=detail_threshold)
+    show_result(widget, report, text, trace, analysis, detail_threshold=detail_threshold)
     return widget
+
+
+def show_trace(widget: ProfileWidget, trace: Trace, hardware: Hardware | None = None) -> None:
+    """Fill a widget with a trace, analysed against ``hardware`` (None: its datasheet)."""
+    analysis = Analysis(trace, hardware)
+    report = build_report(analysis)
+    show_result(widget, report, render_text(report), trace, analysis)
 
 
 def show_result(
     widget: ProfileWidget,
-    summary: dict[str, Any],
+    report: dict[str, Any],
+    text: str,
     trace: Trace,
     analysis: Analysis | None = None,
     *,
     detail_threshold: int = DETAIL_THRESHOLD,
 ) -> None:
-    """Fill a widget (a live one shown while the cell ran, or a new one) with a finished
-    profile; the browser redraws once, as one state update."""
+    """Fill a widget (a live one shown while the cell ran, or a new one) with a profile: its
+    report and text, and its trace. With the analysis, roofline points mark all their
+    instances; without, the heaviest ones the report names. Traces of more than
+    ``detail_threshold`` events cross as an overview, with detail fetched on demand. The
+    browser redraws once, as one state update."""
+    summary = {**report, "text": text}
     data = timeline_data(trace)
     state = {
         "summary": summary,

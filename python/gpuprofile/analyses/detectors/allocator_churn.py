@@ -24,44 +24,21 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.fixes import ALLOCATOR_CODE, ALLOCATOR_FIX
 from gpuprofile.analyses.hints import Evidence, Hint, heaviest_events, severity_for
-from gpuprofile.analyses.idle import matches
 from gpuprofile.analyses.intervals import union_length
+from gpuprofile.analyses.names import matches
+from gpuprofile.analyses.patterns import ALLOC_CALL
 from gpuprofile.analyses.summary import span_ns, wall_ns
 from gpuprofile.trace.model import Trace
-from gpuprofile.units import format_ns
+from gpuprofile.units import format_bytes, format_time
 
 WARMUP_SHARE = 0.10
 MIN_CALLS = 2
 FRAGMENTATION_RATIO = 1.5
 MIN_WASTE_BYTES = 1 << 30
-# Synchronous device/pinned allocation and release (the *Async stream-ordered ones are cheap
-# by design and are not churn).
-ALLOC_CALL = re.compile(
-    r"^(cuda|hip)(Malloc|Free|MallocHost|FreeHost|HostAlloc|HostMalloc|HostFree|MallocManaged|"
-    r"MallocPitch|ExtMallocWithFlags)$|^cuMem(Alloc|Free|AllocHost|FreeHost|Create|Release|Map|"
-    r"Unmap)(_v2)?$"
-)
 _STEP = re.compile(r"^ProfilerStep#\d+$")
 _WARMUP = re.compile(r"warm[-_ ]?up", re.IGNORECASE)
-
-FIX = (
-    "Warm up before profiling, so one-time allocations are not in the steady state.",
-    "Keep buffers alive across steps and preallocate for the largest shape (pad or bucket "
-    "variable-length inputs so the allocator can reuse blocks).",
-    "Remove torch.cuda.empty_cache() from the loop: it returns the cache to the driver, so "
-    "the next step calls cudaMalloc again.",
-    "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_HIP_ALLOC_CONF on ROCm) "
-    "so segments grow in place instead of fragmenting; check torch.cuda.memory_stats() "
-    "['num_alloc_retries'] for retries after failed allocations.",
-)
-CODE = """\
-import os
-os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"  # before CUDA starts
-import torch
-static_input = torch.empty(max_batch, seq_len, device="cuda")  # reuse, do not reallocate
-print(torch.cuda.memory_stats()["num_alloc_retries"])
-"""
 
 
 def detect(analysis: Analysis) -> list[Hint]:
@@ -104,18 +81,20 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
     per_name = calls.groupby("name", observed=True)["dur_ns"].agg(["count", "sum"])
     per_name = per_name.sort_values("sum", ascending=False)
     call_text = ", ".join(
-        f"{name} x{int(r['count'])} ({format_ns(int(r['sum']))})" for name, r in per_name.iterrows()
+        f"{name} x{int(r['count'])} ({format_time(int(r['sum']))})"
+        for name, r in per_name.iterrows()
     )
     found = []
     if churn:
         found.append(f"{len(calls)} allocator calls after warm-up: {call_text}")
     if growth:
-        found.append(f"reserved memory grew by {_gib(growth)} after warm-up")
+        found.append(f"reserved memory grew by {format_bytes(growth)} after warm-up")
     if fragmentation is not None:
         reserved, allocated = fragmentation
         found.append(
-            f"{_gib(reserved)} reserved for a peak of {_gib(allocated)} allocated "
-            f"({_gib(reserved - allocated)} cached but unused: fragmentation or an earlier peak)"
+            f"{format_bytes(reserved)} reserved for a peak of {format_bytes(allocated)} "
+            f"allocated ({format_bytes(reserved - allocated)} cached but unused: "
+            "fragmentation or an earlier peak)"
         )
     evidence = []
     if len(calls):
@@ -132,7 +111,7 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
         kind="allocator-churn",
         title=(
             f"{len(calls)} {'/'.join(map(str, per_name.index[:2]))} calls after warm-up "
-            f"cost {format_ns(gain)}"
+            f"cost {format_time(gain)}"
             if churn
             else f"Device memory: {what} after warm-up"
         ),
@@ -144,7 +123,7 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
             "count 0: they cost memory, not time."
         ),
         confidence="high" if churn else "low",
-        explanation=f"Rank {rank}, from {format_ns(steady)} on (steady state): "
+        explanation=f"Rank {rank}, from {format_time(steady)} on (steady state): "
         + "; ".join(found)
         + ".",
         numbers={
@@ -155,8 +134,8 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
             "reserved_bytes": fragmentation[0] if fragmentation else 0,
             "peak_allocated_bytes": fragmentation[1] if fragmentation else 0,
         },
-        fix=FIX,
-        code=CODE,
+        fix=ALLOCATOR_FIX,
+        code=ALLOCATOR_CODE,
         evidence=tuple(evidence),
         rank=rank,
     )
@@ -190,7 +169,3 @@ def _memory_signs(
         if reserved >= FRAGMENTATION_RATIO * allocated and reserved - allocated >= MIN_WASTE_BYTES:
             fragmented = (reserved, allocated)
     return growth, fragmented
-
-
-def _gib(n: int) -> str:
-    return f"{n / 2**30:.2f} GiB"

@@ -34,7 +34,7 @@ from gpuprofile.analyses.names import categorical, per_category, strings
 from gpuprofile.analyses.names import codes as name_codes
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
-from gpuprofile.units import format_bytes
+from gpuprofile.units import format_bytes, format_time
 
 MATMULS = frozenset(("aten::matmul", "aten::bmm", "aten::baddbmm"))
 SOFTMAXES = frozenset(("aten::softmax", "aten::_softmax", "aten::_safe_softmax"))
@@ -342,7 +342,7 @@ def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
             "materialized score matrix (sequence lengths "
             f"{length_text}; the largest holds {scores}). Its memory and time grow as L^2: "
             f"at twice the length it needs four times the bytes. {removed.capitalize()} took "
-            f"{gain / 1e6:.2f} ms of {device} time."
+            f"{format_time(gain)} of {device} time."
         ),
         numbers={
             "occurrences": len(found),

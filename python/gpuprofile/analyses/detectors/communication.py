@@ -27,7 +27,7 @@ from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE, kernel_kinds
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
-from gpuprofile.units import format_ns
+from gpuprofile.units import format_percent, format_time
 
 # Exposed communication below this share of the rank's wall time is not worth a hint.
 MIN_EXPOSED_SHARE = 0.01
@@ -131,14 +131,14 @@ def _gpu_hint(trace: Trace, rank: int) -> Hint | None:
         .sort_values("sum", ascending=False)
     )
     top = ", ".join(
-        f"{name} x{int(r['count'])} ({r['sum'] / 1e6:.2f} ms)"
+        f"{name} x{int(r['count'])} ({format_time(r['sum'])})"
         for name, r in by_collective.head(4).iterrows()
     )
     share = 100.0 * comm_ns / window_ns if window_ns else 0.0
     exposed_pct = 100.0 * exposed / comm_ns if comm_ns else 0.0
     return Hint(
         kind="communication",
-        title=f"{format_ns(exposed)} of collectives not hidden by compute",
+        title=f"{format_time(exposed)} of collectives not hidden by compute",
         severity=severity_for(exposed, wall),
         gain_ns=int(exposed),
         gain_method=(
@@ -148,11 +148,11 @@ def _gpu_hint(trace: Trace, rank: int) -> Hint | None:
         ),
         confidence="medium",
         explanation=(
-            f"{len(comm)} collective kernels ran for {comm_ns / 1e6:.2f} ms ({share:.1f}% of "
-            f"the GPU window of {window_ns / 1e6:.2f} ms): {top}. Compute kernels on other "
-            f"streams overlapped {overlapped / 1e6:.2f} ms of it; {exposed / 1e6:.2f} ms "
-            f"({exposed_pct:.0f}%) ran with no compute alongside, so the GPU waited on the "
-            "network."
+            f"{len(comm)} collective kernels ran for {format_time(comm_ns)} "
+            f"({format_percent(share)} of the GPU window of {format_time(window_ns)}): {top}. "
+            f"Compute kernels on other streams overlapped {format_time(overlapped)} of it; "
+            f"{format_time(exposed)} ({format_percent(exposed_pct, 0)}) ran with no compute "
+            "alongside, so the GPU waited on the network."
         ),
         numbers={
             "collective_kernels": len(comm),
@@ -192,7 +192,7 @@ def _cpu_hint(trace: Trace, rank: int) -> Hint | None:
     top = ", ".join(f"{name} x{count}" for name, count in counts.head(4).items())
     return Hint(
         kind="communication",
-        title=f"{format_ns(exposed)} of CPU collectives (gloo) not overlapped",
+        title=f"{format_time(exposed)} of CPU collectives (gloo) not overlapped",
         severity=severity_for(exposed, wall),
         gain_ns=int(exposed),
         gain_method=(
@@ -202,9 +202,9 @@ def _cpu_hint(trace: Trace, rank: int) -> Hint | None:
         ),
         confidence="low",
         explanation=(
-            f"{len(comm)} CPU collective events ({top}) covered {comm_ns / 1e6:.2f} ms of "
-            f"the rank's {wall / 1e6:.2f} ms; aten ops ran alongside for "
-            f"{overlapped / 1e6:.2f} ms, leaving {exposed / 1e6:.2f} ms in which the rank "
+            f"{len(comm)} CPU collective events ({top}) covered {format_time(comm_ns)} of "
+            f"the rank's {format_time(wall)}; aten ops ran alongside for "
+            f"{format_time(overlapped)}, leaving {format_time(exposed)} in which the rank "
             "only communicated."
         ),
         numbers={

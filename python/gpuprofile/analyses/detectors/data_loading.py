@@ -30,9 +30,11 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Hint, heaviest_events, severity_for
 from gpuprofile.analyses.intervals import union_length
+from gpuprofile.analyses.names import matches
+from gpuprofile.analyses.patterns import LOADER_OP
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
-from gpuprofile.units import format_ns
+from gpuprofile.units import format_fraction, format_time
 
 MIN_GAIN_SHARE = 0.01
 MIN_CPU_SHARE = 0.05
@@ -71,7 +73,7 @@ for x, y in loader:
 
 def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
-    loader = idle.matches(trace.ops["name"], idle.LOADER_OP)
+    loader = matches(trace.ops["name"], LOADER_OP)
     hints = []
     for rank in trace.ranks:
         rows = trace.ops[loader & (trace.ops["rank"] == rank).to_numpy()]
@@ -104,14 +106,16 @@ def _gpu_hint(
         loader,
         gain=gain,
         wall=wall,
-        title=f"GPU idle {100 * gain / window:.0f}% of the window waiting for the DataLoader",
+        title=(
+            f"GPU idle {format_fraction(gain / window, 0)} of the window waiting for the DataLoader"
+        ),
         gain_method=(
             "GPU idle time while the DataLoader ran for most of the gap: with batches "
             "prefetched by workers the next step starts at once."
         ),
         what=(
-            f"the GPU sat idle {format_ns(gain)} ({100 * gain / window:.1f}% of its "
-            f"{format_ns(window)} "
+            f"the GPU sat idle {format_time(gain)} ({format_fraction(gain / window)} of its "
+            f"{format_time(window)} "
             f"window) in {len(stalls)} gaps while the DataLoader was fetching the next batch"
         ),
         windows=windows,
@@ -131,15 +135,17 @@ def _cpu_hint(trace: Trace, rank: int, loader: pd.DataFrame) -> Hint | None:
         loader,
         gain=gain,
         wall=wall,
-        title=f"DataLoader takes {100 * gain / wall:.0f}% of the run (no GPU in this trace)",
+        title=(
+            f"DataLoader takes {format_fraction(gain / wall, 0)} of the run (no GPU in this trace)"
+        ),
         gain_method=(
             "Time the main thread spent inside DataLoader __next__ (CPU trace, no GPU "
             "window); an upper bound: workers load while the main thread computes, but share "
             "its CPU cores."
         ),
         what=(
-            f"the main thread spent {format_ns(gain)} of the {format_ns(wall)} run "
-            f"({100 * gain / wall:.1f}%) waiting for the DataLoader"
+            f"the main thread spent {format_time(gain)} of the {format_time(wall)} run "
+            f"({format_fraction(gain / wall)}) waiting for the DataLoader"
         ),
         windows=None,
         confidence="medium",
@@ -179,8 +185,8 @@ def _hint(
         explanation=(
             f"Rank {rank}: {what}. {len(calls)} calls for a batch (each pass over the loader "
             "ends with one more that finds none), "
-            f"{format_ns(int(per_call.mean()) if len(per_call) else 0)} each on average, longest "
-            f"{format_ns(int(per_call.max()) if len(per_call) else 0)}; "
+            f"{format_time(int(per_call.mean()) if len(per_call) else 0)} each on average, longest "
+            f"{format_time(int(per_call.max()) if len(per_call) else 0)}; "
             + ("worker processes are in use." if workers else "no worker processes.")
         ),
         numbers={

@@ -11,19 +11,20 @@ and the host spent most of it inside cudaMalloc/cudaFree, the fix is the allocat
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.detectors import allocator_churn
+from gpuprofile.analyses.fixes import ALLOCATOR_CODE, ALLOCATOR_FIX
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.intervals import IntervalSet
+from gpuprofile.analyses.names import matches
+from gpuprofile.analyses.patterns import ALLOC_CALL
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import NO_ID, Trace
-from gpuprofile.units import format_ns
+from gpuprofile.units import format_fraction, format_time
 
 MIN_IDLE_SHARE = 0.05  # of the GPU window
 MOST_ALLOCATOR = 0.5  # launch-bound idle spent in cudaMalloc/cudaFree: the allocator's fix
@@ -43,16 +44,6 @@ MOSTLY = {
     idle.OTHER: "mostly outside traced host activity",
 }
 QUEUED = "mostly with work queued behind a dependency"
-# The detector whose hint is about one cause of idle time, with its own evidence and fix.
-SPECIFIC_KIND = {
-    idle.SYNCHRONIZATION: "sync-stall",
-    idle.DATA_LOADING: "data-loading",
-    idle.HOST_DEVICE_COPY: "pageable-copy",
-    idle.HOST_LAUNCH_BOUND: "launch-overhead",
-    idle.COLLECTIVE_WAIT: "communication",
-}
-# The idle hint repeats a specific one when its dominant cause holds this share of its gain.
-REPEATS_FROM = 0.5
 FIXES: dict[str, tuple[tuple[str, ...], str]] = {
     idle.SYNCHRONIZATION: (
         (
@@ -157,13 +148,13 @@ def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
     largest = gaps.nlargest(TOP_GAPS, "dur_ns")
     mostly, steps, code, notes, extra = _diagnosis(trace, rank, gaps, by_cause)
     parts = ", ".join(
-        f"{cause} {format_ns(int(ns))} ({100 * ns / breakdown.idle_ns:.0f}%)"
+        f"{cause} {format_time(int(ns))} ({format_fraction(ns / breakdown.idle_ns, 0)})"
         for cause, ns in by_cause.items()
     )
     dominant_share = by_cause.iloc[0] / breakdown.idle_ns
     return Hint(
         kind="gpu-idle",
-        title=f"GPU idle {100 * share:.0f}% of the window, {mostly}",
+        title=f"GPU idle {format_fraction(share, 0)} of the window, {mostly}",
         severity=severity_for(gain, wall_ns(trace, rank)),
         gain_ns=gain,
         gain_method=(
@@ -175,11 +166,10 @@ def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
             "low" if dominant == idle.OTHER else "high" if dominant_share >= 0.5 else "medium"
         ),
         explanation=(
-            f"Rank {rank}: the GPU was idle {format_ns(breakdown.idle_ns)} of its "
-            f"{format_ns(breakdown.window_ns)} window ({100 * share:.1f}%) in {len(gaps)} "
-            f"gaps; the "
-            f"largest lasted {format_ns(int(largest['dur_ns'].iloc[0]))}. By what the host was "
-            f"doing "
+            f"Rank {rank}: the GPU was idle {format_time(breakdown.idle_ns)} of its "
+            f"{format_time(breakdown.window_ns)} window ({format_fraction(share)}) in "
+            f"{len(gaps)} gaps; the largest lasted "
+            f"{format_time(int(largest['dur_ns'].iloc[0]))}. By what the host was doing "
             f"meanwhile: {parts}.{notes}"
         ),
         numbers={
@@ -211,19 +201,19 @@ def _diagnosis(
     in_allocator = _allocator_ns(trace, rank, launch_bound)
     if in_allocator:
         notes += (
-            f" Of the host-launch-bound time, {format_ns(in_allocator)} was spent in allocator "
+            f" Of the host-launch-bound time, {format_time(in_allocator)} was spent in allocator "
             f"calls "
             "(cudaMalloc/cudaFree): see the allocator-churn hint."
         )
         if dominant == idle.HOST_LAUNCH_BOUND and in_allocator >= MOST_ALLOCATOR * int(
             launch_bound["dur_ns"].sum()
         ):
-            steps, code = allocator_churn.FIX, allocator_churn.CODE
+            steps, code = ALLOCATOR_FIX, ALLOCATOR_CODE
     other = gaps[gaps["cause"] == idle.OTHER]
     queued = int(other.loc[other["runtime_id"] != NO_ID, "dur_ns"].sum())
     if queued:
         notes += (
-            f" In {format_ns(queued)} of the other gaps the next GPU work had already been "
+            f" In {format_time(queued)} of the other gaps the next GPU work had already been "
             f"launched "
             "and waited on a dependency (another stream's event, a collective, a graph), not "
             "on the host."
@@ -257,36 +247,10 @@ def _allocator_ns(trace: Trace, rank: int, gaps: pd.DataFrame) -> int:
     if rows.empty or gaps.empty:
         return 0
     start = rows["start_ns"].to_numpy(np.int64)
-    none = np.full(len(rows), -1, np.int64)
-    calls = idle.IntervalSet(start, start + rows["dur_ns"].to_numpy(np.int64), none, none)
+    calls = IntervalSet(start, start + rows["dur_ns"].to_numpy(np.int64))
     covered = calls.coverage(gaps["start_ns"].to_numpy(np.int64), gaps["end_ns"].to_numpy(np.int64))
     return int(covered.sum())
 
 
 def allocator_churn_calls(runtime: pd.DataFrame) -> np.ndarray:
-    return idle.matches(runtime["name"], allocator_churn.ALLOC_CALL)
-
-
-def without_repeats(hints: list[Hint]) -> list[Hint]:
-    """A rank's idle hint whose dominant cause has its own hint there (the DataLoader's, the
-    sync stalls') and holds most of the idle gain says the same thing twice, ranked twice: it
-    is left out, and its breakdown of the idle time by cause goes into that hint's text."""
-    # Per (rank, kind) the specific hint with the most gain (communication has two: the GPU
-    # collectives' and the CPU ones').
-    specific: dict[tuple[int | None, str], int] = {}
-    for i, h in enumerate(hints):
-        key = (h.rank, h.kind)
-        if key not in specific or h.gain_ns > hints[specific[key]].gain_ns:
-            specific[key] = i
-    out = list(hints)
-    repeated = set()
-    for i, hint in enumerate(hints):
-        if hint.kind != "gpu-idle":
-            continue
-        cause = str(hint.numbers.get("dominant_cause"))
-        at = specific.get((hint.rank, SPECIFIC_KIND.get(cause, "")))
-        if at is None or int(hint.numbers.get(f"{cause}_ns", 0)) < REPEATS_FROM * hint.gain_ns:
-            continue
-        repeated.add(i)
-        out[at] = replace(out[at], explanation=f"{out[at].explanation} {hint.explanation}")
-    return [h for i, h in enumerate(out) if i not in repeated]
+    return matches(runtime["name"], ALLOC_CALL)

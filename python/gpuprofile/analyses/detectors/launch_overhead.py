@@ -38,7 +38,7 @@ from gpuprofile.analyses.names import categorical, matches, per_category, short_
 from gpuprofile.analyses.names import codes as names_codes
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
-from gpuprofile.units import format_ns
+from gpuprofile.units import format_percent, format_time
 
 SMALL_KERNEL_NS = 10_000
 GRAPH_GAP_NS = 1_000
@@ -256,11 +256,11 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame) -> Hint | None:
     described = []
     rows = zip(sequences["sequence"], sequences["count"], sequences["span_ns"])
     for i, (text, count, span) in enumerate(rows, start=1):
-        numbers[f"fusion_candidate_{i}"] = f"{text} (x{int(count)}, {float(span) / 1e3:.0f} us)"
+        numbers[f"fusion_candidate_{i}"] = f"{text} (x{int(count)}, {format_time(float(span))})"
         described.append(f"{text} x{int(count)}")
     launch_text = (
-        f"The host spent {launch_ns / 1e6:.2f} ms in {len(small_launches)} launch calls for "
-        f"them (median launch {median_launch / 1e3:.1f} us) against {small_ns / 1e6:.2f} ms "
+        f"The host spent {format_time(launch_ns)} in {len(small_launches)} launch calls for "
+        f"them (median launch {format_time(median_launch)}) against {format_time(small_ns)} "
         "of kernel time. "
         if len(small_launches)
         else ""
@@ -274,23 +274,23 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame) -> Hint | None:
         kind="launch-overhead",
         title=(
             f"{len(small)} kernels under "
-            f"{SMALL_KERNEL_NS // 1000} us; "
-            f"GPU idle {format_ns(int(counted['gap_ns'].sum()))} between launches"
+            f"{format_time(SMALL_KERNEL_NS)}; "
+            f"GPU idle {format_time(int(counted['gap_ns'].sum()))} between launches"
         ),
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
-            f"Sum of device idle gaps of at most {MAX_LAUNCH_GAP_NS // 1000} us next to a "
-            f"kernel shorter than {SMALL_KERNEL_NS // 1000} us (none under a synchronizing "
-            f"call), each less the ~{GRAPH_GAP_NS // 1000} us a CUDA graph replay still "
+            f"Sum of device idle gaps of at most {format_time(MAX_LAUNCH_GAP_NS)} next to a "
+            f"kernel shorter than {format_time(SMALL_KERNEL_NS)} (none under a synchronizing "
+            f"call), each less the ~{format_time(GRAPH_GAP_NS)} a CUDA graph replay still "
             "leaves between kernels."
         ),
         confidence="medium",
         explanation=(
-            f"{len(small)} of {len(kernels)} kernels ({share:.0f}%) ran shorter than "
-            f"{SMALL_KERNEL_NS / 1e3:.0f} us, {small_ns / 1e6:.2f} ms in total. {launch_text}"
+            f"{len(small)} of {len(kernels)} kernels ({format_percent(share, 0)}) ran shorter than "
+            f"{format_time(SMALL_KERNEL_NS)}, {format_time(small_ns)} in total. {launch_text}"
             f"The GPU sat idle in {len(counted)} gaps next to them, "
-            f"{counted['gap_ns'].sum() / 1e6:.2f} ms, waiting for the next launch."
+            f"{format_time(counted['gap_ns'].sum())}, waiting for the next launch."
             f"{sequence_text}"
         ),
         numbers=numbers,

@@ -30,6 +30,7 @@ from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
 from gpuprofile.analyses.names import short_kernel_name
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_percent, format_time
 
 MIN_KERNEL_NS = 10_000
 # A kernel counts when at least this share of its waves' capacity sat idle.
@@ -140,12 +141,12 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
     parts = []
     if len(under):
         parts.append(
-            f"{_count(len(under), 'kernel')} ({under['dur_ns'].sum() / 1e6:.2f} ms) launched "
+            f"{_count(len(under), 'kernel')} ({format_time(under['dur_ns'].sum())}) launched "
             f"fewer blocks than the GPU's {sms} SMs"
         )
     if len(tail):
         parts.append(
-            f"{_count(len(tail), 'kernel')} ({tail['dur_ns'].sum() / 1e6:.2f} ms) ended with a "
+            f"{_count(len(tail), 'kernel')} ({format_time(tail['dur_ns'].sum())}) ended with a "
             "mostly empty last wave"
         )
     return Hint(
@@ -154,16 +155,17 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
-            "Half the idle SM capacity of each kernel of 10 us or more: duration x "
+            "Half the idle SM capacity of each kernel of 10 µs or more: duration x "
             "(1 - waves / ceil(waves)), waves = blocks / (SMs x resident blocks per SM); "
             "half, because spreading work over more blocks has its own cost."
         ),
         confidence="low",
         explanation=(
-            f"{' and '.join(parts)}; {hits['idle_ns'].sum() / 1e6:.2f} ms of SM capacity sat "
+            f"{' and '.join(parts)}; {format_time(hits['idle_ns'].sum())} of SM capacity sat "
             f"idle in them. Heaviest: {'; '.join(lines)}. Over all kernels, time-weighted "
-            f"estimated occupancy is {weighted_occ:.0f}% and {low_occ_pct:.0f}% of kernel time "
-            f"ran below {LOW_OCCUPANCY_PCT:.0f}% occupancy (by itself not a problem: "
+            f"estimated occupancy is {format_percent(weighted_occ, 0)} and "
+            f"{format_percent(low_occ_pct, 0)} of kernel time ran below "
+            f"{format_percent(LOW_OCCUPANCY_PCT, 0)} occupancy (by itself not a problem: "
             "tensor-core GEMMs run at low occupancy by design)."
         ),
         numbers={
@@ -193,7 +195,7 @@ def _describe(name: str, rows: pd.DataFrame) -> str:
         shape = f"{_count(int(first['blocks']), 'block')} on {int(first['sms'])} SMs"
     else:
         shape = f"{first['waves']:.2f} waves of {int(first['sms'])}x{int(first['slots'])} blocks"
-    return f"{short_kernel_name(name)} x{len(rows)}, {rows['dur_ns'].sum() / 1e6:.2f} ms, {shape}"
+    return f"{short_kernel_name(name)} x{len(rows)}, {format_time(rows['dur_ns'].sum())}, {shape}"
 
 
 def _count(n: int, noun: str) -> str:

@@ -25,7 +25,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import HOST_DEVICE_KINDS, Trace
-from gpuprofile.units import format_ns
+from gpuprofile.units import format_bytes, format_bytes_per_s, format_time
 
 MIN_COPY_BYTES = 64 * 1024
 MIN_PAGEABLE_BYTES = 1 << 20  # in all, per rank
@@ -110,15 +110,15 @@ def _pageable(
     total_ns = int(slow["dur_ns"].sum())
     total_bytes = int(slow["bytes"].sum())
     kinds = ", ".join(
-        f"{kind} x{len(rows)} ({_mb(int(rows['bytes'].sum()))}, "
-        f"{format_ns(int(rows['dur_ns'].sum()))})"
+        f"{kind} x{len(rows)} ({format_bytes(int(rows['bytes'].sum()))}, "
+        f"{format_time(int(rows['dur_ns'].sum()))})"
         for kind, rows in slow.groupby("kind", observed=True)
     )
     return Hint(
         kind="pageable-copy",
         title=(
             f"{len(slow)} pageable {'copy' if len(slow) == 1 else 'copies'} "
-            f"({_mb(total_bytes)}) took {format_ns(total_ns)}"
+            f"({format_bytes(total_bytes)}) took {format_time(total_ns)}"
         ),
         severity=severity_for(gain, wall),
         gain_ns=gain,
@@ -130,9 +130,10 @@ def _pageable(
         confidence="medium",
         explanation=(
             f"Rank {rank}: {len(slow)} host-device copies from pageable memory: {kinds}, "
-            f"{total_bytes / total_ns:.2f} GB/s on average. Pinned, they would take "
-            f"{format_ns(staging_ns)} less; the GPU also sat idle {format_ns(blocked_ns)} in "
-            f"{len(blocked)} gaps while the host was blocked in copies."
+            f"{format_bytes_per_s(total_bytes / total_ns * 1e9)} on average. Pinned, they "
+            f"would take {format_time(staging_ns)} less; the GPU also sat idle "
+            f"{format_time(blocked_ns)} in {len(blocked)} gaps while the host was blocked in "
+            "copies."
         ),
         numbers={
             "copies": len(slow),
@@ -152,10 +153,10 @@ def _pinned_rate(pinned: pd.DataFrame, analysis: Analysis) -> tuple[float | None
     """Bytes per ns a pinned copy reaches: measured here, else the hardware's link."""
     if len(pinned) and int(pinned["dur_ns"].sum()) > 0:
         rate = float(pinned["bytes"].sum()) / float(pinned["dur_ns"].sum())
-        return rate, f"pinned copies in this trace: {rate:.1f} GB/s"
+        return rate, f"pinned copies in this trace: {format_bytes_per_s(rate * 1e9)}"
     link = analysis.hardware.link_bytes_per_s
     if link:
-        return link / 1e9, f"host link of {analysis.hardware.name}: {link / 1e9:.1f} GB/s"
+        return link / 1e9, f"host link of {analysis.hardware.name}: {format_bytes_per_s(link)}"
     return None, f"assumed {PAGEABLE_SLOWDOWN:g}x the pageable rate"
 
 
@@ -177,7 +178,7 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | Non
         kind="pageable-copy",
         title=(
             f"{len(serial)} host-device {'copy shares' if len(serial) == 1 else 'copies share'}"
-            f" the compute stream ({format_ns(gain)})"
+            f" the compute stream ({format_time(gain)})"
         ),
         severity=severity_for(gain, wall),
         gain_ns=gain,
@@ -187,10 +188,10 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | Non
         ),
         confidence="medium",
         explanation=(
-            f"Rank {rank}: {len(serial)} pinned copies ({_mb(int(serial['bytes'].sum()))}, "
-            f"{format_ns(gain)}) ran on stream(s) {', '.join(map(str, streams))}, where "
-            f"kernels run "
-            "too, so no kernel of that stream could overlap them."
+            f"Rank {rank}: {len(serial)} pinned copies "
+            f"({format_bytes(int(serial['bytes'].sum()))}, {format_time(gain)}) ran on "
+            f"stream(s) {', '.join(map(str, streams))}, where kernels run too, so no kernel of "
+            "that stream could overlap them."
         ),
         numbers={"copies": len(serial), "bytes": int(serial["bytes"].sum()), "copy_ns": gain},
         fix=FIX_STREAM,
@@ -198,7 +199,3 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | Non
         evidence=(heaviest_events(serial, "memcpy", rank, "copies on the compute stream"),),
         rank=rank,
     )
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"

@@ -26,6 +26,13 @@ from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, sever
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
+from gpuprofile.units import (
+    format_bytes_per_s,
+    format_flops_per_s,
+    format_fraction,
+    format_percent,
+    format_time,
+)
 
 FAR_PCT = 50.0
 ACHIEVABLE = 0.8
@@ -119,10 +126,10 @@ def _hint(
     mean_pct = float(np.average(rows["pct_of_roof"].to_numpy(np.float64), weights=weights))
     memory = bound == "memory"
     if memory:
-        roof_text = f"DRAM bandwidth ({(hardware.dram_bytes_per_s or 0) / 1e9:.0f} GB/s)"
+        roof_text = f"DRAM bandwidth ({format_bytes_per_s(hardware.dram_bytes_per_s or 0)})"
     else:
         roofs = ", ".join(
-            f"{r} {hardware.peak_flops[r] / 1e12:.0f} TFLOP/s"
+            f"{r} {format_flops_per_s(hardware.peak_flops[r])}"
             for r in sorted(set(rows["roof"].dropna()))
             if r in hardware.peak_flops
         )
@@ -136,21 +143,22 @@ def _hint(
         title=(
             f"{len(rows)} {bound}-bound "
             f"op{'s' if len(rows) != 1 else ''} at "
-            f"{mean_pct:.0f}% of "
+            f"{format_percent(mean_pct, 0)} of "
             f"{'DRAM bandwidth' if memory else 'compute peak'}"
         ),
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
-            f"Per op (name and shapes) at or below {FAR_PCT:.0f}% of its roof, its time minus "
-            f"the time it would take at {ACHIEVABLE:.0%} of the roof on {hardware.name} "
-            f"({hardware.source} figures): the part a tuned kernel could reach."
+            f"Per op (name and shapes) at or below {format_percent(FAR_PCT, 0)} of its roof, its "
+            f"time minus the time it would take at {format_fraction(ACHIEVABLE, 0)} of the roof "
+            f"on {hardware.name} ({hardware.source} figures): the part a tuned kernel could "
+            "reach."
         ),
         confidence="medium" if hardware.source in ("datasheet", "calibrated", "user") else "low",
         explanation=(
             f"{len(rows)} op{'s' if len(rows) != 1 else ''} (by name and shapes; "
-            f"{int(rows['count'].sum())} calls, {time_ns / 1e6:.2f} ms) ran "
-            f"{bound}-bound at a time-weighted {mean_pct:.0f}% of {roof_text}. "
+            f"{int(rows['count'].sum())} calls, {format_time(time_ns)}) ran "
+            f"{bound}-bound at a time-weighted {format_percent(mean_pct, 0)} of {roof_text}. "
             f"Heaviest: {heaviest}."
         ),
         numbers={
@@ -171,14 +179,14 @@ def _hint(
 
 def _describe(row: dict[str, Any], memory: bool) -> str:
     rate = (
-        f"{row['achieved_bytes_per_s'] / 1e9:.0f} GB/s"
+        f"{format_bytes_per_s(row['achieved_bytes_per_s'])}"
         if memory
-        else f"{row['achieved_flops_per_s'] / 1e12:.1f} TFLOP/s"
+        else f"{format_flops_per_s(row['achieved_flops_per_s'])}"
     )
     return (
-        f"{row['name']} {row['shapes']} x{row['count']}: {row['known_time_ns'] / 1e6:.2f} ms at "
-        f"{rate} ({row['pct_of_roof']:.0f}% of roof; {row['time_at_roof_ns'] / 1e6:.2f} ms at "
-        "the roof)"
+        f"{row['name']} {row['shapes']} x{row['count']}: {format_time(row['known_time_ns'])} at "
+        f"{rate} ({format_percent(row['pct_of_roof'], 0)} of roof; "
+        f"{format_time(row['time_at_roof_ns'])} at the roof)"
     )
 
 

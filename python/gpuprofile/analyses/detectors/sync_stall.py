@@ -30,7 +30,7 @@ from gpuprofile.analyses.lookups import id_index
 from gpuprofile.analyses.names import strings
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import NO_ID, Trace
-from gpuprofile.units import format_ns
+from gpuprofile.units import format_fraction, format_time
 
 MIN_GAIN_SHARE = 0.01  # of the rank's wall time
 TOP_SOURCES = 5
@@ -96,7 +96,7 @@ def _hint(
     call_text = ", ".join(f"{name} x{count}" for name, count in call_names.items()) or "none"
     call_ns = int((calls["end_ns"] - calls["start_ns"]).sum())
     source_text = "; ".join(
-        f"{where} ({gaps} gaps, {format_ns(int(ns))})"
+        f"{where} ({gaps} gaps, {format_time(int(ns))})"
         for where, gaps, ns in sources.head(TOP_SOURCES)[["where", "gaps", "idle_ns"]].itertuples(
             index=False
         )
@@ -124,7 +124,9 @@ def _hint(
         )
     return Hint(
         kind="sync-stall",
-        title=f"Syncs leave the GPU idle {100 * gain / window:.0f}% of the window ({top_op})",
+        title=(
+            f"Syncs leave the GPU idle {format_fraction(gain / window, 0)} of the window ({top_op})"
+        ),
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
@@ -135,9 +137,10 @@ def _hint(
         ),
         confidence="high" if len(calls) else "medium",
         explanation=(
-            f"Rank {rank}: the GPU sat idle {format_ns(gain)} ({100 * gain / window:.1f}% of its "
-            f"{format_ns(window)} window) in {len(stalls)} gaps after the host synchronized. "
-            f"Synchronizing calls: {call_text}, {format_ns(call_ns)} of host time in all. "
+            f"Rank {rank}: the GPU sat idle {format_time(gain)} "
+            f"({format_fraction(gain / window)} of its {format_time(window)} window) in "
+            f"{len(stalls)} gaps after the host synchronized. "
+            f"Synchronizing calls: {call_text}, {format_time(call_ns)} of host time in all. "
             f"Where: {source_text}."
         ),
         numbers={

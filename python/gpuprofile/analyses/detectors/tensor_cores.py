@@ -41,6 +41,7 @@ from gpuprofile.analyses.names import matches, strings
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_flops_per_s, format_fraction, format_time
 
 UNKNOWN_HARDWARE_SPEEDUP = 2.0
 MISALIGNED_SHARE = 0.25
@@ -192,8 +193,8 @@ def _fp32_hint(
         )
         roof_text = (
             f" On {hardware.name} the fp32 roof is "
-            f"{hardware.peak_flops['fp32'] / 1e12:.1f} TFLOP/s, {target.upper()} tensor cores "
-            f"{hardware.peak_flops[target] / 1e12:.0f} TFLOP/s."
+            f"{format_flops_per_s(hardware.peak_flops['fp32'])}, {target.upper()} tensor cores "
+            f"{format_flops_per_s(hardware.peak_flops[target])}."
         )
         confidence = "medium"
     else:
@@ -213,7 +214,7 @@ def _fp32_hint(
         confidence=confidence,
         explanation=(
             f"{len(ops)} matmul/attention ops ran in fp32 on the vector units for "
-            f"{time_ns / 1e6:.2f} ms of GPU time at {achieved / 1e12:.2f} TFLOP/s "
+            f"{format_time(time_ns)} of GPU time at {format_flops_per_s(achieved)} "
             f"(torch.backends.cuda.matmul.allow_tf32 is off by default).{roof_text} "
             f"Heaviest: {shapes}."
         ),
@@ -249,12 +250,13 @@ def _alignment_hint(
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
-            f"A quarter of these ops' GPU time ({MISALIGNED_SHARE:.0%}): misaligned GEMMs fall "
-            "back to narrow-alignment kernels; the loss depends on shape and library."
+            f"A quarter of these ops' GPU time ({format_fraction(MISALIGNED_SHARE, 0)}): "
+            "misaligned GEMMs fall back to narrow-alignment kernels; the loss depends on shape "
+            "and library."
         ),
         confidence="low",
         explanation=(
-            f"{len(ops)} {dtypes} matmul/conv ops ({time_ns / 1e6:.2f} ms of GPU time) "
+            f"{len(ops)} {dtypes} matmul/conv ops ({format_time(time_ns)} of GPU time) "
             "multiply over dims that are not multiples of 8 elements (16 for fp8/int8), so "
             f"tensor cores cannot tile them at full speed. Heaviest: {_top_shapes(ops)}."
         ),
@@ -312,7 +314,7 @@ def _top_shapes(ops: pd.DataFrame, with_time: bool = True) -> str:
     rows = zip(grouped["name"], grouped["shapes"], grouped["count"], grouped["time_ns"])
     for name, shape, n, ns in rows:
         text = f"{name} {_tensor_shapes(str(shape))} x{int(n)}"
-        parts.append(f"{text}, {float(ns) / 1e6:.2f} ms" if with_time else text)
+        parts.append(f"{text}, {format_time(float(ns))}" if with_time else text)
     return "; ".join(parts)
 
 

@@ -1,24 +1,35 @@
-"""Sampler readings as the Trace's counters table, on the trace's own time base.
+"""Gauge readings (the capture's sampler: NVML, psutil, torch.cuda) as the Trace's counters
+table, on the trace's own time base.
 
 Which clock: with torch 2.13 (CPU build, Linux) Kineto's exported timestamps are Unix time,
 i.e. the clock of ``time.time_ns()``: ``baseTimeNanoseconds + ts * 1000`` of a record_function
 fell between time.time_ns() read just before and just after it (measured: 40-160 us after the
 first read, 3-5 us before the second), while it was ~1.8e18 ns away from time.monotonic_ns()
-and time.perf_counter_ns(). The Kineto importer keeps that start as ``meta["origin_ns"]``, so a
+and time.perf_counter_ns(). The Kineto importer keeps that start as ``meta.origin_ns``, so a
 sample taken at time.time_ns() = t sits at t - origin_ns on the trace. tests/unit/test_sampler.py
 checks this on every run, so a torch that changes clocks fails a test rather than shifting lanes.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpuprofile.capture.sources import Reading
+from gpuprofile.trace.meta import Sampling
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace, make_table
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One gauge read once."""
+
+    name: str
+    unit: str
+    device: int  # CUDA ordinal; -1 is the host
+    value: float
+
 
 # Per series (name, unit, device): its sample times (time.time_ns()) and values, in time order.
 Series = dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]
@@ -47,15 +58,13 @@ def with_samples(
     interval_s: float | None = None,
     dropped: int = 0,
 ) -> Trace:
-    """A copy of ``trace`` with the samples added to its counters and ``meta["sampler"]`` set.
+    """A copy of ``trace`` with the samples added to its counters and ``meta.sampling`` set.
 
     Counters are step-wise (a value holds until the next sample), so per series the last sample
     taken before the trace's first event moves to time 0, where its value still held, and
     samples after the trace's last event are left out: every counter lies within the trace.
     """
-    if "origin_ns" not in trace.meta:
-        raise ValueError("the trace has no meta['origin_ns']: samples cannot be placed on it")
-    origin = int(trace.meta["origin_ns"])
+    origin = trace.meta.origin_ns
     end = trace_end_ns(trace)
     old = trace.counters
     names: list[str] = [*old["name"].astype(str)]
@@ -91,11 +100,8 @@ def with_samples(
             "value": np.concatenate(values),
         },
     )
-    meta: dict[str, Any] = {
-        **trace.meta,
-        "sampler": {"interval_s": interval_s, "missing": dict(missing), "dropped": int(dropped)},
-    }
-    return dataclasses.replace(trace, counters=counters, meta=meta)
+    sampling = Sampling(interval_s=interval_s, missing=dict(missing), dropped=int(dropped))
+    return replace(trace, counters=counters).with_meta(sampling=sampling)
 
 
 def trace_end_ns(trace: Trace) -> int | None:

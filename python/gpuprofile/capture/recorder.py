@@ -2,8 +2,8 @@
 
 torch hands each recorded window to ``on_trace_ready`` on the thread that called
 ``prof.step()``, the cell's: there it is written out, scanned for its extent and shown to
-``on_chunk`` (the live view reads it on a thread of its own); the kept windows are read into
-one Trace when the capture ends.
+``on_window`` (the live view reads it on a thread of its own); the kept windows are read into
+one Trace when the capture ends (importers/windows.py).
 """
 
 from __future__ import annotations
@@ -24,16 +24,18 @@ from torch.profiler import schedule as torch_schedule
 
 from gpuprofile.capture.guard import deferred_interrupt
 from gpuprofile.capture.kineto_chatter import KinetoChatter
-from gpuprofile.capture.read_back import empty_capture, note_error
-from gpuprofile.capture.steps import WARMUP, StepCounter, StepSchedule
-from gpuprofile.capture.windows import Window, read_windows
+from gpuprofile.capture.options import WARMUP, StepSchedule
+from gpuprofile.capture.read_back import empty_capture
+from gpuprofile.capture.steps import StepCounter
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.importers.kineto_format import scan_extent
+from gpuprofile.importers.windows import RecordedWindow, read_windows
+from gpuprofile.trace.meta import Dropped, Schedule, Window
 from gpuprofile.trace.model import Trace
 
 RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 # Each recorded window as soon as it is written, on the cell's thread (keep it short).
-OnChunk = Callable[[Window], None]
+OnWindow = Callable[[RecordedWindow], None]
 
 
 class WindowSteps:
@@ -83,27 +85,27 @@ def torch_schedule_of(steps: StepSchedule) -> Any:
     return torch_schedule(wait=wait, warmup=WARMUP, active=active, repeat=repeat)
 
 
-def schedule_meta(steps: StepSchedule | None) -> dict[str, int] | None:
+def schedule_of(steps: StepSchedule | None) -> Schedule | None:
     if steps is None:
         return None
     wait, active, repeat = steps
-    return {"wait": wait, "warmup": WARMUP, "active": active, "repeat": repeat}
+    return Schedule(wait=wait, warmup=WARMUP, active=active, repeat=repeat)
 
 
-class ChunkReader:
+class WindowRecorder:
     """Takes each recorded window as the profiler hands it over (``on_trace_ready``, on the
     thread that called ``prof.step()``: the cell's): writes it out and scans its extent, and
-    nothing more; the windows are read once, together, when the capture ends (windows.py)."""
+    nothing more; the windows are read once, together, when the capture ends."""
 
-    def __init__(self, export: str | None, max_events: int, on_chunk: OnChunk | None):
+    def __init__(self, export: str | None, max_events: int, on_window: OnWindow | None):
         self.export = export
         self.max_events = max_events
-        self.on_chunk = on_chunk
+        self.on_window = on_window
         self.counter: StepCounter | None = None
-        self.kept: list[Window] = []
+        self.kept: list[RecordedWindow] = []
         self.kept_events = 0
         self.index = 0
-        self.dropped_chunks = 0
+        self.dropped_windows = 0
         self.dropped_events = 0
         self.dropped_uncounted = 0  # windows whose events torch could not count
         self.errors: list[str] = []
@@ -115,7 +117,7 @@ class ChunkReader:
         if self.kept and self.kept_events > self.max_events:
             # Not written out: past the cap a window costs no file and no reading, only the
             # count of what it held (torch's own count of its events, about 1 us each).
-            self.dropped_chunks += 1
+            self.dropped_windows += 1
             results = prof.profiler.kineto_results if prof.profiler is not None else None
             try:
                 self.dropped_events += len(results.events())  # type: ignore[union-attr]
@@ -128,42 +130,53 @@ class ChunkReader:
             prof.export_chrome_trace(str(path))
             extent = scan_extent(path)
         except Exception as error:
-            self.errors.append(f"chunk {index}: {type(error).__name__}: {error}")
+            self.errors.append(f"window {index}: {type(error).__name__}: {error}")
             return
         if extent is None:  # nothing recorded in it: nothing to place or show
             path.unlink(missing_ok=True)
             return
         events, start_ns, end_ns = extent
-        step = self.counter.count if self.counter is not None else None
-        window = Window(index, path, step, time.time_ns(), events, start_ns, end_ns)
-        self.kept.append(window)
+        window = Window(
+            index=index,
+            start_ns=start_ns,
+            end_ns=end_ns,
+            step=self.counter.count if self.counter is not None else None,
+            events=events,
+            written_ns=time.time_ns(),
+        )
+        recorded = RecordedWindow(path, window)
+        self.kept.append(recorded)
         self.kept_events += events
-        if self.on_chunk is not None:
+        if self.on_window is not None:
             try:
-                self.on_chunk(window)
+                self.on_window(recorded)
             except Exception as error:
-                self.errors.append(f"showing chunk {index}: {type(error).__name__}: {error}")
+                self.errors.append(f"showing window {index}: {type(error).__name__}: {error}")
 
     def result(self, started_ns: int) -> Trace:
         """The kept windows read into one Trace (an empty one, saying why, when none reads)."""
         trace = empty_capture(started_ns)
+        lost: list[str] = []
         if self.kept:
             try:
                 trace = read_windows(self.kept, self.export)
-                trace.meta["framework"] = {"torch": torch.__version__}
             except GpuprofileError as error:
-                note_error(trace, str(error))
-        if self.dropped_chunks:
-            trace.meta["dropped"] = {
-                "chunks": self.dropped_chunks,
-                "events": self.dropped_events if not self.dropped_uncounted else None,
-                "max_events": self.max_events,
-            }
+                lost.append(str(error))
+        dropped = (
+            Dropped(
+                windows=self.dropped_windows,
+                events=self.dropped_events if not self.dropped_uncounted else None,
+                max_events=self.max_events,
+            )
+            if self.dropped_windows
+            else None
+        )
         # The windows lost while the cell ran come before those lost reading them.
-        errors = [*self.errors, *trace.meta.get("capture_errors", [])]
-        if errors:
-            trace.meta["capture_errors"] = errors
-        return trace
+        return trace.with_meta(
+            framework={"torch": torch.__version__},
+            dropped=dropped,
+            errors=(*self.errors, *trace.meta.errors, *lost),
+        )
 
     def discard(self) -> None:
         """Remove the windows' files: once the capture has ended, however it ended (an
@@ -175,4 +188,4 @@ class ChunkReader:
     def _path(self, index: int) -> Path:
         if self._scratch is None:
             self._scratch = tempfile.mkdtemp(prefix="gpuprofile-windows-")
-        return Path(self._scratch) / f"chunk{index}.pt.trace.json"
+        return Path(self._scratch) / f"window{index}.pt.trace.json"

@@ -1,0 +1,203 @@
+"""The capture's options, written once.
+
+``OPTIONS`` gives ``%%gpuprofile`` its arguments, ``gpuprofile.profile()`` the documentation of
+its parameters and the README its table of options; ``CaptureOptions`` is the one place their
+values are checked. No torch here: the magic reads this module to build its arguments.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuprofile.errors import OptionError
+from gpuprofile.hardware.model import Hardware
+
+# Steps of warmup before each recorded window: the first traced step carries the profiler's own
+# start-up (Kineto/CUPTI activation, first-call allocations), which would inflate the first
+# recorded step; torch warns that warmup=0 "can skew profiler results".
+WARMUP = 1
+# (wait, active, repeat) as checked; repeat 0 means until the capture ends.
+StepSchedule = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option, in both spellings: ``name`` (a keyword of ``gpuprofile.profile()``, a field
+    of ``CaptureOptions``) and ``flag`` (``%%gpuprofile``'s). A switch (no ``metavar``) sets the
+    opposite of its default."""
+
+    name: str
+    flag: str
+    metavar: str | None
+    help: str  # what setting it does, in the words of both spellings
+    # The flag's text as a value (checked by CaptureOptions); raises OptionError.
+    parse: Callable[[str], Any] = str
+
+    @property
+    def default(self) -> Any:
+        return CaptureOptions.__dataclass_fields__[self.name].default
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("profile_memory", "--memory", None, "record allocator events (memory lanes, churn)"),
+    Option("with_stack", "--stack", None, "record Python stacks (about 2x overhead)"),
+    Option("record_shapes", "--no-shapes", None, "do not record input shapes (no FLOPs then)"),
+    Option(
+        "export",
+        "--export",
+        "PATH",
+        "also write the capture to PATH as a Chrome trace (Perfetto, HTA; .json or .json.gz), "
+        "with the gauge readings as counter tracks; gpuprofile.load reads it back",
+    ),
+    Option(
+        "hardware",
+        "--hardware",
+        "NAME",
+        "the roofs to analyse against (a Hardware; in the magic, the name of a variable "
+        "holding one, e.g. hw = gpuprofile.calibrate()); default: the datasheet of the device",
+    ),
+    Option(
+        "interval",
+        "--interval",
+        "SECONDS",
+        "seconds between gauge readings (GPU and memory utilization, memory, power, process "
+        "CPU); 0 turns the sampler off",
+        lambda text: _number("interval", text, float),
+    ),
+    Option(
+        "steps",
+        "--steps",
+        "WAIT,ACTIVE[,REPEAT]",
+        "record only some steps (gpuprofile.step() or optimizer.step() calls): skip WAIT, warm "
+        "up 1, record ACTIVE, REPEAT times (0: until the end); each window reaches the widget "
+        "while the code runs",
+        lambda text: parse_steps(text),
+    ),
+    Option(
+        "max_events",
+        "--max-events",
+        "N",
+        "with steps: once the kept windows hold more than N timeline events, later windows are "
+        "dropped unread (default: min(5 M, available memory / 2 KB))",
+        lambda text: _number("max_events", text, int),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """What to record, checked before the profiled code runs: a minutes-long cell must not end
+    in an error the options already held. Raises ``OptionError`` naming the option."""
+
+    profile_memory: bool = False
+    with_stack: bool = False
+    record_shapes: bool = True
+    export: str | None = None
+    hardware: Hardware | None = None
+    interval: float = 0.1
+    # (wait, active) or (wait, active, repeat): a torch.profiler schedule, each recorded window
+    # read apart; held as (wait, active, repeat).
+    steps: tuple[int, ...] | None = field(default=None)
+    max_events: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.export is not None:
+            object.__setattr__(self, "export", os.fspath(self.export))
+            folder = Path(self.export).parent
+            if not folder.is_dir():
+                raise OptionError("export", self.export, f"there is no folder {folder}")
+            if not os.access(folder, os.W_OK):
+                raise OptionError("export", self.export, f"folder {folder} is not writable")
+        if self.hardware is not None and not isinstance(self.hardware, Hardware):
+            raise OptionError(
+                "hardware",
+                self.hardware,
+                f"expected a gpuprofile Hardware, got {type(self.hardware).__name__}",
+            )
+        interval = 0.0 if self.interval is None else self.interval
+        if not isinstance(interval, int | float) or interval < 0:
+            raise OptionError("interval", self.interval, "must be 0 (off) or positive seconds")
+        object.__setattr__(self, "interval", float(interval))
+        if self.steps is not None:
+            object.__setattr__(self, "steps", _checked_steps(self.steps))
+        if self.max_events is not None:
+            if self.steps is None:
+                raise OptionError(
+                    "max_events",
+                    self.max_events,
+                    "applies to steps (whole windows are dropped); without steps every event "
+                    "is recorded",
+                )
+            if self.max_events < 1:
+                raise OptionError("max_events", self.max_events, "must be positive")
+
+    @property
+    def schedule(self) -> StepSchedule | None:
+        """(wait, active, repeat), or None when every step is recorded."""
+        if self.steps is None:
+            return None
+        wait, active, repeat = self.steps
+        return wait, active, repeat
+
+
+def _checked_steps(steps: Any) -> StepSchedule:
+    try:
+        values = tuple(int(s) for s in steps)
+    except (TypeError, ValueError):
+        values = ()
+    if len(values) == 2:
+        values = (*values, 0)
+    if len(values) != 3:
+        raise OptionError("steps", steps, "expected (WAIT, ACTIVE) or (WAIT, ACTIVE, REPEAT)")
+    wait, active, repeat = values
+    if wait < 0 or repeat < 0:
+        raise OptionError("steps", steps, "WAIT and REPEAT must be 0 or more")
+    if active < 1:
+        raise OptionError("steps", steps, "ACTIVE (steps recorded per window) must be at least 1")
+    return wait, active, repeat
+
+
+def parse_steps(text: str) -> tuple[int, ...]:
+    """``"WAIT,ACTIVE[,REPEAT]"`` as numbers (checked by CaptureOptions)."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
+        raise OptionError("steps", text, "expected WAIT,ACTIVE[,REPEAT] as whole numbers")
+    return tuple(int(p) for p in parts)
+
+
+def _number(name: str, text: str, kind: type[int] | type[float]) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise OptionError(
+            name, text, f"expected {'a whole' if kind is int else 'a'} number"
+        ) from None
+
+
+def options_doc() -> str:
+    """The options as ``gpuprofile.profile()``'s docstring lists them."""
+    lines = []
+    for option in OPTIONS:
+        value = option.default if option.metavar else not option.default
+        lines.append(f"    {option.name}: {option.help}" + _default_text(option, value))
+    return "\n".join(lines)
+
+
+def options_table() -> str:
+    """The options as the README's markdown table (a test holds the README to it)."""
+    rows = ["| `%%gpuprofile` | `profile()` | what it does |", "|---|---|---|"]
+    for option in OPTIONS:
+        flag = f"`{option.flag} {option.metavar}`" if option.metavar else f"`{option.flag}`"
+        keyword = f"`{option.name}=`" if option.metavar else f"`{option.name}={not option.default}`"
+        rows.append(f"| {flag} | {keyword} | {option.help} |")
+    return "\n".join(rows)
+
+
+def _default_text(option: Option, value: Any) -> str:
+    if option.metavar is None:
+        return f" (``{option.name}={value}``)"
+    return f" (default {value!r})" if value is not None else ""

@@ -1,0 +1,190 @@
+"""A Profile: one Trace with its analysis; the report, the text and the widget are renderings of
+it. ``profile()`` and ``%%gpuprofile`` make one from a capture, ``load()`` from a file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from gpuprofile.capture.options import CaptureOptions, options_doc
+from gpuprofile.capture.recording import Recording
+from gpuprofile.errors import GpuprofileError
+from gpuprofile.hardware.model import Hardware
+from gpuprofile.trace.model import TIMELINE_TABLES, Trace
+from gpuprofile.units import format_count
+
+if TYPE_CHECKING:
+    from gpuprofile.analyses.context import Analysis
+    from gpuprofile.widget.widget import ProfileWidget
+
+
+class Profile:
+    """A profiled run: its ``trace``, the ``analysis`` against the roofs of its hardware, and
+    their renderings: ``report()`` (a dict), ``text()`` (also ``str(profile)``) and
+    ``widget()`` (what a notebook displays).
+
+    Parameters:
+        trace: the Trace, or the Recording of a capture still running (the Profile can be
+            used once its block has ended).
+        hardware: the roofs to analyse against; None: the datasheet of the device the trace
+            names (see ``gpuprofile.calibrate()``).
+    """
+
+    def __init__(self, trace: Trace | Recording, *, hardware: Hardware | None = None) -> None:
+        self._source = trace
+        self._hardware = hardware
+        self._analysis: Analysis | None = None
+        self._report: dict[str, Any] | None = None
+        self._text: str | None = None
+        self._widget: ProfileWidget | None = None
+
+    @property
+    def trace(self) -> Trace:
+        source = self._source
+        return source if isinstance(source, Trace) else source.trace
+
+    @property
+    def partial(self) -> bool:
+        """The profiled code raised before it finished: this covers only what ran."""
+        return self.trace.meta.partial
+
+    @property
+    def analysis(self) -> Analysis:
+        """The trace with its hardware roofs, and what is derived from both."""
+        if self._analysis is None:
+            from gpuprofile.analyses.context import Analysis
+
+            self._analysis = Analysis(self.trace, self._hardware)
+        return self._analysis
+
+    def with_hardware(self, hardware: Hardware) -> Profile:
+        """The same trace analysed against other roofs (measured, or your own)."""
+        return Profile(self.trace, hardware=hardware)
+
+    def report(self) -> dict[str, Any]:
+        """The versioned report dict (schema gpuprofile.report/1), as `--format json` prints."""
+        if self._report is None:
+            from gpuprofile.report.build import build_report
+
+            self._report = build_report(self.analysis)
+        return self._report
+
+    def text(self) -> str:
+        """The report as plain text (what ``print(profile)`` shows)."""
+        if self._text is None:
+            from gpuprofile.report.text import render_text
+
+            self._text = render_text(self.report())
+        return self._text
+
+    def widget(self) -> ProfileWidget:
+        """The notebook widget, made once: displaying a Profile again shows the same widget
+        rather than holding another copy of the timeline in the kernel."""
+        # A closed widget (its cell re-ran, see magic.py) cannot be shown again: a new one.
+        if self._widget is None or self._widget.comm is None:
+            from gpuprofile.widget.widget import ProfileWidget
+
+            self.fill_widget(ProfileWidget())
+        assert self._widget is not None
+        return self._widget
+
+    def fill_widget(self, widget: ProfileWidget) -> None:
+        """Show this profile in a widget (a new one, or the live one of a running cell); it
+        becomes this Profile's widget."""
+        from gpuprofile.widget.widget import show_result
+
+        show_result(widget, self.report(), self.text(), self.trace, self.analysis)
+        self._widget = widget
+
+    def __repr__(self) -> str:
+        # One line, from what is already known: no analysis, no report.
+        source = self._source
+        if isinstance(source, Recording) and not source.done:
+            return "<gpuprofile.Profile (recording)>"
+        trace = self.trace
+        where = trace.meta.source.path
+        events = sum(len(trace.table(t)) for t in TIMELINE_TABLES)
+        ranks = len(trace.ranks)
+        return (
+            f"<gpuprofile.Profile {trace.meta.source.format}"
+            + (f" {os.path.basename(where)!r}" if where else "")
+            + f": {ranks} rank{'s' if ranks != 1 else ''}, {format_count(events)} events"
+            + (", partial" if trace.meta.partial else "")
+            + ">"
+        )
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # The widget view for Jupyter frontends; the text report for everything else, where a
+        # widget would only cost time and memory (terminal IPython has no kernel to talk to).
+        if not in_kernel():
+            return {"text/plain": self.text()}, {}
+        bundle: Any = self.widget()._repr_mimebundle_(**kwargs)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        return {**data, "text/plain": self.text()}, metadata
+
+
+def in_kernel() -> bool:
+    """Running in a Jupyter kernel, whose frontend can show widgets (not terminal IPython)."""
+    from IPython import get_ipython
+
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+@contextlib.contextmanager
+def profile(
+    *,
+    profile_memory: bool = False,
+    with_stack: bool = False,
+    record_shapes: bool = True,
+    export: str | os.PathLike[str] | None = None,
+    hardware: Hardware | None = None,
+    interval: float | None = 0.1,
+    steps: tuple[int, ...] | None = None,
+    max_events: int | None = None,
+) -> Iterator[Profile]:
+    """Profile the block (options below are checked before it runs)."""
+    from gpuprofile.capture.session import capture
+
+    options = CaptureOptions(
+        profile_memory=profile_memory,
+        with_stack=with_stack,
+        record_shapes=record_shapes,
+        export=os.fspath(export) if export is not None else None,
+        hardware=hardware,
+        interval=interval or 0.0,
+        steps=steps,
+        max_events=max_events,
+    )
+    with capture(options) as recording:
+        yield Profile(recording, hardware=options.hardware)
+
+
+profile.__doc__ = f"""Profile the block: ``with gpuprofile.profile() as p: ...``, then
+``p.report()``.
+
+If the block raises, the profile is still made from what ran (``p.partial`` is True) and the
+exception propagates unchanged. The options are checked before the block runs
+(``OptionError``):
+
+{options_doc()}
+"""
+
+
+_last: Profile | None = None
+
+
+def remember(profile: Profile) -> None:
+    global _last
+    _last = profile
+
+
+def last() -> Profile:
+    """The Profile that the most recent %%gpuprofile cell made."""
+    if _last is None:
+        raise GpuprofileError("no profile yet: run a cell with %%gpuprofile first")
+    return _last

@@ -1,0 +1,137 @@
+"""What a Trace knows besides its tables: where it came from, its ranks, and the facts of the
+capture that made it.
+
+Each is built once, by the importer or the capture, and never written to afterwards: a changed
+fact is a new value (``msgspec.structs.replace``). Times are nanoseconds on the trace's own time
+base (from ``origin_ns``) unless a field says "absolute".
+
+Fields, by struct:
+
+- ``TraceMeta``: ``source``; ``origin_ns`` (absolute start of the trace's first event, on the
+  source's clock; every table time is relative to it); ``ranks`` (rank -> ``RankMeta``);
+  ``windows`` (the recorded windows of a ``--steps`` capture, empty for a trace recorded
+  whole); ``steps`` (the steps a capture counted, and its schedule); ``framework`` (versions of
+  the capturing framework, ``{"torch": "2.13.0"}``); ``partial`` (the profiled code raised
+  before it finished); ``errors`` (what the capture could not do, in the order met);
+  ``dropped`` (windows ``--max-events`` dropped unread); ``sampling`` (the gauge sampler's
+  settings and what it could not read); ``host`` (the CPU a capture ran on, as calibration
+  names it: a capture made on a CPU is measured against that CPU's calibrated roofs when a
+  calibration is cached); ``cuda_event_ns`` (on CUDA, the block's device time between two
+  CUDA events recorded around it).
+- ``RankMeta``: ``devices`` (device properties, one dict per device the trace lists:
+  ``id``, ``name``, ``memory_bytes``, ``sm_count``, ``compute_capability``, ``properties``);
+  ``thread_names`` ("pid/tid" -> name); ``files`` (the files this rank was read from);
+  ``schema_version``, ``distributed`` (Kineto's ``distributedInfo``), ``record_shapes``,
+  ``profile_memory``, ``with_stack``, ``versions`` (CUPTI, CUDA, ROCm versions); ``skipped``
+  (events not read, counted by what they were); ``clock_offset_ns`` (added to the rank's own
+  clock to place it on the trace's time base; 0 when the ranks' clocks are taken as they are).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Source(msgspec.Struct, frozen=True, kw_only=True):
+    format: str  # "kineto", "capture"
+    path: str | None = None
+    files: tuple[str, ...] = ()
+
+
+class RankMeta(msgspec.Struct, frozen=True, kw_only=True):
+    devices: tuple[dict[str, Any], ...] = ()
+    thread_names: dict[str, str] = {}
+    files: tuple[str, ...] = ()
+    schema_version: int | str | None = None
+    distributed: dict[str, Any] | None = None
+    record_shapes: bool = False
+    profile_memory: bool = False
+    with_stack: bool = False
+    versions: dict[str, Any] = {}
+    skipped: dict[str, int] = {}
+    clock_offset_ns: int = 0
+
+    def joined(self, other: RankMeta) -> RankMeta:
+        """This rank's facts with those of another part of the same rank (a later window):
+        files and skipped events add up, names and devices it did not know are added."""
+        known = {d.get("id") for d in self.devices}
+        skipped = dict(self.skipped)
+        for what, count in other.skipped.items():
+            skipped[what] = skipped.get(what, 0) + count
+        return msgspec.structs.replace(
+            self,
+            files=(*self.files, *other.files),
+            thread_names={**other.thread_names, **self.thread_names},
+            skipped=skipped,
+            devices=(*self.devices, *(d for d in other.devices if d.get("id") not in known)),
+        )
+
+
+class Window(msgspec.Struct, frozen=True, kw_only=True):
+    """A recorded window of a ``--steps`` capture: where it lies, and when it was taken."""
+
+    index: int  # its number among the windows the profiler handed over, dropped ones included
+    start_ns: int  # its first event's start
+    end_ns: int  # its last event's end
+    step: int | None = None  # the step count when the profiler handed it over
+    events: int | None = None  # timeline events in it
+    written_ns: int | None = None  # absolute (time.time_ns()) when it was written out
+
+    def shifted(self, by_ns: int) -> Window:
+        """The same window on a time base ``by_ns`` earlier (its times grow by ``by_ns``)."""
+        return msgspec.structs.replace(
+            self, start_ns=self.start_ns + by_ns, end_ns=self.end_ns + by_ns
+        )
+
+
+class Schedule(msgspec.Struct, frozen=True, kw_only=True):
+    """A torch.profiler schedule: skip ``wait`` steps, warm up ``warmup``, record ``active``;
+    ``repeat`` times (0: until the capture ends)."""
+
+    wait: int
+    warmup: int
+    active: int
+    repeat: int
+
+
+class Steps(msgspec.Struct, frozen=True, kw_only=True):
+    count: int  # steps marked while the capture ran
+    explicit: bool  # marked by gpuprofile.step() (else by optimizer steps)
+    schedule: Schedule | None = None  # None: every step was recorded
+
+
+class Dropped(msgspec.Struct, frozen=True, kw_only=True):
+    windows: int  # recorded windows dropped unread
+    events: int | None  # the events they held (None: torch could not count them)
+    max_events: int  # the cap that dropped them
+
+
+class Sampling(msgspec.Struct, frozen=True, kw_only=True):
+    interval_s: float | None
+    missing: dict[str, str] = {}  # source -> why it gave nothing
+    dropped: int = 0  # samples the sampler could not keep
+
+
+class TraceMeta(msgspec.Struct, frozen=True, kw_only=True):
+    source: Source = Source(format="unknown")
+    origin_ns: int = 0
+    ranks: dict[int, RankMeta] = {}
+    windows: tuple[Window, ...] = ()
+    steps: Steps | None = None
+    framework: dict[str, str] = {}
+    partial: bool = False
+    errors: tuple[str, ...] = ()
+    dropped: Dropped | None = None
+    sampling: Sampling | None = None
+    host: str | None = None
+    cuda_event_ns: int | None = None
+
+
+class StepsEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """gpuprofile's entry in a ``--steps`` export (the file's ``"gpuprofile"`` key): the steps
+    and the recorded windows, their times absolute, so the file reads back as the capture."""
+
+    steps: Steps | None = None
+    windows: tuple[Window, ...] = ()
