@@ -1,5 +1,7 @@
-// Number formatting shared by the gauges, roofline and hints panels: SI units, durations,
-// percentages, and the one-line readings of gauges and evidence. No DOM; unit-tested.
+// Every number the widget shows is spelt here: SI units, durations and points in time,
+// percentages, counts, and the one-line readings of gauges and evidence. No DOM; unit-tested,
+// and format.cases.json holds the plain cases that the Python text report (units.py) must
+// spell alike.
 //
 // Unknown numbers (null, undefined, NaN, strings that are not numbers) print as "–" so a
 // panel never shows a made-up 0.
@@ -111,6 +113,35 @@ export function formatTime(ns) {
   const unit = TIME_UNITS.find((u) => Number(sig3(a / u.ns)) >= 1) || TIME_UNITS[3];
   if (unit.label === "ns") return `${Math.round(v)} ns`;
   return `${sig3(v / unit.ns)} ${unit.label}`;
+}
+
+/** The time unit for a magnitude in ns: the largest whose size is <= it (ns at least). */
+export function timeUnitFor(ns) {
+  const a = Math.abs(ns);
+  for (const u of TIME_UNITS) if (a >= u.ns) return u;
+  return TIME_UNITS[TIME_UNITS.length - 1];
+}
+
+/** Decimals (0 to 9) that tell apart times `step` ns apart when written in `unit`. */
+export function decimalsFor(unit, step) {
+  return Math.max(0, Math.min(9, Math.ceil(Math.log10(unit.ns / step) - 1e-9)));
+}
+
+/** A time in ns written in `unit` with fixed decimals: formatTimeIn(100236733, ms, 1) = "100.2 ms". */
+export function formatTimeIn(ns, unit, decimals) {
+  return `${(ns / unit.ns).toFixed(decimals)} ${unit.label}`;
+}
+
+/**
+ * A point in time (ns from the trace start) with units and enough decimals to tell apart times
+ * `resolution` ns apart: formatInstant(100236733, 1) = "100.236733 ms",
+ * formatInstant(100236733, 1e5) = "100.2 ms". Durations are formatTime's.
+ */
+export function formatInstant(ns, resolution = 1) {
+  const v = num(ns);
+  if (v === null) return UNKNOWN;
+  const unit = timeUnitFor(Math.max(Math.abs(v), 1));
+  return formatTimeIn(v, unit, decimalsFor(unit, Math.max(resolution, 1e-3)));
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   formatFlopsPerS,
   formatFraction,
   formatHintNumber,
+  formatInstant,
   formatIntensity,
   formatPercent,
   formatSI,
@@ -58,6 +59,18 @@ test("durations pick their unit after rounding", () => {
   assert.equal(formatTime(999_960), "1.00 ms");
   assert.equal(formatTime(502_581_291), "503 ms");
   assert.equal(formatTime(3600e9), "3600 s");
+  assert.equal(formatTime(250e6), "250 ms");
+});
+
+test("points in time keep the decimals their resolution needs", () => {
+  assert.equal(formatInstant(100236733, 1), "100.236733 ms");
+  assert.equal(formatInstant(100236733, 1e5), "100.2 ms");
+  assert.equal(formatInstant(100236733, 1e6), "100 ms");
+  assert.equal(formatInstant(5.3e9 + 1234, 1), "5.300001234 s");
+  assert.equal(formatInstant(850, 1), "850 ns");
+  assert.equal(formatInstant(0, 1), "0 ns");
+  assert.equal(formatInstant(NaN), UNKNOWN);
+  assert.equal(formatInstant(null), UNKNOWN);
 });
 
 test("percentages, fractions, counts, intensity", () => {

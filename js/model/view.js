@@ -1,9 +1,9 @@
-// The visible time window: time <-> pixels, zoom, pan and keyboard navigation, axis ticks, time
-// and counter value formatting, and when to fetch a finer detail window. No DOM; unit-tested.
+// The visible time window: time <-> pixels, zoom, pan and keyboard navigation, axis ticks, and
+// when to fetch a finer detail window. No DOM; unit-tested. Numbers are spelt by format.js.
 //
 // Times are nanoseconds from the trace start (float64). A "view" is {start, end} in ns.
 
-import { TIME_UNITS } from "./format.js";
+import { decimalsFor, formatTimeIn, timeUnitFor } from "./format.js";
 
 // ---------------------------------------------------------------------------------------------
 // Time <-> pixels, zoom and pan
@@ -106,9 +106,7 @@ export function planWindowRequest(view, width, span, current, { overviewBins = 8
 }
 
 // ---------------------------------------------------------------------------------------------
-// Axis ticks and units
-
-const UNITS = TIME_UNITS;
+// Axis ticks
 
 /** Smallest 1-2-5 x 10^k step >= raw. */
 export function niceStep(raw) {
@@ -121,47 +119,23 @@ export function niceStep(raw) {
   return 10 * base;
 }
 
-/** The unit for a magnitude in ns: the largest whose size is <= the magnitude (ns at least). */
-export function unitFor(ns) {
-  const a = Math.abs(ns);
-  for (const u of UNITS) if (a >= u.ns) return u;
-  return UNITS[UNITS.length - 1];
-}
-
 /**
  * Axis ticks for the view across `width` pixels, at least `minSpacingPx` apart, on a 1-2-5 step
  * (never below 1 ns). Labels share one unit chosen by the view's end, with as many decimals as
- * the step needs. Returns {step, unit, ticks: [{t, x, label}]}.
+ * the step needs (format.js's units and rounding). Returns {step, unit, ticks: [{t, x, label}]}.
  */
 export function axisTicks(view, width, minSpacingPx = 80) {
   const len = view.end - view.start;
   if (!(len > 0) || !(width > 0)) return { step: 0, unit: "ns", ticks: [] };
   const step = Math.max(1, niceStep((len * minSpacingPx) / width));
-  const unit = unitFor(Math.max(Math.abs(view.end), step));
-  const decimals = Math.max(0, Math.min(9, Math.ceil(Math.log10(unit.ns / step) - 1e-9)));
+  const unit = timeUnitFor(Math.max(Math.abs(view.end), step));
+  const decimals = decimalsFor(unit, step);
   const ticks = [];
   const first = Math.ceil(view.start / step - 1e-9) * step;
   for (let k = 0; ; k++) {
     const t = first + k * step;
     if (t > view.end + step * 1e-9 || k > 10000) break;
-    ticks.push({ t, x: ((t - view.start) / len) * width, label: `${(t / unit.ns).toFixed(decimals)} ${unit.label}` });
+    ticks.push({ t, x: ((t - view.start) / len) * width, label: formatTimeIn(t, unit, decimals) });
   }
   return { step, unit: unit.label, ticks };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Formatting
-
-// Durations read the same in every panel: one formatter (model/format.js) serves them all.
-export { formatTime as formatDuration } from "./format.js";
-
-/**
- * A point in time with units and enough decimals to tell apart times `resolution` ns apart:
- * formatTime(100236733, 1) = "100.236733 ms", formatTime(100236733, 1e5) = "100.2 ms".
- */
-export function formatTime(ns, resolution = 1) {
-  if (!Number.isFinite(ns)) return "–";
-  const unit = unitFor(Math.max(Math.abs(ns), 1));
-  const decimals = Math.max(0, Math.min(9, Math.ceil(Math.log10(unit.ns / Math.max(resolution, 1e-3)) - 1e-9)));
-  return `${(ns / unit.ns).toFixed(decimals)} ${unit.label}`;
 }

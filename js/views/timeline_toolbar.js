@@ -2,7 +2,7 @@
 // chip (what hints or roofline points are outlined, with a close button), a status line for
 // load errors, and the key help.
 
-import { formatDuration, formatTime } from "../model/view.js";
+import { formatInstant, formatTime } from "../model/format.js";
 import { button, node } from "./dom.js";
 
 /** @param {{searchEl: HTMLElement, onReset: () => void, onClearHighlight: () => void}} opts */
@@ -26,7 +26,7 @@ export function createToolbar({ searchEl, onReset, onClearHighlight }) {
     el,
     showView(view, span) {
       const res = (view.end - view.start) / 1000;
-      rangeText.textContent = `${formatTime(view.start, res)} – ${formatTime(view.end, res)} (${formatDuration(view.end - view.start)} of ${formatDuration(span)})`;
+      rangeText.textContent = `${formatInstant(view.start, res)} – ${formatInstant(view.end, res)} (${formatTime(view.end - view.start)} of ${formatTime(span)})`;
     },
     setStatus(text, bad = false) {
       status.textContent = text;
