@@ -34,14 +34,28 @@ export function num(x) {
   return Number.isFinite(v) ? v : null;
 }
 
-/** 3 significant digits without exponent notation: 3.35, 33.5, 335, 3350. */
+/**
+ * 3 significant digits without exponent notation: 3.35, 33.5, 335, 3350, 0.000000150. The
+ * decimals follow the rounded value, so 99.95 reads "100" and 9.996 "10.0" (not "100.0", "10.00").
+ */
 function sig3(v) {
   const a = Math.abs(v);
   if (a === 0) return "0";
   if (a >= 100) return String(Math.round(v));
-  if (a >= 10) return v.toFixed(1);
-  if (a >= 1) return v.toFixed(2);
-  return v.toPrecision(3);
+  if (a >= 10) {
+    const s = v.toFixed(1);
+    return Math.abs(Number(s)) >= 100 ? String(Math.round(v)) : s;
+  }
+  if (a >= 1) {
+    const s = v.toFixed(2);
+    return Math.abs(Number(s)) >= 10 ? v.toFixed(1) : s;
+  }
+  const s = v.toPrecision(3);
+  const e = s.indexOf("e");
+  if (e < 0) return s;
+  // Below 1e-6 toPrecision switches to exponents: write the same digits out in full.
+  const digits = 2 - Number(s.slice(e + 1));
+  return digits <= 100 ? Number(s).toFixed(digits) : s;
 }
 
 /**

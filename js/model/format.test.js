@@ -48,6 +48,11 @@ test("SI prefixes pick the largest unit that keeps the value >= 1, 3 significant
   assert.equal(formatSI(-2.5e6, "B"), "-2.50 MB");
   // Beyond P the prefix stays P.
   assert.equal(formatSI(5e18, "FLOP"), "5000 PFLOP");
+  // Rounding can carry into the next decade too: still 3 digits, no exponents.
+  assert.equal(formatSI(99.95e3, "B"), "100 kB");
+  assert.equal(formatSI(9.9951e6, "B"), "10.0 MB");
+  assert.equal(formatTime(99_950), "100 µs");
+  assert.equal(formatSI(1.5e-7, "B"), "0.000000150 B");
 });
 
 test("durations pick their unit after rounding", () => {
