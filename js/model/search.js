@@ -6,6 +6,8 @@
 // the edges, so the source's reply (the names that match on the Python side) is authoritative;
 // the JS matcher only lets matches light up before the reply arrives.
 
+import { formatCount } from "./format.js";
+
 /**
  * @returns {{test: (name: string) => boolean} | {error: string} | null} null for an empty pattern
  */
@@ -59,8 +61,8 @@ export function stepMatch(k, listed, dir) {
 /** Status text: "no matches", "N matches", "k of N" (+ a note when only some are listed). */
 export function matchStatus(k, count, listed = count) {
   if (!(count > 0)) return "no matches";
-  const total = count.toLocaleString("en-US");
+  const total = formatCount(count);
   if (k < 0) return `${total} match${count === 1 ? "" : "es"}`;
-  const note = listed < count ? ` (${listed.toLocaleString("en-US")} listed)` : "";
-  return `${(k + 1).toLocaleString("en-US")} of ${total}${note}`;
+  const note = listed < count ? ` (${formatCount(listed)} listed)` : "";
+  return `${formatCount(k + 1)} of ${total}${note}`;
 }

@@ -2,7 +2,7 @@
 // buttons, and what source.range says about it per rank (GPU busy share, top kernels and ops).
 
 import "./range_panel.css";
-import { formatInstant, formatTime } from "../model/format.js";
+import { formatCount, formatInstant, formatTime } from "../model/format.js";
 import { button, node } from "./dom.js";
 
 /**
@@ -34,7 +34,7 @@ export function createRangePanel({ source, span, onZoom, onClose, isDestroyed })
     const tb = node("tbody");
     for (const row of rows) {
       const tr = node("tr");
-      tr.append(node("td", "gp-name", String(row.name ?? "")), node("td", "gp-num", `${Number(row.count).toLocaleString("en-US")}×`), node("td", "gp-num", formatTime(Number(row.total_ns))));
+      tr.append(node("td", "gp-name", String(row.name ?? "")), node("td", "gp-num", `${formatCount(row.count)}×`), node("td", "gp-num", formatTime(Number(row.total_ns))));
       tr.firstChild.title = String(row.name ?? "");
       tb.append(tr);
     }
@@ -58,7 +58,7 @@ export function createRangePanel({ source, span, onZoom, onClose, isDestroyed })
     for (const rank of r?.ranks ?? []) {
       const box = node("div", "gp-range-rank");
       const busy = rank.gpu_busy_pct === null || rank.gpu_busy_pct === undefined ? "no GPU activity" : `GPU busy ${Number(rank.gpu_busy_pct).toFixed(1)} % (${formatTime(Number(rank.gpu_busy_ns))})`;
-      box.append(node("div", "gp-rank-title", `rank ${rank.rank} · ${busy} · ${Number(rank.kernels ?? 0).toLocaleString("en-US")} kernels`));
+      box.append(node("div", "gp-rank-title", `rank ${rank.rank} · ${busy} · ${formatCount(rank.kernels ?? 0)} kernels`));
       if (rank.top_kernels?.length) box.append(topTable("top kernels", rank.top_kernels));
       if (rank.top_ops?.length) box.append(topTable("top ops", rank.top_ops));
       parts.push(box);

@@ -2,7 +2,7 @@
 // trace (kernel names, device names, paths) goes through textContent, never through HTML parsing.
 // Hints are not listed here: the hints panel (views/hints.js) shows them.
 
-import { formatBytes, formatPercent, formatTime } from "../model/format.js";
+import { formatBytes, formatCount, formatPercent, formatTime } from "../model/format.js";
 import { node } from "./dom.js";
 
 export const COUNT_KEYS = ["kernels", "memcpy", "memset", "ops"];
@@ -18,10 +18,6 @@ export function totalCounts(summary) {
     }
   }
   return totals;
-}
-
-function number(x) {
-  return Number.isFinite(Number(x)) ? Number(x).toLocaleString("en-US") : "–";
 }
 
 function table(headers, rows, numericFrom = 1) {
@@ -59,7 +55,7 @@ function topTable(title, items, denominator, shareLabel, limit = 10) {
   }
   const withShare = Number(denominator) > 0;
   const rows = items.slice(0, limit).map((k) => {
-    const row = [k.name ?? "", number(k.count), formatTime(Number(k.total_ns))];
+    const row = [k.name ?? "", formatCount(k.count), formatTime(Number(k.total_ns))];
     if (withShare) row.push(formatPercent((100 * Number(k.total_ns)) / Number(denominator)));
     return row;
   });
@@ -107,7 +103,7 @@ function rankSection(rank, multi) {
   if (rank.copies && rank.copies.length) {
     const rows = rank.copies.map((c) => [
       c.kind ?? "",
-      number(c.count),
+      formatCount(c.count),
       formatBytes(Number(c.bytes)),
       formatTime(Number(c.total_ns)),
       Number.isFinite(Number(c.gbps)) ? `${Number(c.gbps).toFixed(1)} GB/s` : "–",
@@ -136,7 +132,7 @@ export function renderSummary(summary) {
   for (const key of COUNT_KEYS) {
     const c = node("div", "gp-count");
     c.dataset.count = key;
-    c.appendChild(node("span", "gp-count-value", number(counts[key])));
+    c.appendChild(node("span", "gp-count-value", formatCount(counts[key])));
     c.appendChild(node("span", "gp-count-label", key));
     header.appendChild(c);
   }

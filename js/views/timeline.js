@@ -15,6 +15,7 @@
 import "./timeline.css";
 import { nameColors } from "../model/colors.js";
 import { createDetailsCache } from "../model/details_cache.js";
+import { formatCount } from "../model/format.js";
 import {
   buildCounterIndex,
   counterWindow,
@@ -250,7 +251,7 @@ export function createTimeline(data, hooks = {}) {
     schedule();
     const id = selected.id;
     if (!(id >= 0)) {
-      const count = selected.count > 1 ? `${selected.count.toLocaleString("en-US")} events are` : "several events are";
+      const count = selected.count > 1 ? `${formatCount(selected.count)} events are` : "several events are";
       details.showMessage(name, `${count} merged in this box at this zoom; zoom in to pick one.`);
       return;
     }

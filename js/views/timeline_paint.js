@@ -7,7 +7,7 @@ import { DIM_COLOR, palette, PALETTE_SIZE } from "../model/colors.js";
 import { counterWindow, firstEntryAt } from "../model/lanes.js";
 import { blockMatches, createBoxes, lodRow } from "../model/lod.js";
 import { rowRange } from "../model/segments.js";
-import { formatReading } from "../model/format.js";
+import { formatCount, formatReading } from "../model/format.js";
 import { axisTicks, timeToX } from "../model/view.js";
 import { AXIS_H, fitText, LANE_PAD, ROW_H } from "./timeline_canvas.js";
 import { drawAxis, drawLabels, drawOverlays } from "./timeline_overlays.js";
@@ -245,7 +245,7 @@ export function createTimelinePainter(data) {
       ctx.fillText(emptyText, labelW + 12, AXIS_H + ROW_H);
     }
     const loading = f.pendingWindow ? " · loading detail…" : "";
-    const headline = `${laneCount} lane${laneCount === 1 ? "" : "s"} · ${totalEvents.toLocaleString("en-US")} events${loading}`;
+    const headline = `${laneCount} lane${laneCount === 1 ? "" : "s"} · ${formatCount(totalEvents)} events${loading}`;
     drawAxis(ctx, f, c, ticks, headline, textWidths);
     f = null;
   }

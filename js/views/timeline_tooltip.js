@@ -1,7 +1,7 @@
 // The hover tooltip of the timeline: an event's name, kind and duration, start, lane, how many
 // events a merged box stands for, and its shapes once its details are known; or a counter's value.
 
-import { formatInstant, formatReading, formatTime } from "../model/format.js";
+import { formatCount, formatInstant, formatReading, formatTime } from "../model/format.js";
 import { node } from "./dom.js";
 
 function shapesOf(d) {
@@ -36,7 +36,7 @@ export function createTooltip({ laneText, nameText, kindName, detailsOf }) {
       line(`${kind ? `${kind} · ` : ""}${formatTime(ev.dur_ns)}`);
       line(`start ${formatInstant(ev.start_ns, (view.end - view.start) / 1000)}`);
       line(laneText(ev.lane));
-      if (ev.count > 1) line(`${ev.count.toLocaleString("en-US")} events merged here (longest shown); zoom in`, "gp-muted");
+      if (ev.count > 1) line(`${formatCount(ev.count)} events merged here (longest shown); zoom in`, "gp-muted");
       const shapes = ev.id >= 0 ? shapesOf(detailsOf(ev.id)) : null;
       if (shapes) line(`shapes: ${shapes}`);
     }
