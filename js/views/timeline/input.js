@@ -4,8 +4,8 @@
 // event, Perfetto-style W/S/A/D/0 keys and Escape. What is under a point (hitTest, entryAt) and
 // what a gesture does to the timeline's state are the timeline's callbacks.
 
-import { keyToView, pan, viewForEvent, wheelZoomFactor, xToTime, zoomAt } from "../model/view.js";
-import { AXIS_H } from "./timeline_canvas.js";
+import { keyToView, pan, viewForEvent, wheelZoomFactor, xToTime, zoomAt } from "../../model/view.js";
+import { AXIS_H } from "./canvas.js";
 
 const HOVER_DWELL_MS = 150;
 const DRAG_THRESHOLD_PX = 4;

@@ -1,10 +1,10 @@
 // What the timeline draws over its events: highlight marks, hover and selection outlines, flow
 // arrows and the selected range; then the lane label column and the time axis on top. All read
-// the frame state `f` the timeline fills before each paint (see timeline_paint.js).
+// the frame state `f` the timeline fills before each paint (see paint.js).
 
-import { formatTime } from "../model/format.js";
-import { timeToX } from "../model/view.js";
-import { AXIS_H, fitText, HEADER_H, LANE_PAD, ROW_H } from "./timeline_canvas.js";
+import { formatTime } from "../../model/format.js";
+import { timeToX } from "../../model/view.js";
+import { AXIS_H, fitText, HEADER_H, LANE_PAD, ROW_H } from "./canvas.js";
 
 /** Screen rectangle of an event ({lane, row, start_ns, dur_ns}); null when its lane is not laid out. */
 function eventRect(f, laneById, ev, minW = 3) {

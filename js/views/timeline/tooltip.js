@@ -1,8 +1,8 @@
 // The hover tooltip of the timeline: an event's name, kind and duration, start, lane, how many
 // events a merged box stands for, and its shapes once its details are known; or a counter's value.
 
-import { formatCount, formatInstant, formatReading, formatTime } from "../model/format.js";
-import { node } from "./dom.js";
+import { formatCount, formatInstant, formatReading, formatTime } from "../../model/format.js";
+import { node } from "../dom.js";
 
 function shapesOf(d) {
   for (const [label, text] of d?.fields ?? []) if (/dims|shape/i.test(String(label))) return String(text);

@@ -1,16 +1,16 @@
 // Painting the timeline canvas: lane backgrounds and grid, events (level of detail per pixel,
 // search dimming, labels in the boxes that fit them), counter step charts, then the overlays,
-// label column and axis of timeline_overlays.js. Per-frame scratch (boxes, paths, labels) is
+// label column and axis of overlays.js. Per-frame scratch (boxes, paths, labels) is
 // allocated once here and reused, so a frame allocates nothing in proportion to the events.
 
-import { DIM_COLOR, palette, PALETTE_SIZE } from "../model/colors.js";
-import { counterWindow, firstEntryAt } from "../model/lanes.js";
-import { blockMatches, createBoxes, lodRow } from "../model/lod.js";
-import { rowRange } from "../model/segments.js";
-import { formatCount, formatReading } from "../model/format.js";
-import { axisTicks, timeToX } from "../model/view.js";
-import { AXIS_H, fitText, LANE_PAD, ROW_H } from "./timeline_canvas.js";
-import { drawAxis, drawLabels, drawOverlays } from "./timeline_overlays.js";
+import { DIM_COLOR, palette, PALETTE_SIZE } from "../../model/colors.js";
+import { counterWindow, firstEntryAt } from "../../model/lanes.js";
+import { blockMatches, createBoxes, lodRow } from "../../model/lod.js";
+import { rowRange } from "../../model/segments.js";
+import { formatCount, formatReading } from "../../model/format.js";
+import { axisTicks, timeToX } from "../../model/view.js";
+import { AXIS_H, fitText, LANE_PAD, ROW_H } from "./canvas.js";
+import { drawAxis, drawLabels, drawOverlays } from "./overlays.js";
 
 const LABEL_MIN_PX = 28;
 

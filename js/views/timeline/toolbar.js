@@ -2,8 +2,8 @@
 // chip (what hints or roofline points are outlined, with a close button), a status line for
 // load errors, and the key help.
 
-import { formatCount, formatInstant, formatTime } from "../model/format.js";
-import { button, node } from "./dom.js";
+import { formatCount, formatInstant, formatTime } from "../../model/format.js";
+import { button, node } from "../dom.js";
 
 /** @param {{searchEl: HTMLElement, onReset: () => void, onClearHighlight: () => void}} opts */
 export function createToolbar({ searchEl, onReset, onClearHighlight }) {

@@ -2,20 +2,20 @@
 // rank · GPU device streams, counters) that collapse, sub-rows for nested ops and overlapping
 // kernels, step charts for counters; Perfetto-style navigation (W/S/A/D, ctrl+wheel, drag to
 // select a range), hover tooltips, click for details and flow arrows, name search, highlights.
-// This module keeps the state, layout, hit testing and API; painting is timeline_paint.js, mouse
-// and keys timeline_input.js, the search box search_bar.js, the range panel range_panel.js, the
-// tooltip timeline_tooltip.js.
+// This module keeps the state, layout, hit testing and API; painting is paint.js, mouse
+// and keys input.js, the search box ../search_bar.js, the range panel range_panel.js, the
+// tooltip tooltip.js.
 //
 // Large traces: `data.table` is then the merged overview; after the view settles, the visible
-// window is asked from `hooks.source` (timeline_windows.js) and drawn over the overview where it
+// window is asked from `hooks.source` (windows.js) and drawn over the overview where it
 // covers the view.
 //
 // Trace strings reach the DOM only through textContent; the canvas draws them with fillText.
 
 import "./timeline.css";
-import { nameColors } from "../model/colors.js";
-import { createDetailsCache } from "../model/details_cache.js";
-import { formatCount } from "../model/format.js";
+import { nameColors } from "../../model/colors.js";
+import { createDetailsCache } from "../../model/details_cache.js";
+import { formatCount } from "../../model/format.js";
 import {
   buildCounterIndex,
   counterWindow,
@@ -24,20 +24,20 @@ import {
   groupLayout,
   groupMarks,
   hitEntry,
-} from "../model/lanes.js";
-import { buildSegmentIndex, eventAt, rowAt, rowOfId, traceSpan } from "../model/segments.js";
-import { clampView, viewForEvent, xToTime } from "../model/view.js";
-import { createDetails } from "./details.js";
-import { node } from "./dom.js";
-import { createRangePanel } from "./range_panel.js";
-import { createSearchBar } from "./search_bar.js";
-import { themeColors } from "./theme.js";
-import { AXIS_H, DIMS, LANE_PAD, labelWidth, ROW_H } from "./timeline_canvas.js";
-import { attachTimelineInput } from "./timeline_input.js";
-import { createTimelinePainter } from "./timeline_paint.js";
-import { createToolbar } from "./timeline_toolbar.js";
-import { createTooltip } from "./timeline_tooltip.js";
-import { createWindowLoader } from "./timeline_windows.js";
+} from "../../model/lanes.js";
+import { buildSegmentIndex, eventAt, rowAt, rowOfId, traceSpan } from "../../model/segments.js";
+import { clampView, viewForEvent, xToTime } from "../../model/view.js";
+import { createDetails } from "../details.js";
+import { node } from "../dom.js";
+import { createRangePanel } from "../range_panel.js";
+import { createSearchBar } from "../search_bar.js";
+import { themeColors } from "../theme.js";
+import { AXIS_H, DIMS, LANE_PAD, labelWidth, ROW_H } from "./canvas.js";
+import { attachTimelineInput } from "./input.js";
+import { createTimelinePainter } from "./paint.js";
+import { createToolbar } from "./toolbar.js";
+import { createTooltip } from "./tooltip.js";
+import { createWindowLoader } from "./windows.js";
 
 const MAX_VIEWPORT_H = 560;
 const MIN_SPAN_NS = 20;
