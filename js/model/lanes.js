@@ -64,6 +64,20 @@ export function fitLaneRows(lanes, index) {
   });
 }
 
+/**
+ * The scroll position that brings a layout entry (given a row: that row of a "lane" entry) into
+ * a plot `visibleH` px tall, with a row's height of margin; `scrollTop` when it is in sight.
+ */
+export function scrollTopToShow(entry, row, scrollTop, visibleH, dims = {}) {
+  const { rowH = 16, pad = 3 } = dims;
+  // A deep CPU stack can be taller than the plot: aim at the row, not the lane's top.
+  const top = entry.kind === "lane" && row !== null ? entry.y + pad + Math.max(0, row) * rowH : entry.y;
+  const h = entry.kind === "lane" && row !== null ? rowH : entry.h;
+  if (top < scrollTop) return Math.max(0, top - rowH);
+  if (top + h > scrollTop + visibleH) return Math.min(top - rowH, top + h - visibleH + rowH);
+  return scrollTop;
+}
+
 /** Index of the first entry whose bottom is below y (entries are in y order). */
 export function firstEntryAt(entries, y) {
   let lo = 0;
