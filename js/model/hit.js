@@ -1,3 +1,4 @@
+// @ts-check
 // What lies under a point of the timeline's canvas: the layout entry at a height, and the event
 // (or counter sample) at a point of the plot. No DOM; unit-tested.
 
@@ -5,10 +6,31 @@ import { counterWindow, firstEntryAt, hitEntry } from "./lanes.js";
 import { eventAt } from "./segments.js";
 import { xToTime } from "./view.js";
 
+/** @typedef {import("./lanes.js").LayoutEntry} LayoutEntry */
+/** @typedef {import("./lanes.js").Lane} Lane */
+/** @typedef {import("./segments.js").TimelineEvent} TimelineEvent */
+/**
+ * Where the plot is in the frame: the layout's entries and scroll position, the label column's
+ * and plot's widths (px), the view, the detail window held, and the heights of canvas.js.
+ * @typedef {{entries: LayoutEntry[], scrollTop: number, labelW: number, plotW: number,
+ *   view: import("./view.js").View, detail: import("./timeline_data.js").DetailWindow | null,
+ *   dims: {axisH: number, rowH: number, pad: number}}} Geometry
+ */
+/**
+ * @typedef {{ev: TimelineEvent, lane: Lane | undefined} | {counter: {lane: Lane, t: number, time: number, value: number}}} Hit
+ */
+
 /** How far (px) from an event a point may be and still hit it. */
 export const HIT_SLACK_PX = 3;
 
-/** The layout entry at canvas height `py` (the plot scrolled by scrollTop, below the axis strip), or null. */
+/**
+ * The layout entry at canvas height `py` (the plot scrolled by scrollTop, below the axis strip), or null.
+ * @param {LayoutEntry[]} entries
+ * @param {number} py
+ * @param {number} scrollTop
+ * @param {number} axisH
+ * @returns {LayoutEntry | null}
+ */
 export function entryAt(entries, py, scrollTop, axisH) {
   if (py < axisH) return null;
   const y = py - axisH + scrollTop;
@@ -19,9 +41,12 @@ export function entryAt(entries, py, scrollTop, axisH) {
 /**
  * What is under canvas point (px, py): {ev, lane} for an event, {counter: {lane, t, time, value}}
  * for a counter lane's sample, or null.
- * @param g the frame's geometry: {entries, scrollTop, labelW, plotW, view, detail, dims}; dims:
- *   {axisH, rowH, pad}; detail: the detail window held ({index, table, start, end}) or null
- * @param data what prepareTimeline() derived: counters, counterTimes, counterValues, laneById, tablesAt
+ * @param {number} px
+ * @param {number} py
+ * @param {Geometry} g
+ * @param {Pick<import("./timeline_data.js").PreparedTimeline, "counters" | "counterTimes" | "counterValues" | "laneById" | "tablesAt">} data
+ *   what prepareTimeline() derived
+ * @returns {Hit | null}
  */
 export function hitTest(px, py, g, data) {
   const { axisH, rowH, pad } = g.dims;
@@ -35,9 +60,10 @@ export function hitTest(px, py, g, data) {
     const lane = entry.lanes[0];
     const info = data.counters.get(lane.id);
     const times = data.counterTimes;
-    if (!info || info.hi <= info.lo || t < times[info.lo]) return null;
+    const values = data.counterValues;
+    if (!info || !times || !values || info.hi <= info.lo || t < times[info.lo]) return null;
     const [k] = counterWindow(times, info.lo, info.hi, t, t);
-    return { counter: { lane, t, time: times[k], value: data.counterValues[k] } };
+    return { counter: { lane, t, time: times[k], value: values[k] } };
   }
   const top = axisH + entry.y - g.scrollTop;
   const rel = py - top - pad;

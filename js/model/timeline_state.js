@@ -1,3 +1,4 @@
+// @ts-check
 // The timeline's state in one object: the visible window, the selected event and its flow arrows,
 // the selected time range (and the one being dragged out), the highlight marks, and which lane
 // groups are collapsed. Its methods are the only way to change it; the views in
@@ -6,7 +7,27 @@
 import { groupMarks } from "./lanes.js";
 import { clampView } from "./view.js";
 
-/** The selected event as the timeline keeps it: numbers, and a duration of 0 at least. */
+/** @typedef {import("./view.js").View} View */
+/** @typedef {import("./lanes.js").Lane} Lane */
+/** @typedef {import("./lanes.js").Mark} Mark */
+/** @typedef {import("./source.js").EventRef} EventRef */
+/** @typedef {import("./source.js").EventDetails} EventDetails */
+/**
+ * The selected event: its id (-1 for a merged box), lane, sub-row, start and duration (ns), and
+ * how many events it stands for.
+ * @typedef {{id: number, lane: number, row: number, start_ns: number, dur_ns: number, count: number}} Selected
+ */
+/** A flow arrow, from one event to another. @typedef {[EventRef, EventRef]} Flow */
+/**
+ * What is highlighted: marked events per lane and time windows, with the label the toolbar shows.
+ * @typedef {{label: string, count: number, byLane: Map<number, Mark[]>, windows: [number, number][]}} Marks
+ */
+
+/**
+ * The selected event as the timeline keeps it: numbers, and a duration of 0 at least.
+ * @param {{id: unknown, lane: unknown, row?: unknown, start_ns: unknown, dur_ns?: unknown, count?: number}} ev
+ * @returns {Selected}
+ */
 export function selectionRecord(ev) {
   return {
     id: Number(ev.id),
@@ -18,17 +39,29 @@ export function selectionRecord(ev) {
   };
 }
 
-/** Flow arrows [from, to] of an event's details: to the kernels it launched, from its launch. */
+/**
+ * Flow arrows [from, to] of an event's details: to the kernels it launched, from its launch.
+ * @param {EventDetails} d
+ * @returns {Flow[]}
+ */
 export function flowsOf(d) {
+  /** @type {Flow[]} */
   const out = [];
   for (const k of d.kernels ?? []) out.push([d, k]);
   if (d.launch) out.push([d.launch, d]);
   return out;
 }
 
-/** Flow arrows from an event's launch to the other GPU work that launch started (a graph launch). */
+/**
+ * Flow arrows from an event's launch to the other GPU work that launch started (a graph launch).
+ * @param {EventDetails} d
+ * @param {EventDetails} launch the details of d.launch
+ * @returns {Flow[]}
+ */
 export function launchFlows(d, launch) {
+  /** @type {Flow[]} */
   const out = [];
+  if (!d.launch) return out;
   for (const k of launch.kernels ?? []) if (k.id !== d.id) out.push([d.launch, k]);
   return out;
 }
@@ -36,10 +69,13 @@ export function launchFlows(d, launch) {
 /**
  * The selected event as new data of the same run can find it again (ids change): its lane's
  * label and group, start and duration; null when nothing, or a merged box, is selected.
+ * @param {Selected | null} selected
+ * @param {Map<number, Lane>} laneById
+ * @returns {{label: string | undefined, group: string | undefined, start_ns: number, dur_ns: number} | null}
  */
 export function selectionToKeep(selected, laneById) {
   const lane = selected ? laneById.get(selected.lane) : null;
-  return lane && selected.id >= 0
+  return selected && lane && selected.id >= 0
     ? { label: lane.label, group: lane.group, start_ns: selected.start_ns, dur_ns: selected.dur_ns }
     : null;
 }
@@ -49,12 +85,19 @@ export function selectionToKeep(selected, laneById) {
  *   narrowest view
  */
 export function createTimelineState({ span, minSpan = 1 }) {
+  /** @type {View} */
   let view = { start: 0, end: span };
+  /** @type {Selected | null} */
   let selected = null;
+  /** @type {Flow[]} */
   let flows = [];
+  /** @type {Marks | null} */
   let marks = null;
+  /** @type {View | null} */
   let range = null;
+  /** @type {View | null} */
   let draft = null;
+  /** @type {Set<string>} */
   const collapsed = new Set();
 
   return {
@@ -65,7 +108,10 @@ export function createTimelineState({ span, minSpan = 1 }) {
     get view() {
       return view;
     },
-    /** Show `next` (clamped to the trace, no narrower than minSpan); returns what is shown. */
+    /**
+     * Show `next` (clamped to the trace, no narrower than minSpan); returns what is shown.
+     * @param {{start: unknown, end: unknown} | null | undefined} next
+     */
     setView(next) {
       view = clampView({ start: Number(next?.start), end: Number(next?.end) }, span, minSpan);
       return view;
@@ -79,7 +125,10 @@ export function createTimelineState({ span, minSpan = 1 }) {
     get selected() {
       return selected;
     },
-    /** Select an event (its flows are then unknown); returns the selection. */
+    /**
+     * Select an event (its flows are then unknown); returns the selection.
+     * @param {Parameters<typeof selectionRecord>[0]} ev
+     */
     select(ev) {
       selected = selectionRecord(ev);
       flows = [];
@@ -89,7 +138,10 @@ export function createTimelineState({ span, minSpan = 1 }) {
       selected = null;
       flows = [];
     },
-    /** Whether the event with this id is (still) the selected one. */
+    /**
+     * Whether the event with this id is (still) the selected one.
+     * @param {number} id
+     */
     isSelected(id) {
       return selected?.id === id;
     },
@@ -98,9 +150,11 @@ export function createTimelineState({ span, minSpan = 1 }) {
     get flows() {
       return flows;
     },
+    /** @param {Flow[]} list */
     setFlows(list) {
       flows = [...list];
     },
+    /** @param {Flow[]} list */
     addFlows(list) {
       flows.push(...list);
     },
@@ -109,10 +163,16 @@ export function createTimelineState({ span, minSpan = 1 }) {
     get marks() {
       return marks;
     },
-    /** Highlight events and time windows; returns the marks and the longest event marked. */
+    /**
+     * Highlight events and time windows; returns the marks and the longest event marked.
+     * @param {Parameters<typeof groupMarks>[0]} list
+     * @param {unknown} label
+     * @param {unknown[] | null} [windows] [start, end] ns each; others are dropped
+     * @returns {{marks: Marks, longest: Mark | null}}
+     */
     highlight(list, label, windows = []) {
       const { count, byLane, longest } = groupMarks(list);
-      const bands = (windows ?? []).filter((w) => Array.isArray(w) && w[1] >= w[0]);
+      const bands = /** @type {[number, number][]} */ ((windows ?? []).filter((w) => Array.isArray(w) && w[1] >= w[0]));
       marks = { label: String(label ?? ""), count, byLane, windows: bands };
       return { marks, longest };
     },
@@ -124,7 +184,11 @@ export function createTimelineState({ span, minSpan = 1 }) {
     get range() {
       return range;
     },
-    /** Select [a, b] in either order, clamped to the trace; returns the range. */
+    /**
+     * Select [a, b] in either order, clamped to the trace; returns the range.
+     * @param {number} a
+     * @param {number} b
+     */
     setRange(a, b) {
       range = { start: Math.max(0, Math.min(a, b)), end: Math.min(span, Math.max(a, b)) };
       return range;
@@ -138,6 +202,10 @@ export function createTimelineState({ span, minSpan = 1 }) {
     get draft() {
       return draft;
     },
+    /**
+     * @param {number} start where the drag began
+     * @param {number} end where it is now
+     */
     setDraft(start, end) {
       draft = { start, end };
     },
@@ -149,20 +217,30 @@ export function createTimelineState({ span, minSpan = 1 }) {
       return draft ?? range;
     },
 
-    /** Collapsed lane groups (read-only: change them with toggleGroup and expandGroup). */
+    /**
+     * Collapsed lane groups (change them with toggleGroup and expandGroup).
+     * @returns {ReadonlySet<string>}
+     */
     get collapsed() {
       return collapsed;
     },
+    /** @param {string} group */
     toggleGroup(group) {
       if (collapsed.has(group)) collapsed.delete(group);
       else collapsed.add(group);
     },
-    /** Expand a group; says whether it was collapsed. */
+    /**
+     * Expand a group; says whether it was collapsed.
+     * @param {string} group
+     */
     expandGroup(group) {
       return collapsed.delete(group);
     },
 
-    /** What Escape clears first: "range", then "selection", then "highlight"; null if none. */
+    /**
+     * What Escape clears first: "range", then "selection", then "highlight"; null if none.
+     * @returns {"range" | "selection" | "highlight" | null}
+     */
     escapeTarget() {
       if (draft || range) return "range";
       if (selected) return "selection";
