@@ -48,8 +48,10 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
+# The JS unit tests, then the type check of js/model/ (tsconfig.json).
 js-test: setup
 	node --test js/
+	npm run --silent typecheck
 
 unit: setup
 	$(PY) -m pytest tests -q

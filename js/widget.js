@@ -15,7 +15,7 @@ import { createLive } from "./views/live.js";
 import { createRoofline } from "./views/roofline.js";
 import { renderSummary, renderTextReport, totalCounts, COUNT_KEYS } from "./views/summary.js";
 import { node } from "./views/dom.js";
-import { createTimeline } from "./views/timeline.js";
+import { createTimeline } from "./views/timeline/timeline.js";
 
 const TIMELINE_TRAITS = [
   "events", "counters", "marks", "lanes", "names", "name_kinds", "kinds", "span_ns",

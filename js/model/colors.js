@@ -1,3 +1,4 @@
+// @ts-check
 // Event fill colors: a fixed palette, so a frame batches its fills per palette entry. No DOM;
 // unit-tested.
 //
@@ -5,7 +6,11 @@
 // saturation, memcpy the reds, memset the magentas, CPU ops pastel tones over the whole wheel,
 // runtime calls grey-blues. A name's hash picks an entry inside its kind's band.
 
-/** Stable 32-bit FNV-1a hash of a string. */
+/**
+ * Stable 32-bit FNV-1a hash of a string.
+ * @param {string} s
+ * @returns {number}
+ */
 export function hashString(s) {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) {
@@ -22,6 +27,7 @@ const BANDS = [
   { kind: "memcpy", hue: [348, 378], sat: 72, light: [52, 60], size: 8 },
   { kind: "memset", hue: [280, 325], sat: 55, light: [56, 64], size: 8 },
 ];
+/** @type {Map<string, number>} */
 const BAND_OFFSET = new Map();
 let paletteSize = 0;
 for (const band of BANDS) {
@@ -32,13 +38,23 @@ for (const band of BANDS) {
 export const DIM_COLOR = paletteSize;
 export const PALETTE_SIZE = paletteSize + 1;
 
-/** Palette index for an event name of a kind ("kernel", "op", ...; unknown kinds as kernels). */
+/**
+ * Palette index for an event name of a kind ("kernel", "op", ...; unknown kinds as kernels).
+ * @param {unknown} name
+ * @param {string} [kind]
+ * @returns {number}
+ */
 export function colorIndex(name, kind = "kernel") {
   const band = BANDS.find((b) => b.kind === kind) ?? BANDS[0];
-  return BAND_OFFSET.get(band.kind) + (hashString(String(name)) % band.size);
+  return (BAND_OFFSET.get(band.kind) ?? 0) + (hashString(String(name)) % band.size);
 }
 
-/** The hue, saturation and lightness of a palette entry (dark themes get darker fills). */
+/**
+ * The hue, saturation and lightness of a palette entry (dark themes get darker fills).
+ * @param {number} i
+ * @param {boolean} [dark]
+ * @returns {[number, number, number]}
+ */
 export function paletteHsl(i, dark = false) {
   if (i === DIM_COLOR) return dark ? [0, 0, 32] : [0, 0, 84];
   let at = 0;
@@ -54,23 +70,32 @@ export function paletteHsl(i, dark = false) {
   return [0, 0, 50];
 }
 
+/** @type {Map<boolean, string[]>} */
 const paletteCache = new Map();
-/** CSS colors for every palette index. */
+/**
+ * CSS colors for every palette index.
+ * @param {boolean} [dark]
+ * @returns {string[]}
+ */
 export function palette(dark = false) {
-  if (!paletteCache.has(dark)) {
-    const out = [];
+  let out = paletteCache.get(dark);
+  if (!out) {
+    out = [];
     for (let i = 0; i < PALETTE_SIZE; i++) {
       const [h, s, l] = paletteHsl(i, dark);
       out.push(`hsl(${h}, ${s}%, ${l}%)`);
     }
     paletteCache.set(dark, out);
   }
-  return paletteCache.get(dark);
+  return out;
 }
 
 /**
  * Palette index per name index of a names table, memoised: `kindOf(nameIdx)` picks the band.
  * Out-of-range indexes get the color of an empty kernel name.
+ * @param {ArrayLike<unknown>} names
+ * @param {(nameIdx: number) => string} kindOf
+ * @returns {(nameIdx: number) => number}
  */
 export function nameColors(names, kindOf) {
   const memo = new Int16Array(names.length).fill(-1);
@@ -81,7 +106,11 @@ export function nameColors(names, kindOf) {
   };
 }
 
-/** Whether a CSS color ("#rgb", "#rrggbb", "rgb(...)", "rgba(...)") is dark; false if unreadable. */
+/**
+ * Whether a CSS color ("#rgb", "#rrggbb", "rgb(...)", "rgba(...)") is dark; false if unreadable.
+ * @param {string} css
+ * @returns {boolean}
+ */
 export function colorIsDark(css) {
   const hex = /^#([0-9a-f]{3}|[0-9a-f]{6})$/i.exec(css);
   const rgb = /^rgba?\(\s*(\d+)[,\s]+(\d+)[,\s]+(\d+)/i.exec(css);

@@ -1,3 +1,4 @@
+// @ts-check
 // Decoder for the "GPT1" columnar table written by python/gpuprofile/widget/encoding.py.
 //
 //   bytes 0..3   "GPT1"
@@ -20,6 +21,22 @@ const TYPES = {
   uint8: Uint8Array,
 };
 
+/** @typedef {keyof typeof TYPES} Dtype */
+/**
+ * A decoded column: one typed array per column, of its dtype.
+ * @typedef {Float64Array | Float32Array | Int32Array | Uint32Array | Int16Array | Uint16Array | Int8Array | Uint8Array} Column
+ */
+/**
+ * What a table's header says beside its columns: any JSON object. The keys the widget reads:
+ * segments ([lane, first id, rows] per lane, in row order), merged (rows are coverage boxes),
+ * view ([start, end] ns a window covers), bins (the overview's resolution), groups (marks).
+ * @typedef {{segments?: [number, number, number][], merged?: boolean, view?: [number, number] | null, bins?: number, groups?: any[], [key: string]: unknown}} TableMeta
+ */
+/**
+ * A decoded table: `n` rows of named columns.
+ * @typedef {{n: number, columns: Record<string, Column>, meta: TableMeta}} Table
+ */
+
 const MAGIC = "GPT1";
 
 // Typed arrays use the platform's byte order; every engine we target is little-endian, as is
@@ -28,8 +45,8 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /**
  * Decode a GPT1 table.
- * @param {DataView|ArrayBuffer|Uint8Array} input
- * @returns {{n: number, columns: Object<string, ArrayLike<number>>, meta: Object}}
+ * @param {DataView|ArrayBuffer|Uint8Array|null|undefined} input
+ * @returns {Table}
  */
 export function decodeTable(input) {
   const dv = toDataView(input);
@@ -53,7 +70,7 @@ export function decodeTable(input) {
   try {
     header = JSON.parse(new TextDecoder("utf-8").decode(headerBytes));
   } catch (err) {
-    throw new Error(`GPT1 header is not valid JSON: ${err.message}`);
+    throw new Error(`GPT1 header is not valid JSON: ${/** @type {Error} */ (err).message}`);
   }
   const n = header.n;
   if (!Number.isInteger(n) || n < 0 || !Array.isArray(header.columns)) {
@@ -63,9 +80,10 @@ export function decodeTable(input) {
   if (typeof meta !== "object" || Array.isArray(meta)) {
     throw new Error("GPT1 header meta is not an object");
   }
+  /** @type {Record<string, Column>} */
   const columns = {};
   for (const spec of header.columns) {
-    const Type = TYPES[spec.dtype];
+    const Type = TYPES[/** @type {Dtype} */ (spec.dtype)];
     if (!Type) throw new Error(`GPT1 column ${spec.name}: unknown dtype ${spec.dtype}`);
     const size = Type.BYTES_PER_ELEMENT;
     const offset = spec.offset;
@@ -74,7 +92,8 @@ export function decodeTable(input) {
     }
     const absolute = dv.byteOffset + offset;
     if (absolute % size === 0) {
-      columns[spec.name] = new Type(dv.buffer, absolute, n);
+      // (The cast: TypeScript cannot pick one constructor of a union for an ArrayBufferLike.)
+      columns[spec.name] = new Type(/** @type {ArrayBuffer} */ (dv.buffer), absolute, n);
     } else {
       // Not aligned for this type within the underlying buffer: copy the bytes out first.
       const copy = new Uint8Array(n * size);
@@ -85,6 +104,10 @@ export function decodeTable(input) {
   return { n, columns, meta };
 }
 
+/**
+ * @param {unknown} input
+ * @returns {DataView}
+ */
 function toDataView(input) {
   if (input instanceof DataView) return input;
   if (input instanceof ArrayBuffer) return new DataView(input);
@@ -93,12 +116,13 @@ function toDataView(input) {
   throw new Error(`cannot decode a GPT1 table from ${Object.prototype.toString.call(input)}`);
 }
 
-const DTYPE_OF = new Map(Object.entries(TYPES).map(([name, Type]) => [Type, name]));
+/** @type {Map<Function, Dtype>} */
+const DTYPE_OF = new Map(Object.entries(TYPES).map(([name, Type]) => [Type, /** @type {Dtype} */ (name)]));
 
 /**
  * Encode typed-array columns as a GPT1 table (the inverse of decodeTable). The widget only
  * decodes; this exists so tests and local sources can build tables the way Python does.
- * @param {Object<string, ArrayLike<number>>} columns typed arrays of equal length
+ * @param {Record<string, Column>} columns typed arrays of equal length
  * @param {Object} [meta] JSON-serialisable header metadata
  * @returns {Uint8Array}
  */
@@ -111,8 +135,11 @@ export function encodeTable(columns, meta) {
     if (columns[name].length !== n) throw new Error(`GPT1 column ${name}: length differs`);
     return dtype;
   });
+  /** @param {number} x */
   const align = (x) => Math.ceil(x / 8) * 8;
+  /** @param {number[]} offsets */
   const headerFor = (offsets) => {
+    /** @type {{n: number, columns: {name: string, dtype: Dtype, offset: number}[], meta?: Object}} */
     const header = { n, columns: names.map((name, k) => ({ name, dtype: dtypes[k], offset: offsets[k] })) };
     if (meta !== undefined) header.meta = meta;
     return new TextEncoder().encode(JSON.stringify(header));

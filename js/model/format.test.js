@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 
 import {
   evidenceText,
@@ -7,9 +8,11 @@ import {
   formatBytesPerS,
   formatReading,
   formatCount,
+  formatFlops,
   formatFlopsPerS,
   formatFraction,
   formatHintNumber,
+  formatInstant,
   formatIntensity,
   formatPercent,
   formatSI,
@@ -21,53 +24,67 @@ import {
   UNKNOWN,
 } from "./format.js";
 
+// The plain cases (arguments in, text out) are a table that Python's tests read too, so the
+// text report (gpuprofile/units.py) spells numbers as the widget does.
+const TABLE = JSON.parse(readFileSync(new URL("./format.cases.json", import.meta.url), "utf8"));
+const FNS = {
+  time: formatTime,
+  si: formatSI,
+  bytes: formatBytes,
+  bytes_per_s: formatBytesPerS,
+  flops: formatFlops,
+  flops_per_s: formatFlopsPerS,
+  reading: formatReading,
+  percent: formatPercent,
+  fraction: formatFraction,
+  count: formatCount,
+  intensity: formatIntensity,
+};
+
+test("format.cases.json: a sentence and cases of known functions with JSON arguments", () => {
+  assert.deepEqual(Object.keys(TABLE).sort(), ["about", "cases"]);
+  assert.equal(typeof TABLE.about, "string");
+  for (const c of TABLE.cases) {
+    assert.deepEqual(Object.keys(c), ["fn", "args", "text"], JSON.stringify(c));
+    assert.ok(Object.hasOwn(FNS, c.fn), c.fn);
+    assert.ok(Array.isArray(c.args) && c.args.every((a) => a === null || typeof a === "number" || typeof a === "string"), JSON.stringify(c));
+    assert.equal(typeof c.text, "string");
+    // Microseconds are "µs" with U+00B5, never "us" nor the Greek mu U+03BC.
+    assert.doesNotMatch(c.text, /\bus\b|\u03bc/, JSON.stringify(c));
+  }
+  for (const fn of Object.keys(FNS)) assert.ok(TABLE.cases.some((c) => c.fn === fn), `no case for ${fn}`);
+  assert.ok(TABLE.cases.filter((c) => c.fn === "reading").length >= 10);
+});
+
+test("format.cases.json: every case reads as the table says", async (t) => {
+  for (const { fn, args, text } of TABLE.cases) {
+    await t.test(`${fn}(${args.map((a) => JSON.stringify(a)).join(", ")}) = ${text}`, () => {
+      assert.equal(FNS[fn](...args), text);
+    });
+  }
+});
+
 test("unknown numbers are unknown, not zero", () => {
   for (const x of [null, undefined, "", NaN, Infinity, "abc", true]) {
     assert.equal(num(x), null, String(x));
     assert.equal(formatSI(x, "B"), UNKNOWN);
     assert.equal(formatTime(x), UNKNOWN);
     assert.equal(formatPercent(x), UNKNOWN);
+    assert.equal(formatReading(x, "B"), UNKNOWN);
   }
   assert.equal(num("12.5"), 12.5);
   assert.equal(num(0), 0);
 });
 
-test("SI prefixes pick the largest unit that keeps the value >= 1, 3 significant digits", () => {
-  // H100 SXM datasheet figures.
-  assert.equal(formatBytesPerS(3.35e12), "3.35 TB/s");
-  assert.equal(formatFlopsPerS(989.5e12), "990 TFLOP/s"); // 989.5 rounds to 990 at 3 digits
-  assert.equal(formatFlopsPerS(1.979e15), "1.98 PFLOP/s");
-  assert.equal(formatBytes(85018279936), "85.0 GB");
-  assert.equal(formatBytes(512), "512 B");
-  assert.equal(formatBytes(0), "0 B");
-  assert.equal(formatBytes(0.5), "0.500 B");
-  assert.equal(formatSI(12345, ""), "12.3 k");
-  // Rounding can carry into the next prefix: 999.96e9 is 1.00e12 at 3 digits.
-  assert.equal(formatSI(999.96e9, "B"), "1.00 TB");
-  assert.equal(formatSI(-2.5e6, "B"), "-2.50 MB");
-  // Beyond P the prefix stays P.
-  assert.equal(formatSI(5e18, "FLOP"), "5000 PFLOP");
-});
-
-test("durations pick their unit after rounding", () => {
-  assert.equal(formatTime(0), "0 ns");
-  assert.equal(formatTime(850), "850 ns");
-  assert.equal(formatTime(12_345), "12.3 µs");
-  assert.equal(formatTime(1_500_000), "1.50 ms");
-  assert.equal(formatTime(2e9), "2.00 s");
-  assert.equal(formatTime(999_960), "1.00 ms");
-  assert.equal(formatTime(502_581_291), "503 ms");
-  assert.equal(formatTime(3600e9), "3600 s");
-});
-
-test("percentages, fractions, counts, intensity", () => {
-  assert.equal(formatPercent(47.44), "47.4%");
-  assert.equal(formatPercent(47.44, 0), "47%");
-  assert.equal(formatFraction(0.474), "47.4%");
-  assert.equal(formatCount(1234567.4), "1,234,567");
-  assert.equal(formatIntensity(2), "2.00 FLOP/B");
-  assert.equal(formatIntensity(0.0046263), "0.00463 FLOP/B");
-  assert.equal(formatIntensity(707.4), "707 FLOP/B");
+test("points in time keep the decimals their resolution needs", () => {
+  assert.equal(formatInstant(100236733, 1), "100.236733 ms");
+  assert.equal(formatInstant(100236733, 1e5), "100.2 ms");
+  assert.equal(formatInstant(100236733, 1e6), "100 ms");
+  assert.equal(formatInstant(5.3e9 + 1234, 1), "5.300001234 s");
+  assert.equal(formatInstant(850, 1), "850 ns");
+  assert.equal(formatInstant(0, 1), "0 ns");
+  assert.equal(formatInstant(NaN), UNKNOWN);
+  assert.equal(formatInstant(null), UNKNOWN);
 });
 
 test("a gauge fills only when value and roof are both known", () => {
@@ -156,26 +173,3 @@ test("a duration named in the middle of its key reads as a duration", () => {
   assert.equal(hintNumberLabel("launch_ns_for_small_kernels"), "launch for small kernels");
 });
 
-test("readings read alike in the live panel and the counter lanes, in their own unit", () => {
-  assert.equal(formatReading(1.5e9, "B"), "1.50 GB");
-  assert.equal(formatReading(512, "B"), "512 B");
-  assert.equal(formatReading(12.04e9, "B/s"), "12.0 GB/s");
-  assert.equal(formatReading(73.24, "%"), "73.2%");
-  assert.equal(formatReading(12345, ""), "12.3 k");
-  // No SI prefix glued onto a unit that already has one.
-  assert.equal(formatReading(1500, "MHz"), "1500 MHz");
-  assert.equal(formatReading(251.37, "W"), "251.4 W");
-  assert.equal(formatReading(33.9e9, "FLOP/s"), "33.9 GFLOP/s");
-  assert.equal(formatReading(999.96e9, "B/s"), "1.00 TB/s");
-  assert.equal(formatReading(0, "B"), "0 B");
-  // Below 1, and halves: the text report (units.format_reading) must round these alike.
-  assert.equal(formatReading(0.5, ""), "0.500");
-  assert.equal(formatReading(0.004, "B"), "0.00400 B");
-  assert.equal(formatReading(0.9996, ""), "1.00");
-  assert.equal(formatReading(250.5, "B"), "251 B");
-  assert.equal(formatReading(-100.5, "B"), "-100 B");
-  assert.equal(formatReading(10.25, ""), "10.3");
-  assert.equal(formatReading(1.005, ""), "1.00");
-  assert.equal(formatReading(NaN, "B"), "–");
-  assert.equal(formatReading(null, "%"), "–");
-});

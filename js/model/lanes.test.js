@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { buildCounterIndex, counterWindow, firstEntryAt, fitLaneRows, groupLayout, groupMarks, hitEntry } from "./lanes.js";
+import { buildCounterIndex, counterWindow, firstEntryAt, fitLaneRows, groupLayout, groupMarks, hitEntry, scrollTopToShow } from "./lanes.js";
 import { buildSegmentIndex } from "./segments.js";
 import { makeRand, randomEvents, segmentTable } from "./segment_fixtures.js";
 
@@ -132,4 +132,22 @@ test("lanes grow to the sub-rows their events need, never shrink", () => {
   assert.equal(fitted[0].label, "a");
   assert.equal(fitted[1], lanes[1]); // already tall enough: the same object
   assert.equal(lanes[0].rows, 1); // the input is not changed
+});
+
+test("scrolling a lane into sight: a row's margin, and no scroll when it is in sight", () => {
+  const dims = { rowH: 10, pad: 2 };
+  const lane = { kind: "lane", y: 500, h: 64 }; // 6 rows
+  // In sight: stay.
+  assert.equal(scrollTopToShow(lane, null, 450, 200, dims), 450);
+  // Above the fold: its top a row below the plot's top.
+  assert.equal(scrollTopToShow(lane, null, 600, 200, dims), 490);
+  assert.equal(scrollTopToShow({ kind: "header", y: 5, h: 20 }, null, 100, 200, dims), 0);
+  // Below: its bottom a row above the plot's bottom, but its top never out of sight.
+  assert.equal(scrollTopToShow(lane, null, 0, 200, dims), 500 + 64 - 200 + 10);
+  assert.equal(scrollTopToShow(lane, null, 0, 40, dims), 490);
+  // A row of a tall lane: aim at the row (y + pad + row * rowH), not the lane's top.
+  assert.equal(scrollTopToShow(lane, 5, 0, 100, dims), 552 + 10 - 100 + 10);
+  assert.equal(scrollTopToShow(lane, 5, 545, 100, dims), 545);
+  // Rows apply to lanes only; a summary row is shown whole.
+  assert.equal(scrollTopToShow({ kind: "summary", y: 300, h: 14 }, 3, 0, 100, dims), 300 + 14 - 100 + 10);
 });

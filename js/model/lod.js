@@ -1,3 +1,4 @@
+// @ts-check
 // Level of detail, in pixel space: per-block summaries of a segment index (built with it) and
 // the boxes one sub-row draws at a zoom, sub-pixel runs merged. No DOM; unit-tested.
 
@@ -5,11 +6,21 @@
 // BLOCK positions at a time when they all fall inside the coverage box it is growing, using
 // these per-block summaries, so a frame costs far less than one step per event. A block that
 // straddles two sub-rows is never swallowed (lodRow only takes blocks inside its own range).
+/** @typedef {import("./segments.js").SegmentIndex} SegmentIndex */
+/** @typedef {import("./decode.js").Column} Column */
+/** @typedef {ReturnType<typeof createBoxes>} Boxes */
+
 export const BLOCK_SHIFT = 5;
 const BLOCK = 1 << BLOCK_SHIFT;
 
-/** Per block of BLOCK positions: the longest event (its length and position), the latest end
- * and the events it stands for (the count column's sum when rows are already merged). */
+/**
+ * Per block of BLOCK positions: the longest event (its length and position), the latest end
+ * and the events it stands for (the count column's sum when rows are already merged).
+ * @param {Float64Array} start by position
+ * @param {Float32Array} dur by position
+ * @param {Uint32Array} perm table row at each position
+ * @param {Column | null} counts by table row, or null (1 each)
+ */
 export function blockSummaries(start, dur, perm, counts) {
   const blocks = Math.ceil(start.length / BLOCK);
   const blockMaxDur = new Float64Array(blocks);
@@ -40,6 +51,9 @@ export function blockSummaries(start, dur, perm, counts) {
 /**
  * Per block of positions, 1 when any event in it has a name in `mask`: lets lodRow keep
  * skipping whole blocks while a search is active. Recompute when the mask changes.
+ * @param {SegmentIndex} index
+ * @param {ArrayLike<number> | null} mask per name index, 1 = matches
+ * @returns {Uint8Array}
  */
 export function blockMatches(index, mask) {
   const out = new Uint8Array(index.blockMaxDur?.length ?? 0);
@@ -49,7 +63,10 @@ export function blockMatches(index, mask) {
   return out;
 }
 
-/** Reusable output of lodRow: parallel typed arrays, `n` boxes filled. */
+/**
+ * Reusable output of lodRow: parallel typed arrays, `n` boxes filled.
+ * @param {number} [capacity]
+ */
 export function createBoxes(capacity = 1024) {
   return {
     n: 0,
@@ -61,6 +78,15 @@ export function createBoxes(capacity = 1024) {
   };
 }
 
+/**
+ * @param {Boxes} out
+ * @param {number} x0
+ * @param {number} x1
+ * @param {number} pos
+ * @param {number} count
+ * @param {number} match
+ * @param {number} width
+ */
 function pushBox(out, x0, x1, pos, count, match, width) {
   if (out.n === out.pos.length) {
     const bigger = createBoxes(out.pos.length * 2);
@@ -87,6 +113,16 @@ function pushBox(out, x0, x1, pos, count, match, width) {
  * table's count column when the rows are already coverage boxes). With `mask` (per name, 1 =
  * matches a search) a box's `match` is 1 when any member matches; pass `maskBlocks`
  * (blockMatches of that mask) to keep skipping blocks. No allocation per event.
+ * @param {SegmentIndex} index
+ * @param {number} k0
+ * @param {number} k1
+ * @param {import("./view.js").View} view
+ * @param {number} width px
+ * @param {number} minPx
+ * @param {Boxes} out
+ * @param {ArrayLike<number> | null} [mask]
+ * @param {Uint8Array | null} [maskBlocks]
+ * @returns {Boxes}
  */
 export function lodRow(index, k0, k1, view, width, minPx, out, mask = null, maskBlocks = null) {
   const { start, dur, perm, counts, names, blockMaxDur, blockMaxEnd, blockArgmax, blockCount } = index;
@@ -111,7 +147,7 @@ export function lodRow(index, k0, k1, view, width, minPx, out, mask = null, mask
         const bx1 = (blockMaxEnd[b] - vs) * scale;
         if (bx1 > ox1) ox1 = bx1;
         ocount += blockCount[b];
-        if (mask) omatch |= maskBlocks[b];
+        if (mask) omatch |= /** @type {Uint8Array} */ (maskBlocks)[b]; // skip: a mask has its blocks
         if (blockMaxDur[b] > odur) { odur = blockMaxDur[b]; opos = blockArgmax[b]; }
         k += BLOCK - 1;
         continue;

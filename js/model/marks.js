@@ -1,13 +1,22 @@
+// @ts-check
 // The `marks` table (contract: events to outline per hint evidence and per roofline point) as
 // the lists the timeline's highlight() takes. Pure: no DOM.
 
 /**
- * @param {{n: number, columns: Object, meta: Object}} table decoded marks table
- * @returns {{groups: Array, rowsOf: (g: number) => Array}}
+ * A group of marks (the table's meta.groups): a hint's evidence entry or a roofline point.
+ * @typedef {{kind?: string, hint?: number, evidence?: number, point?: number, total?: number, heaviest?: number, [key: string]: unknown}} MarkGroup
+ */
+/** @typedef {{id: number, lane: number, row: number, start_ns: number, dur_ns: number, name: number}} MarkRow */
+
+/**
+ * @param {import("./decode.js").Table | null | undefined} table decoded marks table
+ * @returns {{groups: MarkGroup[], rowsOf: (g: number) => MarkRow[]}}
  */
 export function indexMarks(table) {
+  /** @type {MarkGroup[]} */
   const groups = (table && table.meta && table.meta.groups) || [];
   const n = (table && table.n) || 0;
+  /** @type {Record<string, import("./decode.js").Column>} */
   const c = (table && table.columns) || {};
   // Rows are grouped by group number: one pass finds each group's [lo, hi).
   const lo = new Int32Array(groups.length).fill(-1);
@@ -18,8 +27,10 @@ export function indexMarks(table) {
     if (lo[g] < 0) lo[g] = r;
     hi[g] = r + 1;
   }
+  /** @param {number} g */
   function rowsOf(g) {
     if (!(g >= 0 && g < groups.length) || lo[g] < 0) return [];
+    /** @type {MarkRow[]} */
     const out = [];
     for (let r = lo[g]; r < hi[g]; r++) {
       if (c.group[r] !== g) continue;
@@ -32,17 +43,32 @@ export function indexMarks(table) {
   return { groups, rowsOf };
 }
 
-/** The group number for a hint's evidence entry, or -1. */
+/**
+ * The group number for a hint's evidence entry, or -1.
+ * @param {MarkGroup[]} groups
+ * @param {number} hint
+ * @param {number} evidence
+ * @returns {number}
+ */
 export function evidenceGroup(groups, hint, evidence) {
   return groups.findIndex((g) => g && g.kind === "hint" && g.hint === hint && g.evidence === evidence);
 }
 
-/** The group number for a roofline point, or -1. */
+/**
+ * The group number for a roofline point, or -1.
+ * @param {MarkGroup[]} groups
+ * @param {number} point
+ * @returns {number}
+ */
 export function pointGroup(groups, point) {
   return groups.findIndex((g) => g && g.kind === "point" && g.point === point);
 }
 
-/** [start, end] around the windows (each [start, end] ns), or null when there are none. */
+/**
+ * [start, end] around the windows (each [start, end] ns), or null when there are none.
+ * @param {unknown[] | null | undefined} windows
+ * @returns {[number, number] | null}
+ */
 export function envelope(windows) {
   let start = Infinity;
   let end = -Infinity;
@@ -54,8 +80,14 @@ export function envelope(windows) {
   return start <= end ? [start, end] : null;
 }
 
-/** The longest of the marked events, or null. */
+/**
+ * The longest of the marked events, or null.
+ * @template {{dur_ns: number}} R
+ * @param {R[]} rows
+ * @returns {R | null}
+ */
 export function heaviest(rows) {
+  /** @type {R | null} */
   let best = null;
   for (const r of rows) if (!best || r.dur_ns > best.dur_ns) best = r;
   return best;

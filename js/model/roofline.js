@@ -1,3 +1,4 @@
+// @ts-check
 // Roofline geometry, without the DOM: log-log scales, decade ticks, the roofs of a Hardware
 // (report["hardware"]) as polylines with their ridge points, which points can be drawn, their
 // radius by time and their class by bound. Unit-tested; js/views/roofline.js draws the result.
@@ -17,7 +18,27 @@ import {
   num,
 } from "./format.js";
 
-/** A log10 scale from [d0, d1] (positive) onto [r0, r1] pixels; r1 < r0 flips the axis. */
+/**
+ * A point of report["roofline"]["points"], as Python sends it: numbers may be missing or null
+ * (they go through num()); level is "op" or "kernel".
+ * @typedef {{key?: string, name?: string, level?: string, shapes?: unknown, rank?: unknown,
+ *   count?: unknown, time_ns?: unknown, flops?: unknown, flops_source?: string, bytes?: unknown,
+ *   intensity?: unknown, achieved_flops_per_s?: unknown, attainable_flops_per_s?: unknown,
+ *   achieved_bytes_per_s?: unknown, pct_of_roof?: unknown, saved_ns?: unknown, bound?: string,
+ *   roof?: string, precision?: string, tensor_cores?: boolean, [field: string]: unknown}} RooflinePoint
+ */
+/**
+ * report["hardware"]: the roofs (DRAM bandwidth, peak FLOP/s per precision) and their source.
+ * @typedef {{dram_bytes_per_s?: unknown, peak_flops?: Record<string, unknown>, source?: string, [field: string]: unknown}} Hardware
+ */
+/** @typedef {{key: string, precisions: string[], peak: number, ridge: number | null}} ComputeRoof */
+/** @typedef {[number, number]} Pair a [lo, hi] domain, or an [x, y] point in data space */
+
+/**
+ * A log10 scale from [d0, d1] (positive) onto [r0, r1] pixels; r1 < r0 flips the axis.
+ * @param {Pair} domain
+ * @param {Pair} range
+ */
 export function logScale(domain, range) {
   const [d0, d1] = domain;
   const [r0, r1] = range;
@@ -26,12 +47,19 @@ export function logScale(domain, range) {
   return {
     domain: [d0, d1],
     range: [r0, r1],
+    /** @param {number} v */
     map: (v) => r0 + ((Math.log10(v) - l0) / span) * (r1 - r0),
+    /** @param {number} px */
     invert: (px) => 10 ** (l0 + ((px - r0) / (r1 - r0)) * span),
   };
 }
 
-/** The powers of ten in [lo, hi], as {value, exp}. */
+/**
+ * The powers of ten in [lo, hi], as {value, exp}.
+ * @param {number} lo
+ * @param {number} hi
+ * @returns {{value: number, exp: number}[]}
+ */
 export function decadeTicks(lo, hi) {
   if (!(lo > 0) || !(hi >= lo)) return [];
   const ticks = [];
@@ -44,18 +72,30 @@ export function decadeTicks(lo, hi) {
 
 const SUPERSCRIPT = Object.fromEntries([..."-0123456789"].map((c, i) => [c, "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"[i]]));
 
-/** x-axis label: plain decimals from 0.001 to 10000, else 10 with a superscript exponent. */
+/**
+ * x-axis label: plain decimals from 0.001 to 10000, else 10 with a superscript exponent.
+ * @param {number} exp
+ * @returns {string}
+ */
 export function intensityTickLabel(exp) {
   if (exp >= -3 && exp <= 4) return exp < 0 ? (10 ** exp).toFixed(-exp) : String(10 ** exp);
   return `10${[...String(exp)].map((c) => SUPERSCRIPT[c]).join("")}`;
 }
 
-/** y-axis label: an SI-prefixed FLOP/s ("1 TFLOP/s", "100 GFLOP/s"). */
+/**
+ * y-axis label: an SI-prefixed FLOP/s ("1 TFLOP/s", "100 GFLOP/s").
+ * @param {number} exp
+ * @returns {string}
+ */
 export function flopsTickLabel(exp) {
   return formatFlopsPerS(10 ** exp).replace(/\.0+(?= )/, "");
 }
 
-/** Whether a point can sit on log-log axes, and if not, why (for the "not plotted" list). */
+/**
+ * Whether a point can sit on log-log axes, and if not, why (for the "not plotted" list).
+ * @param {RooflinePoint | null | undefined} point
+ * @returns {{plotted: boolean, reason: string}}
+ */
 export function plotStatus(point) {
   const flops = num(point && point.flops);
   const bytes = num(point && point.bytes);
@@ -75,17 +115,22 @@ export function plotStatus(point) {
  * roof per distinct peak, precisions with equal peaks sharing a line ("fp16/bf16"), lowest peak
  * first. `ridge` is null without bandwidth. `complete` says both kinds of roof are there;
  * `missing` says in words what is not.
+ * @param {Hardware | null | undefined} hardware
+ * @returns {{memory: {bandwidth: number} | null, compute: ComputeRoof[], complete: boolean, missing: string[]}}
  */
 export function roofsOf(hardware) {
+  /** @type {Hardware} */
   const hw = hardware || {};
   const bandwidth = num(hw.dram_bytes_per_s);
   const memory = bandwidth !== null && bandwidth > 0 ? { bandwidth } : null;
+  /** @type {Map<number, string[]>} */
   const byPeak = new Map();
   for (const [precision, value] of Object.entries(hw.peak_flops || {})) {
     const peak = num(value);
     if (peak === null || peak <= 0) continue;
-    if (!byPeak.has(peak)) byPeak.set(peak, []);
-    byPeak.get(peak).push(precision);
+    let precisions = byPeak.get(peak);
+    if (!precisions) byPeak.set(peak, (precisions = []));
+    precisions.push(precision);
   }
   const compute = [...byPeak.entries()]
     .sort((a, b) => a[0] - b[0])
@@ -114,13 +159,19 @@ export function roofsOf(hardware) {
  * One roof as a polyline in data space, clipped to the domains: up the memory slope from where
  * it enters the plot to the ridge, then flat to the right edge. Without bandwidth: flat only.
  * Returns [] when the roof lies outside the plot.
+ * @param {number} peak
+ * @param {number | null | undefined} bandwidth
+ * @param {Pair} xDomain
+ * @param {Pair} yDomain
+ * @returns {Pair[]}
  */
 export function roofPolyline(peak, bandwidth, xDomain, yDomain) {
   const [x0, x1] = xDomain;
   const [y0, y1] = yDomain;
   if (!(peak > 0)) return [];
-  if (!(bandwidth > 0)) return peak >= y0 && peak <= y1 ? [[x0, peak], [x1, peak]] : [];
+  if (!bandwidth || !(bandwidth > 0)) return peak >= y0 && peak <= y1 ? [[x0, peak], [x1, peak]] : [];
   const ridge = peak / bandwidth;
+  /** @type {Pair[]} */
   const out = [];
   // The slope enters at the left edge or the bottom and leaves at the ridge, the right edge or
   // the top, whichever comes first.
@@ -142,6 +193,10 @@ export function roofPolyline(peak, bandwidth, xDomain, yDomain) {
 /**
  * The memory roof alone (no compute roof known): the slope across the whole x domain, clipped
  * to the y domain.
+ * @param {number} bandwidth
+ * @param {Pair} xDomain
+ * @param {Pair} yDomain
+ * @returns {Pair[]}
  */
 export function memoryPolyline(bandwidth, xDomain, yDomain) {
   const [x0, x1] = xDomain;
@@ -152,7 +207,12 @@ export function memoryPolyline(bandwidth, xDomain, yDomain) {
   return a < b ? [[a, bandwidth * a], [b, bandwidth * b]] : [];
 }
 
-/** [lo, hi] widened to whole decades, at least `minDecades` wide (grown around the middle). */
+/**
+ * [lo, hi] widened to whole decades, at least `minDecades` wide (grown around the middle).
+ * @param {number[]} values
+ * @param {number} [minDecades]
+ * @returns {Pair}
+ */
 export function decadeDomain(values, minDecades = 2) {
   const finite = values.filter((v) => Number.isFinite(v) && v > 0);
   if (!finite.length) return [10 ** 0, 10 ** minDecades];
@@ -169,9 +229,14 @@ export function decadeDomain(values, minDecades = 2) {
 /**
  * The plot's domains: every plotted point and every ridge inside, every roof's peak below the
  * top. Points' achieved FLOP/s bound the bottom (roofs never do: the slope is clipped there).
+ * @param {RooflinePoint[] | null | undefined} points
+ * @param {{compute?: ComputeRoof[]} | null | undefined} roofs
+ * @returns {{x: Pair, y: Pair}}
  */
 export function rooflineDomains(points, roofs) {
+  /** @type {number[]} */
   const xs = [];
+  /** @type {number[]} */
   const ys = [];
   for (const p of points || []) {
     if (!plotStatus(p).plotted) continue;
@@ -188,6 +253,11 @@ export function rooflineDomains(points, roofs) {
 /**
  * Radius in px by time: area proportional to time_ns, the heaviest at `rMax`, none smaller than
  * `rMin` so light points stay clickable.
+ * @param {unknown} timeNs
+ * @param {unknown} maxTimeNs
+ * @param {number} [rMin]
+ * @param {number} [rMax]
+ * @returns {number}
  */
 export function pointRadius(timeNs, maxTimeNs, rMin = 3, rMax = 16) {
   const t = num(timeNs);
@@ -196,14 +266,24 @@ export function pointRadius(timeNs, maxTimeNs, rMin = 3, rMax = 16) {
   return Math.max(rMin, rMax * Math.sqrt(Math.min(1, t / m)));
 }
 
-/** "memory" | "compute" | "unknown" (anything else is unknown), for the point's CSS class. */
+/**
+ * "memory" | "compute" | "unknown" (anything else is unknown), for the point's CSS class.
+ * @param {RooflinePoint | null | undefined} point
+ * @returns {"memory" | "compute" | "unknown"}
+ */
 export function boundOf(point) {
   const b = point && point.bound;
   return b === "memory" || b === "compute" ? b : "unknown";
 }
 
-/** Indexes of the hints whose `related` lists this point key. */
+/**
+ * Indexes of the hints whose `related` lists this point key.
+ * @param {({related?: unknown} | null | undefined)[] | null | undefined} hints
+ * @param {string | null | undefined} key
+ * @returns {number[]}
+ */
 export function hintsForPoint(hints, key) {
+  /** @type {number[]} */
   const out = [];
   (hints || []).forEach((h, i) => {
     if (key && h && Array.isArray(h.related) && h.related.includes(key)) out.push(i);
@@ -211,17 +291,27 @@ export function hintsForPoint(hints, key) {
   return out;
 }
 
-/** Point indexes from a mix of indexes and keys (unknown keys and bad indexes dropped). */
+/**
+ * Point indexes from a mix of indexes and keys (unknown keys and bad indexes dropped).
+ * @param {(RooflinePoint | null | undefined)[] | null | undefined} points
+ * @param {Iterable<unknown> | null | undefined} keysOrIndexes
+ * @returns {number[]}
+ */
 export function resolvePoints(points, keysOrIndexes) {
+  /** @type {Map<unknown, number>} */
   const byKey = new Map();
   (points || []).forEach((p, i) => {
     if (p && p.key != null && !byKey.has(p.key)) byKey.set(p.key, i);
   });
+  /** @type {Set<number>} */
   const out = new Set();
   for (const k of keysOrIndexes || []) {
     if (typeof k === "number") {
       if (Number.isInteger(k) && k >= 0 && k < (points || []).length) out.add(k);
-    } else if (byKey.has(k)) out.add(byKey.get(k));
+    } else {
+      const i = byKey.get(k);
+      if (i !== undefined) out.add(i);
+    }
   }
   return [...out].sort((a, b) => a - b);
 }
@@ -230,12 +320,15 @@ export function resolvePoints(points, keysOrIndexes) {
  * Share of time with no FLOP count, from report["roofline"]["coverage"]. Today the report
  * carries the covered share as a number (0..1); an object form {known_share | covered | share}
  * or {unknown_share} is read too. null when absent.
+ * @param {unknown} coverage
+ * @returns {number | null}
  */
 export function uncoveredShare(coverage) {
   if (coverage && typeof coverage === "object") {
-    const unknown = num(coverage.unknown_share ?? coverage.uncovered);
+    const c = /** @type {Record<string, unknown>} */ (coverage);
+    const unknown = num(c.unknown_share ?? c.uncovered);
     if (unknown !== null) return Math.min(1, Math.max(0, unknown));
-    coverage = coverage.known_share ?? coverage.covered ?? coverage.share ?? coverage.coverage;
+    coverage = c.known_share ?? c.covered ?? c.share ?? c.coverage;
   }
   const known = num(coverage);
   return known === null ? null : Math.min(1, Math.max(0, 1 - known));
@@ -244,9 +337,16 @@ export function uncoveredShare(coverage) {
 /**
  * A point's numbers as [label, text] rows, for its hover card and its details box. Unknown
  * numbers print as "–"; rows that make no sense for the point (shapes of a kernel) are left out.
+ * @param {RooflinePoint} p
+ * @returns {[string, string][]}
  */
 export function pointFacts(p) {
+  /** @type {[string, string][]} */
   const rows = [];
+  /**
+   * @param {string} label
+   * @param {string} text
+   */
   const add = (label, text) => rows.push([label, text]);
   add("level", String(p.level ?? "–"));
   if (p.shapes) add("shapes", String(p.shapes));
@@ -276,10 +376,14 @@ export function pointFacts(p) {
 /**
  * The levels ("op", "kernel", ...) of the plottable points, "op" first: the chart draws one at
  * a time. Points without a level count as "".
+ * @param {RooflinePoint[] | null | undefined} points
+ * @returns {string[]}
  */
 export function levelsOf(points) {
+  /** @type {Set<string>} */
   const seen = new Set();
   for (const p of points || []) if (plotStatus(p).plotted) seen.add(p.level ?? "");
+  /** @param {string} l */
   const rank = (l) => (l === "op" ? 0 : l === "kernel" ? 1 : 2);
   return [...seen].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
 }

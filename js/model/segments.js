@@ -1,3 +1,4 @@
+// @ts-check
 // Row indexes of decoded events tables: which rows of a lane (and of each of its sub-rows) a time
 // window needs, event ids <-> table rows, and the event under a time. No DOM; unit-tested.
 //
@@ -5,10 +6,35 @@
 
 import { blockSummaries } from "./lod.js";
 
+/** @typedef {import("./decode.js").Table} Table */
+/** @typedef {import("./decode.js").Column} Column */
+/**
+ * A sorted array a binary search can read: a typed column or a plain array of numbers.
+ * @typedef {ArrayLike<number>} Sorted
+ */
+/**
+ * One segment of a lane in the index: per sub-row r, its positions [lo[r], hi[r]).
+ * @typedef {{rows: number, lo: Int32Array, hi: Int32Array}} LaneChunk
+ */
+/** @typedef {{lane: number, row0: number, count: number, firstId: number}} IndexSegment */
+/** @typedef {ReturnType<typeof buildSegmentIndex>} SegmentIndex */
+/**
+ * One event of a table, as the views pass it around: its global id (-1 for a merged box), lane,
+ * sub-row, start and duration (ns), name index (-1 if none) and how many events it stands for.
+ * @typedef {{id: number, lane: number, row: number, start_ns: number, dur_ns: number, name: number, count: number}} TimelineEvent
+ */
+
 // ---------------------------------------------------------------------------------------------
 // Binary search
 
-/** First index in [lo, hi) whose value is >= x (arr non-decreasing on [lo, hi)); hi if none. */
+/**
+ * First index in [lo, hi) whose value is >= x (arr non-decreasing on [lo, hi)); hi if none.
+ * @param {Sorted} arr
+ * @param {number} x
+ * @param {number} lo
+ * @param {number} hi
+ * @returns {number}
+ */
 export function lowerBound(arr, x, lo, hi) {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
@@ -18,7 +44,14 @@ export function lowerBound(arr, x, lo, hi) {
   return lo;
 }
 
-/** First index in [lo, hi) whose value is > x; hi if none. */
+/**
+ * First index in [lo, hi) whose value is > x; hi if none.
+ * @param {Sorted} arr
+ * @param {number} x
+ * @param {number} lo
+ * @param {number} hi
+ * @returns {number}
+ */
 export function upperBound(arr, x, lo, hi) {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
@@ -40,13 +73,17 @@ export function upperBound(arr, x, lo, hi) {
 // A segment's positions occupy the same span [row0, row0 + count) as its table rows.
 
 /**
- * @param {{n: number, columns: Object, meta?: Object}} table decoded segment table
- * @returns index {n, perm, start, dur, maxEnd, lanes: Map(lane -> [{rows, lo, hi}]),
- *   segments: [{lane, row0, count, firstId}], names, counts, merged, view}
+ * @param {Pick<Table, "n" | "columns"> & {meta?: Table["meta"]} | null | undefined} table decoded
+ *   segment table
+ * @returns the index {n, perm, start, dur, maxEnd, lanes: Map(lane -> [{rows, lo, hi}]),
+ *   segments: [{lane, row0, count, firstId}], names, counts, merged, view} and lod.js's block
+ *   summaries
  */
 export function buildSegmentIndex(table) {
   const n = table?.n ?? 0;
+  /** @type {Partial<Record<string, Column>>} */
   const cols = table?.columns ?? {};
+  /** @type {Table["meta"]} */
   const meta = table?.meta ?? {};
   const starts = cols.start_ns;
   const durs = cols.dur_ns;
@@ -58,7 +95,9 @@ export function buildSegmentIndex(table) {
   const start = new Float64Array(n);
   const dur = new Float32Array(n);
   const maxEnd = new Float64Array(n);
+  /** @type {Map<number, LaneChunk[]>} */
   const lanes = new Map();
+  /** @type {IndexSegment[]} */
   const segs = [];
   let row0 = 0;
   for (const seg of segments) {
@@ -80,8 +119,10 @@ export function buildSegmentIndex(table) {
       const r = rowCol ? rowCol[i] : 0;
       const p = hi[r]++;
       perm[p] = i;
-      start[p] = starts[i];
-      dur[p] = durs[i] > 0 ? durs[i] : 0;
+      // (n > 0 here: both columns were checked above.)
+      start[p] = /** @type {Column} */ (starts)[i];
+      const d = /** @type {Column} */ (durs)[i];
+      dur[p] = d > 0 ? d : 0;
     }
     for (let r = 0; r < rows; r++) {
       let running = -Infinity;
@@ -94,8 +135,9 @@ export function buildSegmentIndex(table) {
         maxEnd[p] = running;
       }
     }
-    if (!lanes.has(lane)) lanes.set(lane, []);
-    lanes.get(lane).push({ rows, lo, hi });
+    let chunks = lanes.get(lane);
+    if (!chunks) lanes.set(lane, (chunks = []));
+    chunks.push({ rows, lo, hi });
     segs.push({ lane, row0, count, firstId });
     row0 = end;
   }
@@ -117,7 +159,12 @@ export function buildSegmentIndex(table) {
   };
 }
 
-/** The trace's span in ns: `span`, stretched to the latest event end the index holds; 1 at least. */
+/**
+ * The trace's span in ns: `span`, stretched to the latest event end the index holds; 1 at least.
+ * @param {unknown} span
+ * @param {SegmentIndex} index
+ * @returns {number}
+ */
 export function traceSpan(span, index) {
   let out = Number(span) || 0;
   for (const chunks of index.lanes.values()) {
@@ -130,8 +177,13 @@ export function traceSpan(span, index) {
   return out > 0 ? out : 1;
 }
 
-/** Segments [[lane, first_id, count]] from a sorted lane column (tables without meta). */
+/**
+ * Segments [[lane, first_id, count]] from a sorted lane column (tables without meta).
+ * @param {ArrayLike<number>} laneCol
+ * @returns {[number, number, number][]}
+ */
 export function segmentsFromLaneColumn(laneCol) {
+  /** @type {[number, number, number][]} */
   const out = [];
   for (let i = 0; i < laneCol.length; i++) {
     const last = out[out.length - 1];
@@ -141,7 +193,12 @@ export function segmentsFromLaneColumn(laneCol) {
   return out;
 }
 
-/** The segment holding table row (or position) r, by binary search over row0. */
+/**
+ * The segment holding table row (or position) r, by binary search over row0.
+ * @param {SegmentIndex} index
+ * @param {number} r
+ * @returns {IndexSegment | null}
+ */
 export function segmentOf(index, r) {
   const segs = index.segments;
   let lo = 0;
@@ -154,14 +211,24 @@ export function segmentOf(index, r) {
   return lo < segs.length && segs[lo].row0 <= r ? segs[lo] : null;
 }
 
-/** Global event id of table row r; -1 for merged coverage boxes. */
+/**
+ * Global event id of table row r; -1 for merged coverage boxes.
+ * @param {SegmentIndex} index
+ * @param {number} r
+ * @returns {number}
+ */
 export function idOfRow(index, r) {
   const seg = segmentOf(index, r);
   if (!seg || index.merged || seg.firstId < 0) return -1;
   return seg.firstId + (r - seg.row0);
 }
 
-/** Table row of a global event id, or -1 when this table does not hold it. */
+/**
+ * Table row of a global event id, or -1 when this table does not hold it.
+ * @param {SegmentIndex} index
+ * @param {number} id
+ * @returns {number}
+ */
 export function rowOfId(index, id) {
   if (index.merged || !(id >= 0)) return -1;
   for (const seg of index.segments) {
@@ -174,6 +241,12 @@ export function rowOfId(index, id) {
  * Table row of the event of `lane` that starts at `start` and lasts `dur` (both as sent:
  * durations cross as float32), or -1: how a selection is found again in new data for the same
  * run, whose ids differ. A lane's rows are in start order.
+ * @param {SegmentIndex} index
+ * @param {Table} table
+ * @param {number} lane
+ * @param {number} start
+ * @param {number} dur
+ * @returns {number}
  */
 export function rowAt(index, table, lane, start, dur) {
   const starts = table.columns.start_ns;
@@ -189,7 +262,13 @@ export function rowAt(index, table, lane, start, dur) {
   return -1;
 }
 
-/** Plain description of table row r: {id, lane, row, start_ns, dur_ns, name, count}. */
+/**
+ * Plain description of table row r: {id, lane, row, start_ns, dur_ns, name, count}.
+ * @param {SegmentIndex} index
+ * @param {Table} table
+ * @param {number} r
+ * @returns {TimelineEvent}
+ */
 export function eventAt(index, table, r) {
   const seg = segmentOf(index, r);
   const cols = table.columns;
@@ -207,6 +286,12 @@ export function eventAt(index, table, r) {
 /**
  * Positions [k0, k1) within one sub-row's positions [lo, hi) holding every event that overlaps
  * [t0, t1]. Some inside may end before t0 when sub-row events overlap; callers skip those.
+ * @param {SegmentIndex} index
+ * @param {number} lo
+ * @param {number} hi
+ * @param {number} t0
+ * @param {number} t1
+ * @returns {[number, number]}
  */
 export function rowRange(index, lo, hi, t0, t1) {
   const k0 = lowerBound(index.maxEnd, t0, lo, hi);
@@ -217,6 +302,12 @@ export function rowRange(index, lo, hi, t0, t1) {
 /**
  * The event of sub-row positions [lo, hi) under time t: one that contains t (the shortest if
  * several), else the nearest within `slack` ns. Returns its position, or -1.
+ * @param {SegmentIndex} index
+ * @param {number} lo
+ * @param {number} hi
+ * @param {number} t
+ * @param {number} [slack]
+ * @returns {number}
  */
 export function hitRow(index, lo, hi, t, slack = 0) {
   const { start, dur, maxEnd } = index;

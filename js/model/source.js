@@ -1,3 +1,4 @@
+// @ts-check
 // Where the timeline gets what the first table does not hold: detail windows, one event's
 // details, a range's aggregates and search results (window, details, range, search ->
 // Promise), asked of the Python widget over anywidget's custom messages (the contract's
@@ -5,17 +6,44 @@
 
 import { decodeTable } from "./decode.js";
 
+/** @typedef {import("./decode.js").Table} Table */
 /**
- * @param {{send: Function, on: Function, off: Function}} model an anywidget model
- * @param {{timeoutMs?: number}} options a request with no reply after timeoutMs rejects (0: never)
+ * A custom message from the widget: JSON, so its fields are what Python put there.
+ * @typedef {{type?: string, request?: number, view?: string, error?: unknown, [field: string]: any}} Message
+ */
+/** @typedef {DataView | ArrayBuffer | Uint8Array} Buffer */
+/**
+ * An event as details name it (the op that launched a kernel, the kernels an op launched).
+ * @typedef {{id: number, lane: number, row?: number, start_ns: number, dur_ns: number, name?: string, count?: number}} EventRef
+ */
+/**
+ * One event's details: its timings, the trace's fields as [label, text] pairs, and the events
+ * related to it.
+ * @typedef {EventRef & {kind?: string, fields?: [string, string][], launch?: EventRef, op?: EventRef, kernels?: EventRef[], kernels_total?: number}} EventDetails
+ */
+/**
+ * A request waiting for its reply.
+ * @typedef {{type: string, resolve: (value: any) => void, reject: (err: unknown) => void,
+ *   parse: (msg: Message, buffers: Buffer[]) => any, timer: ReturnType<typeof setTimeout> | 0}} Pending
+ */
+
+/**
+ * @param {{send: (content: object) => void, on: (event: string, fn: (msg: Message, buffers?: Buffer[]) => void) => void,
+ *   off: (event: string, fn: (msg: Message, buffers?: Buffer[]) => void) => void}} model an anywidget model
+ * @param {{timeoutMs?: number}} [options] a request with no reply after timeoutMs rejects (0: never)
  */
 export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
   let counter = 0;
   let closed = false;
   // Every view of a widget hears every reply: a random name for this view tells them apart.
   const view = `v${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
-  const pending = new Map(); // request -> {type, resolve, reject, parse, timer}
+  /** @type {Map<number, Pending>} */
+  const pending = new Map();
 
+  /**
+   * Forget a request (and its timer); returns what was waiting, or null.
+   * @param {number} request
+   */
   function settle(request) {
     const p = pending.get(request);
     if (!p) return null;
@@ -24,11 +52,16 @@ export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
     return p;
   }
 
+  /**
+   * @param {Message} msg
+   * @param {Buffer[]} [buffers]
+   */
   function onMessage(msg, buffers) {
     if (!msg || typeof msg !== "object" || !Number.isInteger(msg.request) || msg.view !== view) return;
-    const waiting = pending.get(msg.request);
+    const request = /** @type {number} */ (msg.request);
+    const waiting = pending.get(request);
     if (!waiting || waiting.type !== msg.type) return; // stale, superseded, or not ours
-    const p = settle(msg.request);
+    const p = /** @type {Pending} */ (settle(request));
     if (msg.error) {
       p.reject(new Error(String(msg.error)));
       return;
@@ -41,6 +74,13 @@ export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
   }
   model.on("msg:custom", onMessage);
 
+  /**
+   * @template T
+   * @param {string} type
+   * @param {object} fields
+   * @param {(msg: Message, buffers: Buffer[]) => T} parse
+   * @returns {Promise<T>}
+   */
   function ask(type, fields, parse) {
     if (closed) return Promise.reject(new Error("the timeline is closed"));
     const request = ++counter;
@@ -60,12 +100,22 @@ export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
     });
   }
 
+  /**
+   * @param {Buffer[]} buffers
+   * @returns {Table}
+   */
   function tableFrom(buffers) {
     return decodeTable(buffers[0] ?? null);
   }
 
   return {
-    /** Resolves with the decoded window table, or null when a newer window request replaced it. */
+    /**
+     * Resolves with the decoded window table, or null when a newer window request replaced it.
+     * @param {number} start
+     * @param {number} end
+     * @param {number} width px
+     * @returns {Promise<Table | null>}
+     */
     window(start, end, width) {
       // Only the newest window matters: earlier ones resolve null now and their replies are dropped.
       for (const [request, p] of pending) {
@@ -81,12 +131,27 @@ export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
         return table;
       });
     },
+    /**
+     * @param {number} id
+     * @returns {Promise<EventDetails>}
+     */
     details(id) {
       return ask("details", { id }, (msg) => msg.details);
     },
+    /**
+     * What happened in [start, end] per rank (see range_panel.js), as Python sends it.
+     * @param {number} start
+     * @param {number} end
+     * @returns {Promise<any>}
+     */
     range(start, end) {
       return ask("range", { start, end }, (msg) => msg.range);
     },
+    /**
+     * @param {string} pattern
+     * @param {boolean} regex
+     * @returns {Promise<{count: number, names: number[], table: Table}>}
+     */
     search(pattern, regex) {
       return ask("search", { pattern, regex: Boolean(regex) }, (msg, buffers) => ({
         count: msg.count ?? 0,

@@ -1,22 +1,43 @@
-// The visible time window: time <-> pixels, zoom, pan and keyboard navigation, axis ticks, time
-// and counter value formatting, and when to fetch a finer detail window. No DOM; unit-tested.
+// @ts-check
+// The visible time window: time <-> pixels, zoom, pan and keyboard navigation, axis ticks, and
+// when to fetch a finer detail window. No DOM; unit-tested. Numbers are spelt by format.js.
 //
 // Times are nanoseconds from the trace start (float64). A "view" is {start, end} in ns.
 
-import { TIME_UNITS } from "./format.js";
+import { decimalsFor, formatTimeIn, timeUnitFor } from "./format.js";
+
+/** @typedef {{start: number, end: number}} View a time window, ns from the trace start */
 
 // ---------------------------------------------------------------------------------------------
 // Time <-> pixels, zoom and pan
 
+/**
+ * @param {number} t
+ * @param {View} view
+ * @param {number} width px
+ * @returns {number} x, px from the plot's left
+ */
 export function timeToX(t, view, width) {
   return ((t - view.start) / (view.end - view.start)) * width;
 }
 
+/**
+ * @param {number} x px from the plot's left
+ * @param {View} view
+ * @param {number} width px
+ * @returns {number}
+ */
 export function xToTime(x, view, width) {
   return view.start + (x / width) * (view.end - view.start);
 }
 
-/** Clamp a view to [0, span], keeping its length when it fits. */
+/**
+ * Clamp a view to [0, span], keeping its length when it fits.
+ * @param {View} view
+ * @param {number} span
+ * @param {number} [minSpan]
+ * @returns {View}
+ */
 export function clampView(view, span, minSpan = 1) {
   const full = Math.max(span, minSpan);
   let len = Math.min(Math.max(view.end - view.start, Math.min(minSpan, full)), full);
@@ -30,6 +51,12 @@ export function clampView(view, span, minSpan = 1) {
 /**
  * Zoom by `factor` (< 1 zooms in) keeping time `anchor` under the same pixel.
  * The result is clamped to [0, span] and no narrower than minSpan.
+ * @param {View} view
+ * @param {number} anchor
+ * @param {number} factor
+ * @param {number} span
+ * @param {number} [minSpan]
+ * @returns {View}
  */
 export function zoomAt(view, anchor, factor, span, minSpan = 1) {
   const len = view.end - view.start;
@@ -40,12 +67,24 @@ export function zoomAt(view, anchor, factor, span, minSpan = 1) {
   return clampView({ start, end: start + newLen }, span, minSpan);
 }
 
-/** Shift the view by dt nanoseconds (positive moves later), clamped to [0, span]. */
+/**
+ * Shift the view by dt nanoseconds (positive moves later), clamped to [0, span].
+ * @param {View} view
+ * @param {number} dt
+ * @param {number} span
+ * @param {number} [minSpan]
+ * @returns {View}
+ */
 export function pan(view, dt, span, minSpan = 1) {
   return clampView({ start: view.start + dt, end: view.end + dt }, span, minSpan);
 }
 
-/** Wheel delta (pixels, or lines/pages via deltaMode) to a zoom factor; deltaY > 0 zooms out. */
+/**
+ * Wheel delta (pixels, or lines/pages via deltaMode) to a zoom factor; deltaY > 0 zooms out.
+ * @param {number} deltaY
+ * @param {number} [deltaMode] 0 pixels, 1 lines, 2 pages
+ * @returns {number}
+ */
 export function wheelZoomFactor(deltaY, deltaMode = 0) {
   const px = deltaMode === 1 ? deltaY * 16 : deltaMode === 2 ? deltaY * 400 : deltaY;
   const clamped = Math.max(-500, Math.min(500, px));
@@ -62,8 +101,12 @@ export const PAN_STEP = 0.2;
  * Perfetto-style keys: W/S zoom in/out keeping `anchor` (the time under the mouse; the view's
  * centre without one) in place, A/D pan by a fifth of the view, 0 shows everything. Returns the
  * new view, or null for keys that are not navigation.
+ * @param {string} key
+ * @param {View} view
+ * @param {{span: number, minSpan?: number, anchor?: number | null}} opts
+ * @returns {View | null}
  */
-export function keyToView(key, view, { span, minSpan = 1, anchor = null } = {}) {
+export function keyToView(key, view, { span, minSpan = 1, anchor = null }) {
   const len = view.end - view.start;
   const at = anchor ?? view.start + len / 2;
   switch (String(key).toLowerCase()) {
@@ -76,7 +119,15 @@ export function keyToView(key, view, { span, minSpan = 1, anchor = null } = {}) 
   }
 }
 
-/** The view that shows one event with `margin` (a fraction of its length) on each side. */
+/**
+ * The view that shows one event with `margin` (a fraction of its length) on each side.
+ * @param {number} start
+ * @param {number} dur
+ * @param {number} span
+ * @param {number} [minSpan]
+ * @param {number} [margin]
+ * @returns {View}
+ */
 export function viewForEvent(start, dur, span, minSpan = 1, margin = 0.25) {
   const len = Math.max(dur, minSpan);
   const mid = start + dur / 2;
@@ -90,6 +141,12 @@ export function viewForEvent(start, dur, span, minSpan = 1, margin = 0.25) {
  * (`current`: {start, end, merged, width}) is fine enough: real events covering the view, or
  * merged bins no wider than a pixel. Otherwise {start, end, width}: the view widened by `pad` on
  * each side (so small pans need no new request), with the width scaled to keep the resolution.
+ * @param {View} view
+ * @param {number} width px
+ * @param {number} span
+ * @param {{start: number, end: number, merged: boolean, width: number} | null} current
+ * @param {{overviewBins?: number, pad?: number}} [opts]
+ * @returns {{start: number, end: number, width: number} | null}
  */
 export function planWindowRequest(view, width, span, current, { overviewBins = 8192, pad = 0.25 } = {}) {
   const len = view.end - view.start;
@@ -106,11 +163,13 @@ export function planWindowRequest(view, width, span, current, { overviewBins = 8
 }
 
 // ---------------------------------------------------------------------------------------------
-// Axis ticks and units
+// Axis ticks
 
-const UNITS = TIME_UNITS;
-
-/** Smallest 1-2-5 x 10^k step >= raw. */
+/**
+ * Smallest 1-2-5 x 10^k step >= raw.
+ * @param {number} raw
+ * @returns {number}
+ */
 export function niceStep(raw) {
   if (!(raw > 0) || !Number.isFinite(raw)) return 1;
   const exp = Math.floor(Math.log10(raw));
@@ -121,47 +180,27 @@ export function niceStep(raw) {
   return 10 * base;
 }
 
-/** The unit for a magnitude in ns: the largest whose size is <= the magnitude (ns at least). */
-export function unitFor(ns) {
-  const a = Math.abs(ns);
-  for (const u of UNITS) if (a >= u.ns) return u;
-  return UNITS[UNITS.length - 1];
-}
-
 /**
  * Axis ticks for the view across `width` pixels, at least `minSpacingPx` apart, on a 1-2-5 step
  * (never below 1 ns). Labels share one unit chosen by the view's end, with as many decimals as
- * the step needs. Returns {step, unit, ticks: [{t, x, label}]}.
+ * the step needs (format.js's units and rounding).
+ * @param {View} view
+ * @param {number} width px
+ * @param {number} [minSpacingPx]
+ * @returns {{step: number, unit: string, ticks: {t: number, x: number, label: string}[]}}
  */
 export function axisTicks(view, width, minSpacingPx = 80) {
   const len = view.end - view.start;
   if (!(len > 0) || !(width > 0)) return { step: 0, unit: "ns", ticks: [] };
   const step = Math.max(1, niceStep((len * minSpacingPx) / width));
-  const unit = unitFor(Math.max(Math.abs(view.end), step));
-  const decimals = Math.max(0, Math.min(9, Math.ceil(Math.log10(unit.ns / step) - 1e-9)));
+  const unit = timeUnitFor(Math.max(Math.abs(view.end), step));
+  const decimals = decimalsFor(unit, step);
   const ticks = [];
   const first = Math.ceil(view.start / step - 1e-9) * step;
   for (let k = 0; ; k++) {
     const t = first + k * step;
     if (t > view.end + step * 1e-9 || k > 10000) break;
-    ticks.push({ t, x: ((t - view.start) / len) * width, label: `${(t / unit.ns).toFixed(decimals)} ${unit.label}` });
+    ticks.push({ t, x: ((t - view.start) / len) * width, label: formatTimeIn(t, unit, decimals) });
   }
   return { step, unit: unit.label, ticks };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Formatting
-
-// Durations read the same in every panel: one formatter (model/format.js) serves them all.
-export { formatTime as formatDuration } from "./format.js";
-
-/**
- * A point in time with units and enough decimals to tell apart times `resolution` ns apart:
- * formatTime(100236733, 1) = "100.236733 ms", formatTime(100236733, 1e5) = "100.2 ms".
- */
-export function formatTime(ns, resolution = 1) {
-  if (!Number.isFinite(ns)) return "–";
-  const unit = unitFor(Math.max(Math.abs(ns), 1));
-  const decimals = Math.max(0, Math.min(9, Math.ceil(Math.log10(unit.ns / Math.max(resolution, 1e-3)) - 1e-9)));
-  return `${(ns / unit.ns).toFixed(decimals)} ${unit.label}`;
 }

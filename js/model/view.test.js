@@ -4,8 +4,6 @@ import assert from "node:assert/strict";
 import {
   axisTicks,
   clampView,
-  formatDuration,
-  formatTime,
   keyToView,
   niceStep,
   pan,
@@ -150,23 +148,4 @@ test("axis ticks adapt units and spacing", () => {
   assert.equal(sec.unit, "s");
   assert.equal(sec.step, 5e9);
   assert.deepEqual(axisTicks({ start: 0, end: 0 }, 100).ticks, []);
-});
-
-test("durations carry units", () => {
-  assert.equal(formatDuration(0), "0 ns");
-  assert.equal(formatDuration(850), "850 ns");
-  assert.equal(formatDuration(12345), "12.3 µs");
-  assert.equal(formatDuration(1.5e6), "1.50 ms");
-  assert.equal(formatDuration(250e6), "250 ms");
-  assert.equal(formatDuration(2e9), "2.00 s");
-});
-
-test("points in time keep the decimals their resolution needs", () => {
-  assert.equal(formatTime(100236733, 1), "100.236733 ms");
-  assert.equal(formatTime(100236733, 1e5), "100.2 ms");
-  assert.equal(formatTime(100236733, 1e6), "100 ms");
-  assert.equal(formatTime(5.3e9 + 1234, 1), "5.300001234 s");
-  assert.equal(formatTime(850, 1), "850 ns");
-  assert.equal(formatTime(0, 1), "0 ns");
-  assert.equal(formatTime(NaN), "–");
 });

@@ -8,6 +8,7 @@
 
 import "./live.css";
 import { formatElapsed, readingView, readingsByDevice } from "../model/live.js";
+import { formatCount } from "../model/format.js";
 import { node } from "./dom.js";
 
 export function createLive(live) {
@@ -28,7 +29,7 @@ export function createLive(live) {
       node("span", "gp-live-elapsed", formatElapsed(state.elapsed_s)),
     );
     if (Number.isFinite(Number(state.steps)) && state.steps !== null) {
-      head.append(node("span", "gp-live-steps", `${Number(state.steps).toLocaleString("en-US")} steps`));
+      head.append(node("span", "gp-live-steps", `${formatCount(state.steps)} steps`));
     }
     const body = node("div", "gp-live-devices");
     for (const group of readingsByDevice(state.readings)) {

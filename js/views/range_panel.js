@@ -2,7 +2,7 @@
 // buttons, and what source.range says about it per rank (GPU busy share, top kernels and ops).
 
 import "./range_panel.css";
-import { formatDuration, formatTime } from "../model/view.js";
+import { formatCount, formatInstant, formatTime } from "../model/format.js";
 import { button, node } from "./dom.js";
 
 /**
@@ -18,7 +18,7 @@ export function createRangePanel({ source, span, onZoom, onClose, isDestroyed })
   function head() {
     const h = node("div", "gp-range-head");
     const res = (selection.end - selection.start) / 1000;
-    h.append(node("span", "", `${formatTime(selection.start, res)} – ${formatTime(selection.end, res)} · ${formatDuration(selection.end - selection.start)}`));
+    h.append(node("span", "", `${formatInstant(selection.start, res)} – ${formatInstant(selection.end, res)} · ${formatTime(selection.end - selection.start)}`));
     const zoom = button("zoom", "Zoom to this range");
     zoom.addEventListener("click", () => selection && onZoom(selection));
     const close = button("×", "Clear the selection (Escape)");
@@ -34,7 +34,7 @@ export function createRangePanel({ source, span, onZoom, onClose, isDestroyed })
     const tb = node("tbody");
     for (const row of rows) {
       const tr = node("tr");
-      tr.append(node("td", "gp-name", String(row.name ?? "")), node("td", "gp-num", `${Number(row.count).toLocaleString("en-US")}×`), node("td", "gp-num", formatDuration(Number(row.total_ns))));
+      tr.append(node("td", "gp-name", String(row.name ?? "")), node("td", "gp-num", `${formatCount(row.count)}×`), node("td", "gp-num", formatTime(Number(row.total_ns))));
       tr.firstChild.title = String(row.name ?? "");
       tb.append(tr);
     }
@@ -51,14 +51,14 @@ export function createRangePanel({ source, span, onZoom, onClose, isDestroyed })
     const partly = Number.isFinite(recorded) && length > 0 && recorded < 0.999 * length;
     if (partly) {
       const share = ((100 * recorded) / length).toFixed(1);
-      const text = `recorded ${formatDuration(recorded)} of it (${share} %; the rest lies between recorded windows): shares are of the recorded time`;
+      const text = `recorded ${formatTime(recorded)} of it (${share} %; the rest lies between recorded windows): shares are of the recorded time`;
       parts.push(node("div", "gp-muted gp-range-recorded", text));
     }
     const before = parts.length;
     for (const rank of r?.ranks ?? []) {
       const box = node("div", "gp-range-rank");
-      const busy = rank.gpu_busy_pct === null || rank.gpu_busy_pct === undefined ? "no GPU activity" : `GPU busy ${Number(rank.gpu_busy_pct).toFixed(1)} % (${formatDuration(Number(rank.gpu_busy_ns))})`;
-      box.append(node("div", "gp-rank-title", `rank ${rank.rank} · ${busy} · ${Number(rank.kernels ?? 0).toLocaleString("en-US")} kernels`));
+      const busy = rank.gpu_busy_pct === null || rank.gpu_busy_pct === undefined ? "no GPU activity" : `GPU busy ${Number(rank.gpu_busy_pct).toFixed(1)} % (${formatTime(Number(rank.gpu_busy_ns))})`;
+      box.append(node("div", "gp-rank-title", `rank ${rank.rank} · ${busy} · ${formatCount(rank.kernels ?? 0)} kernels`));
       if (rank.top_kernels?.length) box.append(topTable("top kernels", rank.top_kernels));
       if (rank.top_ops?.length) box.append(topTable("top ops", rank.top_ops));
       parts.push(box);

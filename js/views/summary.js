@@ -2,8 +2,7 @@
 // trace (kernel names, device names, paths) goes through textContent, never through HTML parsing.
 // Hints are not listed here: the hints panel (views/hints.js) shows them.
 
-import { formatBytes, formatPercent } from "../model/format.js";
-import { formatDuration } from "../model/view.js";
+import { formatBytes, formatCount, formatPercent, formatTime } from "../model/format.js";
 import { node } from "./dom.js";
 
 export const COUNT_KEYS = ["kernels", "memcpy", "memset", "ops"];
@@ -19,10 +18,6 @@ export function totalCounts(summary) {
     }
   }
   return totals;
-}
-
-function number(x) {
-  return Number.isFinite(Number(x)) ? Number(x).toLocaleString("en-US") : "–";
 }
 
 function table(headers, rows, numericFrom = 1) {
@@ -60,7 +55,7 @@ function topTable(title, items, denominator, shareLabel, limit = 10) {
   }
   const withShare = Number(denominator) > 0;
   const rows = items.slice(0, limit).map((k) => {
-    const row = [k.name ?? "", number(k.count), formatDuration(Number(k.total_ns))];
+    const row = [k.name ?? "", formatCount(k.count), formatTime(Number(k.total_ns))];
     if (withShare) row.push(formatPercent((100 * Number(k.total_ns)) / Number(denominator)));
     return row;
   });
@@ -86,15 +81,15 @@ function rankSection(rank, multi) {
     if (extra) s.appendChild(node("span", "gp-stat-extra", extra));
     stats.appendChild(s);
   };
-  if (Number.isFinite(Number(rank.wall_ns))) stat("wall", formatDuration(Number(rank.wall_ns)));
+  if (Number.isFinite(Number(rank.wall_ns))) stat("wall", formatTime(Number(rank.wall_ns)));
   const gpu = rank.gpu;
   if (gpu) {
-    stat("GPU window", formatDuration(Number(gpu.window_ns)));
-    stat("busy", formatDuration(Number(gpu.busy_ns)), formatPercent(Number(gpu.busy_pct)));
+    stat("GPU window", formatTime(Number(gpu.window_ns)));
+    stat("busy", formatTime(Number(gpu.busy_ns)), formatPercent(Number(gpu.busy_pct)));
     const idlePct = Number(gpu.window_ns) > 0 ? (100 * Number(gpu.idle_ns)) / Number(gpu.window_ns) : NaN;
-    stat("idle", formatDuration(Number(gpu.idle_ns)), formatPercent(idlePct));
-    if (gpu.compute_ns != null) stat("compute", formatDuration(Number(gpu.compute_ns)));
-    if (gpu.non_compute_ns != null) stat("non-compute", formatDuration(Number(gpu.non_compute_ns)));
+    stat("idle", formatTime(Number(gpu.idle_ns)), formatPercent(idlePct));
+    if (gpu.compute_ns != null) stat("compute", formatTime(Number(gpu.compute_ns)));
+    if (gpu.non_compute_ns != null) stat("non-compute", formatTime(Number(gpu.non_compute_ns)));
   } else {
     stat("GPU:", "no activity recorded");
   }
@@ -108,9 +103,9 @@ function rankSection(rank, multi) {
   if (rank.copies && rank.copies.length) {
     const rows = rank.copies.map((c) => [
       c.kind ?? "",
-      number(c.count),
+      formatCount(c.count),
       formatBytes(Number(c.bytes)),
-      formatDuration(Number(c.total_ns)),
+      formatTime(Number(c.total_ns)),
       Number.isFinite(Number(c.gbps)) ? `${Number(c.gbps).toFixed(1)} GB/s` : "–",
     ]);
     const copies = node("div", "gp-top");
@@ -137,7 +132,7 @@ export function renderSummary(summary) {
   for (const key of COUNT_KEYS) {
     const c = node("div", "gp-count");
     c.dataset.count = key;
-    c.appendChild(node("span", "gp-count-value", number(counts[key])));
+    c.appendChild(node("span", "gp-count-value", formatCount(counts[key])));
     c.appendChild(node("span", "gp-count-label", key));
     header.appendChild(c);
   }

@@ -1,9 +1,10 @@
 // What the timeline draws over its events: highlight marks, hover and selection outlines, flow
 // arrows and the selected range; then the lane label column and the time axis on top. All read
-// the frame state `f` the timeline fills before each paint (see timeline_paint.js).
+// the frame state `f` the timeline fills before each paint (see paint.js).
 
-import { formatDuration, timeToX } from "../model/view.js";
-import { AXIS_H, fitText, HEADER_H, LANE_PAD, ROW_H } from "./timeline_canvas.js";
+import { formatTime } from "../../model/format.js";
+import { timeToX } from "../../model/view.js";
+import { AXIS_H, fitText, HEADER_H, LANE_PAD, ROW_H } from "./canvas.js";
 
 /** Screen rectangle of an event ({lane, row, start_ns, dur_ns}); null when its lane is not laid out. */
 function eventRect(f, laneById, ev, minW = 3) {
@@ -211,7 +212,7 @@ export function drawAxis(ctx, f, c, ticks, headline, textWidths) {
     const a = Math.min(sel.start, sel.end);
     const b = Math.max(sel.start, sel.end);
     const x = labelW + (timeToX(a, view, plotW) + timeToX(b, view, plotW)) / 2;
-    const text = formatDuration(b - a);
+    const text = formatTime(b - a);
     const w = ctx.measureText(text).width + 8;
     ctx.fillStyle = c.range;
     ctx.fillRect(x - w / 2, AXIS_H - 12, w, 12);

@@ -1,28 +1,30 @@
 // Painting the timeline canvas: lane backgrounds and grid, events (level of detail per pixel,
-// search dimming, labels in the boxes that fit them), counter step charts, then the overlays,
-// label column and axis of timeline_overlays.js. Per-frame scratch (boxes, paths, labels) is
+// search dimming, labels in the boxes that fit them), counter step charts (counters.js), then
+// the overlays, label column and axis of overlays.js. Per-frame scratch (boxes, paths, labels) is
 // allocated once here and reused, so a frame allocates nothing in proportion to the events.
 
-import { DIM_COLOR, palette, PALETTE_SIZE } from "../model/colors.js";
-import { counterWindow, firstEntryAt } from "../model/lanes.js";
-import { blockMatches, createBoxes, lodRow } from "../model/lod.js";
-import { rowRange } from "../model/segments.js";
-import { formatReading } from "../model/format.js";
-import { axisTicks, timeToX } from "../model/view.js";
-import { AXIS_H, fitText, LANE_PAD, ROW_H } from "./timeline_canvas.js";
-import { drawAxis, drawLabels, drawOverlays } from "./timeline_overlays.js";
+import { DIM_COLOR, palette, PALETTE_SIZE } from "../../model/colors.js";
+import { firstEntryAt } from "../../model/lanes.js";
+import { blockMatches, createBoxes, lodRow } from "../../model/lod.js";
+import { rowRange } from "../../model/segments.js";
+import { formatCount } from "../../model/format.js";
+import { axisTicks, timeToX } from "../../model/view.js";
+import { AXIS_H, fitText, LANE_PAD, ROW_H } from "./canvas.js";
+import { drawCounters } from "./counters.js";
+import { drawAxis, drawLabels, drawOverlays } from "./overlays.js";
 
 const LABEL_MIN_PX = 28;
 
 /**
- * @param {{overview, counters, counterTimes, counterValues, laneById, laneCount: number,
- *   totalEvents: number, span: number, nameText: (i) => string, colorOf: (i) => number,
- *   emptyText: string|null}} data what stays fixed for the timeline's life
+ * @param {Object} data what stays fixed for the timeline's life: prepareTimeline()'s result
+ *   (overview, counters, counterTimes, counterValues, lanes, laneById, totalEvents, span,
+ *   nameText, colorOf, emptyText)
  * @returns {{paint: (ctx, f, c, font) => void}} f, the frame state: {view, layout, cssW, labelW,
  *   plotW, viewportH, scrollTop, detail, pendingWindow, mask, marks, hover, selected, flows, range}
  */
 export function createTimelinePainter(data) {
-  const { overview, counters, counterTimes, counterValues, laneById, laneCount, totalEvents, span, nameText, colorOf, emptyText } = data;
+  const { overview, laneById, totalEvents, nameText, colorOf, emptyText } = data;
+  const laneCount = data.lanes.length;
   const textWidths = new Map();
   const boxes = createBoxes(4096);
   const paths = new Array(PALETTE_SIZE).fill(null);
@@ -134,76 +136,6 @@ export function createTimelinePainter(data) {
     ctx.restore();
   }
 
-  function drawCounters(ctx, entries, scrollTop, plotW, c) {
-    if (!counterTimes || !counterValues) return;
-    const { labelW, view, viewportH } = f;
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(labelW, AXIS_H, plotW, viewportH - AXIS_H);
-    ctx.clip();
-    for (const entry of entries) {
-      if (entry.kind !== "lane" || entry.lanes[0].kind !== "counter") continue;
-      const lane = entry.lanes[0];
-      const info = counters.get(lane.id);
-      const y = AXIS_H + entry.y - scrollTop;
-      if (!info || info.hi <= info.lo) {
-        ctx.fillStyle = c.muted;
-        ctx.fillText("no samples", labelW + 6, y + entry.h / 2);
-        continue;
-      }
-      const lo = Number.isFinite(lane.min) ? Math.min(lane.min, info.min) : Math.min(0, info.min);
-      let hi = Number.isFinite(lane.max) ? Math.max(lane.max, info.max) : info.max;
-      if (!(hi > lo)) hi = lo + 1;
-      const top = y + 5;
-      const base = y + entry.h - 3;
-      const scaleY = (base - top) / (hi - lo);
-      const yOf = (v) => base - (v - lo) * scaleY;
-      const xOf = (t) => {
-        const x = timeToX(t, view, plotW);
-        return labelW + (x < -1 ? -1 : x > plotW + 1 ? plotW + 1 : x);
-      };
-      const [k0, k1] = counterWindow(counterTimes, info.lo, info.hi, view.start, view.end);
-      ctx.beginPath();
-      ctx.moveTo(xOf(counterTimes[k0]), base);
-      let prevY = base;
-      // One point per pixel column (its max) when samples are denser than pixels.
-      let px = NaN;
-      let pv = 0;
-      const emit = (x, v) => {
-        const yv = yOf(v);
-        ctx.lineTo(x, prevY);
-        ctx.lineTo(x, yv);
-        prevY = yv;
-      };
-      for (let k = k0; k < k1; k++) {
-        const x = xOf(counterTimes[k]);
-        const v = counterValues[k];
-        if (Math.floor(x) === Math.floor(px)) {
-          if (v > pv) pv = v;
-          continue;
-        }
-        if (px === px) emit(px, pv);
-        px = x;
-        pv = v;
-      }
-      if (px === px) emit(px, pv);
-      const xEnd = xOf(k1 < info.hi ? counterTimes[k1] : span);
-      ctx.lineTo(xEnd, prevY);
-      ctx.lineTo(xEnd, base);
-      ctx.closePath();
-      ctx.globalAlpha = 0.35;
-      ctx.fillStyle = c.counter;
-      ctx.fill();
-      ctx.globalAlpha = 1;
-      ctx.strokeStyle = c.counter;
-      ctx.lineWidth = 1;
-      ctx.stroke();
-      ctx.fillStyle = c.muted;
-      ctx.fillText(`max ${formatReading(hi, lane.unit ?? "")}`, labelW + 4, y + 9);
-    }
-    ctx.restore();
-  }
-
   /** Paint one frame; ctx is already scaled to CSS pixels, filled with the background. */
   function paint(ctx, frame, c, font) {
     f = frame;
@@ -237,7 +169,7 @@ export function createTimelinePainter(data) {
     } else {
       drawEvents(ctx, overview, view.start, view.end, entries, scrollTop, plotW, c);
     }
-    drawCounters(ctx, entries, scrollTop, plotW, c);
+    drawCounters(ctx, f, entries, c, data);
     drawOverlays(ctx, f, c, laneById);
     drawLabels(ctx, f, c, font, entries, textWidths);
     if (emptyText) {
@@ -245,7 +177,7 @@ export function createTimelinePainter(data) {
       ctx.fillText(emptyText, labelW + 12, AXIS_H + ROW_H);
     }
     const loading = f.pendingWindow ? " · loading detail…" : "";
-    const headline = `${laneCount} lane${laneCount === 1 ? "" : "s"} · ${totalEvents.toLocaleString("en-US")} events${loading}`;
+    const headline = `${laneCount} lane${laneCount === 1 ? "" : "s"} · ${formatCount(totalEvents)} events${loading}`;
     drawAxis(ctx, f, c, ticks, headline, textWidths);
     f = null;
   }

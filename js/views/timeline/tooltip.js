@@ -1,9 +1,8 @@
 // The hover tooltip of the timeline: an event's name, kind and duration, start, lane, how many
 // events a merged box stands for, and its shapes once its details are known; or a counter's value.
 
-import { formatReading } from "../model/format.js";
-import { formatDuration, formatTime } from "../model/view.js";
-import { node } from "./dom.js";
+import { formatCount, formatInstant, formatReading, formatTime } from "../../model/format.js";
+import { node } from "../dom.js";
 
 function shapesOf(d) {
   for (const [label, text] of d?.fields ?? []) if (/dims|shape/i.test(String(label))) return String(text);
@@ -28,16 +27,16 @@ export function createTooltip({ laneText, nameText, kindName, detailsOf }) {
     if (hit.counter) {
       const { lane, time, value } = hit.counter;
       line(String(lane.label ?? ""), "gp-tooltip-name");
-      line(`${formatReading(value, lane.unit ?? "")} from ${formatTime(time, (view.end - view.start) / 1000)}`);
+      line(`${formatReading(value, lane.unit ?? "")} from ${formatInstant(time, (view.end - view.start) / 1000)}`);
       line(laneText(lane.id));
     } else {
       const ev = hit.ev;
       line(nameText(ev.name), "gp-tooltip-name");
       const kind = kindName(ev.name);
-      line(`${kind ? `${kind} · ` : ""}${formatDuration(ev.dur_ns)}`);
-      line(`start ${formatTime(ev.start_ns, (view.end - view.start) / 1000)}`);
+      line(`${kind ? `${kind} · ` : ""}${formatTime(ev.dur_ns)}`);
+      line(`start ${formatInstant(ev.start_ns, (view.end - view.start) / 1000)}`);
       line(laneText(ev.lane));
-      if (ev.count > 1) line(`${ev.count.toLocaleString("en-US")} events merged here (longest shown); zoom in`, "gp-muted");
+      if (ev.count > 1) line(`${formatCount(ev.count)} events merged here (longest shown); zoom in`, "gp-muted");
       const shapes = ev.id >= 0 ? shapesOf(detailsOf(ev.id)) : null;
       if (shapes) line(`shapes: ${shapes}`);
     }

@@ -3,8 +3,8 @@
 // keep the latest reply, indexed, for painting and hit testing. Replies that a newer request has
 // overtaken are dropped.
 
-import { buildSegmentIndex } from "../model/segments.js";
-import { planWindowRequest } from "../model/view.js";
+import { buildSegmentIndex } from "../../model/segments.js";
+import { planWindowRequest } from "../../model/view.js";
 
 const WINDOW_DEBOUNCE_MS = 80;
 

@@ -2,8 +2,8 @@
 // chip (what hints or roofline points are outlined, with a close button), a status line for
 // load errors, and the key help.
 
-import { formatDuration, formatTime } from "../model/view.js";
-import { button, node } from "./dom.js";
+import { formatCount, formatInstant, formatTime } from "../../model/format.js";
+import { button, node } from "../dom.js";
 
 /** @param {{searchEl: HTMLElement, onReset: () => void, onClearHighlight: () => void}} opts */
 export function createToolbar({ searchEl, onReset, onClearHighlight }) {
@@ -26,7 +26,7 @@ export function createToolbar({ searchEl, onReset, onClearHighlight }) {
     el,
     showView(view, span) {
       const res = (view.end - view.start) / 1000;
-      rangeText.textContent = `${formatTime(view.start, res)} – ${formatTime(view.end, res)} (${formatDuration(view.end - view.start)} of ${formatDuration(span)})`;
+      rangeText.textContent = `${formatInstant(view.start, res)} – ${formatInstant(view.end, res)} (${formatTime(view.end - view.start)} of ${formatTime(span)})`;
     },
     setStatus(text, bad = false) {
       status.textContent = text;
@@ -34,10 +34,9 @@ export function createToolbar({ searchEl, onReset, onClearHighlight }) {
     },
     statusIsBad: () => status.classList.contains("gp-bad"),
     showHighlight(label, count, { total = null, windows = 0 } = {}) {
-      const n = (x) => Number(x).toLocaleString("en-US");
       const parts = [];
-      if (count || !windows) parts.push(total > count ? `longest ${n(count)} of ${n(total)}` : n(count));
-      if (windows) parts.push(`${n(windows)} window${windows === 1 ? "" : "s"}`);
+      if (count || !windows) parts.push(total > count ? `longest ${formatCount(count)} of ${formatCount(total)}` : formatCount(count));
+      if (windows) parts.push(`${formatCount(windows)} window${windows === 1 ? "" : "s"}`);
       chipText.textContent = `highlighting ${label} (${parts.join(", ")})`;
       chip.hidden = false;
     },

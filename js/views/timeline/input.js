@@ -1,11 +1,12 @@
 // Mouse and keyboard on the timeline: hover (tooltip, details prefetched after a dwell), ctrl+wheel
 // zoom and shift/horizontal-wheel pan, drag to pan (middle button, alt, or on the axis) or to
 // select a range, click to select an event or toggle a lane group, double-click to zoom to an
-// event, Perfetto-style W/S/A/D/0 keys and Escape. What is under a point (hitTest, entryAt) and
-// what a gesture does to the timeline's state are the timeline's callbacks.
+// event, Perfetto-style W/S/A/D/0 keys and Escape. What is under a point is the layout's
+// (entryAt, hitTest); the view and the range being dragged out are the state's; what a click or
+// Escape selects or clears is the timeline's callbacks.
 
-import { keyToView, pan, viewForEvent, wheelZoomFactor, xToTime, zoomAt } from "../model/view.js";
-import { AXIS_H } from "./timeline_canvas.js";
+import { keyToView, pan, viewForEvent, wheelZoomFactor, xToTime, zoomAt } from "../../model/view.js";
+import { AXIS_H } from "./canvas.js";
 
 const HOVER_DWELL_MS = 150;
 const DRAG_THRESHOLD_PX = 4;
@@ -24,15 +25,11 @@ function isTyping(target) {
  * @param {{has, fetch}} opts.detailsCache
  * @param {boolean} opts.canFetchDetails whether hovering may prefetch details
  * @param {Map} opts.laneById
- * @param {number} opts.span
- * @param {number} opts.minSpan
- * @param {() => {start, end}} opts.getView
+ * @param {Object} opts.state the timeline's state: view, span, minSpan, the range's draft
  * @param {(view) => void} opts.setView
- * @param {() => number} opts.labelWidth the lane label column's width
- * @param {() => number} opts.plotWidth
- * @param {(py) => Object|null} opts.entryAt the layout entry at a canvas y
- * @param {(px, py) => Object|null} opts.hitTest {ev, lane} or {counter} at a canvas point
- * @param {(group) => void} opts.onToggleGroup
+ * @param {{labelW: number, plotWidth: () => number}} opts.dims the canvas's columns
+ * @param {{entryAt, hitTest, toggleGroup}} opts.layout the layout entry at a canvas y, and
+ *   {ev, lane} or {counter} at a canvas point
  * @param {(ev) => void} opts.onSelect a click on an event
  * @param {() => void} opts.onClickEmpty a click on nothing
  * @param {(start, end) => void} opts.onRange a range dragged out
@@ -41,12 +38,16 @@ function isTyping(target) {
  * @param {() => boolean} opts.isDestroyed
  */
 export function attachTimelineInput(opts) {
-  const { el, canvas, scroller, tooltip, detailsCache, canFetchDetails, laneById, span, minSpan } = opts;
-  const { getView, setView, labelWidth, plotWidth, entryAt, hitTest, schedule, isDestroyed } = opts;
+  const { el, canvas, scroller, tooltip, detailsCache, canFetchDetails, laneById, state, setView, dims, layout } = opts;
+  const { schedule, isDestroyed } = opts;
+  const { span, minSpan } = state;
+  const getView = () => state.view;
+  const labelWidth = () => dims.labelW;
+  const plotWidth = () => dims.plotWidth();
+  const { entryAt, hitTest } = layout;
   let mouseX = null; // plot x of the pointer, for W/S anchoring
   let lastPointer = null; // {clientX, clientY} for re-rendering the tooltip
   let hover = null; // event under the pointer
-  let rangeDraft = null; // the range being dragged out, before it is set on the panel
   let drag = null;
   let dwellTimer = 0;
 
@@ -123,7 +124,7 @@ export function attachTimelineInput(opts) {
     if (!panning) {
       const entry = entryAt(p.y);
       if (entry?.kind === "header") {
-        opts.onToggleGroup(entry.group);
+        layout.toggleGroup(entry.group);
         return;
       }
       if (p.x < labelWidth()) return;
@@ -154,7 +155,7 @@ export function attachTimelineInput(opts) {
     drag.moved = true;
     const p = localPoint(e);
     const x = Math.min(Math.max(p.x - labelWidth(), 0), plotWidth());
-    rangeDraft = { start: drag.t0, end: xToTime(x, getView(), plotWidth()) };
+    state.setDraft(drag.t0, xToTime(x, getView(), plotWidth()));
     schedule();
   }
 
@@ -165,9 +166,9 @@ export function attachTimelineInput(opts) {
     canvas.releasePointerCapture?.(d.id);
     canvas.classList.remove("gp-dragging");
     if (d.mode !== "select") return;
-    if (d.moved && rangeDraft) {
-      const { start, end } = rangeDraft;
-      rangeDraft = null;
+    if (d.moved && state.draft) {
+      const { start, end } = state.draft;
+      state.clearDraft();
       if (Math.abs(end - start) > 0) opts.onRange(start, end);
       else schedule();
       return;
@@ -216,13 +217,6 @@ export function attachTimelineInput(opts) {
     /** The event under the pointer, or null. */
     get hover() {
       return hover;
-    },
-    /** The range being dragged out, or null. */
-    get rangeDraft() {
-      return rangeDraft;
-    },
-    clearRangeDraft() {
-      rangeDraft = null;
     },
     destroy() {
       clearTimeout(dwellTimer);

@@ -1,0 +1,110 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+import { segmentTable } from "./segment_fixtures.js";
+import { MIN_SPAN_NS, prepareTimeline } from "./timeline_data.js";
+
+const LANES = [
+  { id: 0, kind: "cpu", group: "rank 0 · CPU", label: "thread 1", rows: 1 },
+  { id: 1, kind: "gpu", group: "rank 0 · GPU 0", label: "stream 7", rows: 1 },
+  { id: 9, kind: "gpu", label: "loose" },
+];
+
+function sample(extra = {}) {
+  const { table } = segmentTable([
+    { lane: 0, row: 0, start: 0, dur: 100, name: 0 },
+    { lane: 0, row: 1, start: 10, dur: 20, name: 1 },
+    { lane: 1, row: 0, start: 40, dur: 5000, name: 2 },
+  ]);
+  return {
+    lanes: LANES,
+    names: ["aten::mm", "aten::add", "sgemm_kernel"],
+    nameKinds: [0, 0, 1],
+    kinds: ["cpu_op", "kernel"],
+    span: 1000,
+    table,
+    ...extra,
+  };
+}
+
+test("nothing to show: an empty plot that says so", () => {
+  const d = prepareTimeline({});
+  assert.equal(d.loadError, null);
+  assert.equal(d.emptyText, "no timeline events");
+  assert.equal(d.span, 1);
+  assert.equal(d.minSpan, 1);
+  assert.equal(d.complete, true);
+  assert.equal(d.totalEvents, 0);
+  assert.deepEqual(d.lanes, []);
+});
+
+test("a table that cannot be read is an error to show, not an exception", () => {
+  const { table } = segmentTable([{ lane: 0, start: 0, dur: 1 }]);
+  table.meta.segments = [[0, 0, 5]];
+  const d = prepareTimeline({ table, lanes: LANES });
+  assert.match(d.loadError, /^cannot read the timeline: .*runs past row 1/);
+  assert.equal(d.emptyText, d.loadError);
+  assert.equal(d.overview.n, 0);
+});
+
+test("span, lanes, counts and completeness", () => {
+  const d = prepareTimeline(sample());
+  // The kernel ends after the span the data gives: the span stretches to it.
+  assert.equal(d.span, 5040);
+  assert.equal(d.minSpan, MIN_SPAN_NS);
+  assert.equal(d.lanes[0].rows, 2); // grown to its sub-rows
+  assert.equal(d.laneById.get(1), d.lanes[1]);
+  assert.equal(d.totalEvents, 3);
+  assert.equal(d.complete, true);
+  assert.equal(d.emptyText, null);
+  const partial = prepareTimeline(sample({ totalEvents: 3e6, complete: false }));
+  assert.equal(partial.totalEvents, 3e6);
+  assert.equal(partial.complete, false);
+});
+
+test("names, kinds and lane labels as tooltips and details show them", () => {
+  const d = prepareTimeline(sample());
+  assert.equal(d.nameText(2), "sgemm_kernel");
+  assert.equal(d.nameText(3), "");
+  assert.equal(d.nameText(-1), "");
+  assert.equal(d.kindName(0), "cpu_op");
+  assert.equal(d.kindName(2), "kernel");
+  assert.equal(d.kindName(7), "");
+  assert.equal(d.laneText(1), "rank 0 · GPU 0 · stream 7");
+  assert.equal(d.laneText(9), "loose");
+  assert.equal(d.laneText(4), "lane 4");
+  assert.equal(d.colorOf(0), d.colorOf(0));
+});
+
+test("an event's name by index, by id from the overview or the detail window, or as given", () => {
+  const d = prepareTimeline(sample());
+  // Rows sorted by (lane, start): id 1 is lane 0's second event, "aten::add".
+  assert.equal(d.nameIndexOf({ id: 1 }), 1);
+  assert.equal(d.evName({ id: 2 }), "sgemm_kernel");
+  assert.equal(d.nameIndexOf({ id: 1, name: 2 }), 2);
+  assert.equal(d.evName({ id: 99, name: "from the source" }), "from the source");
+  assert.equal(d.nameIndexOf({ id: 99 }), -1);
+  assert.equal(d.evName({ id: 99 }), "");
+  // A detail window holding id 99 (its first event) answers for it.
+  const { table } = segmentTable([{ lane: 1, start: 50, dur: 1, name: 0 }]);
+  table.meta.segments = [[1, 99, 1]];
+  const detail = { index: prepareTimeline({ table }).overview, table, start: 40, end: 60 };
+  assert.equal(d.nameIndexOf({ id: 99 }, detail), 0);
+  assert.equal(d.evName({ id: 99 }, detail), "aten::mm");
+  // Times the window covers are looked up there; the rest in the overview.
+  assert.equal(d.tablesAt(50, detail).table, table);
+  assert.equal(d.tablesAt(61, detail).index, d.overview);
+  assert.equal(d.tablesAt(50, null).table, d.table);
+});
+
+test("a kept selection is found again in new data by lane, start and duration", () => {
+  const d = prepareTimeline(sample());
+  const ev = d.findAgain({ label: "stream 7", group: "rank 0 · GPU 0", start_ns: 40, dur_ns: 5000 });
+  assert.deepEqual([ev.id, ev.lane, ev.start_ns, ev.dur_ns, ev.name], [2, 1, 40, 5000, 2]);
+  assert.equal(d.findAgain({ label: "stream 7", group: "rank 0 · GPU 0", start_ns: 41, dur_ns: 5000 }), null);
+  assert.equal(d.findAgain({ label: "stream 8", group: "rank 0 · GPU 0", start_ns: 40, dur_ns: 5000 }), null);
+  // A merged overview has no single events to find.
+  const merged = sample();
+  merged.table.meta.merged = true;
+  assert.equal(prepareTimeline(merged).findAgain({ label: "stream 7", group: "rank 0 · GPU 0", start_ns: 40, dur_ns: 5000 }), null);
+});

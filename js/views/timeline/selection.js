@@ -1,0 +1,144 @@
+// Selecting on the timeline: an event (the details panel, its details fetched from the source,
+// flow arrows to and from it), a time range (the range panel) and highlights (a hint's evidence,
+// a roofline point's instances), and clearing them as a user expects (a click on nothing,
+// Escape: the range first, then the event, then the highlight). What is selected is the state
+// object's; this module keeps the panels, the toolbar's chip and the root's data-* in step.
+
+import { formatCount } from "../../model/format.js";
+import { flowsOf, launchFlows } from "../../model/timeline_state.js";
+import { viewForEvent } from "../../model/view.js";
+
+/**
+ * @param {Object} opts
+ * @param {HTMLElement} opts.el the timeline's root (data-selected-id, data-highlight-*)
+ * @param {Object} opts.state the timeline's state
+ * @param {Object} opts.data prepareTimeline()'s result (names, kinds)
+ * @param {Object|null} opts.source answers details (js/model/source.js), or null
+ * @param {{get, fetch}} opts.detailsCache
+ * @param {{show, showLoading, showMessage, hide}} opts.details the details panel
+ * @param {{showHighlight, hideHighlight}} opts.toolbar
+ * @param {{set, clear}} opts.rangePanel
+ * @param {{ensureLaneVisible}} opts.layout
+ * @param {() => Object|null} opts.getDetail the detail window held, or null
+ * @param {(view) => void} opts.setView
+ * @param {() => void} opts.schedule repaint
+ * @param {() => boolean} opts.isDestroyed
+ */
+export function createSelection(opts) {
+  const { el, state, data, source, detailsCache, details, toolbar, rangePanel, layout } = opts;
+  const { getDetail, setView, schedule, isDestroyed } = opts;
+
+  /** Select an event ({id, lane, row, start_ns, dur_ns, name?, count?}); zoom: go and show it. */
+  function selectEvent(ev, { zoom = false } = {}) {
+    const selected = state.select(ev);
+    const name = data.evName(ev, getDetail());
+    el.dataset.selectedId = String(selected.id);
+    if (zoom) {
+      layout.ensureLaneVisible(selected.lane, selected.row ?? null);
+      setView(viewForEvent(selected.start_ns, selected.dur_ns, state.span, state.minSpan, 1));
+    }
+    schedule();
+    const id = selected.id;
+    if (!(id >= 0)) {
+      const count = selected.count > 1 ? `${formatCount(selected.count)} events are` : "several events are";
+      details.showMessage(name, `${count} merged in this box at this zoom; zoom in to pick one.`);
+      return;
+    }
+    if (!source?.details) {
+      details.show({ ...selected, name, kind: data.kindName(data.nameIndexOf(ev, getDetail())), fields: [] });
+      return;
+    }
+    details.showLoading(selected, name);
+    detailsCache.fetch(id).then(
+      (d) => {
+        if (isDestroyed() || !state.isSelected(id)) return;
+        details.show(d);
+        showFlows(d);
+      },
+      (err) => {
+        if (isDestroyed() || !state.isSelected(id)) return;
+        details.showMessage(name, `details unavailable: ${err.message}`);
+      },
+    );
+  }
+
+  function showFlows(d) {
+    state.setFlows(flowsOf(d));
+    if (d.launch) {
+      // The launch may have started other GPU work too (e.g. a graph launch): show all of it.
+      detailsCache.fetch(d.launch.id).then(
+        (launch) => {
+          if (isDestroyed() || !state.isSelected(d.id)) return;
+          state.addFlows(launchFlows(d, launch));
+          schedule();
+        },
+        () => {},
+      );
+    }
+    schedule();
+  }
+
+  function clearSelection() {
+    state.clearSelection();
+    el.dataset.selectedId = "";
+    details.hide();
+    schedule();
+  }
+
+  /**
+   * Outline events and shade time windows (a hint's evidence, a roofline point's instances).
+   * total: how many events there are when `list` holds only the longest of them.
+   */
+  function highlight(list, label, { windows = [], total = null } = {}) {
+    const { marks, longest } = state.highlight(list, label, windows);
+    // Deep CPU stacks can push GPU lanes below the fold: bring the marked events into sight.
+    if (longest) layout.ensureLaneVisible(longest.lane, longest.row);
+    toolbar.showHighlight(marks.label, marks.count, { total, windows: marks.windows.length });
+    el.dataset.highlightCount = String(marks.count);
+    el.dataset.highlightWindows = String(marks.windows.length);
+    schedule();
+  }
+
+  function clearHighlight() {
+    state.clearHighlight();
+    toolbar.hideHighlight();
+    el.dataset.highlightCount = "0";
+    el.dataset.highlightWindows = "0";
+    schedule();
+  }
+
+  /** Select the time range [a, b] (either order) and ask the range panel to describe it. */
+  function setRange(a, b) {
+    state.setRange(a, b);
+    rangePanel.set(a, b);
+    schedule();
+  }
+
+  function clearRange() {
+    state.clearRange();
+    rangePanel.clear();
+    schedule();
+  }
+
+  return {
+    selectEvent,
+    clearSelection,
+    highlight,
+    clearHighlight,
+    setRange,
+    clearRange,
+    /** A click on nothing: drop the selected event and range. */
+    clickEmpty() {
+      clearSelection();
+      if (state.range) clearRange();
+    },
+    /** Escape: clear one thing (see escapeTarget); says whether there was one. */
+    escape() {
+      const target = state.escapeTarget();
+      if (target === "range") clearRange();
+      else if (target === "selection") clearSelection();
+      else if (target === "highlight") clearHighlight();
+      return target !== null;
+    },
+  };
+}
