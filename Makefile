@@ -54,7 +54,7 @@ js-test: setup
 	npm run --silent typecheck
 
 unit: setup
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests/unit -q
 
 test: setup chromium lint typecheck js-test
 	$(PY) -m pytest tests -q -ra

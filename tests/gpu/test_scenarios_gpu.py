@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios import run_scenario
+from helpers.scenarios import run_scenario
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from prerequisites import SHARED_TRACES, missing, require_trace
+from helpers.prerequisites import SHARED_TRACES, missing, require_trace
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 

@@ -27,8 +27,8 @@ from gpuprofile.analyses.detectors import (
 from gpuprofile.hardware.match import hardware_for_trace
 from gpuprofile.hardware.model import UNKNOWN
 from gpuprofile.importers.kineto import load_kineto
-from prerequisites import SHARED_TRACES, require_trace
-from reference import merged, union_length
+from helpers.prerequisites import SHARED_TRACES, require_trace
+from helpers.reference import merged, union_length
 
 pytestmark = pytest.mark.traces
 

@@ -16,7 +16,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.model import NO_ID
-from prerequisites import SHARED_TRACES, require_trace
+from helpers.prerequisites import SHARED_TRACES, require_trace
 
 QWEN = SHARED_TRACES / "kineto" / "tracelens_h100_qwen1.5_0.5b_inference.json.gz"
 SD35 = SHARED_TRACES / "kineto" / "tracelens_mi300x_xdit_sd3.5_large_inference.json.gz"

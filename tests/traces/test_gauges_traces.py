@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import gpuprofile
-from prerequisites import SHARED_TRACES, require_trace
+from helpers.prerequisites import SHARED_TRACES, require_trace
 
 pytestmark = pytest.mark.traces
 

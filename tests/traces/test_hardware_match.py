@@ -7,7 +7,7 @@ import pytest
 from gpuprofile import load
 from gpuprofile.hardware.match import hardware_for_trace
 from gpuprofile.hardware.tables import specs
-from prerequisites import SHARED_TRACES, require_trace
+from helpers.prerequisites import SHARED_TRACES, require_trace
 
 pytestmark = pytest.mark.traces
 

@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from prerequisites import missing
+from helpers.prerequisites import missing
 
 pytestmark = pytest.mark.traces
 

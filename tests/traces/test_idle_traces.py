@@ -32,8 +32,8 @@ from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import CAUSES, idle_by_cause, idle_gaps
 from gpuprofile.hardware.model import UNKNOWN
 from gpuprofile.importers.kineto import load_kineto
-from prerequisites import SHARED_TRACES, require_trace
-from reference import merged
+from helpers.prerequisites import SHARED_TRACES, require_trace
+from helpers.reference import merged
 
 pytestmark = pytest.mark.traces
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reference import union_length
+from helpers.reference import union_length
 
 pytestmark = pytest.mark.traces
 

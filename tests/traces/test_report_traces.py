@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import gpuprofile
-from prerequisites import SHARED_TRACES, require_trace
+from helpers.prerequisites import SHARED_TRACES, require_trace
 
 pytestmark = pytest.mark.traces
 

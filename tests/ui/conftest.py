@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 from widget_page import open_notebook, printed
 
-from prerequisites import missing
+from helpers.prerequisites import missing
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "example_notebooks"

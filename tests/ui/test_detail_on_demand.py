@@ -37,8 +37,8 @@ import json
 import sys
 
 sys.path.insert(0, {tests!r})
-from reference import timeline_lanes
-from synthetic import synthetic_trace
+from helpers.reference import timeline_lanes
+from helpers.synthetic import synthetic_trace
 
 from gpuprofile.profiles import Profile
 

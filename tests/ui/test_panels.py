@@ -23,7 +23,7 @@ from widget_page import (
 )
 
 from gpuprofile.widget.marks import MAX_POINT_MARKS
-from prerequisites import SHARED_TRACES, require_trace
+from helpers.prerequisites import SHARED_TRACES, require_trace
 
 pytestmark = [pytest.mark.ui, pytest.mark.traces]
 

@@ -26,7 +26,7 @@ from widget_page import (
     wait_view_change,
 )
 
-from prerequisites import SHARED_TRACES, require_trace
+from helpers.prerequisites import SHARED_TRACES, require_trace
 
 pytestmark = [pytest.mark.ui, pytest.mark.traces]
 
@@ -40,7 +40,7 @@ import json
 import sys
 
 sys.path.insert(0, {tests!r})
-from reference import timeline_lanes
+from helpers.reference import timeline_lanes
 
 import gpuprofile
 

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from kineto_docs import document, kernel, write
 
 import gpuprofile
 from gpuprofile.cli import main
+from helpers.kineto_docs import document, kernel, write
 
 
 def _missing(tmp: Path) -> Path:

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from kineto_docs import cpu_op, document, write
 
 import gpuprofile
 from gpuprofile.capture.counter_export import CounterExportError, append_counters
 from gpuprofile.trace.model import make_table
+from helpers.kineto_docs import cpu_op, document, write
 
 BASE_NS = 1_790_000_000_000_000_000
 

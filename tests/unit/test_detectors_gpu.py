@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kineto_docs import cpu_op, document, kernel, runtime, write
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import (
@@ -26,6 +25,7 @@ from gpuprofile.analyses.hints import KINDS, MAX_EVIDENCE_EVENTS, Hint, severity
 from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.model import Trace
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 
 US = 1000  # ns per microsecond
 A100ISH = {

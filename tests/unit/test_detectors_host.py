@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import (
@@ -29,6 +28,7 @@ from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.meta import RankMeta, TraceMeta
 from gpuprofile.trace.model import Trace
+from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
 
 US = 1000
 MIB = 1 << 20

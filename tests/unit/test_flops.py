@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from kineto_docs import cpu_op, document, kernel, runtime, write
 
 from gpuprofile.analyses.flops import coverage, kernel_costs, op_costs
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.model import NO_ID, Trace
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 
 F32, BF16, F16, I64 = "float", "c10::BFloat16", "c10::Half", "long int"
 

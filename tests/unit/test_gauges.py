@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gauges import Gauge
 from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
+from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
 
 BF16 = "c10::BFloat16"
 HARDWARE = Hardware(

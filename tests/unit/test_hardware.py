@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kineto_docs import document, kernel, write
 
 import gpuprofile
 from gpuprofile.hardware.match import hardware_for_device, hardware_for_trace, identify
 from gpuprofile.hardware.model import PRECISIONS
 from gpuprofile.hardware.tables import datasheet, specs, user_hardware
+from helpers.kineto_docs import document, kernel, write
 
 T = 1e12
 G = 1e9

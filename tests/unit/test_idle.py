@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kineto_docs import cpu_op, document, kernel, memcpy, memset, runtime, write
 
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import CAUSES, idle_by_cause, idle_gaps
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.model import NO_ID, Trace
+from helpers.kineto_docs import cpu_op, document, kernel, memcpy, memset, runtime, write
 
 US = 1000
 

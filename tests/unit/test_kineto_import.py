@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from kineto_docs import cpu_op, document, kernel, memcpy, memset, runtime, write
 
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.model import NO_ID, SCHEMA
+from helpers.kineto_docs import cpu_op, document, kernel, memcpy, memset, runtime, write
 
 
 def launch_doc() -> dict:

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from kineto_docs import document, kernel, memcpy, write
 
 import gpuprofile
 from gpuprofile.importers.kineto import load_kineto
@@ -21,7 +20,8 @@ from gpuprofile.trace.meta import Window
 from gpuprofile.trace.model import Trace
 from gpuprofile.trace.samples import Reading
 from gpuprofile.widget.live import LiveFeed, WindowRefills
-from synthetic import synthetic_trace
+from helpers.kineto_docs import document, kernel, memcpy, write
+from helpers.synthetic import synthetic_trace
 
 CPU = Reading("process CPU", "%", -1, 50.0)
 

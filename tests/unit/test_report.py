@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kineto_docs import cpu_op, document, kernel, runtime, write
-
 import gpuprofile
 from gpuprofile.analyses.hints import KINDS
 from gpuprofile.hardware.model import Hardware
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 
 
 def idle_heavy_trace(tmp_path: Path) -> Path:

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from kineto_docs import cpu_op, document, kernel, runtime, write
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.roofline import Roofline
 from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 
 BF16, F32 = "c10::BFloat16", "float"
 PEAK_BF16, PEAK_TF32, PEAK_FP32, DRAM = 1e15, 5e14, 6e13, 2e12

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from kineto_docs import cpu_op, document, kernel, runtime, write
 
 import gpuprofile
 from gpuprofile.trace.meta import RankMeta, TraceMeta
@@ -19,7 +18,8 @@ from gpuprofile.widget.encoding import decode_meta, decode_table, encode_table, 
 from gpuprofile.widget.tables import merged_columns, overview_columns, segment_columns
 from gpuprofile.widget.timeline import KIND_TABLES, KINDS, timeline_data
 from gpuprofile.widget.widget import make_widget
-from synthetic import synthetic_trace
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
+from helpers.synthetic import synthetic_trace
 
 
 def test_round_trip_keeps_values_meta_and_alignment() -> None:

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from kineto_docs import cpu_op, document, kernel, runtime, write
 
 import gpuprofile
 from gpuprofile.profiles import Profile
@@ -20,8 +19,9 @@ from gpuprofile.widget.encoding import decode_meta, decode_table, encode_table
 from gpuprofile.widget.requests import Source, handle
 from gpuprofile.widget.timeline import KIND_TABLES, timeline_data
 from gpuprofile.widget.widget import make_widget
-from reference import union_length
-from synthetic import KERNEL_NAMES, synthetic_trace
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
+from helpers.reference import union_length
+from helpers.synthetic import KERNEL_NAMES, synthetic_trace
 
 HTML = "<img src=x onerror=alert(1)>"
 

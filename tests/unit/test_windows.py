@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from kineto_docs import cpu_op, document, kernel, runtime, write
 
 import gpuprofile
 from gpuprofile.analyses.gpu_time import gpu_time
@@ -23,7 +22,8 @@ from gpuprofile.importers.windows import RecordedWindow, read_windows
 from gpuprofile.trace.merge import merge
 from gpuprofile.trace.meta import TraceMeta, Window
 from gpuprofile.trace.model import Trace
-from reference import union_length
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
+from helpers.reference import union_length
 
 WINDOWS = [(100, 200), (500, 650), (900, 1000)]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios import run_scenario
+from helpers.scenarios import run_scenario
 
 
 @pytest.fixture(scope="module")

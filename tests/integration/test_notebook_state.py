@@ -17,7 +17,7 @@ N_KERNELS = 1_000_000
 CELL = f"""\
 import sys
 sys.path.insert(0, {str(TESTS)!r})
-from synthetic import synthetic_trace
+from helpers.synthetic import synthetic_trace
 from gpuprofile.profiles import Profile
 
 Profile(synthetic_trace({N_KERNELS}))

@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
 
 import gpuprofile
 from gpuprofile.cli import main
+from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
 
 
 def small_trace(tmp_path: Path) -> Path:
