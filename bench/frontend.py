@@ -268,7 +268,7 @@ def main() -> None:
 
     import gpuprofile
     from gpuprofile.profiles import Profile
-    from synthetic import synthetic_trace
+    from helpers.synthetic import synthetic_trace
 
     cases: list[tuple[str, Any, bool]] = []
     if args.kernels:

@@ -92,7 +92,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     codes, described = _describe_rows(ops)
 
     def values(field: str, dtype: Any) -> np.ndarray:
-        return np.array([getattr(c, field) for c in described], dtype=dtype)[codes]
+        return np.asarray(np.array([getattr(c, field) for c in described], dtype=dtype)[codes])
 
     def category(field: str) -> pd.Categorical:
         labels, uniques = pd.factorize(np.array([getattr(c, field) for c in described], object))
@@ -218,7 +218,7 @@ def _take(values: np.ndarray, positions: np.ndarray, default: Any) -> np.ndarray
     """values[positions], with default where a position is -1."""
     if not len(values):
         return np.full(len(positions), default, dtype=values.dtype)
-    return np.where(positions >= 0, values[np.maximum(positions, 0)], default)
+    return np.asarray(np.where(positions >= 0, values[np.maximum(positions, 0)], default))
 
 
 def coverage(trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame) -> float:

@@ -71,7 +71,7 @@ class IntervalSet:
 
     def coverage(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
         """Per gap [start, end), the length of the union inside it."""
-        return self.covered(end) - self.covered(start)
+        return np.asarray(self.covered(end) - self.covered(start))
 
     def running_at(self, t: np.ndarray) -> np.ndarray:
         """Position (in this set) of an event in progress at t, or -1."""

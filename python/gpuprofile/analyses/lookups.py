@@ -73,7 +73,8 @@ def cpu_op_tree(trace: Trace) -> CpuOpTree:
 @per_trace
 def id_index(trace: Trace, table: str) -> pd.Index:
     """The ids of a table's rows, as an Index for looking rows up by id (get_indexer)."""
-    return pd.Index(trace.table(table)["id"].to_numpy())
+    ids: pd.Index = pd.Index(trace.table(table)["id"].to_numpy())
+    return ids
 
 
 def rows_by_id(trace: Trace, table: str, ids: np.ndarray) -> np.ndarray:

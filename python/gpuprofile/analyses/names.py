@@ -39,13 +39,13 @@ def matches(names: pd.Series, pattern: re.Pattern[str], *, anchored: bool = Fals
     test = pattern.match if anchored else pattern.search
     names = categorical(names)
     key = ("matches", pattern, anchored)
-    return per_category(names, key, lambda n: bool(test(n)), bool, False)[codes(names)]
+    return np.asarray(per_category(names, key, lambda n: bool(test(n)), bool, False)[codes(names)])
 
 
 def strings(names: pd.Series) -> np.ndarray:
     """``names.astype(str).to_numpy()``: an object array of str, NaN where a name is missing."""
     names = categorical(names)
-    return per_category(names, "strings", str, object, np.nan)[codes(names)]
+    return np.asarray(per_category(names, "strings", str, object, np.nan)[codes(names)])
 
 
 def codes(names: pd.Series) -> np.ndarray:

@@ -194,9 +194,8 @@ def point_members(
 
 def _equals(column: pd.Series, text: str) -> np.ndarray:
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return per_category(column, ("equals", text), lambda v: v == text, bool, False)[
-            name_codes(column)
-        ]
+        equals = per_category(column, ("equals", text), lambda v: v == text, bool, False)
+        return np.asarray(equals[name_codes(column)])
     return np.asarray(column.to_numpy() == text, dtype=bool)
 
 

@@ -62,4 +62,4 @@ def within_one_window(trace: Trace, start: np.ndarray, end: np.ndarray) -> np.nd
     if windows is None:
         return np.ones(len(start), dtype=bool)
     window = _window_of(windows, start)
-    return (window >= 0) & (end <= windows[np.maximum(window, 0), 1])
+    return np.asarray((window >= 0) & (end <= windows[np.maximum(window, 0), 1]))

@@ -146,7 +146,7 @@ def _cuda_time(run: Callable[[], object]) -> Callable[[], float]:
         run()
         end.record()
         end.synchronize()
-        return start.elapsed_time(end) / 1e3
+        return float(start.elapsed_time(end)) / 1e3
 
     return timed
 

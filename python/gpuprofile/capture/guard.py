@@ -32,7 +32,7 @@ def profiler_running() -> bool:
 def refuse_other_profilers() -> Iterator[None]:
     """Within the block, a profiler that starts while one records raises ProfilerBusyError.
     The capture's own windows (a schedule) each start after the one before has stopped."""
-    original = autograd_profiler.profile._prepare_trace
+    original: Any = autograd_profiler.profile._prepare_trace
 
     def prepare(profiler: Any) -> Any:
         if profiler_running():

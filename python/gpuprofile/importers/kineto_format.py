@@ -157,7 +157,7 @@ def exact_ns(us: Any) -> np.ndarray:
     m = (mantissa[exact] * 2.0**53).astype(np.int64)
     s = shift[exact]
     out[exact] = (m * 1000 + (np.int64(1) << (s - 1))) >> s
-    return out.reshape(shape)
+    return np.asarray(out.reshape(shape))
 
 
 class _ExactTime(msgspec.Struct, gc=False):

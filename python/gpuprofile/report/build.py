@@ -77,7 +77,8 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         },
         "ranks": ranks,
     }
-    return _jsonable(report)
+    plain: dict[str, Any] = _jsonable(report)
+    return plain
 
 
 def _jsonable(value: Any) -> Any:

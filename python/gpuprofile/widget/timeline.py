@@ -320,7 +320,7 @@ def _row_conflicts(s: np.ndarray, e: np.ndarray, row: np.ndarray) -> np.ndarray:
     by_row = np.argsort(row.astype(smallest_uint(int(row.max()))), kind="stable")
     r, rs, re = row[by_row], s[by_row], e[by_row]
     conflict = (r[1:] == r[:-1]) & (rs[1:] < re[:-1])
-    return by_row[1:][conflict]
+    return np.asarray(by_row[1:][conflict])
 
 
 def _counter_series(trace: Trace) -> list[tuple[tuple[int, str, int, str], np.ndarray, np.ndarray]]:

@@ -152,7 +152,7 @@ _NAME_TESTS = {
 def _matches_name(names: pd.Series, test: str) -> np.ndarray:
     key = f"attention.{test}"
     names = categorical(names)
-    return per_category(names, key, _NAME_TESTS[test], bool, False)[name_codes(names)]
+    return np.asarray(per_category(names, key, _NAME_TESTS[test], bool, False)[name_codes(names)])
 
 
 class _Thread:
@@ -192,7 +192,7 @@ class _Thread:
         """Positions of ops that start at or after start and end by end."""
         lo, hi = np.searchsorted(self.start, [start, end], side="left")
         positions = np.arange(lo, hi)
-        return positions[self.end[positions] <= end]
+        return np.asarray(positions[self.end[positions] <= end])
 
     def time_of(self, positions: np.ndarray, kernel_ns: pd.Series | None) -> int:
         """GPU time of the kernels these ops launched, or (CPU rank) their outermost durations."""

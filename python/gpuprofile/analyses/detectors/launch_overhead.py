@@ -345,4 +345,4 @@ def _under_sync(trace: Trace, rank: int, gap_start: np.ndarray, gap_len: np.ndar
     end = np.maximum.accumulate(start + calls["dur_ns"].to_numpy(np.int64)[order])
     # The last call starting before the gap ends overlaps it iff the calls reach past its start.
     last = np.searchsorted(start, gap_start + gap_len, side="left") - 1
-    return (last >= 0) & (end[np.maximum(last, 0)] > gap_start)
+    return np.asarray((last >= 0) & (end[np.maximum(last, 0)] > gap_start))

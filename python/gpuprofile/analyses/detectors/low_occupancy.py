@@ -209,7 +209,7 @@ def _top_names(hits: pd.DataFrame, limit: int) -> list[tuple[str, pd.DataFrame]]
 
 def _product(k: pd.DataFrame, key: str) -> np.ndarray:
     dims = [np.maximum(k[f"{key}_{axis}"].to_numpy(np.int64), 1) for axis in "xyz"]
-    return (dims[0] * dims[1] * dims[2]).astype(np.float64)
+    return np.asarray((dims[0] * dims[1] * dims[2]).astype(np.float64))
 
 
 def _devices(trace: Trace, rank: int) -> dict[int, tuple[int | None, int | None]]:
