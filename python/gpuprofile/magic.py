@@ -58,7 +58,7 @@ class GpuprofileMagics(Magics):
         options = _options(parse_argstring(self.gpuprofile, line), shell.user_ns)
         if profiler_running():
             # One clear line, not a traceback; the cell does not run.
-            raise UsageError(str(ProfilerBusyError.running()))
+            raise _refused()
         code = shell.transform_cell(cell)
         # IPython has already counted this cell: name it as its prompt shows (In [N]).
         filename = shell.compile.cache(code, max(shell.execution_count - 1, 0))
@@ -70,17 +70,26 @@ class GpuprofileMagics(Magics):
         __tracebackhide__ = True
         hooks = live.feed.hooks(options.hardware) if live is not None else {}
         recording = None
+        nested = False
         try:
             with capture(options, **hooks) as recording:
                 try:
                     exec(compiled, shell.user_ns)
+                except UsageError as error:
+                    # A %%gpuprofile inside this cell, refused: the cell is this one line of
+                    # error, not a profile of nothing marked PARTIAL.
+                    nested = getattr(error, _REFUSED, False)
+                    raise
                 finally:
                     # Live refills stop before the profile is made: it replaces them.
                     if live is not None:
                         live.feed.cell_ended()
         finally:
             try:
-                if recording is not None and recording.done:
+                if nested:
+                    if live is not None:
+                        live.withdraw()
+                elif recording is not None and recording.done:
                     result = Profile(recording.trace, hardware=options.hardware)
                     remember(result)
                     if live is not None:
@@ -117,6 +126,17 @@ def _options(args: Any, namespace: dict[str, Any]) -> CaptureOptions:
         raise UsageError(f"{_FLAGS[error.option]} {given}: {error.problem}") from None
 
 
+_REFUSED = "gpuprofile_refused"
+
+
+def _refused() -> UsageError:
+    """%%gpuprofile refused because a profiler already records (a nested %%gpuprofile). A
+    plain UsageError, marked: IPython prints only that exact class without a traceback."""
+    error = UsageError(str(ProfilerBusyError.running()))
+    setattr(error, _REFUSED, True)
+    return error
+
+
 # The widget each notebook cell showed last. ipywidgets keep a widget, and the profile it
 # holds, alive until it is closed, long after a re-run replaced its output: a re-run of the
 # cell closes the one before (34-134 MB a re-run otherwise, with profiles of 100-200k events).
@@ -146,6 +166,11 @@ class _LiveOutput:
         self.feed = LiveFeed(widget)
         self.feed.start()
         self.handle: Any = display(self.feed.widget, display_id=True)
+
+    def withdraw(self) -> None:
+        """Nothing to show after all: the widget goes, and the output with it."""
+        self.feed.widget.close()
+        self.handle.update({"text/plain": ""}, raw=True)
 
     def become(self, result: Profile) -> None:
         """The output becomes the profile's: the same widget, filled, plus the text report for

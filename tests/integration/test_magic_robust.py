@@ -105,6 +105,38 @@ def test_nested_magic_is_one_line_and_the_outer_profile_is_intact(
     assert "aten::cumsum" in names and "aten::cumprod" in names
 
 
+def test_a_magic_nested_as_the_cells_body_shows_only_the_error(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In a notebook (a kernel: the live widget shows at once), a cell whose body is another
+    # %%gpuprofile: the inner one is refused, and the outer has recorded nothing of the cell.
+    # Its output is the one line of error, not an empty PARTIAL profile above it.
+    monkeypatch.setattr(shell, "kernel", object(), raising=False)
+    shown: list[Any] = []
+    updates: list[Any] = []
+
+    class Handle:
+        def update(self, *args: Any, **kwargs: Any) -> None:
+            updates.append((args, kwargs))
+
+    def display(*objects: Any, **kwargs: Any) -> Handle:
+        shown.extend(objects)
+        return Handle()
+
+    monkeypatch.setattr(gpuprofile.magic, "display", display)
+    last_before = gpuprofile.profiles._last
+    result = run(shell, "%%gpuprofile\n%%gpuprofile\nx_inner = 1\n")
+    assert not result.success and "x_inner" not in shell.user_ns
+    out, err = capsys.readouterr()
+    printed = out + err
+    assert [line for line in printed.splitlines() if PROFILER_BUSY in line] != []
+    assert "Traceback" not in printed
+    (widget,) = shown  # the live widget, shown while the cell ran
+    assert widget.comm is None  # closed
+    assert updates == [(({"text/plain": ""},), {"raw": True})]  # the output emptied
+    assert gpuprofile.profiles._last is last_before  # no profile of nothing to come back to
+
+
 def test_cell_under_a_running_torch_profiler_is_refused_and_theirs_keeps_recording(
     shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -180,3 +180,29 @@ def test_cli_calibrate_rejects_a_non_positive_budget(capsys: pytest.CaptureFixtu
         main(["calibrate", "--seconds", "0"])
     assert exit_info.value.code == 2
     assert "positive" in capsys.readouterr().err
+
+
+def test_a_cpu_capture_is_measured_against_this_cpus_cached_calibration(
+    cache_home: Path, tmp_path: Path
+) -> None:
+    def capture(export: Path | None = None) -> gpuprofile.Profile:
+        a = torch.ones(64, 64)
+        with gpuprofile.profile(interval=0, export=export) as p:
+            for _ in range(20):
+                a = a @ a / 64
+        return p
+
+    # Nothing cached: the CPU's roofs are unknown, and the report says to calibrate.
+    assert capture().report()["hardware"]["source"] == "unknown"
+    # A calibration of this very CPU (as calibrate() names and caches it), made earlier.
+    measured = Hardware(
+        name=cal.cpu_name(), source="calibrated", peak_flops={"fp32": 2e11}, dram_bytes_per_s=3e10
+    )
+    cache.write_cache(cache.cache_path(cal.cpu_name(), torch.__version__), measured)
+    export = tmp_path / "cpu.json"
+    report = capture(export).report()
+    assert report["hardware"] == measured.to_dict()
+    roofs = {g["key"]: g["roof"] for g in report["gauges"]}
+    assert roofs["compute"] == 2e11 and roofs["dram-bandwidth"] == 3e10
+    # The same trace read from a file was not necessarily made here: no calibration assumed.
+    assert gpuprofile.load(export).report()["hardware"]["source"] == "unknown"

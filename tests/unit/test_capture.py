@@ -106,6 +106,24 @@ def test_using_a_profile_while_recording_is_an_error() -> None:
         p.report()
 
 
+def test_repr_is_one_line_made_without_the_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gpuprofile.report.build as build
+
+    with gpuprofile.profile(interval=0) as p:
+        assert repr(p) == "<gpuprofile.Profile (recording)>"
+        torch.ones(4).cumsum(0)
+
+    def no_report(*args: object, **kwargs: object) -> None:
+        raise AssertionError("repr must not build the report")
+
+    monkeypatch.setattr(build, "build_report", no_report)
+    events = sum(len(p.trace.table(t)) for t in ("ops", "runtime", "kernels", "memcpy", "memset"))
+    assert repr(p) == f"<gpuprofile.Profile capture: 1 rank, {events:,} events>"
+    monkeypatch.undo()
+    # print() and str() give the text report.
+    assert str(p) == p.text() and p.text().startswith("gpuprofile report (capture)")
+
+
 def test_export_opens_in_hta(tmp_path: Path) -> None:
     from hta.trace_analysis import TraceAnalysis
 

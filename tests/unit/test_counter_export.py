@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,34 @@ def test_a_steps_export_is_one_file_that_loads_back_as_the_same_profile(tmp_path
     assert back.report()["ranks"][0]["wall_ns"] == p.report()["ranks"][0]["wall_ns"]
     assert back.report()["notices"] == p.report()["notices"]
     assert back.report()["notices"][0]["text"].startswith("recorded 2 of 6 steps in 2 windows")
+
+
+def test_a_steps_export_to_gz_is_compressed_once_with_its_samples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gzip
+
+    opened: list[str] = []
+    real_open = gzip.open
+
+    def counted(path: Any, mode: str = "rb", *args: Any, **kwargs: Any) -> Any:
+        opened.append(mode)
+        return real_open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(gzip, "open", counted)
+    export = tmp_path / "run.json.gz"
+    with gpuprofile.profile(steps=(0, 1, 2), export=export, interval=0.01) as p:
+        for _ in range(4):
+            time.sleep(0.02)
+            torch.ones(8, 8).cumsum(0)
+            gpuprofile.step()
+    # Written once (the windows and the samples together), never read back and rewritten.
+    assert opened == ["wb"]
+    monkeypatch.undo()
+    back = gpuprofile.load(export)
+    assert len(p.trace.counters) > 0
+    assert len(back.trace.counters) == len(p.trace.counters)
+    assert back.report()["notices"] == p.report()["notices"]
 
 
 def test_samples_that_cannot_be_exported_are_reported_and_the_file_kept(

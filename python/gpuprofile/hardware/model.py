@@ -14,6 +14,23 @@ PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
 @dataclass(frozen=True)
 class Hardware:
+    """The roofs of one device, and where its figures come from.
+
+    Parameters:
+        name: the device ("NVIDIA H100 80GB HBM3", "CPU ... (2 threads)").
+        source: "datasheet", "estimated", "calibrated", "user" or "unknown".
+        peak_flops: dense peak FLOP/s per precision (``PRECISIONS``; "fp32" and "fp64" are the
+            vector rates, the others tensor-core rates).
+        dram_bytes_per_s: device memory bandwidth.
+        link_bytes_per_s: host link bandwidth, one direction.
+        sm_count, l2_bytes, memory_bytes: the device's properties, when known.
+        citation: where the figures come from.
+        notes: how they were found or estimated, in words.
+
+    ``gpuprofile.calibrate()`` measures one; ``gpuprofile.hardware.user_hardware`` builds your
+    own from datasheet units.
+    """
+
     name: str
     source: str
     peak_flops: Mapping[str, float] = field(default_factory=dict)  # FLOP/s per precision

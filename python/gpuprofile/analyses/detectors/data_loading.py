@@ -183,8 +183,7 @@ def _hint(
         gain_method=gain_method,
         confidence=confidence,
         explanation=(
-            f"Rank {rank}: {what}. {len(calls)} calls for a batch (each pass over the loader "
-            "ends with one more that finds none), "
+            f"Rank {rank}: {what}. {len(calls)} calls for a batch, "
             f"{format_time(int(per_call.mean()) if len(per_call) else 0)} each on average, longest "
             f"{format_time(int(per_call.max()) if len(per_call) else 0)}; "
             + ("worker processes are in use." if workers else "no worker processes.")
