@@ -50,22 +50,21 @@ OPTIONS: tuple[Option, ...] = (
         "export",
         "--export",
         "PATH",
-        "also write the capture to PATH as a Chrome trace (Perfetto, HTA; .json or .json.gz), "
-        "with the gauge readings as counter tracks; gpuprofile.load reads it back",
+        "also write the capture as a Chrome trace (.json or .json.gz) with the gauge "
+        "readings; Perfetto and HTA open it, gpuprofile.load reads it back",
     ),
     Option(
         "hardware",
         "--hardware",
         "NAME",
-        "the roofs to analyse against (a Hardware; in the magic, the name of a variable "
-        "holding one, e.g. hw = gpuprofile.calibrate()); default: the datasheet of the device",
+        "the roofs to measure against: a Hardware (in the magic, the name of a variable "
+        "holding one: hw = gpuprofile.calibrate()); none: the device's datasheet",
     ),
     Option(
         "interval",
         "--interval",
         "SECONDS",
-        "seconds between gauge readings (GPU and memory utilization, memory, power, process "
-        "CPU); 0 turns the sampler off",
+        "seconds between gauge readings (GPU and memory use, power, process CPU); 0: none",
         lambda text: _number("interval", text, float),
     ),
     Option(
@@ -73,16 +72,15 @@ OPTIONS: tuple[Option, ...] = (
         "--steps",
         "WAIT,ACTIVE[,REPEAT]",
         "record only some steps (gpuprofile.step() or optimizer.step() calls): skip WAIT, warm "
-        "up 1, record ACTIVE, REPEAT times (0: until the end); each window reaches the widget "
-        "while the code runs",
+        "up 1, record ACTIVE; REPEAT times (0: until the end); windows show while it runs",
         lambda text: parse_steps(text),
     ),
     Option(
         "max_events",
         "--max-events",
         "N",
-        "with steps: once the kept windows hold more than N timeline events, later windows are "
-        "dropped unread (default: min(5 M, available memory / 2 KB))",
+        "with steps: once the kept windows hold more than N events, later ones are dropped "
+        "(none: min(5 M, available memory / 2 KB))",
         lambda text: _number("max_events", text, int),
     ),
 )
@@ -189,11 +187,21 @@ def options_doc() -> str:
 
 def options_table() -> str:
     """The options as the README's markdown table (a test holds the README to it)."""
-    rows = ["| `%%gpuprofile` | `profile()` | what it does |", "|---|---|---|"]
+    rows = [
+        "| `%%gpuprofile` | `profile()` | default | what it does |",
+        "|---|---|---|---|",
+    ]
     for option in OPTIONS:
-        flag = f"`{option.flag} {option.metavar}`" if option.metavar else f"`{option.flag}`"
-        keyword = f"`{option.name}=`" if option.metavar else f"`{option.name}={not option.default}`"
-        rows.append(f"| {flag} | {keyword} | {option.help} |")
+        if option.metavar is None:
+            flag, keyword, default = (
+                f"`{option.flag}`",
+                f"`{option.name}={not option.default}`",
+                "off",
+            )
+        else:
+            flag, keyword = f"`{option.flag} {option.metavar}`", f"`{option.name}=`"
+            default = "-" if option.default is None else f"`{option.default}`"
+        rows.append(f"| {flag} | {keyword} | {default} | {option.help} |")
     return "\n".join(rows)
 
 
