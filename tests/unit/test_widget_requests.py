@@ -119,7 +119,10 @@ def linked(tmp_path_factory: pytest.TempPathFactory) -> Source:
                 cpu_op("inner", 10, 20, ext=2),
                 runtime("cudaLaunchKernel", 12, 3, corr=1),
                 runtime("cudaLaunchKernel", 40, 3, corr=2),  # in outer, not in inner
-                kernel("gemm", 20, 30, corr=1, grid=[4, 2, 1], block=[128, 1, 1]),
+                kernel(
+                    "gemm", 20, 30, corr=1, grid=[4, 2, 1], block=[128, 1, 1],
+                    **{"shared memory": 49_152},
+                ),  # fmt: skip
                 kernel("add", 50, 10, corr=2),
                 kernel(HTML, 90, 1, corr=99),  # launched by nothing in the trace
             ]
@@ -146,6 +149,8 @@ def test_details_of_a_kernel_name_its_launch_and_op(linked: Source) -> None:
     fields = dict(gemm["fields"])
     assert fields["grid"] == "4 x 2 x 1" and fields["block"] == "128 x 1 x 1"
     assert fields["correlation"] == "1" and fields["stream"] == "7"
+    # Sizes as every number is spelt (3 digits), with the exact count beside.
+    assert fields["shared memory"] == "49.2 kB (49,152 B)"
     assert gemm["start_ns"] == 20_000 and gemm["dur_ns"] == 30_000
     add = _details(linked, "add")
     assert add["launch"]["start_ns"] == 40_000 and add["op"]["name"] == "outer"

@@ -15,6 +15,7 @@ import pandas as pd
 
 from gpuprofile.analyses.lookups import cpu_op_tree
 from gpuprofile.trace.model import NO_ID
+from gpuprofile.units import format_bytes, format_count
 from gpuprofile.widget.marks import gid_mask, gid_of_row, global_ids
 from gpuprofile.widget.request_args import Reply, Source, cached, event_id
 from gpuprofile.widget.timeline import CPU_KINDS, KIND_TABLES, KINDS, TimelineData
@@ -120,7 +121,11 @@ def _triple(record: pd.Series, prefix: str) -> str:
 
 
 def _bytes(value: Any) -> str:
-    return "" if int(value) == NO_ID else f"{int(value):,} B"
+    """A size as every number is spelt, with the exact count when that rounds it."""
+    n = int(value)
+    if n == NO_ID:
+        return ""
+    return format_bytes(n) if n < 1000 else f"{format_bytes(n)} ({format_count(n)} B)"
 
 
 def _correlation_key(rank: np.ndarray, correlation: np.ndarray) -> np.ndarray:
