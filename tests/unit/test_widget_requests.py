@@ -109,6 +109,9 @@ def test_window_over_the_limit_is_merged(
     assert len(columns["count"]) <= 2 * (2 * 50) * rows
 
 
+SHARED = {"shared memory": 49_152}
+
+
 @pytest.fixture(scope="module")
 def linked(tmp_path_factory: pytest.TempPathFactory) -> Source:
     path = write(
@@ -119,10 +122,7 @@ def linked(tmp_path_factory: pytest.TempPathFactory) -> Source:
                 cpu_op("inner", 10, 20, ext=2),
                 runtime("cudaLaunchKernel", 12, 3, corr=1),
                 runtime("cudaLaunchKernel", 40, 3, corr=2),  # in outer, not in inner
-                kernel(
-                    "gemm", 20, 30, corr=1, grid=[4, 2, 1], block=[128, 1, 1],
-                    **{"shared memory": 49_152},
-                ),  # fmt: skip
+                kernel("gemm", 20, 30, corr=1, grid=[4, 2, 1], block=[128, 1, 1], **SHARED),
                 kernel("add", 50, 10, corr=2),
                 kernel(HTML, 90, 1, corr=99),  # launched by nothing in the trace
             ]
