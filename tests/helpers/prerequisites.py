@@ -8,7 +8,7 @@ from typing import NoReturn
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # Real GPU traces recorded by other people; read in place, never copied into the repository.
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 

@@ -10,7 +10,7 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "example_notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "example_notebooks"
 
 # Appended to the notebook in memory only: the hints of the `before` and `after` profiles.
 _READ_BACK = """
