@@ -166,7 +166,8 @@ def test_details_of_ops_and_calls_list_what_they_launched(linked: Source) -> Non
     assert call["kind"] == "runtime" and call["op"]["name"] == "inner"
     assert [k["name"] for k in call["kernels"]] == ["gemm"]
     gemm = call["kernels"][0]
-    assert gemm["lane"] == data.lanes[1]["id"] and gemm["row"] == 0
+    (stream,) = [lane["id"] for lane in data.lanes if lane["kind"] == "gpu"]
+    assert gemm["lane"] == stream and gemm["row"] == 0
 
 
 @pytest.mark.parametrize("window", [(0, 10**9), (1_234_567, 2_345_678), (7_000_000, 7_000_100)])
