@@ -319,3 +319,47 @@ def test_dark_theme_reaches_panels_and_canvas(
             "() => { window.jupyterapp.commands.execute('apputils:change-theme',"
             " {theme: 'JupyterLab Light'}); }"
         )
+
+
+def test_hint_cards_hold_their_text_and_copy_leaves_the_code_visible(
+    module_page, expected: dict, artifacts_dir: Path
+) -> None:
+    page = module_page
+    hints = page.locator(f"{HINTS} li[data-hint]")
+    for i in range(hints.count()):
+        hint = hints.nth(i)
+        if hint.locator("details").first.get_attribute("open") is None:
+            hint.locator("summary").first.click()
+    # Every open card: its text (fix steps, explanation, numbers) stays inside it, and the Copy
+    # button sits clear of the code it copies (no code under it, at any scroll).
+    problems = page.evaluate(
+        """(sel) => {
+            const out = [];
+            const box = (el) => el.getBoundingClientRect();
+            for (const card of document.querySelectorAll(sel)) {
+                const c = box(card);
+                const texts = card.querySelectorAll('.gp-hl-fix li, .gp-hl-explanation,'
+                    + ' .gp-hl-method, .gp-hl-numbers, .gp-hl-title');
+                for (const el of texts) {
+                    const r = box(el);
+                    if (r.right > c.right + 0.5 || el.scrollWidth > el.clientWidth + 1) {
+                        out.push(`hint ${card.dataset.hint}: ${el.className || el.tagName} `
+                            + `overflows (${r.right.toFixed(0)} > ${c.right.toFixed(0)})`);
+                    }
+                }
+                const copy = card.querySelector('.gp-hl-copy');
+                const pre = card.querySelector('.gp-hl-code pre');
+                if (copy && pre) {
+                    const a = box(copy), b = box(pre);
+                    const apart = a.right <= b.left || b.right <= a.left
+                        || a.bottom <= b.top || b.bottom <= a.top;
+                    if (!apart) out.push(`hint ${card.dataset.hint}: Copy lies over the code`);
+                    if (a.right > c.right + 0.5) out.push(`hint ${card.dataset.hint}: Copy is out`);
+                }
+            }
+            return out;
+        }""",
+        f"{HINTS} li[data-hint]",
+    )
+    page.locator(HINTS).first.screenshot(path=str(artifacts_dir / "panels-hints-open.png"))
+    assert not problems, problems
