@@ -3,8 +3,8 @@
 Each part is placed on one time base: at its own start (``meta.origin_ns``) plus its clock
 offset, so the merged trace starts at the earliest of them. Parts follow one another in the
 order of their placed starts, and ids are renumbered in that order so they stay unique per
-table; the columns that point at op ids follow. Facts of one rank met in several parts are joined (``RankMeta.joined``). Pure: no torch,
-no clock, no files.
+table; the columns that point at op ids follow. Facts of one rank met in several parts are
+joined (``RankMeta.joined``). Pure: no torch, no clock, no files.
 """
 
 from __future__ import annotations
