@@ -97,6 +97,18 @@ out['related'] = evidence(i, 0)
 keys = set(report['hints'][i]['related'])
 out['related']['points'] = [n for n, pt in enumerate(points) if pt['key'] in keys]
 out['related']['code'] = report['hints'][i].get('code')
+
+# The first rows of the top kernels and top ops: every event of that name on the rank, and the
+# longest of them.
+rank = report['ranks'][0]['rank']
+def instances(table, name):
+    t = trace.table(table)
+    same = t[(t['name'].astype(str) == name) & (t['rank'] == rank)]
+    top = same.loc[same['dur_ns'].idxmax()]
+    return {{'name': name, 'instances': len(same), 'start': float(top['start_ns']),
+             'end': float(top['start_ns'] + top['dur_ns']), 'rank': rank}}
+out['top_kernel'] = instances('kernels', report['ranks'][0]['top_kernels'][0]['name'])
+out['top_op'] = instances('ops', report['ranks'][0]['top_ops'][0]['name'])
 print('GPUPROFILE_EXPECT', json.dumps(out))
 p
 """
@@ -405,3 +417,48 @@ def test_roof_labels_do_not_cover_each_other(module_page, expected: dict, artifa
     # H100: DRAM, 5 compute roofs, their 5 ridges.
     assert found["count"] >= 6, found
     assert not found["overlaps"], found
+
+
+def _shows_instances(page, want: dict) -> None:
+    """The timeline outlines every instance of the name (up to its cap) and shows the longest."""
+    wait_data(
+        page,
+        TIMELINE,
+        "data-highlight-count",
+        f"v === '{min(want['instances'], MAX_POINT_MARKS)}'",
+    )
+    page.wait_for_function(
+        """([sel, s, e]) => {
+            const d = document.querySelector(sel).dataset;
+            const tol = 1e-6 * (e - s) + 1;
+            return Number(d.viewStartNs) <= s + tol && Number(d.viewEndNs) >= e - tol
+                && Number(d.viewEndNs) - Number(d.viewStartNs) <= (e - s) * 1.01 + 20;
+        }""",
+        arg=[TIMELINE, want["start"], want["end"]],
+        timeout=10_000,
+    )
+    chip = page.locator(".gpuprofile .gp-chip").first
+    assert chip.is_visible() and want["name"] in chip.inner_text()
+
+
+def test_top_kernel_and_top_op_rows_show_their_instances(
+    module_page, expected: dict, artifacts_dir: Path
+) -> None:
+    page = module_page
+    kernel, op = expected["top_kernel"], expected["top_op"]
+    summary = ".gpuprofile .gp-summary"
+    # A click on the first row of the top kernels.
+    row = page.locator(f'{summary} tr[data-top="kernels:{kernel["rank"]}:0"]').first
+    row.scroll_into_view_if_needed()
+    row.click()
+    wait_data(page, summary, "data-selected-top", f"v === 'kernels:{kernel['rank']}:0'")
+    _shows_instances(page, kernel)
+    plot(page)
+    page.screenshot(path=str(artifacts_dir / "panels-top-kernel.png"))
+    # The keyboard reaches the rows too (they take focus): Enter on the first top op.
+    op_row = page.locator(f'{summary} tr[data-top="ops:{op["rank"]}:0"]').first
+    assert op_row.get_attribute("role") == "button" and op_row.get_attribute("tabindex") == "0"
+    op_row.focus()
+    page.keyboard.press("Enter")
+    wait_data(page, summary, "data-selected-top", f"v === 'ops:{op['rank']}:0'")
+    _shows_instances(page, op)

@@ -212,6 +212,8 @@ export function createTimeline(data, hooks = {}) {
     },
     highlight: selection.highlight,
     clearHighlight: selection.clearHighlight,
+    /** A line in the toolbar (bad: shown as an error). */
+    setStatus: toolbar.setStatus,
     destroy() {
       destroyed = true;
       renderer.destroy();
