@@ -96,14 +96,21 @@ function rankSection(rank, multi, onSelectName) {
   if (title) box.appendChild(node("div", "gp-rank-title", title));
 
   const stats = node("div", "gp-stats");
-  const stat = (label, value, extra) => {
+  const stat = (label, value, extra, title) => {
     const s = node("div", "gp-stat");
+    s.dataset.stat = label;
+    if (title) s.title = title;
     s.appendChild(node("span", "gp-stat-label", label));
     s.appendChild(node("span", "gp-stat-value", value));
     if (extra) s.appendChild(node("span", "gp-stat-extra", extra));
     stats.appendChild(s);
   };
-  if (Number.isFinite(Number(rank.wall_ns))) stat("wall", formatTime(Number(rank.wall_ns)));
+  if (Number.isFinite(Number(rank.wall_ns))) {
+    const why =
+      "From the first to the last event recorded on this rank. The time the live panel shows " +
+      "is the cell's whole run, the profiler's own start and stop included.";
+    stat("wall", formatTime(Number(rank.wall_ns)), "first to last event", why);
+  }
   const gpu = rank.gpu;
   if (gpu) {
     stat("GPU window", formatTime(Number(gpu.window_ns)));
