@@ -334,6 +334,11 @@ export function uncoveredShare(coverage) {
   return known === null ? null : Math.min(1, Math.max(0, 1 - known));
 }
 
+// A point above the DRAM roof (the text report says the same, report/text.py).
+export const ABOVE_DRAM =
+  "above DRAM bandwidth: caches served part of the traffic (minimal bytes are a lower bound, " +
+  "and L2 can deliver more than DRAM bandwidth)";
+
 /**
  * A point's numbers as [label, text] rows, for its hover card and its details box. Unknown
  * numbers print as "–"; rows that make no sense for the point (shapes of a kernel) are left out.
@@ -366,6 +371,8 @@ export function pointFacts(p) {
   );
   add("bandwidth", formatBytesPerS(p.achieved_bytes_per_s));
   add("% of roof", formatPercent(p.pct_of_roof));
+  const pct = num(p.pct_of_roof);
+  if (pct !== null && pct > 100 && p.roof === "dram") add("above the roof", ABOVE_DRAM);
   add("saved at the roof", formatTime(p.saved_ns));
   const bound = boundOf(p);
   add("bound", bound === "unknown" ? "unknown" : `${bound} (${p.roof ?? "–"} roof)`);

@@ -2,6 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import {
+  ABOVE_DRAM,
   boundOf,
   decadeDomain,
   decadeTicks,
@@ -234,6 +235,18 @@ test("a point's facts: achieved against attainable, saved, bound with its roof",
   assert.equal(kernel.FLOPs, "–");
   assert.equal(kernel.achieved, "–");
   assert.equal(kernel.bound, "unknown");
+});
+
+test("a point above the DRAM roof says caches served part of its traffic; others do not", () => {
+  const memory = { level: "op", bound: "memory", roof: "dram", pct_of_roof: 127 };
+  const note = Object.fromEntries(pointFacts(memory))["above the roof"];
+  assert.match(note, /caches served part of the traffic/);
+  assert.match(note, /minimal bytes are a lower bound/);
+  assert.equal(note, ABOVE_DRAM);
+  // At or below the roof, or over a compute roof (a peak set too low, not caches): no note.
+  for (const p of [{ ...memory, pct_of_roof: 100 }, { ...memory, pct_of_roof: null }, { ...memory, roof: "bf16", bound: "compute" }]) {
+    assert.equal("above the roof" in Object.fromEntries(pointFacts(p)), false, JSON.stringify(p));
+  }
 });
 
 test("levels of plottable points, ops first", () => {
