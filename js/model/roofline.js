@@ -111,6 +111,23 @@ export function plotStatus(point) {
 }
 
 /**
+ * Why no point can go on the chart, in one line (the chart is then left out), or null when
+ * some point can.
+ * @param {(RooflinePoint | null | undefined)[] | null | undefined} points
+ * @returns {string | null}
+ */
+export function emptyChartReason(points) {
+  const all = points || [];
+  if (!all.length) return "No roofline points: no ops or kernels with time.";
+  if (all.some((p) => plotStatus(p).plotted)) return null;
+  const n = `${all.length === 1 ? "the one op or kernel" : `the ${formatCount(all.length)} ops and kernels`} in the report`;
+  if (!all.some((p) => (num(p && p.flops) ?? 0) > 0)) {
+    return `Nothing to plot: none of ${n} has a FLOP count (FLOPs need recorded input shapes and an op with a known formula).`;
+  }
+  return `Nothing to plot: of ${n}, those with a FLOP count have no byte count or no measured time.`;
+}
+
+/**
  * The roofs to draw from report["hardware"]: the memory roof (DRAM bandwidth) and one compute
  * roof per distinct peak, precisions with equal peaks sharing a line ("fp16/bf16"), lowest peak
  * first. `ridge` is null without bandwidth. `complete` says both kinds of roof are there;

@@ -6,6 +6,7 @@ import {
   boundOf,
   decadeDomain,
   decadeTicks,
+  emptyChartReason,
   flopsTickLabel,
   hintsForPoint,
   intensityTickLabel,
@@ -254,4 +255,19 @@ test("levels of plottable points, ops first", () => {
   assert.deepEqual(levelsOf([{ ...ok, level: "kernel" }, { ...ok, level: "op" }, { level: "zz" }]), ["op", "kernel"]);
   assert.deepEqual(levelsOf([{ ...ok, level: "kernel" }]), ["kernel"]);
   assert.deepEqual(levelsOf([{ level: "op" }]), []);
+});
+
+test("an empty chart is left out, with one line that says why", () => {
+  const ok = { flops: 10, bytes: 5, intensity: 2, achieved_flops_per_s: 1e9 };
+  assert.equal(emptyChartReason([{ flops: null }, ok]), null);
+  assert.match(emptyChartReason([]), /no ops or kernels with time/);
+  // A multi-rank report whose heaviest points are communication: no FLOP count anywhere.
+  const comms = Array.from({ length: 50 }, () => ({ level: "kernel", flops: null, bytes: null }));
+  assert.equal(
+    emptyChartReason(comms),
+    "Nothing to plot: none of the 50 ops and kernels in the report has a FLOP count " +
+      "(FLOPs need recorded input shapes and an op with a known formula).",
+  );
+  assert.match(emptyChartReason([{ flops: 0, bytes: 8 }]), /none of the one op or kernel in the report/);
+  assert.match(emptyChartReason([{ flops: 10, bytes: null }]), /no byte count or no measured time/);
 });

@@ -3,7 +3,8 @@
 // the selected point with the hints that name it, and the points that cannot be plotted.
 // Trace strings (op and kernel names, shapes) reach the DOM only through textContent.
 //
-// For browser tests: the root carries data-points (plotted circles), data-unplotted,
+// For browser tests: the root carries data-chart ("drawn", or "none" when no point can be
+// plotted: one line then says why), data-points (plotted circles), data-unplotted,
 // data-selected-point (index, "" for none) and data-highlighted-points ("1,4"); each circle
 // data-point (index in summary.roofline.points); each roof line data-roof (precisions or "dram").
 // Only one level of points is drawn at a time (data-level "op" | "kernel"; buttons
@@ -14,6 +15,7 @@ import { formatFraction, formatTime } from "../model/format.js";
 import {
   boundOf,
   decadeTicks,
+  emptyChartReason,
   flopsTickLabel,
   hintsForPoint,
   intensityTickLabel,
@@ -98,7 +100,10 @@ export function createRoofline(summary, hooks = {}) {
   const head = node("div", "gp-rl-head");
   head.appendChild(node("span", "gp-panel-title", "Roofline"));
   head.appendChild(coverageBadge(summary.roofline && summary.roofline.coverage));
-  head.appendChild(legend());
+  // Nothing to plot: one line says why, in place of an empty chart (and of its legend).
+  const empty = emptyChartReason(points);
+  root.dataset.chart = empty ? "none" : "drawn";
+  if (!empty) head.appendChild(legend());
   root.appendChild(head);
 
   if (!roofs.complete) {
@@ -114,7 +119,6 @@ export function createRoofline(summary, hooks = {}) {
   status.forEach((st, i) => (st.plotted ? plotted : unplotted).push(i));
   root.dataset.unplotted = String(unplotted.length);
 
-  if (!points.length) root.appendChild(node("div", "gp-muted", "No roofline points: no ops or kernels with time."));
 
   // Chart.
   const chart = node("div", "gp-rl-chart");
@@ -209,7 +213,7 @@ export function createRoofline(summary, hooks = {}) {
   const tip = node("div", "gp-popover gp-rl-tip");
   tip.hidden = true;
   chart.appendChild(tip);
-  root.appendChild(chart);
+  root.appendChild(empty ? node("div", "gp-muted gp-rl-empty", empty) : chart);
   root.appendChild(roofList(roofs, hardware));
 
   const details = node("div", "gp-rl-details");

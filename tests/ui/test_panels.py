@@ -17,6 +17,7 @@ from widget_page import (
     highlight_pixels,
     hover_find,
     plot,
+    roof_label_overlaps,
     run_expecting,
     view,
     wait_data,
@@ -377,42 +378,11 @@ def test_hint_cards_hold_their_text_and_copy_leaves_the_code_visible(
     assert not problems, problems
 
 
-# Corners of each roof and ridge label as drawn (its text box through its transform), and
-# which pairs overlap (separating-axis test on the two quadrilaterals).
-_LABEL_OVERLAPS = """(sel) => {
-    const svg = document.querySelector(sel + ' svg');
-    const labels = [...svg.querySelectorAll('.gp-rl-roof-label, .gp-rl-ridge-label')];
-    const quad = (el) => {
-        const b = el.getBBox(), m = el.getCTM(), s = svg.getCTM().inverse();
-        return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height],
-                [b.x, b.y + b.height]].map(([x, y]) => {
-            const p = new DOMPoint(x, y).matrixTransform(m).matrixTransform(s);
-            return [p.x, p.y];
-        });
-    };
-    const apart = (a, b) => [a, b].some((poly) => poly.some((p, i) => {
-        const q = poly[(i + 1) % 4], n = [p[1] - q[1], q[0] - p[0]];
-        const span = (r) => r.map(([x, y]) => x * n[0] + y * n[1]);
-        const sa = span(a), sb = span(b);
-        return Math.max(...sa) <= Math.min(...sb) + 1e-6
-            || Math.max(...sb) <= Math.min(...sa) + 1e-6;
-    }));
-    const quads = labels.map(quad);
-    const out = [];
-    for (let i = 0; i < quads.length; i++) for (let j = i + 1; j < quads.length; j++) {
-        if (!apart(quads[i], quads[j])) {
-            out.push(`${labels[i].textContent} / ${labels[j].textContent}`);
-        }
-    }
-    return {count: labels.length, overlaps: out};
-}"""
-
-
 def test_roof_labels_do_not_cover_each_other(module_page, expected: dict, artifacts_dir) -> None:
     page = module_page
     roofline = page.locator(ROOFLINE).first
     roofline.scroll_into_view_if_needed()
-    found = page.evaluate(_LABEL_OVERLAPS, ROOFLINE)
+    found = roof_label_overlaps(roofline)
     roofline.screenshot(path=str(artifacts_dir / "panels-roofline-labels.png"))
     # H100: DRAM, 5 compute roofs, their 5 ridges.
     assert found["count"] >= 6, found
