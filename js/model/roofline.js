@@ -118,12 +118,12 @@ export function plotStatus(point) {
  */
 export function emptyChartReason(points) {
   const all = points || [];
-  if (!all.length) return "No roofline points: no ops or kernels with time.";
   if (all.some((p) => plotStatus(p).plotted)) return null;
+  const why = "(FLOPs need recorded input shapes and an op with a known formula)";
+  // Without kernels, only ops with a FLOP count are points: none means none has one.
+  if (!all.length) return `Nothing to plot: no op or kernel has a FLOP count ${why}.`;
   const n = `${all.length === 1 ? "the one op or kernel" : `the ${formatCount(all.length)} ops and kernels`} in the report`;
-  if (!all.some((p) => (num(p && p.flops) ?? 0) > 0)) {
-    return `Nothing to plot: none of ${n} has a FLOP count (FLOPs need recorded input shapes and an op with a known formula).`;
-  }
+  if (!all.some((p) => (num(p && p.flops) ?? 0) > 0)) return `Nothing to plot: none of ${n} has a FLOP count ${why}.`;
   return `Nothing to plot: of ${n}, those with a FLOP count have no byte count or no measured time.`;
 }
 
