@@ -39,7 +39,8 @@ export function createLive(live) {
       node("span", "gp-live-status", status),
       elapsed,
     );
-    if (Number.isFinite(Number(state.steps)) && state.steps !== null) {
+    // No step seen (no gpuprofile.step() or optimizer.step() in the cell): nothing to count.
+    if (Number(state.steps) > 0) {
       head.append(node("span", "gp-live-steps", `${formatCount(state.steps)} steps`));
     }
     const body = node("div", "gp-live-devices");

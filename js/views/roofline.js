@@ -58,6 +58,8 @@ function coverageBadge(coverage) {
   if (share === null) {
     badge.textContent = "FLOP coverage unknown";
     badge.classList.add("gp-rl-coverage-unknown");
+  } else if (share === 0) {
+    badge.textContent = "FLOPs counted for all of the time";
   } else {
     badge.textContent = `no FLOP count for ${formatFraction(share, share < 0.1 ? 1 : 0)} of the time`;
     if (share >= 0.5) badge.classList.add("gp-rl-coverage-low");

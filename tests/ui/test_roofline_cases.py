@@ -76,6 +76,8 @@ def test_crowded_roofs_keep_their_labels_apart(module_page, expected: dict, arti
     roofline.scroll_into_view_if_needed()
     found = roof_label_overlaps(roofline)
     roofline.screenshot(path=str(artifacts_dir / "roofline-crowded.png"))
+    # Every op has a FLOP count: the badge says so (not "no FLOP count for 0.0% of the time").
+    assert roofline.locator(".gp-rl-coverage").inner_text() == "FLOPs counted for all of the time"
     # DRAM and four compute roofs: all labelled, none over another.
     assert found["count"] >= 5, found
     assert not found["overlaps"], found
