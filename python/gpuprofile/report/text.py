@@ -14,7 +14,6 @@ from gpuprofile.units import (
     format_time,
 )
 
-
 # A roofline point above the DRAM roof (the widget's point details say the same, roofline.js).
 ABOVE_DRAM = (
     "above DRAM bandwidth: caches served part of the traffic (minimal bytes are a lower bound, "
