@@ -432,3 +432,6 @@ def test_top_kernel_and_top_op_rows_show_their_instances(
     page.keyboard.press("Enter")
     wait_data(page, summary, "data-selected-top", f"v === 'ops:{op['rank']}:0'")
     _shows_instances(page, op)
+    # The key was the row's: the notebook did not take it too (Enter edits the cell).
+    edit_mode = "() => document.querySelector('.jp-Notebook').classList.contains('jp-mod-editMode')"
+    assert not page.evaluate(edit_mode)
