@@ -1,13 +1,14 @@
 // anywidget entry point: the report header, gauges, hints and roofline, then the timeline, and
-// the links between them (a hint's evidence or a roofline point outlines its events on the
-// timeline and zooms there). Views render; the numbers all come from Python's report.
+// the links between them (a hint's evidence, a roofline point or a row of the top kernels or
+// top ops outlines its events on the timeline and zooms there). Views render; the numbers all
+// come from Python's report.
 //
 // For tests, the root element carries data-gpuprofile="ready" after the first paint, and
 // data-kernels / data-memcpy / data-memset / data-ops (summed over ranks) and data-partial.
 
 import "./widget.css";
 import { decodeTable } from "./model/decode.js";
-import { envelope, evidenceGroup, heaviest, indexMarks, pointGroup } from "./model/marks.js";
+import { envelope, eventRows, evidenceGroup, heaviest, indexMarks, pointGroup } from "./model/marks.js";
 import { createRemoteSource } from "./model/source.js";
 import { createGauges } from "./views/gauges.js";
 import { createHints } from "./views/hints.js";
@@ -40,16 +41,36 @@ function render({ model, el }) {
   const textSlot = node("div");
   root.append(live.el, panelSlot, timelineSlot, textSlot);
 
+  /** Outline `rows` (and shade `windows`) on the timeline; zoom to [start, end] if given. */
+  function show(rows, label, { total, windows = [], zoom = null } = {}) {
+    if (!timeline) return;
+    if (rows.length || windows.length) timeline.highlight(rows, label, { windows, total });
+    else timeline.clearHighlight();
+    if (zoom && zoom[1] > zoom[0]) timeline.zoomTo(zoom[0], zoom[1]);
+  }
+
   function showMarks(group, label, zoom, windows = []) {
     if (!timeline || group < 0) return;
     const rows = marks.rowsOf(group);
-    const total = (marks.groups[group] || {}).total;
-    if (rows.length || windows.length) timeline.highlight(rows, label, { windows, total });
-    else timeline.clearHighlight();
-    if (zoom) {
-      const [start, end] = zoom(rows);
-      if (end > start) timeline.zoomTo(start, end);
-    }
+    show(rows, label, { total: (marks.groups[group] || {}).total, windows, zoom: zoom ? zoom(rows) : null });
+  }
+
+  // A row of the top kernels or top ops: the kernel lists that name's instances on that rank.
+  let namedToken = 0;
+  function onSelectName({ table, name, rank }) {
+    const mine = ++namedToken;
+    source.named(table, name, rank).then(
+      (reply) => {
+        if (disposed || mine !== namedToken) return;
+        const rows = eventRows(reply.table);
+        const top = rows.find((r) => r.id === reply.heaviest) || heaviest(rows);
+        show(rows, name, { total: reply.count, zoom: top ? [top.start_ns, top.start_ns + top.dur_ns] : null });
+        timelineSlot.scrollIntoView?.({ block: "nearest", behavior: "smooth" });
+      },
+      (err) => {
+        if (!disposed && mine === namedToken && timeline) timeline.setStatus(`cannot show ${name}: ${err.message}`, true);
+      },
+    );
   }
 
   function onEvidence(i, j) {
@@ -100,7 +121,7 @@ function render({ model, el }) {
     const counts = totalCounts(summary);
     for (const key of COUNT_KEYS) root.dataset[key] = String(counts[key]);
     root.dataset.partial = String(Boolean(summary.partial));
-    const next = renderSummary(summary);
+    const next = renderSummary(summary, { onSelectName });
     if (summaryEl) summaryEl.replaceWith(next);
     else root.insertBefore(next, root.firstChild);
     summaryEl = next;

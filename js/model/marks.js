@@ -44,6 +44,23 @@ export function indexMarks(table) {
 }
 
 /**
+ * The rows of an event table (search hits, the instances of a name) as the timeline's
+ * highlight() takes them.
+ * @param {import("./decode.js").Table | null | undefined} table
+ * @returns {{id: number, lane: number, row: number, start_ns: number, dur_ns: number}[]}
+ */
+export function eventRows(table) {
+  const n = (table && table.n) || 0;
+  /** @type {Record<string, import("./decode.js").Column>} */
+  const c = (table && table.columns) || {};
+  const out = [];
+  for (let r = 0; r < n; r++) {
+    out.push({ id: c.id[r], lane: c.lane[r], row: c.row ? c.row[r] : 0, start_ns: c.start_ns[r], dur_ns: c.dur_ns[r] });
+  }
+  return out;
+}
+
+/**
  * The group number for a hint's evidence entry, or -1.
  * @param {MarkGroup[]} groups
  * @param {number} hint

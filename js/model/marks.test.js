@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { encodeTable } from "./decode.js";
 import { decodeTable } from "./decode.js";
-import { envelope, evidenceGroup, heaviest, indexMarks, pointGroup } from "./marks.js";
+import { envelope, eventRows, evidenceGroup, heaviest, indexMarks, pointGroup } from "./marks.js";
 
 function table(rows, groups) {
   const col = (k, T) => T.from(rows.map((r) => r[k]));
@@ -54,4 +54,17 @@ test("an empty or missing table is no marks", () => {
   const marks = indexMarks(decodeTable(new Uint8Array(0)));
   assert.deepEqual(marks.groups, []);
   assert.deepEqual(marks.rowsOf(0), []);
+});
+
+test("an event table's rows, as highlight() takes them", () => {
+  const t = decodeTable(encodeTable({
+    id: Uint32Array.from([9, 4]), lane: Uint16Array.from([1, 0]), row: Uint16Array.from([0, 2]),
+    start_ns: Float64Array.from([5, 8]), dur_ns: Float32Array.from([1, 2]),
+  }));
+  assert.deepEqual(eventRows(t), [
+    { id: 9, lane: 1, row: 0, start_ns: 5, dur_ns: 1 },
+    { id: 4, lane: 0, row: 2, start_ns: 8, dur_ns: 2 },
+  ]);
+  assert.deepEqual(eventRows(decodeTable(new Uint8Array(0))), []);
+  assert.deepEqual(eventRows(null), []);
 });

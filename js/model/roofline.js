@@ -111,6 +111,23 @@ export function plotStatus(point) {
 }
 
 /**
+ * Why no point can go on the chart, in one line (the chart is then left out), or null when
+ * some point can.
+ * @param {(RooflinePoint | null | undefined)[] | null | undefined} points
+ * @returns {string | null}
+ */
+export function emptyChartReason(points) {
+  const all = points || [];
+  if (all.some((p) => plotStatus(p).plotted)) return null;
+  const why = "(FLOPs need recorded input shapes and an op with a known formula)";
+  // Without kernels, only ops with a FLOP count are points: none means none has one.
+  if (!all.length) return `Nothing to plot: no op or kernel has a FLOP count ${why}.`;
+  const n = `${all.length === 1 ? "the one op or kernel" : `the ${formatCount(all.length)} ops and kernels`} in the report`;
+  if (!all.some((p) => (num(p && p.flops) ?? 0) > 0)) return `Nothing to plot: none of ${n} has a FLOP count ${why}.`;
+  return `Nothing to plot: of ${n}, those with a FLOP count have no byte count or no measured time.`;
+}
+
+/**
  * The roofs to draw from report["hardware"]: the memory roof (DRAM bandwidth) and one compute
  * roof per distinct peak, precisions with equal peaks sharing a line ("fp16/bf16"), lowest peak
  * first. `ridge` is null without bandwidth. `complete` says both kinds of roof are there;
@@ -334,6 +351,11 @@ export function uncoveredShare(coverage) {
   return known === null ? null : Math.min(1, Math.max(0, 1 - known));
 }
 
+// A point above the DRAM roof (the text report says the same, report/text.py).
+export const ABOVE_DRAM =
+  "above DRAM bandwidth: caches served part of the traffic (minimal bytes are a lower bound, " +
+  "and L2 can deliver more than DRAM bandwidth)";
+
 /**
  * A point's numbers as [label, text] rows, for its hover card and its details box. Unknown
  * numbers print as "–"; rows that make no sense for the point (shapes of a kernel) are left out.
@@ -366,6 +388,8 @@ export function pointFacts(p) {
   );
   add("bandwidth", formatBytesPerS(p.achieved_bytes_per_s));
   add("% of roof", formatPercent(p.pct_of_roof));
+  const pct = num(p.pct_of_roof);
+  if (pct !== null && pct > 100 && p.roof === "dram") add("above the roof", ABOVE_DRAM);
   add("saved at the roof", formatTime(p.saved_ns));
   const bound = boundOf(p);
   add("bound", bound === "unknown" ? "unknown" : `${bound} (${p.roof ?? "–"} roof)`);

@@ -2,9 +2,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import {
+  ABOVE_DRAM,
   boundOf,
   decadeDomain,
   decadeTicks,
+  emptyChartReason,
   flopsTickLabel,
   hintsForPoint,
   intensityTickLabel,
@@ -236,9 +238,41 @@ test("a point's facts: achieved against attainable, saved, bound with its roof",
   assert.equal(kernel.bound, "unknown");
 });
 
+test("a point above the DRAM roof says caches served part of its traffic; others do not", () => {
+  const memory = { level: "op", bound: "memory", roof: "dram", pct_of_roof: 127 };
+  const note = Object.fromEntries(pointFacts(memory))["above the roof"];
+  assert.match(note, /caches served part of the traffic/);
+  assert.match(note, /minimal bytes are a lower bound/);
+  assert.equal(note, ABOVE_DRAM);
+  // At or below the roof, or over a compute roof (a peak set too low, not caches): no note.
+  for (const p of [{ ...memory, pct_of_roof: 100 }, { ...memory, pct_of_roof: null }, { ...memory, roof: "bf16", bound: "compute" }]) {
+    assert.equal("above the roof" in Object.fromEntries(pointFacts(p)), false, JSON.stringify(p));
+  }
+});
+
 test("levels of plottable points, ops first", () => {
   const ok = { flops: 1, bytes: 1, intensity: 1, achieved_flops_per_s: 1 };
   assert.deepEqual(levelsOf([{ ...ok, level: "kernel" }, { ...ok, level: "op" }, { level: "zz" }]), ["op", "kernel"]);
   assert.deepEqual(levelsOf([{ ...ok, level: "kernel" }]), ["kernel"]);
   assert.deepEqual(levelsOf([{ level: "op" }]), []);
+});
+
+test("an empty chart is left out, with one line that says why", () => {
+  const ok = { flops: 10, bytes: 5, intensity: 2, achieved_flops_per_s: 1e9 };
+  assert.equal(emptyChartReason([{ flops: null }, ok]), null);
+  // No point at all: on a CPU trace only ops with a FLOP count are points.
+  assert.equal(
+    emptyChartReason([]),
+    "Nothing to plot: no op or kernel has a FLOP count " +
+      "(FLOPs need recorded input shapes and an op with a known formula).",
+  );
+  // A multi-rank report whose heaviest points are communication: no FLOP count anywhere.
+  const comms = Array.from({ length: 50 }, () => ({ level: "kernel", flops: null, bytes: null }));
+  assert.equal(
+    emptyChartReason(comms),
+    "Nothing to plot: none of the 50 ops and kernels in the report has a FLOP count " +
+      "(FLOPs need recorded input shapes and an op with a known formula).",
+  );
+  assert.match(emptyChartReason([{ flops: 0, bytes: 8 }]), /none of the one op or kernel in the report/);
+  assert.match(emptyChartReason([{ flops: 10, bytes: null }]), /no byte count or no measured time/);
 });

@@ -1,7 +1,7 @@
 // @ts-check
 // Where the timeline gets what the first table does not hold: detail windows, one event's
-// details, a range's aggregates and search results (window, details, range, search ->
-// Promise), asked of the Python widget over anywidget's custom messages (the contract's
+// details, a range's aggregates, search results and every instance of a name (window,
+// details, range, search, named -> Promise), asked of the Python widget over anywidget's custom messages (the contract's
 // "Messages"). Pure: no DOM.
 
 import { decodeTable } from "./decode.js";
@@ -156,6 +156,22 @@ export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
       return ask("search", { pattern, regex: Boolean(regex) }, (msg, buffers) => ({
         count: msg.count ?? 0,
         names: msg.names ?? [],
+        table: tableFrom(buffers),
+      }));
+    },
+    /**
+     * Every event of one table named `name` on `rank` (a row of the report's top kernels or top
+     * ops): how many there are, the id of the longest, and the longest of them (as many as
+     * Python sends) as an event table.
+     * @param {"kernels" | "ops"} table
+     * @param {string} name
+     * @param {number} rank
+     * @returns {Promise<{count: number, heaviest: number | null, table: Table}>}
+     */
+    named(table, name, rank) {
+      return ask("named", { table, name, rank }, (msg, buffers) => ({
+        count: msg.count ?? 0,
+        heaviest: msg.heaviest ?? null,
         table: tableFrom(buffers),
       }));
     },

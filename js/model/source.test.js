@@ -177,3 +177,19 @@ test("remote: two views of one widget get their own replies, not each other's", 
   answer(sent[2]);
   assert.deepEqual(await again, { id: 5 });
 });
+
+test("remote: named asks for one name of one table on one rank", async () => {
+  const model = fakeModel();
+  const source = createRemoteSource(model, { timeoutMs: 0 });
+  const p = source.named("kernels", "<b>gemm</b>", 1);
+  assert.deepEqual(model.sent[0], { type: "named", request: 1, table: "kernels", name: "<b>gemm</b>", rank: 1 });
+  const bytes = encodeTable({
+    id: Uint32Array.from([4]), lane: Uint16Array.from([0]), row: Uint16Array.from([0]),
+    start_ns: Float64Array.from([8]), dur_ns: Float32Array.from([2]),
+  });
+  model.reply({ type: "named", request: 1, count: 3000, heaviest: 4 }, [bytes]);
+  const r = await p;
+  assert.equal(r.count, 3000);
+  assert.equal(r.heaviest, 4);
+  assert.deepEqual(Array.from(r.table.columns.id), [4]);
+});

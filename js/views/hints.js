@@ -115,10 +115,12 @@ export function createHints(summary, hooks = {}) {
     }
 
     if (hint.code) {
+      // Copy sits on a bar above the code, never over it: code lines run wider than the card
+      // and scroll sideways under anything laid on top of them.
       const block = node("div", "gp-hl-code");
+      const bar = node("div", "gp-hl-code-bar");
       const pre = node("pre", "");
       pre.appendChild(node("code", "", hint.code));
-      block.appendChild(pre);
       const copy = button("Copy", undefined, "gp-button gp-hl-copy");
       copy.dataset.copy = String(i);
       copy.addEventListener("click", async () => {
@@ -131,7 +133,8 @@ export function createHints(summary, hooks = {}) {
         }, COPIED_MS);
         timers.add(timer);
       });
-      block.appendChild(copy);
+      bar.appendChild(copy);
+      block.append(bar, pre);
       body.appendChild(block);
     }
 

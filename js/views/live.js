@@ -23,12 +23,24 @@ export function createLive(live) {
     el.dataset.steps = String(state.steps ?? "");
     const head = node("div", "gp-live-head");
     const status = state.running ? "running" : state.building ? "building the profile…" : "finished";
+    // Once finished, the time is the cell's whole run, which is not the report's "wall" (first
+    // to last recorded event): the profiler's start and stop take tens to hundreds of ms.
+    const finished = !state.running && !state.building;
+    const elapsed = node(
+      "span",
+      "gp-live-elapsed",
+      finished ? `cell ran ${formatElapsed(state.elapsed_s)}, profiler start and stop included` : formatElapsed(state.elapsed_s),
+    );
+    elapsed.title =
+      "How long the cell ran, from the profiler starting to it stopping, its own start-up and " +
+      "shutdown included. The report's wall is shorter: first to last recorded event.";
     head.append(
       node("span", state.running || state.building ? "gp-live-dot gp-live-on" : "gp-live-dot", ""),
       node("span", "gp-live-status", status),
-      node("span", "gp-live-elapsed", formatElapsed(state.elapsed_s)),
+      elapsed,
     );
-    if (Number.isFinite(Number(state.steps)) && state.steps !== null) {
+    // No step seen (no gpuprofile.step() or optimizer.step() in the cell): nothing to count.
+    if (Number(state.steps) > 0) {
       head.append(node("span", "gp-live-steps", `${formatCount(state.steps)} steps`));
     }
     const body = node("div", "gp-live-devices");

@@ -3,60 +3,39 @@
 // the selected point with the hints that name it, and the points that cannot be plotted.
 // Trace strings (op and kernel names, shapes) reach the DOM only through textContent.
 //
-// For browser tests: the root carries data-points (plotted circles), data-unplotted,
+// For browser tests: the root carries data-chart ("drawn", or "none" when no point can be
+// plotted: one line then says why), data-points (plotted circles), data-unplotted,
 // data-selected-point (index, "" for none) and data-highlighted-points ("1,4"); each circle
 // data-point (index in summary.roofline.points); each roof line data-roof (precisions or "dram").
 // Only one level of points is drawn at a time (data-level "op" | "kernel"; buttons
 // data-level-button switch), so data-points counts the circles of that level.
 
 import "./roofline.css";
-import {
-  formatBytesPerS,
-  formatFlopsPerS,
-  formatFraction,
-  formatIntensity,
-  formatTime,
-  ROOF_SOURCE_WORDS,
-} from "../model/format.js";
+import { formatFraction, formatTime } from "../model/format.js";
 import {
   boundOf,
   decadeTicks,
+  emptyChartReason,
   flopsTickLabel,
   hintsForPoint,
   intensityTickLabel,
   levelsOf,
   logScale,
-  memoryPolyline,
   plotStatus,
   pointFacts,
   pointRadius,
   resolvePoints,
-  roofPolyline,
   roofsOf,
   rooflineDomains,
   uncoveredShare,
 } from "../model/roofline.js";
 import { button, node } from "./dom.js";
+import { drawRoofs, roofList, s, svgText } from "./roofline_roofs.js";
 
-const SVG_NS = "http://www.w3.org/2000/svg";
 const W = 640;
 const H = 380;
 const M = { left: 78, right: 16, top: 14, bottom: 44 };
 const LEVEL_WORDS = { op: "ops", kernel: "kernels" };
-
-function s(tag, attrs = {}, text) {
-  const node = document.createElementNS(SVG_NS, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  if (text !== undefined) node.textContent = String(text);
-  return node;
-}
-
-/** SVG text set through textContent; `rotate` (degrees) turns it about its anchor. */
-function svgText(x, y, text, { rotate, ...attrs } = {}) {
-  const node = s("text", { x, y, ...attrs }, text);
-  if (rotate) node.setAttribute("transform", `rotate(${Number(rotate).toFixed(1)} ${x} ${y})`);
-  return node;
-}
 
 function factsTable(rows) {
   const t = node("table", "gp-rl-facts");
@@ -79,6 +58,8 @@ function coverageBadge(coverage) {
   if (share === null) {
     badge.textContent = "FLOP coverage unknown";
     badge.classList.add("gp-rl-coverage-unknown");
+  } else if (share === 0) {
+    badge.textContent = "FLOPs counted for all of the time";
   } else {
     badge.textContent = `no FLOP count for ${formatFraction(share, share < 0.1 ? 1 : 0)} of the time`;
     if (share >= 0.5) badge.classList.add("gp-rl-coverage-low");
@@ -121,7 +102,10 @@ export function createRoofline(summary, hooks = {}) {
   const head = node("div", "gp-rl-head");
   head.appendChild(node("span", "gp-panel-title", "Roofline"));
   head.appendChild(coverageBadge(summary.roofline && summary.roofline.coverage));
-  head.appendChild(legend());
+  // Nothing to plot: one line says why, in place of an empty chart (and of its legend).
+  const empty = emptyChartReason(points);
+  root.dataset.chart = empty ? "none" : "drawn";
+  if (!empty) head.appendChild(legend());
   root.appendChild(head);
 
   if (!roofs.complete) {
@@ -137,7 +121,6 @@ export function createRoofline(summary, hooks = {}) {
   status.forEach((st, i) => (st.plotted ? plotted : unplotted).push(i));
   root.dataset.unplotted = String(unplotted.length);
 
-  if (!points.length) root.appendChild(node("div", "gp-muted", "No roofline points: no ops or kernels with time."));
 
   // Chart.
   const chart = node("div", "gp-rl-chart");
@@ -167,7 +150,7 @@ export function createRoofline(summary, hooks = {}) {
   axes.appendChild(svgText(14, M.top + plotH / 2, "FLOP/s", { ...title, rotate: -90 }));
   svg.appendChild(grid);
   svg.appendChild(axes);
-  svg.appendChild(drawRoofs(roofs, domains, x, y));
+  svg.appendChild(drawRoofs(roofs, domains, x, y, { left: M.left, right: W - M.right, top: M.top, bottom: H - M.bottom }));
 
   const pointLayer = s("g", { class: "gp-rl-points" });
   const maxTime = Math.max(0, ...points.map((p) => Number(p.time_ns) || 0));
@@ -232,7 +215,7 @@ export function createRoofline(summary, hooks = {}) {
   const tip = node("div", "gp-popover gp-rl-tip");
   tip.hidden = true;
   chart.appendChild(tip);
-  root.appendChild(chart);
+  root.appendChild(empty ? node("div", "gp-muted gp-rl-empty", empty) : chart);
   root.appendChild(roofList(roofs, hardware));
 
   const details = node("div", "gp-rl-details");
@@ -387,71 +370,4 @@ export function createRoofline(summary, hooks = {}) {
       root.remove();
     },
   };
-}
-
-function polylineAttr(line, x, y) {
-  return line.map(([a, b]) => `${x.map(a).toFixed(1)},${y.map(b).toFixed(1)}`).join(" ");
-}
-
-function drawRoofs(roofs, domains, x, y) {
-  const g = s("g", { class: "gp-rl-roofs" });
-  const bw = roofs.memory ? roofs.memory.bandwidth : null;
-  if (bw && !roofs.compute.length) {
-    const line = memoryPolyline(bw, domains.x, domains.y);
-    if (line.length) {
-      g.appendChild(s("polyline", { points: polylineAttr(line, x, y), class: "gp-rl-roof", "data-roof": "dram" }));
-    }
-  }
-  for (const roof of roofs.compute) {
-    const line = roofPolyline(roof.peak, bw, domains.x, domains.y);
-    if (!line.length) continue;
-    const poly = s("polyline", { points: polylineAttr(line, x, y), class: "gp-rl-roof", "data-roof": roof.key });
-    poly.appendChild(s("title", {}, `${roof.key}: ${formatFlopsPerS(roof.peak)}`));
-    g.appendChild(poly);
-    const text = `${roof.key} ${formatFlopsPerS(roof.peak)}`;
-    const at = { "text-anchor": "end", class: "gp-rl-roof-label" };
-    g.appendChild(svgText(W - M.right - 4, y.map(roof.peak) - 4, text, at));
-    if (roof.ridge !== null && roof.ridge >= domains.x[0] && roof.ridge <= domains.x[1]) {
-      const rx = x.map(roof.ridge);
-      const ry = y.map(roof.peak);
-      g.appendChild(s("line", { x1: rx, x2: rx, y1: ry, y2: H - M.bottom, class: "gp-rl-ridge-drop" }));
-      const mark = s("circle", { cx: rx, cy: ry, r: 3, class: "gp-rl-ridge" });
-      mark.appendChild(s("title", {}, `${roof.key} ridge: ${formatIntensity(roof.ridge)}`));
-      g.appendChild(mark);
-      const ridgeText = `ridge ${formatIntensity(roof.ridge)}`;
-      g.appendChild(svgText(rx - 3, H - M.bottom - 4, ridgeText, { rotate: -90, class: "gp-rl-ridge-label" }));
-    }
-  }
-  if (bw) {
-    // The memory roof's label runs along its slope, near where it enters the plot.
-    const line = roofs.compute.length
-      ? roofPolyline(Math.max(...roofs.compute.map((r) => r.peak)), bw, domains.x, domains.y)
-      : memoryPolyline(bw, domains.x, domains.y);
-    if (line.length >= 2) {
-      const [a, b] = line;
-      const ax = x.map(a[0]);
-      const ay = y.map(a[1]);
-      const angle = (Math.atan2(y.map(b[1]) - ay, x.map(b[0]) - ax) * 180) / Math.PI;
-      const lx = ax + 10;
-      const ly = ay + (10 * (y.map(b[1]) - ay)) / (x.map(b[0]) - ax || 1) - 5;
-      g.appendChild(svgText(lx, ly, `DRAM ${formatBytesPerS(bw)}`, { rotate: angle, class: "gp-rl-roof-label" }));
-    }
-  }
-  return g;
-}
-
-function roofList(roofs, hardware) {
-  const box = node("div", "gp-rl-roofs-list");
-  if (!roofs.memory && !roofs.compute.length) return box;
-  const source = ROOF_SOURCE_WORDS[hardware.source] ?? hardware.source;
-  const parts = [];
-  if (roofs.memory) parts.push(`DRAM ${formatBytesPerS(roofs.memory.bandwidth)}`);
-  for (const r of roofs.compute) {
-    const ridge = r.ridge !== null ? `, ridge at ${formatIntensity(r.ridge)}` : "";
-    parts.push(`${r.key} ${formatFlopsPerS(r.peak)}${ridge}`);
-  }
-  const name = `${hardware.name ?? "this GPU"}${source ? ` (${source})` : ""}`;
-  box.textContent = `Roofs of ${name}: ${parts.join(" · ")}`;
-  if (hardware.citation) box.title = String(hardware.citation);
-  return box;
 }

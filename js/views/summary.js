@@ -43,10 +43,26 @@ function table(headers, rows, numericFrom = 1) {
   return t;
 }
 
+// A row that shows its name on the timeline when clicked, or on Enter or Space.
+function pickable(tr, label, pick) {
+  tr.tabIndex = 0;
+  tr.setAttribute("role", "button");
+  tr.setAttribute("aria-label", label);
+  tr.classList.add("gp-pickable");
+  tr.addEventListener("click", pick);
+  tr.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" || e.key === " ") {
+      e.preventDefault();
+      pick();
+    }
+  });
+}
+
 // `denominator` (ns) and its label give the share column: kernels against GPU busy time, ops
 // against wall time. Without a denominator the column is left out (nested ops overlap, so a
-// share of the listed rows' sum would mislead).
-function topTable(title, items, denominator, shareLabel, limit = 10) {
+// share of the listed rows' sum would mislead). Row i carries data-top "<id>:i"; with `pick`,
+// it calls pick(i, row) when chosen.
+function topTable(title, items, denominator, shareLabel, { id = "", pick = null } = {}, limit = 10) {
   const section = node("div", "gp-top");
   section.appendChild(node("div", "gp-subtitle", title));
   if (!items || items.length === 0) {
@@ -61,11 +77,17 @@ function topTable(title, items, denominator, shareLabel, limit = 10) {
   });
   const headers = ["name", "count", "total"];
   if (withShare) headers.push(shareLabel);
-  section.appendChild(table(headers, rows));
+  const t = table(headers, rows);
+  [...t.tBodies[0].rows].forEach((tr, i) => {
+    tr.dataset.top = `${id}:${i}`;
+    const label = `show every ${items[i].name ?? ""} on the timeline, zoomed to the longest`;
+    if (pick) pickable(tr, label, () => pick(i, tr));
+  });
+  section.appendChild(t);
   return section;
 }
 
-function rankSection(rank, multi) {
+function rankSection(rank, multi, onSelectName) {
   const box = node("div", "gp-rank");
   const devices = (rank.devices || []).map((d) => (d && d.name) || "").filter(Boolean);
   const title = [multi ? `rank ${rank.rank}` : null, devices.join(", ") || null]
@@ -74,14 +96,21 @@ function rankSection(rank, multi) {
   if (title) box.appendChild(node("div", "gp-rank-title", title));
 
   const stats = node("div", "gp-stats");
-  const stat = (label, value, extra) => {
+  const stat = (label, value, extra, title) => {
     const s = node("div", "gp-stat");
+    s.dataset.stat = label;
+    if (title) s.title = title;
     s.appendChild(node("span", "gp-stat-label", label));
     s.appendChild(node("span", "gp-stat-value", value));
     if (extra) s.appendChild(node("span", "gp-stat-extra", extra));
     stats.appendChild(s);
   };
-  if (Number.isFinite(Number(rank.wall_ns))) stat("wall", formatTime(Number(rank.wall_ns)));
+  if (Number.isFinite(Number(rank.wall_ns))) {
+    const why =
+      "From the first to the last event recorded on this rank. The time the live panel shows " +
+      "is the cell's whole run, the profiler's own start and stop included.";
+    stat("wall", formatTime(Number(rank.wall_ns)), "first to last event", why);
+  }
   const gpu = rank.gpu;
   if (gpu) {
     stat("GPU window", formatTime(Number(gpu.window_ns)));
@@ -96,8 +125,21 @@ function rankSection(rank, multi) {
   box.appendChild(stats);
 
   const tops = node("div", "gp-tops");
-  tops.appendChild(topTable("Top kernels", rank.top_kernels, gpu && gpu.busy_ns, "% of busy"));
-  tops.appendChild(topTable("Top ops", rank.top_ops, rank.wall_ns, "% of wall"));
+  // A chosen row is marked (one at a time in the whole summary) and handed to onSelectName.
+  const choose = (table, items) => ({
+    id: `${table}:${rank.rank}`,
+    pick: typeof onSelectName === "function"
+      ? (i, tr) => {
+        const root = tr.closest(".gp-summary");
+        for (const other of root ? root.querySelectorAll(".gp-top-selected") : []) other.classList.remove("gp-top-selected");
+        tr.classList.add("gp-top-selected");
+        if (root) root.dataset.selectedTop = tr.dataset.top;
+        onSelectName({ table, name: String(items[i].name ?? ""), rank: rank.rank });
+      }
+      : null,
+  });
+  tops.appendChild(topTable("Top kernels", rank.top_kernels, gpu && gpu.busy_ns, "% of busy", choose("kernels", rank.top_kernels)));
+  tops.appendChild(topTable("Top ops", rank.top_ops, rank.wall_ns, "% of wall", choose("ops", rank.top_ops)));
   box.appendChild(tops);
 
   if (rank.copies && rank.copies.length) {
@@ -116,10 +158,16 @@ function rankSection(rank, multi) {
   return box;
 }
 
-/** Build the summary element for a report dict (possibly empty). */
-export function renderSummary(summary) {
+/**
+ * Build the summary element for a report dict (possibly empty). With hooks.onSelectName, a row
+ * of the top kernels or top ops (click, Enter) calls it with {table: "kernels" | "ops", name,
+ * rank}. For browser tests: each such row carries data-top ("kernels:rank:i"), the root
+ * data-selected-top (the same, of the row chosen last).
+ */
+export function renderSummary(summary, hooks = {}) {
   summary = summary || {};
   const root = node("div", "gp-summary");
+  root.dataset.selectedTop = "";
   // What to know before trusting the numbers (the code raised, steps sampled, windows
   // dropped, part of the capture failed): the report words them once, for every view.
   for (const notice of summary.notices || []) {
@@ -143,7 +191,7 @@ export function renderSummary(summary) {
   root.appendChild(header);
 
   const ranks = summary.ranks || [];
-  for (const rank of ranks) root.appendChild(rankSection(rank, ranks.length > 1));
+  for (const rank of ranks) root.appendChild(rankSection(rank, ranks.length > 1, hooks.onSelectName));
 
   return root;
 }

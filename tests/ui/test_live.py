@@ -117,6 +117,17 @@ def test_live_panel_moves_while_the_cell_runs(
         arg=LIVE,
         timeout=30_000,
     )
+    # The cell's run time and the report's wall differ (the profiler's start and stop): each
+    # says what it is, side by side.
+    elapsed = page.locator(f"{LIVE} .gp-live-elapsed").first
+    assert "profiler start and stop included" in elapsed.inner_text()
+    # The cell makes no step: the panel does not count "0 steps".
+    assert page.locator(f"{LIVE} .gp-live-steps").count() == 0
+    assert "first to last recorded event" in elapsed.get_attribute("title")
+    wall = page.locator('.gpuprofile .gp-stat[data-stat="wall"]').first
+    assert "first to last event" in wall.inner_text()
+    assert "profiler" in wall.get_attribute("title")
+    page.locator(".gpuprofile").first.screenshot(path=str(artifacts_dir / "live-finished.png"))
 
 
 STEPS_CELL = """\

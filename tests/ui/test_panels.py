@@ -17,6 +17,7 @@ from widget_page import (
     highlight_pixels,
     hover_find,
     plot,
+    roof_label_overlaps,
     run_expecting,
     view,
     wait_data,
@@ -97,6 +98,18 @@ out['related'] = evidence(i, 0)
 keys = set(report['hints'][i]['related'])
 out['related']['points'] = [n for n, pt in enumerate(points) if pt['key'] in keys]
 out['related']['code'] = report['hints'][i].get('code')
+
+# The first rows of the top kernels and top ops: every event of that name on the rank, and the
+# longest of them.
+rank = report['ranks'][0]['rank']
+def instances(table, name):
+    t = trace.table(table)
+    same = t[(t['name'].astype(str) == name) & (t['rank'] == rank)]
+    top = same.loc[same['dur_ns'].idxmax()]
+    return {{'name': name, 'instances': len(same), 'start': float(top['start_ns']),
+             'end': float(top['start_ns'] + top['dur_ns']), 'rank': rank}}
+out['top_kernel'] = instances('kernels', report['ranks'][0]['top_kernels'][0]['name'])
+out['top_op'] = instances('ops', report['ranks'][0]['top_ops'][0]['name'])
 print('GPUPROFILE_EXPECT', json.dumps(out))
 p
 """
@@ -319,3 +332,106 @@ def test_dark_theme_reaches_panels_and_canvas(
             "() => { window.jupyterapp.commands.execute('apputils:change-theme',"
             " {theme: 'JupyterLab Light'}); }"
         )
+
+
+def test_hint_cards_hold_their_text_and_copy_leaves_the_code_visible(
+    module_page, expected: dict, artifacts_dir: Path
+) -> None:
+    page = module_page
+    hints = page.locator(f"{HINTS} li[data-hint]")
+    for i in range(hints.count()):
+        hint = hints.nth(i)
+        if hint.locator("details").first.get_attribute("open") is None:
+            hint.locator("summary").first.click()
+    # Every open card: its text (fix steps, explanation, numbers) stays inside it, and the Copy
+    # button sits clear of the code it copies (no code under it, at any scroll).
+    problems = page.evaluate(
+        """(sel) => {
+            const out = [];
+            const box = (el) => el.getBoundingClientRect();
+            for (const card of document.querySelectorAll(sel)) {
+                const c = box(card);
+                const texts = card.querySelectorAll('.gp-hl-fix li, .gp-hl-explanation,'
+                    + ' .gp-hl-method, .gp-hl-numbers, .gp-hl-title');
+                for (const el of texts) {
+                    const r = box(el);
+                    if (r.right > c.right + 0.5 || el.scrollWidth > el.clientWidth + 1) {
+                        out.push(`hint ${card.dataset.hint}: ${el.className || el.tagName} `
+                            + `overflows (${r.right.toFixed(0)} > ${c.right.toFixed(0)})`);
+                    }
+                }
+                const copy = card.querySelector('.gp-hl-copy');
+                const pre = card.querySelector('.gp-hl-code pre');
+                if (copy && pre) {
+                    const a = box(copy), b = box(pre);
+                    const apart = a.right <= b.left || b.right <= a.left
+                        || a.bottom <= b.top || b.bottom <= a.top;
+                    if (!apart) out.push(`hint ${card.dataset.hint}: Copy lies over the code`);
+                    if (a.right > c.right + 0.5) out.push(`hint ${card.dataset.hint}: Copy is out`);
+                }
+            }
+            return out;
+        }""",
+        f"{HINTS} li[data-hint]",
+    )
+    page.locator(HINTS).first.screenshot(path=str(artifacts_dir / "panels-hints-open.png"))
+    assert not problems, problems
+
+
+def test_roof_labels_do_not_cover_each_other(module_page, expected: dict, artifacts_dir) -> None:
+    page = module_page
+    roofline = page.locator(ROOFLINE).first
+    roofline.scroll_into_view_if_needed()
+    found = roof_label_overlaps(roofline)
+    roofline.screenshot(path=str(artifacts_dir / "panels-roofline-labels.png"))
+    # H100: DRAM, 5 compute roofs, their 5 ridges.
+    assert found["count"] >= 6, found
+    assert not found["overlaps"], found
+
+
+def _shows_instances(page, want: dict) -> None:
+    """The timeline outlines every instance of the name (up to its cap) and shows the longest."""
+    wait_data(
+        page,
+        TIMELINE,
+        "data-highlight-count",
+        f"v === '{min(want['instances'], MAX_POINT_MARKS)}'",
+    )
+    page.wait_for_function(
+        """([sel, s, e]) => {
+            const d = document.querySelector(sel).dataset;
+            const tol = 1e-6 * (e - s) + 1;
+            return Number(d.viewStartNs) <= s + tol && Number(d.viewEndNs) >= e - tol
+                && Number(d.viewEndNs) - Number(d.viewStartNs) <= (e - s) * 1.01 + 20;
+        }""",
+        arg=[TIMELINE, want["start"], want["end"]],
+        timeout=10_000,
+    )
+    chip = page.locator(".gpuprofile .gp-chip").first
+    assert chip.is_visible() and want["name"] in chip.inner_text()
+
+
+def test_top_kernel_and_top_op_rows_show_their_instances(
+    module_page, expected: dict, artifacts_dir: Path
+) -> None:
+    page = module_page
+    kernel, op = expected["top_kernel"], expected["top_op"]
+    summary = ".gpuprofile .gp-summary"
+    # A click on the first row of the top kernels.
+    row = page.locator(f'{summary} tr[data-top="kernels:{kernel["rank"]}:0"]').first
+    row.scroll_into_view_if_needed()
+    row.click()
+    wait_data(page, summary, "data-selected-top", f"v === 'kernels:{kernel['rank']}:0'")
+    _shows_instances(page, kernel)
+    plot(page)
+    page.screenshot(path=str(artifacts_dir / "panels-top-kernel.png"))
+    # The keyboard reaches the rows too (they take focus): Enter on the first top op.
+    op_row = page.locator(f'{summary} tr[data-top="ops:{op["rank"]}:0"]').first
+    assert op_row.get_attribute("role") == "button" and op_row.get_attribute("tabindex") == "0"
+    op_row.focus()
+    page.keyboard.press("Enter")
+    wait_data(page, summary, "data-selected-top", f"v === 'ops:{op['rank']}:0'")
+    _shows_instances(page, op)
+    # The key was the row's: the notebook did not take it too (Enter edits the cell).
+    edit_mode = "() => document.querySelector('.jp-Notebook').classList.contains('jp-mod-editMode')"
+    assert not page.evaluate(edit_mode)

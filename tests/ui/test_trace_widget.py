@@ -17,6 +17,7 @@ from widget_page import (
     DETAILS_TITLE,
     HEADER_H,
     TIMELINE,
+    TOOLTIP,
     WIDGET,
     focus_plot,
     plot,
@@ -220,3 +221,24 @@ def test_search_counts_and_steps(module_page, expected: dict, artifacts_dir: Pat
     regex.uncheck()
     search.fill("")
     wait_data(page, timeline, "data-search-count", "v === '0'")
+
+
+def test_gpu_lanes_come_first(module_page, expected: dict) -> None:
+    # As in Nsight Systems: a rank's GPU streams at the top, its CPU threads (deep Python and
+    # aten stacks) below them. The first lane under the first group header is a stream.
+    page = module_page
+    page.get_by_role("button", name="Show the whole trace (0)").first.click()
+    page.locator(".gpuprofile .gp-scroller").first.evaluate("el => { el.scrollTop = 0; }")
+    box = plot(page)
+    tooltip = page.locator(TOOLTIP).first
+    found = None
+    y = box.y + AXIS_H + HEADER_H + 6  # the first row of the first lane
+    for k in range(1, 200):
+        page.mouse.move(box.x_of_fraction(k / 200), y)
+        if tooltip.is_visible():
+            found = tooltip.inner_text().splitlines()
+            break
+    assert found, "no event in the first lane"
+    kind, lane = found[1].split(" · ")[0], found[3]
+    assert kind in ("kernel", "memcpy", "memset"), found
+    assert lane.startswith("GPU ") and "stream" in lane, found

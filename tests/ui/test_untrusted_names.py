@@ -2,7 +2,7 @@
 JupyterLab (hovered, clicked, searched) and nothing runs; the same widget in the Notebook 7
 interface.
 
-The Kineto trace is built by the test (tests/unit/kineto_docs.py), so what the widget must show
+The Kineto trace is built by the test (tests/helpers/kineto_docs.py), so what the widget must show
 is known from the events themselves.
 """
 
@@ -22,7 +22,7 @@ from widget_page import (
     wait_data,
 )
 
-from unit.kineto_docs import cpu_op, document, kernel, runtime, write
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 
 pytestmark = pytest.mark.ui
 

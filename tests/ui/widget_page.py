@@ -129,6 +129,44 @@ def highlight_pixels(page: Any, canvas: str = CANVAS) -> int:
     return count
 
 
+# Corners of each roof and ridge label as drawn (its text box through its transform), and
+# which pairs overlap (separating-axis test on the two quadrilaterals).
+_ROOF_LABEL_OVERLAPS = """(root) => {
+    const svg = root.querySelector('svg');
+    const labels = [...svg.querySelectorAll('.gp-rl-roof-label, .gp-rl-ridge-label')];
+    const quad = (el) => {
+        const b = el.getBBox(), m = el.getCTM(), s = svg.getCTM().inverse();
+        return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height],
+                [b.x, b.y + b.height]].map(([x, y]) => {
+            const p = new DOMPoint(x, y).matrixTransform(m).matrixTransform(s);
+            return [p.x, p.y];
+        });
+    };
+    const apart = (a, b) => [a, b].some((poly) => poly.some((p, i) => {
+        const q = poly[(i + 1) % 4], n = [p[1] - q[1], q[0] - p[0]];
+        const span = (r) => r.map(([x, y]) => x * n[0] + y * n[1]);
+        const sa = span(a), sb = span(b);
+        return Math.max(...sa) <= Math.min(...sb) + 1e-6
+            || Math.max(...sb) <= Math.min(...sa) + 1e-6;
+    }));
+    const quads = labels.map(quad);
+    const out = [];
+    for (let i = 0; i < quads.length; i++) for (let j = i + 1; j < quads.length; j++) {
+        if (!apart(quads[i], quads[j])) {
+            out.push(`${labels[i].textContent} / ${labels[j].textContent}`);
+        }
+    }
+    return {count: labels.length, overlaps: out};
+}"""
+
+
+def roof_label_overlaps(roofline: Any) -> dict:
+    """{count: roof and ridge labels drawn, overlaps: ["label / label", ...]} of a roofline
+    panel (a locator of its root)."""
+    found: dict = roofline.evaluate(_ROOF_LABEL_OVERLAPS)
+    return found
+
+
 def hover_find(
     page: Any, p: Plot, xs: list[float], accept: Any, y_step: float = 5.0
 ) -> tuple[float, float, str] | None:

@@ -119,13 +119,14 @@ def test_timeline_lanes_rows_and_names(tmp_path: Path) -> None:
         ),
     )
     data = timeline_data(gpuprofile.load(path).trace)
+    # GPU streams first, then CPU threads (as Nsight Systems lays them out).
     assert [(lane["group"], lane["label"]) for lane in data.lanes] == [
-        ("CPU", "thread 1"),
         ("GPU 0", "stream 7"),
         ("GPU 0", "stream 9"),
+        ("CPU", "thread 1"),
     ]
-    assert [lane["kind"] for lane in data.lanes] == ["cpu", "gpu", "gpu"]
-    assert [lane["rows"] for lane in data.lanes] == [3, 2, 1]
+    assert [lane["kind"] for lane in data.lanes] == ["gpu", "gpu", "cpu"]
+    assert [lane["rows"] for lane in data.lanes] == [2, 1, 3]
     assert [lane["id"] for lane in data.lanes] == [0, 1, 2]
     names = [data.names[i] for i in data.name]
     rows = dict(zip(names, data.row.tolist(), strict=True))
@@ -143,15 +144,16 @@ def test_timeline_lanes_rows_and_names(tmp_path: Path) -> None:
 
 
 def test_groups_per_rank_are_contiguous_and_in_order() -> None:
+    # Per rank: its GPU streams first, then its CPU threads, then its counters.
     trace = synthetic_trace(50, ranks=2, streams=2)
     data = timeline_data(trace)
     groups = [lane["group"] for lane in data.lanes]
     assert groups == [
-        "rank 0 · CPU", "rank 0 · GPU 0", "rank 0 · GPU 0", "rank 0 · counters",
-        "rank 1 · CPU", "rank 1 · GPU 0", "rank 1 · GPU 0", "rank 1 · counters",
+        "rank 0 · GPU 0", "rank 0 · GPU 0", "rank 0 · CPU", "rank 0 · counters",
+        "rank 1 · GPU 0", "rank 1 · GPU 0", "rank 1 · CPU", "rank 1 · counters",
     ]  # fmt: skip
     assert [lane["rank"] for lane in data.lanes] == [0, 0, 0, 0, 1, 1, 1, 1]
-    assert [lane.get("stream") for lane in data.lanes[:4]] == [None, 7, 8, None]
+    assert [lane.get("stream") for lane in data.lanes[:4]] == [7, 8, None, None]
     # Every event sits in a lane of its own rank.
     for kind, table in enumerate(KIND_TABLES):
         rows = np.flatnonzero(data.kind == kind)

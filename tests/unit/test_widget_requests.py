@@ -171,7 +171,8 @@ def test_details_of_ops_and_calls_list_what_they_launched(linked: Source) -> Non
     assert call["kind"] == "runtime" and call["op"]["name"] == "inner"
     assert [k["name"] for k in call["kernels"]] == ["gemm"]
     gemm = call["kernels"][0]
-    assert gemm["lane"] == data.lanes[1]["id"] and gemm["row"] == 0
+    (stream,) = [lane["id"] for lane in data.lanes if lane["kind"] == "gpu"]
+    assert gemm["lane"] == stream and gemm["row"] == 0
 
 
 @pytest.mark.parametrize("window", [(0, 10**9), (1_234_567, 2_345_678), (7_000_000, 7_000_100)])
@@ -481,3 +482,43 @@ def test_a_range_over_recorded_windows_says_how_much_was_recorded() -> None:
     # Same events, same busy time; its share is of the recorded time, not of the range.
     assert p["gpu_busy_ns"] == w["gpu_busy_ns"] > 0
     assert p["gpu_busy_pct"] == pytest.approx(100 * w["gpu_busy_ns"] / recorded)
+
+
+@pytest.fixture(scope="module")
+def two_ranks() -> Source:
+    return _source(synthetic_trace(600, ranks=2, streams=2))
+
+
+@pytest.mark.parametrize("table", ["kernels", "ops"])
+def test_named_lists_every_instance_of_a_name_on_a_rank(
+    two_ranks: Source, table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a click on a row of the top kernels or top ops asks: every event of that name on
+    # that rank, the longest first to be kept, and the longest of all named.
+    trace, data = two_ranks.trace, two_ranks.data
+    frame = trace.table(table)
+    name = str(frame["name"].value_counts().index[0])
+    mine = frame[(frame["name"].astype(str) == name) & (frame["rank"] == 1)]
+    assert len(mine) > 3
+    monkeypatch.setattr(requests, "MAX_POINT_MARKS", 3)
+    reply, buffers = _ask(two_ranks, type="named", table=table, name=name, rank=1)
+    assert reply["count"] == len(mine)
+    kept = decode_table(buffers[0])
+    gids = kept["id"].astype(np.int64)
+    rows = frame.iloc[data.source[gids]]
+    assert all(KIND_TABLES[k] == table for k in data.kind[gids])
+    assert set(rows["name"].astype(str)) == {name} and set(rows["rank"]) == {1}
+    # The 3 longest, in time order; the longest of all is the one the timeline zooms to.
+    assert sorted(rows["dur_ns"].tolist()) == sorted(mine["dur_ns"].nlargest(3).tolist())
+    assert list(kept["start_ns"]) == sorted(kept["start_ns"])
+    heaviest = reply["heaviest"]
+    assert frame.iloc[data.source[heaviest]]["dur_ns"] == mine["dur_ns"].max()
+    # A name nobody has: nothing, and no error.
+    reply, buffers = _ask(two_ranks, type="named", table=table, name="no such name", rank=1)
+    assert reply["count"] == 0 and reply["heaviest"] is None
+    assert len(decode_table(buffers[0])["id"]) == 0
+
+
+def test_named_refuses_an_unknown_table(two_ranks: Source) -> None:
+    reply, _ = handle(two_ranks, {"type": "named", "table": "memcpy", "name": "x", "rank": 0})
+    assert "table" in reply["error"]

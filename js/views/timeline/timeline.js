@@ -1,7 +1,8 @@
-// The timeline: a canvas with a lane label column, a time axis, lane groups (rank · CPU threads,
-// rank · GPU device streams, counters) that collapse, sub-rows for nested ops and overlapping
-// kernels, step charts for counters; Perfetto-style navigation (W/S/A/D, ctrl+wheel, drag to
-// select a range), hover tooltips, click for details and flow arrows, name search, highlights.
+// The timeline: a canvas with a lane label column, a time axis, lane groups in the order Python
+// sends them (per rank: GPU device streams, CPU threads, counters) that collapse, sub-rows for
+// nested ops and overlapping kernels, step charts for counters; Perfetto-style navigation
+// (W/S/A/D, ctrl+wheel, drag to select a range), hover tooltips, click for details and flow
+// arrows, name search, highlights.
 //
 // This module builds the DOM, wires the parts together and keeps the public API. The parts, by
 // concern: the state (view, selection, range, highlight, collapsed groups) is one object,
@@ -211,6 +212,8 @@ export function createTimeline(data, hooks = {}) {
     },
     highlight: selection.highlight,
     clearHighlight: selection.clearHighlight,
+    /** A line in the toolbar (bad: shown as an error). */
+    setStatus: toolbar.setStatus,
     destroy() {
       destroyed = true;
       renderer.destroy();

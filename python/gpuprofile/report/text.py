@@ -14,6 +14,12 @@ from gpuprofile.units import (
     format_time,
 )
 
+# A roofline point above the DRAM roof (the widget's point details say the same, roofline.js).
+ABOVE_DRAM = (
+    "above DRAM bandwidth: caches served part of the traffic (minimal bytes are a lower bound, "
+    "and L2 can deliver more than DRAM bandwidth)"
+)
+
 
 def _shorten(name: str, width: int = 80) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
@@ -160,12 +166,14 @@ def _roofline_lines(roofline: dict[str, Any] | None, limit: int = 5) -> list[str
         )
     )
     for point in ops[:limit]:
+        pct = point.get("pct_of_roof")
         roof = (
-            f"{point['bound']}-bound, {format_percent(point['pct_of_roof'], 0)} of the "
-            f"{point['roof']} roof"
-            if point.get("pct_of_roof") is not None
+            f"{point['bound']}-bound, {format_percent(pct, 0)} of the {point['roof']} roof"
+            if pct is not None
             else "roof unknown"
         )
+        if pct is not None and pct > 100 and point.get("roof") == "dram":
+            roof += f"; {ABOVE_DRAM}"
         name = _shorten(point["name"], 40)
         intensity = point.get("intensity")
         # Bytes are unknown when an input's dtype or shape was not recorded.

@@ -1,6 +1,7 @@
 """What the browser asks the kernel for: a window of events, one event's details, a range's
-summary, a name search. Pure functions of the prepared timeline data and the Trace, each
-returning (reply, buffers) as ProfileWidget sends them (the wire contract, version 2).
+summary, a name search, every instance of one name. Pure functions of the prepared timeline
+data and the Trace, each returning (reply, buffers) as ProfileWidget sends them (the wire
+contract, version 2).
 
 Each request is answered from sorted arrays with binary searches; indexes the first request of
 a kind needs (correlation lookups, the time order) are built then and kept in data.cache.
@@ -20,7 +21,7 @@ from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.windows import recorded_ns
 from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.event_details import details
-from gpuprofile.widget.marks import gid_mask
+from gpuprofile.widget.marks import MAX_POINT_MARKS, gid_mask
 from gpuprofile.widget.request_args import BadRequest, Reply, Source, cached, number, span
 from gpuprofile.widget.tables import event_columns, merged_columns, segment_columns, window_ids
 from gpuprofile.widget.timeline import KINDS, TimelineData
@@ -194,9 +195,38 @@ def _first_matches(
     return np.concatenate(found)[:want] if found else np.empty(0, np.int64)
 
 
+# ---------------------------------------------------------------------------------------------
+# every instance of one name (a row of the report's top kernels or top ops)
+
+NAMED_KINDS = {"kernels": KINDS.index("kernel"), "ops": KINDS.index("op")}
+
+
+def named(source: Source, message: Mapping[str, Any]) -> Reply:
+    """The events of one kind with exactly this name on one rank: how many, the longest (where
+    the timeline zooms) and the MAX_POINT_MARKS longest of them in time order (what it
+    outlines, as for a roofline point)."""
+    data = source.data
+    table = message.get("table")
+    if table not in NAMED_KINDS:
+        raise BadRequest(f"'table' must be one of {sorted(NAMED_KINDS)}, not {table!r}")
+    kind = NAMED_KINDS[str(table)]
+    name = str(message.get("name", ""))
+    rank = int(number(message, "rank"))
+    codes = [i for i, n in enumerate(data.names) if n == name and data.name_kinds[i] == kind]
+    lane_rank = cached(data, "lane_rank", lambda: np.array([x["rank"] for x in data.lanes]))
+    ids = np.flatnonzero(np.isin(data.name, codes) & (lane_rank[data.lane] == rank))
+    dur = data.end[ids] - data.start[ids]
+    heaviest = int(ids[np.argmax(dur)]) if len(ids) else None
+    kept = ids[np.argsort(-dur, kind="stable")[:MAX_POINT_MARKS]]
+    kept = kept[np.argsort(data.start[kept], kind="stable")]
+    reply = {"count": len(ids), "heaviest": heaviest}
+    return reply, [encode_table(event_columns(data, kept))]
+
+
 HANDLERS: dict[str, Callable[[Source, Mapping[str, Any]], Reply]] = {
     "window": window,
     "details": details,
     "range": range_summary,
     "search": search,
+    "named": named,
 }

@@ -1,4 +1,4 @@
-"""Lay a Trace out as timeline lanes: CPU threads, GPU streams and counters, per rank.
+"""Lay a Trace out as timeline lanes: GPU streams, CPU threads and counters, per rank.
 
 This is layout, not analysis: it decides where boxes go, never what they mean. Every timeline
 event (op, runtime call, kernel, memcpy, memset) gets a global id: its position in one array of
@@ -195,8 +195,11 @@ def _layout(
     gpu: np.ndarray,
     counters: list[tuple[int, str, int, str]],
 ) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, list[int]]:
-    """Lanes in display order (per rank: CPU threads, GPU streams per device, counters), and
-    the lane id of each CPU triple, GPU triple and counter series."""
+    """Lanes in display order, and the lane id of each CPU triple, GPU triple and counter series.
+
+    Per rank: GPU streams per device first (what a GPU profile is read for, and where Nsight
+    puts them), then CPU threads (their Python stacks can be hundreds of rows deep), then
+    counters."""
     ranks = sorted(set(cpu[:, 0].tolist()) | set(gpu[:, 0].tolist()) | {c[0] for c in counters})
     lanes: list[dict[str, Any]] = []
     cpu_lane = np.zeros(len(cpu), np.int32)
@@ -212,6 +215,12 @@ def _layout(
         prefix = "" if single else f"rank {rank} · "
         facts = trace.meta.ranks.get(rank)
         thread_names = facts.thread_names if facts is not None else {}
+        for i in np.flatnonzero(gpu[:, 0] == rank).tolist():
+            _, device, stream = gpu[i].tolist()
+            gpu_lane[i] = add(
+                {"rank": rank, "kind": "gpu", "group": f"{prefix}GPU {device}",
+                 "label": f"stream {stream}", "rows": 1, "device": device, "stream": stream}
+            )  # fmt: skip
         for i in np.flatnonzero(cpu[:, 0] == rank).tolist():
             _, pid, tid = cpu[i].tolist()
             thread = thread_names.get(f"{pid}/{tid}")
@@ -220,12 +229,6 @@ def _layout(
             cpu_lane[i] = add(
                 {"rank": rank, "kind": "cpu", "group": f"{prefix}CPU", "label": label,
                  "rows": 1, "tid": tid % 2**32}
-            )  # fmt: skip
-        for i in np.flatnonzero(gpu[:, 0] == rank).tolist():
-            _, device, stream = gpu[i].tolist()
-            gpu_lane[i] = add(
-                {"rank": rank, "kind": "gpu", "group": f"{prefix}GPU {device}",
-                 "label": f"stream {stream}", "rows": 1, "device": device, "stream": stream}
             )  # fmt: skip
         for j, (counter_rank, label, device, unit) in enumerate(counters):
             if counter_rank == rank:

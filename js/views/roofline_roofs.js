@@ -1,0 +1,105 @@
+// The roofline chart's roofs: the memory slope, a flat line per compute peak with its ridge,
+// their labels placed by js/model/roof_labels.js so none covers another, and the roofs as one
+// line of text under the chart. SVG helpers shared with roofline.js.
+
+import { formatBytesPerS, formatFlopsPerS, formatIntensity, ROOF_SOURCE_WORDS } from "../model/format.js";
+import { layoutRoofLabels } from "../model/roof_labels.js";
+import { memoryPolyline, roofPolyline } from "../model/roofline.js";
+import { node } from "./dom.js";
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+export function s(tag, attrs = {}, text) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  if (text !== undefined) el.textContent = String(text);
+  return el;
+}
+
+/** SVG text set through textContent; `rotate` (degrees) turns it about its anchor. */
+export function svgText(x, y, text, { rotate, ...attrs } = {}) {
+  const el = s("text", { x, y, ...attrs }, text);
+  if (rotate) el.setAttribute("transform", `rotate(${Number(rotate).toFixed(1)} ${x} ${y})`);
+  return el;
+}
+
+function polylineAttr(line, x, y) {
+  return line.map(([a, b]) => `${x.map(a).toFixed(1)},${y.map(b).toFixed(1)}`).join(" ");
+}
+
+/**
+ * The roofs as an SVG group.
+ * @param roofs roofsOf(hardware)
+ * @param domains the chart's {x, y} data domains
+ * @param x the x scale (logScale)
+ * @param y the y scale
+ * @param plot the plot's {left, right, top, bottom} in px
+ */
+export function drawRoofs(roofs, domains, x, y, plot) {
+  const g = s("g", { class: "gp-rl-roofs" });
+  const bw = roofs.memory ? roofs.memory.bandwidth : null;
+  if (bw && !roofs.compute.length) {
+    const line = memoryPolyline(bw, domains.x, domains.y);
+    if (line.length) {
+      g.appendChild(s("polyline", { points: polylineAttr(line, x, y), class: "gp-rl-roof", "data-roof": "dram" }));
+    }
+  }
+  const compute = [];
+  const ridges = [];
+  for (const roof of roofs.compute) {
+    const line = roofPolyline(roof.peak, bw, domains.x, domains.y);
+    if (!line.length) continue;
+    const poly = s("polyline", { points: polylineAttr(line, x, y), class: "gp-rl-roof", "data-roof": roof.key });
+    poly.appendChild(s("title", {}, `${roof.key}: ${formatFlopsPerS(roof.peak)}`));
+    g.appendChild(poly);
+    compute.push({ text: `${roof.key} ${formatFlopsPerS(roof.peak)}`, y: y.map(roof.peak) });
+    if (roof.ridge !== null && roof.ridge >= domains.x[0] && roof.ridge <= domains.x[1]) {
+      const rx = x.map(roof.ridge);
+      const ry = y.map(roof.peak);
+      g.appendChild(s("line", { x1: rx, x2: rx, y1: ry, y2: plot.bottom, class: "gp-rl-ridge-drop" }));
+      const mark = s("circle", { cx: rx, cy: ry, r: 3, class: "gp-rl-ridge" });
+      mark.appendChild(s("title", {}, `${roof.key} ridge: ${formatIntensity(roof.ridge)}`));
+      g.appendChild(mark);
+      ridges.push({ text: `ridge ${formatIntensity(roof.ridge)}`, x: rx });
+    }
+  }
+  let slope = null;
+  if (bw) {
+    // The memory roof's label runs along its slope, from where it enters the plot.
+    const line = roofs.compute.length
+      ? roofPolyline(Math.max(...roofs.compute.map((r) => r.peak)), bw, domains.x, domains.y)
+      : memoryPolyline(bw, domains.x, domains.y);
+    if (line.length >= 2) {
+      const [a, b] = line;
+      slope = { text: `DRAM ${formatBytesPerS(bw)}`, x0: x.map(a[0]), y0: y.map(a[1]), x1: x.map(b[0]), y1: y.map(b[1]) };
+    }
+  }
+  const labels = layoutRoofLabels({ plot, compute, ridges, slope });
+  const text = (label, className) =>
+    svgText(label.x, label.y, label.text, {
+      rotate: label.angle,
+      class: className,
+      ...(label.anchor === "end" ? { "text-anchor": "end" } : {}),
+    });
+  for (const label of labels.compute) g.appendChild(text(label, "gp-rl-roof-label"));
+  if (labels.slope) g.appendChild(text(labels.slope, "gp-rl-roof-label"));
+  for (const label of labels.ridges) if (label.shown) g.appendChild(text(label, "gp-rl-ridge-label"));
+  return g;
+}
+
+/** The roofs in one line of text, with their source ("Roofs of NVIDIA H100 (datasheet): ..."). */
+export function roofList(roofs, hardware) {
+  const box = node("div", "gp-rl-roofs-list");
+  if (!roofs.memory && !roofs.compute.length) return box;
+  const source = ROOF_SOURCE_WORDS[hardware.source] ?? hardware.source;
+  const parts = [];
+  if (roofs.memory) parts.push(`DRAM ${formatBytesPerS(roofs.memory.bandwidth)}`);
+  for (const r of roofs.compute) {
+    const ridge = r.ridge !== null ? `, ridge at ${formatIntensity(r.ridge)}` : "";
+    parts.push(`${r.key} ${formatFlopsPerS(r.peak)}${ridge}`);
+  }
+  const name = `${hardware.name ?? "this GPU"}${source ? ` (${source})` : ""}`;
+  box.textContent = `Roofs of ${name}: ${parts.join(" · ")}`;
+  if (hardware.citation) box.title = String(hardware.citation);
+  return box;
+}
