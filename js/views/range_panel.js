@@ -2,7 +2,7 @@
 // buttons, and what source.range says about it per rank (GPU busy share, top kernels and ops).
 
 import "./range_panel.css";
-import { formatCount, formatInstant, formatTime } from "../model/format.js";
+import { formatCount, formatFraction, formatInstant, formatPercent, formatTime } from "../model/format.js";
 import { button, node } from "./dom.js";
 
 /**
@@ -50,14 +50,14 @@ export function createRangePanel({ source, span, onZoom, onClose, isDestroyed })
     const recorded = Number(r?.recorded_ns);
     const partly = Number.isFinite(recorded) && length > 0 && recorded < 0.999 * length;
     if (partly) {
-      const share = ((100 * recorded) / length).toFixed(1);
-      const text = `recorded ${formatTime(recorded)} of it (${share} %; the rest lies between recorded windows): shares are of the recorded time`;
+      const share = formatFraction(recorded / length);
+      const text = `recorded ${formatTime(recorded)} of it (${share}; the rest lies between recorded windows): shares are of the recorded time`;
       parts.push(node("div", "gp-muted gp-range-recorded", text));
     }
     const before = parts.length;
     for (const rank of r?.ranks ?? []) {
       const box = node("div", "gp-range-rank");
-      const busy = rank.gpu_busy_pct === null || rank.gpu_busy_pct === undefined ? "no GPU activity" : `GPU busy ${Number(rank.gpu_busy_pct).toFixed(1)} % (${formatTime(Number(rank.gpu_busy_ns))})`;
+      const busy = rank.gpu_busy_pct === null || rank.gpu_busy_pct === undefined ? "no GPU activity" : `GPU busy ${formatPercent(rank.gpu_busy_pct)} (${formatTime(Number(rank.gpu_busy_ns))})`;
       box.append(node("div", "gp-rank-title", `rank ${rank.rank} · ${busy} · ${formatCount(rank.kernels ?? 0)} kernels`));
       if (rank.top_kernels?.length) box.append(topTable("top kernels", rank.top_kernels));
       if (rank.top_ops?.length) box.append(topTable("top ops", rank.top_ops));

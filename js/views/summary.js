@@ -2,7 +2,7 @@
 // trace (kernel names, device names, paths) goes through textContent, never through HTML parsing.
 // Hints are not listed here: the hints panel (views/hints.js) shows them.
 
-import { formatBytes, formatCount, formatPercent, formatTime } from "../model/format.js";
+import { formatBytes, formatBytesPerS, formatCount, formatPercent, formatTime } from "../model/format.js";
 import { node } from "./dom.js";
 
 export const COUNT_KEYS = ["kernels", "memcpy", "memset", "ops"];
@@ -148,7 +148,7 @@ function rankSection(rank, multi, onSelectName) {
       formatCount(c.count),
       formatBytes(Number(c.bytes)),
       formatTime(Number(c.total_ns)),
-      Number.isFinite(Number(c.gbps)) ? `${Number(c.gbps).toFixed(1)} GB/s` : "–",
+      formatBytesPerS(Number(c.gbps) * 1e9),
     ]);
     const copies = node("div", "gp-top");
     copies.appendChild(node("div", "gp-subtitle", "Copies"));

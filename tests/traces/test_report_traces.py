@@ -32,3 +32,20 @@ def test_every_shared_trace_renders_as_text(kineto_path: Path) -> None:
         assert f"rank {rank['rank']} " in text
     for hint in report["hints"][:5]:
         assert hint["title"] in text
+
+
+def test_a_multi_rank_roofline_shows_the_ops_it_can_place() -> None:
+    # DLRM on 8 ranks: the heaviest points are NCCL collectives, which have no FLOPs; the ops
+    # whose FLOPs are counted (their shapes were recorded) must still make the roofline.
+    profile = gpuprofile.load(
+        require_trace(SHARED_TRACES / "kineto-distributed" / "param_dlrm_8xV100")
+    )
+    trace = profile.trace
+    # Independently: which recorded ops have matmul input shapes (what a FLOP formula needs).
+    mm = trace.ops[trace.ops["name"].astype(str).isin(["aten::mm", "aten::addmm", "aten::bmm"])]
+    assert (mm["input_dims"].astype(str) != "None").any()
+    points = profile.report()["roofline"]["points"]
+    placed = [p for p in points if p["flops"]]
+    assert placed and len(points) <= 50
+    assert "no op has a FLOP count" not in profile.text()
+    assert f"x{placed[0]['count']}" in profile.text()

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 import msgspec
+import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import run_detectors
@@ -96,7 +97,13 @@ def _jsonable(value: Any) -> Any:
 
 
 def _roofline_points(points: Any, limit: int) -> list[dict[str, Any]]:
-    heaviest = points.sort_values("time_ns", ascending=False, kind="stable").head(limit)
+    """The ``limit`` heaviest points that can be placed (known FLOPs) first, then the heaviest
+    others: on a multi-rank job the heaviest are collectives without FLOPs, and a roofline of
+    those alone would be empty while FLOP counts cover much of the time."""
+    ordered = points.sort_values("time_ns", ascending=False, kind="stable")
+    placed = ordered["flops"].to_numpy() > 0
+    chosen = pd.concat([ordered[placed].head(limit), ordered[~placed]]).head(limit)
+    heaviest = chosen.sort_values("time_ns", ascending=False, kind="stable")
     return [
         {**{k: record.get(k) for k in ROOFLINE_POINT_FIELDS}, "event_ids": record["event_ids"]}
         for record in heaviest.to_dict("records")

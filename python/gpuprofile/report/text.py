@@ -151,8 +151,9 @@ def _roofline_lines(roofline: dict[str, Any] | None, limit: int = 5) -> list[str
     if not roofline:
         return []
     coverage = roofline.get("coverage")
-    ops = [p for p in roofline.get("points", []) if p["level"] == "op" and p["flops"]]
-    if not ops:
+    # Ops, or kernels that inherit their launching op's FLOPs (GPU traces).
+    placed = [p for p in roofline.get("points", []) if p["flops"]]
+    if not placed:
         # Nothing to place on a roofline: one line that says why, not an empty section.
         return ["", "roofline: no op has a FLOP count (no input shapes recorded, or no op "
                 "with a known formula ran)"]  # fmt: skip
@@ -165,7 +166,7 @@ def _roofline_lines(roofline: dict[str, Any] | None, limit: int = 5) -> list[str
             else "an unknown share"
         )
     )
-    for point in ops[:limit]:
+    for point in placed[:limit]:
         pct = point.get("pct_of_roof")
         roof = (
             f"{point['bound']}-bound, {format_percent(pct, 0)} of the {point['roof']} roof"
