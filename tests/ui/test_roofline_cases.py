@@ -1,7 +1,8 @@
 """The roofline panel on two cases the H100 trace of test_panels does not have: roofs so close
 that their lines nearly touch, with a point far above the DRAM roof (a trace the test writes,
-against roofs it gives); and a multi-rank job (DLRM on 8 V100s, ../shared/traces) where no
-point of the report has a FLOP count, so there is nothing to plot.
+against roofs it gives); a multi-rank job whose ops recorded no shapes, so no point has a
+FLOP count and there is nothing to plot; and DLRM on 8 V100s (../shared/traces), whose heaviest
+points are collectives without FLOPs, but whose roofline still shows the kernels it can place.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from pathlib import Path
 import pytest
 from widget_page import notebook_json, open_notebook, printed, roof_label_overlaps
 
-from helpers.kineto_docs import cpu_op, document, write
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 from helpers.prerequisites import SHARED_TRACES, require_trace
 
 pytestmark = [pytest.mark.ui, pytest.mark.traces]
 
-JOB = SHARED_TRACES / "kineto-distributed" / "param_dlrm_8xV100"
+DLRM = SHARED_TRACES / "kineto-distributed" / "param_dlrm_8xV100"
 
 CROWDED = """\
 import json
@@ -41,7 +42,7 @@ import gpuprofile
 
 job = gpuprofile.load({job!r})
 report = job.report()
-print("GPUPROFILE_JOB", json.dumps({{
+print({marker!r}, json.dumps({{
     "ranks": len(report["ranks"]),
     "points": len(report["roofline"]["points"]),
     "with_flops": sum(1 for pt in report["roofline"]["points"] if pt["flops"]),
@@ -50,20 +51,41 @@ job
 """
 
 
+def _job_without_shapes(folder: Path) -> Path:
+    """Two ranks of a job whose ops recorded no shapes: a gemm and an all-reduce each."""
+    folder.mkdir(exist_ok=True)
+    for rank in range(2):
+        events = [
+            cpu_op("aten::mm", 0, 50, ext=1),
+            runtime("cudaLaunchKernel", 5, 5, corr=1),
+            kernel("gemm", 20, 30, corr=1),
+            kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 60, 40, corr=2, stream=9),
+        ]
+        info = {"backend": "nccl", "rank": rank, "world_size": 2}
+        write(folder / f"rank{rank}.json", document(events, distributedInfo=info))
+    return folder
+
+
 @pytest.fixture(scope="module")
 def expected(module_page, jupyterlab: str, notebook_dir: Path) -> dict:
-    require_trace(JOB)
+    require_trace(DLRM)
     shapes = {"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}
     events = [cpu_op("aten::mm", 10 * i, 1, ext=i, **shapes) for i in range(3)]
     trace = write(notebook_dir / "crowded.json", document(events))
-    cells = [CROWDED.format(trace=str(trace)), JOB_CELL.format(job=str(JOB))]
+    job = _job_without_shapes(notebook_dir / "job")
+    cells = [
+        CROWDED.format(trace=str(trace)),
+        JOB_CELL.format(job=str(job), marker="GPUPROFILE_JOB"),
+        JOB_CELL.format(job=str(DLRM), marker="GPUPROFILE_DLRM"),
+    ]
     (notebook_dir / "roofline_cases.ipynb").write_text(json.dumps(notebook_json(*cells)))
     outputs = open_notebook(
-        module_page, jupyterlab, "roofline_cases.ipynb", marker="GPUPROFILE_JOB", widgets=2
+        module_page, jupyterlab, "roofline_cases.ipynb", marker="GPUPROFILE_DLRM", widgets=3
     )
     return {
         "crowded": printed(outputs, "GPUPROFILE_EXPECT"),
         "job": printed(outputs, "GPUPROFILE_JOB"),
+        "dlrm": printed(outputs, "GPUPROFILE_DLRM"),
     }
 
 
@@ -98,7 +120,7 @@ def test_a_job_without_flop_counts_has_no_empty_chart(
     module_page, expected: dict, artifacts_dir
 ) -> None:
     job = expected["job"]
-    assert job["ranks"] == 8 and job["points"] > 0 and job["with_flops"] == 0, job
+    assert job["ranks"] == 2 and job["points"] > 0 and job["with_flops"] == 0, job
     roofline = _roofline(module_page, 1)
     roofline.scroll_into_view_if_needed()
     assert roofline.get_attribute("data-chart") == "none"
@@ -106,5 +128,17 @@ def test_a_job_without_flop_counts_has_no_empty_chart(
     (line,) = roofline.locator(".gp-rl-empty").all_inner_texts()
     assert f"none of the {job['points']} ops and kernels in the report has a FLOP count" in line
     roofline.screenshot(path=str(artifacts_dir / "roofline-job.png"))
-    # The H100-like chart above still drew its chart.
+    # The crowded chart above still drew its chart.
     assert _roofline(module_page, 0).get_attribute("data-chart") == "drawn"
+
+
+def test_a_job_whose_heaviest_points_are_collectives_still_shows_its_kernels(
+    module_page, expected: dict
+) -> None:
+    # The report keeps the heaviest points with FLOPs, not only the 50 heaviest (NCCL here).
+    dlrm = expected["dlrm"]
+    assert dlrm["ranks"] == 8 and dlrm["with_flops"] > 0, dlrm
+    roofline = _roofline(module_page, 2)
+    roofline.scroll_into_view_if_needed()
+    assert roofline.get_attribute("data-chart") == "drawn"
+    assert roofline.locator("circle[data-point]").count() > 0
