@@ -7,9 +7,10 @@ values are checked. No torch here: the magic reads this module to build its argu
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,23 @@ from gpuprofile.hardware.model import Hardware
 WARMUP = 1
 # (wait, active, repeat) as checked; repeat 0 means until the capture ends.
 StepSchedule = tuple[int, int, int]
+
+
+def parse_steps(text: str) -> tuple[int, ...]:
+    """``"WAIT,ACTIVE[,REPEAT]"`` as numbers (checked by CaptureOptions)."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
+        raise OptionError("steps", text, "expected WAIT,ACTIVE[,REPEAT] as whole numbers")
+    return tuple(int(p) for p in parts)
+
+
+def _number(name: str, text: str, *, kind: type[int] | type[float]) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise OptionError(
+            name, text, f"expected {'a whole' if kind is int else 'a'} number"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -65,7 +83,7 @@ OPTIONS: tuple[Option, ...] = (
         "--interval",
         "SECONDS",
         "seconds between gauge readings (GPU and memory use, power, process CPU); 0: none",
-        lambda text: _number("interval", text, float),
+        functools.partial(_number, "interval", kind=float),
     ),
     Option(
         "steps",
@@ -73,7 +91,7 @@ OPTIONS: tuple[Option, ...] = (
         "WAIT,ACTIVE[,REPEAT]",
         "record only some steps (gpuprofile.step() or optimizer.step() calls): skip WAIT, warm "
         "up 1, record ACTIVE; REPEAT times (0: until the end); windows show while it runs",
-        lambda text: parse_steps(text),
+        parse_steps,
     ),
     Option(
         "max_events",
@@ -81,7 +99,7 @@ OPTIONS: tuple[Option, ...] = (
         "N",
         "with steps: once the kept windows hold more than N events, later ones are dropped "
         "(none: min(5 M, available memory / 2 KB))",
-        lambda text: _number("max_events", text, int),
+        functools.partial(_number, "max_events", kind=int),
     ),
 )
 
@@ -99,7 +117,7 @@ class CaptureOptions:
     interval: float = 0.1
     # (wait, active) or (wait, active, repeat): a torch.profiler schedule, each recorded window
     # read apart; held as (wait, active, repeat).
-    steps: tuple[int, ...] | None = field(default=None)
+    steps: tuple[int, ...] | None = None
     max_events: int | None = None
 
     def __post_init__(self) -> None:
@@ -116,10 +134,9 @@ class CaptureOptions:
                 self.hardware,
                 f"expected a gpuprofile Hardware, got {type(self.hardware).__name__}",
             )
-        interval = 0.0 if self.interval is None else self.interval
-        if not isinstance(interval, int | float) or interval < 0:
+        if not isinstance(self.interval, int | float) or self.interval < 0:
             raise OptionError("interval", self.interval, "must be 0 (off) or positive seconds")
-        object.__setattr__(self, "interval", float(interval))
+        object.__setattr__(self, "interval", float(self.interval))
         if self.steps is not None:
             object.__setattr__(self, "steps", _checked_steps(self.steps))
         if self.max_events is not None:
@@ -157,23 +174,6 @@ def _checked_steps(steps: Any) -> StepSchedule:
     if active < 1:
         raise OptionError("steps", steps, "ACTIVE (steps recorded per window) must be at least 1")
     return wait, active, repeat
-
-
-def parse_steps(text: str) -> tuple[int, ...]:
-    """``"WAIT,ACTIVE[,REPEAT]"`` as numbers (checked by CaptureOptions)."""
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
-        raise OptionError("steps", text, "expected WAIT,ACTIVE[,REPEAT] as whole numbers")
-    return tuple(int(p) for p in parts)
-
-
-def _number(name: str, text: str, kind: type[int] | type[float]) -> Any:
-    try:
-        return kind(text)
-    except ValueError:
-        raise OptionError(
-            name, text, f"expected {'a whole' if kind is int else 'a'} number"
-        ) from None
 
 
 def options_doc() -> str:

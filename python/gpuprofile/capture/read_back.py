@@ -9,7 +9,6 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import torch
 from torch.profiler import profile as torch_profile
 
 from gpuprofile.importers.kineto import load_kineto
@@ -25,9 +24,7 @@ def read_back(prof: torch_profile, export: str | None) -> Trace:
     else:
         with tempfile.TemporaryDirectory(prefix="gpuprofile-") as tmp:
             trace = _export_and_load(prof, Path(tmp) / "capture.pt.trace.json")
-    return trace.with_meta(
-        source=Source(format="capture", path=export), framework={"torch": torch.__version__}
-    )
+    return trace.with_meta(source=Source(format="capture", path=export))
 
 
 def empty_capture(started_ns: int) -> Trace:
@@ -35,7 +32,6 @@ def empty_capture(started_ns: int) -> Trace:
     return Trace(
         meta=TraceMeta(
             source=Source(format="capture"),
-            framework={"torch": torch.__version__},
             origin_ns=started_ns,
             ranks={0: RankMeta()},
         )

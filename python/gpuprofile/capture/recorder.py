@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch.profiler import ProfilerAction
 from torch.profiler import profile as torch_profile
 from torch.profiler import schedule as torch_schedule
@@ -173,7 +172,6 @@ class WindowRecorder:
         )
         # The windows lost while the cell ran come before those lost reading them.
         return trace.with_meta(
-            framework={"torch": torch.__version__},
             dropped=dropped,
             errors=(*self.errors, *trace.meta.errors, *lost),
         )

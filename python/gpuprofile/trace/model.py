@@ -9,7 +9,7 @@ A multi-rank run is one Trace with a ``rank`` column.
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -222,8 +222,11 @@ class Trace:
         return list(facts.devices) if facts is not None else []
 
     def with_meta(self, **facts: Any) -> Trace:
-        """The same tables, with these facts of ``TraceMeta`` changed (a new Trace)."""
-        return dataclasses.replace(self, meta=msgspec.structs.replace(self.meta, **facts))
+        """The same tables, with these facts of ``TraceMeta`` changed (a new Trace). The
+        tables were validated when this Trace was built: they are shared, not checked again."""
+        changed = copy.copy(self)
+        object.__setattr__(changed, "meta", msgspec.structs.replace(self.meta, **facts))
+        return changed
 
     def table(self, name: str) -> pd.DataFrame:
         if name not in SCHEMA:

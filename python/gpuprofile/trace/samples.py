@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+import msgspec
 import numpy as np
 
 from gpuprofile.trace.meta import Sampling
@@ -101,7 +102,9 @@ def with_samples(
         },
     )
     sampling = Sampling(interval_s=interval_s, missing=dict(missing), dropped=int(dropped))
-    return replace(trace, counters=counters).with_meta(sampling=sampling)
+    return replace(
+        trace, counters=counters, meta=msgspec.structs.replace(trace.meta, sampling=sampling)
+    )
 
 
 def trace_end_ns(trace: Trace) -> int | None:
