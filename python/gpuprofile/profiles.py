@@ -110,7 +110,7 @@ class Profile:
         return (
             f"<gpuprofile.Profile {trace.meta.source.format}"
             + (f" {os.path.basename(where)!r}" if where else "")
-            + f": {ranks} rank{'s' if ranks != 1 else ''}, {format_count(events)} events"
+            + f": {format_count(ranks, 'rank')}, {format_count(events, 'event')}"
             + (", partial" if trace.meta.partial else "")
             + ">"
         )

@@ -109,10 +109,14 @@ def format_fraction(fraction: float | None, digits: int = 1) -> str:
     return UNKNOWN if v is None else format_percent(v * 100, digits)
 
 
-def format_count(n: float | None) -> str:
-    """A count with thousands separators: 12345 -> "12,345"."""
+def format_count(n: float | None, noun: str = "") -> str:
+    """A count with thousands separators: 12345 -> "12,345"; of a noun, in its number:
+    (1, "call") -> "1 call", (12345, "call") -> "12,345 calls"."""
     v = _known(n)
-    return UNKNOWN if v is None else f"{_round(v):,}"
+    if v is None:
+        return UNKNOWN
+    count = _round(v)
+    return f"{count:,} {noun}{'' if count == 1 else 's'}" if noun else f"{count:,}"
 
 
 def format_intensity(flops_per_byte: float | None) -> str:

@@ -129,7 +129,7 @@ def test_a_magic_nested_as_the_cells_body_shows_only_the_error(
     assert not result.success and "x_inner" not in shell.user_ns
     out, err = capsys.readouterr()
     printed = out + err
-    assert [line for line in printed.splitlines() if PROFILER_BUSY in line] != []
+    assert len([line for line in printed.splitlines() if PROFILER_BUSY in line]) == 1, printed
     assert "Traceback" not in printed
     (widget,) = shown  # the live widget, shown while the cell ran
     assert widget.comm is None  # closed

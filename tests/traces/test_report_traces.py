@@ -41,11 +41,18 @@ def test_a_multi_rank_roofline_shows_the_ops_it_can_place() -> None:
         require_trace(SHARED_TRACES / "kineto-distributed" / "param_dlrm_8xV100")
     )
     trace = profile.trace
+    # The premise, from the kernels themselves: the heaviest kernels by total time are NCCL's.
+    totals = trace.kernels.groupby("name", observed=True)["dur_ns"].sum().sort_values()
+    assert all(name.startswith("ncclKernel") for name in totals.index[-2:].astype(str))
     # Independently: which recorded ops have matmul input shapes (what a FLOP formula needs).
     mm = trace.ops[trace.ops["name"].astype(str).isin(["aten::mm", "aten::addmm", "aten::bmm"])]
     assert (mm["input_dims"].astype(str) != "None").any()
     points = profile.report()["roofline"]["points"]
     placed = [p for p in points if p["flops"]]
     assert placed and len(points) <= 50
-    assert "no op has a FLOP count" not in profile.text()
-    assert f"x{placed[0]['count']}" in profile.text()
+    text = profile.text()
+    assert "no op has a FLOP count" not in text
+    # The text's roofline lines (the only ones with an intensity) list the placed points.
+    lines = [line for line in text.splitlines() if "FLOP/B" in line]
+    assert len(lines) == min(5, len(placed))
+    assert f"x{placed[0]['count']}" in lines[0]

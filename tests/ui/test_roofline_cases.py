@@ -16,7 +16,7 @@ from widget_page import notebook_json, open_notebook, printed, roof_label_overla
 from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 from helpers.prerequisites import SHARED_TRACES, require_trace
 
-pytestmark = [pytest.mark.ui, pytest.mark.traces]
+pytestmark = pytest.mark.ui
 
 DLRM = SHARED_TRACES / "kineto-distributed" / "param_dlrm_8xV100"
 
@@ -68,7 +68,6 @@ def _job_without_shapes(folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def expected(module_page, jupyterlab: str, notebook_dir: Path) -> dict:
-    require_trace(DLRM)
     shapes = {"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}
     events = [cpu_op("aten::mm", 10 * i, 1, ext=i, **shapes) for i in range(3)]
     trace = write(notebook_dir / "crowded.json", document(events))
@@ -76,16 +75,19 @@ def expected(module_page, jupyterlab: str, notebook_dir: Path) -> dict:
     cells = [
         CROWDED.format(trace=str(trace)),
         JOB_CELL.format(job=str(job), marker="GPUPROFILE_JOB"),
-        JOB_CELL.format(job=str(DLRM), marker="GPUPROFILE_DLRM"),
     ]
+    # The shared trace only where it is: the other cases need nothing from ../shared.
+    if DLRM.exists():
+        cells.append(JOB_CELL.format(job=str(DLRM), marker="GPUPROFILE_DLRM"))
+    last = "GPUPROFILE_DLRM" if DLRM.exists() else "GPUPROFILE_JOB"
     (notebook_dir / "roofline_cases.ipynb").write_text(json.dumps(notebook_json(*cells)))
     outputs = open_notebook(
-        module_page, jupyterlab, "roofline_cases.ipynb", marker="GPUPROFILE_DLRM", widgets=3
+        module_page, jupyterlab, "roofline_cases.ipynb", marker=last, widgets=len(cells)
     )
     return {
         "crowded": printed(outputs, "GPUPROFILE_EXPECT"),
         "job": printed(outputs, "GPUPROFILE_JOB"),
-        "dlrm": printed(outputs, "GPUPROFILE_DLRM"),
+        "dlrm": printed(outputs, "GPUPROFILE_DLRM") if DLRM.exists() else None,
     }
 
 
@@ -132,10 +134,12 @@ def test_a_job_without_flop_counts_has_no_empty_chart(
     assert _roofline(module_page, 0).get_attribute("data-chart") == "drawn"
 
 
+@pytest.mark.traces
 def test_a_job_whose_heaviest_points_are_collectives_still_shows_its_kernels(
     module_page, expected: dict
 ) -> None:
     # The report keeps the heaviest points with FLOPs, not only the 50 heaviest (NCCL here).
+    require_trace(DLRM)
     dlrm = expected["dlrm"]
     assert dlrm["ranks"] == 8 and dlrm["with_flops"] > 0, dlrm
     roofline = _roofline(module_page, 2)

@@ -119,6 +119,7 @@ def test_repr_is_one_line_made_without_the_analysis(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(build, "build_report", no_report)
     events = sum(len(p.trace.table(t)) for t in ("ops", "runtime", "kernels", "memcpy", "memset"))
     assert repr(p) == f"<gpuprofile.Profile capture: 1 rank, {events:,} events>"
+    assert p._analysis is None  # nothing analysed to write it
     monkeypatch.undo()
     # print() and str() give the text report.
     assert str(p) == p.text() and p.text().startswith("gpuprofile report (capture)")

@@ -211,7 +211,7 @@ def test_data_loading_fires_when_the_gpu_waits_for_the_loader(tmp_path: Path) ->
     )
     assert hint.numbers["batches"] == 1
     # One call recorded: nothing says a pass over the loader ended (an empty last call).
-    assert "1 calls for a batch," in hint.explanation and "finds none" not in hint.explanation
+    assert "1 call for a batch," in hint.explanation and "finds none" not in hint.explanation
     assert hint.numbers["mean_batch_ns"] == 300 * US
     assert hint.numbers["workers"] == "no"
     assert any("num_workers" in step for step in hint.fix)

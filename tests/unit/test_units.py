@@ -41,3 +41,10 @@ def test_numbers_read_as_the_widget_shows_them(fn: str, args: tuple[Any, ...], t
 def test_durations_are_never_spelt_us() -> None:
     assert units.format_time(3_000) == "3.00 µs"
     assert units.format_time(-3_000) == "-3.00 µs"
+
+
+def test_a_count_of_a_noun_takes_its_number() -> None:
+    assert units.format_count(1, "call") == "1 call"
+    assert units.format_count(0, "window") == "0 windows"
+    assert units.format_count(12_345, "event") == "12,345 events"
+    assert units.format_count(None, "call") == units.UNKNOWN

@@ -5,6 +5,7 @@ part of the capture failed."""
 from __future__ import annotations
 
 from gpuprofile.trace.meta import Dropped, TraceMeta
+from gpuprofile.units import format_count
 
 # Windows named one by one in the steps notice before the rest are summed up.
 NAMED_WINDOWS = 6
@@ -66,7 +67,7 @@ def _steps_text(meta: TraceMeta) -> str | None:
     named = ", ".join(f"#{a}" if a == b else f"#{a}-{b}" for a, b in ranges[:NAMED_WINDOWS])
     if len(ranges) > NAMED_WINDOWS:
         named += f" and {len(ranges) - NAMED_WINDOWS} more"
-    windows = f"{len(ranges)} window" + ("s" if len(ranges) != 1 else "")
+    windows = format_count(len(ranges), "window")
     where = f" in {windows} ({named}; numbered from 0, as ProfilerStep#N)" if ranges else ""
     text = f"recorded {recorded} of {count} steps{where}"
     if not ranges and count <= before:

@@ -34,7 +34,7 @@ from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import LOADER_OP
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
-from gpuprofile.units import format_fraction, format_time
+from gpuprofile.units import format_count, format_fraction, format_time
 
 MIN_GAIN_SHARE = 0.01
 MIN_CPU_SHARE = 0.05
@@ -183,7 +183,7 @@ def _hint(
         gain_method=gain_method,
         confidence=confidence,
         explanation=(
-            f"Rank {rank}: {what}. {len(calls)} calls for a batch, "
+            f"Rank {rank}: {what}. {format_count(len(calls), 'call')} for a batch, "
             f"{format_time(int(per_call.mean()) if len(per_call) else 0)} each on average, longest "
             f"{format_time(int(per_call.max()) if len(per_call) else 0)}; "
             + ("worker processes are in use." if workers else "no worker processes.")

@@ -30,7 +30,7 @@ from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
 from gpuprofile.analyses.names import short_kernel_name
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
-from gpuprofile.units import format_percent, format_time
+from gpuprofile.units import format_count, format_percent, format_time
 
 MIN_KERNEL_NS = 10_000
 # A kernel counts when at least this share of its waves' capacity sat idle.
@@ -141,17 +141,17 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
     parts = []
     if len(under):
         parts.append(
-            f"{_count(len(under), 'kernel')} ({format_time(under['dur_ns'].sum())}) launched "
+            f"{format_count(len(under), 'kernel')} ({format_time(under['dur_ns'].sum())}) launched "
             f"fewer blocks than the GPU's {sms} SMs"
         )
     if len(tail):
         parts.append(
-            f"{_count(len(tail), 'kernel')} ({format_time(tail['dur_ns'].sum())}) ended with a "
-            "mostly empty last wave"
+            f"{format_count(len(tail), 'kernel')} ({format_time(tail['dur_ns'].sum())}) ended "
+            "with a mostly empty last wave"
         )
     return Hint(
         kind="low-occupancy",
-        title=f"{_count(len(hits), 'kernel')} leave SMs idle ({sms} SMs)",
+        title=f"{format_count(len(hits), 'kernel')} leave SMs idle ({sms} SMs)",
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
@@ -192,14 +192,10 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
 def _describe(name: str, rows: pd.DataFrame) -> str:
     first = rows.iloc[0]
     if bool(first["underfilled"]):
-        shape = f"{_count(int(first['blocks']), 'block')} on {int(first['sms'])} SMs"
+        shape = f"{format_count(int(first['blocks']), 'block')} on {int(first['sms'])} SMs"
     else:
         shape = f"{first['waves']:.2f} waves of {int(first['sms'])}x{int(first['slots'])} blocks"
     return f"{short_kernel_name(name)} x{len(rows)}, {format_time(rows['dur_ns'].sum())}, {shape}"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _top_names(hits: pd.DataFrame, limit: int) -> list[tuple[str, pd.DataFrame]]:

@@ -28,6 +28,7 @@ from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import (
     format_bytes_per_s,
+    format_count,
     format_flops_per_s,
     format_fraction,
     format_percent,
@@ -141,8 +142,7 @@ def _hint(
     return Hint(
         kind="memory-bound" if memory else "compute-bound",
         title=(
-            f"{len(rows)} {bound}-bound "
-            f"op{'s' if len(rows) != 1 else ''} at "
+            f"{format_count(len(rows), f'{bound}-bound op')} at "
             f"{format_percent(mean_pct, 0)} of "
             f"{'DRAM bandwidth' if memory else 'compute peak'}"
         ),
@@ -156,7 +156,7 @@ def _hint(
         ),
         confidence="medium" if hardware.source in ("datasheet", "calibrated", "user") else "low",
         explanation=(
-            f"{len(rows)} op{'s' if len(rows) != 1 else ''} (by name and shapes; "
+            f"{format_count(len(rows), 'op')} (by name and shapes; "
             f"{int(rows['count'].sum())} calls, {format_time(time_ns)}) ran "
             f"{bound}-bound at a time-weighted {format_percent(mean_pct, 0)} of {roof_text}. "
             f"Heaviest: {heaviest}."
