@@ -8,7 +8,7 @@
 
 import "./widget.css";
 import { decodeTable } from "./model/decode.js";
-import { envelope, eventRows, evidenceGroup, heaviest, indexMarks, pointGroup } from "./model/marks.js";
+import { envelope, eventRows, evidenceGroup, indexMarks, pointGroup, zoomSpan } from "./model/marks.js";
 import { createRemoteSource } from "./model/source.js";
 import { createGauges } from "./views/gauges.js";
 import { createHints } from "./views/hints.js";
@@ -63,8 +63,7 @@ function render({ model, el }) {
       (reply) => {
         if (disposed || mine !== namedToken) return;
         const rows = eventRows(reply.table);
-        const top = rows.find((r) => r.id === reply.heaviest) || heaviest(rows);
-        show(rows, name, { total: reply.count, zoom: top ? [top.start_ns, top.start_ns + top.dur_ns] : null });
+        show(rows, name, { total: reply.count, zoom: zoomSpan(rows, reply.heaviest) });
         timelineSlot.scrollIntoView?.({ block: "nearest", behavior: "smooth" });
       },
       (err) => {
@@ -88,12 +87,8 @@ function render({ model, el }) {
   function onSelectPoint(k) {
     const point = ((summary.roofline || {}).points || [])[k] || {};
     const group = pointGroup(marks.groups, k);
-    showMarks(group, point.name || "roofline point", (rows) => {
-      // Python names the heaviest instance (by GPU time for op points); else the longest.
-      const named = (marks.groups[group] || {}).heaviest;
-      const top = rows.find((r) => r.id === named) || heaviest(rows);
-      return top ? [top.start_ns, top.start_ns + top.dur_ns] : [0, 0];
-    });
+    // Python names the heaviest instance (by GPU time for op points); else the longest.
+    showMarks(group, point.name || "roofline point", (rows) => zoomSpan(rows, (marks.groups[group] || {}).heaviest));
   }
 
   function renderPanels() {

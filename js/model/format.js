@@ -45,6 +45,20 @@ export function num(x) {
 }
 
 /**
+ * part / whole (times `scale`) when both are known and whole > 0, else null: a share or a rate
+ * from report fields, unknown where either field is. ratio(bytes, total_ns, 1e9) is bytes/s.
+ * @param {unknown} part
+ * @param {unknown} whole
+ * @param {number} [scale]
+ * @returns {number | null}
+ */
+export function ratio(part, whole, scale = 1) {
+  const p = num(part);
+  const w = num(whole);
+  return p === null || w === null || !(w > 0) ? null : (p / w) * scale;
+}
+
+/**
  * 3 significant digits without exponent notation: 3.35, 33.5, 335, 3350, 0.000000150. The
  * decimals follow the rounded value, so 99.95 reads "100" and 9.996 "10.0" (not "100.0", "10.00").
  * @param {number} v
@@ -149,10 +163,10 @@ export function formatCount(n) {
 /** @typedef {{ns: number, label: string}} TimeUnit */
 
 /**
- * Time units, largest first (shared with the timeline's axis).
+ * Time units, largest first: formatTime's, and through timeUnitFor the timeline axis's.
  * @type {TimeUnit[]}
  */
-export const TIME_UNITS = [
+const TIME_UNITS = [
   { ns: 1e9, label: "s" },
   { ns: 1e6, label: "ms" },
   { ns: 1e3, label: "µs" },

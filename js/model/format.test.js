@@ -21,6 +21,7 @@ import {
   gaugesByRank,
   hintNumberLabel,
   num,
+  ratio,
   UNKNOWN,
 } from "./format.js";
 
@@ -74,6 +75,19 @@ test("unknown numbers are unknown, not zero", () => {
   }
   assert.equal(num("12.5"), 12.5);
   assert.equal(num(0), 0);
+});
+
+test("a ratio of report fields is unknown where either is, or the whole is not positive", () => {
+  assert.equal(ratio(1, 4), 0.25);
+  assert.equal(ratio("3", 4, 100), 75);
+  // Bytes over ns as bytes per second: a slow copy is slow, not 0.
+  assert.equal(ratio(1000, 1e6, 1e9), 1e6);
+  assert.equal(formatBytesPerS(ratio(1000, 1e6, 1e9)), "1.00 MB/s");
+  assert.equal(ratio(0, 5), 0);
+  for (const [part, whole] of [[null, 4], [1, null], [undefined, 4], [1, 0], [1, -2], ["abc", 4], [1, NaN]]) {
+    assert.equal(ratio(part, whole), null, `${part} / ${whole}`);
+  }
+  assert.equal(formatFraction(ratio(null, 4)), UNKNOWN);
 });
 
 test("points in time keep the decimals their resolution needs", () => {

@@ -6,7 +6,19 @@
  * A group of marks (the table's meta.groups): a hint's evidence entry or a roofline point.
  * @typedef {{kind?: string, hint?: number, evidence?: number, point?: number, total?: number, heaviest?: number, [key: string]: unknown}} MarkGroup
  */
-/** @typedef {{id: number, lane: number, row: number, start_ns: number, dur_ns: number, name: number}} MarkRow */
+/** An event as the timeline's highlight() takes it. @typedef {{id: number, lane: number, row: number, start_ns: number, dur_ns: number}} EventRow */
+/** @typedef {EventRow & {name: number}} MarkRow */
+
+/**
+ * Row r of an event table's columns (id, lane, row, start_ns, dur_ns; no row column: row 0).
+ * @param {Record<string, import("./decode.js").Column>} columns
+ * @param {number} r
+ * @returns {EventRow}
+ */
+export function eventRow(columns, r) {
+  const c = columns;
+  return { id: c.id[r], lane: c.lane[r], row: c.row ? c.row[r] : 0, start_ns: c.start_ns[r], dur_ns: c.dur_ns[r] };
+}
 
 /**
  * @param {import("./decode.js").Table | null | undefined} table decoded marks table
@@ -34,9 +46,7 @@ export function indexMarks(table) {
     const out = [];
     for (let r = lo[g]; r < hi[g]; r++) {
       if (c.group[r] !== g) continue;
-      out.push({
-        id: c.id[r], lane: c.lane[r], row: c.row[r], start_ns: c.start_ns[r], dur_ns: c.dur_ns[r], name: c.name[r],
-      });
+      out.push({ ...eventRow(c, r), name: c.name[r] });
     }
     return out;
   }
@@ -47,16 +57,14 @@ export function indexMarks(table) {
  * The rows of an event table (search hits, the instances of a name) as the timeline's
  * highlight() takes them.
  * @param {import("./decode.js").Table | null | undefined} table
- * @returns {{id: number, lane: number, row: number, start_ns: number, dur_ns: number}[]}
+ * @returns {EventRow[]}
  */
 export function eventRows(table) {
   const n = (table && table.n) || 0;
   /** @type {Record<string, import("./decode.js").Column>} */
   const c = (table && table.columns) || {};
   const out = [];
-  for (let r = 0; r < n; r++) {
-    out.push({ id: c.id[r], lane: c.lane[r], row: c.row ? c.row[r] : 0, start_ns: c.start_ns[r], dur_ns: c.dur_ns[r] });
-  }
+  for (let r = 0; r < n; r++) out.push(eventRow(c, r));
   return out;
 }
 
@@ -108,4 +116,17 @@ export function heaviest(rows) {
   let best = null;
   for (const r of rows) if (!best || r.dur_ns > best.dur_ns) best = r;
   return best;
+}
+
+/**
+ * The [start, end] ns to zoom to for marked events: the one with id `preferredId` (the one
+ * Python names, e.g. the heaviest by GPU time) if it is among them, else the longest; null
+ * when there are none.
+ * @param {EventRow[]} rows
+ * @param {unknown} [preferredId]
+ * @returns {[number, number] | null}
+ */
+export function zoomSpan(rows, preferredId) {
+  const top = rows.find((r) => r.id === preferredId) || heaviest(rows);
+  return top ? [top.start_ns, top.start_ns + top.dur_ns] : null;
 }

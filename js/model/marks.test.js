@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { encodeTable } from "./decode.js";
 import { decodeTable } from "./decode.js";
-import { envelope, eventRows, evidenceGroup, heaviest, indexMarks, pointGroup } from "./marks.js";
+import { envelope, eventRow, eventRows, evidenceGroup, heaviest, indexMarks, pointGroup, zoomSpan } from "./marks.js";
 
 function table(rows, groups) {
   const col = (k, T) => T.from(rows.map((r) => r[k]));
@@ -67,4 +67,30 @@ test("an event table's rows, as highlight() takes them", () => {
   ]);
   assert.deepEqual(eventRows(decodeTable(new Uint8Array(0))), []);
   assert.deepEqual(eventRows(null), []);
+});
+
+test("one event row from columns; a table without a row column puts events on row 0", () => {
+  const columns = {
+    id: Uint32Array.from([9, 4]), lane: Uint16Array.from([1, 0]), row: Uint16Array.from([0, 2]),
+    start_ns: Float64Array.from([5, 8]), dur_ns: Float32Array.from([1, 2]),
+  };
+  assert.deepEqual(eventRow(columns, 1), { id: 4, lane: 0, row: 2, start_ns: 8, dur_ns: 2 });
+  const { row, ...rowless } = columns;
+  assert.equal(row.length, 2);
+  assert.deepEqual(eventRow(rowless, 1), { id: 4, lane: 0, row: 0, start_ns: 8, dur_ns: 2 });
+  // The marks' rows are the same rows, with their names.
+  const marks = indexMarks(table(ROWS, GROUPS));
+  const c = table(ROWS, GROUPS).columns;
+  assert.deepEqual(marks.rowsOf(0), [{ ...eventRow(c, 0), name: 2 }, { ...eventRow(c, 1), name: 2 }]);
+});
+
+test("zoom span: the preferred event if marked, else the longest, else none", () => {
+  const rows = ROWS.map(({ group, ...r }) => r);
+  assert.deepEqual(zoomSpan(rows, 7), [20, 28]);
+  assert.deepEqual(zoomSpan(rows, 5), [10, 15]);
+  // Unknown or missing preferred id: the longest (id 9, 30 + 50).
+  assert.deepEqual(zoomSpan(rows, 42), [30, 80]);
+  assert.deepEqual(zoomSpan(rows), [30, 80]);
+  assert.deepEqual(zoomSpan(rows, null), [30, 80]);
+  assert.equal(zoomSpan([], 5), null);
 });

@@ -3,15 +3,45 @@
 // at the right edge, spread apart when roofs lie close together (fp8, fp16 and tf32 peaks are
 // a factor of 2 apart); the memory roof's label along its slope, at the first place clear of
 // them; a ridge's label beside its drop line, left out where it would cover another label (the
-// ridge's tooltip and the roofs list under the chart still say it). Pure: no DOM, unit-tested.
+// ridge's tooltip and the roofs list under the chart still say it); and the labels' text, so
+// that what is measured is what is drawn. Pure: no DOM, unit-tested.
 //
 // Units: px of the chart's SVG (y down). Text is measured by estimate, generously: a label
 // takes `font * CHAR_EM` per character and `font * (ASCENT + DESCENT)` of height.
+
+import { formatBytesPerS, formatFlopsPerS, formatIntensity } from "./format.js";
 
 const CHAR_EM = 0.66;
 const ASCENT = 0.95;
 const DESCENT = 0.25;
 const PAD = 1; // px of air kept around every label
+
+/**
+ * A compute roof's label as the chart draws it: "fp16/bf16 990 TFLOP/s".
+ * @param {{key: string, peak: unknown}} roof
+ * @returns {string}
+ */
+export function computeRoofLabel(roof) {
+  return `${roof.key} ${formatFlopsPerS(roof.peak)}`;
+}
+
+/**
+ * A ridge's label as the chart draws it: "ridge 295 FLOP/B".
+ * @param {unknown} ridge FLOP per byte
+ * @returns {string}
+ */
+export function ridgeLabel(ridge) {
+  return `ridge ${formatIntensity(ridge)}`;
+}
+
+/**
+ * The memory roof's label as the chart draws it: "DRAM 3.35 TB/s".
+ * @param {unknown} bandwidth bytes per second
+ * @returns {string}
+ */
+export function memoryRoofLabel(bandwidth) {
+  return `DRAM ${formatBytesPerS(bandwidth)}`;
+}
 
 /** @typedef {[number, number]} Pt */
 /** @typedef {{left: number, right: number, top: number, bottom: number}} Rect */

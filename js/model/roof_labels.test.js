@@ -1,7 +1,16 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { labelPolygon, layoutRoofLabels, polygonsOverlap, spread } from "./roof_labels.js";
+import {
+  computeRoofLabel,
+  labelPolygon,
+  layoutRoofLabels,
+  memoryRoofLabel,
+  polygonsOverlap,
+  ridgeLabel,
+  spread,
+} from "./roof_labels.js";
+import { roofsOf } from "./roofline.js";
 
 const PLOT = { left: 78, right: 624, top: 14, bottom: 336 };
 
@@ -38,7 +47,7 @@ test("polygons that touch do not overlap; rotated boxes are tested as drawn", ()
   assert.ok(polygonsOverlap(a, labelPolygon("abc", 5, 22)));
   assert.ok(!polygonsOverlap(a, labelPolygon("abc", 0, 60)));
   // A steep slope label's axis-aligned box would reach this box; the label itself does not.
-  const slope = labelPolygon("DRAM 3.35 TB/s", 100, 200, { angle: -45 });
+  const slope = labelPolygon(memoryRoofLabel(3.35e12), 100, 200, { angle: -45 });
   const corner = labelPolygon("x", 160, 200);
   assert.ok(!polygonsOverlap(slope, corner));
 });
@@ -46,7 +55,7 @@ test("polygons that touch do not overlap; rotated boxes are tested as drawn", ()
 test("close compute roofs get labels that do not cover each other, near their lines", () => {
   // H100-like peaks a factor of 2 apart, and two roofs 10% apart: 2-5 px between lines.
   const lines = [300, 180, 168, 120, 116, 112, 60];
-  const compute = lines.map((y, i) => ({ text: `roof${i} 1.98 PFLOP/s`, y }));
+  const compute = lines.map((y, i) => ({ text: computeRoofLabel({ key: `roof${i}`, peak: 1.98e15 }), y }));
   const out = layoutRoofLabels({ plot: PLOT, compute });
   assertApart(out);
   // A label that had room stays where it was (4 px above its line).
@@ -59,8 +68,11 @@ test("close compute roofs get labels that do not cover each other, near their li
 
 test("the memory roof's label moves along its slope off the compute labels", () => {
   // A slope that enters at the bottom right, where the compute labels are.
-  const slope = { text: "DRAM 3.35 TB/s", x0: 480, y0: 336, x1: 600, y1: 40 };
-  const compute = [{ text: "fp32 67.0 TFLOP/s", y: 300 }, { text: "fp16 990 TFLOP/s", y: 40 }];
+  const slope = { text: memoryRoofLabel(3.35e12), x0: 480, y0: 336, x1: 600, y1: 40 };
+  const compute = [
+    { text: computeRoofLabel({ key: "fp32", peak: 67e12 }), y: 300 },
+    { text: computeRoofLabel({ key: "fp16", peak: 990e12 }), y: 40 },
+  ];
   const out = layoutRoofLabels({ plot: PLOT, compute, slope });
   assert.ok(out.slope, "the DRAM label was dropped");
   assertApart(out);
@@ -69,14 +81,24 @@ test("the memory roof's label moves along its slope off the compute labels", () 
   assert.equal(free.slope.x, 100);
 });
 
+test("labels are spelt as the chart draws them, through format.js", () => {
+  assert.equal(computeRoofLabel({ key: "fp16/bf16", peak: 989.5e12 }), "fp16/bf16 990 TFLOP/s");
+  assert.equal(ridgeLabel(295.5), "ridge 296 FLOP/B");
+  assert.equal(memoryRoofLabel(3.35e12), "DRAM 3.35 TB/s");
+  assert.equal(ridgeLabel(null), "ridge –");
+});
+
 test("ridge labels that would cover another label are left out, the rest are shown", () => {
-  const compute = [{ text: "tf32 495 TFLOP/s", y: 60 }, { text: "fp16 990 TFLOP/s", y: 48 }];
-  const ridges = [
-    { text: "ridge 148 FLOP/B", x: 400 },
-    { text: "ridge 156 FLOP/B", x: 404 }, // 4 px from the previous one
-    { text: "ridge 295 FLOP/B", x: 500 },
+  const compute = [
+    { text: computeRoofLabel({ key: "tf32", peak: 495e12 }), y: 60 },
+    { text: computeRoofLabel({ key: "fp16", peak: 990e12 }), y: 48 },
   ];
-  const slope = { text: "DRAM 3.35 TB/s", x0: 80, y0: 330, x1: 400, y1: 60 };
+  const ridges = [
+    { text: ridgeLabel(148), x: 400 },
+    { text: ridgeLabel(156), x: 404 }, // 4 px from the previous one
+    { text: ridgeLabel(295), x: 500 },
+  ];
+  const slope = { text: memoryRoofLabel(3.35e12), x0: 80, y0: 330, x1: 400, y1: 60 };
   const out = layoutRoofLabels({ plot: PLOT, compute, ridges, slope });
   assert.deepEqual(out.ridges.map((r) => r.shown), [true, false, true]);
   assertApart(out);
@@ -86,10 +108,20 @@ test("a plot of the real roofs of an H100 keeps every label apart", () => {
   // The roofs of the widget's H100 chart (viewBox px), as drawn on the OWLv2 trace.
   const y = (flops) => 14 + ((16 - Math.log10(flops)) / 8) * 322;
   const x = (intensity) => 78 + ((Math.log10(intensity) + 3) / 6) * 546;
-  const peaks = [["fp64", 34e12], ["fp32", 67e12], ["tf32", 495e12], ["fp16/bf16", 990e12], ["fp8/int8", 1.98e15]];
-  const compute = peaks.map(([k, p]) => ({ text: `${k} ${p / 1e12} TFLOP/s`, y: y(p) }));
-  const ridges = peaks.map(([, p]) => ({ text: `ridge ${(p / 3.35e12).toFixed(1)} FLOP/B`, x: x(p / 3.35e12) }));
-  const slope = { text: "DRAM 3.35 TB/s", x0: x(1e-3), y0: y(3.35e9), x1: x(1.98e15 / 3.35e12), y1: y(1.98e15) };
+  // Its roofs as report["hardware"] gives them, labelled as the chart labels them.
+  const roofs = roofsOf({
+    source: "datasheet",
+    dram_bytes_per_s: 3.35e12,
+    peak_flops: { fp64: 34e12, fp32: 67e12, tf32: 495e12, fp16: 990e12, bf16: 990e12, fp8: 1.98e15, int8: 1.98e15 },
+  });
+  assert.deepEqual(roofs.compute.map(computeRoofLabel), [
+    "fp64 34.0 TFLOP/s", "fp32 67.0 TFLOP/s", "tf32 495 TFLOP/s", "fp16/bf16 990 TFLOP/s", "fp8/int8 1.98 PFLOP/s",
+  ]);
+  const compute = roofs.compute.map((r) => ({ text: computeRoofLabel(r), y: y(r.peak) }));
+  const ridges = roofs.compute.map((r) => ({ text: ridgeLabel(r.ridge), x: x(r.ridge) }));
+  assert.equal(ridges[4].text, "ridge 591 FLOP/B");
+  const bw = roofs.memory.bandwidth;
+  const slope = { text: memoryRoofLabel(bw), x0: x(1e-3), y0: y(bw * 1e-3), x1: x(1.98e15 / bw), y1: y(1.98e15) };
   const out = layoutRoofLabels({ plot: PLOT, compute, ridges, slope });
   assertApart(out);
   assert.ok(out.slope);

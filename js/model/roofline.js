@@ -114,11 +114,13 @@ export function plotStatus(point) {
  * Why no point can go on the chart, in one line (the chart is then left out), or null when
  * some point can.
  * @param {(RooflinePoint | null | undefined)[] | null | undefined} points
+ * @param {{plotted: boolean}[]} [statuses] plotStatus of each point, when already computed
  * @returns {string | null}
  */
-export function emptyChartReason(points) {
+export function emptyChartReason(points, statuses) {
   const all = points || [];
-  if (all.some((p) => plotStatus(p).plotted)) return null;
+  const status = statuses ?? all.map(plotStatus);
+  if (status.some((st) => st.plotted)) return null;
   const why = "(FLOPs need recorded input shapes and an op with a known formula)";
   // Without kernels, only ops with a FLOP count are points: none means none has one.
   if (!all.length) return `Nothing to plot: no op or kernel has a FLOP count ${why}.`;
@@ -401,12 +403,17 @@ export function pointFacts(p) {
  * The levels ("op", "kernel", ...) of the plottable points, "op" first: the chart draws one at
  * a time. Points without a level count as "".
  * @param {RooflinePoint[] | null | undefined} points
+ * @param {{plotted: boolean}[]} [statuses] plotStatus of each point, when already computed
  * @returns {string[]}
  */
-export function levelsOf(points) {
+export function levelsOf(points, statuses) {
+  const all = points || [];
+  const status = statuses ?? all.map(plotStatus);
   /** @type {Set<string>} */
   const seen = new Set();
-  for (const p of points || []) if (plotStatus(p).plotted) seen.add(p.level ?? "");
+  all.forEach((p, i) => {
+    if (status[i].plotted) seen.add(p.level ?? "");
+  });
   /** @param {string} l */
   const rank = (l) => (l === "op" ? 0 : l === "kernel" ? 1 : 2);
   return [...seen].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));

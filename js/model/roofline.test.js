@@ -255,6 +255,10 @@ test("levels of plottable points, ops first", () => {
   assert.deepEqual(levelsOf([{ ...ok, level: "kernel" }, { ...ok, level: "op" }, { level: "zz" }]), ["op", "kernel"]);
   assert.deepEqual(levelsOf([{ ...ok, level: "kernel" }]), ["kernel"]);
   assert.deepEqual(levelsOf([{ level: "op" }]), []);
+  // Statuses computed once by the caller are used as given.
+  const points = [{ ...ok, level: "kernel" }, { ...ok, level: "op" }];
+  assert.deepEqual(levelsOf(points, points.map(plotStatus)), ["op", "kernel"]);
+  assert.deepEqual(levelsOf(points, [{ plotted: true }, { plotted: false }]), ["kernel"]);
 });
 
 test("an empty chart is left out, with one line that says why", () => {
@@ -275,4 +279,8 @@ test("an empty chart is left out, with one line that says why", () => {
   );
   assert.match(emptyChartReason([{ flops: 0, bytes: 8 }]), /none of the one op or kernel in the report/);
   assert.match(emptyChartReason([{ flops: 10, bytes: null }]), /no byte count or no measured time/);
+  // Statuses computed once by the caller are used as given.
+  const points = [{ flops: null }, ok];
+  assert.equal(emptyChartReason(points, points.map(plotStatus)), null);
+  assert.match(emptyChartReason(points, [{ plotted: false }, { plotted: false }]), /no byte count or no measured time/);
 });

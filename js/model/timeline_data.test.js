@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
+import { colorIndex } from "./colors.js";
 import { segmentTable } from "./segment_fixtures.js";
 import { MIN_SPAN_NS, prepareTimeline } from "./timeline_data.js";
 
@@ -19,8 +20,9 @@ function sample(extra = {}) {
   return {
     lanes: LANES,
     names: ["aten::mm", "aten::add", "sgemm_kernel"],
-    nameKinds: [0, 0, 1],
-    kinds: ["cpu_op", "kernel"],
+    nameKinds: [0, 0, 2],
+    // As Python sends them (python/gpuprofile/widget/timeline.py KINDS).
+    kinds: ["op", "runtime", "kernel", "memcpy", "memset"],
     span: 1000,
     table,
     ...extra,
@@ -67,13 +69,20 @@ test("names, kinds and lane labels as tooltips and details show them", () => {
   assert.equal(d.nameText(2), "sgemm_kernel");
   assert.equal(d.nameText(3), "");
   assert.equal(d.nameText(-1), "");
-  assert.equal(d.kindName(0), "cpu_op");
+  assert.equal(d.kindName(0), "op");
+  assert.equal(d.kindName(1), "op");
   assert.equal(d.kindName(2), "kernel");
   assert.equal(d.kindName(7), "");
   assert.equal(d.laneText(1), "rank 0 · GPU 0 · stream 7");
   assert.equal(d.laneText(9), "loose");
   assert.equal(d.laneText(4), "lane 4");
-  assert.equal(d.colorOf(0), d.colorOf(0));
+  // Colours by name within the band of the name's kind; out-of-range indexes as an empty kernel.
+  assert.equal(d.colorOf(0), colorIndex("aten::mm", "op"));
+  assert.equal(d.colorOf(1), colorIndex("aten::add", "op"));
+  assert.equal(d.colorOf(2), colorIndex("sgemm_kernel", "kernel"));
+  assert.notEqual(d.colorOf(0), colorIndex("aten::mm", "kernel"));
+  assert.equal(d.colorOf(3), colorIndex("", "kernel"));
+  assert.equal(d.colorOf(-1), colorIndex("", "kernel"));
 });
 
 test("an event's name by index, by id from the overview or the detail window, or as given", () => {

@@ -2,7 +2,7 @@
 // the related events (the runtime call that launched it, its op, the kernels it launched) as
 // buttons that jump there. Every string from the trace goes in through textContent.
 
-import { formatInstant, formatTime } from "../model/format.js";
+import { formatInstant, formatTime, num } from "../model/format.js";
 import { button, node } from "./dom.js";
 
 /**
@@ -26,16 +26,17 @@ export function createDetails(hooks = {}) {
   });
 
   function timings(ev) {
-    const start = Number(ev.start_ns);
-    const dur = Number(ev.dur_ns);
-    return `${formatTime(dur)} · from ${formatInstant(start)} to ${formatInstant(start + dur)}`;
+    const start = num(ev.start_ns);
+    const dur = num(ev.dur_ns);
+    const end = start === null || dur === null ? null : start + dur;
+    return `${formatTime(dur)} · from ${formatInstant(start)} to ${formatInstant(end)}`;
   }
 
   function evButton(ev) {
     const b = node("button", "gp-details-ev");
     b.type = "button";
     b.append(node("span", "gp-details-ev-name", String(ev.name ?? "")));
-    b.append(node("span", "gp-details-ev-meta", `${formatTime(Number(ev.dur_ns))} · ${laneLabel(ev.lane)} · at ${formatInstant(Number(ev.start_ns))}`));
+    b.append(node("span", "gp-details-ev-meta", `${formatTime(ev.dur_ns)} · ${laneLabel(ev.lane)} · at ${formatInstant(ev.start_ns)}`));
     b.title = "Select and zoom to this event";
     b.addEventListener("click", () => hooks.onJump?.(ev));
     return b;

@@ -6,21 +6,20 @@ import { formatCount, formatFraction, formatInstant, formatPercent, formatTime }
 import { button, node } from "./dom.js";
 
 /**
- * @param {{source: {range?}|null, span: number, onZoom: (sel) => void, onClose: () => void,
+ * @param {{source: {range?}|null, onZoom: (range) => void, onClose: () => void,
  *   isDestroyed: () => boolean}} opts
  */
-export function createRangePanel({ source, span, onZoom, onClose, isDestroyed }) {
+export function createRangePanel({ source, onZoom, onClose, isDestroyed }) {
   const el = node("div", "gp-popover gp-range-panel");
   el.hidden = true;
-  let selection = null; // {start, end}
   let token = 0;
 
-  function head() {
+  function head(range) {
     const h = node("div", "gp-range-head");
-    const res = (selection.end - selection.start) / 1000;
-    h.append(node("span", "", `${formatInstant(selection.start, res)} – ${formatInstant(selection.end, res)} · ${formatTime(selection.end - selection.start)}`));
+    const res = (range.end - range.start) / 1000;
+    h.append(node("span", "", `${formatInstant(range.start, res)} – ${formatInstant(range.end, res)} · ${formatTime(range.end - range.start)}`));
     const zoom = button("zoom", "Zoom to this range");
-    zoom.addEventListener("click", () => selection && onZoom(selection));
+    zoom.addEventListener("click", () => onZoom(range));
     const close = button("×", "Clear the selection (Escape)");
     close.addEventListener("click", onClose);
     h.append(zoom, close);
@@ -34,7 +33,7 @@ export function createRangePanel({ source, span, onZoom, onClose, isDestroyed })
     const tb = node("tbody");
     for (const row of rows) {
       const tr = node("tr");
-      tr.append(node("td", "gp-name", String(row.name ?? "")), node("td", "gp-num", `${formatCount(row.count)}×`), node("td", "gp-num", formatTime(Number(row.total_ns))));
+      tr.append(node("td", "gp-name", String(row.name ?? "")), node("td", "gp-num", `${formatCount(row.count)}×`), node("td", "gp-num", formatTime(row.total_ns)));
       tr.firstChild.title = String(row.name ?? "");
       tb.append(tr);
     }
@@ -43,10 +42,10 @@ export function createRangePanel({ source, span, onZoom, onClose, isDestroyed })
     return wrap;
   }
 
-  function render(r) {
-    const parts = [head()];
+  function render(range, r) {
+    const parts = [head(range)];
     // A --steps trace was recorded in windows: say how little of the range that may be.
-    const length = selection.end - selection.start;
+    const length = range.end - range.start;
     const recorded = Number(r?.recorded_ns);
     const partly = Number.isFinite(recorded) && length > 0 && recorded < 0.999 * length;
     if (partly) {
@@ -57,7 +56,7 @@ export function createRangePanel({ source, span, onZoom, onClose, isDestroyed })
     const before = parts.length;
     for (const rank of r?.ranks ?? []) {
       const box = node("div", "gp-range-rank");
-      const busy = rank.gpu_busy_pct === null || rank.gpu_busy_pct === undefined ? "no GPU activity" : `GPU busy ${formatPercent(rank.gpu_busy_pct)} (${formatTime(Number(rank.gpu_busy_ns))})`;
+      const busy = rank.gpu_busy_pct === null || rank.gpu_busy_pct === undefined ? "no GPU activity" : `GPU busy ${formatPercent(rank.gpu_busy_pct)} (${formatTime(rank.gpu_busy_ns)})`;
       box.append(node("div", "gp-rank-title", `rank ${rank.rank} · ${busy} · ${formatCount(rank.kernels ?? 0)} kernels`));
       if (rank.top_kernels?.length) box.append(topTable("top kernels", rank.top_kernels));
       if (rank.top_ops?.length) box.append(topTable("top ops", rank.top_ops));
@@ -67,32 +66,28 @@ export function createRangePanel({ source, span, onZoom, onClose, isDestroyed })
     el.replaceChildren(...parts);
   }
 
-  /** Select [a, b] (either order, clamped to the trace) and ask the source about it. */
-  function set(a, b) {
-    const start = Math.max(0, Math.min(a, b));
-    const end = Math.min(span, Math.max(a, b));
-    selection = { start, end };
+  /** Show the selected range {start, end} (the timeline state's) and ask the source about it. */
+  function set(range) {
     const mine = ++token;
     el.hidden = false;
-    el.replaceChildren(head(), node("div", "gp-muted", source?.range ? "computing…" : "no source for range aggregates"));
+    el.replaceChildren(head(range), node("div", "gp-muted", source?.range ? "computing…" : "no source for range aggregates"));
     if (!source?.range) return;
-    source.range(start, end).then(
+    source.range(range.start, range.end).then(
       (r) => {
         if (isDestroyed() || mine !== token) return;
-        render(r);
+        render(range, r);
       },
       (err) => {
         if (isDestroyed() || mine !== token) return;
-        el.replaceChildren(head(), node("div", "gp-tl-status gp-bad", `range aggregates failed: ${err.message}`));
+        el.replaceChildren(head(range), node("div", "gp-tl-status gp-bad", `range aggregates failed: ${err.message}`));
       },
     );
   }
 
   function clear() {
-    selection = null;
     token += 1;
     el.hidden = true;
   }
 
-  return { el, selection: () => selection, set, clear };
+  return { el, set, clear };
 }

@@ -1,6 +1,7 @@
 // The roofline panel: an SVG log-log chart (FLOP/byte against FLOP/s) of report["roofline"]
 // points over the roofs of report["hardware"], a coverage badge, a hover card, a details box for
-// the selected point with the hints that name it, and the points that cannot be plotted.
+// the selected point with the hints that name it, and the points that cannot be plotted. The
+// chart's axes and roofs are roofline_chart.js's; this module draws the points in it.
 // Trace strings (op and kernel names, shapes) reach the DOM only through textContent.
 //
 // For browser tests: the root carries data-chart ("drawn", or "none" when no point can be
@@ -14,27 +15,20 @@ import "./roofline.css";
 import { formatFraction, formatTime } from "../model/format.js";
 import {
   boundOf,
-  decadeTicks,
   emptyChartReason,
-  flopsTickLabel,
   hintsForPoint,
-  intensityTickLabel,
   levelsOf,
-  logScale,
   plotStatus,
   pointFacts,
   pointRadius,
   resolvePoints,
   roofsOf,
-  rooflineDomains,
   uncoveredShare,
 } from "../model/roofline.js";
 import { button, node } from "./dom.js";
-import { drawRoofs, roofList, s, svgText } from "./roofline_roofs.js";
+import { buildChart } from "./roofline_chart.js";
+import { roofList, s } from "./roofline_roofs.js";
 
-const W = 640;
-const H = 380;
-const M = { left: 78, right: 16, top: 14, bottom: 44 };
 const LEVEL_WORDS = { op: "ops", kernel: "kernels" };
 
 function factsTable(rows) {
@@ -103,7 +97,8 @@ export function createRoofline(summary, hooks = {}) {
   head.appendChild(node("span", "gp-panel-title", "Roofline"));
   head.appendChild(coverageBadge(summary.roofline && summary.roofline.coverage));
   // Nothing to plot: one line says why, in place of an empty chart (and of its legend).
-  const empty = emptyChartReason(points);
+  const status = points.map(plotStatus);
+  const empty = emptyChartReason(points, status);
   root.dataset.chart = empty ? "none" : "drawn";
   if (!empty) head.appendChild(legend());
   root.appendChild(head);
@@ -115,55 +110,29 @@ export function createRoofline(summary, hooks = {}) {
     root.appendChild(node("div", "gp-rl-message", why.join(" ")));
   }
 
-  const status = points.map(plotStatus);
   const plotted = [];
   const unplotted = [];
   status.forEach((st, i) => (st.plotted ? plotted : unplotted).push(i));
   root.dataset.unplotted = String(unplotted.length);
 
-
-  // Chart.
-  const chart = node("div", "gp-rl-chart");
-  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, class: "gp-rl-svg", role: "img" });
-  svg.appendChild(s("title", {}, "Roofline: arithmetic intensity (FLOP/byte) against FLOP/s, log-log"));
-  const domains = rooflineDomains(points, roofs);
-  const x = logScale(domains.x, [M.left, W - M.right]);
-  const y = logScale(domains.y, [H - M.bottom, M.top]);
-
-  const grid = s("g", { class: "gp-rl-grid" });
-  const axes = s("g", { class: "gp-rl-axes" });
-  for (const t of decadeTicks(...domains.x)) {
-    const px = x.map(t.value);
-    grid.appendChild(s("line", { x1: px, x2: px, y1: M.top, y2: H - M.bottom }));
-    axes.appendChild(svgText(px, H - M.bottom + 14, intensityTickLabel(t.exp), { "text-anchor": "middle" }));
-  }
-  for (const t of decadeTicks(...domains.y)) {
-    const py = y.map(t.value);
-    grid.appendChild(s("line", { x1: M.left, x2: W - M.right, y1: py, y2: py }));
-    axes.appendChild(svgText(M.left - 6, py + 4, flopsTickLabel(t.exp), { "text-anchor": "end" }));
-  }
-  const plotW = W - M.left - M.right;
-  const plotH = H - M.top - M.bottom;
-  axes.appendChild(s("rect", { x: M.left, y: M.top, width: plotW, height: plotH, class: "gp-rl-frame" }));
-  const title = { "text-anchor": "middle", class: "gp-rl-axis-title" };
-  axes.appendChild(svgText(M.left + plotW / 2, H - 8, "arithmetic intensity (FLOP/byte)", title));
-  axes.appendChild(svgText(14, M.top + plotH / 2, "FLOP/s", { ...title, rotate: -90 }));
-  svg.appendChild(grid);
-  svg.appendChild(axes);
-  svg.appendChild(drawRoofs(roofs, domains, x, y, { left: M.left, right: W - M.right, top: M.top, bottom: H - M.bottom }));
-
-  const pointLayer = s("g", { class: "gp-rl-points" });
+  // The chart: axes and roofs, and the points of one level at a time in its point layer.
+  const chart = empty ? null : buildChart(points, roofs);
   const maxTime = Math.max(0, ...points.map((p) => Number(p.time_ns) || 0));
   const circles = new Map();
   // Ops and the kernels they launch carry the same FLOPs, bytes and time: drawn together they
   // sit on top of each other. One level at a time; the switch shows when both are there.
-  const levels = levelsOf(points);
+  const levels = levelsOf(points, status);
   let level = levels[0] ?? null;
   let highlighted = new Set();
 
   function drawPoints() {
-    pointLayer.replaceChildren();
     circles.clear();
+    if (chart) drawCircles(chart);
+    root.dataset.points = String(circles.size);
+    root.dataset.level = level ?? "";
+  }
+  function drawCircles({ pointLayer, x, y }) {
+    pointLayer.replaceChildren();
     // Largest first, so small points stay on top and clickable.
     const order = plotted
       .filter((i) => level === null || (points[i].level ?? "") === level)
@@ -185,11 +154,7 @@ export function createRoofline(summary, hooks = {}) {
       pointLayer.appendChild(c);
       circles.set(i, c);
     }
-    root.dataset.points = String(circles.size);
-    root.dataset.level = level ?? "";
   }
-  svg.appendChild(pointLayer);
-  chart.appendChild(svg);
   const levelButtons = new Map();
   if (levels.length > 1) {
     const box = node("span", "gp-rl-levels");
@@ -212,10 +177,7 @@ export function createRoofline(summary, hooks = {}) {
     markSelected();
   }
 
-  const tip = node("div", "gp-popover gp-rl-tip");
-  tip.hidden = true;
-  chart.appendChild(tip);
-  root.appendChild(empty ? node("div", "gp-muted gp-rl-empty", empty) : chart);
+  root.appendChild(chart ? chart.el : node("div", "gp-muted gp-rl-empty", empty));
   root.appendChild(roofList(roofs, hardware));
 
   const details = node("div", "gp-rl-details");
@@ -247,9 +209,10 @@ export function createRoofline(summary, hooks = {}) {
     const p = points[i];
     const c = circles.get(i);
     if (!p || !c) return;
+    const tip = chart.tip;
     tip.replaceChildren(node("div", "gp-rl-tip-name", pointTitle(p)), factsTable(pointFacts(p)));
     tip.hidden = false;
-    const box = chart.getBoundingClientRect();
+    const box = chart.el.getBoundingClientRect();
     const dot = c.getBoundingClientRect();
     const left = dot.right - box.left + 8;
     // Flip to the left of the point when the card would leave the chart.
@@ -258,7 +221,7 @@ export function createRoofline(summary, hooks = {}) {
     tip.style.top = `${Math.max(0, dot.top - box.top - 8)}px`;
   }
   function hideTip() {
-    tip.hidden = true;
+    if (chart) chart.tip.hidden = true;
   }
 
   let selected = null;
@@ -300,7 +263,7 @@ export function createRoofline(summary, hooks = {}) {
     if (selected !== null && circles.has(selected)) {
       const c = circles.get(selected);
       c.classList.add("gp-rl-selected");
-      pointLayer.appendChild(c); // on top of its neighbours
+      chart.pointLayer.appendChild(c); // on top of its neighbours
     }
   }
 
@@ -359,7 +322,7 @@ export function createRoofline(summary, hooks = {}) {
   setLevel(level);
   const listening = new AbortController(); // destroy() removes every listener at once
   const handlers = { pointerover: onOver, pointerout: onOut, focusin: onOver, focusout: onOut, click: onClick, keydown: onKey };
-  for (const [type, fn] of Object.entries(handlers)) pointLayer.addEventListener(type, fn, { signal: listening.signal });
+  if (chart) for (const [type, fn] of Object.entries(handlers)) chart.pointLayer.addEventListener(type, fn, { signal: listening.signal });
 
   return {
     el: root,

@@ -1,9 +1,9 @@
 // The roofline chart's roofs: the memory slope, a flat line per compute peak with its ridge,
 // their labels placed by js/model/roof_labels.js so none covers another, and the roofs as one
-// line of text under the chart. SVG helpers shared with roofline.js.
+// line of text under the chart. SVG helpers shared with roofline.js and roofline_chart.js.
 
-import { formatBytesPerS, formatFlopsPerS, formatIntensity, ROOF_SOURCE_WORDS } from "../model/format.js";
-import { layoutRoofLabels } from "../model/roof_labels.js";
+import { formatFlopsPerS, formatIntensity, ROOF_SOURCE_WORDS } from "../model/format.js";
+import { computeRoofLabel, layoutRoofLabels, memoryRoofLabel, ridgeLabel } from "../model/roof_labels.js";
 import { memoryPolyline, roofPolyline } from "../model/roofline.js";
 import { node } from "./dom.js";
 
@@ -38,21 +38,29 @@ function polylineAttr(line, x, y) {
 export function drawRoofs(roofs, domains, x, y, plot) {
   const g = s("g", { class: "gp-rl-roofs" });
   const bw = roofs.memory ? roofs.memory.bandwidth : null;
+  // The memory roof's label runs along the slope of the highest compute roof, or of the memory
+  // roof drawn alone.
+  let slopeLine = [];
   if (bw && !roofs.compute.length) {
-    const line = memoryPolyline(bw, domains.x, domains.y);
-    if (line.length) {
-      g.appendChild(s("polyline", { points: polylineAttr(line, x, y), class: "gp-rl-roof", "data-roof": "dram" }));
+    slopeLine = memoryPolyline(bw, domains.x, domains.y);
+    if (slopeLine.length) {
+      g.appendChild(s("polyline", { points: polylineAttr(slopeLine, x, y), class: "gp-rl-roof", "data-roof": "dram" }));
     }
   }
   const compute = [];
   const ridges = [];
+  let highest = -Infinity;
   for (const roof of roofs.compute) {
     const line = roofPolyline(roof.peak, bw, domains.x, domains.y);
+    if (roof.peak > highest) {
+      highest = roof.peak;
+      slopeLine = line;
+    }
     if (!line.length) continue;
     const poly = s("polyline", { points: polylineAttr(line, x, y), class: "gp-rl-roof", "data-roof": roof.key });
     poly.appendChild(s("title", {}, `${roof.key}: ${formatFlopsPerS(roof.peak)}`));
     g.appendChild(poly);
-    compute.push({ text: `${roof.key} ${formatFlopsPerS(roof.peak)}`, y: y.map(roof.peak) });
+    compute.push({ text: computeRoofLabel(roof), y: y.map(roof.peak) });
     if (roof.ridge !== null && roof.ridge >= domains.x[0] && roof.ridge <= domains.x[1]) {
       const rx = x.map(roof.ridge);
       const ry = y.map(roof.peak);
@@ -60,19 +68,13 @@ export function drawRoofs(roofs, domains, x, y, plot) {
       const mark = s("circle", { cx: rx, cy: ry, r: 3, class: "gp-rl-ridge" });
       mark.appendChild(s("title", {}, `${roof.key} ridge: ${formatIntensity(roof.ridge)}`));
       g.appendChild(mark);
-      ridges.push({ text: `ridge ${formatIntensity(roof.ridge)}`, x: rx });
+      ridges.push({ text: ridgeLabel(roof.ridge), x: rx });
     }
   }
   let slope = null;
-  if (bw) {
-    // The memory roof's label runs along its slope, from where it enters the plot.
-    const line = roofs.compute.length
-      ? roofPolyline(Math.max(...roofs.compute.map((r) => r.peak)), bw, domains.x, domains.y)
-      : memoryPolyline(bw, domains.x, domains.y);
-    if (line.length >= 2) {
-      const [a, b] = line;
-      slope = { text: `DRAM ${formatBytesPerS(bw)}`, x0: x.map(a[0]), y0: y.map(a[1]), x1: x.map(b[0]), y1: y.map(b[1]) };
-    }
+  if (bw && slopeLine.length >= 2) {
+    const [a, b] = slopeLine;
+    slope = { text: memoryRoofLabel(bw), x0: x.map(a[0]), y0: y.map(a[1]), x1: x.map(b[0]), y1: y.map(b[1]) };
   }
   const labels = layoutRoofLabels({ plot, compute, ridges, slope });
   const text = (label, className) =>
@@ -93,10 +95,10 @@ export function roofList(roofs, hardware) {
   if (!roofs.memory && !roofs.compute.length) return box;
   const source = ROOF_SOURCE_WORDS[hardware.source] ?? hardware.source;
   const parts = [];
-  if (roofs.memory) parts.push(`DRAM ${formatBytesPerS(roofs.memory.bandwidth)}`);
+  if (roofs.memory) parts.push(memoryRoofLabel(roofs.memory.bandwidth));
   for (const r of roofs.compute) {
     const ridge = r.ridge !== null ? `, ridge at ${formatIntensity(r.ridge)}` : "";
-    parts.push(`${r.key} ${formatFlopsPerS(r.peak)}${ridge}`);
+    parts.push(`${computeRoofLabel(r)}${ridge}`);
   }
   const name = `${hardware.name ?? "this GPU"}${source ? ` (${source})` : ""}`;
   box.textContent = `Roofs of ${name}: ${parts.join(" · ")}`;

@@ -3,6 +3,7 @@
 // canvas; the timeline reads them through `mask()` each frame.
 
 import "./search_bar.css";
+import { eventRow } from "../model/marks.js";
 import { compileMatcher, maskFromIndexes, matchNames, matchStatus, stepMatch } from "../model/search.js";
 import { button, node } from "./dom.js";
 
@@ -114,9 +115,7 @@ export function createSearchBar({ names, source, root, onChange, onMatch, isDest
     const listed = search.list.n;
     if (!listed) return;
     search.k = stepMatch(search.k, listed, dir);
-    const c = search.list.columns;
-    const k = search.k;
-    onMatch({ id: c.id[k], lane: c.lane[k], row: c.row?.[k] ?? 0, start_ns: c.start_ns[k], dur_ns: c.dur_ns[k] });
+    onMatch(eventRow(search.list.columns, search.k));
     showStatus();
   }
 

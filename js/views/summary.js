@@ -2,7 +2,7 @@
 // trace (kernel names, device names, paths) goes through textContent, never through HTML parsing.
 // Hints are not listed here: the hints panel (views/hints.js) shows them.
 
-import { formatBytes, formatBytesPerS, formatCount, formatPercent, formatTime } from "../model/format.js";
+import { formatBytes, formatBytesPerS, formatCount, formatFraction, formatPercent, formatTime, ratio } from "../model/format.js";
 import { node } from "./dom.js";
 
 export const COUNT_KEYS = ["kernels", "memcpy", "memset", "ops"];
@@ -71,8 +71,8 @@ function topTable(title, items, denominator, shareLabel, { id = "", pick = null 
   }
   const withShare = Number(denominator) > 0;
   const rows = items.slice(0, limit).map((k) => {
-    const row = [k.name ?? "", formatCount(k.count), formatTime(Number(k.total_ns))];
-    if (withShare) row.push(formatPercent((100 * Number(k.total_ns)) / Number(denominator)));
+    const row = [k.name ?? "", formatCount(k.count), formatTime(k.total_ns)];
+    if (withShare) row.push(formatFraction(ratio(k.total_ns, denominator)));
     return row;
   });
   const headers = ["name", "count", "total"];
@@ -109,16 +109,15 @@ function rankSection(rank, multi, onSelectName) {
     const why =
       "From the first to the last event recorded on this rank. The time the live panel shows " +
       "is the cell's whole run, the profiler's own start and stop included.";
-    stat("wall", formatTime(Number(rank.wall_ns)), "first to last event", why);
+    stat("wall", formatTime(rank.wall_ns), "first to last event", why);
   }
   const gpu = rank.gpu;
   if (gpu) {
-    stat("GPU window", formatTime(Number(gpu.window_ns)));
-    stat("busy", formatTime(Number(gpu.busy_ns)), formatPercent(Number(gpu.busy_pct)));
-    const idlePct = Number(gpu.window_ns) > 0 ? (100 * Number(gpu.idle_ns)) / Number(gpu.window_ns) : NaN;
-    stat("idle", formatTime(Number(gpu.idle_ns)), formatPercent(idlePct));
-    if (gpu.compute_ns != null) stat("compute", formatTime(Number(gpu.compute_ns)));
-    if (gpu.non_compute_ns != null) stat("non-compute", formatTime(Number(gpu.non_compute_ns)));
+    stat("GPU window", formatTime(gpu.window_ns));
+    stat("busy", formatTime(gpu.busy_ns), formatPercent(gpu.busy_pct));
+    stat("idle", formatTime(gpu.idle_ns), formatFraction(ratio(gpu.idle_ns, gpu.window_ns)));
+    if (gpu.compute_ns != null) stat("compute", formatTime(gpu.compute_ns));
+    if (gpu.non_compute_ns != null) stat("non-compute", formatTime(gpu.non_compute_ns));
   } else {
     stat("GPU:", "no activity recorded");
   }
@@ -146,9 +145,10 @@ function rankSection(rank, multi, onSelectName) {
     const rows = rank.copies.map((c) => [
       c.kind ?? "",
       formatCount(c.count),
-      formatBytes(Number(c.bytes)),
-      formatTime(Number(c.total_ns)),
-      formatBytesPerS(Number(c.gbps) * 1e9),
+      formatBytes(c.bytes),
+      formatTime(c.total_ns),
+      // From bytes and time: Python's gbps is rounded to 3 decimals (a slow copy's is 0).
+      formatBytesPerS(ratio(c.bytes, c.total_ns, 1e9)),
     ]);
     const copies = node("div", "gp-top");
     copies.appendChild(node("div", "gp-subtitle", "Copies"));

@@ -70,6 +70,12 @@ class FakeElement {
   createTBody() {
     return this.appendChild(new FakeElement("tbody"));
   }
+  get tBodies() {
+    return this.children.filter((c) => c.tagName === "TBODY");
+  }
+  get rows() {
+    return this.children.filter((c) => c.tagName === "TR");
+  }
   *walk() {
     yield this;
     for (const c of this.children) yield* c.walk();
@@ -122,6 +128,52 @@ test("every notice of the report is a banner, first, in the report's order and w
     );
     assert.deepEqual(root.children.slice(0, notices.length), banners);
     assert.equal(renderSummary({ ranks: [] }).children.filter((n) => n.className === "gp-notice").length, 0);
+  } finally {
+    globalThis.document = saved;
+  }
+});
+
+test("unknown numbers read as unknown, not 0; shares and copy bandwidths from the report's fields", async () => {
+  const saved = globalThis.document;
+  globalThis.document = { createElement: (tag) => new FakeElement(tag) };
+  try {
+    const { renderSummary } = await import("./summary.js");
+    const root = renderSummary({
+      ranks: [{
+        rank: 0,
+        wall_ns: null,
+        gpu: { window_ns: 2e6, busy_ns: 1.5e6, busy_pct: 75, idle_ns: 5e5, compute_ns: null, non_compute_ns: undefined },
+        top_kernels: [{ name: "a", count: 2, total_ns: null }, { name: "b", count: 1, total_ns: 1e6 }],
+        top_ops: [],
+        copies: [
+          // 100 B in 1 ms: 100 kB/s, where Python's gbps, rounded to 3 decimals, is 0.
+          { kind: "HtoD", count: 1, bytes: 100, total_ns: 1e6, gbps: 0 },
+          { kind: "DtoH", count: 1, bytes: null, total_ns: 0, gbps: 0 },
+          { kind: "DtoD", count: 1, bytes: 64, total_ns: null, gbps: 0 },
+        ],
+      }],
+    });
+    const nodes = [...root.walk()];
+    const stat = (label) => {
+      const s = nodes.find((n) => n.dataset.stat === label);
+      return s && s.children.slice(1).map((c) => c.textContent);
+    };
+    assert.deepEqual(stat("wall"), ["–", "first to last event"]);
+    assert.deepEqual(stat("GPU window"), ["2.00 ms"]);
+    assert.deepEqual(stat("busy"), ["1.50 ms", "75.0%"]);
+    assert.deepEqual(stat("idle"), ["500 µs", "25.0%"]);
+    assert.equal(stat("compute"), undefined);
+    assert.equal(stat("non-compute"), undefined);
+    const bodies = nodes.filter((n) => n.tagName === "TBODY");
+    const cells = (tbody) => tbody.rows.map((tr) => tr.children.map((td) => td.textContent));
+    // Top kernels: name, count, total, % of busy.
+    assert.deepEqual(cells(bodies[0]), [["a", "2", "–", "–"], ["b", "1", "1.00 ms", "66.7%"]]);
+    // Copies: kind, count, bytes, total, bandwidth.
+    assert.deepEqual(cells(bodies[1]), [
+      ["HtoD", "1", "100 B", "1.00 ms", "100 kB/s"],
+      ["DtoH", "1", "–", "0 ns", "–"],
+      ["DtoD", "1", "64.0 B", "–", "–"],
+    ]);
   } finally {
     globalThis.document = saved;
   }

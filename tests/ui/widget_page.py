@@ -1,7 +1,7 @@
 """Notebooks for the browser tests, and driving the widget's timeline in a page: where the plot
 is, what it shows, finding a box.
 
-Geometry kept in step with js/views/timeline_canvas.js: the axis strip is AXIS_H px tall, each
+Geometry kept in step with js/views/timeline/canvas.js: the axis strip is AXIS_H px tall, each
 lane group starts with a HEADER_H px header, the lane label column is
 round(min(220, max(110, 0.2 * width))) px wide.
 """

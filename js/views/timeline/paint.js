@@ -25,6 +25,9 @@ const LABEL_MIN_PX = 28;
 export function createTimelinePainter(data) {
   const { overview, laneById, totalEvents, nameText, colorOf, emptyText } = data;
   const laneCount = data.lanes.length;
+  // The axis headline's fixed part: lanes and events do not change for the painter's life.
+  const counts = `${laneCount} lane${laneCount === 1 ? "" : "s"} · ${formatCount(totalEvents)} events`;
+  const countsLoading = `${counts} · loading detail…`;
   const textWidths = new Map();
   const boxes = createBoxes(4096);
   const paths = new Array(PALETTE_SIZE).fill(null);
@@ -176,9 +179,7 @@ export function createTimelinePainter(data) {
       ctx.fillStyle = c.muted;
       ctx.fillText(emptyText, labelW + 12, AXIS_H + ROW_H);
     }
-    const loading = f.pendingWindow ? " · loading detail…" : "";
-    const headline = `${laneCount} lane${laneCount === 1 ? "" : "s"} · ${formatCount(totalEvents)} events${loading}`;
-    drawAxis(ctx, f, c, ticks, headline, textWidths);
+    drawAxis(ctx, f, c, ticks, f.pendingWindow ? countsLoading : counts, textWidths);
     f = null;
   }
 

@@ -34,7 +34,7 @@ export function createSelection(opts) {
     const name = data.evName(ev, getDetail());
     el.dataset.selectedId = String(selected.id);
     if (zoom) {
-      layout.ensureLaneVisible(selected.lane, selected.row ?? null);
+      layout.ensureLaneVisible(selected.lane, selected.row);
       setView(viewForEvent(selected.start_ns, selected.dur_ns, state.span, state.minSpan, 1));
     }
     schedule();
@@ -109,8 +109,7 @@ export function createSelection(opts) {
 
   /** Select the time range [a, b] (either order) and ask the range panel to describe it. */
   function setRange(a, b) {
-    state.setRange(a, b);
-    rangePanel.set(a, b);
+    rangePanel.set(state.setRange(a, b));
     schedule();
   }
 

@@ -20,6 +20,7 @@
 
 import "./timeline.css";
 import { createDetailsCache } from "../../model/details_cache.js";
+import { formatCount } from "../../model/format.js";
 import { prepareTimeline } from "../../model/timeline_data.js";
 import { createTimelineState, selectionToKeep } from "../../model/timeline_state.js";
 import { createDetails } from "../details.js";
@@ -87,13 +88,12 @@ export function createTimeline(data, hooks = {}) {
   scroller.setAttribute("aria-label", "Timeline plot: W/S zoom, A/D pan, 0 resets");
   const canvas = node("canvas", "gp-canvas");
   canvas.setAttribute("role", "img");
-  canvas.setAttribute("aria-label", `Timeline: ${d.totalEvents} events in ${lanes.length} lanes`);
+  canvas.setAttribute("aria-label", `Timeline: ${formatCount(d.totalEvents)} events in ${lanes.length} lanes`);
   const spacer = node("div", "gp-spacer");
   scroller.append(canvas, spacer);
   const rangePanel = createRangePanel({
     source,
-    span,
-    onZoom: (sel) => setView(sel),
+    onZoom: (range) => setView(range),
     onClose: () => selection.clearRange(),
     isDestroyed,
   });
