@@ -16,6 +16,18 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser("report", help="analyse a trace file or a directory of ranks")
     report.add_argument("path", help="Kineto / PyTorch profiler trace (.json, .json.gz) or dir")
+    report.add_argument(
+        "--workers",
+        type=_count,
+        default=None,
+        help="processes reading a directory's ranks (default: the cores; small folders: 1)",
+    )
+    report.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="read the ranks on this Dask scheduler (tcp://host:8786); needs gpuprofile[dask]",
+    )
     demo = commands.add_parser("demo", help="profile a small transformer block and report it")
     for sub in (report, demo):
         sub.add_argument("--format", choices=("text", "json"), default="text")
@@ -31,6 +43,16 @@ def _positive(text: str) -> float:
     value = float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {text}")
     return value
 
 
@@ -60,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "report":
             from gpuprofile.load import load
 
-            _emit(load(args.path), args.format)
+            _emit(load(args.path, workers=args.workers, scheduler=args.scheduler), args.format)
         elif args.command == "calibrate":
             _calibrate(args.seconds, args.json)
         else:

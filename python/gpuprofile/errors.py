@@ -44,3 +44,8 @@ class ProfilerBusyError(GpuprofileError):
             "a torch.profiler started inside it would end gpuprofile's recording. Remove it "
             "from the block, or run the block without gpuprofile"
         )
+
+
+class WorkerError(GpuprofileError):
+    """Worker processes or a Dask cluster could not do the per-rank work: a worker died, or the
+    scheduler cannot be reached or has no workers."""

@@ -36,6 +36,7 @@ from gpuprofile.importers.kineto_format import (
     exact_ns,
     table_of,
 )
+from gpuprofile.importers.parallel import map_files
 from gpuprofile.importers.source import trace_files
 from gpuprofile.trace.links import launching_ops, with_nesting
 from gpuprofile.trace.merge import merge
@@ -43,13 +44,14 @@ from gpuprofile.trace.meta import RankMeta, Source, StepsEntry, TraceMeta
 from gpuprofile.trace.model import SCHEMA, Trace, make_table
 
 
-def load_kineto(path: str | Path) -> Trace:
-    """Read one Kineto trace file, or a directory holding one file per rank, into a Trace."""
+def load_kineto(path: str | Path, *, workers: int | None = None, scheduler: Any = None) -> Trace:
+    """Read one Kineto trace file, or a directory holding one file per rank, into a Trace; the
+    ranks of a directory are read as ``parallel.map_files`` says (``workers``, ``scheduler``)."""
     path = Path(path)
     if not path.is_dir():
         return load_kineto_windows([path])
     files = trace_files(path)
-    read = [_read_rank([p]) for p in files]
+    read = map_files(_read_rank, [[p] for p in files], workers=workers, scheduler=scheduler)
     source = Source(format="kineto", path=str(path), files=tuple(str(p) for p in files))
     return merge([trace for trace, _ in read], ranks=_ranks(path, read), source=source)
 
