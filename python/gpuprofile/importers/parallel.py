@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import socket
 import struct
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -29,7 +30,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gpuprofile.errors import TraceFormatError, WorkerError
+from gpuprofile.errors import OptionError, TraceFormatError, WorkerError
 
 T = TypeVar("T")
 Group = Sequence[Path]
@@ -61,7 +62,7 @@ def map_files(
     """
     parts = [list(group) for group in groups]
     if workers is not None and workers < 1:
-        raise ValueError(f"workers must be 1 or more, not {workers}")
+        raise OptionError("workers", workers, "must be 1 or more")
     if scheduler is not None:
         return _on_dask(fn, parts, scheduler)
     count = _default_workers(parts) if workers is None else workers
@@ -139,6 +140,28 @@ def _in_pool(fn: Callable[[list[Path]], T], parts: list[list[Path]], count: int)
     return [_unwrap(outcome) for outcome in outcomes]
 
 
+def _probe(address: str) -> None:
+    """Fail soon, and before a Client exists, when nothing answers at a TCP address: a Client
+    whose start failed still closes itself at exit, waiting twice its timeout."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        if scheme != "tcp":
+            return  # tls, ucx, inproc: the Client's own timeout applies
+        host, port = parse_host_port(location)
+    except ValueError:
+        raise WorkerError(f"not a Dask scheduler address: {address!r}") from None
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise WorkerError(
+            f"cannot reach the Dask scheduler at {address} within {CONNECT_TIMEOUT_S:g} s ({why})"
+        ) from None
+
+
 def _on_dask(fn: Callable[[list[Path]], T], parts: list[list[Path]], scheduler: Any) -> list[T]:
     try:
         from distributed import Client, KilledWorker
@@ -148,12 +171,14 @@ def _on_dask(fn: Callable[[list[Path]], T], parts: list[list[Path]], scheduler: 
         ) from None
     own = not isinstance(scheduler, Client)
     if own:
+        address = str(scheduler)
+        _probe(address)
         try:
-            client = Client(str(scheduler), timeout=CONNECT_TIMEOUT_S, set_as_default=False)
-        except (OSError, TimeoutError) as exc:
+            client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except Exception as exc:  # connected, but not to a scheduler that answers
             raise WorkerError(
-                f"cannot reach the Dask scheduler at {scheduler} within "
-                f"{CONNECT_TIMEOUT_S:g} s ({type(exc).__name__})"
+                f"no Dask scheduler answered at {address} within {CONNECT_TIMEOUT_S:g} s "
+                f"({type(exc).__name__})"
             ) from None
     else:
         client = scheduler
@@ -176,4 +201,9 @@ def _on_dask(fn: Callable[[list[Path]], T], parts: list[list[Path]], scheduler: 
     finally:
         if own:
             client.close()
+    for ok, value in outcomes:
+        if not ok and value[1] == "no such file or directory" and Path(value[0]).exists():
+            raise TraceFormatError(
+                value[0], "not found on a Dask worker (its workers must see this folder)"
+            )
     return [_unwrap(outcome) for outcome in outcomes]
