@@ -35,10 +35,10 @@ from gpuprofile.errors import OptionError, TraceFormatError, WorkerError
 T = TypeVar("T")
 Group = Sequence[Path]
 
-# Below this much JSON in all, the default reads in this process. Measured on 2 cores
-# (bench/ranks.py): starting two forkserver workers costs about 1 s; 8 ranks of ~0.7 MB
-# (the shared DLRM job, 5.6 MB) read in 0.15 s in-process, 1.1 s through a pool; at 128 MB
-# the pool breaks even.
+# Below this much JSON in all, the default reads in this process. Measured with bench/ranks.py
+# on 2 busy cores: a cold forkserver pool costs about 1.3 s to start (0.3 s warm); 8 ranks read
+# in 0.6 s here vs 2.2 s by 2 workers at 6 MB of JSON, 3.4 vs 5.6 s at 63 MB, about even at
+# 132 MB (4.6-4.9 s here, 3.8-5.9 s by workers), 10.0 vs 7.4 s at 262 MB.
 IN_PROCESS_BELOW_BYTES = 128 * 2**20
 # How long a Dask scheduler may take to answer before the load gives up.
 CONNECT_TIMEOUT_S = 10.0
