@@ -144,6 +144,7 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
             if v is not None
         },
         skipped=dict(skipped),
+        base_time_ns=doc.baseTimeNanoseconds,
     )
     entry = _steps_entry(doc.gpuprofile) if len(docs) == 1 else None
     meta = TraceMeta(

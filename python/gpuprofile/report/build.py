@@ -13,7 +13,9 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import run_detectors
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import idle_by_cause
+from gpuprofile.analyses.kernel_kind import kernel_kind
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wall_ns
+from gpuprofile.report.distributed import job_report, rank_job_report
 from gpuprofile.report.notices import notices
 from gpuprofile.trace.model import Trace
 
@@ -52,6 +54,7 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
     ranks = [_rank_report(trace, rank, top) for rank in trace.ranks]
     for rank in ranks:
         rank["idle_by_cause"] = idle.get(rank["rank"], {})
+        rank["distributed"] = rank_job_report(analysis, rank["rank"])
     total_idle: dict[str, int] = {}
     for causes in idle.values():
         for cause, ns in causes.items():
@@ -77,6 +80,8 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
             "points": _roofline_points(roofline.points, limit=50),
         },
         "ranks": ranks,
+        # The job view of a multi-rank trace (None for one rank): see report/distributed.py.
+        "distributed": job_report(analysis),
     }
     plain: dict[str, Any] = _jsonable(report)
     return plain
@@ -130,7 +135,9 @@ def _rank_report(trace: Trace, rank: int, top: int) -> dict[str, Any]:
             "non_compute_ns": gpu.non_compute_ns,
         },
         "counts": counts(trace, rank),
-        "top_kernels": [asdict(k) for k in top_kernels(trace, rank, top)],
+        "top_kernels": [
+            {**asdict(k), "class": kernel_kind(k.name)} for k in top_kernels(trace, rank, top)
+        ],
         "top_ops": [asdict(o) for o in top_ops(trace, rank, top)],
         "copies": [{**asdict(c), "gbps": round(c.gbps, 3)} for c in copies(trace, rank)],
         "sampled": _sampled(trace, rank),

@@ -24,7 +24,9 @@ Fields, by struct:
   ``schema_version``, ``distributed`` (Kineto's ``distributedInfo``), ``record_shapes``,
   ``profile_memory``, ``with_stack``, ``versions`` (CUPTI, CUDA, ROCm versions); ``skipped``
   (events not read, counted by what they were); ``clock_offset_ns`` (added to the rank's own
-  clock to place it on the trace's time base; 0 when the ranks' clocks are taken as they are).
+  clock to place it on the trace's time base; 0 when the ranks' clocks are taken as they are);
+  ``base_time_ns`` (Kineto's ``baseTimeNanoseconds``: the absolute time its ``ts`` count from;
+  None where the trace has none and its ``ts`` are taken as absolute).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class RankMeta(msgspec.Struct, frozen=True, kw_only=True):
     versions: dict[str, Any] = {}
     skipped: dict[str, int] = {}
     clock_offset_ns: int = 0
+    base_time_ns: int | None = None
 
     def joined(self, other: RankMeta) -> RankMeta:
         """This rank's facts with those of another part of the same rank (a later window):
