@@ -24,7 +24,11 @@ export function createRankSteps(summary, hooks = {}) {
 
   const head = node("div", "gp-ranks-head");
   head.append(node("span", "gp-ranks-title", `${grid.ranks.length} ranks × ${formatCount(grid.totalSteps)} step${grid.totalSteps === 1 ? "" : "s"}`));
-  head.append(node("span", "gp-muted", ` · compute / wait / bubble, share of each step's window · ${grid.clock}`));
+  head.append(
+    node("span", "gp-ranks-key gp-ranks-compute"), node("span", "gp-muted", "compute /"),
+    node("span", "gp-ranks-key gp-ranks-wait"), node("span", "gp-muted", "wait in collectives / bubble (not computing), shares of each step's window"),
+    node("span", "gp-muted", ` · ${grid.clock} · click a rank to focus the timeline on it`),
+  );
   el.append(head);
   const straggler = stragglerOf(summary);
   if (straggler) {

@@ -91,6 +91,7 @@ export function createSelection(opts) {
         if (!rows) return;
         details.showCollective(rows);
         state.addFlows(collectiveLinks(info));
+        el.dataset.flows = String(state.flows.length);
         el.dataset.collectiveRanks = String(rows.rows.length);
         el.dataset.collectiveLast = info.last_rank === null ? "" : String(info.last_rank);
         schedule();
