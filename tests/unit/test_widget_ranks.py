@@ -34,6 +34,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Any:
     folder = tmp_path_factory.mktemp("job")
     for rank, arrival in ARRIVALS_US.items():
         events = [
+            cpu_op("ProfilerStep#1", 0, END_US + 5),
             cpu_op("aten::mm", 0, 10, ext=1),
             runtime("cudaLaunchKernel", 2, 3, corr=1),
             kernel("gemm", 5, 10, corr=1),
@@ -117,11 +118,38 @@ def test_a_clicked_collective_lists_every_rank_with_its_arrival_and_wait(job: An
             assert row["last"] is (row["rank"] == 2)
 
 
+def test_the_op_that_launched_a_matched_kernel_finds_its_instance(job: Any) -> None:
+    trace = job.trace
+    source = _source(trace, _matched(trace))
+    info = _ask(source, _gid(source, "nccl:all_reduce", 1))
+    assert info["last_rank"] == 2
+    # The rows stay the matched kernels.
+    assert [r["id"] for r in info["ranks"]] == [_gid(source, ALLREDUCE, r) for r in range(3)]
+    # And a kernel whose launching op was matched (a CPU-side matching) finds it the other way.
+    ops = trace.ops
+    by_op = _matched(trace).assign(
+        table="ops",
+        event_id=[
+            int(
+                ops[(ops["name"].astype(str) == "nccl:all_reduce") & (ops["rank"] == r)]["id"].iloc[
+                    0
+                ]
+            )
+            for r in range(3)
+        ],
+    )
+    other = _source(trace, by_op)
+    info = _ask(other, _gid(other, ALLREDUCE, 0))
+    assert [r["id"] for r in info["ranks"]] == [_gid(other, "nccl:all_reduce", r) for r in range(3)]
+
+
 def test_events_outside_a_collective_get_none(job: Any) -> None:
     trace = job.trace
     source = _source(trace, _matched(trace))
     assert _ask(source, _gid(source, "gemm", 1)) is None
     assert _ask(source, _gid(source, "cudaLaunchKernel", 0)) is None  # runtime: never matched
+    # An op around a collective that is not one itself (a step annotation, a module's forward).
+    assert _ask(source, _gid(source, "ProfilerStep#1", 0)) is None
     # No collective matched in the whole job.
     empty = _source(trace, _matched(trace).iloc[0:0])
     assert _ask(empty, _gid(empty, ALLREDUCE, 0)) is None

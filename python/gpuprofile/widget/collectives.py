@@ -15,9 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.patterns import COLLECTIVE_OP
+from gpuprofile.widget.event_details import _kernel_op, _launched_by_op
 from gpuprofile.widget.marks import global_ids
 from gpuprofile.widget.request_args import Reply, Source, cached, event_id
-from gpuprofile.widget.timeline import KIND_TABLES
+from gpuprofile.widget.timeline import KIND_TABLES, KINDS
 
 # The tables whose events the analysis matches (spec: table is "kernels" or "ops").
 MATCHED_TABLES = ("kernels", "ops")
@@ -26,16 +28,17 @@ MATCHED_TABLES = ("kernels", "ops")
 def collective(source: Source, message: Mapping[str, Any]) -> Reply:
     """{"id", "collective": None | {"instance", "group", "name", "bytes", "last_rank",
     "max_wait_ns", "ranks": [{"rank", "id", "lane", "row", "start_ns", "dur_ns", "arrival_ns",
-    "end_ns", "wait_ns", "last"}]}} for the event ``id``; None when it is no matched
-    collective. ``id`` is -1 (and lane -1) for a rank whose event is not on the timeline."""
+    "end_ns", "wait_ns", "last"}]}} for the event ``id`` (or, when the matching went by the
+    other table, the kernel it launched or the op that launched it); None when it is no
+    matched collective. ``id`` is -1 (and lane -1) for a rank whose event is not on the
+    timeline."""
     data, trace = source.data, source.trace
     gid = event_id(data, message)
     table = KIND_TABLES[int(data.kind[gid])]
     if table not in MATCHED_TABLES:
         return {"id": gid, "collective": None}, []
     frame, lookup = cached(data, "collectives", lambda: _indexed(source))
-    own = int(trace.table(table)["id"].iloc[int(data.source[gid])])
-    at = lookup.get((table, own))
+    at = _matched_row(source, lookup, gid)
     if at is None:
         return {"id": gid, "collective": None}, []
     instance = frame["instance"].to_numpy()
@@ -60,6 +63,35 @@ def collective(source: Source, message: Mapping[str, Any]) -> Reply:
         "ranks": ranks,
     }
     return {"id": gid, "collective": info}, []
+
+
+def _matched_row(source: Source, lookup: dict[tuple[str, int], int], gid: int) -> int | None:
+    """The matched row of an event; else, where the matching went by the other table, that of
+    the kernel a communicating op launched (a c10d op launching an NCCL kernel) or of the op
+    that launched a kernel."""
+    data, trace = source.data, source.trace
+    kind = int(data.kind[gid])
+
+    def row_of(g: int) -> int | None:
+        table = KIND_TABLES[int(data.kind[g])]
+        return lookup.get((table, int(trace.table(table)["id"].iloc[int(data.source[g])])))
+
+    found = row_of(gid)
+    if found is not None:
+        return found
+    if kind == KINDS.index("op"):
+        # Only a communicating op (c10d, gloo, nccl, record_param_comms): a step annotation
+        # launches every collective of its step.
+        name = data.names[int(data.name[gid])]
+        related = _launched_by_op(source, gid).tolist() if COLLECTIVE_OP.search(name) else []
+    else:
+        op = _kernel_op(source, trace.kernels.iloc[int(data.source[gid])])
+        related = [] if op is None else [op]
+    for g in related:
+        found = row_of(int(g))
+        if found is not None:
+            return found
+    return None
 
 
 def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
