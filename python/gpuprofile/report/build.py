@@ -18,6 +18,7 @@ from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wa
 from gpuprofile.report.distributed import job_report, rank_job_report
 from gpuprofile.report.notices import notices
 from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_time
 
 SCHEMA = "gpuprofile.report/1"
 ROOFLINE_POINT_FIELDS = (
@@ -70,7 +71,7 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         # What the capture could not do (a recorded window not read, samples not exported).
         "capture_errors": list(meta.errors),
         # Each of the above (and which steps --steps recorded) as one line for every view.
-        "notices": notices(meta),
+        "notices": [*notices(meta), *_clock_notice(analysis)],
         "hardware": analysis.hardware.to_dict(),
         "gauges": [gauge.to_dict() for gauge in analysis.gauges],
         "hints": [hint.to_dict() for hint in run_detectors(analysis)],
@@ -85,6 +86,26 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
     }
     plain: dict[str, Any] = _jsonable(report)
     return plain
+
+
+# Aligned clocks whose collectives still end further apart than this make waits uncertain.
+CLOCK_RESIDUAL_NOTICE_NS = 1_000_000
+
+
+def _clock_notice(analysis: Analysis) -> list[dict[str, str]]:
+    residual = analysis.alignment.residual_ns
+    if residual is None or residual < CLOCK_RESIDUAL_NOTICE_NS:
+        return []
+    return [
+        {
+            "kind": "clock",
+            "text": (
+                f"after aligning the ranks' clocks their collectives still end "
+                f"{format_time(residual)} apart (median): the traces may miss some collectives "
+                "(trimmed or sampled), so waits and stragglers are uncertain by that much."
+            ),
+        }
+    ]
 
 
 def _jsonable(value: Any) -> Any:

@@ -17,7 +17,8 @@ Fields, by struct:
   settings and what it could not read); ``host`` (the CPU a capture ran on, as calibration
   names it: a capture made on a CPU is measured against that CPU's calibrated roofs when a
   calibration is cached); ``cuda_event_ns`` (on CUDA, the block's device time between two
-  CUDA events recorded around it).
+  CUDA events recorded around it); ``notes`` (what reading the source had to decide that a
+  reader should know, e.g. ranks taken from file order).
 - ``RankMeta``: ``devices`` (device properties, one dict per device the trace lists:
   ``id``, ``name``, ``memory_bytes``, ``sm_count``, ``compute_capability``, ``properties``);
   ``thread_names`` ("pid/tid" -> name); ``files`` (the files this rank was read from);
@@ -130,6 +131,7 @@ class TraceMeta(msgspec.Struct, frozen=True, kw_only=True):
     sampling: Sampling | None = None
     host: str | None = None
     cuda_event_ns: int | None = None
+    notes: tuple[str, ...] = ()
 
 
 class StepsEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -138,3 +140,16 @@ class StepsEntry(msgspec.Struct, frozen=True, kw_only=True):
 
     steps: Steps | None = None
     windows: tuple[Window, ...] = ()
+
+
+def world_size(meta: TraceMeta) -> int | None:
+    """The job's size as its ranks' traces declare it (distributedInfo.world_size, the
+    largest if they differ); None when none does."""
+    sizes = [
+        size
+        for facts in meta.ranks.values()
+        if isinstance(size := (facts.distributed or {}).get("world_size"), int)
+        and not isinstance(size, bool)
+        and size > 0
+    ]
+    return max(sizes) if sizes else None
