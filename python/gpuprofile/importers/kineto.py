@@ -157,6 +157,7 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
         },
         skipped=dict(skipped),
         base_time_ns=doc.baseTimeNanoseconds,
+        host_name=doc.host_name if isinstance(doc.host_name, str) else None,
     )
     entry = _steps_entry(doc.gpuprofile) if len(docs) == 1 else None
     meta = TraceMeta(

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 import pandas as pd
 
+from gpuprofile.analyses.clock import ONE_HOST
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import run_detectors
 from gpuprofile.analyses.gpu_time import gpu_time
@@ -94,15 +95,17 @@ CLOCK_RESIDUAL_NOTICE_NS = 1_000_000
 
 def _clock_notice(analysis: Analysis) -> list[dict[str, str]]:
     residual = analysis.alignment.residual_ns
-    if residual is None or residual < CLOCK_RESIDUAL_NOTICE_NS:
+    one_host = analysis.alignment.method == ONE_HOST  # an exact clock: the ends truly differ
+    if residual is None or residual < CLOCK_RESIDUAL_NOTICE_NS or one_host:
         return []
     return [
         {
             "kind": "clock",
             "text": (
                 f"after aligning the ranks' clocks their collectives still end "
-                f"{format_time(residual)} apart (median): the traces may miss some collectives "
-                "(trimmed or sampled), so waits and stragglers are uncertain by that much."
+                f"{format_time(residual)} apart (median), so waits and stragglers are uncertain "
+                "by that much: the traces may miss some collectives (trimmed or sampled), or "
+                "ranks were descheduled on a busy host."
             ),
         }
     ]

@@ -27,7 +27,8 @@ Fields, by struct:
   (events not read, counted by what they were); ``clock_offset_ns`` (added to the rank's own
   clock to place it on the trace's time base; 0 when the ranks' clocks are taken as they are);
   ``base_time_ns`` (Kineto's ``baseTimeNanoseconds``: the absolute time its ``ts`` count from;
-  None where the trace has none and its ``ts`` are taken as absolute).
+  None where the trace has none and its ``ts`` are taken as absolute); ``host_name`` (the
+  machine it was recorded on, as Kineto writes it; None when not written).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class RankMeta(msgspec.Struct, frozen=True, kw_only=True):
     skipped: dict[str, int] = {}
     clock_offset_ns: int = 0
     base_time_ns: int | None = None
+    host_name: str | None = None
 
     def joined(self, other: RankMeta) -> RankMeta:
         """This rank's facts with those of another part of the same rank (a later window):
