@@ -8,6 +8,10 @@ rank's offset against a reference rank (the lowest) is the median, over the inst
 hold, of the difference of their ends, negated. The refinement is kept only where it brings
 the ends closer than the trace clocks did.
 
+Ranks recorded on one host (every trace names the same ``host_name``) share its clock: their
+trace clocks are kept as they are, since a collective's end on a busy host varies by more
+than that clock does.
+
 The residual is the median, over those instances, of the spread of their ends (latest end
 minus earliest) after alignment: how far the aligned clocks can still be trusted.
 """
@@ -25,6 +29,7 @@ from gpuprofile.trace.model import NO_ID, Trace
 
 TRACE_CLOCKS = "trace clocks"
 COLLECTIVE_ENDS = "collective ends"
+ONE_HOST = "one host's clock"
 
 
 @dataclass(frozen=True)
@@ -32,8 +37,9 @@ class Alignment:
     """How the ranks' clocks were aligned.
 
     Attributes:
-        method: "collective ends" (refined from matched collectives) or "trace clocks"
-            (each rank's baseTimeNanoseconds or absolute ts, as recorded).
+        method: "collective ends" (refined from matched collectives), "trace clocks"
+            (each rank's baseTimeNanoseconds or absolute ts, as recorded) or "one host's
+            clock" (every rank recorded on one host: its clock, exact).
         residual_ns: median spread of synchronizing collectives' ends after alignment; None
             where no collective was matched.
         offsets_ns: per rank, ns added to its trace clock by the refinement.
@@ -57,6 +63,8 @@ def align_clocks(trace: Trace) -> tuple[Trace, Alignment]:
     """
     ends = _synchronizing_ends(trace)
     before = _residual(ends)
+    if _one_host(trace):
+        return trace, Alignment(ONE_HOST, before, {}, len(ends))
     if len(trace.ranks) < 2 or ends.empty:
         return trace, Alignment(TRACE_CLOCKS, before, {}, len(ends))
     reference = int(ends.columns.min())
@@ -90,3 +98,8 @@ def _residual(ends: pd.DataFrame) -> int | None:
         return None
     spread = (ends.max(axis=1) - ends.min(axis=1)).to_numpy()
     return round(float(np.median(spread)))
+
+
+def _one_host(trace: Trace) -> bool:
+    hosts = {facts.host_name for facts in trace.meta.ranks.values()}
+    return len(hosts) == 1 and None not in hosts

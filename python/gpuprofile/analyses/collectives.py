@@ -132,8 +132,13 @@ def comm_events(trace: Trace) -> pd.DataFrame:
 
 def _kernel_events(trace: Trace, comm: pd.DataFrame) -> pd.DataFrame:
     recorded = comm["collective"].astype(str).to_numpy()
+    launched = _launching_collective(trace, comm["op_id"].to_numpy())
     guessed = _per_name(comm["name"], collective_of)
-    names = np.where(recorded != "", [collective_of(n) for n in recorded], guessed)
+    names = np.where(
+        recorded != "",
+        [collective_of(n) for n in recorded],
+        np.where(launched != "", launched, guessed),
+    )
     start = comm["start_ns"].to_numpy()
     return pd.DataFrame(
         {
@@ -150,6 +155,26 @@ def _kernel_events(trace: Trace, comm: pd.DataFrame) -> pd.DataFrame:
             "peer": NO_ID,
         }
     )
+
+
+def _launching_collective(trace: Trace, op_ids: np.ndarray) -> np.ndarray:
+    """Per kernel, the collective its launching op names (``c10d::alltoall_base_`` launches
+    ``SendRecv`` kernels; ``record_param_comms`` sits under the c10d op), "" where none."""
+    ops = trace.ops
+    out = np.full(len(op_ids), "", dtype=object)
+    if not len(ops):
+        return out
+    index = pd.Index(ops["id"].to_numpy())
+    at = index.get_indexer(op_ids)
+    names = ops["name"].astype(str).to_numpy()
+    parents = index.get_indexer(ops["parent"].to_numpy())
+    for i in np.flatnonzero(at >= 0):
+        row = at[i]
+        if names[row] == "record_param_comms" and parents[row] >= 0:
+            row = parents[row]
+        if names[row].startswith(("c10d::", "nccl:", "gloo:")):
+            out[i] = collective_of(names[row])
+    return out
 
 
 def _cpu_events(ops: pd.DataFrame) -> pd.DataFrame:

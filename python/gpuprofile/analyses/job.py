@@ -17,6 +17,7 @@ import pandas as pd
 
 from gpuprofile.analyses.bubbles import Pipeline, Step, bubbles, pipeline
 from gpuprofile.analyses.stragglers import Straggler, stragglers
+from gpuprofile.trace.meta import world_size
 from gpuprofile.trace.model import NO_ID, Trace
 
 
@@ -51,7 +52,7 @@ def job(trace: Trace, collectives: pd.DataFrame, idle_gaps: pd.DataFrame) -> Job
         idle_gaps: ``idle.idle_gaps(trace)``.
     """
     present = tuple(trace.ranks)
-    world = world_size(trace)
+    world = world_size(trace.meta)
     expected = range(world) if world is not None else range(max(present, default=-1) + 1)
     steps = bubbles(trace, collectives)
     return Job(
@@ -63,16 +64,6 @@ def job(trace: Trace, collectives: pd.DataFrame, idle_gaps: pd.DataFrame) -> Job
         pipeline=pipeline(steps, collectives),
         collectives=tuple(summarize(collectives)),
     )
-
-
-def world_size(trace: Trace) -> int | None:
-    sizes = {
-        facts.distributed.get("world_size")
-        for facts in trace.meta.ranks.values()
-        if facts.distributed is not None
-    }
-    known = [s for s in sizes if isinstance(s, int) and not isinstance(s, bool) and s > 0]
-    return max(known) if known else None
 
 
 _BUS_FACTOR = {

@@ -22,7 +22,7 @@ import pandas as pd
 
 from gpuprofile.analyses.bubbles import compute_events
 from gpuprofile.analyses.idle import DATA_LOADING, HOST_LAUNCH_BOUND
-from gpuprofile.analyses.names import matches
+from gpuprofile.analyses.names import matches, short_kernel_name
 from gpuprofile.analyses.patterns import LOADER_OP
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_time
@@ -118,7 +118,8 @@ def _cause(
                 (
                     int(excess[name]),
                     name,
-                    f"{name} takes {format_time(excess[name])} longer than on the median rank",
+                    f"{short_kernel_name(name)} takes {format_time(excess[name])} longer than on "
+                    "the median rank",
                 )
             )
     loading = _per_rank_loading(trace)

@@ -86,6 +86,7 @@ class Document(msgspec.Struct, gc=False):
     cuda_driver_version: int | str | None = None
     roctracer_version: int | str | float | None = None
     hip_runtime_version: int | str | None = None
+    host_name: Any = None
     # gpuprofile's own entry in a --steps export: {"windows": [...], "steps": {...}}. Any: a
     # trace of someone else's with such a key must still load.
     gpuprofile: Any = None

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 import pandas as pd
 
+from gpuprofile.analyses.clock import ONE_HOST
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import run_detectors
 from gpuprofile.analyses.gpu_time import gpu_time
@@ -18,6 +19,7 @@ from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wa
 from gpuprofile.report.distributed import job_report, rank_job_report
 from gpuprofile.report.notices import notices
 from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_time
 
 SCHEMA = "gpuprofile.report/1"
 ROOFLINE_POINT_FIELDS = (
@@ -70,7 +72,7 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         # What the capture could not do (a recorded window not read, samples not exported).
         "capture_errors": list(meta.errors),
         # Each of the above (and which steps --steps recorded) as one line for every view.
-        "notices": notices(meta),
+        "notices": [*notices(meta), *_clock_notice(analysis)],
         "hardware": analysis.hardware.to_dict(),
         "gauges": [gauge.to_dict() for gauge in analysis.gauges],
         "hints": [hint.to_dict() for hint in run_detectors(analysis)],
@@ -85,6 +87,28 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
     }
     plain: dict[str, Any] = _jsonable(report)
     return plain
+
+
+# Aligned clocks whose collectives still end further apart than this make waits uncertain.
+CLOCK_RESIDUAL_NOTICE_NS = 1_000_000
+
+
+def _clock_notice(analysis: Analysis) -> list[dict[str, str]]:
+    residual = analysis.alignment.residual_ns
+    one_host = analysis.alignment.method == ONE_HOST  # an exact clock: the ends truly differ
+    if residual is None or residual < CLOCK_RESIDUAL_NOTICE_NS or one_host:
+        return []
+    return [
+        {
+            "kind": "clock",
+            "text": (
+                f"after aligning the ranks' clocks their collectives still end "
+                f"{format_time(residual)} apart (median), so waits and stragglers are uncertain "
+                "by that much: the traces may miss some collectives (trimmed or sampled), or "
+                "ranks were descheduled on a busy host."
+            ),
+        }
+    ]
 
 
 def _jsonable(value: Any) -> Any:
