@@ -31,6 +31,19 @@ import { formatFraction, formatInstant, formatTime, num } from "./format.js";
  *   max_wait_ns: number, ranks: CollectiveRank[]}} CollectiveInfo
  */
 
+/** A job of more ranks than this starts with every rank collapsed to one row. */
+export const RANKS_COLLAPSED_OVER = 8;
+
+/**
+ * The ranks a timeline starts with collapsed: all of them past RANKS_COLLAPSED_OVER (one row
+ * per rank reads as the job's picture), else none.
+ * @param {number[]} ranks
+ * @returns {number[]}
+ */
+export function initiallyCollapsed(ranks) {
+  return ranks.length > RANKS_COLLAPSED_OVER ? [...ranks] : [];
+}
+
 /** More steps than this: the grid shows the first ones and the mean of all. */
 export const MAX_STEP_COLUMNS = 24;
 

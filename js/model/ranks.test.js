@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { groupLayout, hitEntry } from "./lanes.js";
-import { collectiveLinks, collectiveRows, laneRanks, rankStepGrid, stragglerOf, subgroupLabel } from "./ranks.js";
+import { collectiveLinks, collectiveRows, initiallyCollapsed, laneRanks, rankStepGrid, stragglerOf, subgroupLabel } from "./ranks.js";
 import { createTimelineState } from "./timeline_state.js";
 import { buildSegmentIndex } from "./segments.js";
 import { segmentTable } from "./segment_fixtures.js";
@@ -82,6 +82,12 @@ test("256 ranks lay out quickly, collapsed and expanded", () => {
   assert.equal(layout.entries.filter((e) => e.kind === "rank").length, 256);
   assert.equal(layout.entries.length, 256 * 2);
   assert.ok(ms < 50, `${ms.toFixed(1)} ms per layout of ${lanes.length} lanes`);
+});
+
+test("a job of more than 8 ranks starts with every rank collapsed", () => {
+  assert.deepEqual(initiallyCollapsed([0, 1, 2, 3, 4, 5, 6, 7]), []);
+  assert.deepEqual(initiallyCollapsed([...Array(9).keys()]), [...Array(9).keys()]);
+  assert.deepEqual(initiallyCollapsed([]), []);
 });
 
 test("focus on a rank: the others collapse; again: all expand", () => {

@@ -21,6 +21,7 @@
 import "./timeline.css";
 import { createDetailsCache } from "../../model/details_cache.js";
 import { formatCount } from "../../model/format.js";
+import { initiallyCollapsed } from "../../model/ranks.js";
 import { prepareTimeline } from "../../model/timeline_data.js";
 import { createTimelineState, selectionToKeep } from "../../model/timeline_state.js";
 import { createDetails } from "../details.js";
@@ -38,8 +39,6 @@ import { createTooltip } from "./tooltip.js";
 import { createWindowLoader } from "./windows.js";
 
 const DETAILS_CACHE = 500;
-/** A job of more ranks than this starts with every rank collapsed to one row. */
-export const RANKS_COLLAPSED_OVER = 8;
 
 /**
  * @param {{lanes, names, nameKinds, kinds, span, table, counters, complete, totalEvents}} data
@@ -51,7 +50,7 @@ export function createTimeline(data, hooks = {}) {
   const d = prepareTimeline(data);
   const { span, lanes } = d;
   const state = createTimelineState({ span, minSpan: d.minSpan });
-  if (d.ranks.length > RANKS_COLLAPSED_OVER) state.collapseRanks(d.ranks);
+  state.collapseRanks(initiallyCollapsed(d.ranks));
   let straggler = null; // the rank marked as the straggler (setStraggler)
   // Details, ranges and searches are answered by the Python kernel (js/model/source.js).
   const source = hooks.source ?? null;
