@@ -231,3 +231,32 @@ def test_bus_factors_are_nccl_tests() -> None:
     for name in ("allgather", "reduce_scatter", "alltoall"):
         assert bus_factor(name, 8) == pytest.approx(7 / 8)
     assert bus_factor("broadcast", 8) == 1.0
+
+
+def test_bus_bandwidth_against_the_nvlink_roof(job_dir: Path) -> None:
+    from gpuprofile.hardware.tables import datasheet
+
+    h100 = datasheet("h100_sxm")
+    # The H100 SXM datasheet quotes NVLink 900 GB/s, both directions together.
+    assert h100.peer_link_bytes_per_s == 450e9
+    (allreduce,) = gpuprofile.load(job_dir, hardware=h100).report()["distributed"]["collectives"]
+    assert allreduce["link_roof_bytes_per_s"] == 450e9
+    bus = ELEMS * 4 / (TRANSFER / 1e6) * 2 * 2 / 3
+    assert allreduce["pct_of_link_roof"] == pytest.approx(100 * bus / 450e9)
+
+
+def test_cli_reads_a_job_and_refuses_a_bad_one(
+    job_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from gpuprofile.cli import main
+
+    files = [str(job_dir / f"rank{r}.json") for r in range(3)]
+    assert main(["report", *files, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["distributed"]["stragglers"][0]["rank"] == 2
+    write(job_dir / "again.json", _rank_doc(1))
+    assert main(["report", str(job_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "rank 1 appears twice" in err and "Traceback" not in err

@@ -83,7 +83,9 @@ class Analysis:
             return None
         from gpuprofile.analyses.job import job
 
-        return job(self.trace, self.collectives, self.idle_gaps)
+        return job(
+            self.trace, self.collectives, self.idle_gaps, self.hardware.peer_link_bytes_per_s
+        )
 
     @cached_property
     def gauges(self) -> list[Gauge]:

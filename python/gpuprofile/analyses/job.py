@@ -30,6 +30,7 @@ class CollectiveSummary:
     mean_wait_ns: dict[int, int]  # per rank
     alg_bytes_per_s: float | None
     bus_bytes_per_s: float | None
+    link_roof_bytes_per_s: float | None  # the device's peer link (NVLink), one direction
 
 
 @dataclass(frozen=True)
@@ -43,13 +44,19 @@ class Job:
     collectives: tuple[CollectiveSummary, ...]
 
 
-def job(trace: Trace, collectives: pd.DataFrame, idle_gaps: pd.DataFrame) -> Job:
+def job(
+    trace: Trace,
+    collectives: pd.DataFrame,
+    idle_gaps: pd.DataFrame,
+    link_roof_bytes_per_s: float | None = None,
+) -> Job:
     """The job view of an aligned multi-rank trace.
 
     Parameters:
         trace: the trace, clocks aligned.
         collectives: ``match_collectives(trace)``.
         idle_gaps: ``idle.idle_gaps(trace)``.
+        link_roof_bytes_per_s: the roof of bus bandwidth (Hardware.peer_link_bytes_per_s).
     """
     present = tuple(trace.ranks)
     world = world_size(trace.meta)
@@ -62,7 +69,7 @@ def job(trace: Trace, collectives: pd.DataFrame, idle_gaps: pd.DataFrame) -> Job
         steps=tuple(steps),
         stragglers=tuple(stragglers(trace, collectives, idle_gaps)),
         pipeline=pipeline(steps, collectives),
-        collectives=tuple(summarize(collectives)),
+        collectives=tuple(summarize(collectives, link_roof_bytes_per_s)),
     )
 
 
@@ -80,7 +87,9 @@ def bus_factor(name: str, n: int) -> float:
     return factor(n) if factor is not None and n > 0 else 1.0
 
 
-def summarize(collectives: pd.DataFrame) -> list[CollectiveSummary]:
+def summarize(
+    collectives: pd.DataFrame, link_roof_bytes_per_s: float | None = None
+) -> list[CollectiveSummary]:
     """Per (group, collective): instances, bytes, each rank's mean wait and the bandwidths;
     the heaviest (most wait) first."""
     out = []
@@ -111,6 +120,7 @@ def summarize(collectives: pd.DataFrame) -> list[CollectiveSummary]:
                 mean_wait_ns=_mean_waits(rows),
                 alg_bytes_per_s=alg,
                 bus_bytes_per_s=bus,
+                link_roof_bytes_per_s=link_roof_bytes_per_s,
             )
         )
     return sorted(out, key=lambda c: -sum(c.mean_wait_ns.values()) * c.count)

@@ -53,6 +53,11 @@ def job_report(analysis: Analysis) -> dict[str, Any] | None:
                 "mean_wait_ns": {str(r): w for r, w in c.mean_wait_ns.items()},
                 "alg_bytes_per_s": c.alg_bytes_per_s,
                 "bus_bytes_per_s": c.bus_bytes_per_s,
+                # The device's NVLink, one direction (null: not known), and bus / that.
+                "link_roof_bytes_per_s": c.link_roof_bytes_per_s,
+                "pct_of_link_roof": None
+                if c.bus_bytes_per_s is None or not c.link_roof_bytes_per_s
+                else 100 * c.bus_bytes_per_s / c.link_roof_bytes_per_s,
             }
             for c in job.collectives
         ],
