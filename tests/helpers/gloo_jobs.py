@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import datetime
+import functools
 import json
 import os
 import signal
@@ -262,6 +263,7 @@ def _result(folder: Path, rank: int, trace: Any, extra: dict[str, Any]) -> None:
         "rank": rank,
         "ranks": trace.ranks,
         "partial": trace.meta.partial,
+        "source": trace.meta.source.path,
         "errors": list(trace.meta.errors),
         "per_rank": {str(r): _own_counts(trace, r) for r in trace.ranks},
         "memory_rows": len(trace.memory),
@@ -272,28 +274,38 @@ def _result(folder: Path, rank: int, trace: Any, extra: dict[str, Any]) -> None:
 
 
 def _capture_dp(
-    rank: int, folder: Path, slow_rank: str, steps: str, slow_factor: str, raise_on: str = "-1"
+    rank: int,
+    folder: Path,
+    slow_rank: str,
+    steps: str,
+    slow_factor: str,
+    raise_on: str = "-1",
+    raise_where: str = "after",
 ) -> None:
     """The data-parallel job under ``gpuprofile.profile(distributed=True)``, exported to
-    ``FOLDER/export``; with ``raise_on`` R >= 0, rank R raises inside the block after its last
-    all-reduce (the others end normally)."""
+    ``FOLDER/export``. With ``raise_on`` R >= 0, rank R raises inside the block: "after" its
+    last all-reduce (the others end normally), or "before" its second one (the others wait in
+    it for the job's timeout, then raise too)."""
     import torch
 
     import gpuprofile
 
     x, w = torch.randn(SIZE, SIZE), torch.randn(SIZE, SIZE) / SIZE**0.5
+    raiser = rank == int(raise_on)
     raised = None
     try:
         with gpuprofile.profile(
             distributed=True, export=folder / "export", profile_memory=True
         ) as p:
-            for _ in range(int(steps)):
+            for step in range(int(steps)):
+                if raiser and raise_where == "before" and step == 1:
+                    raise ValueError("rank failed inside the block")
                 _dp_step(rank, int(slow_rank), int(slow_factor), x, w)
                 gpuprofile.step()
-            if rank == int(raise_on):
+            if raiser and raise_where == "after":
                 raise ValueError("rank failed inside the block")
-    except ValueError as error:
-        raised = str(error)
+    except Exception as error:
+        raised = str(error) if raiser else f"{type(error).__name__}: {error}"
     _result(folder, rank, p.trace, {"raised": raised})
 
 
@@ -306,14 +318,13 @@ def _capture_magic(rank: int, folder: Path, slow_rank: str, steps: str, slow_fac
 
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "gpuprofile")
-    shell.user_ns.update(setup=(rank, int(slow_rank), int(slow_factor)))
+    shell.user_ns["dp_step"] = functools.partial(_dp_step, rank, int(slow_rank), int(slow_factor))
     cell = (
         "%%gpuprofile --distributed\n"
         "import torch, gpuprofile\n"
-        "import __main__ as jobs  # this file\n"
         f"x, w = torch.randn({SIZE}, {SIZE}), torch.randn({SIZE}, {SIZE}) / {SIZE**0.5}\n"
         f"for _ in range({int(steps)}):\n"
-        "    jobs._dp_step(*setup, x, w)\n"
+        "    dp_step(x, w)\n"
         "    gpuprofile.step()\n"
     )
     result = shell.run_cell(cell)
@@ -331,14 +342,14 @@ _KINDS: dict[str, Callable[..., None]] = {
 
 def main(argv: list[str]) -> None:
     kind, world, port, folder, *args = argv
-    import torch._dynamo  # noqa: F401  (what torch.profiler imports as it starts)
+    import torch._dynamo
     import torch.distributed
-    import torch.profiler  # noqa: F401
+    import torch.profiler
 
     if kind.startswith("capture"):
         import IPython  # noqa: F401
 
-        import gpuprofile.capture.session  # noqa: F401
+        import gpuprofile.capture.session
         import gpuprofile.report.build  # noqa: F401
     Path(folder).mkdir(parents=True, exist_ok=True)
     timeout_s = float(os.environ.get("GLOO_JOB_TIMEOUT_S", TIMEOUT_S))

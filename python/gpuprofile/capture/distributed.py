@@ -46,6 +46,7 @@ import torch.distributed as dist
 
 from gpuprofile.errors import GpuprofileError, OptionError
 from gpuprofile.trace.merge import merge
+from gpuprofile.trace.meta import Source
 from gpuprofile.trace.model import Trace, empty_table
 
 # The tables a job view draws or counts; "memory" (allocator events, one per allocation with
@@ -60,9 +61,7 @@ _captures = itertools.count()
 def require_job() -> tuple[int, int]:
     """This process's (rank, world size); OptionError when it is in no torch.distributed job."""
     if not dist.is_available():
-        raise OptionError(
-            "distributed", True, "this torch was built without torch.distributed"
-        )
+        raise OptionError("distributed", True, "this torch was built without torch.distributed")
     if not dist.is_initialized():
         raise OptionError(
             "distributed",
@@ -92,7 +91,7 @@ class Job:
         rank, world_size = require_job()
         try:
             store = dist.distributed_c10d._get_default_store()
-            timeout = store.timeout
+            timeout = store.timeout  # type: ignore[attr-defined]
         except Exception:  # a private accessor: without it, the group's collectives only
             store, timeout = None, timedelta(minutes=30)
         return cls(
@@ -156,7 +155,9 @@ class Job:
         Call on every rank after ``ended``; never raises (problems go to the errors)."""
         if self.decision != "gather":
             return _with_error(
-                trace, f"rank {self.rank}: the job's ranks were not gathered: {self.decision}"
+                trace,
+                f"the job's ranks were not gathered ({self.decision}): this profile holds "
+                f"rank {self.rank} only",
             )
         try:
             # Rank 0's own part does not travel: it takes it from its trace.
@@ -167,8 +168,8 @@ class Job:
         except Exception as error:
             return _with_error(
                 trace,
-                f"rank {self.rank}: gathering the job's ranks failed "
-                f"({type(error).__name__}: {error})",
+                f"gathering the job's ranks failed ({type(error).__name__}: {error}): this "
+                f"profile holds rank {self.rank} only",
             )
         if self.rank != 0:
             return trace
@@ -226,7 +227,10 @@ def _merged(parts: list[Part], own: Trace) -> Trace:
             got = got.with_meta(errors=tuple(f"rank {rank}: {e}" for e in got.meta.errors))
         traces.append(got)
         ranks.append(rank)
-    job = merge(traces, ranks=ranks, source=own.meta.source)
+    # Exported, the job is the folder of rank files (gpuprofile.load reads it back).
+    path = own.meta.source.path
+    source = Source(format=own.meta.source.format, path=os.path.dirname(path) if path else None)
+    job = merge(traces, ranks=ranks, source=source)
     if problems:
         job = job.with_meta(errors=(*job.meta.errors, *problems))
     return job
@@ -256,4 +260,3 @@ def _rank_device() -> int:
     if local.isdigit() and int(local) < torch.cuda.device_count():
         return int(local)
     return int(torch.cuda.current_device())
-
