@@ -15,7 +15,18 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuprofile", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser("report", help="analyse a trace file or a directory of ranks")
-    report.add_argument("path", help="Kineto / PyTorch profiler trace (.json, .json.gz) or dir")
+    report.add_argument(
+        "path",
+        nargs="+",
+        help="Kineto / PyTorch profiler trace (.json, .json.gz); a job: a directory, its "
+        "files, or a glob pattern (quoted)",
+    )
+    report.add_argument(
+        "--rank-regex",
+        metavar="REGEX",
+        help="the rank in a file name, one group of digits, for traces that do not declare "
+        "it (default: rank3, rank-3, worker3)",
+    )
     demo = commands.add_parser("demo", help="profile a small transformer block and report it")
     for sub in (report, demo):
         sub.add_argument("--format", choices=("text", "json"), default="text")
@@ -60,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "report":
             from gpuprofile.load import load
 
-            _emit(load(args.path), args.format)
+            path = args.path[0] if len(args.path) == 1 else args.path
+            _emit(load(path, rank_regex=args.rank_regex), args.format)
         elif args.command == "calibrate":
             _calibrate(args.seconds, args.json)
         else:
