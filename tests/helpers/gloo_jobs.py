@@ -258,7 +258,11 @@ def _own_counts(trace: Any, rank: int) -> dict[str, Any]:
     return counts
 
 
-def _result(folder: Path, rank: int, trace: Any, extra: dict[str, Any]) -> None:
+def _result(folder: Path, rank: int, profile: Any, extra: dict[str, Any]) -> None:
+    """What this rank's Profile holds, to ``FOLDER/result{R}.json``; with several ranks, the
+    report's job view (``report["distributed"]``) too."""
+    trace = profile.trace
+    job = profile.report()["distributed"] if len(trace.ranks) > 1 else None
     result = {
         "rank": rank,
         "ranks": trace.ranks,
@@ -268,6 +272,8 @@ def _result(folder: Path, rank: int, trace: Any, extra: dict[str, Any]) -> None:
         "per_rank": {str(r): _own_counts(trace, r) for r in trace.ranks},
         "memory_rows": len(trace.memory),
         "counter_ranks": sorted({int(r) for r in trace.counters["rank"]}),
+        "stragglers": [s["rank"] for s in job["stragglers"]] if job else None,
+        "world_size": job["world_size"] if job else None,
         **extra,
     }
     (folder / f"result{rank}.json").write_text(json.dumps(result))
@@ -306,7 +312,7 @@ def _capture_dp(
                 raise ValueError("rank failed inside the block")
     except Exception as error:
         raised = str(error) if raiser else f"{type(error).__name__}: {error}"
-    _result(folder, rank, p.trace, {"raised": raised})
+    _result(folder, rank, p, {"raised": raised})
 
 
 def _capture_magic(rank: int, folder: Path, slow_rank: str, steps: str, slow_factor: str) -> None:
@@ -329,7 +335,7 @@ def _capture_magic(rank: int, folder: Path, slow_rank: str, steps: str, slow_fac
     )
     result = shell.run_cell(cell)
     result.raise_error()
-    _result(folder, rank, gpuprofile.last().trace, {})
+    _result(folder, rank, gpuprofile.last(), {})
 
 
 _KINDS: dict[str, Callable[..., None]] = {

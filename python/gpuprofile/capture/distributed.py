@@ -244,12 +244,22 @@ def _with_error(trace: Trace, error: str) -> Trace:
 def _object_device() -> Iterator[None]:
     """Object collectives over NCCL go through ``torch.cuda.current_device()``: make it this
     rank's device for the gather, and put the caller's back after."""
-    if dist.get_backend() != "nccl" or not torch.cuda.is_available():
+    if _object_device_type() != "cuda" or not torch.cuda.is_available():
         yield
         return
     device = _rank_device()
     with torch.cuda.device(device):
         yield
+
+
+def _object_device_type() -> str:
+    """The device type torch's object collectives use on the default group ("cpu" where the
+    group has a CPU backend, as "cpu:gloo,cuda:nccl" has)."""
+    try:
+        return str(dist.distributed_c10d._get_object_coll_device(None))
+    except Exception:  # a private helper (torch 2.4+): else judge by the backend's name
+        backend = str(dist.get_backend())
+        return "cuda" if "nccl" in backend and "gloo" not in backend else "cpu"
 
 
 def _rank_device() -> int:
