@@ -291,7 +291,10 @@ def _capture_dp(
     """The data-parallel job under ``gpuprofile.profile(distributed=True)``, exported to
     ``FOLDER/export``. With ``raise_on`` R >= 0, rank R raises inside the block: "after" its
     last all-reduce (the others end normally), or "before" its second one (the others wait in
-    it for the job's timeout, then raise too)."""
+    it for the job's timeout, then raise too); "busy": rank R cannot start (its own
+    torch.profiler already runs)."""
+    import contextlib
+
     import torch
 
     import gpuprofile
@@ -299,10 +302,14 @@ def _capture_dp(
     x, w = torch.randn(SIZE, SIZE), torch.randn(SIZE, SIZE) / SIZE**0.5
     raiser = rank == int(raise_on)
     raised = None
+    p = None
+    busy = torch.profiler.profile() if raiser and raise_where == "busy" else None
+    export = folder / "export"
     try:
-        with gpuprofile.profile(
-            distributed=True, export=folder / "export", profile_memory=True
-        ) as p:
+        with (
+            busy or contextlib.nullcontext(),
+            gpuprofile.profile(distributed=True, export=export, profile_memory=True) as p,
+        ):
             for step in range(int(steps)):
                 if raiser and raise_where == "before" and step == 1:
                     raise ValueError("rank failed inside the block")
@@ -312,7 +319,10 @@ def _capture_dp(
                 raise ValueError("rank failed inside the block")
     except Exception as error:
         raised = str(error) if raiser else f"{type(error).__name__}: {error}"
-    _result(folder, rank, p, {"raised": raised})
+    if p is None:  # it never started
+        (folder / f"result{rank}.json").write_text(json.dumps({"rank": rank, "raised": raised}))
+    else:
+        _result(folder, rank, p, {"raised": raised})
 
 
 def _capture_magic(rank: int, folder: Path, slow_rank: str, steps: str, slow_factor: str) -> None:

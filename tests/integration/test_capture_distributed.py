@@ -107,6 +107,25 @@ def test_a_rank_that_never_ends_costs_the_job_timeout_not_a_hang(tmp_path: Path)
         assert any(e.endswith("this profile holds rank 0 only") for e in got[0]["errors"])
 
 
+def test_a_rank_that_cannot_start_stops_the_others_at_once(tmp_path: Path) -> None:
+    # Rank 1 runs its own torch.profiler, so gpuprofile cannot record it; rank 0 learns so at
+    # the start barrier, not after the job's timeout (120 s, past this test's 60 s).
+    gloo_jobs.run_ranks(
+        "capture_dp",
+        2,
+        tmp_path,
+        ["1", "2", "3", "1", "busy"],
+        env={"GLOO_JOB_TIMEOUT_S": "120"},
+        timeout_s=60,
+    )
+    got = results(tmp_path, 2)
+    assert got[1]["raised"].startswith("a torch.profiler session is already recording")
+    assert got[0]["raised"].startswith(
+        "GpuprofileError: rank 0 cannot profile the job: rank 1 could not start profiling "
+        "(ProfilerBusyError: a torch.profiler session is already recording"
+    )
+
+
 def test_the_magic_records_every_rank_of_a_job(tmp_path: Path) -> None:
     # Each rank's process runs the cell in an IPython InteractiveShell (not a Jupyter
     # kernel: the magic shows the text report, gpuprofile.last() holds the Profile).

@@ -80,6 +80,22 @@ def test_a_rank_that_never_starts_is_named() -> None:
         ranks[0].started()
 
 
+def test_a_rank_that_cannot_start_stops_the_others_waiting() -> None:
+    ranks = jobs(2, timeout_s=30)
+    failing = threading.Timer(0.1, ranks[1].abort, [GpuprofileError("a profiler already runs")])
+    failing.start()
+    with pytest.raises(GpuprofileError) as raised:
+        ranks[0].started()  # at once, not after the 30 s timeout
+    failing.join()
+    assert str(raised.value) == (
+        "rank 0 cannot profile the job: rank 1 could not start profiling (GpuprofileError: a "
+        "profiler already runs)"
+    )
+    # A rank already past the start learns it at the end, without the timeout.
+    ranks[0].ended(finished=True)
+    assert ranks[0].decision is not None and ranks[0].decision.startswith("rank 1 could not")
+
+
 def test_a_trace_without_a_decision_to_gather_keeps_its_own_rank() -> None:
     (job,) = jobs(1)[:1]
     job.decision = "ranks [1] had not ended the profiled block after 5 s (the job's timeout)"

@@ -109,11 +109,12 @@ class Job:
         if self.store is None:
             dist.barrier()
             return
+        go = f"{self.prefix}/go"
         self.store.set(f"{self.prefix}/start/{self.rank}", b"1")
         if self.store.add(f"{self.prefix}/started", 1) == self.world_size:
-            self.store.set(f"{self.prefix}/go", b"1")
+            self.store.compare_set(go, "", "1")
         try:
-            self.store.wait([f"{self.prefix}/go"], self.timeout)
+            self.store.wait([go], self.timeout)
         except RuntimeError:
             missing = self._missing("start")
             raise GpuprofileError(
@@ -121,6 +122,21 @@ class Job:
                 f"{self.timeout.total_seconds():g} s (the job's timeout): every rank must run "
                 "the profiled block with distributed=True"
             ) from None
+        said = bytes(self.store.get(go)).decode()
+        if said != "1":  # a rank failed to start (abort)
+            raise GpuprofileError(f"rank {self.rank} cannot profile the job: {said}")
+
+    def abort(self, error: BaseException) -> None:
+        """This rank will not run the block: the others stop waiting for it at the start (or,
+        if they are past it, at the end) and say why. Never raises."""
+        if self.world_size == 1 or self.store is None:
+            return
+        why = f"rank {self.rank} could not start profiling ({type(error).__name__}: {error})"
+        try:
+            self.store.compare_set(f"{self.prefix}/go", "", why)
+            self.store.compare_set(f"{self.prefix}/decision", "", why)
+        except Exception:
+            pass
 
     def ended(self, *, finished: bool) -> None:
         """Say this rank's block ended, and agree with the others whether to gather. Never

@@ -82,15 +82,20 @@ def capture(
         on_window: each recorded window as it is written (with ``options.steps``).
         on_recording: ``(True)`` as a window starts recording, ``(False)`` as it stops.
     """
-    if profiler_running():
-        raise ProfilerBusyError.running()
     job = Job.join() if options.distributed else None
+    try:
+        if profiler_running():
+            raise ProfilerBusyError.running()
+        if job is not None and options.export is not None:
+            try:
+                os.makedirs(options.export, exist_ok=True)
+            except OSError as error:
+                raise OptionError("export", options.export, str(error)) from None
+    except GpuprofileError as error:
+        if job is not None:  # the other ranks must not wait for this one
+            job.abort(error)
+        raise
     export = options.export_file(job.rank if job is not None else None)
-    if job is not None and options.export is not None:
-        try:
-            os.makedirs(options.export, exist_ok=True)
-        except OSError as error:
-            raise OptionError("export", options.export, str(error)) from None
     cuda = torch.cuda.is_available()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     schedule = options.schedule
@@ -135,7 +140,9 @@ def capture(
         except BaseException:
             prof.stop()
             raise
-    except BaseException:
+    except BaseException as error:
+        if job is not None:
+            job.abort(error)
         if sampler is not None:
             sampler.stop()
         chatter.close()
