@@ -5,7 +5,9 @@ Each rank records the block as a single process would (session.py). Around it:
 
 - **Start**: once its profiler runs, each rank waits for the others (a barrier on the job's
   store), so that every rank records from the same moment: profilers take very different
-  times to start (hundreds of ms apart on one host).
+  times to start (hundreds of ms apart on one host). A rank that cannot start (``abort``)
+  writes why in the store's start and end decisions: the others raise it at once, or, already
+  past the start, keep their own trace at the end, rather than wait out the timeout.
 - **End**: each rank says it reached the end of its block (``end/<rank>`` in the job's store,
   "raised" when the block raised) and waits for the others, at most the job's own timeout
   (``store.timeout``: ``init_process_group(timeout=...)``). The first rank to see all arrive,
