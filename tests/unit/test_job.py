@@ -243,3 +243,20 @@ def test_bus_bandwidth_against_the_nvlink_roof(job_dir: Path) -> None:
     assert allreduce["link_roof_bytes_per_s"] == 450e9
     bus = ELEMS * 4 / (TRANSFER / 1e6) * 2 * 2 / 3
     assert allreduce["pct_of_link_roof"] == pytest.approx(100 * bus / 450e9)
+
+
+def test_cli_reads_a_job_and_refuses_a_bad_one(
+    job_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from gpuprofile.cli import main
+
+    files = [str(job_dir / f"rank{r}.json") for r in range(3)]
+    assert main(["report", *files, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["distributed"]["stragglers"][0]["rank"] == 2
+    write(job_dir / "again.json", _rank_doc(1))
+    assert main(["report", str(job_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "rank 1 appears twice" in err and "Traceback" not in err
