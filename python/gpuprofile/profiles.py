@@ -151,6 +151,7 @@ def profile(
     interval: float | None = 0.1,
     steps: tuple[int, ...] | None = None,
     max_events: int | None = None,
+    distributed: bool = False,
 ) -> Iterator[Profile]:
     """Profile the block (options below are checked before it runs)."""
     from gpuprofile.capture.session import capture
@@ -164,6 +165,7 @@ def profile(
         interval=interval or 0.0,
         steps=steps,
         max_events=max_events,
+        distributed=distributed,
     )
     with capture(options) as recording:
         yield Profile(recording, hardware=options.hardware)
