@@ -19,8 +19,6 @@ import pytest
 import gpuprofile
 from helpers import gloo_jobs
 
-pytestmark = pytest.mark.integration
-
 _COMM = re.compile(r"c10d|^nccl:|^gloo:|record_param_comms|ProcessGroup")
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
