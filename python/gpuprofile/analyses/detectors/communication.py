@@ -79,18 +79,17 @@ def detect(analysis: Analysis) -> list[Hint]:
     return hints
 
 
+def _figures(found: CommOverlap) -> tuple[pd.DataFrame, int, int, int]:
+    return found.events, found.comm_ns, found.overlapped_ns, found.exposed_ns
+
+
 def collective_name(kernel: str) -> str:
     match = _COLLECTIVE.match(kernel)
     return match.group(1) if match else kernel.split("(", 1)[0]
 
 
 def _gpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
-    comm, comm_ns, overlapped, exposed = (
-        found.events,
-        found.comm_ns,
-        found.overlapped_ns,
-        found.exposed_ns,
-    )
+    comm, comm_ns, overlapped, exposed = _figures(found)
     comm_sum = int(comm["dur_ns"].sum())
     wall = wall_ns(trace, rank)
     if exposed < MIN_EXPOSED_SHARE * wall or exposed <= 0:
@@ -145,12 +144,7 @@ def _gpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
 
 
 def _cpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
-    comm, comm_ns, overlapped, exposed = (
-        found.events,
-        found.comm_ns,
-        found.overlapped_ns,
-        found.exposed_ns,
-    )
+    comm, comm_ns, overlapped, exposed = _figures(found)
     wall = wall_ns(trace, rank)
     if exposed < MIN_EXPOSED_SHARE * wall or exposed <= 0:
         return None
