@@ -136,5 +136,8 @@ def test_pipeline_with_a_slow_stage(tmp_path: Path) -> None:
         len(job["steps"]) * stages
     )
     assert pipe["bubble_fraction"] == pytest.approx(mean)
+    assert pipe["excess_bubble_fraction"] == pytest.approx(
+        mean - pipe["theoretical_bubble_fraction"]
+    )
     # The stage after the slow one waits for it in its receives.
     assert job["stragglers"][0]["rank"] == 1

@@ -42,6 +42,8 @@ def job_report(analysis: Analysis) -> dict[str, Any] | None:
             "microbatches": pipe.microbatches,
             "theoretical_bubble_fraction": pipe.theoretical_bubble_fraction,
             "bubble_fraction": pipe.bubble_fraction,
+            # Measured beyond the schedule's own: what balancing the stages can give back.
+            "excess_bubble_fraction": pipe.bubble_fraction - pipe.theoretical_bubble_fraction,
             "bottleneck_rank": pipe.bottleneck_rank,
         },
         "collectives": [
