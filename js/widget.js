@@ -13,6 +13,8 @@ import { createRemoteSource } from "./model/source.js";
 import { createGauges } from "./views/gauges.js";
 import { createHints } from "./views/hints.js";
 import { createLive } from "./views/live.js";
+import { createRankSteps } from "./views/rank_steps.js";
+import { stragglerOf } from "./model/ranks.js";
 import { createRoofline } from "./views/roofline.js";
 import { renderSummary, renderTextReport, totalCounts, COUNT_KEYS } from "./views/summary.js";
 import { node } from "./views/dom.js";
@@ -31,7 +33,7 @@ function render({ model, el }) {
   const source = createRemoteSource(model);
   let summary = {};
   let summaryEl = null;
-  let panels = null; // {gauges, hints, roofline}
+  let panels = null; // {gauges, hints, roofline, ranks}
   let timeline = null;
   let marks = indexMarks(null);
   const live = createLive(model.get("live"));
@@ -99,10 +101,22 @@ function render({ model, el }) {
       onSelectHint: (i) => roofline.highlightPoints(((summary.hints || [])[i] || {}).related || []),
     });
     const gauges = createGauges(summary);
-    panels = { gauges, hints, roofline };
+    // A multi-rank job: the rank x step view; a click on a rank focuses the timeline on it.
+    const ranks = createRankSteps(summary, { onFocusRank });
+    panels = { gauges, hints, roofline, ranks };
     const row = node("div", "gp-panel-row");
     row.append(hints.el, roofline.el);
-    panelSlot.replaceChildren(gauges.el, row);
+    panelSlot.replaceChildren(gauges.el, row, ...(ranks.el ? [ranks.el] : []));
+    if (timeline) {
+      timeline.setStraggler(stragglerOf(summary)?.rank ?? null);
+      ranks.showFocused(timeline.focusedRank());
+    }
+  }
+
+  function onFocusRank(rank) {
+    if (!timeline) return;
+    timeline.focusRank(rank);
+    timelineSlot.scrollIntoView?.({ block: "nearest", behavior: "smooth" });
   }
 
   // A live widget has no report until its cell ends: only the live panel shows until then.
@@ -156,8 +170,13 @@ function render({ model, el }) {
         complete: model.get("complete"),
         totalEvents: model.get("total_events"),
       },
-      { onPaint: () => { root.dataset.gpuprofile = "ready"; }, source },
+      {
+        onPaint: () => { root.dataset.gpuprofile = "ready"; },
+        onFocusRank: (rank) => panels?.ranks.showFocused(rank),
+        source,
+      },
     );
+    timeline.setStraggler(stragglerOf(summary)?.rank ?? null);
     timelineSlot.replaceChildren(timeline.el);
     if (kept) timeline.setView(kept);
     if (keptSelection) timeline.restoreSelection(keptSelection);

@@ -52,7 +52,7 @@ export function hitTest(px, py, g, data) {
   const { axisH, rowH, pad } = g.dims;
   if (px < g.labelW || py < axisH) return null;
   const entry = entryAt(g.entries, py, g.scrollTop, axisH);
-  if (!entry || entry.kind === "header") return null;
+  if (!entry || entry.kind === "header" || entry.kind === "rank") return null;
   const { view, plotW } = g;
   const t = xToTime(px - g.labelW, view, plotW);
   const slack = (HIT_SLACK_PX * (view.end - view.start)) / plotW;

@@ -3,16 +3,18 @@
 // point of a plotted row, counter lanes' sample ranges, and highlight marks grouped per lane.
 // No DOM; unit-tested.
 
+import { laneRanks, subgroupLabel } from "./ranks.js";
 import { hitRow, upperBound } from "./segments.js";
 
 /** @typedef {import("./segments.js").SegmentIndex} SegmentIndex */
 /**
  * A lane as Python sends it (the `lanes` trait): a CPU thread, a GPU stream or a counter.
- * @typedef {{id: number, kind?: string, group?: string, label?: string, rows?: number, unit?: string, min?: number, max?: number}} Lane
+ * @typedef {{id: number, rank?: number, kind?: string, group?: string, label?: string, rows?: number, unit?: string, min?: number, max?: number}} Lane
  */
 /**
- * A row of the vertical layout: a group's header, a lane, or a collapsed group's summary row.
- * @typedef {{kind: "header" | "lane" | "summary", group: string, y: number, h: number, lanes: Lane[], collapsed?: boolean}} LayoutEntry
+ * A row of the vertical layout: a rank's header, a group's header, a lane, or a collapsed group's
+ * (or rank's) summary row; `label` is what its header or summary row says.
+ * @typedef {{kind: "rank" | "header" | "lane" | "summary", group: string, label?: string, rank?: number, y: number, h: number, lanes: Lane[], collapsed?: boolean}} LayoutEntry
  */
 /** @typedef {{entries: LayoutEntry[], entryOfLane: Map<number, LayoutEntry>, total: number}} Layout */
 /** Heights in px: a sub-row, a lane's padding, a group header, a counter lane. @typedef {{rowH?: number, pad?: number, headerH?: number, counterH?: number}} LayoutDims */
@@ -26,53 +28,100 @@ import { hitRow, upperBound } from "./segments.js";
  * Vertical layout in display order (the lanes list's order). Each group (lane.group; lanes of
  * one group are contiguous) gets a header row; an expanded group then lists its lanes, a
  * collapsed one shows a single summary row covering all its event lanes (or only the header
- * when it has none, e.g. counters). Entries: {kind: "header"|"lane"|"summary", group, y, h,
- * lanes: [lane...]}, plus `entryOfLane` (lane id -> the entry where that lane is drawn).
+ * when it has none, e.g. counters). Entries: {kind: "rank"|"header"|"lane"|"summary", group, y,
+ * h, lanes: [lane...]}, plus `entryOfLane` (lane id -> the entry where that lane is drawn).
+ *
+ * Lanes of more than one rank (lane.rank; a rank's lanes are contiguous): each rank starts with
+ * a "rank" header over its groups (whose headers are labelled without the "rank N · " prefix);
+ * a rank in `collapsedRanks` shows one summary row of its GPU lanes (its CPU lanes when it has
+ * no GPU lane), and its other lanes are drawn on its header.
  * @param {Lane[]} lanes
  * @param {ReadonlySet<string>} [collapsed] groups shown collapsed
  * @param {LayoutDims} [dims]
+ * @param {ReadonlySet<number>} [collapsedRanks] ranks shown collapsed
  * @returns {Layout}
  */
-export function groupLayout(lanes, collapsed = new Set(), dims = {}) {
+export function groupLayout(lanes, collapsed = new Set(), dims = {}, collapsedRanks = new Set()) {
   const { rowH = 16, pad = 3, headerH = 20, counterH = 36 } = dims;
   /** @type {LayoutEntry[]} */
   const entries = [];
   /** @type {Map<number, LayoutEntry>} */
   const entryOfLane = new Map();
+  const byRank = laneRanks(lanes).length > 1;
   let y = 0;
+
+  /**
+   * @param {Lane[]} members lanes of one rank (or all lanes)
+   * @param {number | undefined} rank
+   */
+  function addGroups(members, rank) {
+    let k = 0;
+    while (k < members.length) {
+      const group = members[k].group ?? "";
+      let j = k;
+      while (j < members.length && (members[j].group ?? "") === group) j++;
+      const own = members.slice(k, j);
+      const isCollapsed = group !== "" && collapsed.has(group);
+      const label = byRank ? subgroupLabel(group, rank) : group;
+      /** @type {LayoutEntry | null} */
+      let header = null;
+      if (group !== "") {
+        header = { kind: "header", group, label, rank, y, h: headerH, lanes: own, collapsed: isCollapsed };
+        entries.push(header);
+        y += headerH;
+      }
+      if (isCollapsed) {
+        const eventLanes = own.filter((l) => l.kind !== "counter");
+        // (A collapsed group has a header: the group is not "".)
+        let summary = /** @type {LayoutEntry} */ (header);
+        if (eventLanes.length) {
+          summary = { kind: "summary", group, rank, y, h: 2 * pad + rowH, lanes: eventLanes };
+          entries.push(summary);
+          y += summary.h;
+        }
+        for (const lane of own) entryOfLane.set(lane.id, lane.kind === "counter" ? /** @type {LayoutEntry} */ (header) : summary);
+      } else {
+        for (const lane of own) {
+          const h = lane.kind === "counter" ? counterH : 2 * pad + Math.max(1, (lane.rows ?? 0) | 0) * rowH;
+          /** @type {LayoutEntry} */
+          const entry = { kind: "lane", group, rank, y, h, lanes: [lane] };
+          entries.push(entry);
+          entryOfLane.set(lane.id, entry);
+          y += h;
+        }
+      }
+      k = j;
+    }
+  }
+
+  if (!byRank) {
+    addGroups(lanes, undefined);
+    return { entries, entryOfLane, total: y };
+  }
   let k = 0;
   while (k < lanes.length) {
-    const group = lanes[k].group ?? "";
+    const rank = lanes[k].rank;
     let j = k;
-    while (j < lanes.length && (lanes[j].group ?? "") === group) j++;
+    while (j < lanes.length && lanes[j].rank === rank) j++;
     const members = lanes.slice(k, j);
-    const isCollapsed = group !== "" && collapsed.has(group);
-    /** @type {LayoutEntry | null} */
-    let header = null;
-    if (group !== "") {
-      header = { kind: "header", group, y, h: headerH, lanes: members, collapsed: isCollapsed };
-      entries.push(header);
-      y += headerH;
-    }
+    const isCollapsed = rank !== undefined && collapsedRanks.has(rank);
+    /** @type {LayoutEntry} */
+    const header = { kind: "rank", group: `rank ${rank}`, label: `rank ${rank}`, rank, y, h: headerH, lanes: members, collapsed: isCollapsed };
+    entries.push(header);
+    y += headerH;
     if (isCollapsed) {
-      const eventLanes = members.filter((l) => l.kind !== "counter");
-      // (A collapsed group has a header: the group is not "".)
-      let summary = /** @type {LayoutEntry} */ (header);
-      if (eventLanes.length) {
-        summary = { kind: "summary", group, y, h: 2 * pad + rowH, lanes: eventLanes };
+      const gpu = members.filter((l) => l.kind === "gpu");
+      const shown = gpu.length ? gpu : members.filter((l) => l.kind === "cpu");
+      let summary = header;
+      if (shown.length) {
+        const what = gpu.length ? `GPU stream${gpu.length === 1 ? "" : "s"}` : `CPU thread${shown.length === 1 ? "" : "s"}`;
+        summary = { kind: "summary", group: header.group, label: `${shown.length} ${what}`, rank, y, h: 2 * pad + rowH, lanes: shown };
         entries.push(summary);
         y += summary.h;
       }
-      for (const lane of members) entryOfLane.set(lane.id, lane.kind === "counter" ? /** @type {LayoutEntry} */ (header) : summary);
+      for (const lane of members) entryOfLane.set(lane.id, shown.includes(lane) ? summary : header);
     } else {
-      for (const lane of members) {
-        const h = lane.kind === "counter" ? counterH : 2 * pad + Math.max(1, (lane.rows ?? 0) | 0) * rowH;
-        /** @type {LayoutEntry} */
-        const entry = { kind: "lane", group, y, h, lanes: [lane] };
-        entries.push(entry);
-        entryOfLane.set(lane.id, entry);
-        y += h;
-      }
+      addGroups(members, rank);
     }
     k = j;
   }

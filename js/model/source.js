@@ -1,8 +1,8 @@
 // @ts-check
 // Where the timeline gets what the first table does not hold: detail windows, one event's
-// details, a range's aggregates, search results and every instance of a name (window,
-// details, range, search, named -> Promise), asked of the Python widget over anywidget's custom messages (the contract's
-// "Messages"). Pure: no DOM.
+// details, a range's aggregates, search results, every instance of a name and the same
+// collective on every rank (window, details, range, search, named, collective -> Promise), asked
+// of the Python widget over anywidget's custom messages (the contract's "Messages"). Pure: no DOM.
 
 import { decodeTable } from "./decode.js";
 
@@ -174,6 +174,15 @@ export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
         heaviest: msg.heaviest ?? null,
         table: tableFrom(buffers),
       }));
+    },
+    /**
+     * The collective instance the event `id` is part of, on every rank (widget/collectives.py),
+     * or null when it is no matched collective.
+     * @param {number} id
+     * @returns {Promise<import("./ranks.js").CollectiveInfo | null>}
+     */
+    collective(id) {
+      return ask("collective", { id }, (msg) => msg.collective ?? null);
     },
     /** Requests still waiting for a reply. */
     get pending() {

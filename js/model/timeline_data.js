@@ -5,6 +5,7 @@
 
 import { nameColors } from "./colors.js";
 import { buildCounterIndex, fitLaneRows } from "./lanes.js";
+import { laneRanks } from "./ranks.js";
 import { buildSegmentIndex, eventAt, rowAt, rowOfId, traceSpan } from "./segments.js";
 
 /** @typedef {import("./decode.js").Table} Table */
@@ -59,6 +60,8 @@ export function prepareTimeline(data) {
   const counters = buildCounterIndex(data.counters);
   const lanes = fitLaneRows(Array.isArray(data.lanes) ? data.lanes : [], overview);
   const laneById = new Map(lanes.map((l) => [l.id, l]));
+  // A job of several ranks: its ranks in display order (each a lane group of its own).
+  const ranks = laneRanks(lanes);
   const span = traceSpan(data.span, overview);
 
   /** @param {number} nameIdx */
@@ -136,6 +139,7 @@ export function prepareTimeline(data) {
     counterValues: data.counters?.columns?.value,
     lanes,
     laneById,
+    ranks,
     span,
     minSpan: Math.min(MIN_SPAN_NS, span),
     /** What the plot says when it has nothing to draw, or null. */

@@ -99,6 +99,10 @@ export function createTimelineState({ span, minSpan = 1 }) {
   let draft = null;
   /** @type {Set<string>} */
   const collapsed = new Set();
+  /** @type {Set<number>} */
+  const collapsedRanks = new Set();
+  /** @type {number | null} */
+  let focused = null;
 
   return {
     span,
@@ -235,6 +239,56 @@ export function createTimelineState({ span, minSpan = 1 }) {
      */
     expandGroup(group) {
       return collapsed.delete(group);
+    },
+
+    /**
+     * Collapsed ranks of a multi-rank job (change them with toggleRank, expandRank, focusRank).
+     * @returns {ReadonlySet<number>}
+     */
+    get collapsedRanks() {
+      return collapsedRanks;
+    },
+    /** The rank focused on (the others collapsed), or null. */
+    get focusedRank() {
+      return focused;
+    },
+    /**
+     * Collapse these ranks (a job of many ranks starts so: one row per rank).
+     * @param {Iterable<number>} ranks
+     */
+    collapseRanks(ranks) {
+      for (const r of ranks) collapsedRanks.add(r);
+      focused = null;
+    },
+    /** @param {number} rank */
+    toggleRank(rank) {
+      if (collapsedRanks.has(rank)) collapsedRanks.delete(rank);
+      else collapsedRanks.add(rank);
+      focused = null;
+    },
+    /**
+     * Expand a rank; says whether it was collapsed.
+     * @param {number} rank
+     */
+    expandRank(rank) {
+      return collapsedRanks.delete(rank);
+    },
+    /**
+     * Focus on one rank: it expanded, every other of `ranks` collapsed. Focusing on the rank
+     * already focused on expands them all again. Returns the rank focused on, or null.
+     * @param {number} rank
+     * @param {Iterable<number>} ranks every rank of the job
+     */
+    focusRank(rank, ranks) {
+      if (focused === rank) {
+        collapsedRanks.clear();
+        focused = null;
+        return null;
+      }
+      for (const r of ranks) if (r !== rank) collapsedRanks.add(r);
+      collapsedRanks.delete(rank);
+      focused = rank;
+      return rank;
     },
 
     /**

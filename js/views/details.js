@@ -7,7 +7,7 @@ import { button, node } from "./dom.js";
 
 /**
  * @param {{onJump?: (ev) => void, onClose?: () => void, laneLabel?: (laneId) => string}} hooks
- * @returns {{el, showLoading(ev, name), show(details), showMessage(title, text), hide(), destroy()}}
+ * @returns {{el, showLoading(ev, name), show(details), showCollective(view), showMessage(title, text), hide(), destroy()}}
  */
 export function createDetails(hooks = {}) {
   const laneLabel = hooks.laneLabel ?? ((id) => `lane ${id}`);
@@ -84,6 +84,25 @@ export function createDetails(hooks = {}) {
         for (const k of kernels) list.append(evButton(k));
         section(label, [list]);
       }
+    },
+    /** The same collective on every rank ({heading, rows}, ranks.js collectiveRows). */
+    showCollective(view) {
+      const list = node("div", "gp-details-list gp-details-collective");
+      for (const r of view.rows) {
+        const b = node("button", `gp-details-ev${r.last ? " gp-details-last" : ""}`);
+        b.type = "button";
+        b.dataset.rank = String(r.rank);
+        b.append(node("span", "gp-details-ev-name", r.text), node("span", "gp-details-ev-meta", r.meta));
+        if (r.ev) {
+          b.title = "Select and zoom to this rank's part";
+          b.addEventListener("click", () => hooks.onJump?.(r.ev));
+        } else {
+          b.disabled = true;
+          b.title = "This rank's event is not on the timeline";
+        }
+        list.append(b);
+      }
+      section(view.heading, [list]);
     },
     showMessage(heading, text) {
       el.hidden = false;

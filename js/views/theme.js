@@ -36,6 +36,8 @@ export function themeColors(el) {
     counter: cssVar(st, "--jp-brand-color2", "#64b5f6"),
     highlight: cssVar(st, "--jp-warn-color1", "#f57c00"),
     flow: cssVar(st, "--jp-error-color1", "#d32f2f"),
+    // The straggler's mark (not the highlight's colour: tests count highlighted pixels).
+    straggler: cssVar(st, "--jp-error-color0", "#b71c1c"),
     range: cssVar(st, "--jp-brand-color1", "#1976d2"),
     onBox: dark ? "#0b0b0b" : "#111111",
     fontFamily: cssVar(st, "--jp-ui-font-family", "system-ui, -apple-system, 'Segoe UI', sans-serif"),

@@ -15,12 +15,23 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuprofile", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser("report", help="analyse a trace file or a directory of ranks")
-    report.add_argument("path", help="Kineto / PyTorch profiler trace (.json, .json.gz) or dir")
+    report.add_argument(
+        "path",
+        nargs="+",
+        help="Kineto / PyTorch profiler trace (.json, .json.gz); a job: a directory, its "
+        "files, or a glob pattern (quoted)",
+    )
+    report.add_argument(
+        "--rank-regex",
+        metavar="REGEX",
+        help="the rank in a file name, one group of digits, for traces that do not declare "
+        "it (default: rank3, rank-3, worker3)",
+    )
     report.add_argument(
         "--workers",
         type=_count,
         default=None,
-        help="processes reading a directory's ranks (default: the cores; small folders: 1)",
+        help="processes reading a job's ranks (default: the cores; small jobs: 1)",
     )
     report.add_argument(
         "--scheduler",
@@ -82,7 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "report":
             from gpuprofile.load import load
 
-            _emit(load(args.path, workers=args.workers, scheduler=args.scheduler), args.format)
+            path = args.path[0] if len(args.path) == 1 else args.path
+            job = load(
+                path, rank_regex=args.rank_regex, workers=args.workers, scheduler=args.scheduler
+            )
+            _emit(job, args.format)
         elif args.command == "calibrate":
             _calibrate(args.seconds, args.json)
         else:

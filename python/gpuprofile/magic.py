@@ -59,6 +59,8 @@ class GpuprofileMagics(Magics):
         if profiler_running():
             # One clear line, not a traceback; the cell does not run.
             raise _refused()
+        if options.distributed:
+            _require_job()
         code = shell.transform_cell(cell)
         # IPython has already counted this cell: name it as its prompt shows (In [N]).
         filename = shell.compile.cache(code, max(shell.execution_count - 1, 0))
@@ -124,6 +126,17 @@ def _options(args: Any, namespace: dict[str, Any]) -> CaptureOptions:
     except OptionError as error:
         given = typed.get(error.option, error.value)
         raise UsageError(f"{_FLAGS[error.option]} {given}: {error.problem}") from None
+
+
+def _require_job() -> None:
+    """--distributed in a process that joined no torch.distributed job: one line, before the
+    cell runs."""
+    from gpuprofile.capture.distributed import require_job
+
+    try:
+        require_job()
+    except OptionError as error:
+        raise UsageError(f"{_FLAGS[error.option]}: {error.problem}") from None
 
 
 _REFUSED = "gpuprofile_refused"

@@ -42,13 +42,18 @@ class Profile:
 
     @property
     def trace(self) -> Trace:
+        """The trace; a job's ranks on one clock (the analysis aligns them)."""
+        recorded = self._recorded()
+        return self.analysis.trace if len(recorded.meta.ranks) > 1 else recorded
+
+    def _recorded(self) -> Trace:
         source = self._source
         return source if isinstance(source, Trace) else source.trace
 
     @property
     def partial(self) -> bool:
         """The profiled code raised before it finished: this covers only what ran."""
-        return self.trace.meta.partial
+        return self._recorded().meta.partial
 
     @property
     def analysis(self) -> Analysis:
@@ -56,12 +61,12 @@ class Profile:
         if self._analysis is None:
             from gpuprofile.analyses.context import Analysis
 
-            self._analysis = Analysis(self.trace, self._hardware)
+            self._analysis = Analysis(self._recorded(), self._hardware)
         return self._analysis
 
     def with_hardware(self, hardware: Hardware) -> Profile:
         """The same trace analysed against other roofs (measured, or your own)."""
-        return Profile(self.trace, hardware=hardware)
+        return Profile(self._recorded(), hardware=hardware)
 
     def report(self) -> dict[str, Any]:
         """The versioned report dict (schema gpuprofile.report/1), as `--format json` prints."""
@@ -103,7 +108,7 @@ class Profile:
         source = self._source
         if isinstance(source, Recording) and not source.done:
             return "<gpuprofile.Profile (recording)>"
-        trace = self.trace
+        trace = self._recorded()
         where = trace.meta.source.path
         events = sum(len(trace.table(t)) for t in TIMELINE_TABLES)
         ranks = len(trace.ranks)
@@ -146,6 +151,7 @@ def profile(
     interval: float | None = 0.1,
     steps: tuple[int, ...] | None = None,
     max_events: int | None = None,
+    distributed: bool = False,
 ) -> Iterator[Profile]:
     """Profile the block (options below are checked before it runs)."""
     from gpuprofile.capture.session import capture
@@ -159,6 +165,7 @@ def profile(
         interval=interval or 0.0,
         steps=steps,
         max_events=max_events,
+        distributed=distributed,
     )
     with capture(options) as recording:
         yield Profile(recording, hardware=options.hardware)

@@ -39,7 +39,7 @@ def test_the_magic_has_one_argument_per_option_in_order() -> None:
     flags = [a.option_strings[0] for a in parser._actions if a.option_strings[:1] != ["-h"]]
     assert flags == [
         "--memory", "--stack", "--no-shapes", "--export", "--hardware", "--interval", "--steps",
-        "--max-events",
+        "--max-events", "--distributed",
     ]  # fmt: skip
     # Each flag reaches its own field: the switches set the opposite of the default.
     args = parse_argstring(
@@ -60,6 +60,12 @@ def test_the_readme_shows_the_table() -> None:
         ("--steps 0,0", {"steps": (0, 0)}, "ACTIVE (steps recorded per window) must be at least 1"),
         ("--max-events 5", {"max_events": 5}, "applies to steps (whole windows are dropped)"),
         ("--steps 1,1 --max-events 0", {"steps": (1, 1), "max_events": 0}, "must be positive"),
+        ("--distributed", {"distributed": True}, "torch.distributed is not initialised in this"),
+        (
+            "--distributed --export job.json.gz",
+            {"distributed": True, "export": "job.json.gz"},
+            "with distributed, export names a folder: each rank writes rank{R}.json.gz in it",
+        ),
     ],
 )
 def test_the_magic_and_profile_refuse_alike(

@@ -62,9 +62,7 @@ def test_large_folders_go_to_workers_by_default(
 
 def test_one_worker_reads_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "IN_PROCESS_BELOW_BYTES", 0)
-    assert {pid for pid, _ in map_files(_pid, _files(tmp_path, 2, 10), workers=1)} == {
-        os.getpid()
-    }
+    assert {pid for pid, _ in map_files(_pid, _files(tmp_path, 2, 10), workers=1)} == {os.getpid()}
 
 
 def test_workers_below_one_is_an_option_error(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ import { keyToView, pan, viewForEvent, wheelZoomFactor, xToTime, zoomAt } from "
 import { AXIS_H } from "./canvas.js";
 
 const HOVER_DWELL_MS = 150;
+/** A click left of this on a rank's header hits its arrow (collapse), right of it focuses. */
+export const RANK_ARROW_PX = 22;
 const DRAG_THRESHOLD_PX = 4;
 
 function isTyping(target) {
@@ -32,6 +34,8 @@ function isTyping(target) {
  *   {ev, lane} or {counter} at a canvas point
  * @param {(ev) => void} opts.onSelect a click on an event
  * @param {() => void} opts.onClickEmpty a click on nothing
+ * @param {(rank: number) => void} opts.onToggleRank a click on a rank header's arrow
+ * @param {(rank: number) => void} opts.onFocusRank a click on the rest of a rank's header
  * @param {(start, end) => void} opts.onRange a range dragged out
  * @param {() => boolean} opts.onEscape clears something, and says whether it did
  * @param {() => void} opts.schedule repaint
@@ -125,6 +129,12 @@ export function attachTimelineInput(opts) {
       const entry = entryAt(p.y);
       if (entry?.kind === "header") {
         layout.toggleGroup(entry.group);
+        return;
+      }
+      if (entry?.kind === "rank" && entry.rank !== undefined) {
+        // The arrow collapses or expands the rank; the rest of its header focuses on it.
+        if (p.x < RANK_ARROW_PX) opts.onToggleRank(entry.rank);
+        else opts.onFocusRank(entry.rank);
         return;
       }
       if (p.x < labelWidth()) return;

@@ -21,7 +21,8 @@ const MAX_VIEWPORT_H = 560;
  * @param {() => void} opts.schedule repaint
  */
 export function createLayout({ data, state, dims, scroller, canvas, spacer, getDetail, schedule }) {
-  let layout = groupLayout(data.lanes, state.collapsed, DIMS);
+  const build = () => groupLayout(data.lanes, state.collapsed, DIMS, state.collapsedRanks);
+  let layout = build();
   let viewportH = 0;
 
   function apply() {
@@ -34,7 +35,7 @@ export function createLayout({ data, state, dims, scroller, canvas, spacer, getD
   apply();
 
   function relayout() {
-    layout = groupLayout(data.lanes, state.collapsed, DIMS);
+    layout = build();
     apply();
     schedule();
   }
@@ -44,13 +45,36 @@ export function createLayout({ data, state, dims, scroller, canvas, spacer, getD
     relayout();
   }
 
-  /** Scroll so the lane (or, given a row, that row of it) is in sight, expanding its group. */
+  /** Click on a rank's header: collapse or expand it. */
+  function toggleRank(rank) {
+    state.toggleRank(rank);
+    relayout();
+  }
+
+  /**
+   * Focus on a rank (the others collapsed, its header scrolled to the top); focusing on the
+   * rank already focused on expands every rank again. Returns the rank focused on, or null.
+   */
+  function focusRank(rank) {
+    const focused = state.focusRank(rank, data.ranks);
+    relayout();
+    const header = layout.entries.find((e) => e.kind === "rank" && e.rank === rank);
+    if (header) scroller.scrollTop = focused === null ? Math.min(scroller.scrollTop, header.y) : header.y;
+    return focused;
+  }
+
+  /** Scroll so the lane (or, given a row, that row of it) is in sight, expanding its group and rank. */
   function ensureLaneVisible(laneId, row = null) {
     let entry = layout.entryOfLane.get(laneId);
     if (!entry) return;
-    if (entry.kind !== "lane" && state.expandGroup(entry.group)) {
-      relayout();
-      entry = layout.entryOfLane.get(laneId);
+    if (entry.kind !== "lane") {
+      const lane = data.laneById.get(laneId);
+      const rankOpened = lane?.rank !== undefined && state.expandRank(lane.rank);
+      const groupOpened = lane?.group !== undefined && state.expandGroup(lane.group);
+      if (rankOpened || groupOpened) {
+        relayout();
+        entry = layout.entryOfLane.get(laneId);
+      }
     }
     const next = scrollTopToShow(entry, row, scroller.scrollTop, viewportH - AXIS_H, DIMS);
     if (next !== scroller.scrollTop) scroller.scrollTop = next;
@@ -85,6 +109,8 @@ export function createLayout({ data, state, dims, scroller, canvas, spacer, getD
       return viewportH;
     },
     toggleGroup,
+    toggleRank,
+    focusRank,
     ensureLaneVisible,
     entryAt,
     hitTest,

@@ -145,20 +145,24 @@ export function drawLabels(ctx, f, c, font, entries, textWidths) {
   ctx.beginPath();
   for (const entry of entries) {
     const y = AXIS_H + entry.y - scrollTop;
-    if (entry.kind === "header") {
+    if (entry.kind === "rank") {
+      drawRankHeader(ctx, f, c, font, entry, y, textWidths);
+    } else if (entry.kind === "header") {
       ctx.fillStyle = c.headerBg;
       ctx.fillRect(0, y, cssW, entry.h);
       ctx.fillStyle = c.text;
       ctx.font = `600 ${font}`;
       const arrow = entry.collapsed ? "▸" : "▾";
       const count = entry.lanes.length;
-      ctx.fillText(fitText(ctx, `${arrow} ${entry.group} (${count} lane${count === 1 ? "" : "s"})`, cssW - 12, textWidths), 6, y + entry.h / 2 + 0.5);
+      // Under a rank's header, a group is indented and named without the rank.
+      const x = entry.rank === undefined ? 6 : 16;
+      ctx.fillText(fitText(ctx, `${arrow} ${entry.label ?? entry.group} (${count} lane${count === 1 ? "" : "s"})`, cssW - x - 6, textWidths), x, y + entry.h / 2 + 0.5);
       ctx.font = font;
     } else {
       const mid = y + Math.min(entry.h, LANE_PAD * 2 + ROW_H) / 2;
       if (entry.kind === "summary") {
         ctx.fillStyle = c.muted;
-        ctx.fillText(fitText(ctx, `${entry.lanes.length} lanes (collapsed)`, labelW - 16, textWidths), 14, mid + 0.5);
+        ctx.fillText(fitText(ctx, entry.label ?? `${entry.lanes.length} lanes (collapsed)`, labelW - 16, textWidths), 14, mid + 0.5);
       } else {
         const lane = entry.lanes[0];
         const badge = lane.kind === "gpu" ? "GPU" : lane.kind === "counter" ? "CTR" : "CPU";
@@ -181,6 +185,42 @@ export function drawLabels(ctx, f, c, font, entries, textWidths) {
   ctx.lineTo(labelW + 0.5, viewportH);
   ctx.stroke();
   ctx.restore();
+}
+
+/**
+ * A rank's header across the label column and the plot: its arrow (a click there collapses or
+ * expands it), "rank N" and its lane count, "focused" when the others are collapsed for it, and
+ * the straggler's mark (the rank the others waited for most).
+ */
+function drawRankHeader(ctx, f, c, font, entry, y, textWidths) {
+  const { cssW } = f;
+  const focused = f.focusedRank === entry.rank;
+  const straggler = f.straggler === entry.rank;
+  ctx.fillStyle = c.headerBg;
+  ctx.fillRect(0, y, cssW, entry.h);
+  ctx.fillStyle = focused ? c.strong : c.text;
+  ctx.fillRect(0, y, 3, entry.h);
+  ctx.font = `bold ${font}`;
+  const arrow = entry.collapsed ? "▸" : "▾";
+  const count = entry.lanes.length;
+  const mid = y + entry.h / 2 + 0.5;
+  ctx.fillText(arrow, 7, mid);
+  let text = `${entry.label} (${count} lane${count === 1 ? "" : "s"})`;
+  if (focused) text += " · focused: click again to show every rank";
+  const x = 22;
+  let badgeW = 0;
+  if (straggler) {
+    const badge = "straggler";
+    badgeW = ctx.measureText(badge).width + 10;
+    const bx = cssW - badgeW - 8;
+    ctx.fillStyle = c.straggler;
+    ctx.fillRect(bx, y + 3, badgeW, entry.h - 6);
+    ctx.fillStyle = "#fff";
+    ctx.fillText(badge, bx + 5, mid);
+  }
+  ctx.fillStyle = straggler ? c.straggler : c.text;
+  ctx.fillText(fitText(ctx, text, cssW - x - badgeW - 20, textWidths), x, mid);
+  ctx.font = font;
 }
 
 /** The time axis strip: headline, ticks and their labels, the selected range's length. */

@@ -20,7 +20,8 @@ const LABEL_MIN_PX = 28;
  *   (overview, counters, counterTimes, counterValues, lanes, laneById, totalEvents, span,
  *   nameText, colorOf, emptyText)
  * @returns {{paint: (ctx, f, c, font) => void}} f, the frame state: {view, layout, cssW, labelW,
- *   plotW, viewportH, scrollTop, detail, pendingWindow, mask, marks, hover, selected, flows, range}
+ *   plotW, viewportH, scrollTop, detail, pendingWindow, mask, marks, hover, selected, flows, range,
+ *   straggler, focusedRank}
  */
 export function createTimelinePainter(data) {
   const { overview, laneById, totalEvents, nameText, colorOf, emptyText } = data;
@@ -149,7 +150,7 @@ export function createTimelinePainter(data) {
     // Lane backgrounds (alternating) and grid lines.
     for (let k = 0; k < entries.length; k++) {
       const entry = entries[k];
-      if (entry.kind === "header") continue;
+      if (entry.kind === "header" || entry.kind === "rank") continue;
       const y = AXIS_H + entry.y - scrollTop;
       ctx.fillStyle = (firstIndex + k) % 2 ? c.bgAlt : c.bg;
       ctx.fillRect(labelW, y, plotW, entry.h);

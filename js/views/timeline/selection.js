@@ -5,6 +5,7 @@
 // object's; this module keeps the panels, the toolbar's chip and the root's data-* in step.
 
 import { formatCount } from "../../model/format.js";
+import { collectiveLinks, collectiveRows } from "../../model/ranks.js";
 import { flowsOf, launchFlows } from "../../model/timeline_state.js";
 import { viewForEvent } from "../../model/view.js";
 
@@ -54,6 +55,7 @@ export function createSelection(opts) {
         if (isDestroyed() || !state.isSelected(id)) return;
         details.show(d);
         showFlows(d);
+        showCollective(id);
       },
       (err) => {
         if (isDestroyed() || !state.isSelected(id)) return;
@@ -76,6 +78,26 @@ export function createSelection(opts) {
       );
     }
     schedule();
+  }
+
+  /** The same collective on the other ranks: listed in the details, linked on the timeline. */
+  function showCollective(id) {
+    el.dataset.collectiveRanks = "0";
+    if (!source?.collective) return;
+    source.collective(id).then(
+      (info) => {
+        if (isDestroyed() || !state.isSelected(id)) return;
+        const rows = collectiveRows(info);
+        if (!rows) return;
+        details.showCollective(rows);
+        state.addFlows(collectiveLinks(info));
+        el.dataset.flows = String(state.flows.length);
+        el.dataset.collectiveRanks = String(rows.rows.length);
+        el.dataset.collectiveLast = info.last_rank === null ? "" : String(info.last_rank);
+        schedule();
+      },
+      () => {},
+    );
   }
 
   function clearSelection() {

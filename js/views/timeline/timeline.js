@@ -21,6 +21,7 @@
 import "./timeline.css";
 import { createDetailsCache } from "../../model/details_cache.js";
 import { formatCount } from "../../model/format.js";
+import { initiallyCollapsed } from "../../model/ranks.js";
 import { prepareTimeline } from "../../model/timeline_data.js";
 import { createTimelineState, selectionToKeep } from "../../model/timeline_state.js";
 import { createDetails } from "../details.js";
@@ -42,12 +43,15 @@ const DETAILS_CACHE = 500;
 /**
  * @param {{lanes, names, nameKinds, kinds, span, table, counters, complete, totalEvents}} data
  *   table: the decoded segment table (complete, or the merged overview); counters: decoded
- * @param {{onPaint?: () => void, source?: {window, details, range, search}}} hooks
+ * @param {{onPaint?: () => void, onFocusRank?: (rank: number | null) => void,
+ *   source?: {window, details, range, search, collective}}} hooks
  */
 export function createTimeline(data, hooks = {}) {
   const d = prepareTimeline(data);
   const { span, lanes } = d;
   const state = createTimelineState({ span, minSpan: d.minSpan });
+  state.collapseRanks(initiallyCollapsed(d.ranks));
+  let straggler = null; // the rank marked as the straggler (setStraggler)
   // Details, ranges and searches are answered by the Python kernel (js/model/source.js).
   const source = hooks.source ?? null;
   let destroyed = false;
@@ -67,6 +71,9 @@ export function createTimeline(data, hooks = {}) {
   el.dataset.searchCount = "0";
   el.dataset.highlightCount = "0";
   el.dataset.windowRequests = "0";
+  el.dataset.ranks = String(d.ranks.length);
+  el.dataset.focusedRank = "";
+  el.dataset.collectiveRanks = "0";
 
   const searchBar = createSearchBar({
     names: d.names,
@@ -115,6 +122,19 @@ export function createTimeline(data, hooks = {}) {
   // ---- layout, view, detail windows, selection
   const dims = createCanvasDims();
   const layout = createLayout({ data: d, state, dims, scroller, canvas, spacer, getDetail, schedule });
+  const showCollapsedRanks = () => {
+    el.dataset.collapsedRanks = String(state.collapsedRanks.size);
+    el.dataset.focusedRank = state.focusedRank === null ? "" : String(state.focusedRank);
+  };
+  showCollapsedRanks();
+
+  /** Focus on a rank (or, when it is the one focused on, show every rank again). */
+  function focusRank(rank) {
+    const focused = layout.focusRank(rank);
+    showCollapsedRanks();
+    hooks.onFocusRank?.(focused);
+    return focused;
+  }
 
   function setView(next) {
     const view = state.setView(next);
@@ -162,6 +182,12 @@ export function createTimeline(data, hooks = {}) {
     layout,
     onSelect: (ev) => selection.selectEvent(ev),
     onClickEmpty: selection.clickEmpty,
+    onToggleRank: (rank) => {
+      layout.toggleRank(rank);
+      showCollapsedRanks();
+      hooks.onFocusRank?.(null);
+    },
+    onFocusRank: focusRank,
     onRange: selection.setRange,
     onEscape: selection.escape,
     schedule,
@@ -185,6 +211,8 @@ export function createTimeline(data, hooks = {}) {
       f.selected = state.selected;
       f.flows = state.flows;
       f.range = state.shownRange();
+      f.straggler = straggler;
+      f.focusedRank = state.focusedRank;
     },
     onWidthChange: () => windows.schedule(),
     onFirstPaint: () => hooks.onPaint?.(),
@@ -209,6 +237,17 @@ export function createTimeline(data, hooks = {}) {
     setView,
     zoomTo(start, end) {
       setView({ start, end });
+    },
+    /** The job's ranks in display order (empty or one for a one-rank trace). */
+    ranks: d.ranks,
+    focusRank,
+    /** The rank focused on (the others collapsed), or null. */
+    focusedRank: () => state.focusedRank,
+    /** Mark a rank's header as the straggler's (null: none). */
+    setStraggler(rank) {
+      straggler = typeof rank === "number" ? rank : null;
+      el.dataset.straggler = straggler === null ? "" : String(straggler);
+      schedule();
     },
     highlight: selection.highlight,
     clearHighlight: selection.clearHighlight,

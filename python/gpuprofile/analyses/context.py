@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from gpuprofile.analyses.clock import align_clocks
 from gpuprofile.hardware.match import hardware_for_trace
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.gauges import Gauge
+    from gpuprofile.analyses.job import Job
     from gpuprofile.analyses.roofline import Roofline
 
 
@@ -25,15 +27,27 @@ class Analysis:
     """A trace and the roofs it is measured against.
 
     Parameters:
-        trace: the trace.
+        trace: the trace; a job's ranks are aligned on one clock (analyses/clock.py), and
+            ``self.trace`` is the aligned trace.
         hardware: the roofs; None: those of the device the trace names (its datasheet, an
             estimate from its properties, or this machine's cached calibration for a capture
             made here on the CPU).
     """
 
     def __init__(self, trace: Trace, hardware: Hardware | None = None) -> None:
-        self.trace = trace
+        # A job's ranks on one clock first: every wait, bubble and timeline reads aligned time.
+        self.trace, self.alignment = align_clocks(trace)
         self.hardware = hardware if hardware is not None else hardware_for_trace(trace)
+
+    @cached_property
+    def collectives(self) -> pd.DataFrame:
+        """Collectives matched across ranks, one row per (instance, rank): arrivals, ends,
+        waits (see analyses/collectives.py); empty on one rank."""
+        from gpuprofile.analyses.collectives import COLUMNS, match_collectives
+
+        if len(self.trace.ranks) < 2:
+            return pd.DataFrame(columns=list(COLUMNS))
+        return match_collectives(self.trace)
 
     @cached_property
     def op_costs(self) -> pd.DataFrame:
@@ -61,6 +75,17 @@ class Analysis:
         from gpuprofile.analyses.idle import idle_gaps
 
         return idle_gaps(self.trace)
+
+    @cached_property
+    def job(self) -> Job | None:
+        """The job view (ranks, stragglers, bubbles, collectives); None on one rank."""
+        if len(self.trace.ranks) < 2:
+            return None
+        from gpuprofile.analyses.job import job
+
+        return job(
+            self.trace, self.collectives, self.idle_gaps, self.hardware.peer_link_bytes_per_s
+        )
 
     @cached_property
     def gauges(self) -> list[Gauge]:

@@ -22,6 +22,9 @@ KINDS = (
     "data-loading",
     "low-occupancy",
     "communication",
+    "straggler",
+    "pipeline-bubble",
+    "load-imbalance",
 )
 SEVERITIES = ("high", "medium", "low")
 CONFIDENCES = ("high", "medium", "low")

@@ -101,6 +101,14 @@ OPTIONS: tuple[Option, ...] = (
         "(none: min(5 M, available memory / 2 KB))",
         functools.partial(_number, "max_events", kind=int),
     ),
+    Option(
+        "distributed",
+        "--distributed",
+        None,
+        "record every rank of the torch.distributed job (each runs the block; call it on all "
+        "ranks): rank 0's profile covers all ranks, the others' their own; export then names "
+        "a folder, where each rank writes rank{R}.json.gz",
+    ),
 )
 
 
@@ -119,11 +127,18 @@ class CaptureOptions:
     # read apart; held as (wait, active, repeat).
     steps: tuple[int, ...] | None = None
     max_events: int | None = None
+    # Every rank of the torch.distributed job records; rank 0 gathers (capture/distributed.py).
+    distributed: bool = False
 
     def __post_init__(self) -> None:
         if self.export is not None:
             object.__setattr__(self, "export", os.fspath(self.export))
             folder = Path(self.export).parent
+            if self.distributed:
+                # The rank's folder, or the one it is made in (each rank makes its own: no
+                # shared file system is assumed).
+                _check_export_folder(Path(self.export))
+                folder = Path(self.export) if Path(self.export).is_dir() else folder
             if not folder.is_dir():
                 raise OptionError("export", self.export, f"there is no folder {folder}")
             if not os.access(folder, os.W_OK):
@@ -150,6 +165,13 @@ class CaptureOptions:
             if self.max_events < 1:
                 raise OptionError("max_events", self.max_events, "must be positive")
 
+    def export_file(self, rank: int | None) -> str | None:
+        """Where this capture's Chrome trace is written: ``export`` itself, or with
+        ``distributed`` the rank's file in the ``export`` folder (None: not exported)."""
+        if self.export is None or not self.distributed:
+            return self.export
+        return os.path.join(self.export, f"rank{rank}.json.gz")
+
     @property
     def schedule(self) -> StepSchedule | None:
         """(wait, active, repeat), or None when every step is recorded."""
@@ -157,6 +179,19 @@ class CaptureOptions:
             return None
         wait, active, repeat = self.steps
         return wait, active, repeat
+
+
+def _check_export_folder(path: Path) -> None:
+    """With ``distributed``, ``export`` names a folder (made when missing, in a folder that
+    exists): a file name there would hold one rank of many."""
+    if path.name.endswith((".json", ".json.gz")):
+        raise OptionError(
+            "export",
+            str(path),
+            "with distributed, export names a folder: each rank writes rank{R}.json.gz in it",
+        )
+    if path.exists() and not path.is_dir():
+        raise OptionError("export", str(path), "is a file: with distributed, name a folder")
 
 
 def _checked_steps(steps: Any) -> StepSchedule:

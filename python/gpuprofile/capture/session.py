@@ -7,6 +7,7 @@ whole capture is read back at the end (read_back.py), or, with steps, window by 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from torch.profiler import profile as torch_profile
 from gpuprofile.capture import steps as step_state
 from gpuprofile.capture.calibrate import cpu_name
 from gpuprofile.capture.counter_export import CounterExportError, append_counters
+from gpuprofile.capture.distributed import Job
 from gpuprofile.capture.guard import deferred_interrupt, profiler_running, refuse_other_profilers
 from gpuprofile.capture.joined_export import write_joined
 from gpuprofile.capture.kineto_chatter import KinetoChatter
@@ -35,7 +37,7 @@ from gpuprofile.capture.recording import Recording
 from gpuprofile.capture.sampler import Sampler
 from gpuprofile.capture.sources import default_sources
 from gpuprofile.capture.steps import StepCounter
-from gpuprofile.errors import GpuprofileError, ProfilerBusyError
+from gpuprofile.errors import GpuprofileError, OptionError, ProfilerBusyError
 from gpuprofile.trace.meta import Steps
 from gpuprofile.trace.model import Trace
 from gpuprofile.trace.samples import Reading, with_samples
@@ -69,6 +71,9 @@ def capture(
     """Run the block under the profiler (and the sampler); the Recording it yields holds the
     Trace once the block has ended, however it ended.
 
+    With ``options.distributed``, every rank of the torch.distributed job runs this; on rank 0
+    the Recording holds the job's ranks, on the others their own (distributed.py).
+
     Parameters:
         options: what to record (``CaptureOptions``).
         on_sample: ``(time_ns, readings, missing)``, from the sampler's thread as readings
@@ -77,13 +82,25 @@ def capture(
         on_window: each recorded window as it is written (with ``options.steps``).
         on_recording: ``(True)`` as a window starts recording, ``(False)`` as it stops.
     """
-    if profiler_running():
-        raise ProfilerBusyError.running()
+    job = Job.join() if options.distributed else None
+    try:
+        if profiler_running():
+            raise ProfilerBusyError.running()
+        if job is not None and options.export is not None:
+            try:
+                os.makedirs(options.export, exist_ok=True)
+            except OSError as error:
+                raise OptionError("export", options.export, str(error)) from None
+    except GpuprofileError as error:
+        if job is not None:  # the other ranks must not wait for this one
+            job.abort(error)
+        raise
+    export = options.export_file(job.rank if job is not None else None)
     cuda = torch.cuda.is_available()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     schedule = options.schedule
     windows = (
-        WindowRecorder(options.export, options.max_events or default_max_events(), on_window)
+        WindowRecorder(export, options.max_events or default_max_events(), on_window)
         if schedule is not None
         else None
     )
@@ -117,11 +134,15 @@ def capture(
         with chatter.dropped():
             prof.start()
         try:
+            if job is not None:  # every rank records from here on
+                job.started()
             step_state.begin(counter)
         except BaseException:
             prof.stop()
             raise
-    except BaseException:
+    except BaseException as error:
+        if job is not None:
+            job.abort(error)
         if sampler is not None:
             sampler.stop()
         chatter.close()
@@ -147,6 +168,8 @@ def capture(
                         # Every kernel the block queued must end before the profiler stops, or
                         # it is lost; the sampler keeps reading while the GPU drains.
                         torch.cuda.synchronize()
+                    if job is not None:  # the ranks wait for each other, recording
+                        job.ended(finished=finished)
                 finally:
                     if sampler is not None:
                         sampler.stop()
@@ -154,7 +177,7 @@ def capture(
                     # window over.
                     with chatter.dropped():
                         stop_error = _stop(prof)
-                trace = _made_trace(prof, options, windows, started_ns, stop_error)
+                trace = _made_trace(prof, export, windows, started_ns, stop_error)
                 steps = Steps(
                     count=counter.count, explicit=counter.explicit, schedule=schedule_of(schedule)
                 )
@@ -175,10 +198,10 @@ def capture(
                         interval_s=sampler.interval_s,
                         dropped=sampler.dropped,
                     )
-                if options.export is not None:
-                    trace = _export(
-                        trace, Path(options.export), windows, stopped=stop_error is None
-                    )
+                if export is not None:
+                    trace = _export(trace, Path(export), windows, stopped=stop_error is None)
+                if job is not None:
+                    trace = job.gathered(trace)
                 recording.trace = trace
         finally:
             chatter.close()
@@ -188,7 +211,7 @@ def capture(
 
 def _made_trace(
     prof: torch_profile,
-    options: CaptureOptions,
+    export: str | None,
     windows: WindowRecorder | None,
     started_ns: int,
     stop_error: str | None,
@@ -197,7 +220,7 @@ def _made_trace(
     if windows is not None:
         trace = windows.result(started_ns)
     elif stop_error is None:
-        trace = read_back(prof, options.export)
+        trace = read_back(prof, export)
     else:  # what torch held is unreadable: exporting it can crash the process
         trace = empty_capture(started_ns)
     if stop_error is not None:

@@ -23,6 +23,8 @@ class Hardware:
             vector rates, the others tensor-core rates).
         dram_bytes_per_s: device memory bandwidth.
         link_bytes_per_s: host link bandwidth, one direction.
+        peer_link_bytes_per_s: GPU-to-GPU link (NVLink) bandwidth of one device, one
+            direction: the roof of collectives' bus bandwidth.
         sm_count, l2_bytes, memory_bytes: the device's properties, when known.
         citation: where the figures come from.
         notes: how they were found or estimated, in words.
@@ -36,6 +38,7 @@ class Hardware:
     peak_flops: Mapping[str, float] = field(default_factory=dict)  # FLOP/s per precision
     dram_bytes_per_s: float | None = None
     link_bytes_per_s: float | None = None  # host link, one direction
+    peer_link_bytes_per_s: float | None = None  # GPU-to-GPU link (NVLink), one direction
     sm_count: int | None = None
     l2_bytes: int | None = None
     memory_bytes: int | None = None
@@ -60,6 +63,7 @@ class Hardware:
             "peak_flops": dict(self.peak_flops),
             "dram_bytes_per_s": self.dram_bytes_per_s,
             "link_bytes_per_s": self.link_bytes_per_s,
+            "peer_link_bytes_per_s": self.peer_link_bytes_per_s,
             "sm_count": self.sm_count,
             "l2_bytes": self.l2_bytes,
             "memory_bytes": self.memory_bytes,

@@ -58,6 +58,7 @@ class Spec:
     memory_gib: float | None
     link_bus: str | None
     link_gb_per_s: float | None  # one direction
+    peer_link_gb_per_s: float | None  # NVLink of one device, one direction
     sm_count: int | None  # SMs or CUs of the package
     l2_mib: float | None
     devices_per_package: int
@@ -104,6 +105,7 @@ class Spec:
             peak_flops={k: v * TERA * share for k, v in self.tflops.items()},
             dram_bytes_per_s=_scaled(self.dram_gb_per_s, GIGA * share),
             link_bytes_per_s=_scaled(self.link_gb_per_s, GIGA),
+            peer_link_bytes_per_s=_scaled(self.peer_link_gb_per_s, GIGA),
             sm_count=self.device_sm_count,
             l2_bytes=None if self.l2_mib is None else round(self.l2_mib * MIB * share),
             memory_bytes=self.device_memory_bytes,
@@ -153,6 +155,7 @@ def _spec(e: dict[str, Any]) -> Spec:
         memory_gib=e.get("memory_gib"),
         link_bus=link.get("bus"),
         link_gb_per_s=link.get("gb_per_s_per_direction"),
+        peer_link_gb_per_s=(e.get("peer_link") or {}).get("gb_per_s_per_direction"),
         sm_count=e.get("sm_count"),
         l2_mib=e.get("l2_mib"),
         devices_per_package=int(e.get("devices_per_package", 1)),

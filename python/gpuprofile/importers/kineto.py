@@ -18,6 +18,8 @@ import msgspec
 import numpy as np
 
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.job_files import job_files, job_ranks
+from gpuprofile.importers.job_files import same_job as _same_job
 from gpuprofile.importers.kineto_columns import (
     counter_columns,
     device_summary,
@@ -37,23 +39,39 @@ from gpuprofile.importers.kineto_format import (
     table_of,
 )
 from gpuprofile.importers.parallel import map_files
-from gpuprofile.importers.source import trace_files
 from gpuprofile.trace.links import launching_ops, with_nesting
 from gpuprofile.trace.merge import merge
 from gpuprofile.trace.meta import RankMeta, Source, StepsEntry, TraceMeta
 from gpuprofile.trace.model import SCHEMA, Trace, make_table
 
 
-def load_kineto(path: str | Path, *, workers: int | None = None, scheduler: Any = None) -> Trace:
-    """Read one Kineto trace file, or a directory holding one file per rank, into a Trace; the
-    ranks of a directory are read as ``parallel.map_files`` says (``workers``, ``scheduler``)."""
-    path = Path(path)
-    if not path.is_dir():
-        return load_kineto_windows([path])
-    files = trace_files(path)
+def load_kineto(
+    path: str | Path | Sequence[str | Path],
+    *,
+    rank_regex: str | None = None,
+    workers: int | None = None,
+    scheduler: Any = None,
+) -> Trace:
+    """Read Kineto traces into a Trace: one file, or a job's files (one per rank) given as a
+    directory, a list of files or a glob pattern.
+
+    A job's ranks are what each trace declares (``distributedInfo.rank``), else what its file
+    name says (``rank_regex``, one group of digits; by default ``rank3``, ``rank-3``,
+    ``worker3``), else the lowest numbers not taken, in file name order (a notice says so).
+    Two files of one rank, or files of different jobs (their world sizes differ, or, where
+    every trace has a base time, they were recorded over an hour apart) raise
+    TraceFormatError naming the files. The ranks are read as ``parallel.map_files`` says
+    (``workers``, ``scheduler``).
+    """
+    files, where = job_files(path)
+    if len(files) == 1 and where is None:
+        return load_kineto_windows(files)
     read = map_files(_read_rank, [[p] for p in files], workers=workers, scheduler=scheduler)
-    source = Source(format="kineto", path=str(path), files=tuple(str(p) for p in files))
-    return merge([trace for trace, _ in read], ranks=_ranks(path, read), source=source)
+    ranks, notes = job_ranks(files, [declared for _, declared in read], rank_regex)
+    _same_job(files, [trace for trace, _ in read])
+    source = Source(format="kineto", path=where, files=tuple(str(p) for p in files))
+    job = merge([trace for trace, _ in read], ranks=ranks, source=source)
+    return job.with_meta(notes=(*job.meta.notes, *notes)) if notes else job
 
 
 def load_kineto_windows(paths: Sequence[str | Path]) -> Trace:
@@ -146,6 +164,8 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
             if v is not None
         },
         skipped=dict(skipped),
+        base_time_ns=doc.baseTimeNanoseconds,
+        host_name=doc.host_name if isinstance(doc.host_name, str) else None,
     )
     entry = _steps_entry(doc.gpuprofile) if len(docs) == 1 else None
     meta = TraceMeta(
@@ -184,22 +204,6 @@ def _require_times(
                 f"traceEvents[{index}] ({e.cat or 'no category'} {e.name!r}) lacks required "
                 f"field '{missing}'",
             )
-
-
-def _ranks(directory: Path, read: list[tuple[Trace, int | None]]) -> list[int]:
-    """The rank of each file: as its trace declares, when every one does; else the file
-    order (sorted names) is the rank order."""
-    declared = [rank for _, rank in read]
-    if any(rank is None for rank in declared):
-        return list(range(len(read)))
-    seen: dict[int, str] = {}
-    for (trace, _), rank in zip(read, declared):
-        assert rank is not None
-        name = Path(trace.meta.source.files[0]).name
-        if rank in seen:
-            raise TraceFormatError(directory, f"rank {rank} appears twice: {seen[rank]} and {name}")
-        seen[rank] = name
-    return [rank for rank in declared if rank is not None]
 
 
 def _steps_entry(entry: Any) -> StepsEntry | None:

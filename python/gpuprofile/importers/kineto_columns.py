@@ -64,7 +64,54 @@ def op_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
         "input_dims": [_raw_text(a.input_dims) or _raw_text(a.legacy_input_dims) for a in args],
         "input_types": [_raw_text(a.input_types) for a in args],
         "concrete_inputs": [_raw_text(a.concrete_inputs) for a in args],
+        **comm_columns(args),
     }
+
+
+# Bytes per element of the dtypes record_param_comms names (c10 ScalarType names).
+_DTYPE_BYTES = {
+    "Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Int": 4, "Long": 8, "Short": 2,
+    "Char": 1, "Byte": 1, "Bool": 1, "ComplexFloat": 8, "ComplexDouble": 16, "ComplexHalf": 4,
+    "Float8_e4m3fn": 1, "Float8_e5m2": 1, "Float8_e4m3fnuz": 1, "Float8_e5m2fnuz": 1,
+}  # fmt: skip
+
+
+def comm_columns(args: Sequence[Args]) -> dict[str, Any]:
+    """The communication facts of events whose args carry them (else "" and -1): the
+    collective's name, process group, its ranks, sequence number and message bytes (the
+    larger of the in and out messages, as nccl-tests size a collective)."""
+    n = len(args)
+    if not any(a.collective is not None for a in args):
+        return {}
+    return {
+        "collective": [_text(a.collective) for a in args],
+        "process_group": [_text(a.process_group) for a in args],
+        "group_ranks": [_text(a.group_ranks) for a in args],
+        "seq": _ints((_int_or_none(a.seq) for a in args), n),
+        "comm_bytes": _ints((_message_bytes(a) for a in args), n),
+    }
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or isinstance(value, dict | list) else str(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        return None
+    return number if 0 <= number < 2**62 else None
+
+
+def _message_bytes(a: Args) -> int | None:
+    size = _DTYPE_BYTES.get(_text(a.dtype))
+    elems = [e for e in (_int_or_none(a.in_elems), _int_or_none(a.out_elems)) if e is not None]
+    if size is None or not elems:
+        return None
+    return max(elems) * size
 
 
 def _raw_text(raw: msgspec.Raw) -> str | None:
@@ -105,6 +152,7 @@ def kernel_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
     columns["shared_memory"] = _ints((a.shared_memory for a in args), n)
     columns["occupancy"] = _floats((a.occupancy for a in args), n)
     columns["blocks_per_sm"] = _floats((a.blocks_per_sm for a in args), n)
+    columns.update(comm_columns(args))
     return columns
 
 

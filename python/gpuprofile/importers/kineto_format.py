@@ -41,6 +41,15 @@ class Args(msgspec.Struct, gc=False):
     device_type: int | None = msgspec.field(name="Device Type", default=None)
     device_id: int | None = msgspec.field(name="Device Id", default=None)
     name: str | None = None  # process_name / thread_name metadata
+    # Communication args (record_param_comms ops, NCCL kernels since torch 2.3). Any: their
+    # types vary between torch versions ("Process Group Name" is "0" or 0).
+    collective: Any = msgspec.field(name="Collective name", default=None)
+    process_group: Any = msgspec.field(name="Process Group Name", default=None)
+    group_ranks: Any = msgspec.field(name="Process Group Ranks", default=None)
+    seq: Any = msgspec.field(name="Seq", default=None)
+    in_elems: Any = msgspec.field(name="In msg nelems", default=None)
+    out_elems: Any = msgspec.field(name="Out msg nelems", default=None)
+    dtype: Any = None
     # A counter ("ph": "C") sample, as gpuprofile exports them. Any: other events use the key
     # for anything, and a trace that loaded before must still load.
     value: Any = None
@@ -77,6 +86,7 @@ class Document(msgspec.Struct, gc=False):
     cuda_driver_version: int | str | None = None
     roctracer_version: int | str | float | None = None
     hip_runtime_version: int | str | None = None
+    host_name: Any = None
     # gpuprofile's own entry in a --steps export: {"windows": [...], "steps": {...}}. Any: a
     # trace of someone else's with such a key must still load.
     gpuprofile: Any = None

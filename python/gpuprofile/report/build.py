@@ -9,13 +9,17 @@ from typing import Any
 import msgspec
 import pandas as pd
 
+from gpuprofile.analyses.clock import ONE_HOST
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import run_detectors
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import idle_by_cause
+from gpuprofile.analyses.kernel_kind import kernel_kind
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wall_ns
+from gpuprofile.report.distributed import job_report, rank_job_report
 from gpuprofile.report.notices import notices
 from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_time
 
 SCHEMA = "gpuprofile.report/1"
 ROOFLINE_POINT_FIELDS = (
@@ -52,6 +56,7 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
     ranks = [_rank_report(trace, rank, top) for rank in trace.ranks]
     for rank in ranks:
         rank["idle_by_cause"] = idle.get(rank["rank"], {})
+        rank["distributed"] = rank_job_report(analysis, rank["rank"])
     total_idle: dict[str, int] = {}
     for causes in idle.values():
         for cause, ns in causes.items():
@@ -67,7 +72,7 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         # What the capture could not do (a recorded window not read, samples not exported).
         "capture_errors": list(meta.errors),
         # Each of the above (and which steps --steps recorded) as one line for every view.
-        "notices": notices(meta),
+        "notices": [*notices(meta), *_clock_notice(analysis)],
         "hardware": analysis.hardware.to_dict(),
         "gauges": [gauge.to_dict() for gauge in analysis.gauges],
         "hints": [hint.to_dict() for hint in run_detectors(analysis)],
@@ -77,9 +82,33 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
             "points": _roofline_points(roofline.points, limit=50),
         },
         "ranks": ranks,
+        # The job view of a multi-rank trace (None for one rank): see report/distributed.py.
+        "distributed": job_report(analysis),
     }
     plain: dict[str, Any] = _jsonable(report)
     return plain
+
+
+# Aligned clocks whose collectives still end further apart than this make waits uncertain.
+CLOCK_RESIDUAL_NOTICE_NS = 1_000_000
+
+
+def _clock_notice(analysis: Analysis) -> list[dict[str, str]]:
+    residual = analysis.alignment.residual_ns
+    one_host = analysis.alignment.method == ONE_HOST  # an exact clock: the ends truly differ
+    if residual is None or residual < CLOCK_RESIDUAL_NOTICE_NS or one_host:
+        return []
+    return [
+        {
+            "kind": "clock",
+            "text": (
+                f"after aligning the ranks' clocks their collectives still end "
+                f"{format_time(residual)} apart (median), so waits and stragglers are uncertain "
+                "by that much: the traces may miss some collectives (trimmed or sampled), or "
+                "ranks were descheduled on a busy host."
+            ),
+        }
+    ]
 
 
 def _jsonable(value: Any) -> Any:
@@ -130,7 +159,9 @@ def _rank_report(trace: Trace, rank: int, top: int) -> dict[str, Any]:
             "non_compute_ns": gpu.non_compute_ns,
         },
         "counts": counts(trace, rank),
-        "top_kernels": [asdict(k) for k in top_kernels(trace, rank, top)],
+        "top_kernels": [
+            {**asdict(k), "class": kernel_kind(k.name)} for k in top_kernels(trace, rank, top)
+        ],
         "top_ops": [asdict(o) for o in top_ops(trace, rank, top)],
         "copies": [{**asdict(c), "gbps": round(c.gbps, 3)} for c in copies(trace, rank)],
         "sampled": _sampled(trace, rank),

@@ -4,15 +4,18 @@ part of the capture failed."""
 
 from __future__ import annotations
 
-from gpuprofile.trace.meta import Dropped, TraceMeta
+from gpuprofile.trace.meta import Dropped, TraceMeta, world_size
 from gpuprofile.units import format_count
 
 # Windows named one by one in the steps notice before the rest are summed up.
 NAMED_WINDOWS = 6
+# Likewise the missing ranks of a job.
+NAMED_RANKS = 8
 
 
 def notices(meta: TraceMeta) -> list[dict[str, str]]:
-    """[{"kind": "partial" | "steps" | "dropped" | "incomplete", "text"}], in that order."""
+    """[{"kind": "partial" | "steps" | "dropped" | "incomplete" | "ranks", "text"}], in that
+    order."""
     out = []
     if meta.partial:
         out.append(
@@ -26,7 +29,26 @@ def notices(meta: TraceMeta) -> list[dict[str, str]]:
     if meta.dropped is not None:
         out.append({"kind": "dropped", "text": _dropped_text(meta.dropped)})
     out.extend({"kind": "incomplete", "text": e} for e in meta.errors)
+    if (missing := _missing_ranks_text(meta)) is not None:
+        out.append({"kind": "ranks", "text": missing})
+    out.extend({"kind": "ranks", "text": note} for note in meta.notes)
     return out
+
+
+def _missing_ranks_text(meta: TraceMeta) -> str | None:
+    """A job whose traces declare more ranks than it holds: the job view covers those held."""
+    world = world_size(meta)
+    present = sorted(meta.ranks)
+    if world is None or len(present) >= world:
+        return None
+    missing = [r for r in range(world) if r not in meta.ranks]
+    named = ", ".join(map(str, missing[:NAMED_RANKS]))
+    if len(missing) > NAMED_RANKS:
+        named += f" and {len(missing) - NAMED_RANKS} more"
+    return (
+        f"{format_count(len(missing), 'rank')} of {world} missing ({named}): stragglers, waits "
+        f"and bubbles cover the {format_count(len(present), 'rank')} present."
+    )
 
 
 def _dropped_text(dropped: Dropped) -> str:

@@ -34,6 +34,7 @@ def render_text(report: dict[str, Any]) -> str:
     lines.extend(f"{n['kind'].upper()}: {n['text']}" for n in report.get("notices", []))
     lines.extend(_hardware_lines(report.get("hardware")))
     lines.extend(_hint_lines(report.get("hints", [])))
+    lines.extend(_ranks_table(report))
     for rank in report["ranks"]:
         lines.append("")
         devices = ", ".join(d["name"] for d in rank["devices"] if d.get("name")) or "no device info"
@@ -81,6 +82,53 @@ def render_text(report: dict[str, Any]) -> str:
         lines.extend(_sampled_lines(rank.get("sampled")))
     lines.extend(_roofline_lines(report.get("roofline")))
     return "\n".join(lines)
+
+
+RANK_COLUMNS = ("rank", "clock offset", "compute", "wait", "bubble", "exposed comm")
+
+
+def _ranks_table(report: dict[str, Any]) -> list[str]:
+    """One line per rank of a multi-rank job: its clock offset, compute (summed over the
+    recorded steps), wait in collectives, bubble fraction (mean over steps), exposed
+    communication; the straggler (the rank that caused the most wait) marked."""
+    job = report.get("distributed")
+    if not job:
+        return []
+    compute: dict[int, int] = {}
+    for step in job.get("steps") or []:
+        for row in step.get("ranks") or []:
+            compute[int(row["rank"])] = compute.get(int(row["rank"]), 0) + int(row["compute_ns"])
+    stragglers = job.get("stragglers") or []
+    worst = stragglers[0] if stragglers and stragglers[0].get("wait_caused_ns") else None
+    clock = job.get("clock") or {}
+    residual = clock.get("residual_ns")
+    how = f"clocks: {clock.get('method', 'unknown')}" + (
+        f", residual {format_time(residual)}" if residual is not None else ""
+    )
+    rows = []
+    for rank in report["ranks"]:
+        d = rank.get("distributed") or {}
+        offset = d.get("clock_offset_ns")
+        cells = [
+            str(rank["rank"]),
+            ("+" if offset is not None and offset > 0 else "") + format_time(offset),
+            format_time(compute.get(int(rank["rank"]))),
+            format_time(d.get("wait_ns")),
+            format_fraction(d.get("bubble_fraction")),
+            format_time(d.get("exposed_comm_ns")),
+        ]
+        mark = ""
+        if worst is not None and int(worst["rank"]) == int(rank["rank"]):
+            mark = f"  <- straggler: others waited {format_time(worst['wait_caused_ns'])} for it"
+        rows.append((cells, mark))
+    widths = [max(len(c), *(len(r[0][i]) for r in rows)) for i, c in enumerate(RANK_COLUMNS)]
+    lines = ["", f"ranks ({how}):"]
+    lines.append("  " + "  ".join(c.rjust(w) for c, w in zip(RANK_COLUMNS, widths, strict=True)))
+    for cells, mark in rows:
+        lines.append(
+            "  " + "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)) + mark
+        )
+    return lines
 
 
 def _gauge_lines(gauges: list[dict[str, Any]], rank: int) -> list[str]:

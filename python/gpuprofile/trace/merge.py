@@ -142,3 +142,39 @@ def _merged_meta(
         partial=any(part.meta.partial for part in parts),
         errors=tuple(error for part in parts for error in part.meta.errors),
     )
+
+
+def shifted_ranks(trace: Trace, offsets_ns: dict[int, int]) -> Trace:
+    """The same trace with each rank's times moved by its offset (ns added to its clock),
+    recorded in ``RankMeta.clock_offset_ns``; the time base moves back when a rank moves before
+    the trace's start, so every time stays >= 0."""
+    offsets = {rank: int(ns) for rank, ns in offsets_ns.items() if ns}
+    if not offsets:
+        return trace
+    earliest = min(0, *offsets.values())
+    lookup_ranks = np.array(sorted(offsets), np.int64)
+    lookup_shift = np.array([offsets[r] for r in sorted(offsets)], np.int64)
+    tables = {}
+    for name in SCHEMA:
+        frame = trace.table(name)
+        time_key = "start_ns" if "start_ns" in SCHEMA[name] else "time_ns"
+        ranks = frame["rank"].to_numpy(np.int64)
+        at = np.searchsorted(lookup_ranks, ranks)
+        at = np.minimum(at, len(lookup_ranks) - 1)
+        shift = np.where(lookup_ranks[at] == ranks, lookup_shift[at], 0) - earliest
+        moved = frame.copy(deep=False)
+        moved[time_key] = frame[time_key].to_numpy() + shift
+        tables[name] = moved
+    ranks_meta = {
+        rank: msgspec.structs.replace(
+            facts, clock_offset_ns=facts.clock_offset_ns + offsets.get(rank, 0)
+        )
+        for rank, facts in trace.meta.ranks.items()
+    }
+    meta = msgspec.structs.replace(
+        trace.meta,
+        origin_ns=trace.meta.origin_ns + earliest,
+        ranks=ranks_meta,
+        windows=tuple(w.shifted(-earliest) for w in trace.meta.windows),
+    )
+    return Trace(**tables, meta=meta)

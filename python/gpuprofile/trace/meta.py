@@ -17,14 +17,18 @@ Fields, by struct:
   settings and what it could not read); ``host`` (the CPU a capture ran on, as calibration
   names it: a capture made on a CPU is measured against that CPU's calibrated roofs when a
   calibration is cached); ``cuda_event_ns`` (on CUDA, the block's device time between two
-  CUDA events recorded around it).
+  CUDA events recorded around it); ``notes`` (what reading the source had to decide that a
+  reader should know, e.g. ranks taken from file order).
 - ``RankMeta``: ``devices`` (device properties, one dict per device the trace lists:
   ``id``, ``name``, ``memory_bytes``, ``sm_count``, ``compute_capability``, ``properties``);
   ``thread_names`` ("pid/tid" -> name); ``files`` (the files this rank was read from);
   ``schema_version``, ``distributed`` (Kineto's ``distributedInfo``), ``record_shapes``,
   ``profile_memory``, ``with_stack``, ``versions`` (CUPTI, CUDA, ROCm versions); ``skipped``
   (events not read, counted by what they were); ``clock_offset_ns`` (added to the rank's own
-  clock to place it on the trace's time base; 0 when the ranks' clocks are taken as they are).
+  clock to place it on the trace's time base; 0 when the ranks' clocks are taken as they are);
+  ``base_time_ns`` (Kineto's ``baseTimeNanoseconds``: the absolute time its ``ts`` count from;
+  None where the trace has none and its ``ts`` are taken as absolute); ``host_name`` (the
+  machine it was recorded on, as Kineto writes it; None when not written).
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ class RankMeta(msgspec.Struct, frozen=True, kw_only=True):
     versions: dict[str, Any] = {}
     skipped: dict[str, int] = {}
     clock_offset_ns: int = 0
+    base_time_ns: int | None = None
+    host_name: str | None = None
 
     def joined(self, other: RankMeta) -> RankMeta:
         """This rank's facts with those of another part of the same rank (a later window):
@@ -127,6 +133,7 @@ class TraceMeta(msgspec.Struct, frozen=True, kw_only=True):
     sampling: Sampling | None = None
     host: str | None = None
     cuda_event_ns: int | None = None
+    notes: tuple[str, ...] = ()
 
 
 class StepsEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -135,3 +142,16 @@ class StepsEntry(msgspec.Struct, frozen=True, kw_only=True):
 
     steps: Steps | None = None
     windows: tuple[Window, ...] = ()
+
+
+def world_size(meta: TraceMeta) -> int | None:
+    """The job's size as its ranks' traces declare it (distributedInfo.world_size, the
+    largest if they differ); None when none does."""
+    sizes = [
+        size
+        for facts in meta.ranks.values()
+        if isinstance(size := (facts.distributed or {}).get("world_size"), int)
+        and not isinstance(size, bool)
+        and size > 0
+    ]
+    return max(sizes) if sizes else None

@@ -54,6 +54,14 @@ SCHEMA: dict[str, dict[str, str]] = {
         # raw JSON text of "Concrete Inputs": scalar arguments (stride, dims, flags) as strings
         "concrete_inputs": _STR,
         "flops": _F64,
+        # Communication facts a trace records on collective kernels and record_param_comms
+        # ops: the collective's name ("allreduce"), its process group's name and ranks (as
+        # written, "[0, 1]"), its sequence number in the group, and its message bytes.
+        "collective": _CAT,
+        "process_group": _CAT,
+        "group_ranks": _CAT,
+        "seq": _INT,
+        "comm_bytes": _INT,
     },
     "kernels": {
         "id": _INT,
@@ -76,6 +84,12 @@ SCHEMA: dict[str, dict[str, str]] = {
         "shared_memory": _INT,
         "occupancy": _F64,
         "blocks_per_sm": _F64,
+        # As for ops.
+        "collective": _CAT,
+        "process_group": _CAT,
+        "group_ranks": _CAT,
+        "seq": _INT,
+        "comm_bytes": _INT,
     },
     # kind: HtoD, DtoH, DtoD, HtoH, PtoP or unknown; pinned: host side was page-locked.
     "memcpy": {

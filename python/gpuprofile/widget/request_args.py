@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from gpuprofile.trace.model import Trace
 from gpuprofile.widget.timeline import TimelineData
+
+if TYPE_CHECKING:
+    from gpuprofile.analyses.context import Analysis
 
 T = TypeVar("T")
 
@@ -22,6 +25,9 @@ Reply = tuple[dict[str, Any], list[bytes]]
 class Source:
     data: TimelineData
     trace: Trace
+    # The trace's analysis where the widget was made with one (its cached tables, such as the
+    # matched collectives, are then not computed twice); else made on the first request.
+    analysis: Analysis | None = None
 
 
 class BadRequest(ValueError):

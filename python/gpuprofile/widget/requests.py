@@ -1,5 +1,6 @@
 """What the browser asks the kernel for: a window of events, one event's details, a range's
-summary, a name search, every instance of one name. Pure functions of the prepared timeline
+summary, a name search, every instance of one name, the same collective on every rank
+(collectives.py). Pure functions of the prepared timeline
 data and the Trace, each returning (reply, buffers) as ProfileWidget sends them (the wire
 contract, version 2).
 
@@ -19,6 +20,7 @@ import regex
 from gpuprofile.analyses.flops import outermost_cpu_ops
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.windows import recorded_ns
+from gpuprofile.widget.collectives import collective
 from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.event_details import details
 from gpuprofile.widget.marks import MAX_POINT_MARKS, gid_mask
@@ -229,4 +231,5 @@ HANDLERS: dict[str, Callable[[Source, Mapping[str, Any]], Reply]] = {
     "range": range_summary,
     "search": search,
     "named": named,
+    "collective": collective,
 }

@@ -112,7 +112,7 @@ def show_result(
         "total_events": data.total,
         "complete": data.total <= detail_threshold,
     }
-    widget._source = Source(data=data, trace=trace)
+    widget._source = Source(data=data, trace=trace, analysis=analysis)
     with widget.hold_sync():
         for name, value in state.items():
             setattr(widget, name, value)

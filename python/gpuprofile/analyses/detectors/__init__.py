@@ -10,6 +10,7 @@ from dataclasses import replace
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, rank_prefix, ranked
+from gpuprofile.units import format_time
 
 # Module names under gpuprofile.analyses.detectors, each defining detect(analysis) -> list[Hint].
 DETECTORS = (
@@ -24,6 +25,9 @@ DETECTORS = (
     "data_loading",
     "low_occupancy",
     "communication",
+    "straggler",
+    "pipeline_bubble",
+    "load_imbalance",
 )
 
 
@@ -35,10 +39,43 @@ def detector(name: str) -> Callable[[Analysis], list[Hint]]:
 
 def run_detectors(analysis: Analysis) -> list[Hint]:
     """Every detector's hints, ranked by gain, each said once, per-rank titles naming the rank
-    in a multi-rank trace."""
+    in a multi-rank trace, and a hint met on several ranks of a job said once for the job."""
     ranks = analysis.trace.ranks
     hints = [hint for name in DETECTORS for hint in detector(name)(analysis)]
-    return ranked(_with_rank(hint, ranks) for hint in without_repeats(hints))
+    return ranked(folded([_with_rank(h, ranks) for h in without_repeats(hints)], ranks))
+
+
+def folded(hints: list[Hint], ranks: list[int]) -> list[Hint]:
+    """Hints of one kind on several ranks become one job hint: the worst rank's, titled "on
+    N of M ranks, worst rank R", its gain the worst rank's (ranks run side by side, so fixing
+    it everywhere gives back about the worst one's time), the others' gains in its text."""
+    by_kind: dict[str, list[Hint]] = {}
+    for hint in hints:
+        if hint.rank is not None:
+            by_kind.setdefault(hint.kind, []).append(hint)
+    out = [h for h in hints if h.rank is None or len(by_kind[h.kind]) < 2]
+    for kind_hints in by_kind.values():
+        if len(kind_hints) < 2:
+            continue
+        worst = max(kind_hints, key=lambda h: h.gain_ns)
+        prefix = rank_prefix(ranks, worst.rank) if worst.rank is not None else ""
+        others = ", ".join(
+            f"rank {h.rank}: {format_time(h.gain_ns)}"
+            for h in sorted(kind_hints, key=lambda h: -h.gain_ns)
+        )
+        out.append(
+            replace(
+                worst,
+                title=(
+                    f"{worst.title.removeprefix(prefix)} on {len(kind_hints)} of {len(ranks)} "
+                    f"ranks, worst rank {worst.rank}"
+                ),
+                explanation=f"Rank {worst.rank}: {worst.explanation} Per rank: {others}.",
+                numbers={**worst.numbers, "ranks": len(kind_hints), "worst_rank": worst.rank or 0},
+                rank=None,
+            )
+        )
+    return out
 
 
 def _with_rank(hint: Hint, ranks: list[int]) -> Hint:

@@ -1,29 +1,20 @@
 """Collective communication that the step waits on: NCCL/RCCL kernels, or gloo on the CPU.
 
-On a GPU rank, communication time is the union of its collective kernels (kernel_kind
-COMMUNICATION); the part of it during which a compute kernel ran on the same device (on
-another stream) is overlapped, the rest is exposed. Exposed time is the gain: overlapping it
-with compute (DDP buckets, FSDP prefetch) or communicating less (gradient accumulation,
-compression) gives back at most that much.
-
-On a CPU-only rank (gloo), collectives are the ``gloo:*`` annotations that gloo's worker
-thread records and the ``c10d::*`` ops of the calling thread; compute is every outermost aten
-op that is not a collective. The same union arithmetic applies.
+Communication and the part of it compute hides are measured in ``comm_overlap``. Exposed
+time is the gain: overlapping it with compute (DDP buckets, FSDP prefetch) or communicating
+less (gradient accumulation, compression) gives back at most that much.
 """
 
 from __future__ import annotations
 
 import re
 
-import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.comm_overlap import CommOverlap, comm_overlap
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.flops import outermost_cpu_ops
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
-from gpuprofile.analyses.intervals import union_length
-from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE, kernel_kinds
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
@@ -33,7 +24,6 @@ from gpuprofile.units import format_percent, format_time
 MIN_EXPOSED_SHARE = 0.01
 # "ncclKernel_AllReduce_RING_LL_Sum_float(...)", "ncclDevKernel_AllGather_RING_LL(...)".
 _COLLECTIVE = re.compile(r"^(?:nccl|rccl)\w*?Kernel_([A-Za-z]+)")
-_CPU_COLLECTIVE = re.compile(r"^(gloo:|c10d::)")
 
 FIX = (
     "Overlap communication with compute: DDP overlaps gradient all-reduce with the backward "
@@ -80,20 +70,17 @@ def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
     hints = []
     for rank in trace.ranks:
-        hint = _gpu_hint(trace, rank)
-        if hint is None and gpu_time(trace, rank) is None:
-            hint = _cpu_hint(trace, rank)
+        found = comm_overlap(trace, rank)
+        if found is None:
+            continue
+        hint = _gpu_hint(trace, rank, found) if found.on_gpu else _cpu_hint(trace, rank, found)
         if hint is not None:
             hints.append(hint)
     return hints
 
 
-def overlap_ns(
-    a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_end: np.ndarray
-) -> int:
-    """Length of (union of A) intersected with (union of B): |A| + |B| - |A u B|."""
-    both = union_length(np.concatenate([a_start, b_start]), np.concatenate([a_end, b_end]))
-    return union_length(a_start, a_end) + union_length(b_start, b_end) - both
+def _figures(found: CommOverlap) -> tuple[pd.DataFrame, int, int, int]:
+    return found.events, found.comm_ns, found.overlapped_ns, found.exposed_ns
 
 
 def collective_name(kernel: str) -> str:
@@ -101,24 +88,9 @@ def collective_name(kernel: str) -> str:
     return match.group(1) if match else kernel.split("(", 1)[0]
 
 
-def _gpu_hint(trace: Trace, rank: int) -> Hint | None:
-    kernels = trace.kernels[trace.kernels["rank"] == rank]
-    if kernels.empty:
-        return None
-    kinds = kernel_kinds(kernels["name"])
-    comm = kernels[kinds == COMMUNICATION]
-    if comm.empty:
-        return None
-    compute = kernels[kinds == COMPUTE]
-    comm_ns = overlapped = comm_sum = 0
-    for device, rows in comm.groupby("device", sort=True):
-        start, end = _bounds(rows)
-        others = compute[compute["device"] == device]
-        c_start, c_end = _bounds(others)
-        comm_ns += union_length(start, end)
-        overlapped += overlap_ns(start, end, c_start, c_end)
-        comm_sum += int(rows["dur_ns"].sum())
-    exposed = comm_ns - overlapped
+def _gpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
+    comm, comm_ns, overlapped, exposed = _figures(found)
+    comm_sum = int(comm["dur_ns"].sum())
     wall = wall_ns(trace, rank)
     if exposed < MIN_EXPOSED_SHARE * wall or exposed <= 0:
         return None
@@ -171,20 +143,8 @@ def _gpu_hint(trace: Trace, rank: int) -> Hint | None:
     )
 
 
-def _cpu_hint(trace: Trace, rank: int) -> Hint | None:
-    mine = (trace.ops["rank"] == rank).to_numpy()
-    ops = trace.ops[mine]
-    if ops.empty:
-        return None
-    is_comm = matches(ops["name"], _CPU_COLLECTIVE, anchored=True)
-    comm = ops[is_comm]
-    if comm.empty:
-        return None
-    compute = ops[~is_comm & outermost_cpu_ops(trace)[mine]]
-    start, end = _bounds(comm)
-    comm_ns = union_length(start, end)
-    overlapped = overlap_ns(start, end, *_bounds(compute))
-    exposed = comm_ns - overlapped
+def _cpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
+    comm, comm_ns, overlapped, exposed = _figures(found)
     wall = wall_ns(trace, rank)
     if exposed < MIN_EXPOSED_SHARE * wall or exposed <= 0:
         return None
@@ -220,11 +180,6 @@ def _cpu_hint(trace: Trace, rank: int) -> Hint | None:
         evidence=(heaviest_events(comm, "ops", rank, "CPU collectives, longest first"),),
         rank=rank,
     )
-
-
-def _bounds(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    start = rows["start_ns"].to_numpy(np.int64)
-    return start, start + rows["dur_ns"].to_numpy(np.int64)
 
 
 def _fixes(trace: Trace, rank: int, collectives: pd.Index) -> tuple[str, ...]:

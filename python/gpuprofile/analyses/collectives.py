@@ -1,0 +1,366 @@
+"""Collectives matched across ranks: each instance's arrivals, ends and waits.
+
+One communication event per rank and instance:
+
+- on a rank with GPU kernels, its communication kernels (``kernel_kind``): arrival is the
+  kernel's start, end its end (a collective kernel starts when its stream reaches it, then
+  waits inside for its peers);
+- on a CPU-only rank (gloo), its ``c10d::*`` ops: arrival is the op's start (the call); end is
+  the end of the ``gloo:*`` annotation of the same collective that follows it (gloo's worker
+  thread runs the collective there), unknown when the trace has none.
+
+Instances are matched by (process group, collective, sequence number) where the trace records a
+sequence number; else by order within (process group, collective) on each rank. Where ranks hold
+different numbers of a collective (their profilers started or stopped at different steps) the
+order is shifted so the ends line up best. A rank's wait is the last arrival minus its own;
+the last-arriving rank makes the others wait.
+
+Point-to-point sends and receives are paired by (sender, receiver) and order when the trace
+names the peer (``Concrete Inputs`` of ``c10d::send``/``c10d::recv_``, recorded with
+``record_shapes``): the receiver waits for the sender's arrival.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
+from gpuprofile.analyses.names import categorical, codes, per_category
+from gpuprofile.trace.model import NO_ID, Trace
+
+COLUMNS = (
+    "instance",
+    "group",
+    "name",
+    "rank",
+    "table",
+    "event_id",
+    "arrival_ns",
+    "end_ns",
+    "wait_ns",
+    "last",
+    "bytes",
+    "group_size",
+    "peer",
+)
+# Collectives that end at nearly the same instant on every member: their ends align clocks.
+SYNCHRONIZING = frozenset(("allreduce", "allgather", "reduce_scatter", "alltoall", "barrier"))
+POINT_TO_POINT = frozenset(("send", "recv"))
+# Searched in order in a name reduced to lower-case letters: "sendrecv" before "send".
+_KINDS = (
+    ("allreduce", "allreduce"),
+    ("allgather", "allgather"),
+    ("reducescatter", "reduce_scatter"),
+    ("alltoall", "alltoall"),
+    ("all2all", "alltoall"),
+    ("broadcast", "broadcast"),
+    ("barrier", "barrier"),
+    ("sendrecv", "sendrecv"),
+    ("dispatch", "dispatch"),
+    ("combine", "combine"),
+    ("send", "send"),
+    ("recv", "recv"),
+    ("reduce", "reduce"),
+    ("gather", "gather"),
+    ("scatter", "scatter"),
+)
+_NOT_LETTERS = re.compile(r"[^a-z2]")
+
+
+def collective_of(name: str) -> str:
+    """The collective a kernel, op or recorded name stands for ("allreduce", "send", ...);
+    the name itself, lower-cased, when none is recognised."""
+    head = name.split("(", 1)[0]
+    for prefix in ("c10d::", "gloo:", "nccl:"):
+        head = head.removeprefix(prefix)
+    letters = _NOT_LETTERS.sub("", head.lower())
+    for token, kind in _KINDS:
+        if token in letters:
+            return kind
+    return letters or "unknown"
+
+
+def match_collectives(trace: Trace) -> pd.DataFrame:
+    """One row per (instance, rank) of every collective met on two ranks or more.
+
+    Parameters:
+        trace: a multi-rank trace, its clocks aligned (``analyses.clock.align_clocks``).
+
+    Returns:
+        A frame of ``COLUMNS``: instance (numbered from 0 in order of first arrival), group
+        (process group name, "" unknown), name (``collective_of``), rank, table ("kernels" or
+        "ops") and event_id, arrival_ns and end_ns (-1: unknown), wait_ns, last (this rank
+        arrived last), bytes (-1 unknown), group_size and peer (the other rank of a send or
+        receive, -1 otherwise).
+    """
+    events = comm_events(trace)
+    collectives = _collective_instances(events[~events["name"].isin(POINT_TO_POINT)])
+    pairs = _point_to_point(events[events["name"].isin(POINT_TO_POINT)])
+    rows = pd.concat([collectives, pairs], ignore_index=True)
+    if not len(rows):
+        return _empty()
+    # Number instances in order of their first arrival.
+    first = rows.groupby("instance")["arrival_ns"].transform("min")
+    order = np.lexsort((rows["rank"].to_numpy(), rows["instance"].to_numpy(), first.to_numpy()))
+    rows = rows.iloc[order].reset_index(drop=True)
+    renumber = pd.factorize(rows["instance"])[0]
+    rows["instance"] = renumber.astype(np.int64)
+    return rows.loc[:, list(COLUMNS)]
+
+
+def comm_events(trace: Trace) -> pd.DataFrame:
+    """Every rank's communication events (see the module docstring), one frame: rank, table,
+    event_id, group, name, seq, arrival_ns, end_ns, bytes, group_size, peer."""
+    frames = []
+    gpu_ranks = set(trace.kernels["rank"].unique().tolist())
+    kernels = trace.kernels
+    if len(kernels):
+        comm = kernels[kernel_kinds(kernels["name"]) == COMMUNICATION]
+        frames.append(_kernel_events(trace, comm))
+    ops = trace.ops
+    cpu_ranks = [r for r in trace.ranks if r not in gpu_ranks]
+    if cpu_ranks and len(ops):
+        frames.append(_cpu_events(ops[ops["rank"].isin(cpu_ranks)]))
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else _empty_events()
+
+
+def _kernel_events(trace: Trace, comm: pd.DataFrame) -> pd.DataFrame:
+    recorded = comm["collective"].astype(str).to_numpy()
+    launched = _launching_collective(trace, comm["op_id"].to_numpy())
+    guessed = _per_name(comm["name"], collective_of)
+    names = np.where(
+        recorded != "",
+        [collective_of(n) for n in recorded],
+        np.where(launched != "", launched, guessed),
+    )
+    start = comm["start_ns"].to_numpy()
+    return pd.DataFrame(
+        {
+            "rank": comm["rank"].to_numpy(np.int64),
+            "table": "kernels",
+            "event_id": comm["id"].to_numpy(),
+            "group": comm["process_group"].astype(str).to_numpy(),
+            "name": names,
+            "seq": comm["seq"].to_numpy(),
+            "arrival_ns": start,
+            "end_ns": start + comm["dur_ns"].to_numpy(),
+            "bytes": comm["comm_bytes"].to_numpy(),
+            "group_size": [_group_size(t) for t in comm["group_ranks"].astype(str)],
+            "peer": NO_ID,
+        }
+    )
+
+
+def _launching_collective(trace: Trace, op_ids: np.ndarray) -> np.ndarray:
+    """Per kernel, the collective its launching op names (``c10d::alltoall_base_`` launches
+    ``SendRecv`` kernels; ``record_param_comms`` sits under the c10d op), "" where none."""
+    ops = trace.ops
+    out = np.full(len(op_ids), "", dtype=object)
+    if not len(ops):
+        return out
+    index = pd.Index(ops["id"].to_numpy())
+    at = index.get_indexer(op_ids)
+    names = ops["name"].astype(str).to_numpy()
+    parents = index.get_indexer(ops["parent"].to_numpy())
+    for i in np.flatnonzero(at >= 0):
+        row = at[i]
+        if names[row] == "record_param_comms" and parents[row] >= 0:
+            row = parents[row]
+        if names[row].startswith(("c10d::", "nccl:", "gloo:")):
+            out[i] = collective_of(names[row])
+    return out
+
+
+def _cpu_events(ops: pd.DataFrame) -> pd.DataFrame:
+    """c10d calls, each with the end of the gloo annotation that carried it out."""
+    names = ops["name"].astype(str)
+    calls = ops[names.str.startswith("c10d::").to_numpy()]
+    done = ops[names.str.startswith("gloo:").to_numpy()]
+    rows = []
+    for _, mine in calls.groupby("rank", sort=True):
+        rank = int(mine["rank"].iloc[0])
+        kinds = _per_name(mine["name"], collective_of)
+        theirs = done[done["rank"] == rank]
+        their_kinds = _per_name(theirs["name"], collective_of) if len(theirs) else np.array([])
+        frame = pd.DataFrame(
+            {
+                "rank": rank,
+                "table": "ops",
+                "event_id": mine["id"].to_numpy(),
+                "group": "",
+                "name": kinds,
+                "seq": NO_ID,
+                "arrival_ns": mine["start_ns"].to_numpy(),
+                "end_ns": NO_ID,
+                "bytes": NO_ID,
+                "group_size": NO_ID,
+                "peer": [_peer(text) for text in mine["concrete_inputs"]],
+            }
+        )
+        for kind in np.unique(kinds):
+            at = np.flatnonzero(kinds == kind)
+            ends = np.sort((theirs["start_ns"] + theirs["dur_ns"]).to_numpy()[their_kinds == kind])
+            if len(ends) == len(at):
+                order = np.argsort(frame["arrival_ns"].to_numpy()[at], kind="stable")
+                frame.loc[frame.index[at[order]], "end_ns"] = ends
+        rows.append(frame)
+    return pd.concat(rows, ignore_index=True) if rows else _empty_events()
+
+
+def _per_name(names: pd.Series, fn: Any) -> np.ndarray:
+    names = categorical(names)
+    values = per_category(names, "collective_of", fn)
+    return np.asarray(values[codes(names)], dtype=object)
+
+
+def _group_size(text: str) -> int:
+    """ "[0, 1, 2]" -> 3; -1 when the ranks are not written."""
+    if not text.startswith("["):
+        return NO_ID
+    try:
+        ranks = json.loads(text)
+    except ValueError:
+        return NO_ID
+    return len(ranks) if isinstance(ranks, list) else NO_ID
+
+
+def _peer(concrete: Any) -> int:
+    """The peer of ``c10d::send(tensors, group, dst, tag)`` / ``c10d::recv_(..., src, tag)``:
+    its third concrete input; -1 where not recorded."""
+    if not isinstance(concrete, str):
+        return NO_ID
+    try:
+        values = json.loads(concrete)
+    except ValueError:
+        return NO_ID
+    if isinstance(values, list) and len(values) > 2:
+        text = values[2]
+        if isinstance(text, str) and text.lstrip("-").isdigit():
+            return int(text)
+    return NO_ID
+
+
+def _collective_instances(events: pd.DataFrame) -> pd.DataFrame:
+    """Instances of collectives: matched by sequence number, else by order per rank."""
+    out = []
+    for (group, name), rows in events.groupby(["group", "name"], sort=True):
+        per_rank = {
+            int(mine["rank"].iloc[0]): mine.sort_values("arrival_ns", kind="stable")
+            for _, mine in rows.groupby("rank", sort=True)
+        }
+        if len(per_rank) < 2:
+            continue
+        if all((mine["seq"] != NO_ID).all() for mine in per_rank.values()):
+            index = {rank: mine["seq"].to_numpy() for rank, mine in per_rank.items()}
+        else:
+            index = _order_index(per_rank)
+        for rank, mine in per_rank.items():
+            frame = mine.assign(instance=[f"{group}\0{name}\0{i}" for i in index[rank]])
+            out.append(frame)
+    if not out:
+        return _empty_rows()
+    rows = pd.concat(out, ignore_index=True)
+    sizes = rows.groupby("instance")["rank"].transform("size")
+    rows = rows[sizes.to_numpy() >= 2]
+    return _with_waits(rows)
+
+
+def _order_index(per_rank: dict[int, pd.DataFrame]) -> dict[int, np.ndarray]:
+    """Per rank, each event's position in the collective's sequence: the order on the rank,
+    shifted against the rank holding most of them so that the spread of end differences is
+    smallest (a rank that started recording one step late lacks the first instances)."""
+    reference = max(per_rank, key=lambda r: (len(per_rank[r]), -r))
+    ref_end = _ends_or_arrivals(per_rank[reference])
+    index = {}
+    for rank, mine in per_rank.items():
+        n = len(mine)
+        if rank == reference or n == len(ref_end):
+            index[rank] = np.arange(n)
+            continue
+        ends = _ends_or_arrivals(mine)
+        best, best_spread = 0, np.inf
+        for shift in range(0, len(ref_end) - n + 1):
+            diff = ends - ref_end[shift : shift + n]
+            spread = float(np.median(np.abs(diff - np.median(diff))))
+            if spread < best_spread:
+                best, best_spread = shift, spread
+        index[rank] = np.arange(n) + best
+    return index
+
+
+def _ends_or_arrivals(frame: pd.DataFrame) -> np.ndarray:
+    ends = frame["end_ns"].to_numpy()
+    return np.where(ends != NO_ID, ends, frame["arrival_ns"].to_numpy()).astype(np.float64)
+
+
+def _with_waits(rows: pd.DataFrame) -> pd.DataFrame:
+    arrival = rows["arrival_ns"].to_numpy()
+    last_arrival = rows.groupby("instance")["arrival_ns"].transform("max").to_numpy()
+    rows = rows.assign(wait_ns=last_arrival - arrival)
+    # One last rank per instance: the highest rank among ties.
+    latest = rows.sort_values(["arrival_ns", "rank"], kind="stable").groupby("instance").tail(1)
+    last = np.zeros(len(rows), bool)
+    last[rows.index.get_indexer(latest.index)] = True
+    rows = rows.assign(last=last)
+    return rows
+
+
+def _point_to_point(events: pd.DataFrame) -> pd.DataFrame:
+    """Sends paired with receives by (sender, receiver) and order: the receiver waits for the
+    sender's arrival (the sender does not wait: a send may complete into a buffer)."""
+    known = events[events["peer"].to_numpy() != NO_ID]
+    sends = known[known["name"] == "send"]
+    recvs = known[known["name"] == "recv"]
+    out = []
+    for (sender, receiver), sent in sends.groupby(["rank", "peer"], sort=True):
+        got = recvs[(recvs["rank"] == receiver) & (recvs["peer"] == sender)]
+        n = min(len(sent), len(got))
+        if not n:
+            continue
+        sent = sent.sort_values("arrival_ns", kind="stable").head(n)
+        got = got.sort_values("arrival_ns", kind="stable").head(n)
+        keys = [f"p2p\0{sender}->{receiver}\0{i}" for i in range(n)]
+        wait = np.maximum(sent["arrival_ns"].to_numpy() - got["arrival_ns"].to_numpy(), 0)
+        out.append(sent.assign(instance=keys, wait_ns=0, last=wait > 0))
+        out.append(got.assign(instance=keys, wait_ns=wait, last=wait <= 0))
+    return pd.concat(out, ignore_index=True) if out else _empty_rows()
+
+
+def _empty_events() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            c: pd.Series(dtype=object if c in ("table", "group", "name") else np.int64)
+            for c in (
+                "rank",
+                "table",
+                "event_id",
+                "group",
+                "name",
+                "seq",
+                "arrival_ns",
+                "end_ns",
+                "bytes",
+                "group_size",
+                "peer",
+            )
+        }
+    )
+
+
+def _empty_rows() -> pd.DataFrame:
+    return _empty_events().assign(
+        instance=pd.Series(dtype=object), wait_ns=pd.Series(dtype=np.int64), last=False
+    )
+
+
+def _empty() -> pd.DataFrame:
+    frame = _empty_rows().loc[:, list(COLUMNS)]
+    frame["instance"] = frame["instance"].astype(np.int64)
+    frame["last"] = frame["last"].astype(bool)
+    return frame

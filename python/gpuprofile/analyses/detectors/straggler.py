@@ -1,0 +1,93 @@
+"""A straggler: the rank the others wait for in collectives (analyses/stragglers.py).
+
+Fires for the rank that causes the most wait when the delay it adds to the job (per
+collective it arrives last at, its arrival minus the one before) is at least MIN_SHARE of the
+job's wall time. Gain: that delay, the job time the collectives would end sooner had it
+arrived with the others.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.units import format_count, format_time
+
+MIN_SHARE = 0.01
+
+FIX = (
+    "Find what the straggler does that the others do not: compare its timeline with another "
+    "rank's (click both rank groups) around the collectives it arrives last at.",
+    "Balance the work: uneven shards (embedding tables, sequence lengths, experts) make one "
+    "rank compute longer before every collective; rebalance them or pad to equal sizes.",
+    "Check the host: a rank whose CPU is shared (data loading, logging, checkpointing on rank "
+    "0) launches late; move that work to other ranks or off the step.",
+    "Check the hardware: a GPU throttling (clocks, temperature) or a slower link shows as one "
+    "rank always late; run nvidia-smi -q -d PERFORMANCE on its node.",
+)
+
+
+def detect(analysis: Analysis) -> list[Hint]:
+    job = analysis.job
+    if job is None or not job.stragglers:
+        return []
+    worst = job.stragglers[0]
+    trace = analysis.trace
+    wall = max(wall_ns(trace, rank) for rank in trace.ranks)
+    if worst.delay_ns < MIN_SHARE * wall or worst.delay_ns <= 0:
+        return []
+    others = ", ".join(
+        f"rank {s.rank} ({format_time(s.wait_caused_ns)})" for s in job.stragglers[1:4]
+    )
+    collectives = analysis.collectives
+    late = collectives[collectives["last"].to_numpy() & (collectives["rank"] == worst.rank)]
+    return [
+        Hint(
+            kind="straggler",
+            title=(
+                f"Rank {worst.rank} is the straggler: the others wait "
+                f"{format_time(worst.wait_caused_ns)} for it"
+            ),
+            severity=severity_for(worst.delay_ns, wall),
+            gain_ns=worst.delay_ns,
+            gain_method=(
+                "Per collective the rank arrived last at, its arrival minus the previous "
+                "arrival: how much sooner each would have ended had it arrived with the others."
+            ),
+            confidence="medium",
+            explanation=(
+                f"Rank {worst.rank} arrived last at "
+                f"{format_count(worst.arrived_last, 'collective')}; the other ranks waited "
+                f"{format_time(worst.wait_caused_ns)} in all for it"
+                + (f". Why: {worst.cause}" if worst.cause else "")
+                + (f". Next: {others}." if others else ".")
+            ),
+            numbers={
+                "rank": worst.rank,
+                "wait_caused_ns": worst.wait_caused_ns,
+                "arrived_last": worst.arrived_last,
+                "delay_ns": worst.delay_ns,
+                "cause": worst.cause,
+            },
+            fix=FIX,
+            evidence=_evidence(late, worst.rank),
+            rank=None,
+        )
+    ]
+
+
+def _evidence(late: pd.DataFrame, rank: int) -> tuple[Evidence, ...]:
+    out = []
+    for table, rows in late.groupby("table"):
+        rows = rows.nlargest(MAX_EVIDENCE_EVENTS, "arrival_ns").sort_values("arrival_ns")
+        out.append(
+            Evidence(
+                table=str(table),
+                rank=rank,
+                event_ids=tuple(int(i) for i in rows["event_id"]),
+                label="collectives it arrived last at",
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,115 @@
+"""A job's trace files and their ranks: from a directory, a list or a glob; ranks as the
+traces declare them, else as their file names say."""
+
+from __future__ import annotations
+
+import glob
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.source import trace_files
+from gpuprofile.trace.model import Trace
+from gpuprofile.units import format_time
+
+# "rank3", "rank-3", "rank_3.json", "worker3_step_12...": the rank a file name gives.
+DEFAULT_RANK_REGEX = r"(?:rank|worker)[-_]?(\d+)"
+# Traces of one job are recorded within seconds of each other; further apart they are two runs.
+SAME_JOB_WITHIN_NS = 3600 * 10**9
+_GLOB = re.compile(r"[*?\[]")
+
+
+def job_files(path: str | Path | Sequence[str | Path]) -> tuple[list[Path], str | None]:
+    """(the files, the job's path as given: a directory or pattern, None for one file)."""
+    if isinstance(path, str | Path):
+        text = str(path)
+        if not Path(text).exists() and _GLOB.search(text):
+            found = sorted(Path(p) for p in glob.glob(text) if Path(p).is_file())
+            if not found:
+                raise TraceFormatError(Path(text), "the pattern matches no file")
+            return found, text
+        single = Path(text)
+        if single.is_dir():
+            return trace_files(single), text
+        return [single], None
+    files = [Path(p) for p in path]
+    if not files:
+        raise TraceFormatError(Path("."), "no trace files given")
+    for file in files:
+        if file.is_dir():
+            raise TraceFormatError(file, "is a directory: give the directory alone, or its files")
+    return files, None if len(files) == 1 else ", ".join(str(f) for f in files)
+
+
+def job_ranks(
+    files: Sequence[Path], declared: Sequence[int | None], rank_regex: str | None
+) -> tuple[list[int], list[str]]:
+    """The rank of each file, and notices about how ranks were chosen."""
+    try:
+        pattern = re.compile(rank_regex or DEFAULT_RANK_REGEX, re.IGNORECASE)
+    except re.error as exc:
+        raise TraceFormatError(
+            Path(rank_regex or ""), f"--rank-regex is not valid: {exc}"
+        ) from None
+    if rank_regex is not None and pattern.groups != 1:
+        raise TraceFormatError(
+            Path(rank_regex), "--rank-regex needs exactly one group (the rank's digits)"
+        )
+    ranks: list[int | None] = []
+    for file, rank in zip(files, declared, strict=True):
+        if rank is None:
+            match = pattern.search(file.name)
+            named = int(match.group(1)) if match and match.group(1).isdigit() else None
+            rank = named if named is not None else rank
+        ranks.append(rank)
+    seen: dict[int, Path] = {}
+    for file, rank in zip(files, ranks, strict=True):
+        if rank is None:
+            continue
+        if rank in seen:
+            raise TraceFormatError(
+                file, f"rank {rank} appears twice: {seen[rank].name} and {file.name}"
+            )
+        seen[rank] = file
+    notes = []
+    free = (r for r in range(len(files) + len(seen)) if r not in seen)
+    unnamed = [file for file, rank in zip(files, ranks, strict=True) if rank is None]
+    chosen = []
+    for rank in ranks:
+        chosen.append(rank if rank is not None else next(free))
+    if unnamed:
+        given = [r for f, r in zip(files, chosen, strict=True) if f in unnamed]
+        notes.append(
+            "rank of "
+            + ", ".join(f"{f.name} (rank {r})" for f, r in zip(unnamed, given, strict=True))
+            + " taken from file order: neither its trace nor its name says it (--rank-regex)"
+        )
+    return chosen, notes
+
+
+def same_job(files: Sequence[Path], traces: Sequence[Trace]) -> None:
+    """Raise when the traces cannot be one job: they declare different world sizes, or (where
+    every one has a base time) they were recorded over an hour apart."""
+    sizes: dict[int, Path] = {}
+    for file, trace in zip(files, traces, strict=True):
+        for facts in trace.meta.ranks.values():
+            size = (facts.distributed or {}).get("world_size")
+            if isinstance(size, int) and not isinstance(size, bool):
+                sizes.setdefault(size, file)
+    if len(sizes) > 1:
+        described = ", ".join(f"{f.name} says {s}" for s, f in sorted(sizes.items()))
+        raise TraceFormatError(
+            files[0].parent, f"traces of different jobs: their world sizes differ ({described})"
+        )
+    bases = [facts.base_time_ns for t in traces for facts in t.meta.ranks.values()]
+    if all(b is not None for b in bases) and traces:
+        origins = [t.meta.origin_ns for t in traces]
+        first, last = origins.index(min(origins)), origins.index(max(origins))
+        if origins[last] - origins[first] > SAME_JOB_WITHIN_NS:
+            apart = format_time(origins[last] - origins[first])
+            raise TraceFormatError(
+                files[0].parent,
+                f"traces of different runs: {files[first].name} and {files[last].name} were "
+                f"recorded {apart} apart",
+            )
