@@ -209,13 +209,15 @@ def main() -> None:
             results[mode] = run_child(mode, directory, workers, args.report)
             print(f"  {mode:8s} {results[mode]}", flush=True)
         base = results["single"].get("seconds")
-        print(f"\n{'mode':10s}{'seconds':>9s}{'/ single sum':>14s}{'peak RSS MB':>13s}")
+        head = f"{'mode':10s}{'seconds':>9s}{'/ single sum':>14s}{'of it read':>12s}"
+        print(f"\n{head}{'peak RSS MB':>13s}")
         for mode, r in results.items():
             if "error" in r:
                 print(f"{mode:10s}  failed: {r['error']}")
                 continue
             ratio = f"{r['seconds'] / base:.2f}" if base else "-"
-            print(f"{mode:10s}{r['seconds']:9.1f}{ratio:>14s}{r['peak_mb']:13.0f}")
+            read = f"{r['read']:.1f}" if "read" in r else "-"
+            print(f"{mode:10s}{r['seconds']:9.1f}{ratio:>14s}{read:>12s}{r['peak_mb']:13.0f}")
     finally:
         if args.keep:
             print(f"kept {directory}")

@@ -20,9 +20,7 @@ import gpuprofile
 from gpuprofile.cli import main
 from gpuprofile.errors import TraceFormatError, WorkerError
 from gpuprofile.importers import parallel
-from helpers.prerequisites import SHARED_TRACES, require_trace
-
-distributed = pytest.importorskip("distributed", reason="pip install -e '.[dask]'")
+from helpers.prerequisites import SHARED_TRACES, missing, require_trace
 
 TABLES = ("ops", "kernels", "memcpy", "memset", "runtime", "memory", "counters")
 
@@ -33,7 +31,16 @@ def dlrm() -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
+def distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        missing("dask.distributed is not installed: pip install -e '.[dev,dask]' (make setup)")
+    return distributed
+
+
+@pytest.fixture(scope="module")
+def cluster(distributed: Any) -> Iterator[Any]:
     with distributed.LocalCluster(
         n_workers=2,
         threads_per_worker=1,
@@ -75,6 +82,16 @@ def test_worker_processes_read_what_this_process_reads(
     assert pooled.report() == here_report
 
 
+def test_a_list_or_glob_of_files_goes_to_the_workers_too(dlrm: Path, cluster: Any) -> None:
+    files = sorted(dlrm.glob("rank*.json.gz"))
+    pattern = str(dlrm / "rank*.json.gz")
+    assert len(files) == 8
+    listed = gpuprofile.load(files, workers=1)
+    assert_same_trace(gpuprofile.load(files, workers=2), listed)
+    assert_same_trace(gpuprofile.load(files, scheduler=cluster.scheduler_address), listed)
+    assert_same_trace(gpuprofile.load(pattern, workers=2), gpuprofile.load(pattern, workers=1))
+
+
 def test_a_dask_cluster_reads_what_this_process_reads(
     dlrm: Path, cluster: Any, here: gpuprofile.Profile, here_report: dict[str, Any]
 ) -> None:
@@ -84,7 +101,7 @@ def test_a_dask_cluster_reads_what_this_process_reads(
 
 
 def test_a_given_client_is_used_and_left_open(
-    dlrm: Path, cluster: Any, here_report: dict[str, Any]
+    dlrm: Path, distributed: Any, cluster: Any, here_report: dict[str, Any]
 ) -> None:
     with distributed.Client(cluster, set_as_default=False) as client:
         assert gpuprofile.load(dlrm, scheduler=client).report() == here_report
@@ -150,7 +167,10 @@ def _closed_port() -> int:
 
 
 def test_an_unreachable_scheduler_is_a_clear_error_soon(
-    dlrm: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    dlrm: Path,
+    distributed: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setattr(parallel, "CONNECT_TIMEOUT_S", 2.0)
     address = f"tcp://127.0.0.1:{_closed_port()}"
@@ -164,6 +184,6 @@ def test_an_unreachable_scheduler_is_a_clear_error_soon(
     assert "Traceback" not in err
 
 
-def test_a_scheduler_address_that_is_not_one_is_a_clear_error(dlrm: Path) -> None:
+def test_a_scheduler_address_that_is_not_one_is_a_clear_error(dlrm: Path, distributed: Any) -> None:
     with pytest.raises(WorkerError, match="not a Dask scheduler address: 'ranks please'"):
         gpuprofile.load(dlrm, scheduler="ranks please")
