@@ -13,7 +13,8 @@ Then, each in a fresh child process started from this small one (Linux carries a
 peak RSS into its children, so a big parent would spoil their ru_maxrss), measured side by
 side in one run:
   single    each rank read alone (gpuprofile.load(FILE).trace), in one child: the sum of the
-            per-rank times, and the child's peak RSS (about one rank's)
+            per-rank times, and the child's peak RSS (about one rank's); and what sending one
+            rank's Trace from a worker costs: its pickle's size, dumps and loads seconds
   in-proc   gpuprofile.load(DIR, workers=1).trace
   workers   gpuprofile.load(DIR, workers=N).trace (N: --workers, default the cores)
   dask      a distributed.LocalCluster(n_workers=N, threads_per_worker=1) started in the
@@ -131,6 +132,16 @@ if mode == "single":
         del p
     out["seconds"] = sum(times)
     out["max_one"] = max(times)
+    # What a worker's result costs to send: the first rank's Trace pickled and back.
+    import pickle
+    first = gpuprofile.load(sorted(directory.iterdir())[0]).trace
+    t = time.perf_counter()
+    blob = pickle.dumps(first, protocol=pickle.HIGHEST_PROTOCOL)
+    out["pickle_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    pickle.loads(blob)
+    out["unpickle_s"] = time.perf_counter() - t
+    out["pickle_mb"] = len(blob) / 1e6
 else:
     kwargs = {}
     if mode == "in-proc":

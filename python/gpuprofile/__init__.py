@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gpuprofile.errors import GpuprofileError, OptionError, ProfilerBusyError, TraceFormatError
+from gpuprofile.errors import (
+    GpuprofileError,
+    OptionError,
+    ProfilerBusyError,
+    TraceFormatError,
+    WorkerError,
+)
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.load import load
 from gpuprofile.profiles import Profile, last, profile
@@ -26,6 +32,7 @@ __all__ = [
     "Profile",
     "ProfilerBusyError",
     "TraceFormatError",
+    "WorkerError",
     "calibrate",
     "last",
     "load",
