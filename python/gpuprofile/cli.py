@@ -29,6 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--workers",
+        metavar="N",
         type=_count,
         default=None,
         help="processes reading a job's ranks (default: the cores; small jobs: 1)",

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import shutil
 import socket
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,3 +190,46 @@ def test_an_unreachable_scheduler_is_a_clear_error_soon(
 def test_a_scheduler_address_that_is_not_one_is_a_clear_error(dlrm: Path, distributed: Any) -> None:
     with pytest.raises(WorkerError, match="not a Dask scheduler address: 'ranks please'"):
         gpuprofile.load(dlrm, scheduler="ranks please")
+
+
+def test_a_listener_that_is_not_a_scheduler_is_a_clear_error_and_a_quiet_exit(
+    dlrm: Path, distributed: Any
+) -> None:
+    """Something answers the TCP connection, but not as Dask does (here: an HTTP reply). The
+    command says so on one line and exits, with no traceback from the half-made Client."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    accepted: list[socket.socket] = []
+
+    def answer() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(conn)
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    address = f"tcp://127.0.0.1:{port}"
+    try:
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "gpuprofile", "report", str(dlrm), "--scheduler", address],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        took = time.monotonic() - started
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"gpuprofile: error: no Dask scheduler answered at {address}")
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    assert took < 2 * parallel.CONNECT_TIMEOUT_S

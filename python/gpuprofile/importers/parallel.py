@@ -141,8 +141,7 @@ def _in_pool(fn: Callable[[list[Path]], T], parts: list[list[Path]], count: int)
 
 
 def _probe(address: str) -> None:
-    """Fail soon, and before a Client exists, when nothing answers at a TCP address: a Client
-    whose start failed still closes itself at exit, waiting twice its timeout."""
+    """Fail soon, before any Client exists, when nothing answers at a TCP address."""
     from distributed.comm.addressing import parse_address, parse_host_port
 
     try:
@@ -156,10 +155,11 @@ def _probe(address: str) -> None:
         with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
             pass
     except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-        raise WorkerError(
-            f"cannot reach the Dask scheduler at {address} within {CONNECT_TIMEOUT_S:g} s ({why})"
-        ) from None
+        if isinstance(exc, TimeoutError):
+            why = f"no answer within {CONNECT_TIMEOUT_S:g} s"
+        else:
+            why = exc.strerror or type(exc).__name__
+        raise WorkerError(f"cannot reach the Dask scheduler at {address}: {why}") from None
 
 
 def _on_dask(fn: Callable[[list[Path]], T], parts: list[list[Path]], scheduler: Any) -> list[T]:
@@ -173,9 +173,14 @@ def _on_dask(fn: Callable[[list[Path]], T], parts: list[list[Path]], scheduler: 
     if own:
         address = str(scheduler)
         _probe(address)
+        # Made in two steps to keep hold of a Client whose start fails: left alone, it would
+        # close itself when collected (at exit, say), waiting twice the timeout, and print a
+        # traceback; marked closed, it goes quietly.
+        client = Client.__new__(Client)
         try:
-            client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+            Client.__init__(client, address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
         except Exception as exc:  # connected, but not to a scheduler that answers
+            client.status = "closed"
             raise WorkerError(
                 f"no Dask scheduler answered at {address} within {CONNECT_TIMEOUT_S:g} s "
                 f"({type(exc).__name__})"
