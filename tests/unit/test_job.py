@@ -260,3 +260,39 @@ def test_cli_reads_a_job_and_refuses_a_bad_one(
     assert main(["report", str(job_dir)]) == 2
     err = capsys.readouterr().err
     assert "rank 1 appears twice" in err and "Traceback" not in err
+
+
+def test_nccl_pipeline_peers_from_the_c10d_calls(tmp_path: Path) -> None:
+    """Two GPU stages: stage 0 computes 1 ms per microbatch, then sends it (a SendRecv kernel
+    launched by c10d::send, whose concrete inputs name the peer, as record_shapes writes
+    them); stage 1 receives it (posted at once, so it waits for the send), then computes."""
+    from helpers.kineto_docs import cpu_op, runtime
+
+    send = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
+    docs: dict[int, list[dict]] = {0: [], 1: []}
+    corr = 1
+    for mb in range(2):
+        t = mb * 2 * MS
+        # Stage 0: compute [t, t+1ms), then the send, launched at t+1ms.
+        docs[0].append(kernel("gemm_kernel", t, MS, corr))
+        docs[0].append(cpu_op("c10d::send", t + MS, 20, **{"Concrete Inputs": ["", "", "1", "0"]}))
+        docs[0].append(runtime("cudaLaunchKernel", t + MS + 5, 5, corr + 1))
+        docs[0].append(kernel(send, t + MS, 100, corr + 1, stream=20))
+        # Stage 1: the receive is posted at t and completes after the send; then compute.
+        docs[1].append(cpu_op("c10d::recv_", t, 20, **{"Concrete Inputs": ["", "", "0", "0"]}))
+        docs[1].append(runtime("cudaLaunchKernel", t + 5, 5, corr + 2))
+        docs[1].append(kernel(send, t, MS + 100, corr + 2, stream=20))
+        docs[1].append(kernel("gemm_kernel", t + MS + 100, MS, corr + 3))
+        corr += 4
+    for rank, events in docs.items():
+        events.append(_annotation("ProfilerStep#0", 0, 5 * MS))
+        info = {"backend": "nccl", "rank": rank, "world_size": 2}
+        write(tmp_path / f"rank{rank}.json", document(events, distributedInfo=info))
+    job = gpuprofile.load(tmp_path).report()["distributed"]
+    pipe = job["pipeline"]
+    assert pipe is not None
+    assert (pipe["stages"], pipe["stage_ranks"], pipe["microbatches"]) == (2, [0, 1], 2)
+    assert pipe["theoretical_bubble_fraction"] == pytest.approx(1 / 3)
+    # The receiver waits 1 ms per microbatch for the sender: rank 0 caused 2 ms.
+    (straggler,) = job["stragglers"]
+    assert straggler["rank"] == 0 and straggler["wait_caused_ns"] == 2 * 1_000_000

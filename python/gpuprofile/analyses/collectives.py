@@ -132,7 +132,7 @@ def comm_events(trace: Trace) -> pd.DataFrame:
 
 def _kernel_events(trace: Trace, comm: pd.DataFrame) -> pd.DataFrame:
     recorded = comm["collective"].astype(str).to_numpy()
-    launched = _launching_collective(trace, comm["op_id"].to_numpy())
+    launched, peers = _launching_collective(trace, comm["op_id"].to_numpy())
     guessed = _per_name(comm["name"], collective_of)
     names = np.where(
         recorded != "",
@@ -152,29 +152,43 @@ def _kernel_events(trace: Trace, comm: pd.DataFrame) -> pd.DataFrame:
             "end_ns": start + comm["dur_ns"].to_numpy(),
             "bytes": comm["comm_bytes"].to_numpy(),
             "group_size": [_group_size(t) for t in comm["group_ranks"].astype(str)],
-            "peer": NO_ID,
+            "peer": peers,
         }
     )
 
 
-def _launching_collective(trace: Trace, op_ids: np.ndarray) -> np.ndarray:
-    """Per kernel, the collective its launching op names (``c10d::alltoall_base_`` launches
-    ``SendRecv`` kernels; ``record_param_comms`` sits under the c10d op), "" where none."""
+def _launching_collective(trace: Trace, op_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel, the collective its launching op names ("" where none), and the peer of a
+    send or receive (-1 unknown): the kernel's op, or the ops around it up to the c10d call
+    (``c10d::send`` > ``record_param_comms`` > ``nccl:send``), which holds the peer in its
+    concrete inputs when shapes were recorded. ``c10d::alltoall_base_`` launches ``SendRecv``
+    kernels: they are all-to-all."""
     ops = trace.ops
     out = np.full(len(op_ids), "", dtype=object)
+    peers = np.full(len(op_ids), NO_ID, dtype=np.int64)
     if not len(ops):
-        return out
+        return out, peers
     index = pd.Index(ops["id"].to_numpy())
     at = index.get_indexer(op_ids)
     names = ops["name"].astype(str).to_numpy()
+    concrete = ops["concrete_inputs"].to_numpy()
     parents = index.get_indexer(ops["parent"].to_numpy())
     for i in np.flatnonzero(at >= 0):
-        row = at[i]
-        if names[row] == "record_param_comms" and parents[row] >= 0:
+        row, found = at[i], -1
+        for _ in range(_LAUNCH_DEPTH + 1):
+            if names[row].startswith(("c10d::", "nccl:", "gloo:")):
+                found = row
+            if names[row].startswith("c10d::") or parents[row] < 0:
+                break
             row = parents[row]
-        if names[row].startswith(("c10d::", "nccl:", "gloo:")):
-            out[i] = collective_of(names[row])
-    return out
+        if found >= 0:
+            out[i] = collective_of(names[found])
+            peers[i] = _peer(concrete[found])
+    return out, peers
+
+
+# How far up from a kernel's launching op the c10d call that carried it may sit.
+_LAUNCH_DEPTH = 3
 
 
 def _cpu_events(ops: pd.DataFrame) -> pd.DataFrame:
