@@ -263,9 +263,10 @@ def test_data_loading_on_a_cpu_capture_is_the_loaders_share_of_the_run(tmp_path:
 
 
 def test_data_loading_silent_on_a_cpu_capture_with_a_fast_loader(tmp_path: Path) -> None:
-    # Instant items, 60 ms of other work per step: the loader is well under 5% of the run,
-    # even when a loaded machine stretches its calls to a few milliseconds.
-    trace = capture_loader(tmp_path, item_sleep=0.0, step_sleep=0.06)
+    # Instant items, 250 ms of other work per step: the loader is well under 5% of the run
+    # (50 ms over its 5 calls), even when a loaded machine stretches each call to a few
+    # milliseconds (with 60 ms steps, the 12 ms that allowed was once exceeded under load).
+    trace = capture_loader(tmp_path, item_sleep=0.0, step_sleep=0.25)
     assert data_loading.detect(Analysis(trace, UNKNOWN)) == []
 
 
