@@ -209,7 +209,7 @@ export function rankStepGrid(summary, maxSteps = MAX_STEP_COLUMNS) {
     means,
     totalSteps: steps.length,
     straggler: straggler ? straggler.rank : null,
-    clock: `clocks aligned by ${clock.method ?? "unknown"}${residual === null ? "" : `, residual ${formatTime(residual)}`}`,
+    clock: `clocks: ${clock.method ?? "unknown"}${residual === null ? "" : `, residual ${formatTime(residual)}`}`,
   };
 }
 

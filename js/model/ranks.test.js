@@ -152,7 +152,7 @@ test("rank x step grid: shares of each step's window, the mean over steps, the s
   assert.ok(Math.abs(m.bubble - 0.45) < 1e-12);
   assert.equal(g.straggler, 2);
   assert.equal(g.totalSteps, 2);
-  assert.equal(g.clock, "clocks aligned by collective ends, residual 1.50 µs");
+  assert.equal(g.clock, "clocks: collective ends, residual 1.50 µs");
   // More steps than columns: the first ones shown, the mean of all.
   const few = rankStepGrid(report, 1);
   assert.equal(few.steps.length, 1);
