@@ -35,7 +35,9 @@ def _annotation(name: str, ts: float, dur: float) -> dict:
             "dur": dur, "args": {}}  # fmt: skip
 
 
-def _rank_doc(rank: int, *, seqs: tuple[int, ...] = (0, 1), world: int = 3) -> dict:
+def _rank_doc(
+    rank: int, *, seqs: tuple[int, ...] = (0, 1), world: int = 3, with_seq: bool = True
+) -> dict:
     events = []
     corr = 1
     for step in seqs:
@@ -59,7 +61,7 @@ def _rank_doc(rank: int, *, seqs: tuple[int, ...] = (0, 1), world: int = 3) -> d
                     "In msg nelems": ELEMS,
                     "Out msg nelems": ELEMS,
                     "dtype": "Float",
-                    "Seq": step,
+                    **({"Seq": step} if with_seq else {}),
                 },
             )
         )
@@ -296,3 +298,19 @@ def test_nccl_pipeline_peers_from_the_c10d_calls(tmp_path: Path) -> None:
     # The receiver waits 1 ms per microbatch for the sender: rank 0 caused 2 ms.
     (straggler,) = job["stragglers"]
     assert straggler["rank"] == 0 and straggler["wait_caused_ns"] == 2 * 1_000_000
+
+
+def test_a_trimmed_trace_matches_by_nearest_end_not_by_order(tmp_path: Path) -> None:
+    # No sequence numbers; rank 0 recorded steps 0, 1, 2, 4 and rank 1 steps 0, 2, 3, 4 (a
+    # sampled trace lost events in the middle). By order, rank 1's second all-reduce would
+    # pair with rank 0's second (step 1) although it is step 2's: nearest ends pair them.
+    recorded = {0: (0, 1, 2, 4), 1: (0, 2, 3, 4)}
+    for rank, steps in recorded.items():
+        doc = _rank_doc(rank, seqs=steps, world=2, with_seq=False)
+        doc["baseTimeNanoseconds"] = BASE  # one clock: the ends of one instance coincide
+        write(tmp_path / f"rank{rank}.json", doc)
+    analysis = gpuprofile.load(tmp_path).analysis
+    matched = analysis.collectives
+    pairs = matched.groupby("instance")["rank"].size()
+    assert sorted(pairs.tolist()) == [2, 2, 2]  # steps 0, 2 and 4
+    assert analysis.alignment.residual_ns == 0

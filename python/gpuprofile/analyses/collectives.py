@@ -286,26 +286,90 @@ def _collective_instances(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def _order_index(per_rank: dict[int, pd.DataFrame]) -> dict[int, np.ndarray]:
-    """Per rank, each event's position in the collective's sequence: the order on the rank,
-    shifted against the rank holding most of them so that the spread of end differences is
-    smallest (a rank that started recording one step late lacks the first instances)."""
+    """Per rank, each event's position in the collective's sequence, against the rank holding
+    most of them (the reference): its order on the rank, shifted so that the spread of end
+    differences is smallest (a rank that started recording one step late lacks the first
+    instances); or, where that spread is large and matching each end to the nearest of the
+    reference's (after their median offset) halves it, that: a trimmed or sampled trace lacks
+    instances in the middle, and order pairs every one after the gap wrongly."""
     reference = max(per_rank, key=lambda r: (len(per_rank[r]), -r))
     ref_end = _ends_or_arrivals(per_rank[reference])
     index = {}
     for rank, mine in per_rank.items():
         n = len(mine)
-        if rank == reference or n == len(ref_end):
+        if rank == reference:
             index[rank] = np.arange(n)
             continue
         ends = _ends_or_arrivals(mine)
         best, best_spread = 0, np.inf
         for shift in range(0, len(ref_end) - n + 1):
-            diff = ends - ref_end[shift : shift + n]
-            spread = float(np.median(np.abs(diff - np.median(diff))))
+            spread = _spread(ends - ref_end[shift : shift + n])
             if spread < best_spread:
                 best, best_spread = shift, spread
         index[rank] = np.arange(n) + best
+        nearest, spread, tolerance = _nearest_index(ends, ref_end)
+        # Order is kept while its pairs agree (their ends differ by one clock offset).
+        if best_spread > tolerance and spread < best_spread / NEAREST_GAIN:
+            index[rank] = nearest
     return index
+
+
+# Matching by nearest end replaces order only where it makes the ends this many times closer.
+NEAREST_GAIN = 2.0
+# An end further from its nearest reference end than this share of the reference's median gap
+# between instances (or than MIN_TOLERANCE_NS) is no instance of the reference's.
+NEAREST_TOLERANCE = 0.1
+MIN_TOLERANCE_NS = 10_000.0
+# Clock offsets tried when matching by nearest end (each end's distance to its nearest).
+OFFSET_CANDIDATES = 64
+
+
+def _spread(diff: np.ndarray) -> float:
+    return float(np.median(np.abs(diff - np.median(diff)))) if len(diff) else np.inf
+
+
+def _nearest_index(ends: np.ndarray, ref_end: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Each end's position among the reference's (or a number past them: none), matched one
+    to one to the nearest reference end after the clock offset most ends agree on; the spread
+    of the matched ends' differences; and the tolerance a match had to meet."""
+    order = np.argsort(ref_end, kind="stable")
+    sorted_ref = ref_end[order]
+
+    def nearest(values: np.ndarray) -> np.ndarray:
+        at = np.clip(np.searchsorted(sorted_ref, values), 1, max(1, len(sorted_ref) - 1))
+        left = np.maximum(at - 1, 0)
+        right = np.minimum(at, len(sorted_ref) - 1)
+        closer = np.abs(values - sorted_ref[left]) <= np.abs(values - sorted_ref[right])
+        return np.where(closer, left, right)
+
+    gaps = np.diff(sorted_ref)
+    tolerance = max(
+        NEAREST_TOLERANCE * float(np.median(gaps)) if len(gaps) else 0.0, MIN_TOLERANCE_NS
+    )
+    # The offset most ends agree on: of each end's distance to its nearest reference end, the
+    # one that brings the most ends within the tolerance (ties: the smaller residuals).
+    candidates = ends - sorted_ref[nearest(ends)]
+    if len(candidates) > OFFSET_CANDIDATES:
+        candidates = candidates[:: len(candidates) // OFFSET_CANDIDATES + 1]
+    best = (-1, np.inf, 0.0)
+    for offset in candidates:
+        residual = np.abs(ends - offset - sorted_ref[nearest(ends - offset)])
+        close = residual <= tolerance
+        score = (int(close.sum()), -float(residual[close].sum()))
+        if score > best[:2]:
+            best = (*score, float(offset))
+    offset = best[2]
+    found = nearest(ends - offset)
+    residual = np.abs(ends - offset - sorted_ref[found])
+    accepted = residual <= tolerance
+    # One to one: of the ends that found the same reference end, the closest keeps it.
+    for target in np.unique(found[accepted]):
+        claims = np.flatnonzero(accepted & (found == target))
+        if len(claims) > 1:
+            accepted[claims[claims != claims[np.argmin(residual[claims])]]] = False
+    index = np.where(accepted, order[found], len(ref_end) + np.arange(len(ends)))
+    diff = ends[accepted] - ref_end[order[found[accepted]]]
+    return index, _spread(diff), tolerance
 
 
 def _ends_or_arrivals(frame: pd.DataFrame) -> np.ndarray:
