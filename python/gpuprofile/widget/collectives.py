@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.patterns import COLLECTIVE_OP
-from gpuprofile.widget.event_details import _kernel_op, _launched_by_op
+from gpuprofile.widget.event_details import kernel_op, launched_by_op
 from gpuprofile.widget.marks import global_ids
 from gpuprofile.widget.request_args import Reply, Source, cached, event_id
 from gpuprofile.widget.timeline import KIND_TABLES, KINDS
@@ -83,9 +83,9 @@ def _matched_row(source: Source, lookup: dict[tuple[str, int], int], gid: int) -
         # Only a communicating op (c10d, gloo, nccl, record_param_comms): a step annotation
         # launches every collective of its step.
         name = data.names[int(data.name[gid])]
-        related = _launched_by_op(source, gid).tolist() if COLLECTIVE_OP.search(name) else []
+        related = launched_by_op(source, gid).tolist() if COLLECTIVE_OP.search(name) else []
     else:
-        op = _kernel_op(source, trace.kernels.iloc[int(data.source[gid])])
+        op = kernel_op(source, trace.kernels.iloc[int(data.source[gid])])
         related = [] if op is None else [op]
     for g in related:
         found = row_of(int(g))

@@ -35,14 +35,14 @@ def details(source: Source, message: Mapping[str, Any]) -> Reply:
     launched = np.empty(0, np.int64)
     if kind not in CPU_KINDS:
         launch = _launch_of(source, record)
-        op = _kernel_op(source, record) if kind == KINDS.index("kernel") else None
+        op = kernel_op(source, record) if kind == KINDS.index("kernel") else None
         if op is None and launch is not None:
             op = _enclosing_op(source, launch)
     elif kind == KINDS.index("runtime"):
         op = _enclosing_op(source, gid)
         launched = _launched_by_calls(source, np.array([gid]))
     else:
-        launched = _launched_by_op(source, gid)
+        launched = launched_by_op(source, gid)
     launched = launched[np.argsort(data.start[launched], kind="stable")]
     info = {
         **_event(data, gid),
@@ -166,7 +166,7 @@ def _launch_of(source: Source, record: pd.Series) -> int | None:
     return int(gids[at]) if at < len(keys) and keys[at] == key else None
 
 
-def _kernel_op(source: Source, record: pd.Series) -> int | None:
+def kernel_op(source: Source, record: pd.Series) -> int | None:
     """The op the importer linked the kernel to (the innermost aten op around its launch)."""
     if int(record["op_id"]) == NO_ID:
         return None
@@ -230,7 +230,7 @@ def _launched_by_calls(source: Source, calls: np.ndarray) -> np.ndarray:
     return np.concatenate([gids[a:b] for a, b in zip(lo.tolist(), hi.tolist()) if b > a])
 
 
-def _launched_by_op(source: Source, gid: int) -> np.ndarray:
+def launched_by_op(source: Source, gid: int) -> np.ndarray:
     """GPU events launched by the runtime calls inside an op (on its thread, within its time)."""
     data = source.data
     lo, hi = int(data.lane_lo[data.lane[gid]]), int(data.lane_hi[data.lane[gid]])
