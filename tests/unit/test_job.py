@@ -143,7 +143,7 @@ def test_one_slow_rank_folds_repeated_hints_into_one(job_dir: Path) -> None:
     per_kind = [h["kind"] for h in hints]
     assert len(per_kind) == len(set(per_kind)), per_kind
     folded = [h for h in hints if "of 3 ranks, worst rank" in h["title"]]
-    assert all(h["rank"] is None for h in folded)
+    assert folded and all(h["rank"] is None for h in folded)
 
 
 def test_missing_rank_is_a_notice(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from gpuprofile.analyses.intervals import merged_blocks
 from gpuprofile.analyses.kernel_kind import COMPUTE, is_comm_op, kernel_kinds
+from gpuprofile.analyses.memo import per_trace
 from gpuprofile.trace.model import NO_ID, Trace
 
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
@@ -64,9 +65,11 @@ class Pipeline:
     bottleneck_rank: int
 
 
+@per_trace
 def compute_events(trace: Trace) -> pd.DataFrame:
     """Every rank's compute (see the module docstring): rank, start_ns, end_ns, at_ns (the
-    time that places it in a step), table, id, name."""
+    time that places it in a step), table, id, name. Kept per trace (bubbles and stragglers
+    both read it); read-only."""
     frames = []
     kernels = trace.kernels
     gpu_ranks = set(kernels["rank"].unique().tolist())

@@ -133,7 +133,7 @@ def comm_events(trace: Trace) -> pd.DataFrame:
 def _kernel_events(trace: Trace, comm: pd.DataFrame) -> pd.DataFrame:
     recorded = comm["collective"].astype(str).to_numpy()
     launched, peers = _launching_collective(trace, comm["op_id"].to_numpy())
-    guessed = _per_name(comm["name"], collective_of)
+    guessed = _collectives_of(comm["name"])
     names = np.where(
         recorded != "",
         [collective_of(n) for n in recorded],
@@ -199,9 +199,9 @@ def _cpu_events(ops: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, mine in calls.groupby("rank", sort=True):
         rank = int(mine["rank"].iloc[0])
-        kinds = _per_name(mine["name"], collective_of)
+        kinds = _collectives_of(mine["name"])
         theirs = done[done["rank"] == rank]
-        their_kinds = _per_name(theirs["name"], collective_of) if len(theirs) else np.array([])
+        their_kinds = _collectives_of(theirs["name"]) if len(theirs) else np.array([])
         frame = pd.DataFrame(
             {
                 "rank": rank,
@@ -227,9 +227,10 @@ def _cpu_events(ops: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True) if rows else _empty_events()
 
 
-def _per_name(names: pd.Series, fn: Any) -> np.ndarray:
+def _collectives_of(names: pd.Series) -> np.ndarray:
+    """``collective_of`` per row, once per distinct name."""
     names = categorical(names)
-    values = per_category(names, "collective_of", fn)
+    values = per_category(names, "collective_of", collective_of)
     return np.asarray(values[codes(names)], dtype=object)
 
 

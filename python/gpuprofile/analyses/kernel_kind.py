@@ -22,8 +22,6 @@ COMMUNICATION = "communication"
 MEMORY = "memory"
 COMPUTE = "compute"
 SYNC = "sync"
-# Kept for callers that group what is neither compute nor communication nor memory.
-OTHER = SYNC
 
 _COMMUNICATION = re.compile(
     r"^(void )?(nccl|rccl|nvshmem)"  # ncclKernel_, ncclDevKernel_, rcclKernel..., nvshmemi_...
