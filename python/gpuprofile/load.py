@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuprofile.hardware.model import Hardware
+from gpuprofile.importers.formats import read_trace
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.profiles import Profile
 
@@ -19,11 +20,17 @@ def load(
     workers: int | None = None,
     scheduler: Any = None,
 ) -> Profile:
-    """Read a PyTorch profiler / Kineto trace, or a job's traces, into a Profile.
+    """Read a trace, or a job's traces, into a Profile.
+
+    The format is told by the file's content (``profile.trace.meta.source.format`` names it):
+    PyTorch profiler / Kineto JSON ("kineto"), an Nsight Systems SQLite export ("nsys"), an
+    Nsight Compute CSV ("ncu"), a trtexec ``--exportProfile`` JSON ("tensorrt"), a JAX/XLA
+    XPlane ("xplane").
 
     Parameters:
-        path: a ``.json`` or ``.json.gz`` trace; a job (one file per rank): a directory, a
-            list of files, or a glob pattern (``"run/rank*.json.gz"``).
+        path: one trace file of any of those formats; a JAX profile directory (``*.xplane.pb``
+            inside); a job of Kineto traces (one file per rank): a directory, a list of files,
+            or a glob pattern (``"run/rank*.json.gz"``).
         hardware: the roofs to analyse against; None: the datasheet of the device named in
             the trace (or, e.g., ``gpuprofile.calibrate()`` on the machine it came from).
         rank_regex: for a job whose traces do not declare their rank (distributedInfo): the
@@ -41,5 +48,9 @@ def load(
             the problem; wherever the file was read.
         WorkerError: a worker process died, or the scheduler cannot be reached.
     """
-    trace = load_kineto(path, rank_regex=rank_regex, workers=workers, scheduler=scheduler)
+    job = {"rank_regex": rank_regex, "workers": workers, "scheduler": scheduler}
+    if isinstance(path, str | Path) and Path(path).exists():
+        trace = read_trace(Path(path), **job)
+    else:  # a list of files or a glob: a job's Kineto traces
+        trace = load_kineto(path, **job)  # type: ignore[arg-type]
     return Profile(trace, hardware=hardware)

@@ -39,7 +39,9 @@ import msgspec
 
 
 class Source(msgspec.Struct, frozen=True, kw_only=True):
-    format: str  # "kineto", "capture"
+    # "kineto", "capture", "nsys", "ncu", "tensorrt", "xplane" (importers/formats.py)
+    format: str
+    version: str | None = None  # the writing tool's version or schema, where it says
     path: str | None = None
     files: tuple[str, ...] = ()
 

@@ -84,6 +84,12 @@ SCHEMA: dict[str, dict[str, str]] = {
         "shared_memory": _INT,
         "occupancy": _F64,
         "blocks_per_sm": _F64,
+        # What a source measured on this launch (Nsight Compute counters, XPlane stats): its
+        # FLOPs and DRAM bytes (NaN: not measured), and its other metrics by name
+        # (``{"sm_throughput_pct": 71.2, ...}``; None: none measured).
+        "flops": _F64,
+        "bytes": _F64,
+        "metrics": _STR,
         # As for ops.
         "collective": _CAT,
         "process_group": _CAT,
