@@ -9,5 +9,5 @@ from gpuprofile.trace.model import Trace
 
 
 def load_nsys(path: str | Path) -> Trace:
-    """Read a Nsight Systems SQLite export (nsys export --type sqlite), or an nsys stats CSV into a Trace."""
+    """Read one file of this format into a Trace."""
     raise TraceFormatError(path, "this format is not read yet")

@@ -9,5 +9,5 @@ from gpuprofile.trace.model import Trace
 
 
 def load_tensorrt(path: str | Path) -> Trace:
-    """Read a TensorRT trtexec --exportProfile JSON (with --exportTimes and --exportLayerInfo beside it) into a Trace."""
+    """Read one file of this format into a Trace."""
     raise TraceFormatError(path, "this format is not read yet")

@@ -9,5 +9,5 @@ from gpuprofile.trace.model import Trace
 
 
 def load_xplane(path: str | Path) -> Trace:
-    """Read a JAX/XLA XPlane protobuf (*.xplane.pb, or a plugins/profile/<run>/ directory) into a Trace."""
+    """Read one file of this format into a Trace."""
     raise TraceFormatError(path, "this format is not read yet")
