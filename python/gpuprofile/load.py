@@ -52,5 +52,5 @@ def load(
     if isinstance(path, str | Path) and Path(path).exists():
         trace = read_trace(Path(path), **job)
     else:  # a list of files or a glob: a job's Kineto traces
-        trace = load_kineto(path, **job)  # type: ignore[arg-type]
+        trace = load_kineto(path, **job)
     return Profile(trace, hardware=hardware)

@@ -91,7 +91,7 @@ CASES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "event lacking ts": (_lacks_ts, "traceEvents[1] (kernel 'k') lacks required field 'ts'"),
     "event lacking dur": (_lacks_dur, "traceEvents[0] (kernel 'k') lacks required field 'dur'"),
     "field of the wrong type": (_wrong_type, "$.traceEvents[0].args.correlation"),
-    "binary bytes": (_binary, "not JSON text"),
+    "binary bytes": (_binary, "not a trace gpuprofile reads"),
     "bytes that are not UTF-8": (_latin1, "not UTF-8"),
 }
 
