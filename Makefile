@@ -57,7 +57,7 @@ unit: setup
 	$(PY) -m pytest tests/unit -q
 
 test: setup chromium lint typecheck js-test
-	$(PY) -m pytest tests -q -ra
+	$(PY) -m pytest tests -q -ra --durations=25
 
 bench: setup
 	$(PY) bench/load.py $(wildcard ../shared/traces/kineto/*.json.gz)
