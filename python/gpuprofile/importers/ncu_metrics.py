@@ -230,7 +230,7 @@ def _flops(m: LaunchMetrics, named: dict[str, float]) -> float:
         add, mul, fma = (m.get(_SASS.format(p=letter, op=op)) for op in ("add", "mul", "fma"))
         if not any(math.isfinite(v) for v in (add, mul, fma)):
             continue
-        flops = _sum(add, mul) + 2 * _sum(fma, 0.0)
+        flops = sum(0.0 if math.isnan(v) else v for v in (add, mul, fma, fma))
         named[f"{precision}_flops"] = flops
         total += flops
         any_counted = True
