@@ -76,7 +76,10 @@ def details_csv(path: Path) -> Path:
         ("dram__bytes_write.sum", "byte", "n/a"),
         *_sass(0, 0, 1_000_000, 10),
     ])  # fmt: skip
-    preamble = "==PROF== Connected to process 4242\r\ndevice: NVIDIA H100 80GB HBM3 (sm_90), 132 SMs, 1.98 GHz\r\n"
+    preamble = (
+        "==PROF== Connected to process 4242\r\n"
+        "device: NVIDIA H100 80GB HBM3 (sm_90), 132 SMs, 1.98 GHz\r\n"
+    )
     path.write_bytes(b"\xef\xbb\xbf" + (preamble + _csv_text(rows)).encode())
     return path
 

@@ -141,8 +141,7 @@ def _kernels(launches: list[Launch], measured: list[Measured]) -> Any:
         "dur_ns": dur,
         "correlation": np.array([_int(launch.key) for launch in launches]),
         "registers_per_thread": [
-            _int_metric(m, "launch__registers_per_thread", "Registers Per Thread")
-            for m in measured
+            _int_metric(m, "launch__registers_per_thread", "Registers Per Thread") for m in measured
         ],
         "shared_memory": [_shared_memory(m) for m in measured],
         "occupancy": [m.metrics.get("achieved_occupancy_pct", math.nan) for m in measured],
@@ -218,13 +217,13 @@ def _devices(table: NcuTable, launches: list[Launch]) -> list[dict[str, Any]]:
             or preamble.get("name")
             or ""
         )
-        major, minor = props.get("computeMajor"), props.get("computeMinor")
+        cc_major, cc_minor = props.get("computeMajor"), props.get("computeMinor")
         out[device] = {
             "id": device,
             "name": name,
             "memory_bytes": None,
             "sm_count": props.get("numSms"),
-            "compute_capability": f"{major}.{minor}" if major is not None else None,
+            "compute_capability": f"{cc_major}.{cc_minor}" if cc_major is not None else None,
             "properties": props,
         }
     return list(out.values())

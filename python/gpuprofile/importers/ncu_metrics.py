@@ -173,12 +173,14 @@ def measure(launch: Launch, device_clock_hz: float) -> Measured:
     flops = _flops(m, named)
     named.update(
         sm_throughput_pct=m.get(
-            "sm__throughput.avg.pct_of_peak_sustained_elapsed", "Compute (SM) Throughput",
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            "Compute (SM) Throughput",
             base="%",
         ),
         memory_throughput_pct=m.get(
             "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-            "Memory Throughput", base="%",
+            "Memory Throughput",
+            base="%",
         ),
         dram_throughput_pct=m.get(
             "dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM Throughput", base="%"
@@ -189,9 +191,7 @@ def measure(launch: Launch, device_clock_hz: float) -> Measured:
         l2_hit_rate_pct=m.get("lts__t_sector_hit_rate.pct", "L2 Hit Rate", base="%"),
     )
     tensor = [
-        m.get(name, base="%")
-        for name in launch.metrics
-        if "pipe_tensor" in name and "pct" in name
+        m.get(name, base="%") for name in launch.metrics if "pipe_tensor" in name and "pct" in name
     ]
     tensor = [t for t in tensor if math.isfinite(t)]
     if tensor:
@@ -245,7 +245,7 @@ def _sum(a: float, b: float) -> float:
 
 
 def dims(text: str) -> tuple[int, int, int] | None:
-    """"(1024, 1, 1)" -> (1024, 1, 1); None when it is not three whole numbers."""
+    """ "(1024, 1, 1)" -> (1024, 1, 1); None when it is not three whole numbers."""
     parts = [p.strip() for p in text.strip().strip("()[]").split(",")]
     try:
         values = [int(p.replace(" ", "")) for p in parts if p]
@@ -253,7 +253,8 @@ def dims(text: str) -> tuple[int, int, int] | None:
         return None
     if not values or len(values) > 3:
         return None
-    return (values + [1, 1])[0], (values + [1, 1])[1], (values + [1, 1])[2]
+    x, y, z = [*values, 1, 1][:3]
+    return x, y, z
 
 
 def device_properties(metrics: Mapping[str, Value]) -> dict[str, object]:
