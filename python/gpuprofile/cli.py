@@ -40,6 +40,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="read the ranks on this Dask scheduler (tcp://host:8786); needs gpuprofile[dask]",
     )
+    report.add_argument(
+        "--ncu",
+        metavar="CSV",
+        default=None,
+        help="an Nsight Compute CSV (ncu --csv) of the same program: its measured FLOPs and "
+        "DRAM bytes go to the trace's kernels of the same name, in launch order",
+    )
     demo = commands.add_parser("demo", help="profile a small transformer block and report it")
     for sub in (report, demo):
         sub.add_argument("--format", choices=("text", "json"), default="text")
@@ -96,7 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             path = args.path[0] if len(args.path) == 1 else args.path
             job = load(
-                path, rank_regex=args.rank_regex, workers=args.workers, scheduler=args.scheduler
+                path,
+                rank_regex=args.rank_regex,
+                workers=args.workers,
+                scheduler=args.scheduler,
+                ncu=args.ncu,
             )
             _emit(job, args.format)
         elif args.command == "calibrate":

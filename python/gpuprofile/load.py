@@ -19,6 +19,7 @@ def load(
     rank_regex: str | None = None,
     workers: int | None = None,
     scheduler: Any = None,
+    ncu: str | Path | None = None,
 ) -> Profile:
     """Read a trace, or a job's traces, into a Profile.
 
@@ -41,6 +42,11 @@ def load(
         scheduler: a Dask scheduler address (``"tcp://host:8786"``) or a
             ``distributed.Client`` to read the ranks on (``pip install 'gpuprofile[dask]'``);
             its workers must see the files. The Trace is the one a read here gives.
+        ncu: an Nsight Compute CSV (``ncu --csv``) of the same program: the trace's kernels
+            get the measured FLOPs, DRAM bytes and metrics of its launches, matched by
+            kernel name and order of occurrence (the i-th launch of a name in the CSV is the
+            i-th kernel of that name in the trace); kernels ncu did not profile keep none,
+            and a note in ``trace.meta.notes`` says how many matched.
 
     Raises:
         TraceFormatError: a file is missing, unreadable or not a trace, or a job's files are
@@ -53,4 +59,9 @@ def load(
         trace = read_trace(Path(path), **job)
     else:  # a list of files or a glob: a job's Kineto traces
         trace = load_kineto(path, **job)
+    if ncu is not None:
+        from gpuprofile.importers.ncu import load_ncu
+        from gpuprofile.importers.ncu_join import with_ncu
+
+        trace = with_ncu(trace, load_ncu(ncu))
     return Profile(trace, hardware=hardware)

@@ -22,7 +22,9 @@ work (the op itself when ``counted``; NO_ID when nothing in its ancestry has FLO
 
 Kernels inherit the costs of the op counted_at their launching op: the launcher itself, or the
 ancestor that covers it. An op's FLOPs and bytes are split among the kernels it owns in
-proportion to their durations (equally when all durations are 0).
+proportion to their durations (equally when all durations are 0). A kernel whose source
+measured its FLOPs or DRAM bytes (``kernels.flops``/``kernels.bytes``, Nsight Compute) takes
+those instead, its FLOPs then "measured", its dtype the precision that did most of them.
 
 Tensor cores (columns matmul_like, dims_aligned, tensor_core_eligible, tensor_core_roof):
 - matmul_like: the op is a matrix multiply, a convolution or attention;
@@ -194,16 +196,29 @@ def kernel_costs(trace: Trace, op_costs: pd.DataFrame) -> pd.DataFrame:
     def inherit(column: str, default: Any) -> np.ndarray:
         return _take(op_costs[column].to_numpy(), owner, default)
 
+    # What a source measured on the kernel itself (Nsight Compute) wins over what it inherits.
+    measured_flops = kernels["flops"].to_numpy()
+    measured_bytes = kernels["bytes"].to_numpy()
+    has_flops, has_bytes = np.isfinite(measured_flops), np.isfinite(measured_bytes)
+    flops = inherit("flops", np.nan).astype(np.float64) * share
+    nbytes = inherit("bytes", np.nan).astype(np.float64) * share
+    source = inherit("flops_source", "unknown")
+    dtype = inherit("dtype", "")
+    if has_flops.any() or has_bytes.any():
+        flops = np.where(has_flops, measured_flops, flops)
+        nbytes = np.where(has_bytes, measured_bytes, nbytes)
+        source = np.where(has_flops, "measured", source).astype(object)
+        dtype = _measured_dtypes(kernels["metrics"].to_numpy(), has_flops, dtype)
     return pd.DataFrame(
         {
             "kernel_id": kernels["id"].to_numpy(),
             "rank": kernels["rank"].to_numpy(),
             "name": kernels["name"].array,
             "dur_ns": dur,
-            "flops": inherit("flops", np.nan).astype(np.float64) * share,
-            "bytes": inherit("bytes", np.nan).astype(np.float64) * share,
-            "flops_source": inherit("flops_source", "unknown"),
-            "dtype": inherit("dtype", ""),
+            "flops": flops,
+            "bytes": nbytes,
+            "flops_source": source,
+            "dtype": dtype,
             "op_id": kernels["op_id"].to_numpy(),
             "cost_op_id": owner_id,
             "share": share,
@@ -212,6 +227,18 @@ def kernel_costs(trace: Trace, op_costs: pd.DataFrame) -> pd.DataFrame:
             "tensor_core_roof": inherit("tensor_core_roof", ""),
         }
     )
+
+
+def _measured_dtypes(metrics: np.ndarray, measured: np.ndarray, dtype: np.ndarray) -> np.ndarray:
+    """Per kernel, the precision that did most of its measured FLOPs (``metrics``' "fp64_flops",
+    "fp32_flops", "fp16_flops"), where it inherits none; the inherited dtype elsewhere."""
+    out = np.asarray(dtype, dtype=object).copy()
+    for i in np.flatnonzero(measured):
+        counts = metrics[i] if isinstance(metrics[i], dict) else {}
+        per = {p: counts.get(f"{p}_flops", 0.0) for p in ("fp64", "fp32", "fp16")}
+        if not out[i] and any(v > 0 for v in per.values()):
+            out[i] = max(per, key=lambda p: per[p])
+    return out
 
 
 def _take(values: np.ndarray, positions: np.ndarray, default: Any) -> np.ndarray:
