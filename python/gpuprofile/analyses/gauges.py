@@ -55,7 +55,7 @@ def gauges(trace: Trace, roofline: Roofline) -> list[Gauge]:
         mine = level[level["rank"] == rank]
         out += [
             _busy(trace, rank),
-            _dram(mine, hardware, rank),
+            _dram(mine, hardware, rank, _measured_traffic(trace, rank)),
             _compute(mine, hardware, rank),
             _host_link(trace, hardware, rank),
             _memory(trace, hardware, rank),
@@ -82,12 +82,15 @@ def _busy(trace: Trace, rank: int) -> Gauge:
     )
 
 
-def _rate(points: pd.DataFrame, amount: str) -> tuple[float | None, int, int]:
-    """(amount per second over the points whose amount is known, that time, all points' time)."""
+def _rate(
+    points: pd.DataFrame, amount: str, over: str = "known_time_ns"
+) -> tuple[float | None, int, int]:
+    """(amount per second over the points whose amount is known, that time (column ``over``),
+    all points' time)."""
     values = points[amount].to_numpy(np.float64)
     known = np.isfinite(values)
     total = int(points["time_ns"].sum())
-    measured_ns = int(points["known_time_ns"].to_numpy(np.float64)[known].sum())
+    measured_ns = int(points[over].to_numpy(np.float64)[known].sum())
     if measured_ns <= 0:
         return None, 0, total
     return float(values[known].sum() / (measured_ns * 1e-9)), measured_ns, total
@@ -101,14 +104,31 @@ def _coverage_note(known_ns: int, total_ns: int, what: str) -> str:
     return f"over the {format_time(known_ns)} of {format_time(total_ns)} whose {what} are known"
 
 
-def _dram(points: pd.DataFrame, hardware: Hardware, rank: int) -> Gauge:
-    value, known_ns, total_ns = _rate(points, "bytes")
+def _measured_traffic(trace: Trace, rank: int) -> str:
+    """How a rank's DRAM bytes are known: "measured" (every kernel's, e.g. Nsight Compute),
+    "partly measured" (some kernels', e.g. a capture joined with ncu) or "minimal"."""
+    kernels = trace.kernels
+    measured = np.isfinite(kernels["bytes"].to_numpy()[kernels["rank"].to_numpy() == rank])
+    if measured.size and measured.all():
+        return "measured"
+    return "partly measured" if measured.any() else "minimal"
+
+
+_TRAFFIC_NOTES = {
+    "measured": " (measured DRAM traffic)",
+    "partly measured": " (measured DRAM traffic where known, else minimal traffic)",
+    "minimal": " (minimal traffic; caches ignored)",
+}
+
+
+def _dram(points: pd.DataFrame, hardware: Hardware, rank: int, traffic: str) -> Gauge:
+    value, known_ns, total_ns = _rate(points, "bytes", "bytes_time_ns")
     roof = hardware.dram_bytes_per_s
     return Gauge(
         "dram-bandwidth", "DRAM bandwidth", rank, value, "B/s", roof,
         _roof_label(hardware, "DRAM bandwidth") if roof else "unknown: run gpuprofile.calibrate()",
         hardware.source if roof else None,
-        note=_coverage_note(known_ns, total_ns, "bytes") + " (minimal traffic; caches ignored)",
+        note=_coverage_note(known_ns, total_ns, "bytes") + _TRAFFIC_NOTES[traffic],
     )  # fmt: skip
 
 

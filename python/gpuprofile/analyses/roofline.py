@@ -11,7 +11,10 @@ Points come at two levels (column ``level``), one row per rank:
 A group can mix members with known and unknown FLOPs (one copy kernel launched under a matmul
 and under an op without a formula): ``flops`` and ``bytes`` sum the known members, and the rates,
 the distance from the roof and the time to save are computed over ``known_time_ns``, the time of
-those members; ``time_ns`` is the whole group's.
+those members; ``time_ns`` is the whole group's. A group none of whose FLOPs are known can still
+know its bytes (Nsight Compute measures DRAM traffic without SASS op counts): then ``bytes``
+sums the members whose bytes are known, ``bytes_time_ns`` is their time, and the achieved
+bandwidth is over it (elsewhere ``bytes_time_ns`` equals ``known_time_ns``).
 
 The roofs, from the Hardware: the compute roof is the tensor-core peak of ``tensor_core_roof``
 (flops.py: bf16/fp16/fp8/int8 matmul-like ops, "tf32" for fp32 convolutions; fp32 matmuls use
@@ -50,8 +53,8 @@ _ROOF_NUMBERS = (
 )  # fmt: skip
 TENSOR_CORE_ROOFS = ("tf32", "fp16", "bf16", "fp8", "int8")
 COLUMNS = (
-    "key", "level", "name", "shapes", "rank", "count", "time_ns", "known_time_ns", "flops",
-    "bytes", "flops_source", "precision", "tensor_cores", "intensity", "achieved_flops_per_s",
+    "key", "level", "name", "shapes", "rank", "count", "time_ns", "known_time_ns",
+    "bytes_time_ns", "flops", "bytes", "flops_source", "precision", "tensor_cores", "intensity", "achieved_flops_per_s",
     "achieved_bytes_per_s", "bound", "roof", "compute_roof", "peak_flops_per_s", "ridge_intensity",
     "attainable_flops_per_s", "pct_of_roof", "time_at_roof_ns", "saved_ns", "event_ids",
 )  # fmt: skip
@@ -254,6 +257,11 @@ def _aggregate(members: _Members) -> pd.DataFrame:
         members.rank[order], members.name_code[order], members.shape_code[order]
     )
     n = int(group.max()) + 1
+    n_known = np.bincount(group[known], minlength=n)
+    none_known = n_known == 0
+    # Bytes count over the members with known FLOPs, so intensity compares like with like;
+    # where no FLOPs are known, over the members whose bytes are.
+    sized = np.where(none_known[group], np.isfinite(nbytes), known)
     first = order[np.unique(group, return_index=True)[1]]
     # pandas' grouped sum (compensated for floats) in member order, as the points always had.
     sums = (
@@ -262,16 +270,16 @@ def _aggregate(members: _Members) -> pd.DataFrame:
                 "time_ns": time_ns,
                 "known_time_ns": np.where(known, time_ns, 0),
                 "flops": np.where(known, flops, 0.0),
-                "bytes": np.where(known, nbytes, 0.0),
+                "bytes_time_ns": np.where(sized, time_ns, 0),
+                "bytes": np.where(sized, nbytes, 0.0),
             }
         )
         .groupby(group, sort=False)
         .sum()
     )
-    n_known = np.bincount(group[known], minlength=n)
-    n_bytes_missing = np.bincount(group[known & ~np.isfinite(nbytes)], minlength=n)
+    n_bytes_missing = np.bincount(group[sized & ~np.isfinite(nbytes)], minlength=n)
     n_measured = np.bincount(group[known & members.measured[order]], minlength=n)
-    none_known = n_known == 0
+    no_bytes = (np.bincount(group[sized], minlength=n) == 0) | (n_bytes_missing > 0)
     name, shapes, key = _point_names(members, first)
     points = {
         "rank": members.rank[first],
@@ -282,7 +290,8 @@ def _aggregate(members: _Members) -> pd.DataFrame:
         "time_ns": sums["time_ns"].to_numpy(),
         "known_time_ns": sums["known_time_ns"].to_numpy(),
         "flops": np.where(none_known, np.nan, sums["flops"].to_numpy()),
-        "bytes": np.where(none_known | (n_bytes_missing > 0), np.nan, sums["bytes"].to_numpy()),
+        "bytes_time_ns": sums["bytes_time_ns"].to_numpy(),
+        "bytes": np.where(no_bytes, np.nan, sums["bytes"].to_numpy()),
         "precision": _texts(members, "dtype", first),
         "tensor_core_roof": _texts(members, "tensor_core_roof", first),
         "event_ids": _heaviest_ids(group, n, time_ns, members.id[order]),
@@ -314,7 +323,8 @@ def _with_roofs(points: pd.DataFrame, hardware: Hardware) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = flops / nbytes
         achieved_flops = np.where(seconds > 0, flops / seconds, np.nan)
-        achieved_bytes = np.where(seconds > 0, nbytes / seconds, np.nan)
+        bytes_seconds = points["bytes_time_ns"].to_numpy(dtype=np.float64) * 1e-9
+        achieved_bytes = np.where(bytes_seconds > 0, nbytes / bytes_seconds, np.nan)
     points = points.assign(
         intensity=intensity,
         achieved_flops_per_s=achieved_flops,
@@ -370,6 +380,7 @@ def _empty() -> pd.DataFrame:
             "count": pd.Series(dtype=np.int64),
             "time_ns": pd.Series(dtype=np.int64),
             "known_time_ns": pd.Series(dtype=np.int64),
+            "bytes_time_ns": pd.Series(dtype=np.int64),
             "flops": pd.Series(dtype=np.float64),
             "bytes": pd.Series(dtype=np.float64),
             "flops_source": pd.Series(dtype=object),

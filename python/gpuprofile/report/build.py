@@ -64,7 +64,11 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
     roofline = analysis.roofline
     report = {
         "schema": SCHEMA,
-        "source": {"path": meta.source.path, "format": meta.source.format},
+        "source": {
+            "path": meta.source.path,
+            "format": meta.source.format,
+            "version": meta.source.version,
+        },
         "partial": meta.partial,
         # {"windows", "events" (None: not counted), "max_events"} when --max-events dropped
         # recorded windows.

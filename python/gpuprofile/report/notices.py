@@ -14,8 +14,9 @@ NAMED_RANKS = 8
 
 
 def notices(meta: TraceMeta) -> list[dict[str, str]]:
-    """[{"kind": "partial" | "steps" | "dropped" | "incomplete" | "ranks", "text"}], in that
-    order."""
+    """[{"kind": "partial" | "steps" | "dropped" | "incomplete" | "ranks" | "source", "text"}],
+    in that order; "source": what reading the trace had to decide (``meta.notes``: ranks taken
+    from file order, launches an Nsight Compute replay laid end to end)."""
     out = []
     if meta.partial:
         out.append(
@@ -31,7 +32,7 @@ def notices(meta: TraceMeta) -> list[dict[str, str]]:
     out.extend({"kind": "incomplete", "text": e} for e in meta.errors)
     if (missing := _missing_ranks_text(meta)) is not None:
         out.append({"kind": "ranks", "text": missing})
-    out.extend({"kind": "ranks", "text": note} for note in meta.notes)
+    out.extend({"kind": "source", "text": note} for note in meta.notes)
     return out
 
 
