@@ -68,7 +68,9 @@ def test_kernels_match_the_export(traces: dict[Path, Trace], path: Path) -> None
         )
     )
     assert Counter(kernels["name"].astype(str)) == names
-    expected_shared = _one(path, f"SELECT sum(staticSharedMemory + dynamicSharedMemory) FROM {table}")
+    expected_shared = _one(
+        path, f"SELECT sum(staticSharedMemory + dynamicSharedMemory) FROM {table}"
+    )
     assert int(kernels["shared_memory"].sum()) == expected_shared
     grid = _one(path, f"SELECT sum(gridX * gridY * gridZ * blockX * blockY * blockZ) FROM {table}")
     threads = (
@@ -113,7 +115,9 @@ def test_runtime_calls_and_their_launch_links(traces: dict[Path, Trace], path: P
     # One row per call: a backtrace row repeats its call's correlation id.
     calls = _one(path, f"SELECT count(DISTINCT correlationId) FROM {table}")
     assert len(runtime) == calls
-    assert len(runtime) == _one(path, f"SELECT count(*) FROM {table} WHERE eventClass != {BACKTRACE_CLASS}")
+    assert len(runtime) == _one(
+        path, f"SELECT count(*) FROM {table} WHERE eventClass != {BACKTRACE_CLASS}"
+    )
     # Each kernel's launch call is found by its correlation id and is a launch.
     launched = {
         int(c): re.sub(r"_v\d+$", "", str(name))  # type: ignore[call-overload]
@@ -124,7 +128,9 @@ def test_runtime_calls_and_their_launch_links(traces: dict[Path, Trace], path: P
             "(SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL)",
         )
     }
-    call_of = dict(zip(runtime["correlation"].tolist(), runtime["name"].astype(str).tolist(), strict=True))
+    call_of = dict(
+        zip(runtime["correlation"].tolist(), runtime["name"].astype(str).tolist(), strict=True)
+    )
     assert {c: call_of[c] for c in trace.kernels["correlation"].tolist()} == {
         c: launched[c] for c in trace.kernels["correlation"].tolist()
     }
@@ -156,7 +162,10 @@ def test_times_devices_and_roofs(traces: dict[Path, Trace], path: Path) -> None:
     session = _one(path, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME")
     assert trace.meta.origin_ns == session + earliest
     assert int(trace.runtime["start_ns"].min()) >= 0
-    gpus = _query(path, "SELECT id, name, smCount, totalMemory, memoryBandwidth FROM TARGET_INFO_GPU ORDER BY id")
+    gpus = _query(
+        path,
+        "SELECT id, name, smCount, totalMemory, memoryBandwidth FROM TARGET_INFO_GPU ORDER BY id",
+    )
     (facts,) = trace.meta.ranks.values()
     assert [(d["id"], d["name"], d["sm_count"], d["memory_bytes"]) for d in facts.devices] == [
         g[:4] for g in gpus
@@ -166,7 +175,13 @@ def test_times_devices_and_roofs(traces: dict[Path, Trace], path: Path) -> None:
     # The datasheet's DRAM roof is the one nsys reports for the GPU (40GB: 1555, 80GB: 2039 GB/s).
     bandwidth = {int(g[4]) for g in gpus}  # type: ignore[call-overload]
     assert len(bandwidth) == 1 and hw.dram_bytes_per_s == pytest.approx(bandwidth.pop(), rel=0.01)
-    version = dict(_query(path, "SELECT name, value FROM " + ("EXPORT_META_DATA" if path == SAXPY else "META_DATA_EXPORT")))
+    version = dict(
+        _query(
+            path,
+            "SELECT name, value FROM "
+            + ("EXPORT_META_DATA" if path == SAXPY else "META_DATA_EXPORT"),
+        )
+    )
     assert trace.meta.source.version is not None
     assert str(version["EXPORT_SCHEMA_VERSION"]) in trace.meta.source.version
 
@@ -206,7 +221,9 @@ def test_a_renamed_export_is_detected_as_nsys(tmp_path: Path) -> None:
     renamed = tmp_path / "trace.bin"
     shutil.copyfile(require_trace(SAXPY), renamed)
     assert detect_format(renamed) == "nsys"
-    assert len(load_nsys(renamed).kernels) == _one(SAXPY, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    assert len(load_nsys(renamed).kernels) == _one(
+        SAXPY, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"
+    )
 
 
 def test_a_truncated_fixture_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -186,7 +186,9 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 def test_an_export_fills_every_table(tmp_path: Path, generation: int, enums: bool) -> None:
     trace = load_nsys(build(tmp_path / "x.sqlite", generation=generation, enums=enums))
     assert trace.meta.source.format == "nsys"
-    assert trace.meta.source.version == f"2099.1.1 (schema {'2.9.1' if generation == 2 else '3.13.2'})"
+    assert (
+        trace.meta.source.version == f"2099.1.1 (schema {'2.9.1' if generation == 2 else '3.13.2'})"
+    )
     # Times from the earliest event (the range "outer" at 800 ns), origin absolute.
     assert trace.meta.origin_ns == SESSION_START + 800
     kernels = trace.kernels
@@ -270,7 +272,9 @@ def test_each_process_is_a_rank_in_pid_order(tmp_path: Path) -> None:
     assert set(trace.kernels["rank"]) == {0}  # pid 4242 < 4343
     other = trace.runtime[trace.runtime["pid"] == OTHER_PID]
     assert other["rank"].tolist() == [1]
-    assert any(f"pid {PID} -> rank 0" in n and f"pid {OTHER_PID} -> rank 1" in n for n in trace.meta.notes)
+    assert any(
+        f"pid {PID} -> rank 0" in n and f"pid {OTHER_PID} -> rank 1" in n for n in trace.meta.notes
+    )
     assert trace.meta.origin_ns == SESSION_START + 800  # the second process's call at 900
 
 
@@ -331,7 +335,9 @@ def test_a_missing_required_column_is_named(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_MEMCPY DROP COLUMN copyKind")
     db.close()
-    with pytest.raises(TraceFormatError, match="CUPTI_ACTIVITY_KIND_MEMCPY has no column 'copyKind'"):
+    with pytest.raises(
+        TraceFormatError, match="CUPTI_ACTIVITY_KIND_MEMCPY has no column 'copyKind'"
+    ):
         load_nsys(path)
 
 
@@ -378,7 +384,9 @@ def test_a_report_is_exported_with_nsys_on_path(
 def test_a_failing_nsys_export_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _fake_nsys(tmp_path / "bin", 'echo "starting" >&2\necho "ERROR: unsupported report" >&2\nexit 1\n')
+    _fake_nsys(
+        tmp_path / "bin", 'echo "starting" >&2\necho "ERROR: unsupported report" >&2\nexit 1\n'
+    )
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     line = _one_line_error(capsys, _report_file(tmp_path))
     assert "`nsys export --type sqlite` failed: ERROR: unsupported report" in line

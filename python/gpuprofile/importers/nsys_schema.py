@@ -102,7 +102,9 @@ class NsysDatabase:
         try:
             return pd.read_sql_query(sql, self._connection)
         except (sqlite3.Error, pd.errors.DatabaseError) as exc:
-            raise TraceFormatError(self.path, f"{_DAMAGED}: reading {table} failed ({exc})") from None
+            raise TraceFormatError(
+                self.path, f"{_DAMAGED}: reading {table} failed ({exc})"
+            ) from None
 
     def count(self, table: str) -> int:
         if table not in self.tables:

@@ -195,7 +195,7 @@ def nvtx_columns(db: NsysDatabase, skipped: Counter[str]) -> tuple[Columns, np.n
 
 
 def thread_names(db: NsysDatabase) -> dict[str, str]:
-    """"pid/tid" -> the thread's name, as ThreadNames gives it."""
+    """ "pid/tid" -> the thread's name, as ThreadNames gives it."""
     if not {"nameId", "globalTid"} <= set(db.columns(THREAD_NAMES_TABLE)):
         return {}
     rows = db.frame(THREAD_NAMES_TABLE, ("nameId", "globalTid"))
@@ -247,7 +247,9 @@ def _runtime_classes(db: NsysDatabase) -> dict[int, str]:
 
 
 def _lacks(db: NsysDatabase, table: str, column: str) -> TraceFormatError:
-    return TraceFormatError(db.path, f"table {table} has no column {column!r}, which gpuprofile needs")
+    return TraceFormatError(
+        db.path, f"table {table} has no column {column!r}, which gpuprofile needs"
+    )
 
 
 def _ints(values: pd.Series | None, n: int = 0, missing: int = NO_ID) -> np.ndarray:
