@@ -436,3 +436,4 @@ def test_hardware_is_estimated_from_nsys_properties_for_an_unlisted_gpu(tmp_path
     assert hw.source == "estimated"
     # 108 SMs x 64 FP32 lanes (CC 8.0) x 2 x 1.41 GHz, from nsys's clockRate in Hz.
     assert hw.peak_flops["fp32"] == pytest.approx(108 * 64 * 2 * 1.41e9)
+    assert hw.dram_bytes_per_s == 2039040000000  # TARGET_INFO_GPU.memoryBandwidth
