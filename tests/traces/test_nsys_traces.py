@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,7 +39,7 @@ def traces() -> dict[Path, Trace]:
     return {path: load_nsys(require_trace(path)) for path in EXPORTS}
 
 
-def _query(path: Path, sql: str) -> list[tuple[object, ...]]:
+def _query(path: Path, sql: str) -> list[tuple[Any, ...]]:
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         return db.execute(sql).fetchall()
@@ -90,7 +91,7 @@ def test_copies_match_the_export(traces: dict[Path, Trace], path: Path) -> None:
         path,
         "SELECT copyKind, sum(bytes), count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY copyKind",
     )
-    expected = {COPY_KINDS[int(kind)]: (int(b), int(n)) for kind, b, n in rows}  # type: ignore[call-overload]
+    expected = {COPY_KINDS[int(kind)]: (int(b), int(n)) for kind, b, n in rows}
     got = memcpy.groupby("kind", observed=True)["bytes"].agg(["sum", "count"])
     assert {k: (int(r["sum"]), int(r["count"])) for k, r in got.iterrows()} == expected
     pinned = _one(
@@ -120,7 +121,7 @@ def test_runtime_calls_and_their_launch_links(traces: dict[Path, Trace], path: P
     )
     # Each kernel's launch call is found by its correlation id and is a launch.
     launched = {
-        int(c): re.sub(r"_v\d+$", "", str(name))  # type: ignore[call-overload]
+        int(c): re.sub(r"_v\d+$", "", str(name))
         for c, name in _query(
             path,
             f"SELECT r.correlationId, s.value FROM {table} r JOIN StringIds s ON s.id = r.nameId "
@@ -173,7 +174,7 @@ def test_times_devices_and_roofs(traces: dict[Path, Trace], path: Path) -> None:
     hw = hardware_for_trace(trace)
     assert hw.source == "datasheet" and "A100" in hw.name
     # The datasheet's DRAM roof is the one nsys reports for the GPU (40GB: 1555, 80GB: 2039 GB/s).
-    bandwidth = {int(g[4]) for g in gpus}  # type: ignore[call-overload]
+    bandwidth = {int(g[4]) for g in gpus}
     assert len(bandwidth) == 1 and hw.dram_bytes_per_s == pytest.approx(bandwidth.pop(), rel=0.01)
     version = dict(
         _query(
@@ -194,7 +195,7 @@ def test_nvtx_ranges_of_the_schema_2_export(traces: dict[Path, Trace]) -> None:
     )
     ops = traces[SAXPY].ops
     assert Counter(ops["name"].astype(str)) == Counter(str(name) for name, _ in rows)
-    assert int(ops["dur_ns"].sum()) == sum(int(d) for _, d in rows)  # type: ignore[call-overload]
+    assert int(ops["dur_ns"].sum()) == sum(int(d) for _, d in rows)
     assert set(ops["category"]) == {"user_annotation"}
 
 

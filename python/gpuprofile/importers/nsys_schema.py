@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -145,7 +146,7 @@ class NsysDatabase:
             found.setdefault(str(name), str(value))
         return found
 
-    def _rows(self, sql: str) -> list[tuple[object, ...]]:
+    def _rows(self, sql: str) -> list[tuple[Any, ...]]:
         try:
             return self._connection.execute(sql).fetchall()
         except sqlite3.Error as exc:
