@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from gpuprofile.errors import TraceFormatError
-from gpuprofile.importers.formats import NSYS_REPORT_SUFFIXES
 from gpuprofile.importers.nsys_schema import NsysDatabase
 from gpuprofile.importers.nsys_stats import load_nsys_stats
 from gpuprofile.importers.nsys_tables import (
@@ -44,6 +43,8 @@ from gpuprofile.trace.meta import RankMeta, Source, TraceMeta
 from gpuprofile.trace.model import NO_ID, SCHEMA, Trace, make_table
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+# As formats.py tells them (not imported from there: formats imports this module).
+NSYS_REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
 GPU_TABLE = "TARGET_INFO_GPU"
 SESSION_TABLE = "TARGET_INFO_SESSION_START_TIME"
 EXPORT_TIMEOUT_S = 600
