@@ -61,6 +61,8 @@ class DeviceInfo:
     memory_clock_khz: int | None = None
     memory_bus_bits: int | None = None
     l2_bytes: int | None = None
+    # DRAM bytes/s as the source measured or reported it (Nsight Systems' memoryBandwidth).
+    memory_bandwidth: int | None = None
 
     @property
     def capability(self) -> str | None:
@@ -115,6 +117,7 @@ def device_info(name: str, properties: Mapping[str, Any] | None = None) -> Devic
         memory_clock_khz=_int(_first(props, "memoryClockRate", "memory_clock_rate")),
         memory_bus_bits=_int(_first(props, "memoryBusWidth", "memory_bus_width")),
         l2_bytes=_int(_first(props, "l2CacheSize", "L2_cache_size")),
+        memory_bandwidth=_int(_first(props, "memoryBandwidth", "memory_bandwidth")),
     )
 
 
@@ -358,7 +361,10 @@ def estimate(info: DeviceInfo) -> Hardware:
         "Tensor-core rates are not estimated.",
     ]
     dram = None
-    if info.memory_clock_khz and info.memory_bus_bits:
+    if info.memory_bandwidth:
+        dram = float(info.memory_bandwidth)
+        notes.append(f"DRAM bandwidth = {dram / 1e9:.0f} GB/s, as the trace reports it.")
+    elif info.memory_clock_khz and info.memory_bus_bits:
         dram = 2 * info.memory_clock_khz * 1e3 * info.memory_bus_bits / 8
         notes.append(
             f"DRAM bandwidth = 2 (double data rate) x {info.memory_clock_khz / 1e3:.0f} MHz x "
