@@ -117,10 +117,14 @@ def _head(path: Path) -> bytes:
 def _is_trtexec(text: bytes) -> bool:
     """trtexec's exports are JSON lists of records (--exportProfile: a ``count`` record then
     layers with ``averageMs``; --exportTimes: ``startEnqMs`` ...), or, for --exportLayerInfo,
-    an object of ``Layers`` and ``Bindings``."""
+    an object of ``Layers`` and ``Bindings``; TREx's ``.profile.metadata.json`` beside them
+    is an object of ``performance_summary`` and ``device_information``."""
     if text.startswith(b"["):
         return any(key in text for key in (b'"averageMs"', b'"startEnqMs"', b'"latencyMs"'))
-    return b'"Layers"' in text and b'"Bindings"' in text and b'"traceEvents"' not in text
+    if b'"traceEvents"' in text:
+        return False
+    trex = b'"device_information"' in text and b'"performance_summary"' in text
+    return trex or (b'"Layers"' in text and b'"Bindings"' in text)
 
 
 def _has_line(head: bytes, needle: bytes) -> bool:
@@ -131,4 +135,3 @@ def _is_xplane(head: bytes) -> bool:
     """An XSpace protobuf: field 1 (planes, length-delimited) first, and plane names that
     say where they ran."""
     return head[:1] == b"\x0a" and (b"/device:" in head or b"/host:" in head)
-
