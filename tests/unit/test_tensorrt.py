@@ -242,3 +242,13 @@ def test_text_report_shows_layers_and_latency(tmp_path: Path) -> None:
     assert "time by layer precision: FP16 100.0%" in text
     assert "50.0%" in text and "conv2 [FP16]" in text
     assert "top ops by inclusive time" in text
+
+
+def test_graph_without_layer_names_leaves_precisions_unknown(tmp_path: Path) -> None:
+    profile = _engine(tmp_path, FP16_ENGINE, timing=False)
+    _write(tmp_path / "net.graph.json", {"Layers": ["conv1", "pool", "conv2"], "Bindings": []})
+    trace = load_tensorrt(profile)
+    assert trace.meta.inference is not None
+    assert [f["precision"] for f in trace.meta.inference["layers"]] == [None] * 3
+    assert any("3 of 3 profiled layers" in n for n in trace.meta.inference["notes"])
+    assert detector("trt_precision")(Analysis(trace, HARDWARE)) == []

@@ -31,10 +31,8 @@ def layers(trace: Trace) -> pd.DataFrame:
     ops = trace.ops[trace.ops["category"] == LAYER_CATEGORY]
     facts = {f["op_id"]: f for f in (trace.meta.inference or {}).get("layers") or []}
     rows: list[dict[str, Any]] = []
-    for op_id, name, start, dur in zip(
-        ops["id"].tolist(), ops["name"].astype(str).tolist(), ops["start_ns"].tolist(),
-        ops["dur_ns"].tolist(), strict=True,
-    ):  # fmt: skip
+    columns = (ops["id"], ops["name"].astype(str), ops["start_ns"], ops["dur_ns"])
+    for op_id, name, start, dur in zip(*(c.tolist() for c in columns), strict=True):
         fact = facts.get(op_id, {})
         kind = fact.get("type")
         moves = kind in DATA_MOVEMENT_TYPES if kind else bool(DATA_MOVEMENT_NAME.search(name))

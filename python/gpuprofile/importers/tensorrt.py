@@ -142,6 +142,14 @@ def _average_inference(
                 else round(layer.median_ms * _NS_PER_MS),
             }
         )
+    notes = []
+    if graph is not None:
+        unmatched = sum(1 for layer in layers if layer.name not in graph)
+        if unmatched:
+            notes.append(
+                f"{unmatched} of {n} profiled layers are not named in the engine graph (built "
+                "without --profilingVerbosity=detailed?): their type and precision are unknown"
+            )
     timed = np.flatnonzero(ends > starts)
     kernel_names = [facts[i]["tactic"] or layers[i].name for i in timed]
     m = len(timed)
@@ -160,7 +168,6 @@ def _average_inference(
             "op_id": ids[timed],
         },
     )
-    notes = []
     median = (inference.get("compute") or {}).get("p50_ns")
     total = int(ends[-1]) if n else 0
     if median and total > median:
@@ -175,8 +182,7 @@ def _average_inference(
 def _layer_facts(op_id: int, name: str, layer: dict[str, Any] | None) -> dict[str, Any]:
     """A layer's type, precision (of its first output), formats and tactic from the graph."""
     if layer is None:
-        return {"op_id": op_id, "name": name, "type": None, "precision": None,
-                "input_precisions": [], "tactic": None}  # fmt: skip
+        layer = {}
     outputs = [_precision(o) for o in layer.get("Outputs") or [] if isinstance(o, dict)]
     inputs = [_precision(i) for i in layer.get("Inputs") or [] if isinstance(i, dict)]
     tactic = layer.get("TacticName")
@@ -295,8 +301,7 @@ def _timing_stats(timing: tuple[Inference, ...] | None) -> dict[str, Any]:
     """Latency and GPU compute percentiles, and throughput: inferences over the span from the
     first phase's start to the last phase's end."""
     if not timing:
-        return {"inferences": None, "latency": None, "compute": None, "span_ns": None,
-                "throughput_per_s": None}  # fmt: skip
+        return dict.fromkeys(("inferences", "latency", "compute", "span_ns", "throughput_per_s"))
     first = min(start for r in timing for start, _ in r.phases.values())
     last = max(end for r in timing for _, end in r.phases.values())
     span_ns = round((last - first) * _NS_PER_MS)

@@ -88,8 +88,8 @@ def read_engine(path: Path) -> Engine:
     document = read_json(path)
     given = kind_of(document)
     if given is None:
-        raise TraceFormatError(path, "not a trtexec export (--exportProfile, --exportTimes, "
-                               "--exportLayerInfo) nor a TREx metadata file")  # fmt: skip
+        what = "--exportProfile, --exportTimes or --exportLayerInfo"
+        raise TraceFormatError(path, f"not a trtexec export ({what}) nor TREx metadata")
     files = {given: path}
     stem = _stem(path.name, given)
     for kind, suffix in SUFFIXES.items():

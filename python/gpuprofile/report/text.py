@@ -92,9 +92,14 @@ def _inference_lines(inference: dict[str, Any] | None, limit: int = 5) -> list[s
         return []
     layers = inference.get("layers") or []
     runs = inference.get("profile_runs")
-    lines = ["", f"inference engine: {len(layers)} layers" + (
-        f", times averaged over {format_count(runs, 'profiled inference')}" if runs else ""
-    )]  # fmt: skip
+    head = (
+        f"inference engine: {format_count(len(layers), 'layer')}"
+        if layers
+        else "inference engine (no layer profile)"
+    )
+    if runs:
+        head += f", times averaged over {format_count(runs, 'profiled inference')}"
+    lines = ["", head]
     for key, label in (("latency", "latency"), ("compute", "GPU compute")):
         stats = inference.get(key)
         if stats:
