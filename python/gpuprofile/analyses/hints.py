@@ -25,6 +25,8 @@ KINDS = (
     "straggler",
     "pipeline-bubble",
     "load-imbalance",
+    "precision-fallback",
+    "reformat-overhead",
 )
 SEVERITIES = ("high", "medium", "low")
 CONFIDENCES = ("high", "medium", "low")

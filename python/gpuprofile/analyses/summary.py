@@ -97,10 +97,15 @@ def top_kernels(trace: Trace, rank: int, limit: int = 10) -> list[NameTotal]:
     return _top(kernels["name"], kernels["dur_ns"].to_numpy(), mine, limit)
 
 
+# The ops ranked: aten ops, and an inference engine's layers (TensorRT), which nothing nests.
+TOP_OP_CATEGORIES = ("cpu_op", "trt_layer")
+
+
 def top_ops(trace: Trace, rank: int, limit: int = 10) -> list[NameTotal]:
-    """aten ops (category cpu_op) by inclusive time; annotations and python frames nest them."""
+    """aten ops (category cpu_op) and engine layers (trt_layer) by inclusive time; annotations
+    and python frames nest them."""
     ops = trace.ops
-    mine = (ops["rank"].to_numpy() == rank) & (ops["category"] == "cpu_op").to_numpy()
+    mine = (ops["rank"].to_numpy() == rank) & ops["category"].isin(TOP_OP_CATEGORIES).to_numpy()
     return _top(ops["name"], ops["dur_ns"].to_numpy(), mine, limit)
 
 

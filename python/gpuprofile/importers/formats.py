@@ -8,6 +8,7 @@ tool wrote it; ``trace.meta.source.format`` says, for the reader.
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 NSYS_REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
 _XPLANE_SUFFIX = ".xplane.pb"
+_TRTEXEC_COUNT = re.compile(rb'\[\s*\{\s*"count"\s*:')
 _SUPPORTED = (
     "Kineto / PyTorch profiler JSON (.json, .json.gz), an Nsight Systems SQLite export, an "
     "Nsight Compute CSV (ncu --csv), a trtexec --exportProfile JSON, or a JAX/XLA XPlane "
@@ -117,10 +119,16 @@ def _head(path: Path) -> bytes:
 def _is_trtexec(text: bytes) -> bool:
     """trtexec's exports are JSON lists of records (--exportProfile: a ``count`` record then
     layers with ``averageMs``; --exportTimes: ``startEnqMs`` ...), or, for --exportLayerInfo,
-    an object of ``Layers`` and ``Bindings``."""
+    an object of ``Layers`` and ``Bindings``; TREx's ``.profile.metadata.json`` beside them
+    is an object of ``performance_summary`` and ``device_information``."""
     if text.startswith(b"["):
-        return any(key in text for key in (b'"averageMs"', b'"startEnqMs"', b'"latencyMs"'))
-    return b'"Layers"' in text and b'"Bindings"' in text and b'"traceEvents"' not in text
+        # The profile's {"count": N} head tells a damaged profile too (layers without times).
+        keys = (b'"averageMs"', b'"medianMs"', b'"startEnqMs"', b'"latencyMs"')
+        return any(key in text for key in keys) or _TRTEXEC_COUNT.match(text) is not None
+    if b'"traceEvents"' in text:
+        return False
+    trex = b'"device_information"' in text and b'"performance_summary"' in text
+    return trex or (b'"Layers"' in text and b'"Bindings"' in text)
 
 
 def _has_line(head: bytes, needle: bytes) -> bool:

@@ -14,6 +14,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import run_detectors
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import idle_by_cause
+from gpuprofile.analyses.inference import precision_mix
 from gpuprofile.analyses.kernel_kind import kernel_kind
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wall_ns
 from gpuprofile.report.distributed import job_report, rank_job_report
@@ -88,6 +89,11 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         "ranks": ranks,
         # The job view of a multi-rank trace (None for one rank): see report/distributed.py.
         "distributed": job_report(analysis),
+        # An inference engine's profile (TensorRT): its layers, latency percentiles and
+        # throughput (TraceMeta.inference) and the time per layer precision; None otherwise.
+        "inference": None
+        if meta.inference is None
+        else {**meta.inference, "precision_mix": precision_mix(trace)},
     }
     plain: dict[str, Any] = _jsonable(report)
     return plain

@@ -7,6 +7,7 @@ from typing import Any
 from gpuprofile.units import (
     format_bytes,
     format_bytes_per_s,
+    format_count,
     format_fraction,
     format_intensity,
     format_percent,
@@ -80,8 +81,56 @@ def render_text(report: dict[str, Any]) -> str:
                     f"in {format_time(copy['total_ns'])} ({format_bytes_per_s(copy['gbps'] * 1e9)})"
                 )
         lines.extend(_sampled_lines(rank.get("sampled")))
+    lines.extend(_inference_lines(report.get("inference")))
     lines.extend(_roofline_lines(report.get("roofline")))
     return "\n".join(lines)
+
+
+def _inference_lines(inference: dict[str, Any] | None, limit: int = 5) -> list[str]:
+    """An inference engine's latency, throughput, precision mix and heaviest layers."""
+    if not inference:
+        return []
+    layers = inference.get("layers") or []
+    runs = inference.get("profile_runs")
+    head = (
+        f"inference engine: {format_count(len(layers), 'layer')}"
+        if layers
+        else "inference engine (no layer profile)"
+    )
+    if runs:
+        head += f", times averaged over {format_count(runs, 'profiled inference')}"
+    lines = ["", head]
+    for key, label in (("latency", "latency"), ("compute", "GPU compute")):
+        stats = inference.get(key)
+        if stats:
+            cells = ", ".join(
+                f"{name} {format_time(stats[f'{name}_ns'])}"
+                for name in ("p50", "p90", "p95", "p99", "mean", "min", "max")
+            )
+            lines.append(f"  {label} ({format_count(stats['count'], 'inference')}): {cells}")
+    if inference.get("throughput_per_s") is not None:
+        lines.append(
+            f"  throughput: {format_count(inference['throughput_per_s'])} inferences/s over "
+            f"{format_time(inference['span_ns'])}"
+        )
+    mix = inference.get("precision_mix") or []
+    if mix:
+        lines.append(
+            "  time by layer precision: "
+            + ", ".join(f"{m['precision']} {format_fraction(m['share'])}" for m in mix)
+        )
+    shared = sorted(
+        (layer for layer in layers if layer.get("share_pct") is not None),
+        key=lambda layer: -layer["share_pct"],
+    )
+    if shared:
+        lines.append("  heaviest layers (share of an inference, as trtexec measured it):")
+        for layer in shared[:limit]:
+            precision = f" [{layer['precision']}]" if layer.get("precision") else ""
+            share, time = format_percent(layer["share_pct"]), format_time(layer["average_ns"])
+            lines.append(f"    {share:>7}  {time:>10}  {_shorten(layer['name'], 70)}{precision}")
+    lines.extend(f"  note: {note}" for note in inference.get("notes") or [])
+    return lines
 
 
 RANK_COLUMNS = ("rank", "clock offset", "compute", "wait", "bubble", "exposed comm")

@@ -18,7 +18,12 @@ Fields, by struct:
   names it: a capture made on a CPU is measured against that CPU's calibrated roofs when a
   calibration is cached); ``cuda_event_ns`` (on CUDA, the block's device time between two
   CUDA events recorded around it); ``notes`` (what reading the source had to decide that a
-  reader should know, e.g. ranks taken from file order).
+  reader should know, e.g. ranks taken from file order); ``inference`` (an inference
+  engine's profile, TensorRT: ``layers`` [{op_id, name, type, precision, input_precisions,
+  tactic, share_pct, average_ns, median_ns}], ``profile_runs``, ``layer_time_ns``,
+  ``inferences``, ``latency`` and ``compute`` ({count, p50_ns, p90_ns, p95_ns, p99_ns,
+  mean_ns, min_ns, max_ns}), ``span_ns``, ``throughput_per_s``, ``options``, ``notes``;
+  docs/formats/tensorrt.md; None for other traces).
 - ``RankMeta``: ``devices`` (device properties, one dict per device the trace lists:
   ``id``, ``name``, ``memory_bytes``, ``sm_count``, ``compute_capability``, ``properties``);
   ``thread_names`` ("pid/tid" -> name); ``files`` (the files this rank was read from);
@@ -136,6 +141,7 @@ class TraceMeta(msgspec.Struct, frozen=True, kw_only=True):
     host: str | None = None
     cuda_event_ns: int | None = None
     notes: tuple[str, ...] = ()
+    inference: dict[str, Any] | None = None
 
 
 class StepsEntry(msgspec.Struct, frozen=True, kw_only=True):

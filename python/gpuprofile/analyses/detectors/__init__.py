@@ -28,6 +28,8 @@ DETECTORS = (
     "straggler",
     "pipeline_bubble",
     "load_imbalance",
+    "trt_precision",
+    "trt_reformat",
 )
 
 
