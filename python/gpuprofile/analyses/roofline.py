@@ -55,8 +55,9 @@ TENSOR_CORE_ROOFS = ("tf32", "fp16", "bf16", "fp8", "int8")
 COLUMNS = (
     "key", "level", "name", "shapes", "rank", "count", "time_ns", "known_time_ns",
     "bytes_time_ns", "flops", "bytes", "flops_source", "precision", "tensor_cores", "intensity",
-    "achieved_flops_per_s", "achieved_bytes_per_s", "bound", "roof", "compute_roof", "peak_flops_per_s", "ridge_intensity",
-    "attainable_flops_per_s", "pct_of_roof", "time_at_roof_ns", "saved_ns", "event_ids",
+    "achieved_flops_per_s", "achieved_bytes_per_s", "bound", "roof", "compute_roof",
+    "peak_flops_per_s", "ridge_intensity", "attainable_flops_per_s", "pct_of_roof",
+    "time_at_roof_ns", "saved_ns", "event_ids",
 )  # fmt: skip
 
 
