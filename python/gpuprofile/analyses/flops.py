@@ -218,6 +218,9 @@ def kernel_costs(trace: Trace, op_costs: pd.DataFrame) -> pd.DataFrame:
             "flops": flops,
             "bytes": nbytes,
             "flops_source": source,
+            "bytes_source": np.where(
+                has_bytes, "measured", np.where(np.isfinite(nbytes), "computed", "unknown")
+            ).astype(object),
             "dtype": dtype,
             "op_id": kernels["op_id"].to_numpy(),
             "cost_op_id": owner_id,

@@ -14,7 +14,9 @@ the distance from the roof and the time to save are computed over ``known_time_n
 those members; ``time_ns`` is the whole group's. A group none of whose FLOPs are known can still
 know its bytes (Nsight Compute measures DRAM traffic without SASS op counts): then ``bytes``
 sums the members whose bytes are known, ``bytes_time_ns`` is their time, and the achieved
-bandwidth is over it (elsewhere ``bytes_time_ns`` equals ``known_time_ns``).
+bandwidth is over it (elsewhere ``bytes_time_ns`` equals ``known_time_ns``). ``bytes_source``
+says where the bytes come from: "measured" (the kernels' own, Nsight Compute), "computed"
+(minimal traffic from shapes), "partly measured", or "unknown".
 
 The roofs, from the Hardware: the compute roof is the tensor-core peak of ``tensor_core_roof``
 (flops.py: bf16/fp16/fp8/int8 matmul-like ops, "tf32" for fp32 convolutions; fp32 matmuls use
@@ -54,7 +56,8 @@ _ROOF_NUMBERS = (
 TENSOR_CORE_ROOFS = ("tf32", "fp16", "bf16", "fp8", "int8")
 COLUMNS = (
     "key", "level", "name", "shapes", "rank", "count", "time_ns", "known_time_ns",
-    "bytes_time_ns", "flops", "bytes", "flops_source", "precision", "tensor_cores", "intensity",
+    "bytes_time_ns", "flops", "bytes", "flops_source", "bytes_source", "precision", "tensor_cores",
+    "intensity",
     "achieved_flops_per_s", "achieved_bytes_per_s", "bound", "roof", "compute_roof",
     "peak_flops_per_s", "ridge_intensity", "attainable_flops_per_s", "pct_of_roof",
     "time_at_roof_ns", "saved_ns", "event_ids",
@@ -103,6 +106,7 @@ class _Members:
     flops: np.ndarray
     bytes: np.ndarray
     measured: np.ndarray  # flops_source == "measured"
+    bytes_measured: np.ndarray  # bytes_source == "measured" (ops' bytes are always computed)
     name_code: np.ndarray  # equal codes, equal names
     shape_code: np.ndarray  # equal codes, equal shapes
 
@@ -139,6 +143,7 @@ def _op_members(
         flops=op_costs["flops"].to_numpy()[rows],
         bytes=op_costs["bytes"].to_numpy()[rows],
         measured=_equals(op_costs["flops_source"], "measured")[rows],
+        bytes_measured=np.zeros(len(rows), dtype=bool),
         name_code=_name_codes(op_costs["name"])[rows],
         shape_code=shape_code,
     )
@@ -156,6 +161,7 @@ def _kernel_members(kernel_costs: pd.DataFrame) -> _Members:
         flops=kernel_costs["flops"].to_numpy(),
         bytes=kernel_costs["bytes"].to_numpy(),
         measured=_equals(kernel_costs["flops_source"], "measured"),
+        bytes_measured=_equals(kernel_costs["bytes_source"], "measured"),
         name_code=_name_codes(kernel_costs["name"]),
         shape_code=np.zeros(n, dtype=np.int64),
     )
@@ -280,7 +286,9 @@ def _aggregate(members: _Members) -> pd.DataFrame:
     )
     n_bytes_missing = np.bincount(group[sized & ~np.isfinite(nbytes)], minlength=n)
     n_measured = np.bincount(group[known & members.measured[order]], minlength=n)
-    no_bytes = (np.bincount(group[sized], minlength=n) == 0) | (n_bytes_missing > 0)
+    n_sized = np.bincount(group[sized], minlength=n)
+    no_bytes = (n_sized == 0) | (n_bytes_missing > 0)
+    n_bytes_measured = np.bincount(group[sized & members.bytes_measured[order]], minlength=n)
     name, shapes, key = _point_names(members, first)
     points = {
         "rank": members.rank[first],
@@ -298,6 +306,11 @@ def _aggregate(members: _Members) -> pd.DataFrame:
         "event_ids": _heaviest_ids(group, n, time_ns, members.id[order]),
         "flops_source": np.where(
             none_known, "unknown", np.where(n_measured == n_known, "measured", "computed")
+        ).astype(object),
+        "bytes_source": np.select(
+            [no_bytes, n_bytes_measured == n_sized, n_bytes_measured > 0],
+            ["unknown", "measured", "partly measured"],
+            "computed",
         ).astype(object),
         "key": np.array(key, dtype=object),
     }
@@ -385,6 +398,7 @@ def _empty() -> pd.DataFrame:
             "flops": pd.Series(dtype=np.float64),
             "bytes": pd.Series(dtype=np.float64),
             "flops_source": pd.Series(dtype=object),
+            "bytes_source": pd.Series(dtype=object),
             "precision": pd.Series(dtype=object),
             "tensor_core_roof": pd.Series(dtype=object),
             "event_ids": pd.Series(dtype=object),

@@ -34,6 +34,7 @@ ROOFLINE_POINT_FIELDS = (
     "flops",
     "bytes",
     "flops_source",
+    "bytes_source",
     "precision",
     "tensor_cores",
     "intensity",
