@@ -53,7 +53,7 @@ from gpuprofile.trace.model import Trace, empty_table
 
 # The tables a job view draws or counts; "memory" (allocator events, one per allocation with
 # profile_memory: the largest table after ops) stays in each rank's own profile and export.
-JOB_TABLES = ("ops", "kernels", "runtime", "memcpy", "memset", "counters")
+JOB_TABLES = ("ops", "kernels", "runtime", "memcpy", "memset", "gpu_annotations", "counters")
 # A part as it travels: (rank, compressed pickle of its Trace or None, why there is none).
 Part = tuple[int, bytes | None, str | None]
 

@@ -23,6 +23,7 @@ from gpuprofile.importers.job_files import same_job as _same_job
 from gpuprofile.importers.kineto_columns import (
     counter_columns,
     device_summary,
+    gpu_annotation_columns,
     kernel_columns,
     memcpy_columns,
     memory_columns,
@@ -32,6 +33,7 @@ from gpuprofile.importers.kineto_columns import (
 )
 from gpuprofile.importers.kineto_format import (
     FLOW_PHASES,
+    GPU_ANNOTATION,
     Document,
     Event,
     decode_document,
@@ -97,6 +99,9 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
         t: [] for t in ("ops", "kernels", "memcpy", "memset", "runtime", "memory")
     }
     counters: list[Event] = []
+    # Apart from the buckets: they span GPU work already in them, so they leave the trace's
+    # origin (and scan_extent's, which shares table_of) where the timeline tables put it.
+    gpu_annotations: list[Event] = []
     thread_names: dict[str, str] = {}
     skipped: Counter[str] = Counter()
     for event in events:
@@ -104,6 +109,8 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
         table = table_of(ph, event.cat, event.name)
         if table is not None:
             buckets[table].append(event)
+        elif ph == "X" and event.cat == GPU_ANNOTATION:
+            gpu_annotations.append(event)
         elif ph == "X":
             skipped[event.cat or "(no category)"] += 1
         elif ph in ("i", "I"):
@@ -120,7 +127,8 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
         elif ph not in FLOW_PHASES:
             skipped[f"phase {ph or '(none)'}"] += 1
 
-    for table, bucket in (*buckets.items(), ("counters", counters)):
+    extra = (("counters", counters), ("gpu_annotations", gpu_annotations))
+    for table, bucket in (*buckets.items(), *extra):
         _require_times(paths, docs, bucket, needs_dur=table not in ("memory", "counters"))
     starts = [float(e.ts) for b in buckets.values() for e in b]  # type: ignore[arg-type]
     ts0 = min(starts) if starts else 0.0
@@ -136,6 +144,7 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
         "runtime": runtime_columns(buckets["runtime"], ts0),
         "memory": memory_columns(buckets["memory"], ts0),
         "counters": counter_columns(counters, ts0),
+        "gpu_annotations": gpu_annotation_columns(gpu_annotations, ts0),
     }
     tables = {
         table: make_table(table, _numbered(table, cols, rank)) for table, cols in columns.items()

@@ -142,6 +142,14 @@ def _gpu_columns(bucket: list[Event], ts0: float) -> tuple[dict[str, Any], list[
     }, args
 
 
+def gpu_annotation_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
+    """gpu_user_annotation events: Kineto writes no device or stream args on them, only the
+    GPU lane they sit on (pid = device, tid = stream)."""
+    columns, _ = _gpu_columns(bucket, ts0)
+    del columns["correlation"]
+    return columns
+
+
 def kernel_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
     columns, args = _gpu_columns(bucket, ts0)
     n = len(bucket)

@@ -109,6 +109,8 @@ TABLE_OF_CATEGORY = {
     "python_function": "ops",
 }
 OP_CATEGORY = {"Operator": "cpu_op"}
+# record_function ranges on the GPU timeline: read into their own table (gpu_annotations).
+GPU_ANNOTATION = "gpu_user_annotation"
 # Allocator events are instants of this name.
 MEMORY_EVENT = "[memory]"
 

@@ -9,16 +9,18 @@ from typing import Any
 import msgspec
 import pandas as pd
 
+from gpuprofile.analyses.carry_over import carry_over
 from gpuprofile.analyses.clock import ONE_HOST
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import run_detectors
+from gpuprofile.analyses.gpu_steps import gpu_steps
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import idle_by_cause
 from gpuprofile.analyses.inference import precision_mix
 from gpuprofile.analyses.kernel_kind import kernel_kind
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wall_ns
 from gpuprofile.report.distributed import job_report, rank_job_report
-from gpuprofile.report.notices import notices
+from gpuprofile.report.notices import carry_over_notices, notices
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_time
 
@@ -78,7 +80,11 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         # What the capture could not do (a recorded window not read, samples not exported).
         "capture_errors": list(meta.errors),
         # Each of the above (and which steps --steps recorded) as one line for every view.
-        "notices": [*notices(meta), *_clock_notice(analysis)],
+        "notices": [
+            *notices(meta),
+            *_clock_notice(analysis),
+            *carry_over_notices(carry_over(trace), len(trace.ranks)),
+        ],
         "hardware": analysis.hardware.to_dict(),
         "gauges": [gauge.to_dict() for gauge in analysis.gauges],
         "hints": [hint.to_dict() for hint in run_detectors(analysis)],
@@ -168,6 +174,16 @@ def _rank_report(trace: Trace, rank: int, top: int) -> dict[str, Any]:
             "busy_pct": round(gpu.busy_pct, 3),
             "compute_ns": gpu.compute_ns,
             "non_compute_ns": gpu.non_compute_ns,
+            # Per GPU-side step marker (ProfilerStep#N): its span, and the busy time within.
+            "steps": [
+                {
+                    "name": s.name,
+                    "window_ns": s.window_ns,
+                    "busy_ns": s.busy_ns,
+                    "idle_ns": s.idle_ns,
+                }
+                for s in gpu_steps(trace, rank)
+            ],
         },
         "counts": counts(trace, rank),
         "top_kernels": [

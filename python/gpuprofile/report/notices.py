@@ -1,11 +1,14 @@
 """What a reader must know before trusting a report's numbers, one line each, shown first by
 every view: the code raised, only some steps were recorded, recorded windows were dropped,
-part of the capture failed."""
+part of the capture failed, the trace holds GPU work launched before it began."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from gpuprofile.analyses.carry_over import CarryOver
 from gpuprofile.trace.meta import Dropped, TraceMeta, world_size
-from gpuprofile.units import format_count
+from gpuprofile.units import format_count, format_time
 
 # Windows named one by one in the steps notice before the rest are summed up.
 NAMED_WINDOWS = 6
@@ -34,6 +37,35 @@ def notices(meta: TraceMeta) -> list[dict[str, str]]:
         out.append({"kind": "ranks", "text": missing})
     out.extend({"kind": "source", "text": note} for note in meta.notes)
     return out
+
+
+def carry_over_notices(found: Sequence[CarryOver], ranks: int) -> list[dict[str, str]]:
+    """[{"kind": "carry-over", "text"}] when the trace holds GPU work launched before recording
+    began (analyses/carry_over.py), else [].
+
+    Parameters:
+        found: ``carry_over(trace)``.
+        ranks: the trace's number of ranks (the ranks concerned are named when above one).
+    """
+    if not found:
+        return []
+    events = sum(c.events for c in found)
+    busy = sum(c.busy_ns for c in found)
+    where = ""
+    if ranks > 1:
+        named = ", ".join(str(c.rank) for c in found[:NAMED_RANKS])
+        if len(found) > NAMED_RANKS:
+            named += f" and {len(found) - NAMED_RANKS} more"
+        where = f" on {format_count(len(found), 'rank')} of {ranks} ({named})"
+    text = (
+        f"{format_count(events, 'GPU event')} ({format_time(busy)} of GPU busy time){where} "
+        "were launched before recording began: the trace holds them but not their launches "
+        "(the warm-up's backlog, still running when the profiler started). The whole-window GPU "
+        "figures (window, busy, idle, top kernels) include them, yet no op or launch in the "
+        "trace accounts for them; the per-step GPU spans, where the trace marks steps on the GPU, "
+        "count only the work within each step."
+    )
+    return [{"kind": "carry-over", "text": text}]
 
 
 def _missing_ranks_text(meta: TraceMeta) -> str | None:

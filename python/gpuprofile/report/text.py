@@ -55,6 +55,7 @@ def render_text(report: dict[str, Any]) -> str:
                 f"compute {format_time(gpu['compute_ns'])}, "
                 f"non-compute {format_time(gpu['non_compute_ns'])}"
             )
+            lines.extend(_step_lines(gpu.get("steps") or []))
         for key, label in (
             ("top_kernels", "top kernels by total time"),
             ("top_ops", "top ops by inclusive time (nested ops overlap)"),
@@ -130,6 +131,36 @@ def _inference_lines(inference: dict[str, Any] | None, limit: int = 5) -> list[s
             share, time = format_percent(layer["share_pct"]), format_time(layer["average_ns"])
             lines.append(f"    {share:>7}  {time:>10}  {_shorten(layer['name'], 70)}{precision}")
     lines.extend(f"  note: {note}" for note in inference.get("notes") or [])
+    return lines
+
+
+# GPU steps listed one per line; beyond, the first ones and a sum of all.
+LISTED_STEPS = 5
+
+
+def _step_lines(steps: list[dict[str, Any]]) -> list[str]:
+    """The GPU span of each step marker: one line per step, or, for many, the first few and
+    the sum over all of them."""
+    if not steps:
+        return []
+
+    def busy(window: int, busy_ns: int) -> str:
+        share = format_fraction(busy_ns / window) if window else format_fraction(None)
+        return f"busy {format_time(busy_ns)} ({share}), idle {format_time(window - busy_ns)}"
+
+    lines = [f"  GPU steps ({len(steps)}, from the trace's GPU step markers):"]
+    shown = steps if len(steps) <= LISTED_STEPS + 1 else steps[:LISTED_STEPS]
+    for step in shown:
+        lines.append(
+            f"    {step['name']}: window {format_time(step['window_ns'])}, "
+            + busy(step["window_ns"], step["busy_ns"])
+        )
+    if len(shown) < len(steps):
+        window = sum(step["window_ns"] for step in steps)
+        lines.append(
+            f"    ... and {len(steps) - len(shown)} more; all {len(steps)}: window "
+            f"{format_time(window)}, " + busy(window, sum(step["busy_ns"] for step in steps))
+        )
     return lines
 
 

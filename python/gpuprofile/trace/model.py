@@ -137,6 +137,19 @@ SCHEMA: dict[str, dict[str, str]] = {
         "correlation": _INT,
         "external_id": _INT,
     },
+    # Annotations on the GPU timeline (Kineto's gpu_user_annotation): a record_function range
+    # (ProfilerStep#N included) projected onto its device and stream, spanning the GPU work
+    # it launched. Apart from ops, so that CPU-side analyses never meet a step twice.
+    "gpu_annotations": {
+        "id": _INT,
+        "rank": _I32,
+        "device": _I32,
+        "stream": _INT,
+        "name": _CAT,
+        "start_ns": _INT,
+        "dur_ns": _INT,
+        "external_id": _INT,
+    },
     # Allocator events; device -1 is host memory.
     "memory": {
         "rank": _I32,
@@ -224,6 +237,7 @@ class Trace:
     memcpy: pd.DataFrame = field(default_factory=lambda: empty_table("memcpy"))
     memset: pd.DataFrame = field(default_factory=lambda: empty_table("memset"))
     runtime: pd.DataFrame = field(default_factory=lambda: empty_table("runtime"))
+    gpu_annotations: pd.DataFrame = field(default_factory=lambda: empty_table("gpu_annotations"))
     memory: pd.DataFrame = field(default_factory=lambda: empty_table("memory"))
     counters: pd.DataFrame = field(default_factory=lambda: empty_table("counters"))
     meta: TraceMeta = field(default_factory=TraceMeta)
