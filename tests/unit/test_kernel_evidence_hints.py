@@ -205,15 +205,15 @@ def full_grid(ts: float, dur: float, corr: int, stream: int) -> dict[str, Any]:
 
 
 def test_low_occupancy_silent_for_a_kernel_beside_compute(tmp_path: Path) -> None:
-    # A few-block kernel on stream 20 (as NCCL takes few SMs by design) while compute fills stream 7.
-    events = [small_grid("embedding_bag_backward_kernel", 100, 1000, 1, 20)]
+    # A few-block kernel on stream 20 (NCCL takes few SMs so) while compute fills stream 7.
+    events = [small_grid("small_grid_kernel", 100, 1000, 1, 20)]
     events += [full_grid(100 + 250 * i, 250, 2 + i, 7) for i in range(4)]
     assert low_occupancy.detect(Analysis(load(tmp_path, events), A100ISH)) == []
 
 
 def test_low_occupancy_fires_for_the_lone_part_of_a_small_grid(tmp_path: Path) -> None:
     # 1000 us on 8 of 80 SMs; compute on another stream beside it for its first 300 us.
-    events = [small_grid("embedding_bag_backward_kernel", 100, 1000, 1, 20), full_grid(100, 300, 2, 7)]
+    events = [small_grid("small_grid_kernel", 100, 1000, 1, 20), full_grid(100, 300, 2, 7)]
     [hint] = low_occupancy.detect(Analysis(load(tmp_path, events), A100ISH))
     idle = 1000 * US * (1 - 8 / 80) * (1 - 300 / 1000)
     assert hint.numbers["idle_capacity_ns"] == pytest.approx(idle, abs=1)
