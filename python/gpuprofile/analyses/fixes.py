@@ -10,8 +10,8 @@ ALLOCATOR_FIX = (
     "Remove torch.cuda.empty_cache() from the loop: it returns the cache to the driver, so "
     "the next step calls cudaMalloc again.",
     "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_HIP_ALLOC_CONF on ROCm) "
-    "so segments grow in place instead of fragmenting; check torch.cuda.memory_stats() "
-    "['num_alloc_retries'] for retries after failed allocations.",
+    "so segments grow in place instead of fragmenting; check "
+    'torch.cuda.memory_stats()["num_alloc_retries"] for retries after failed allocations.',
 )
 ALLOCATOR_CODE = """\
 import os

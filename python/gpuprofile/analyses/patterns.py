@@ -42,7 +42,8 @@ TENSOR_CORE_KERNEL = re.compile(
 # cutlass_80_simt_sgemm_128x32_8x5_nn_align1 (H100 Qwen), volta_scudnn_128x64_relu_interior_
 # nn_v1, cudnn_infer_volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1,
 # cudnn_ampere_scudnn_128x64_relu_xregs_large_nn_v1, implicit_convolve_sgemm<float, float, ...>,
-# cudnn::winograd_nonfused::winogradForwardOutput4x4<float, float>, gemmSN_TN_kernel<float, ...>
+# cudnn::winograd_nonfused::winogradForwardOutput4x4<float, float>, cudnn::winograd::
+# generateWinogradTilesKernel<0, float, float>, gemmSN_TN_kernel<float, ...>
 # (resnet50 and tbplugin captures). Also matched, from cuBLAS/CUTLASS naming: maxwell_/turing_/
 # sm*_ sgemm, sgemm_* at the start, gemv2T/gemv2N_kernel<float ...>, CUTLASS OpClassSimt
 # templates over float. Complex GEMMs (cgemm, gcgemm: FFT convolutions) are left out: their
@@ -52,6 +53,6 @@ FP32_SIMT_KERNEL = re.compile(
     r"(?:^|_)(?:maxwell|pascal|volta|turing|ampere|hopper|sm\d+)_sgemm_"
     r"|^(?:void )?sgemm_|_simt_sgemm_"
     r"|(?:^|_)(?:maxwell|pascal|volta|turing|ampere|hopper|sm\d+)_scudnn_"
-    r"|implicit_convolve_sgemm<float|winograd\w*<float|gemmSN_\w+<float"
+    r"|implicit_convolve_sgemm<float|[Ww]inograd\w*<(?:\d+, )?float|gemmSN_\w+<float"
     r"|gemv2[NT]_kernel\w*<(?:int, int, )?float|cutlass::.*OpClassSimt.*\bfloat\b",
 )

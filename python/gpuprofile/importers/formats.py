@@ -131,4 +131,3 @@ def _is_xplane(head: bytes) -> bool:
     """An XSpace protobuf: field 1 (planes, length-delimited) first, and plane names that
     say where they ran."""
     return head[:1] == b"\x0a" and (b"/device:" in head or b"/host:" in head)
-
