@@ -1,4 +1,25 @@
-"""Hints: the product's voice. What is slow, the evidence, the time a fix gives back, the fix."""
+"""Hints: the product's voice. What is slow, the evidence, the time a fix gives back, the fix.
+
+Every hint says how its gain was found and how much evidence stands behind it:
+
+- ``gain_method``: one or more sentences (a capital first, a full stop last) naming the method
+  and its inputs ("Sum of the GPU idle gaps whose cause is ...", "Kernel time x (1 - fp32
+  rate / TF32 rate) ...") and, where it is one, saying it is a bound.
+- ``confidence``, by the evidence the gain rests on:
+  - high: time measured in the trace alone, whose cause the trace shows directly, and which
+    the fix removes as a whole (idle gaps while a sync call or the DataLoader ran, allocator
+    calls after warm-up, idle that one host cause explains for the most part);
+  - medium: measured time combined with a model of what the fix leaves: roofs or rates of
+    known hardware (datasheet, calibrated, user), an ideal schedule, perfect overlap, the
+    gap a CUDA graph replay still leaves, the ops a fused kernel removes;
+  - low: a rule of thumb (a fixed share such as half or a quarter), unknown or estimated
+    hardware, kernel names as the only evidence, or time nothing in the trace explains.
+  A gain_method that speaks of a fixed share ("half", "a quarter"), of unknown roofs or of
+  names alone therefore goes with low confidence (tests/traces/test_hint_texts.py holds every
+  detector to these rules on the shared traces).
+- Texts a user reads (title, explanation, fix, code) hold numbers formatted by units.py and
+  names, never Python reprs (tuples, lists, dicts, None).
+"""
 
 from __future__ import annotations
 

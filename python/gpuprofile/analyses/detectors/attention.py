@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -37,6 +37,15 @@ from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_bytes, format_time
 
 MATMULS = frozenset(("aten::matmul", "aten::bmm", "aten::baddbmm"))
+# What the attention applied to its scores, from the trace's evidence: the fix snippet keeps
+# the user's math (is_causal=True only for a causal mask, attn_mask for another, none if none).
+NO_MASK, MASKED, CAUSAL = "none", "masked", "causal"
+# Ops that apply a mask to the scores (an input shaped [.., L, S] besides the scores).
+MASK_OPS = frozenset(
+    ("aten::masked_fill", "aten::masked_fill_", "aten::where", "aten::add", "aten::add_")
+)
+# Ops that build a causal (triangular) mask; torch.triu/tril, as HF and nanoGPT models do.
+TRIANGLE_OPS = frozenset(("aten::triu", "aten::tril", "aten::triu_", "aten::tril_"))
 SOFTMAXES = frozenset(("aten::softmax", "aten::_softmax", "aten::_safe_softmax"))
 MIN_KEYS = 128  # shorter score rows are cheap enough that fusing them matters little
 FUSED_MARKERS = ("flash", "efficient", "cudnn", "overrideable", "fused")
@@ -51,9 +60,9 @@ ELEMENT_BYTES = {
 
 FIX = (
     "Replace the hand-written q @ k.transpose(-2, -1) -> softmax -> @ v with "
-    "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=None, "
-    "dropout_p=p, is_causal=True/False): it dispatches to flash or memory-efficient "
-    "attention, which never writes the L x S scores to memory.",
+    "torch.nn.functional.scaled_dot_product_attention (the call below keeps your mask: "
+    "is_causal=True only where your code masked causally): it dispatches to flash or "
+    "memory-efficient attention, which never writes the L x S scores to memory.",
     "Pin the fused backends to see why one is refused: `with torch.nn.attention.sdpa_kernel("
     "[SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):` raises with the reason "
     "instead of falling back.",
@@ -68,13 +77,43 @@ MATH_FIX = (
     "Force the fused backends to get the reason as an error: `with torch.nn.attention."
     "sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):`.",
 )
-CODE = """\
+CODE_HEAD = """\
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
-    out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.0, is_causal=True)
+    # scale: 1/sqrt(head dim) unless you pass scale=; dropout_p: your attention dropout
 """
+# Per mask found, the call that computes what the user's code computed, and why.
+SDPA_CALLS = {
+    CAUSAL: (
+        "F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+        "your code masked the scores with a triangular (causal) mask",
+    ),
+    MASKED: (
+        "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
+        "the mask your code applied: a bool mask keeps True (pass ~mask for a "
+        "masked_fill mask), a float mask is added to the scores",
+    ),
+    NO_MASK: (
+        "F.scaled_dot_product_attention(q, k, v)",
+        "no mask: your code applied none",
+    ),
+}
+
+
+def sdpa_code(masks: list[str]) -> str:
+    """The code sketch for attention computations with these masks: one SDPA call per kind of
+    mask met, so the snippet never changes the user's math (no is_causal=True for attention
+    that had no causal mask)."""
+    lines = [CODE_HEAD]
+    for mask in (CAUSAL, MASKED, NO_MASK):
+        count = masks.count(mask)
+        if count:
+            call, why = SDPA_CALLS[mask]
+            where = f" ({count} of {len(masks)})" if len(set(masks)) > 1 else ""
+            lines.append(f"    # {why}{where}\n    out = {call}\n")
+    return "".join(lines)
 
 
 @dataclass(frozen=True)
@@ -91,6 +130,7 @@ class Occurrence:
     batch: int  # product of the leading dimensions (batch x heads)
     score_bytes: int
     removable_ns: int  # time a fused kernel would not spend
+    mask: str = NO_MASK  # what the code applied to its scores: NO_MASK, MASKED or CAUSAL
 
 
 def detect(analysis: Analysis) -> list[Hint]:
@@ -166,6 +206,7 @@ class _Thread:
         self.end = self.start + ops["dur_ns"].to_numpy(np.int64)[rows]
         self.dims = ops["input_dims"].to_numpy()[rows]
         self.types = ops["input_types"].to_numpy()[rows]
+        self.concrete = ops["concrete_inputs"].to_numpy()[rows]
         # Parents by position among rows (position: of each of them in rows, -1 for other
         # rows); a parent elsewhere (not a cpu_op of the thread) is none.
         parent = op_parents(trace)[rows]
@@ -229,16 +270,16 @@ class _Thread:
             ):
                 continue
             between = self.inside(int(self.end[first]), int(self.start[second]))
-            out.append(
-                self._occurrence(
-                    rank,
-                    False,
-                    (first, int(s), second),
-                    scores,
-                    self.types[s],
-                    self.time_of(between, kernel_ns),
-                )
+            occurrence = self._occurrence(
+                rank,
+                False,
+                (first, int(s), second),
+                scores,
+                self.types[s],
+                self.time_of(between, kernel_ns),
             )
+            mask = self.mask_between(between, queries, keys, int(self.start[second]))
+            out.append(replace(occurrence, mask=mask))
         return out
 
     def math_sdpa(self, rank: int, kernel_ns: pd.Series | None) -> list[Occurrence]:
@@ -269,8 +310,39 @@ class _Thread:
             rest = np.setdiff1d(inner, np.concatenate(matmul_parts)) if matmul_parts else inner
             scores = [*q[:-2], q[-2], k[-2]]
             removable = self.time_of(rest, kernel_ns)
-            out.append(self._occurrence(rank, True, (p,), scores, self.types[p], removable))
+            occurrence = self._occurrence(rank, True, (p,), scores, self.types[p], removable)
+            out.append(replace(occurrence, mask=self.sdpa_mask(p, inner)))
         return out
+
+    def mask_between(self, between: np.ndarray, queries: int, keys: int, before: int) -> str:
+        """What hand-written attention did to its scores between the matmuls: CAUSAL when a
+        mask op took a square [.., L, L] mask and the thread built a triangle (triu/tril)
+        before the second matmul, or a triangle was built right there; MASKED for another
+        mask; NO_MASK when no op applied one."""
+        names = [self.names[p] for p in between.tolist()]
+        if any(n in TRIANGLE_OPS for n in names):
+            return CAUSAL
+        mask_ops = [p for n, p in zip(names, between.tolist()) if n in MASK_OPS]
+        # The scores end in [L, S]; a mask beside them ends in S (padding: [B, 1, 1, S]) or
+        # in [L, S] (a full mask, causal when square and built as a triangle).
+        if not any(_inputs_ending(self.dims[p], [keys]) >= 2 for p in mask_ops):
+            return NO_MASK
+        square = queries == keys and any(
+            _inputs_ending(self.dims[p], [queries, keys]) >= 2 for p in mask_ops
+        )
+        triangles = [i for i, n in enumerate(self.names) if n in TRIANGLE_OPS]
+        built = any(self.start[i] < before for i in triangles)
+        return CAUSAL if square and built else MASKED
+
+    def sdpa_mask(self, position: int, inner: np.ndarray) -> str:
+        """An SDPA call's own arguments: is_causal (the 6th, in Concrete Inputs), attn_mask
+        (the 4th input's dims), or a triangle built inside it (the math path's causal mask)."""
+        concrete = _json_list(self.concrete[position])
+        if len(concrete) > 5 and str(concrete[5]) == "True":
+            return CAUSAL
+        if any(self.names[p] in TRIANGLE_OPS for p in inner.tolist()):
+            return CAUSAL
+        return MASKED if _tensor_dims(self.dims[position], 3) is not None else NO_MASK
 
     def _occurrence(
         self,
@@ -304,10 +376,8 @@ def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
     lengths = sorted({(o.queries, o.keys) for o in found}, reverse=True)
     length_text = ", ".join(f"{q}x{k}" if q != k else f"L={q}" for q, k in lengths[:4])
     scores = (
-        (
-            f"{biggest.batch}x{biggest.queries}x{biggest.keys} scores = "
-            f"{format_bytes(biggest.score_bytes)}"
-        ),
+        f"{biggest.batch}x{biggest.queries}x{biggest.keys} scores = "
+        f"{format_bytes(biggest.score_bytes)}"
     )
     what = (
         "scaled_dot_product_attention ran its math path"
@@ -351,11 +421,30 @@ def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
             "max_score_bytes": max(o.score_bytes for o in found),
             "total_score_bytes": sum(o.score_bytes for o in found),
             "removable_ns": int(gain),
+            "causal_masked": sum(o.mask == CAUSAL for o in found),
+            "other_masked": sum(o.mask == MASKED for o in found),
+            "unmasked": sum(o.mask == NO_MASK for o in found),
         },
         fix=MATH_FIX + FIX[1:] if math else FIX,
-        code=CODE,
+        code=sdpa_code([o.mask for o in found]),
         evidence=(Evidence("ops", rank, ids, windows, "attention ops, costliest first"),),
         rank=rank,
+    )
+
+
+def _json_list(raw: str | None) -> list[object]:
+    if not raw:
+        return []
+    value = json.loads(raw)
+    return value if isinstance(value, list) else []
+
+
+def _inputs_ending(raw: str | None, tail: list[int]) -> int:
+    """How many tensor inputs (of two dims or more) end in these dims."""
+    return sum(
+        1
+        for d in _json_list(raw)
+        if isinstance(d, list) and len(d) >= 2 and d[-len(tail) :] == tail
     )
 
 

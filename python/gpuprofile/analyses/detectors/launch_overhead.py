@@ -7,14 +7,19 @@ SMALL_KERNEL_NS (10 us, the upper end of the usual 5-10 us launch-latency figure
 tends to finish before its successor is queued, and the GPU sits idle between kernels.
 
 Gain: what a CUDA graph (torch.compile mode="reduce-overhead", torch.cuda.graphs) gives back:
-a replay launches its kernels back to back from the GPU side, with about 1 us between
+the GPU idle whose cause is the host launching (analyses/idle.py's host-launch-bound gaps: the
+work that ends the gap was launched after the gap began, or host activity covers most of it).
+A replay launches its kernels back to back from the GPU side, with about 1 us between
 kernels (NVIDIA, "Getting Started with CUDA Graphs", 2019: a chain of 2.9 us kernels went
-from 3.8 us to 3.4 us per kernel once captured). So each device-level idle gap next to a
-small kernel counts, less GRAPH_GAP_NS. Gaps longer than MAX_LAUNCH_GAP_NS, gaps next to a
-copy, and gaps during a synchronizing runtime call are idle for other reasons (Python work,
-data loading, sync stalls: the gpu-idle and sync detectors) and are not counted. Fusion
-(torch.compile) gives more than this, since the fused kernels also stop re-reading memory;
-this estimate does not claim it.
+from 3.8 us to 3.4 us per kernel once captured), so each such gap counts less GRAPH_GAP_NS.
+This is the classic eager LLM decode: kernels of any length, each waiting for its launch; the
+small-kernel counts are context, not the condition. Gaps longer than MAX_LAUNCH_GAP_NS are host
+work of their own (Python between steps: the gpu-idle detector's), and gaps during a
+synchronizing runtime call are sync stalls: neither counts. Gaps before work that was queued
+already (a graph replay, a dependency) are not host-bound and never count, so a trace that
+replays graphs is not told to use them; where it also launches kernels one at a time, the fix
+says to bring those into the graph. Fusion (torch.compile) gives more than this, since the
+fused kernels also stop re-reading memory; this estimate does not claim it.
 
 Frequent back-to-back sequences of small kernels on one stream (2 to 4 kernels, ranked by the
 time they span) are named as fusion candidates.
@@ -25,25 +30,24 @@ dispatch cost on the CPU shows in the op table, not as GPU idle time).
 
 from __future__ import annotations
 
-import itertools
 import re
 
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
-from gpuprofile.analyses.intervals import running_argmax
 from gpuprofile.analyses.names import categorical, matches, per_category, short_kernel_name
 from gpuprofile.analyses.names import codes as names_codes
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.trace.model import Trace
+from gpuprofile.trace.model import NO_ID, Trace
 from gpuprofile.units import format_percent, format_time
 
 SMALL_KERNEL_NS = 10_000
 GRAPH_GAP_NS = 1_000
 MAX_LAUNCH_GAP_NS = 100_000
-MIN_SMALL_KERNELS = 20
+MIN_KERNELS = 20  # fewer launches make no pattern worth a graph
 MIN_GAIN_SHARE = 0.01  # of the rank's wall time
 NGRAM_LENGTHS = (2, 3, 4)
 TOP_SEQUENCES = 3
@@ -52,6 +56,8 @@ LAUNCH_CALL = re.compile(
     r"cuLaunchKernelEx|hipLaunchKernel|hipExtLaunchKernel|hipExtModuleLaunchKernel|"
     r"hipModuleLaunchKernel|hipLaunchCooperativeKernel)(?:_v\d+)?$"
 )
+# Replays of captured CUDA/HIP graphs: a rank that has them already uses graphs.
+GRAPH_LAUNCH_CALL = re.compile(r"^(?:cuda|hip|cu)GraphLaunch")
 # Calls that block the host until the GPU catches up: gaps under them are sync stalls.
 SYNC_CALL = re.compile(r"Synchronize|^(?:cuda|hip)Memcpy(?!.*Async)|^cuMemcpy(?!.*Async)")
 
@@ -66,6 +72,19 @@ FIX = (
     "Give each kernel more work: larger batches, or batch many small tensors into one "
     "(torch.cat, torch._foreach_*).",
 )
+GRAPHED_FIX = (
+    "Part of the step already replays CUDA graphs; the gaps are in kernels launched one at a "
+    "time outside them (sampling, cache updates, pre- and post-processing): bring those into "
+    "the captured region (static buffers, no host syncs inside), or fuse them with "
+    "torch.compile."
+)
+GRAPHED_CODE = """\
+# inside the graphed region: no .item(), no Python branching on tensor values
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):
+    static_out = step(static_in)  # the work now launched kernel by kernel, captured too
+graph.replay()
+"""
 CODE = """\
 model = torch.compile(model, mode="reduce-overhead")  # CUDA graphs + fusion
 optimizer = torch.optim.AdamW(model.parameters(), fused=True)
@@ -77,62 +96,12 @@ def detect(analysis: Analysis) -> list[Hint]:
     hints = []
     for rank in trace.ranks:
         kernels = trace.kernels[trace.kernels["rank"] == rank]
-        if len(kernels) < MIN_SMALL_KERNELS:
+        if len(kernels) < MIN_KERNELS:
             continue
-        hint = _hint(trace, rank, kernels)
+        hint = _hint(trace, rank, kernels, analysis.idle_gaps)
         if hint is not None:
             hints.append(hint)
     return hints
-
-
-def launch_gaps(trace: Trace, rank: int) -> pd.DataFrame:
-    """Device-level idle gaps between two kernels, at least one of them small.
-
-    One row per gap: the kernel after it (id), its start and length, and whether it counts as
-    launch overhead (not too long, not under a synchronizing call).
-    """
-    parts = []
-    for table in (trace.kernels, trace.memcpy, trace.memset):
-        mine = table["rank"].to_numpy() == rank
-        parts.append({c: table[c].to_numpy()[mine] for c in ("id", "device", "start_ns", "dur_ns")})
-    column = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
-    kernel = np.zeros(len(column["id"]), dtype=bool)
-    kernel[: len(parts[0]["id"])] = True
-    # Per device, by start then duration; ties in the order kernels, memcpys, memsets.
-    order = np.lexsort((column["dur_ns"], column["start_ns"], column["device"]))
-    device = column["device"][order]
-    bounds = np.flatnonzero(np.r_[True, device[1:] != device[:-1], True])
-    if not len(order):  # no devices, no groups
-        bounds = bounds[:0]
-    out = []
-    for lo, hi in itertools.pairwise(bounds):
-        rows = order[lo:hi]
-        start = column["start_ns"][rows].astype(np.int64)
-        dur = column["dur_ns"][rows].astype(np.int64)
-        end = start + dur
-        is_kernel = kernel[rows]
-        small = is_kernel & (dur < SMALL_KERNEL_NS)
-        # The event before a gap is the one that reached furthest: it ended last.
-        last = running_argmax(end)
-        reach = end[last]
-        gap = start[1:] - reach[:-1]
-        before = last[:-1]
-        after = np.arange(1, len(rows))
-        keep = (gap > 0) & is_kernel[before] & is_kernel[after] & (small[before] | small[after])
-        out.append(
-            pd.DataFrame(
-                {
-                    "kernel_id": column["id"][rows][after[keep]],
-                    "gap_start_ns": reach[:-1][keep],
-                    "gap_ns": gap[keep],
-                }
-            )
-        )
-    gaps = pd.concat(out, ignore_index=True) if out else pd.DataFrame()
-    if gaps.empty:
-        return gaps.assign(counted=pd.Series(dtype=bool))
-    synced = _under_sync(trace, rank, gaps["gap_start_ns"].to_numpy(), gaps["gap_ns"].to_numpy())
-    return gaps.assign(counted=(gaps["gap_ns"] <= MAX_LAUNCH_GAP_NS).to_numpy() & ~synced)
 
 
 def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.DataFrame:
@@ -223,23 +192,38 @@ def _short_names(names: pd.Series) -> tuple[list[str], np.ndarray]:
     return [str(label) for label in labels], codes[names_codes(names)]
 
 
-def _hint(trace: Trace, rank: int, kernels: pd.DataFrame) -> Hint | None:
-    small = kernels[kernels["dur_ns"] < SMALL_KERNEL_NS]
-    if len(small) < MIN_SMALL_KERNELS:
-        return None
-    gaps = launch_gaps(trace, rank)
-    counted = gaps[gaps["counted"]] if not gaps.empty else gaps
-    gain = (
-        int(np.maximum(counted["gap_ns"].to_numpy() - GRAPH_GAP_NS, 0).sum()) if len(counted) else 0
-    )
+def host_bound_gaps(trace: Trace, rank: int, gaps: pd.DataFrame) -> pd.DataFrame:
+    """The rank's idle gaps a CUDA graph would remove: those idle.py blames on the host
+    launching (host-launch-bound), at most MAX_LAUNCH_GAP_NS long, none under a synchronizing
+    call. Columns of analyses/idle.py's gaps, plus removable_ns (each gap less GRAPH_GAP_NS)."""
+    mine = gaps[(gaps["rank"] == rank) & (gaps["cause"] == idle.HOST_LAUNCH_BOUND)]
+    mine = mine[mine["dur_ns"].to_numpy() <= MAX_LAUNCH_GAP_NS]
+    if mine.empty:
+        return mine.assign(removable_ns=pd.Series(dtype=np.int64))
+    start = mine["start_ns"].to_numpy(np.int64)
+    length = mine["dur_ns"].to_numpy(np.int64)
+    mine = mine[~_under_sync(trace, rank, start, length)]
+    return mine.assign(removable_ns=np.maximum(mine["dur_ns"].to_numpy(np.int64) - GRAPH_GAP_NS, 0))
+
+
+def _hint(trace: Trace, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame) -> Hint | None:
+    counted = host_bound_gaps(trace, rank, gaps)
+    gain = int(counted["removable_ns"].sum())
     wall = wall_ns(trace, rank)
     if gain <= 0 or gain < MIN_GAIN_SHARE * wall:
         return None
+    small = kernels[kernels["dur_ns"] < SMALL_KERNEL_NS]
     launches = _launch_calls(trace, rank)
+    graph_launches = int(
+        matches(trace.runtime["name"], GRAPH_LAUNCH_CALL)[
+            (trace.runtime["rank"] == rank).to_numpy()
+        ].sum()
+    )
     small_launches = launches[launches["correlation"].isin(small["correlation"])]
     launch_ns = int(small_launches["dur_ns"].sum())
     median_launch = float(launches["dur_ns"].median()) if len(launches) else float("nan")
     small_ns = int(small["dur_ns"].sum())
+    idle_ns = int(counted["dur_ns"].sum())
     share = 100.0 * len(small) / len(kernels)
     sequences = fusion_candidates(kernels)
     numbers: dict[str, float | int | str] = {
@@ -248,10 +232,11 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame) -> Hint | None:
         "small_kernel_ns": small_ns,
         "small_kernel_threshold_ns": SMALL_KERNEL_NS,
         "launch_calls": len(launches),
+        "graph_launches": graph_launches,
         "launch_ns_for_small_kernels": launch_ns,
         "median_launch_ns": median_launch,
         "launch_gaps": len(counted),
-        "launch_gap_ns": int(counted["gap_ns"].sum()),
+        "launch_gap_ns": idle_ns,
     }
     described = []
     rows = zip(sequences["sequence"], sequences["count"], sequences["span_ns"])
@@ -260,8 +245,8 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame) -> Hint | None:
         described.append(f"{text} x{int(count)}")
     launch_text = (
         f"The host spent {format_time(launch_ns)} in {len(small_launches)} launch calls for "
-        f"them (median launch {format_time(median_launch)}) against {format_time(small_ns)} "
-        "of kernel time. "
+        f"the {len(small)} kernels shorter than {format_time(SMALL_KERNEL_NS)} (median launch "
+        f"{format_time(median_launch)}) against {format_time(small_ns)} of their kernel time. "
         if len(small_launches)
         else ""
     )
@@ -270,50 +255,59 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame) -> Hint | None:
         if described
         else ""
     )
+    graph_text = (
+        f" The rank already replays CUDA graphs ({graph_launches} graph launches): this idle "
+        "is in work launched one kernel at a time outside them."
+        if graph_launches
+        else ""
+    )
     return Hint(
         kind="launch-overhead",
         title=(
-            f"{len(small)} kernels under "
-            f"{format_time(SMALL_KERNEL_NS)}; "
-            f"GPU idle {format_time(int(counted['gap_ns'].sum()))} between launches"
+            f"GPU idle {format_time(idle_ns)} in {len(counted)} gaps waiting for kernel launches"
         ),
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
-            f"Sum of device idle gaps of at most {format_time(MAX_LAUNCH_GAP_NS)} next to a "
-            f"kernel shorter than {format_time(SMALL_KERNEL_NS)} (none under a synchronizing "
-            f"call), each less the ~{format_time(GRAPH_GAP_NS)} a CUDA graph replay still "
-            "leaves between kernels."
+            "Sum of the GPU idle gaps whose cause is the host launching (analyses/idle.py: "
+            f"the next work was launched after the gap began), each of at most "
+            f"{format_time(MAX_LAUNCH_GAP_NS)} and none under a synchronizing call, less the "
+            f"~{format_time(GRAPH_GAP_NS)} a CUDA graph replay still leaves between kernels."
         ),
         confidence="medium",
         explanation=(
-            f"{len(small)} of {len(kernels)} kernels ({format_percent(share, 0)}) ran shorter than "
-            f"{format_time(SMALL_KERNEL_NS)}, {format_time(small_ns)} in total. {launch_text}"
-            f"The GPU sat idle in {len(counted)} gaps next to them, "
-            f"{format_time(counted['gap_ns'].sum())}, waiting for the next launch."
-            f"{sequence_text}"
+            f"The GPU sat idle in {len(counted)} gaps, {format_time(idle_ns)} in all, each "
+            "ended by work the host launched only after the GPU had run dry: it could not "
+            f"launch fast enough. {len(small)} of {len(kernels)} kernels "
+            f"({format_percent(share, 0)}) ran shorter than {format_time(SMALL_KERNEL_NS)}, "
+            f"{format_time(small_ns)} in total. {launch_text}".rstrip()
+            + f"{graph_text}{sequence_text}"
         ),
         numbers=numbers,
-        fix=FIX,
-        code=CODE,
+        fix=(GRAPHED_FIX, *FIX[1:]) if graph_launches else FIX,
+        code=GRAPHED_CODE if graph_launches else CODE,
         evidence=_evidence(trace, rank, counted),
         rank=rank,
     )
 
 
 def _evidence(trace: Trace, rank: int, gaps: pd.DataFrame) -> tuple[Evidence, ...]:
-    top = gaps.nlargest(MAX_EVIDENCE_EVENTS, "gap_ns").sort_values("gap_start_ns")
-    ids = tuple(int(i) for i in top["kernel_id"])
+    top = gaps.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns").sort_values("start_ns")
+    kernels = trace.kernels[trace.kernels["rank"] == rank].sort_values("start_ns", kind="stable")
+    kstart = kernels["start_ns"].to_numpy(np.int64)
+    # The kernel that ends each gap starts where the gap ends (a copy may end it instead).
+    at = np.minimum(np.searchsorted(kstart, top["end_ns"].to_numpy(np.int64)), len(kstart) - 1)
+    ends_gap = kstart[at] == top["end_ns"].to_numpy(np.int64) if len(kstart) else at < 0
+    ids = tuple(int(i) for i in kernels["id"].to_numpy()[at[ends_gap]])
     windows = tuple(
-        (int(s), int(s + g)) for s, g in zip(top["gap_start_ns"].tolist(), top["gap_ns"].tolist())
+        (int(s), int(e)) for s, e in zip(top["start_ns"].tolist(), top["end_ns"].tolist())
     )
     evidence = [
         Evidence("kernels", rank, ids, windows, "kernels after the longest launch gaps (gaps)")
     ]
-    kernels = trace.kernels
-    correlations = kernels.loc[kernels["id"].isin(ids), "correlation"]
-    launches = _launch_calls(trace, rank)
-    launches = launches[launches["correlation"].isin(correlations)].head(MAX_EVIDENCE_EVENTS)
+    calls = top["runtime_id"].to_numpy(np.int64)
+    runtime = trace.runtime
+    launches = runtime[runtime["id"].isin(calls[calls != NO_ID])].head(MAX_EVIDENCE_EVENTS)
     if len(launches):
         start = launches["start_ns"].to_numpy(np.int64)
         evidence.append(

@@ -12,11 +12,15 @@ Only kernels whose trace carries CUPTI's launch facts ("blocks per SM", written 
 CUDA kernels) are judged: ROCm traces write work-items for some launches and workgroups for
 others in "grid", so a block count cannot be read from them. Kernels shorter than
 MIN_KERNEL_NS are left to the launch-overhead detector (their time is launch latency, not SM
-work), and collectives are left alone (NCCL uses few blocks by design).
+work), and collectives are left alone (NCCL uses few blocks by design). So is any kernel that
+ran mostly (MOSTLY_OVERLAPPED) beside kernels on other streams of its device: the SMs it left
+empty were running those, so the GPU was not idle; the rest are discounted by the share of
+their time that overlapped.
 
-Gain: half the idle share of each qualifying kernel's time. Filling idle SMs needs more,
-smaller blocks (split-K, smaller tiles, a different launch configuration), which costs
-something; the full idle share, an upper bound, is in the numbers.
+Gain: half the idle share of each qualifying kernel's lone (not overlapped) time. Filling
+idle SMs needs more, smaller blocks (split-K, smaller tiles, a different launch
+configuration), which costs something; the full idle share, an upper bound, is in the
+numbers.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
+from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
 from gpuprofile.analyses.names import short_kernel_name
 from gpuprofile.analyses.summary import wall_ns
@@ -38,6 +43,9 @@ MIN_IDLE_SHARE = 0.25
 ACHIEVABLE = 0.5
 MIN_GAIN_SHARE = 0.01  # of the rank's wall time
 LOW_OCCUPANCY_PCT = 25.0
+# A kernel that ran beside other streams' kernels for at least this share of its time is not
+# leaving the GPU idle (NCCL and other side-stream kernels take few SMs by design).
+MOSTLY_OVERLAPPED = 0.5
 
 FIX = (
     "Give small grids more blocks: split the work along another dimension (split-K for "
@@ -96,6 +104,7 @@ def kernel_waves(trace: Trace, rank: int, default_sms: int | None) -> pd.DataFra
     idle = np.where(
         underfilled | limited, 1.0 - waves / np.ceil(np.where(np.isnan(waves), 1, waves)), 0.0
     )
+    overlapped = overlapped_share(trace, rank, k)
     return pd.DataFrame(
         {
             "id": k["id"].to_numpy(),
@@ -110,13 +119,47 @@ def kernel_waves(trace: Trace, rank: int, default_sms: int | None) -> pd.DataFra
             "idle": np.nan_to_num(idle),
             "underfilled": underfilled,
             "occupancy": occupancy,
+            "overlapped": overlapped,
         }
     )
 
 
+def overlapped_share(trace: Trace, rank: int, kernels: pd.DataFrame) -> np.ndarray:
+    """Per kernel (rows of ``kernels``, all of ``rank``), the share of its time during which
+    kernels on other streams of its device ran: the SMs it leaves empty were theirs to use."""
+    mine = trace.kernels[trace.kernels["rank"] == rank]
+    start_all = mine["start_ns"].to_numpy(np.int64)
+    end_all = start_all + mine["dur_ns"].to_numpy(np.int64)
+    device_all, stream_all = mine["device"].to_numpy(), mine["stream"].to_numpy()
+    start = kernels["start_ns"].to_numpy(np.int64)
+    dur = kernels["dur_ns"].to_numpy(np.int64)
+    device, stream = kernels["device"].to_numpy(), kernels["stream"].to_numpy()
+    covered = np.zeros(len(kernels), np.int64)
+    for d, s in sorted(set(zip(device.tolist(), stream.tolist()))):
+        others = (device_all == d) & (stream_all != s)
+        if not others.any():
+            continue
+        rows = (device == d) & (stream == s)
+        beside = IntervalSet(start_all[others], end_all[others])
+        covered[rows] = beside.coverage(start[rows], start[rows] + dur[rows])
+    return np.asarray(np.where(dur > 0, covered / np.maximum(dur, 1), 0.0))
+
+
 def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
-    qualifies = (table["dur_ns"] >= MIN_KERNEL_NS) & (table["idle"] >= MIN_IDLE_SHARE)
-    hits = table[qualifies].assign(idle_ns=lambda t: t["dur_ns"] * t["idle"])
+    qualifies = (
+        (table["dur_ns"] >= MIN_KERNEL_NS)
+        & (table["idle"] >= MIN_IDLE_SHARE)
+        & (table["overlapped"] < MOSTLY_OVERLAPPED)
+    )
+    # SMs left empty while other streams' kernels run are not idle: only the lone time counts.
+    hits = table[qualifies].assign(
+        idle_ns=lambda t: t["dur_ns"] * t["idle"] * (1.0 - t["overlapped"])
+    )
+    beside = table[
+        (table["dur_ns"] >= MIN_KERNEL_NS)
+        & (table["idle"] >= MIN_IDLE_SHARE)
+        & (table["overlapped"] >= MOSTLY_OVERLAPPED)
+    ]
     wall = wall_ns(trace, rank)
     gain = int(ACHIEVABLE * hits["idle_ns"].sum())
     if hits.empty or gain < MIN_GAIN_SHARE * wall:
@@ -149,14 +192,21 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
             f"{format_count(len(tail), 'kernel')} ({format_time(tail['dur_ns'].sum())}) ended "
             "with a mostly empty last wave"
         )
+    beside_text = (
+        f" Left out: {format_count(len(beside), 'kernel')} with as few blocks that ran mostly "
+        "beside other streams' kernels, which had the SMs they left."
+        if len(beside)
+        else ""
+    )
     return Hint(
         kind="low-occupancy",
         title=f"{format_count(len(hits), 'kernel')} leave SMs idle ({sms} SMs)",
         severity=severity_for(gain, wall),
         gain_ns=gain,
         gain_method=(
-            "Half the idle SM capacity of each kernel of 10 µs or more: duration x "
-            "(1 - waves / ceil(waves)), waves = blocks / (SMs x resident blocks per SM); "
+            "Half the idle SM capacity of each kernel of 10 µs or more, from launch "
+            "facts: duration x (1 - waves / ceil(waves)) x (1 - share of it overlapped by "
+            "other streams' kernels), waves = blocks / (SMs x resident blocks per SM); "
             "half, because spreading work over more blocks has its own cost."
         ),
         confidence="low",
@@ -166,7 +216,7 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
             f"estimated occupancy is {format_percent(weighted_occ, 0)} and "
             f"{format_percent(low_occ_pct, 0)} of kernel time ran below "
             f"{format_percent(LOW_OCCUPANCY_PCT, 0)} occupancy (by itself not a problem: "
-            "tensor-core GEMMs run at low occupancy by design)."
+            f"tensor-core GEMMs run at low occupancy by design).{beside_text}"
         ),
         numbers={
             "sm_count": sms,
@@ -178,6 +228,7 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
             "kernel_ns": kernel_ns,
             "time_weighted_occupancy_pct": round(weighted_occ, 1),
             "time_below_25pct_occupancy_pct": round(low_occ_pct, 1),
+            "kernels_beside_other_streams": len(beside),
         },
         fix=FIX,
         evidence=(

@@ -21,13 +21,21 @@ outermost op that has FLOPs) and the GPU time of the kernels each op owns:
    (confidence low): the guide's measurements show misaligned sizes several times slower, but
    how much depends on the shape and library version.
 
+3. fp32 GEMM/convolution kernels known by name alone (patterns.FP32_SIMT_KERNEL: cuBLAS
+   volta_/ampere_sgemm_*, cuDNN *_scudnn_*, implicit_convolve_sgemm<float>, winograd<float>,
+   CUTLASS simt sgemm, ...), for traces without shapes (nsys, ncu, Kineto without
+   record_shapes) and for fp32 convolutions, which path 1 leaves to cuDNN. Only on hardware
+   whose roofs include a tensor-core rate (TF32, else bf16, else fp16: V100 gets autocast to
+   fp16). Gain: kernel time x (1 - fp32 rate / tensor-core rate), i.e. the kernels run at the
+   fp32 roof and would run at the tensor-core roof; confidence low, the names being the only
+   evidence. Kernels owned by ops path 1 flagged are left to it (never counted twice).
+
 CPU-only ranks are left alone: a CPU has no tensor cores to miss.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -35,9 +43,25 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.fixes import (
+    ALIGN_CODE,
+    ALIGN_FIX,
+    CONV_TF32_FIX,
+    FP16_CODE,
+    FP16_FIX,
+    FP32_CODE,
+    FP32_FIX,
+)
+from gpuprofile.analyses.hints import (
+    MAX_EVIDENCE_EVENTS,
+    Evidence,
+    Hint,
+    heaviest_events,
+    severity_for,
+)
 from gpuprofile.analyses.lookups import rows_by_id
-from gpuprofile.analyses.names import matches, strings
+from gpuprofile.analyses.names import matches, short_kernel_name, strings
+from gpuprofile.analyses.patterns import FP32_SIMT_KERNEL, TENSOR_CORE_KERNEL
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
@@ -48,84 +72,134 @@ MISALIGNED_SHARE = 0.25
 MIN_GAIN_SHARE = 0.005  # of the rank's wall time
 HALF_PRECISIONS = ("bf16", "fp16", "fp8", "int8")
 TOP_SHAPES = 3
-# cuBLAS/CUTLASS/cuDNN tensor-op kernels (tensorop, s1688, h16816, tf32, xmma_*_bf16/f16,
-# hmma/wmma/gmma) and rocBLAS/hipBLASLt matrix-instruction kernels (MI16x16x1, mfma).
-TENSOR_CORE_KERNEL = re.compile(
-    r"tensorop|1688|16816|tf32|hmma|wmma|gmma|bf16|f16|_MI\d+x\d+x\d+|mfma", re.IGNORECASE
-)
-
-FP32_FIX = (
-    'Allow TF32 for fp32 matmuls: torch.set_float32_matmul_precision("high") (or '
-    "torch.backends.cuda.matmul.allow_tf32 = True); same storage, ~10 mantissa bits in the "
-    "product, the usual choice for training.",
-    'Or run the model in bf16: with torch.autocast(device_type="cuda", dtype=torch.bfloat16): '
-    "(halves the bytes moved as well; keep the loss and optimizer state in fp32).",
-    "Pad the GEMM dims (hidden sizes, vocabulary, channels) to multiples of 8 so the "
-    "half-precision kernels can use tensor cores at full speed.",
-)
-FP16_FIX = (
-    "This GPU's tensor cores take fp16 (no TF32 or bf16 before Ampere): run the model under "
-    'torch.autocast(device_type="cuda", dtype=torch.float16) with a torch.amp.GradScaler '
-    "for training.",
-    FP32_FIX[2],
-)
-FP16_CODE = """\
-scaler = torch.amp.GradScaler("cuda")
-with torch.autocast(device_type="cuda", dtype=torch.float16):
-    loss = loss_fn(model(batch), target)
-scaler.scale(loss).backward()
-scaler.step(optimizer)
-scaler.update()
-"""
-FP32_CODE = """\
-torch.set_float32_matmul_precision("high")  # TF32 tensor cores for fp32 matmuls
-with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
-    loss = loss_fn(model(batch), target)
-"""
-ALIGN_FIX = (
-    "Pad the dims these GEMMs multiply over (K and N: hidden size, vocabulary, channels, "
-    "sequence length for attention scores) to multiples of 8 for fp16/bf16, 16 for fp8/int8; "
-    "64 or 128 is better still (NVIDIA's tile sizes).",
-    "Vocabulary: pad the embedding and output projection (e.g. to a multiple of 64) and "
-    "ignore the extra logits; attention over an odd sequence length: pad the sequence.",
-    "Channels of convolutions: choose multiples of 8 (e.g. 3 input channels -> pad to 4 or "
-    "8, or use channels_last with cuDNN's padded kernels).",
-)
-ALIGN_CODE = """\
-vocab = 50257
-padded = (vocab + 63) // 64 * 64        # 50304: a multiple of 64
-lm_head = torch.nn.Linear(hidden, padded, bias=False)
-logits = lm_head(x)[..., :vocab]
-"""
+TOP_KERNELS = 3
+# Tensor-core precisions a fp32 kernel can move to, most alike to fp32 first: TF32 keeps the
+# storage dtype (one switch), bf16/fp16 need autocast.
+TENSOR_CORE_TARGETS = ("tf32", "bf16", "fp16")
 
 
 def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
-    if trace.kernels.empty or trace.ops.empty:
+    if trace.kernels.empty:
         return []
-    costs = analysis.op_costs
-    kernel_costs = analysis.kernel_costs
-    gpu_ns = kernel_costs.groupby("cost_op_id")["dur_ns"].sum()
-    on_tensor_cores = _tensor_core_share(kernel_costs) >= 0.5
+    kernel_costs = analysis.kernel_costs if not trace.ops.empty else None
     hints = []
     for rank in trace.ranks:
         if not (trace.kernels["rank"] == rank).any() or not _has_tensor_cores(trace, rank):
             continue
-        mine = costs[(costs["rank"] == rank) & costs["counted"] & costs["matmul_like"]]
-        mine = mine.assign(time_ns=gpu_ns.reindex(mine["op_id"]).fillna(0).to_numpy())
-        mine = mine[mine["time_ns"] > 0]
         wall = wall_ns(trace, rank)
-        # allow_tf32 was on by default before torch 1.12: trust the kernels over the default.
-        tc = on_tensor_cores.reindex(mine["op_id"]).fillna(False).to_numpy(bool)
-        fp32 = mine[(mine["dtype"] == "fp32") & (mine["tensor_core_roof"] == "") & ~tc]
-        half = mine[mine["dtype"].isin(HALF_PRECISIONS) & ~mine["dims_aligned"]]
-        for hint, ops in (
-            (_fp32_hint(trace, rank, fp32, kernel_costs, analysis.hardware, wall), fp32),
-            (_alignment_hint(trace, rank, half, kernel_costs, wall), half),
-        ):
-            if hint is not None:
-                hints.append(replace(hint, related=_point_keys(analysis, rank, ops)))
+        judged = np.empty(0, dtype=np.int64)
+        if kernel_costs is not None:
+            fp32, half = _shape_findings(analysis, rank, kernel_costs)
+            judged = fp32["op_id"].to_numpy(np.int64)
+            for hint, ops in (
+                (_fp32_hint(trace, rank, fp32, kernel_costs, analysis.hardware, wall), fp32),
+                (_alignment_hint(trace, rank, half, kernel_costs, wall), half),
+            ):
+                if hint is not None:
+                    hints.append(replace(hint, related=_point_keys(analysis, rank, ops)))
+        named = _named_fp32_hint(trace, rank, kernel_costs, judged, analysis.hardware, wall)
+        if named is not None:
+            hints.append(named)
     return hints
+
+
+def _shape_findings(
+    analysis: Analysis, rank: int, kernel_costs: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rank's fp32 matmul-like ops off the tensor cores, and its misaligned half-precision
+    ones, judged from recorded shapes and dtypes, each op with its GPU time (time_ns)."""
+    costs = analysis.op_costs
+    gpu_ns = kernel_costs.groupby("cost_op_id")["dur_ns"].sum()
+    on_tensor_cores = _tensor_core_share(kernel_costs) >= 0.5
+    mine = costs[(costs["rank"] == rank) & costs["counted"] & costs["matmul_like"]]
+    mine = mine.assign(time_ns=gpu_ns.reindex(mine["op_id"]).fillna(0).to_numpy())
+    mine = mine[mine["time_ns"] > 0]
+    # allow_tf32 was on by default before torch 1.12: trust the kernels over the default.
+    tc = on_tensor_cores.reindex(mine["op_id"]).fillna(False).to_numpy(bool)
+    fp32 = mine[(mine["dtype"] == "fp32") & (mine["tensor_core_roof"] == "") & ~tc]
+    half = mine[mine["dtype"].isin(HALF_PRECISIONS) & ~mine["dims_aligned"]]
+    return fp32, half
+
+
+def _named_fp32_hint(
+    trace: Trace,
+    rank: int,
+    kernel_costs: pd.DataFrame | None,
+    judged_ops: np.ndarray,
+    hardware: Hardware,
+    wall: int,
+) -> Hint | None:
+    """fp32 SIMT GEMM/convolution kernels found by name alone (traces without shapes: nsys,
+    ncu, Kineto without record_shapes; fp32 convolutions, which the shape path leaves to
+    cuDNN). Kernels of ops the shape path flagged are its own: never counted twice."""
+    peaks: Mapping[str, float] = hardware.peak_flops
+    fp32_rate = peaks.get("fp32")
+    target = next((p for p in TENSOR_CORE_TARGETS if peaks.get(p)), None)
+    if not fp32_rate or target is None:
+        return None  # no tensor-core roof: nothing to move to, or nothing known of it
+    names = trace.kernels["name"]
+    simt = matches(names, FP32_SIMT_KERNEL) & ~matches(names, TENSOR_CORE_KERNEL)
+    simt &= (trace.kernels["rank"] == rank).to_numpy()
+    if kernel_costs is not None and len(judged_ops):
+        simt &= ~np.isin(kernel_costs["cost_op_id"].to_numpy(np.int64), judged_ops)
+    kernels = trace.kernels[simt]
+    if kernels.empty:
+        return None
+    tc_rate = float(peaks[target])
+    time_ns = int(kernels["dur_ns"].sum())
+    gain = int(time_ns * max(1.0 - fp32_rate / tc_rate, 0.0))
+    if gain <= 0 or gain < MIN_GAIN_SHARE * wall:
+        return None
+    short = [short_kernel_name(str(n)) for n in strings(names)[simt]]
+    top = (
+        pd.DataFrame({"name": short, "dur": kernels["dur_ns"].to_numpy()})
+        .groupby("name")["dur"]
+        .agg(["count", "sum"])
+        .sort_values("sum", ascending=False)
+        .head(TOP_KERNELS)
+    )
+    heaviest = "; ".join(
+        f"{name} x{int(n)}, {format_time(float(ns))}"
+        for name, n, ns in zip(top.index, top["count"], top["sum"])
+    )
+    switch = f"autocast to {target}" if target != "tf32" else "TF32 (same storage, one switch)"
+    rates = f"{format_flops_per_s(tc_rate)} against {format_flops_per_s(fp32_rate)} fp32"
+    return Hint(
+        kind="tensor-cores-unused",
+        title=f"{len(kernels)} fp32 GEMM/convolution kernels run without tensor cores",
+        severity=severity_for(gain, wall),
+        gain_ns=gain,
+        gain_method=(
+            f"Kernel time x (1 - fp32 rate / {target.upper()} tensor-core rate) on "
+            f"{hardware.name} ({rates}), for kernels found by name alone: it assumes they run "
+            "at the fp32 roof, so memory-bound shapes gain less."
+        ),
+        confidence="low",
+        explanation=(
+            f"{len(kernels)} kernels whose names mark fp32 GEMMs or convolutions on the vector "
+            f"(SIMT) units ran for {format_time(time_ns)} of GPU time. {hardware.name} has "
+            f"{target.upper()} tensor cores at {rates}, and {switch} would move this work "
+            "there. The trace records no shapes or dtypes for these kernels' ops, so their "
+            f"names are the only evidence. Heaviest: {heaviest}."
+        ),
+        numbers={
+            "kernels": len(kernels),
+            "time_ns": time_ns,
+            "tensor_core_precision": target,
+            "fp32_flops_per_s": float(fp32_rate),
+            "tensor_core_flops_per_s": tc_rate,
+            "saved_ns": gain,
+        },
+        fix=(*(FP16_FIX if target == "fp16" else FP32_FIX), CONV_TF32_FIX),
+        code=FP16_CODE if target == "fp16" else FP32_CODE,
+        evidence=(
+            heaviest_events(
+                kernels, "kernels", rank, "fp32 SIMT GEMM/convolution kernels, longest first"
+            ),
+        ),
+        rank=rank,
+    )
 
 
 def _point_keys(analysis: Analysis, rank: int, ops: pd.DataFrame) -> tuple[str, ...]:
