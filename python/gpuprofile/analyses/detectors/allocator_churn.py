@@ -25,6 +25,7 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes import ALLOCATOR_CODE, ALLOCATOR_FIX
+from gpuprofile.analyses.fixes_by_framework import ALLOCATOR, Fix, pick
 from gpuprofile.analyses.hints import Evidence, Hint, heaviest_events, severity_for
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.names import matches
@@ -134,8 +135,7 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
             "reserved_bytes": fragmentation[0] if fragmentation else 0,
             "peak_allocated_bytes": fragmentation[1] if fragmentation else 0,
         },
-        fix=ALLOCATOR_FIX,
-        code=ALLOCATOR_CODE,
+        **pick(trace, Fix(ALLOCATOR_FIX, ALLOCATOR_CODE), ALLOCATOR)._asdict(),
         evidence=tuple(evidence),
         rank=rank,
     )

@@ -17,6 +17,17 @@ import pandas as pd
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes import ALLOCATOR_CODE, ALLOCATOR_FIX
+from gpuprofile.analyses.fixes_by_framework import (
+    ALLOCATOR,
+    IDLE_COLLECTIVE,
+    IDLE_COPY,
+    IDLE_LAUNCH,
+    IDLE_OTHER,
+    IDLE_QUEUED,
+    IDLE_SYNC,
+    Fix,
+    pick,
+)
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.intervals import IntervalSet
@@ -115,6 +126,16 @@ model = torch.compile(model, mode="reduce-overhead")
 }
 
 
+OTHER_FRAMEWORKS: dict[str, dict[str, Fix]] = {
+    idle.SYNCHRONIZATION: IDLE_SYNC,
+    idle.DATA_LOADING: IDLE_OTHER,  # DataLoader stalls: PyTorch only; profile the host else
+    idle.HOST_DEVICE_COPY: IDLE_COPY,
+    idle.COLLECTIVE_WAIT: IDLE_COLLECTIVE,
+    idle.HOST_LAUNCH_BOUND: IDLE_LAUNCH,
+    idle.OTHER: IDLE_OTHER,
+}
+
+
 QUEUED_FIX = (
     "The next kernel was launched but started late: look at what it waited for in the "
     "timeline (the launch is the evidence's runtime call): an event from another stream "
@@ -195,7 +216,7 @@ def _diagnosis(
     """Title phrase, fix steps, code and extra sentences for the dominant cause."""
     dominant = str(by_cause.index[0])
     mostly = MOSTLY[dominant]
-    steps, code = FIXES[dominant]
+    steps, code = pick(trace, Fix(*FIXES[dominant]), OTHER_FRAMEWORKS[dominant])
     notes = ""
     launch_bound = gaps[gaps["cause"] == idle.HOST_LAUNCH_BOUND]
     in_allocator = _allocator_ns(trace, rank, launch_bound)
@@ -208,7 +229,7 @@ def _diagnosis(
         if dominant == idle.HOST_LAUNCH_BOUND and in_allocator >= MOST_ALLOCATOR * int(
             launch_bound["dur_ns"].sum()
         ):
-            steps, code = ALLOCATOR_FIX, ALLOCATOR_CODE
+            steps, code = pick(trace, Fix(ALLOCATOR_FIX, ALLOCATOR_CODE), ALLOCATOR)
     other = gaps[gaps["cause"] == idle.OTHER]
     queued = int(other.loc[other["runtime_id"] != NO_ID, "dur_ns"].sum())
     if queued:
@@ -219,7 +240,8 @@ def _diagnosis(
             "on the host."
         )
         if dominant == idle.OTHER and queued >= 0.5 * int(by_cause.iloc[0]):
-            mostly, steps, code = QUEUED, QUEUED_FIX, ""
+            steps, code = pick(trace, Fix(QUEUED_FIX, ""), IDLE_QUEUED)
+            mostly = QUEUED
     return mostly, steps, code, notes, {"allocator_ns": in_allocator, "queued_other_ns": queued}
 
 

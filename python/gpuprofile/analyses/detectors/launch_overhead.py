@@ -37,6 +37,7 @@ import pandas as pd
 
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.names import categorical, matches, per_category, short_kernel_name
 from gpuprofile.analyses.names import codes as names_codes
@@ -284,8 +285,11 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame) ->
             + f"{graph_text}{sequence_text}"
         ),
         numbers=numbers,
-        fix=(GRAPHED_FIX, *FIX[1:]) if graph_launches else FIX,
-        code=GRAPHED_CODE if graph_launches else CODE,
+        **(
+            pick(trace, Fix((GRAPHED_FIX, *FIX[1:]), GRAPHED_CODE), GRAPHED)
+            if graph_launches
+            else pick(trace, Fix(FIX, CODE), LAUNCH)
+        )._asdict(),
         evidence=_evidence(trace, rank, counted),
         rank=rank,
     )

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.fixes_by_framework import OCCUPANCY, Fix, pick
 from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
@@ -230,7 +231,7 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
             "time_below_25pct_occupancy_pct": round(low_occ_pct, 1),
             "kernels_beside_other_streams": len(beside),
         },
-        fix=FIX,
+        **pick(trace, Fix(FIX, ""), OCCUPANCY)._asdict(),
         evidence=(
             heaviest_events(
                 hits, "kernels", rank, "kernels with idle SMs, most idle time first", by="idle_ns"

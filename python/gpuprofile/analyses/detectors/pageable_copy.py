@@ -22,6 +22,7 @@ import pandas as pd
 
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.fixes_by_framework import COPY_STREAM, PAGEABLE, Fix, pick
 from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import HOST_DEVICE_KINDS, Trace
@@ -142,8 +143,7 @@ def _pageable(
             "staging_ns": staging_ns,
             "blocked_idle_ns": blocked_ns,
         },
-        fix=FIX_PAGEABLE,
-        code=CODE_PAGEABLE,
+        **pick(trace, Fix(FIX_PAGEABLE, CODE_PAGEABLE), PAGEABLE)._asdict(),
         evidence=(heaviest_events(slow, "memcpy", rank, "pageable copies"),),
         rank=rank,
     )
@@ -194,8 +194,7 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | Non
             "that stream could overlap them."
         ),
         numbers={"copies": len(serial), "bytes": int(serial["bytes"].sum()), "copy_ns": gain},
-        fix=FIX_STREAM,
-        code=CODE_STREAM,
+        **pick(trace, Fix(FIX_STREAM, CODE_STREAM), COPY_STREAM)._asdict(),
         evidence=(heaviest_events(serial, "memcpy", rank, "copies on the compute stream"),),
         rank=rank,
     )

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.fixes_by_framework import COMPUTE_BOUND, MEMORY_BOUND, Fix, pick
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.hardware.model import Hardware
@@ -169,8 +170,11 @@ def _hint(
             "mean_pct_of_roof": round(mean_pct, 1),
             "roof": "dram" if memory else ",".join(sorted(set(rows["roof"].dropna()))),
         },
-        fix=MEMORY_FIX if memory else COMPUTE_FIX,
-        code=MEMORY_CODE if memory else COMPUTE_CODE,
+        **(
+            pick(trace, Fix(MEMORY_FIX, MEMORY_CODE), MEMORY_BOUND)
+            if memory
+            else pick(trace, Fix(COMPUTE_FIX, COMPUTE_CODE), COMPUTE_BOUND)
+        )._asdict(),
         evidence=_evidence(trace, rank, rows),
         rank=rank,
         related=tuple(str(k) for k in rows["key"].head(MAX_RELATED)),

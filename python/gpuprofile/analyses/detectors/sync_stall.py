@@ -24,6 +24,7 @@ import pandas as pd
 
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.fixes_by_framework import AUTOTUNE_TEXT, SYNC, Fix, pick, pick_text
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.lookups import id_index
@@ -88,6 +89,7 @@ def _hint(
 ) -> Hint:
     breakdown = gpu_time(trace, rank)
     window = breakdown.window_ns if breakdown is not None else wall
+    chosen = pick(trace, Fix(FIX, CODE), SYNC)
     sources = _sources(trace, stalls)
     top = sources.iloc[0]
     top_op, top_where = str(top["op"]), str(top["where"])
@@ -152,8 +154,10 @@ def _hint(
             "top_op": top_op,
             "top_where": top_where,
         },
-        fix=(AUTOTUNE, *FIX) if _AUTOTUNING.search(top_op) else FIX,
-        code=CODE,
+        fix=(pick_text(trace, AUTOTUNE, AUTOTUNE_TEXT), *chosen.fix)
+        if _AUTOTUNING.search(top_op)
+        else chosen.fix,
+        code=chosen.code,
         evidence=tuple(evidence),
         rank=rank,
     )

@@ -52,6 +52,15 @@ from gpuprofile.analyses.fixes import (
     FP32_CODE,
     FP32_FIX,
 )
+from gpuprofile.analyses.fixes_by_framework import (
+    ALIGN,
+    CONV_TF32,
+    FP16,
+    FP32,
+    Fix,
+    pick,
+    pick_text,
+)
 from gpuprofile.analyses.hints import (
     MAX_EVIDENCE_EVENTS,
     Evidence,
@@ -76,6 +85,9 @@ TOP_KERNELS = 3
 # Tensor-core precisions a fp32 kernel can move to, most alike to fp32 first: TF32 keeps the
 # storage dtype (one switch), bf16/fp16 need autocast.
 TENSOR_CORE_TARGETS = ("tf32", "bf16", "fp16")
+
+
+TF32_DEFAULT_NOTE = " (torch.backends.cuda.matmul.allow_tf32 is off by default)"
 
 
 def detect(analysis: Analysis) -> list[Hint]:
@@ -163,7 +175,8 @@ def _named_fp32_hint(
         f"{name} x{int(n)}, {format_time(float(ns))}"
         for name, n, ns in zip(top.index, top["count"], top["sum"])
     )
-    switch = f"autocast to {target}" if target != "tf32" else "TF32 (same storage, one switch)"
+    cast = pick_text(trace, "autocast", {"cuda": "casting"})
+    switch = f"{cast} to {target}" if target != "tf32" else "TF32 (same storage, one switch)"
     rates = f"{format_flops_per_s(tc_rate)} against {format_flops_per_s(fp32_rate)} fp32"
     return Hint(
         kind="tensor-cores-unused",
@@ -191,8 +204,8 @@ def _named_fp32_hint(
             "tensor_core_flops_per_s": tc_rate,
             "saved_ns": gain,
         },
-        fix=(*(FP16_FIX if target == "fp16" else FP32_FIX), CONV_TF32_FIX),
-        code=FP16_CODE if target == "fp16" else FP32_CODE,
+        fix=(*_precision_fix(trace, target).fix, pick_text(trace, CONV_TF32_FIX, CONV_TF32)),
+        code=_precision_fix(trace, target).code,
         evidence=(
             heaviest_events(
                 kernels, "kernels", rank, "fp32 SIMT GEMM/convolution kernels, longest first"
@@ -288,8 +301,8 @@ def _fp32_hint(
         confidence=confidence,
         explanation=(
             f"{len(ops)} matmul/attention ops ran in fp32 on the vector units for "
-            f"{format_time(time_ns)} of GPU time at {format_flops_per_s(achieved)} "
-            f"(torch.backends.cuda.matmul.allow_tf32 is off by default).{roof_text} "
+            f"{format_time(time_ns)} of GPU time at {format_flops_per_s(achieved)}"
+            f"{pick_text(trace, TF32_DEFAULT_NOTE, {'cuda': ''})}.{roof_text} "
             f"Heaviest: {shapes}."
         ),
         numbers={
@@ -300,8 +313,7 @@ def _fp32_hint(
             "tensor_core_precision": target or "unknown",
             "saved_ns": gain,
         },
-        fix=FP16_FIX if target == "fp16" else FP32_FIX,
-        code=FP16_CODE if target == "fp16" else FP32_CODE,
+        **_precision_fix(trace, target)._asdict(),
         evidence=_evidence(rank, ops, kernel_costs, trace),
         rank=rank,
     )
@@ -340,11 +352,16 @@ def _alignment_hint(
             "saved_ns": gain,
             "misaligned_shapes": _top_shapes(ops, with_time=False),
         },
-        fix=ALIGN_FIX,
-        code=ALIGN_CODE,
+        **pick(trace, Fix(ALIGN_FIX, ALIGN_CODE), ALIGN)._asdict(),
         evidence=_evidence(rank, ops, kernel_costs, trace),
         rank=rank,
     )
+
+
+def _precision_fix(trace: Trace, target: str | None) -> Fix:
+    if target == "fp16":
+        return pick(trace, Fix(FP16_FIX, FP16_CODE), FP16)
+    return pick(trace, Fix(FP32_FIX, FP32_CODE), FP32)
 
 
 def _tensor_core_share(kernel_costs: pd.DataFrame) -> pd.Series:
