@@ -106,3 +106,40 @@ def test_report_json_has_measured_kernel_points(
     measured = all("flops" in e for e in expected.values())
     # These files carry no SASS op counts: their points' FLOPs are unknown, not invented.
     assert {p["flops_source"] for p in points} == {"measured" if measured else "unknown"}
+
+
+def _metric(path: Path, name: str) -> float:
+    (row,) = [r for r in _rows(path) if r["Metric Name"] == name]
+    return _value(row)
+
+
+def test_every_view_shows_what_ncu_measured(ncu_file: Path) -> None:
+    """The report's top kernel, its text line and the widget's kernel details carry the
+    launch's DRAM bytes and speed-of-light figures as the CSV writes them."""
+    from gpuprofile.widget.requests import Source, handle
+    from gpuprofile.widget.timeline import timeline_data
+
+    (launch,) = _expected(ncu_file).values()
+    sm = _metric(ncu_file, "sm__throughput.avg.pct_of_peak_sustained_elapsed")
+    profile = gpuprofile.load(ncu_file)
+    (top,) = profile.report()["ranks"][0]["top_kernels"]
+    measured = top["measured"]
+    assert measured["launches"] == 1 and measured["flops"] is None
+    assert measured["bytes"] == pytest.approx(launch["bytes"])
+    assert measured["bytes_per_s"] == pytest.approx(launch["bytes"] / (launch["time"] * 1e-9))
+    assert measured["sm_throughput_pct"] == pytest.approx(sm)
+    assert f"SM throughput {sm:.1f}%" in profile.text()
+    trace = profile.trace
+    reply, _ = handle(
+        Source(data=timeline_data(trace), trace=trace), {"request": 1, "type": "details", "id": 0}
+    )
+    fields = dict(reply["details"]["fields"])
+    assert fields["SM throughput (measured)"] == f"{sm:.1f}%"
+    assert "DRAM bytes (measured)" in fields
+
+
+def test_a_kineto_trace_has_no_measured_kernels() -> None:
+    path = require_trace(SHARED_TRACES / "kineto" / "hta_a100_triton_kernel.json.gz")
+    assert all(
+        k["measured"] is None for k in gpuprofile.load(path).report()["ranks"][0]["top_kernels"]
+    )

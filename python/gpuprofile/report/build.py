@@ -18,6 +18,7 @@ from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import idle_by_cause
 from gpuprofile.analyses.inference import precision_mix
 from gpuprofile.analyses.kernel_kind import kernel_kind
+from gpuprofile.analyses.measured import measured_by_name
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wall_ns
 from gpuprofile.report.distributed import job_report, rank_job_report
 from gpuprofile.report.notices import carry_over_notices, notices
@@ -186,13 +187,21 @@ def _rank_report(trace: Trace, rank: int, top: int) -> dict[str, Any]:
             ],
         },
         "counts": counts(trace, rank),
-        "top_kernels": [
-            {**asdict(k), "class": kernel_kind(k.name)} for k in top_kernels(trace, rank, top)
-        ],
+        "top_kernels": _top_kernels(trace, rank, top),
         "top_ops": [asdict(o) for o in top_ops(trace, rank, top)],
         "copies": [{**asdict(c), "gbps": round(c.gbps, 3)} for c in copies(trace, rank)],
         "sampled": _sampled(trace, rank),
     }
+
+
+def _top_kernels(trace: Trace, rank: int, top: int) -> list[dict[str, Any]]:
+    """The heaviest kernels, their class, and what a tool measured on them (None: nothing)."""
+    kernels = top_kernels(trace, rank, top)
+    measured = measured_by_name(trace, rank, [k.name for k in kernels])
+    return [
+        {**asdict(k), "class": kernel_kind(k.name), "measured": measured.get(k.name)}
+        for k in kernels
+    ]
 
 
 def _sampled(trace: Trace, rank: int) -> dict[str, Any] | None:

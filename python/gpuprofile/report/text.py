@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuprofile.analyses.measured import MEASURED_METRICS
 from gpuprofile.units import (
     format_bytes,
     format_bytes_per_s,
     format_count,
+    format_flops,
     format_fraction,
     format_intensity,
     format_percent,
@@ -67,6 +69,7 @@ def render_text(report: dict[str, Any]) -> str:
                         f"    {format_time(row['total_ns']):>10}  x{row['count']:<6} "
                         f"{_shorten(row['name'])}"
                     )
+                    lines.extend(_measured_line(row.get("measured")))
         causes = {k: v for k, v in rank.get("idle_by_cause", {}).items() if v > 0}
         if causes:
             ordered = sorted(causes.items(), key=lambda kv: -kv[1])
@@ -162,6 +165,25 @@ def _step_lines(steps: list[dict[str, Any]]) -> list[str]:
             f"{format_time(window)}, " + busy(window, sum(step["busy_ns"] for step in steps))
         )
     return lines
+
+
+def _measured_line(measured: dict[str, Any] | None) -> list[str]:
+    """What a tool (Nsight Compute) measured on a kernel, under its line in the top list."""
+    if not measured:
+        return []
+    cells = []
+    if measured.get("bytes") is not None:
+        cells.append(f"DRAM {format_bytes(measured['bytes'])}")
+    if measured.get("bytes_per_s") is not None:
+        cells.append(format_bytes_per_s(measured["bytes_per_s"]))
+    if measured.get("flops") is not None:
+        cells.append(format_flops(measured["flops"]))
+    cells += [
+        f"{label} {format_percent(measured[key])}"
+        for key, label in MEASURED_METRICS.items()
+        if measured.get(key) is not None
+    ]
+    return [f"{'':18}measured: " + ", ".join(cells)] if cells else []
 
 
 RANK_COLUMNS = ("rank", "clock offset", "compute", "wait", "bubble", "exposed comm")

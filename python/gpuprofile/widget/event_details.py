@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.lookups import cpu_op_tree
+from gpuprofile.analyses.measured import MEASURED_METRICS
 from gpuprofile.trace.model import NO_ID
-from gpuprofile.units import format_bytes, format_count
+from gpuprofile.units import format_bytes, format_count, format_percent
 from gpuprofile.widget.marks import gid_mask, gid_of_row, global_ids
 from gpuprofile.widget.request_args import Reply, Source, cached, event_id
 from gpuprofile.widget.timeline import CPU_KINDS, KIND_TABLES, KINDS, TimelineData
@@ -89,6 +90,7 @@ def _fields(source: Source, gid: int, kind: int, record: pd.Series) -> list[list
             ("shared memory", _bytes(record["shared_memory"])),
             ("occupancy", record["occupancy"]),
             ("blocks per SM", record["blocks_per_sm"]),
+            *_measured(record),
         ]
     if kind == KINDS.index("memcpy"):
         fields += [("copy kind", record["kind"]), ("pinned", "yes" if record["pinned"] else "no")]
@@ -98,6 +100,20 @@ def _fields(source: Source, gid: int, kind: int, record: pd.Series) -> list[list
         fields.append(("correlation", record["correlation"]))
     fields.append(("external id", record["external_id"]))
     return [[label, text] for label, value in fields if (text := _text(value))]
+
+
+def _measured(record: pd.Series) -> list[tuple[str, Any]]:
+    """What a tool (Nsight Compute) measured on this launch."""
+    fields: list[tuple[str, Any]] = [("FLOPs (measured)", record["flops"])]
+    if np.isfinite(record["bytes"]):
+        fields.append(("DRAM bytes (measured)", _bytes(record["bytes"])))
+    metrics = record["metrics"] if isinstance(record["metrics"], dict) else {}
+    fields += [
+        (f"{label} (measured)", format_percent(metrics[key]))
+        for key, label in MEASURED_METRICS.items()
+        if key in metrics
+    ]
+    return fields
 
 
 def _text(value: Any) -> str:
