@@ -6,6 +6,12 @@ from __future__ import annotations
 class GpuprofileError(Exception):
     """Base class of every error gpuprofile raises on purpose."""
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython and Jupyter show instead of a traceback: the error is in the user's
+        input (a file, an option), and gpuprofile's call stack would bury the line that
+        says what to change."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 class TraceFormatError(GpuprofileError):
     """A trace file is missing, unreadable, or not the format it claims to be."""

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,3 +142,16 @@ def test_cli_process_prints_no_traceback(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines() == [
         f"gpuprofile: error: {path}: JSON is truncated (the file ends before the trace does)"
     ]
+
+
+def test_a_notebook_shows_the_error_not_gpuprofiles_call_stack(
+    shell: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In IPython (and so in Jupyter) a bad file is one line: what is wrong with it."""
+    path = _not_a_trace(tmp_path)
+    result = shell.run_cell(f"import gpuprofile\ngpuprofile.load({str(path)!r})")
+    assert isinstance(result.error_in_exec, gpuprofile.TraceFormatError)
+    shown = capsys.readouterr()
+    text = shown.out + shown.err
+    assert text.strip() == f"TraceFormatError: {path}: {result.error_in_exec.problem}"
+    assert "Traceback" not in text and "formats.py" not in text
