@@ -274,7 +274,7 @@ def test_kineto_capture_gets_ncu_measurements_by_name_and_order(
     assert flops[2] == 2 * 1_000_000 + 20  # ncu launch 2, the second gemm
     assert np.isnan(flops[3]) and np.isnan(k["bytes"].iloc[3])  # not profiled
     note = profile.trace.meta.notes[-1]
-    assert "3 of 3 profiled launches matched" in note and "1 of its 4 kernels" in note
+    assert "3 of 3 profiled launches matched" in note and "1 of the trace's 4 kernels" in note
     assert main(["report", str(trace_path), "--ncu", str(ncu_path), "--format", "json"]) == 0
     points = json.loads(capsys.readouterr().out)["roofline"]["points"]
     gemm = next(p for p in points if p["level"] == "kernel" and p["name"] == kineto_gemm)

@@ -98,7 +98,7 @@ def _rate(
 
 def _coverage_note(known_ns: int, total_ns: int, what: str) -> str:
     if total_ns <= 0:
-        return "no op or kernel with a FLOP formula in this trace"
+        return "no kernels, and no ops with a known amount of work, in this trace"
     if known_ns <= 0:
         return f"no {what} known for any of {format_time(total_ns)}: no shapes or no formula"
     return f"over the {format_time(known_ns)} of {format_time(total_ns)} whose {what} are known"
@@ -128,7 +128,8 @@ def _dram(points: pd.DataFrame, hardware: Hardware, rank: int, traffic: str) -> 
         "dram-bandwidth", "DRAM bandwidth", rank, value, "B/s", roof,
         _roof_label(hardware, "DRAM bandwidth") if roof else "unknown: run gpuprofile.calibrate()",
         hardware.source if roof else None,
-        note=_coverage_note(known_ns, total_ns, "bytes") + _TRAFFIC_NOTES[traffic],
+        note=_coverage_note(known_ns, total_ns, "bytes")
+        + (_TRAFFIC_NOTES[traffic] if total_ns > 0 else ""),
     )  # fmt: skip
 
 

@@ -97,16 +97,18 @@ def top_kernels(trace: Trace, rank: int, limit: int = 10) -> list[NameTotal]:
     return _top(kernels["name"], kernels["dur_ns"].to_numpy(), mine, limit)
 
 
-# The ops ranked: aten ops, and an inference engine's layers (TensorRT), which nothing nests.
-TOP_OP_CATEGORIES = ("cpu_op", "trt_layer")
+# The ops ranked: aten ops, an inference engine's layers (TensorRT) and XLA ops (JAX): the
+# work itself, which annotations and python frames enclose.
+TOP_OP_CATEGORIES = ("cpu_op", "trt_layer", "xla_op")
 
 
 def top_ops(trace: Trace, rank: int, limit: int = 10) -> list[NameTotal]:
-    """aten ops (category cpu_op) and engine layers (trt_layer) by inclusive time; annotations
-    and python frames nest them."""
+    """Ops of ``TOP_OP_CATEGORIES`` by inclusive time; on a rank that has none (an NVTX-only
+    Nsight Systems trace, annotations alone), all its ops."""
     ops = trace.ops
-    mine = (ops["rank"].to_numpy() == rank) & ops["category"].isin(TOP_OP_CATEGORIES).to_numpy()
-    return _top(ops["name"], ops["dur_ns"].to_numpy(), mine, limit)
+    rank_rows = ops["rank"].to_numpy() == rank
+    mine = rank_rows & ops["category"].isin(TOP_OP_CATEGORIES).to_numpy()
+    return _top(ops["name"], ops["dur_ns"].to_numpy(), mine if mine.any() else rank_rows, limit)
 
 
 def copies(trace: Trace, rank: int) -> list[CopyKind]:

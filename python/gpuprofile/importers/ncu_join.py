@@ -105,9 +105,22 @@ def with_ncu(trace: Trace, ncu: Trace) -> Trace:
     joined["metrics"] = metrics
     note = (
         f"Nsight Compute ({ncu.meta.source.path}): {matched} of {len(profiled)} profiled "
-        f"launches matched kernels of this trace by name and order; "
-        f"{len(profiled) - matched} did not, and {len(kernels) - matched} of its "
-        f"{len(kernels)} kernels have no measured FLOPs or bytes."
+        f"launches matched this trace's kernels by name and order; "
+        f"{len(kernels) - matched} of the trace's {len(kernels)} kernels have no measured "
+        f"FLOPs or bytes.{_devices_differ(trace, ncu)}"
     )
     source = dataclasses.replace(trace, kernels=joined)
     return source.with_meta(notes=(*trace.meta.notes, note))
+
+
+def _devices_differ(trace: Trace, ncu: Trace) -> str:
+    """A sentence when the CSV and the trace name different GPUs: its figures then describe
+    another device's run."""
+    theirs = {str(d.get("name")) for r in ncu.ranks for d in ncu.devices(r) if d.get("name")}
+    ours = {str(d.get("name")) for r in trace.ranks for d in trace.devices(r) if d.get("name")}
+    if not theirs or not ours or theirs & ours:
+        return ""
+    return (
+        f" The CSV was recorded on {', '.join(sorted(theirs))}, this trace on "
+        f"{', '.join(sorted(ours))}: its figures are another device's."
+    )

@@ -17,8 +17,8 @@ NAMED_RANKS = 8
 
 
 def notices(meta: TraceMeta) -> list[dict[str, str]]:
-    """[{"kind": "partial" | "steps" | "dropped" | "incomplete" | "ranks" | "source", "text"}],
-    in that order; "source": what reading the trace had to decide (``meta.notes``: ranks taken
+    """[{"kind": "partial" | "steps" | "dropped" | "incomplete" | "ranks" | "note", "text"}],
+    in that order; "note": what reading the trace had to decide (``meta.notes``: ranks taken
     from file order, launches an Nsight Compute replay laid end to end)."""
     out = []
     if meta.partial:
@@ -35,7 +35,7 @@ def notices(meta: TraceMeta) -> list[dict[str, str]]:
     out.extend({"kind": "incomplete", "text": e} for e in meta.errors)
     if (missing := _missing_ranks_text(meta)) is not None:
         out.append({"kind": "ranks", "text": missing})
-    out.extend({"kind": "source", "text": note} for note in meta.notes)
+    out.extend({"kind": "note", "text": note} for note in meta.notes)
     return out
 
 

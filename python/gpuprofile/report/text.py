@@ -80,9 +80,10 @@ def render_text(report: dict[str, Any]) -> str:
         if rank["copies"]:
             lines.append("  memcpy by kind:")
             for copy in rank["copies"]:
+                rate = format_bytes_per_s(_rate(copy["bytes"], copy["total_ns"]))
                 lines.append(
                     f"    {copy['kind']:<8} x{copy['count']:<6} {format_bytes(copy['bytes']):>9} "
-                    f"in {format_time(copy['total_ns'])} ({format_bytes_per_s(copy['gbps'] * 1e9)})"
+                    f"in {format_time(copy['total_ns'])} ({rate})"
                 )
         lines.extend(_sampled_lines(rank.get("sampled")))
     lines.extend(_inference_lines(report.get("inference")))
@@ -165,6 +166,12 @@ def _step_lines(steps: list[dict[str, Any]]) -> list[str]:
             f"{format_time(window)}, " + busy(window, sum(step["busy_ns"] for step in steps))
         )
     return lines
+
+
+def _rate(nbytes: int, ns: int) -> float | None:
+    """Bytes per second, unrounded (the report's gbps is rounded to 3 decimals: a 1-byte
+    copy would read 0 B/s)."""
+    return nbytes / (ns * 1e-9) if ns > 0 else None
 
 
 def _measured_line(measured: dict[str, Any] | None) -> list[str]:
