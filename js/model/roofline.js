@@ -115,13 +115,15 @@ export function plotStatus(point) {
  * some point can.
  * @param {(RooflinePoint | null | undefined)[] | null | undefined} points
  * @param {{plotted: boolean}[]} [statuses] plotStatus of each point, when already computed
+ * @param {string | null} [missingFlops] what the trace's format lacks for FLOPs
+ *     (report.roofline.missing_flops)
  * @returns {string | null}
  */
-export function emptyChartReason(points, statuses) {
+export function emptyChartReason(points, statuses, missingFlops) {
   const all = points || [];
   const status = statuses ?? all.map(plotStatus);
   if (status.some((st) => st.plotted)) return null;
-  const why = "(FLOPs need recorded input shapes and an op with a known formula)";
+  const why = `(${missingFlops || "FLOPs need recorded input shapes and an op with a known formula"})`;
   // Without kernels, only ops with a FLOP count are points: none means none has one.
   if (!all.length) return `Nothing to plot: no op or kernel has a FLOP count ${why}.`;
   const n = `${all.length === 1 ? "the one op or kernel" : `the ${formatCount(all.length)} ops and kernels`} in the report`;

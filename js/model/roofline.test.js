@@ -278,6 +278,12 @@ test("an empty chart is left out, with one line that says why", () => {
       "(FLOPs need recorded input shapes and an op with a known formula).",
   );
   assert.match(emptyChartReason([{ flops: 0, bytes: 8 }]), /none of the one op or kernel in the report/);
+  // The report says what its format lacks (an Nsight Compute CSV without SASS counts).
+  assert.equal(
+    emptyChartReason([{ flops: null }], undefined, "the CSV has no SASS op counts"),
+    "Nothing to plot: none of the one op or kernel in the report has a FLOP count " +
+      "(the CSV has no SASS op counts).",
+  );
   assert.match(emptyChartReason([{ flops: 10, bytes: null }]), /no byte count or no measured time/);
   // Statuses computed once by the caller are used as given.
   const points = [{ flops: null }, ok];

@@ -98,7 +98,7 @@ export function createRoofline(summary, hooks = {}) {
   head.appendChild(coverageBadge(summary.roofline && summary.roofline.coverage));
   // Nothing to plot: one line says why, in place of an empty chart (and of its legend).
   const status = points.map(plotStatus);
-  const empty = emptyChartReason(points, status);
+  const empty = emptyChartReason(points, status, summary.roofline && summary.roofline.missing_flops);
   root.dataset.chart = empty ? "none" : "drawn";
   if (!empty) head.appendChild(legend());
   root.appendChild(head);

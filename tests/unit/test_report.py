@@ -31,7 +31,7 @@ def test_report_is_plain_json(tmp_path: Path) -> None:
     assert json.loads(json.dumps(report, allow_nan=False)) == report
     for key in ("schema", "source", "partial", "hardware", "hints", "idle_by_cause", "roofline"):
         assert key in report
-    assert set(report["roofline"]) == {"coverage", "points"}
+    assert set(report["roofline"]) == {"coverage", "points", "missing_flops"}
     assert report["hardware"]["source"] in ("datasheet", "estimated", "unknown", "user")
 
 

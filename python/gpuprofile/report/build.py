@@ -52,6 +52,20 @@ ROOFLINE_POINT_FIELDS = (
 )
 
 
+# Where FLOP counts come from in each format: what a point without one lacks.
+MISSING_FLOPS = {
+    "kineto": "FLOPs need recorded input shapes and an op with a known formula",
+    "capture": "FLOPs need recorded input shapes and an op with a known formula",
+    "nsys": "Nsight Systems counts no FLOPs or bytes: profile these kernels with Nsight Compute",
+    "ncu": (
+        "the CSV has no SASS op counts (smsp__sass_thread_inst_executed_op_*, collected by "
+        "ncu's roofline sections)"
+    ),
+    "tensorrt": "a trtexec profile counts no FLOPs",
+    "xplane": "the XPlane records no flops stats for this work",
+}
+
+
 def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
     """The report of an analysed trace (schema ``gpuprofile.report/1``, README), in plain JSON
     types. ``top``: kernels and ops listed per rank."""
@@ -93,6 +107,7 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         "roofline": {
             "coverage": roofline.coverage,
             "points": _roofline_points(roofline.points, limit=50),
+            "missing_flops": MISSING_FLOPS.get(meta.source.format, MISSING_FLOPS["kineto"]),
         },
         "ranks": ranks,
         # The job view of a multi-rank trace (None for one rank): see report/distributed.py.

@@ -312,8 +312,8 @@ def _roofline_lines(roofline: dict[str, Any] | None, limit: int = 5) -> list[str
     placed = [p for p in roofline.get("points", []) if p["flops"]]
     if not placed:
         # Nothing to place on a roofline: one line that says why, not an empty section.
-        return ["", "roofline: no op has a FLOP count (no input shapes recorded, or no op "
-                "with a known formula ran)"]  # fmt: skip
+        why = roofline.get("missing_flops") or "no FLOP counts"
+        return ["", f"roofline: no op or kernel has a FLOP count ({why})"]
     lines = [""]
     lines.append(
         "roofline: FLOP counts cover "

@@ -127,7 +127,8 @@ def _hint(
     return Hint(
         kind="sync-stall",
         title=(
-            f"Syncs leave the GPU idle {format_fraction(gain / window, 0)} of the window ({top_op})"
+            f"Syncs leave the GPU idle {format_fraction(gain / window, 0)} of the window, "
+            f"most in {top_op}"
         ),
         severity=severity_for(gain, wall),
         gain_ns=gain,
@@ -175,7 +176,7 @@ def _sources(trace: Trace, stalls: pd.DataFrame) -> pd.DataFrame:
     call = id_index(trace, "runtime").get_indexer(pd.Index(stalls["runtime_id"]))
     call_names = strings(runtime["name"])
     bare = np.where(call >= 0, call_names[np.maximum(call, 0)] if len(call_names) else "", "")
-    op = np.where(op == "", np.char.add(bare.astype(str), " (no op around it)"), op)
+    op = np.where(op == "", np.char.add(bare.astype(str), " called directly"), op)
     frames = user_frames(trace, np.unique(position[position >= 0]).tolist())
     frame = [frames.get(p) if p >= 0 else None for p in position.tolist()]
     where = [f"{o} in {f}" if f else str(o) for o, f in zip(op, frame, strict=True)]
