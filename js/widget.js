@@ -22,7 +22,7 @@ import { createTimeline } from "./views/timeline/timeline.js";
 
 const TIMELINE_TRAITS = [
   "events", "counters", "marks", "lanes", "names", "name_kinds", "kinds", "span_ns",
-  "total_events", "complete",
+  "total_events", "complete", "opening_view",
 ];
 
 function render({ model, el }) {
@@ -178,7 +178,9 @@ function render({ model, el }) {
     );
     timeline.setStraggler(stragglerOf(summary)?.rank ?? null);
     timelineSlot.replaceChildren(timeline.el);
+    const opening = model.get("opening_view");
     if (kept) timeline.setView(kept);
+    else if (opening?.length === 2) timeline.setView({ start: opening[0], end: opening[1] });
     if (keptSelection) timeline.restoreSelection(keptSelection);
   }
 

@@ -74,7 +74,7 @@ def test_every_view_reads_the_format(case: str, capsys: pytest.CaptureFixture[st
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_trace_without_flops_says_what_its_format_lacks(case: str) -> None:
     """Not "record input shapes" on a trace that has no shapes to record."""
-    relative, fmt, _, _ = CASES[case]
+    relative, _, _, _ = CASES[case]
     text = gpuprofile.load(require_trace(SHARED_TRACES / relative)).text()
     (line,) = [line for line in text.splitlines() if line.startswith("roofline:")]
     assert "input shapes" not in line and line.endswith(")")

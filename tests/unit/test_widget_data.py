@@ -364,3 +364,31 @@ def test_the_overview_stays_within_its_budget_however_many_lane_rows() -> None:
     assert len(columns["start_ns"]) <= 2 * meta["bins"] * lane_rows
     assert int(columns["count"].sum()) == data.total  # every event is in some box
     assert len(encode_table(columns, meta)) < 8 * 2**20
+
+
+def _host_frame_around_kernels(kernel_span_ns: int) -> Trace:
+    """A 10 s host frame (a JAX profile's start_trace) and two kernels inside it."""
+    ops = make_table(
+        "ops",
+        {"id": [0], "rank": [0], "name": ["start_trace"], "category": ["python_function"],
+         "start_ns": [0], "dur_ns": [10_000_000_000]},
+    )  # fmt: skip
+    start = 9_000_000_000
+    kernels = make_table(
+        "kernels",
+        {"id": [0, 1], "rank": [0, 0], "device": [0, 0], "stream": [7, 7], "name": ["a", "b"],
+         "start_ns": [start, start + kernel_span_ns - 1_000], "dur_ns": [1_000, 1_000]},
+    )  # fmt: skip
+    return Trace(ops=ops, kernels=kernels, meta=TraceMeta(ranks={0: RankMeta()}))
+
+
+def test_the_timeline_opens_on_the_gpu_work_when_it_is_a_sliver_of_the_trace() -> None:
+    from gpuprofile.widget.timeline import OPENING_MARGIN, opening_view
+
+    sliver = timeline_data(_host_frame_around_kernels(10_000_000))
+    margin = OPENING_MARGIN * 10_000_000
+    assert opening_view(sliver) == [9_000_000_000 - margin, 9_010_000_000 + margin]
+    # GPU work over a tenth of the trace or more: the whole trace, as before.
+    assert opening_view(timeline_data(_host_frame_around_kernels(1_000_000_000))) == []
+    cpu_only = make_table("ops", {"id": [0], "rank": [0], "name": ["cpu"], "dur_ns": [5]})
+    assert opening_view(timeline_data(Trace(ops=cpu_only, meta=TraceMeta()))) == []

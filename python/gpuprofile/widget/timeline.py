@@ -358,3 +358,22 @@ def _series(time: pd.Series, value: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         time.to_numpy(np.float64)[order],
         value.to_numpy(np.float64)[order],
     )
+
+
+# The timeline opens on the GPU's work when that is under this share of the whole trace (a
+# JAX profile whose host frame spans seconds around milliseconds of kernels); else on all.
+OPENING_GPU_SHARE = 0.1
+OPENING_MARGIN = 0.05  # of the GPU's span, on each side
+
+
+def opening_view(data: TimelineData) -> list[float]:
+    """[start, end] the timeline first shows, in ns from the trace start; [] for the whole
+    trace. Reset (the toolbar) still shows the whole."""
+    gpu = data.kind > max(CPU_KINDS)
+    if not gpu.any() or data.span_ns <= 0:
+        return []
+    start, end = float(data.start[gpu].min()), float(data.end[gpu].max())
+    if end - start >= OPENING_GPU_SHARE * data.span_ns:
+        return []
+    margin = max(OPENING_MARGIN * (end - start), 1.0)
+    return [max(0.0, start - margin), min(data.span_ns, end + margin)]

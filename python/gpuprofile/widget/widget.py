@@ -17,7 +17,7 @@ from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.marks import marks_columns
 from gpuprofile.widget.requests import Source, handle
 from gpuprofile.widget.tables import DETAIL_THRESHOLD, counter_columns, overview_columns
-from gpuprofile.widget.timeline import KINDS, timeline_data
+from gpuprofile.widget.timeline import KINDS, opening_view, timeline_data
 
 if TYPE_CHECKING:
     from gpuprofile.trace.model import Trace
@@ -44,6 +44,7 @@ class ProfileWidget(anywidget.AnyWidget):
     # GPT1 table of events to highlight per hint evidence and roofline point (meta.groups).
     marks = traitlets.Bytes(b"").tag(sync=True)
     span_ns = traitlets.Float(0.0).tag(sync=True)
+    opening_view = traitlets.List(traitlets.Float()).tag(sync=True)  # [] : the whole span
     total_events = traitlets.Int(0).tag(sync=True)
     complete = traitlets.Bool(True).tag(sync=True)
     # While the cell runs: {"running": bool, "elapsed_s", "steps", "readings": [{"name", "unit",
@@ -109,6 +110,7 @@ def show_result(
         "counters": encode_table(*counter_columns(data)),
         "marks": encode_table(*marks_columns(data, trace, summary, analysis)),
         "span_ns": data.span_ns,
+        "opening_view": opening_view(data),
         "total_events": data.total,
         "complete": data.total <= detail_threshold,
     }
