@@ -88,7 +88,8 @@ def _fields(source: Source, gid: int, kind: int, record: pd.Series) -> list[list
             ("block", _triple(record, "block")),
             ("registers per thread", record["registers_per_thread"]),
             ("shared memory", _bytes(record["shared_memory"])),
-            ("occupancy", record["occupancy"]),
+            # A percentage in every source (Kineto's "est. achieved occupancy %", ncu's).
+            ("occupancy", _percent(record["occupancy"])),
             ("blocks per SM", record["blocks_per_sm"]),
             *_measured(record),
         ]
@@ -114,6 +115,10 @@ def _measured(record: pd.Series) -> list[tuple[str, Any]]:
         if key in metrics
     ]
     return fields
+
+
+def _percent(value: float) -> str:
+    return format_percent(float(value)) if np.isfinite(value) else ""
 
 
 def _text(value: Any) -> str:
