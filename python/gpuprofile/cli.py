@@ -1,4 +1,5 @@
-"""The command line: `gpuprofile report PATH`, `gpuprofile demo`, `gpuprofile calibrate`."""
+"""The command line: `gpuprofile report PATH`, `gpuprofile demo`, `gpuprofile calibrate`,
+`gpuprofile doctor`."""
 
 from __future__ import annotations
 
@@ -49,7 +50,10 @@ def _parser() -> argparse.ArgumentParser:
         "DRAM bytes go to the trace's kernels of the same name, in launch order",
     )
     demo = commands.add_parser("demo", help="profile a small transformer block and report it")
-    for sub in (report, demo):
+    doctor = commands.add_parser(
+        "doctor", help="check this machine: torch, CUDA, CUPTI, counters, NVML, tools, widgets"
+    )
+    for sub in (report, demo, doctor):
         sub.add_argument("--format", choices=("text", "json"), default="text")
     calibrate = commands.add_parser(
         "calibrate", help="measure this machine's roofs: matmul FLOP/s, copy bandwidths"
@@ -89,6 +93,14 @@ def _calibrate(seconds: float, as_json: bool) -> None:
         print(compare(measured, sheet))
 
 
+def _doctor(fmt: str) -> int:
+    from gpuprofile.doctor import exit_code, render_text, run_checks, to_json
+
+    checks = run_checks()
+    print(json.dumps(to_json(checks), indent=2) if fmt == "json" else render_text(checks))
+    return exit_code(checks)
+
+
 def _emit(profile: Profile, fmt: str) -> None:
     if fmt == "json":
         print(json.dumps(profile.report(), indent=2))
@@ -113,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _emit(job, args.format)
         elif args.command == "calibrate":
             _calibrate(args.seconds, args.json)
+        elif args.command == "doctor":
+            return _doctor(args.format)
         else:
             from gpuprofile.capture.demo import transformer_block_steps
 

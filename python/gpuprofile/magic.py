@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
@@ -42,6 +42,16 @@ def _with_options(func: Any) -> Any:
 
 @magics_class
 class GpuprofileMagics(Magics):
+    @line_magic
+    def gpuprofile_doctor(self, line: str) -> None:
+        """Check this machine and kernel for profiling (``gpuprofile doctor``): one line per
+        check, with what to fix."""
+        from gpuprofile.doctor import render_text, run_checks
+
+        if line.strip():
+            raise UsageError(f"%gpuprofile_doctor takes no arguments, not {line.strip()!r}")
+        print(render_text(run_checks()))
+
     @cell_magic
     @_with_options
     def gpuprofile(self, line: str, cell: str) -> None:

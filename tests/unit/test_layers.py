@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "hardware": 2,
     "capture": 3,
     "analyses": 3,
+    "doctor": 3,
     "report": 4,
     "widget": 5,
     "profiles": 6,
@@ -40,6 +41,7 @@ LAYERS: dict[str, int] = {
 FORBIDDEN = {
     "capture": {"analyses", "report", "widget"},
     "analyses": {"capture"},
+    "doctor": {"capture", "analyses", "report", "widget"},
     "widget": {"capture"},
 }
 
