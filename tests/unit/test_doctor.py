@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -278,3 +280,21 @@ def test_machine_facts_read_this_process() -> None:
     assert facts.torch().version == torch.__version__
     assert facts.package_version("no-such-package-gpuprofile") is None
     assert facts.in_kernel() is False
+
+
+def test_cli_exits_1_where_torch_does_not_import() -> None:
+    # A real process in which `import torch` fails (None in sys.modules makes it raise
+    # ImportError): the whole command, not only run_checks.
+    script = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from gpuprofile.cli import main\n"
+        "sys.exit(main(['doctor', '--format', 'json']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["ok"] is False
+    assert doc["checks"][0]["name"] == "torch" and doc["checks"][0]["status"] == "fail"
+    assert "Traceback" not in done.stderr
