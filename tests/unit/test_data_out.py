@@ -18,6 +18,7 @@ import pytest
 import gpuprofile
 from gpuprofile.cli import main
 from gpuprofile.errors import GpuprofileError
+from gpuprofile.report.chrome_trace import us, us_column
 from gpuprofile.trace.meta import TraceMeta
 from helpers.kineto_docs import cpu_op, document, kernel, memcpy, memset, runtime, write
 
@@ -212,7 +213,7 @@ def test_parquet_round_trip(one_rank: tuple[Path, gpuprofile.Profile], tmp_path:
         ("copies", profile.copies()),
     ):
         back = pd.read_parquet(tmp_path / "out" / f"{name}.parquet")
-        pd.testing.assert_frame_equal(back, frame, check_dtype=False)
+        pd.testing.assert_frame_equal(back, frame)
         assert list(back.columns) == list(frame.columns)
     memset_back = pd.read_parquet(tmp_path / "out" / "memset.parquet")
     assert memset_back["bytes"].tolist() == profile.trace.memset["bytes"].tolist()
@@ -351,3 +352,12 @@ def test_cli_export_trace(
     assert captured.err.startswith("gpuprofile: error: ")
     assert captured.err.count("\n") == 1
     assert not missing.parent.exists()
+
+
+def test_times_are_exact_decimals_of_the_nanoseconds() -> None:
+    values = [0, 1, 999, 1000, 1234567, 2**53 + 1, -1500]
+    expected = [str(Decimal(v) / 1000) for v in values]
+    assert [us(v).decode() for v in values] == [f"{Decimal(e):.3f}" for e in expected]
+    column = pd.Series(values[:-1], dtype="int64")
+    assert us_column(column) == [us(v) for v in values[:-1]]
+    assert us_column(pd.Series(values, dtype="int64")) == [us(v) for v in values]
