@@ -20,7 +20,7 @@ $(VENV)/bin/python:
 # this machine's wheel folder rather than letting pip resolve a multi-GB CUDA build.
 $(STAMP): $(VENV)/bin/python pyproject.toml
 	$(PY) -c 'import torch' 2>/dev/null || $(PIP) install --quiet 'torch==2.13.0'
-	$(PIP) install --quiet -e '.[dev,dask,jax]'
+	$(PIP) install --quiet -e '.[dev,dask,jax,parquet]'
 	touch $(STAMP)
 
 node_modules/.package-lock.json: package.json package-lock.json

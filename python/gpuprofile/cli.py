@@ -8,9 +8,11 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.profiles import Profile
+from gpuprofile.units import format_count
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,6 +50,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="an Nsight Compute CSV (ncu --csv) of the same program: its measured FLOPs and "
         "DRAM bytes go to the trace's kernels of the same name, in launch order",
+    )
+    report.add_argument(
+        "--export-trace",
+        metavar="FILE",
+        default=None,
+        help="also write the trace as a Chrome / Perfetto trace (gzip when FILE ends in .gz): "
+        "ranks as processes, streams as threads",
     )
     demo = commands.add_parser("demo", help="profile a small transformer block and report it")
     doctor = commands.add_parser(
@@ -115,6 +124,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpuprofile.load import load
 
             path = args.path[0] if len(args.path) == 1 else args.path
+            if args.export_trace is not None:
+                from gpuprofile.report.chrome_trace import check_writable
+
+                # Before reading a job of many ranks: a mistyped directory fails at once.
+                check_writable(Path(args.export_trace))
             job = load(
                 path,
                 rank_regex=args.rank_regex,
@@ -122,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 scheduler=args.scheduler,
                 ncu=args.ncu,
             )
+            if args.export_trace is not None:
+                events = job.export_trace(args.export_trace)
+                written = format_count(events, "event")
+                print(f"gpuprofile: wrote {args.export_trace} ({written})", file=sys.stderr)
             _emit(job, args.format)
         elif args.command == "calibrate":
             _calibrate(args.seconds, args.json)

@@ -16,6 +16,8 @@ from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 from gpuprofile.units import format_count
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from gpuprofile.analyses.context import Analysis
     from gpuprofile.widget.widget import ProfileWidget
 
@@ -102,6 +104,54 @@ class Profile:
 
         show_result(widget, self.report(), self.text(), self.trace, self.analysis)
         self._widget = widget
+
+    def kernels(self) -> pd.DataFrame:
+        """The GPU kernels, one row each, as a new DataFrame (changing it leaves the trace as it
+        is): id, rank, device, stream, name, kind (compute, communication, memory, sync),
+        start_ns, dur_ns, grid_x/y/z, block_x/y/z, registers_per_thread, shared_memory,
+        occupancy (%), blocks_per_sm, flops and bytes (measured on the launch; NaN: not
+        measured), collective, comm_bytes, correlation, external_id, op_id (the launching op's
+        id in ``ops()``). Unknown ids and counts are <NA>. docs/data.md has the details."""
+        from gpuprofile.report.tables import kernel_table
+
+        return kernel_table(self.trace)
+
+    def ops(self) -> pd.DataFrame:
+        """The CPU ops, one row each, as a new DataFrame: id, rank, pid, tid, name, category
+        (cpu_op, user_annotation, python_function...), start_ns, dur_ns, parent (the enclosing
+        op's id; <NA> at the top), depth, input_dims and input_types (the JSON text the trace
+        recorded), flops and flops_source ("measured", "computed" from the shapes, "unknown"),
+        external_id. docs/data.md has the details."""
+        from gpuprofile.report.tables import op_table
+
+        return op_table(self.trace, self.analysis.op_costs)
+
+    def copies(self) -> pd.DataFrame:
+        """The memory copies, one row each, as a new DataFrame: id, rank, device, stream, name,
+        kind (HtoD, DtoH, DtoD, HtoH, PtoP, unknown), pinned (host side page-locked), start_ns,
+        dur_ns, bytes, bytes_per_s (achieved), correlation, external_id. docs/data.md has the
+        details."""
+        from gpuprofile.report.tables import copy_table
+
+        return copy_table(self.trace)
+
+    def to_parquet(self, directory: str | os.PathLike[str]) -> list[str]:
+        """Write kernels, ops, copies (as the methods above return them) and the trace's
+        memset, runtime and counters tables as ``NAME.parquet``, and its meta as ``meta.json``,
+        into ``directory`` (made if missing). Needs pyarrow: ``pip install
+        'gpuprofile[parquet]'``. Returns the paths written."""
+        from gpuprofile.report.parquet import write_parquet
+
+        frames = {"kernels": self.kernels(), "ops": self.ops(), "copies": self.copies()}
+        return [str(p) for p in write_parquet(self.trace, frames, directory)]
+
+    def export_trace(self, path: str | os.PathLike[str]) -> int:
+        """Write the trace as a Chrome / Perfetto trace (JSON; gzip when the name ends in
+        .gz): ranks as processes, CPU threads and GPU streams as threads, flows from runtime
+        calls to the GPU work they launched (docs/data.md). Returns the events written."""
+        from gpuprofile.report.chrome_trace import write_chrome_trace
+
+        return write_chrome_trace(self.trace, path)
 
     def __repr__(self) -> str:
         # One line, from what is already known: no analysis, no report.
