@@ -1,4 +1,5 @@
-"""The command line: `gpuprofile report PATH`, `gpuprofile demo`, `gpuprofile calibrate`."""
+"""The command line: `gpuprofile report PATH`, `gpuprofile diff A B`, `gpuprofile demo`,
+`gpuprofile calibrate`."""
 
 from __future__ import annotations
 
@@ -48,8 +49,11 @@ def _parser() -> argparse.ArgumentParser:
         help="an Nsight Compute CSV (ncu --csv) of the same program: its measured FLOPs and "
         "DRAM bytes go to the trace's kernels of the same name, in launch order",
     )
+    diff = commands.add_parser("diff", help="compare two runs: b against a (the baseline)")
+    diff.add_argument("a", help="the baseline: a trace path (any format report reads)")
+    diff.add_argument("b", help="the run to compare with it: a trace path")
     demo = commands.add_parser("demo", help="profile a small transformer block and report it")
-    for sub in (report, demo):
+    for sub in (report, diff, demo):
         sub.add_argument("--format", choices=("text", "json"), default="text")
     calibrate = commands.add_parser(
         "calibrate", help="measure this machine's roofs: matmul FLOP/s, copy bandwidths"
@@ -111,6 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ncu=args.ncu,
             )
             _emit(job, args.format)
+        elif args.command == "diff":
+            from gpuprofile.compare import diff
+
+            changes = diff(args.a, args.b)
+            if args.format == "json":
+                print(json.dumps(changes.to_dict(), indent=2))
+            else:
+                print(changes.text(), end="")
         elif args.command == "calibrate":
             _calibrate(args.seconds, args.json)
         else:
