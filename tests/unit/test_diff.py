@@ -73,12 +73,24 @@ def op_ns(events: list[dict], name: str) -> tuple[int, int]:
     return sum(e["dur"] for e in chosen) * US, len(chosen)
 
 
-@pytest.fixture
-def pair(tmp_path: Path) -> tuple[Path, Path, list[dict], list[dict]]:
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[dict], list[dict]]:
+    folder = tmp_path_factory.mktemp("diff")
     a_events, b_events = run_events(A_STEP), run_events(B_STEP)
-    a = write(tmp_path / "a.json", document(a_events))
-    b = write(tmp_path / "b.json", document(b_events))
+    a = write(folder / "a.json", document(a_events))
+    b = write(folder / "b.json", document(b_events))
     return a, b, a_events, b_events
+
+
+@pytest.fixture(scope="module")
+def profiles(pair: Any) -> tuple[gpuprofile.Profile, gpuprofile.Profile]:
+    """The pair loaded once (a Profile keeps its report): each test reads these."""
+    return gpuprofile.load(pair[0]), gpuprofile.load(pair[1])
+
+
+@pytest.fixture(scope="module")
+def diffed(profiles: tuple[gpuprofile.Profile, gpuprofile.Profile]) -> gpuprofile.Diff:
+    return gpuprofile.diff(*profiles)
 
 
 def rows_by_name(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -97,9 +109,11 @@ def test_normalized_names_drop_templates_parameters_addresses_and_spaces() -> No
     assert normalize_name("(weird)") == "(weird)"  # nothing left: the name as written
 
 
-def test_kernels_slower_removed_added_renamed_and_by_position(pair: Any) -> None:
-    a, b, a_events, b_events = pair
-    document_ = gpuprofile.diff(a, b).to_dict()
+def test_kernels_slower_removed_added_renamed_and_by_position(
+    pair: Any, diffed: gpuprofile.Diff
+) -> None:
+    _, _, a_events, b_events = pair
+    document_ = diffed.to_dict()
     rows = rows_by_name(document_["kernels"])
 
     slow_a, slow_b = kernel_ns(a_events, {"slow_kernel"}), kernel_ns(b_events, {"slow_kernel"})
@@ -133,9 +147,9 @@ def test_kernels_slower_removed_added_renamed_and_by_position(pair: Any) -> None
     assert deltas == sorted(deltas, reverse=True)
 
 
-def test_ops_match_by_name_and_by_place_in_the_tree(pair: Any) -> None:
-    a, b, a_events, b_events = pair
-    rows = rows_by_name(gpuprofile.diff(a, b).to_dict()["ops"])
+def test_ops_match_by_name_and_by_place_in_the_tree(pair: Any, diffed: gpuprofile.Diff) -> None:
+    _, _, a_events, b_events = pair
+    rows = rows_by_name(diffed.to_dict()["ops"])
     for name in ("aten::mm", "aten::slow"):
         assert rows[name]["matched_by"] == "name"
         assert (rows[name]["a_ns"], rows[name]["a_count"]) == op_ns(a_events, name)
@@ -148,9 +162,9 @@ def test_ops_match_by_name_and_by_place_in_the_tree(pair: Any) -> None:
     assert not any(name.startswith("ProfilerStep") for name in rows)
 
 
-def test_summary_from_the_documents(pair: Any) -> None:
-    a, b, a_events, b_events = pair
-    summary = gpuprofile.diff(a, b).to_dict()["summary"]
+def test_summary_from_the_documents(pair: Any, diffed: gpuprofile.Diff) -> None:
+    _, _, a_events, b_events = pair
+    summary = diffed.to_dict()["summary"]
 
     def figures(events: list[dict]) -> tuple[int, int, int]:
         timed = [e for e in events if e["ph"] == "X"]
@@ -178,17 +192,15 @@ def test_summary_from_the_documents(pair: Any) -> None:
         assert change["delta"] == change["b"] - change["a"]
 
 
-def test_ratio_is_null_when_a_is_zero(tmp_path: Path) -> None:
+def test_ratio_is_null_when_a_is_zero(tmp_path: Path, profiles: Any) -> None:
     cpu_only = write(tmp_path / "cpu.json", document([cpu_op("aten::mm", 0, 10)]))
-    gpu = write(tmp_path / "gpu.json", document(run_events(A_STEP, steps=1)))
-    summary = gpuprofile.diff(cpu_only, gpu).to_dict()["summary"]
+    summary = gpuprofile.diff(cpu_only, profiles[0]).to_dict()["summary"]
     assert summary["busy_ns"]["a"] == 0 and summary["busy_ns"]["ratio"] is None
     assert summary["step_ns"] is None  # a has no steps
 
 
-def test_json_keys_are_the_schema(pair: Any) -> None:
-    a, b, _, _ = pair
-    document_ = gpuprofile.diff(a, b).to_dict()
+def test_json_keys_are_the_schema(diffed: gpuprofile.Diff) -> None:
+    document_ = diffed.to_dict()
     json.dumps(document_)  # plain JSON types
     assert document_["schema"] == "gpuprofile.diff/1"
     assert {"summary", "ops", "kernels", "hints", "roofline"} <= set(document_)
@@ -259,9 +271,8 @@ def test_hint_key_ignores_numbers_units_and_plurals() -> None:
     assert hint_key(one) != hint_key({**one, "kind": "gpu-idle"})
 
 
-def test_roofline_points_that_moved(pair: Any) -> None:
-    a, b, _, _ = pair
-    a_profile, b_profile = gpuprofile.load(a), gpuprofile.load(b)
+def test_roofline_points_that_moved(profiles: Any) -> None:
+    a_profile, b_profile = profiles
     point = {"key": "aten::mm|[[8, 8]]", "pct_of_roof": 40.0, "achieved_flops_per_s": 1e12}
     a_report = {**a_profile.report(), "roofline": {"points": [point, {**point, "key": "k2"}]}}
     moved = {**point, "pct_of_roof": 50.0}  # +25%
@@ -275,25 +286,25 @@ def test_roofline_points_that_moved(pair: Any) -> None:
     )
 
 
-def test_text_has_summary_rows_and_hints(pair: Any) -> None:
-    a, b, _, _ = pair
-    text = str(gpuprofile.diff(a, b))
+def test_text_has_summary_rows_and_hints(diffed: gpuprofile.Diff) -> None:
+    text = str(diffed)
     assert text.startswith("gpuprofile diff")
     for label in ("wall", "GPU busy", "GPU idle", "step (median)", "Kernels:", "Ops:"):
         assert label in text
     assert "slow_kernel" in text and "(by position)" in text and "(only in a)" in text
     assert "+100 µs" in text  # slow_kernel: 2 x (90 - 40) us
+    assert text.count("\n") < 60  # compact
 
 
 # --- the command line ---------------------------------------------------------------------
 
 
-def test_cli_diff_prints_json_and_text(pair: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_diff_prints_json_and_text(
+    pair: Any, diffed: gpuprofile.Diff, capsys: pytest.CaptureFixture[str]
+) -> None:
     a, b, _, _ = pair
     assert main(["diff", str(a), str(b), "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["schema"] == "gpuprofile.diff/1"
-    assert main(["diff", str(a), str(b)]) == 0
-    assert capsys.readouterr().out.startswith("gpuprofile diff")
+    assert json.loads(capsys.readouterr().out) == diffed.to_dict()
 
 
 @pytest.mark.parametrize(
@@ -319,7 +330,7 @@ def test_cli_diff_damaged_trace_exits_2(pair: Any, capsys: pytest.CaptureFixture
     a, _, _, _ = pair
     damaged = a.parent / "damaged.json"
     damaged.write_text('{"traceEvents": [')
-    assert main(["diff", str(a), str(damaged)]) == 2
+    assert main(["diff", str(a), str(damaged), "--format", "text"]) == 2
     assert capsys.readouterr().err.startswith("gpuprofile: error:")
 
 
