@@ -84,7 +84,7 @@ def diff_runs(
         "summary": _summary(a_trace, a_report, b_trace, b_report),
         "kernels": _table(kernels),
         "ops": _table(ops),
-        "hints": _hints(a_report["hints"], b_report["hints"]),
+        "hints": _hints(a_report["hints"], b_report["hints"], with_rank=min(ranks) > 1),
         "roofline": _roofline_moved(a_report, b_report),
         "notes": notes,
     }
@@ -187,12 +187,13 @@ _NUMBER = re.compile(
 _WORD = re.compile(r"[A-Za-z]+")
 
 
-def hint_key(hint: dict[str, Any]) -> str:
-    """What identifies a hint across runs: its kind, rank and title without its numbers (a
-    fix changes them) and with plurals made singular ("1 copy" / "3 copies")."""
+def hint_key(hint: dict[str, Any], *, with_rank: bool = True) -> str:
+    """What identifies a hint across runs: its kind, its rank (with_rank: two jobs; one-rank
+    runs compare whatever rank each was) and its title without its numbers (a fix changes
+    them) and with plurals made singular ("1 copy" / "3 copies")."""
     title = _NUMBER.sub("#", hint["title"])
     title = _WORD.sub(lambda m: _singular(m.group(0).lower()), title)
-    rank = hint.get("rank")
+    rank = hint.get("rank") if with_rank else None
     return f"{hint['kind']}|{'' if rank is None else rank}|{' '.join(title.split())}"
 
 
@@ -204,8 +205,10 @@ def _singular(word: str) -> str:
     return word
 
 
-def _hints(a_hints: list[dict[str, Any]], b_hints: list[dict[str, Any]]) -> dict[str, Any]:
-    a_by, b_by = _by_key(a_hints), _by_key(b_hints)
+def _hints(
+    a_hints: list[dict[str, Any]], b_hints: list[dict[str, Any]], *, with_rank: bool
+) -> dict[str, Any]:
+    a_by, b_by = _by_key(a_hints, with_rank), _by_key(b_hints, with_rank)
     out: dict[str, list[dict[str, Any]]] = {"fixed": [], "new": [], "kept": []}
     for key in [*a_by, *(k for k in b_by if k not in a_by)]:
         a, b = a_by.get(key), b_by.get(key)
@@ -228,11 +231,11 @@ def _hints(a_hints: list[dict[str, Any]], b_hints: list[dict[str, Any]]) -> dict
     return out
 
 
-def _by_key(hints: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _by_key(hints: list[dict[str, Any]], with_rank: bool) -> dict[str, dict[str, Any]]:
     """Hints by key; two of one key (rare) count as one, their gains summed."""
     out: dict[str, dict[str, Any]] = {}
     for hint in hints:
-        key = hint_key(hint)
+        key = hint_key(hint, with_rank=with_rank)
         if key in out:
             out[key] = {**out[key], "gain_ns": out[key]["gain_ns"] + hint["gain_ns"]}
         else:

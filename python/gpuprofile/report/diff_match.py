@@ -1,9 +1,11 @@
-"""Which op or kernel of one run is which of another's: by normalized name, else by position.
+"""Which op or kernel of one run is which of another's: by name, by normalized name, else by
+position.
 
 A kernel's full name changes with the library version (template arguments, the lambda in it)
-and with the GPU vendor or generation (another GEMM kernel altogether). Names are compared
-after ``normalize_name``; rows that still differ are matched by where their first occurrence
-sits in the op tree (docs/diff.md).
+and with the GPU vendor or generation (another GEMM kernel altogether). Names found in both
+runs pair as they are (so the many instantiations of one template stay apart); the names left
+pair after ``normalize_name`` (all of a run's names of one normalized name merged into a row);
+rows that still differ pair by where their first occurrence sits in the op tree (docs/diff.md).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.names import codes, per_category
+from gpuprofile.analyses.names import codes, strings
 from gpuprofile.analyses.summary import TOP_OP_CATEGORIES
 from gpuprofile.trace.model import NO_ID, Trace
 
@@ -46,17 +48,30 @@ def normalize_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class NameRow:
-    """One normalized name of a run: its time and count summed over ranks, and the table row
-    of its first occurrence (lowest rank, then earliest start)."""
+    """One name of a run: its time and count summed over ranks, and the table row of its first
+    occurrence and that row's place in (rank, start) order."""
 
     name: str
     total_ns: int
     count: int
     first: int
+    order: int
+
+
+def merged(name: str, rows: list[NameRow]) -> NameRow:
+    """Several names as one row under ``name``: sums, and the earliest first occurrence."""
+    earliest = min(rows, key=lambda r: r.order)
+    return NameRow(
+        name=name,
+        total_ns=sum(r.total_ns for r in rows),
+        count=sum(r.count for r in rows),
+        first=earliest.first,
+        order=earliest.order,
+    )
 
 
 class NameRows:
-    """A run's ops or kernels by normalized name, placing a row in the op tree on demand (only
+    """A run's ops or kernels by name, placing a row in the op tree on demand (only
     rows that no name matches need a place, and the tree costs a pass over every op)."""
 
     def __init__(self, trace: Trace, table: str) -> None:
@@ -94,27 +109,29 @@ def _rows(table: pd.DataFrame, chosen: np.ndarray) -> dict[str, NameRow]:
         return {}
     names = table["name"]
     name_codes = codes(names)
-    normalized = per_category(names, "diff-normalized", normalize_name, object, None)
     chosen = chosen & (name_codes >= 0)
     rows = np.flatnonzero(chosen)
     order = np.lexsort((table["start_ns"].to_numpy()[rows], table["rank"].to_numpy()[rows]))
     frame = pd.DataFrame(
         {
-            "key": normalized[name_codes[rows]][order],
+            "key": strings(names)[rows][order],
             "dur": table["dur_ns"].to_numpy()[rows][order].astype(np.int64),
             "row": rows[order],
+            "order": np.arange(len(rows)),
         }
     )
     grouped = frame.groupby("key", sort=False)
     totals = grouped["dur"].sum()
     counts = grouped["dur"].size()
     firsts = grouped["row"].first()  # rows are in (rank, start) order
+    orders = grouped["order"].first()
     return {
         str(key): NameRow(
             name=str(key),
             total_ns=int(totals[key]),
             count=int(counts[key]),
             first=int(firsts[key]),
+            order=int(orders[key]),
         )
         for key in totals.index
     }
@@ -164,11 +181,15 @@ class Match:
 
 
 def match_rows(a: NameRows, b: NameRows) -> list[Match]:
-    """Pair rows by normalized name, then the rest by op-tree position, one to one (the first
-    unmatched row of b at a place takes the unmatched row of a there)."""
+    """Pair rows by name; the rest by normalized name (merging a run's names of one normalized
+    name); the rest by op-tree position, one to one (the first unmatched row of b at a place
+    takes the unmatched row of a there)."""
     matches = [Match(row, b.rows[n], "name") for n, row in a.rows.items() if n in b.rows]
-    rest_a = [row for n, row in a.rows.items() if n not in b.rows]
-    rest_b = [row for n, row in b.rows.items() if n not in a.rows]
+    left_a = _by_normalized([row for n, row in a.rows.items() if n not in b.rows])
+    left_b = _by_normalized([row for n, row in b.rows.items() if n not in a.rows])
+    matches += [Match(row, left_b[n], "name") for n, row in left_a.items() if n in left_b]
+    rest_a = [row for n, row in left_a.items() if n not in left_b]
+    rest_b = [row for n, row in left_b.items() if n not in left_a]
     at_place: dict[tuple[int, ...], NameRow] = {}
     if rest_a and rest_b:
         for row in rest_b:
@@ -186,3 +207,10 @@ def match_rows(a: NameRows, b: NameRows) -> list[Match]:
             paired.add(other.name)
     matches.extend(Match(None, row, "only in b") for row in rest_b if row.name not in paired)
     return matches
+
+
+def _by_normalized(rows: list[NameRow]) -> dict[str, NameRow]:
+    groups: dict[str, list[NameRow]] = {}
+    for row in rows:
+        groups.setdefault(normalize_name(row.name), []).append(row)
+    return {name: merged(name, group) for name, group in groups.items()}
