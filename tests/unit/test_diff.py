@@ -54,7 +54,9 @@ def run_events(step: list[tuple[str, int, str, int, int]], steps: int = 2) -> li
     corr = 0
     for n in range(steps):
         t0 = n * STEP_US
-        events.append({**cpu_op(f"ProfilerStep#{n + 1}", t0, STEP_US - 10), "cat": "user_annotation"})
+        events.append(
+            {**cpu_op(f"ProfilerStep#{n + 1}", t0, STEP_US - 10), "cat": "user_annotation"}
+        )
         for op, op_ts, name, k_ts, k_dur in step:
             corr += 1
             events.append(cpu_op(op, t0 + op_ts, 30))
@@ -98,8 +100,10 @@ def rows_by_name(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def test_normalized_names_drop_templates_parameters_addresses_and_spaces() -> None:
-    assert normalize_name(ADD_A) == normalize_name(ADD_B) == (
-        "at::native::vectorized_elementwise_kernel"
+    assert (
+        normalize_name(ADD_A)
+        == normalize_name(ADD_B)
+        == ("at::native::vectorized_elementwise_kernel")
     )
     assert normalize_name("void f<(anonymous namespace)::X>(float*, int) [clone .kd]") == (
         "f [clone .kd]"
@@ -280,7 +284,10 @@ def test_roofline_points_that_moved(profiles: Any) -> None:
     b_report = {**b_profile.report(), "roofline": {"points": [moved, still]}}
     result = diff_runs(a_profile.trace, a_report, b_profile.trace, b_report).to_dict()
     assert [p["key"] for p in result["roofline"]] == ["aten::mm|[[8, 8]]"]
-    assert (result["roofline"][0]["a"]["pct_of_roof"], result["roofline"][0]["b"]["pct_of_roof"]) == (
+    assert (
+        result["roofline"][0]["a"]["pct_of_roof"],
+        result["roofline"][0]["b"]["pct_of_roof"],
+    ) == (
         40.0,
         50.0,
     )
@@ -337,3 +344,13 @@ def test_cli_diff_damaged_trace_exits_2(pair: Any, capsys: pytest.CaptureFixture
 def test_diff_refuses_what_is_not_a_run() -> None:
     with pytest.raises(gpuprofile.GpuprofileError, match="history store"):
         gpuprofile.diff(42, 43)  # type: ignore[arg-type]
+
+
+def test_instantiations_found_in_both_runs_stay_apart(tmp_path: Path) -> None:
+    step = [("aten::add", 10, "k<1>(int)", 100, 20), ("aten::mul", 50, "k<2>(int)", 130, 30)]
+    slower = [("aten::add", 10, "k<1>(int)", 100, 25), ("aten::mul", 50, "k<2>(int)", 130, 30)]
+    a = write(tmp_path / "a.json", document(run_events(step, steps=1)))
+    b = write(tmp_path / "b.json", document(run_events(slower, steps=1)))
+    rows = rows_by_name(gpuprofile.diff(a, b).to_dict()["kernels"])
+    assert set(rows) == {"k<1>(int)", "k<2>(int)"}
+    assert rows["k<1>(int)"]["delta_ns"] == 5 * US and rows["k<2>(int)"]["delta_ns"] == 0

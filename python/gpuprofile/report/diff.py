@@ -158,7 +158,7 @@ def _median_step(trace: Trace, report: dict[str, Any]) -> tuple[float | None, st
 
 
 def _table(pairs: list[Match]) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for pair in pairs:
         a_ns = pair.a.total_ns if pair.a else 0
         b_ns = pair.b.total_ns if pair.b else 0

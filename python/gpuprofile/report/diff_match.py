@@ -93,14 +93,15 @@ class NameRows:
         if self._tree is None:
             self._tree = _OpTree(self._trace.ops)
         if self._table == "ops":
-            return self._tree.path(int(self._trace.ops["id"].iat[row.first]))
+            return self._tree.path(int(self._trace.ops["id"].to_numpy()[row.first]))
         kernels = self._trace.kernels
-        op_id = int(kernels["op_id"].iat[row.first])
+        op_id = int(kernels["op_id"].to_numpy()[row.first])
         op_path = None if op_id == NO_ID else self._tree.path(op_id)
         if op_path is None:
             return None
         same_op = kernels["op_id"].to_numpy() == op_id
-        earlier = kernels["start_ns"].to_numpy() < kernels["start_ns"].iat[row.first]
+        starts = kernels["start_ns"].to_numpy()
+        earlier = starts < starts[row.first]
         return (*op_path, -1, int((same_op & earlier).sum()))  # -1: apart from any op's path
 
 

@@ -40,7 +40,8 @@ def render_diff(diff: dict[str, Any]) -> str:
             lines.append(
                 f"  {format_percent(a['pct_of_roof'])} -> {format_percent(b['pct_of_roof'])} "
                 f"of roof, {format_si(a['achieved_flops_per_s'], 'FLOP/s')} -> "
-                f"{format_si(b['achieved_flops_per_s'], 'FLOP/s')}  {short_kernel_name(point['key'], 80)}"
+                f"{format_si(b['achieved_flops_per_s'], 'FLOP/s')}  "
+                f"{short_kernel_name(point['key'], 80)}"
             )
     return "\n".join(lines) + "\n"
 
