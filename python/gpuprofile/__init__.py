@@ -3,6 +3,7 @@
 %load_ext gpuprofile          # then %%gpuprofile on a cell
 with gpuprofile.profile() as p: ...
 gpuprofile.load("trace.json.gz").report()
+gpuprofile.diff("before.json.gz", "after.json.gz")   # what changed, b against a
 gpuprofile.step()             # marks a step of the running capture (optimizer steps count alone)
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gpuprofile.compare import diff
 from gpuprofile.errors import (
     GpuprofileError,
     OptionError,
@@ -20,12 +22,14 @@ from gpuprofile.errors import (
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.load import load
 from gpuprofile.profiles import Profile, last, profile
+from gpuprofile.report.diff import Diff
 
 if TYPE_CHECKING:
     from gpuprofile.capture.calibrate import calibrate
 
 __version__ = "0.1.0"
 __all__ = [
+    "Diff",
     "GpuprofileError",
     "Hardware",
     "OptionError",
@@ -34,6 +38,7 @@ __all__ = [
     "TraceFormatError",
     "WorkerError",
     "calibrate",
+    "diff",
     "last",
     "load",
     "profile",

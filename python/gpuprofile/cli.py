@@ -1,5 +1,5 @@
-"""The command line: `gpuprofile report PATH`, `gpuprofile demo`, `gpuprofile calibrate`,
-`gpuprofile doctor`."""
+"""The command line: `gpuprofile report PATH`, `gpuprofile diff A B`, `gpuprofile demo`,
+`gpuprofile calibrate`, `gpuprofile doctor`."""
 
 from __future__ import annotations
 
@@ -58,11 +58,14 @@ def _parser() -> argparse.ArgumentParser:
         help="also write the trace as a Chrome / Perfetto trace (gzip when FILE ends in .gz): "
         "ranks as processes, streams as threads",
     )
+    diff = commands.add_parser("diff", help="compare two runs: b against a (the baseline)")
+    diff.add_argument("a", help="the baseline: a trace path (any format report reads)")
+    diff.add_argument("b", help="the run to compare with it: a trace path")
     demo = commands.add_parser("demo", help="profile a small transformer block and report it")
     doctor = commands.add_parser(
         "doctor", help="check this machine: torch, CUDA, CUPTI, counters, NVML, tools, widgets"
     )
-    for sub in (report, demo, doctor):
+    for sub in (report, diff, demo, doctor):
         sub.add_argument("--format", choices=("text", "json"), default="text")
     calibrate = commands.add_parser(
         "calibrate", help="measure this machine's roofs: matmul FLOP/s, copy bandwidths"
@@ -141,6 +144,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 written = format_count(events, "event")
                 print(f"gpuprofile: wrote {args.export_trace} ({written})", file=sys.stderr)
             _emit(job, args.format)
+        elif args.command == "diff":
+            from gpuprofile.compare import diff
+
+            changes = diff(args.a, args.b)
+            if args.format == "json":
+                print(json.dumps(changes.to_dict(), indent=2))
+            else:
+                print(changes.text(), end="")
         elif args.command == "calibrate":
             _calibrate(args.seconds, args.json)
         elif args.command == "doctor":

@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "profiles": 6,
     "result": 6,  # profiles.py's name before, for reading older checkouts
     "load": 7,
+    "compare": 7,  # gpuprofile.diff: resolves paths and Profiles, beside load
     "cli": 8,
     "magic": 8,
     "__init__": 9,

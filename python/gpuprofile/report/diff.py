@@ -1,0 +1,274 @@
+"""Two runs side by side (schema ``gpuprofile.diff/1``, docs/diff.md): what got faster or
+slower, which kernels and ops moved, which hints a change fixed or brought.
+
+It reads what each run's report says (wall, GPU busy and idle, steps, hints, roofline) and
+each Trace's kernels and ops, so it sits at the report layer; ``gpuprofile.diff`` resolves
+paths and Profiles into these.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpuprofile.analyses.names import matches
+from gpuprofile.report.diff_match import Match, NameRows, match_rows
+from gpuprofile.trace.model import Trace
+
+SCHEMA = "gpuprofile.diff/1"
+# A roofline point moved when its % of roof or achieved FLOP/s changed by more than this.
+ROOFLINE_MOVE = 0.10
+_STEP_OP = re.compile(r"ProfilerStep#\d+$")
+
+
+@dataclass(frozen=True)
+class Diff:
+    """Run b against run a (a: the baseline). ``to_dict()`` is the ``gpuprofile.diff/1``
+    document, ``text()`` (also ``str(diff)``) its plain-text table. Made by
+    ``gpuprofile.diff(a, b)``.
+
+    Parameters:
+        document: the diff document (what ``to_dict()`` returns).
+    """
+
+    document: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The diff as plain JSON types (schema gpuprofile.diff/1, docs/diff.md)."""
+        return self.document
+
+    def text(self) -> str:
+        """The diff as a compact plain-text table."""
+        from gpuprofile.report.diff_text import render_diff
+
+        return render_diff(self.document)
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def diff_runs(
+    a_trace: Trace, a_report: dict[str, Any], b_trace: Trace, b_report: dict[str, Any]
+) -> Diff:
+    """Compare run b with run a, each given as its Trace and its report (build_report).
+
+    Parameters:
+        a_trace, a_report: the baseline run.
+        b_trace, b_report: the run compared with it.
+
+    Returns:
+        The Diff; times are whole-job totals (summed over ranks) where a run has several.
+    """
+    kernels = match_rows(NameRows(a_trace, "kernels"), NameRows(b_trace, "kernels"))
+    ops = match_rows(NameRows(a_trace, "ops"), NameRows(b_trace, "ops"))
+    notes = []
+    ranks = (len(a_report["ranks"]), len(b_report["ranks"]))
+    if max(ranks) > 1:
+        notes.append(
+            f"whole-job totals: times and counts are summed over the ranks "
+            f"(a: {ranks[0]}, b: {ranks[1]})"
+        )
+    by_position = sum(m.matched_by == "position" for m in [*kernels, *ops])
+    if by_position:
+        notes.append(
+            f"{by_position} rows whose names differ were matched by their place in the op tree"
+        )
+    document = {
+        "schema": SCHEMA,
+        "a": _side(a_report),
+        "b": _side(b_report),
+        "summary": _summary(a_trace, a_report, b_trace, b_report),
+        "kernels": _table(kernels),
+        "ops": _table(ops),
+        "hints": _hints(a_report["hints"], b_report["hints"], with_rank=min(ranks) > 1),
+        "roofline": _roofline_moved(a_report, b_report),
+        "notes": notes,
+    }
+    return Diff(document)
+
+
+def _side(report: dict[str, Any]) -> dict[str, Any]:
+    devices = sorted({d["name"] for r in report["ranks"] for d in r["devices"] if d.get("name")})
+    return {
+        "path": report["source"]["path"],
+        "format": report["source"]["format"],
+        "ranks": len(report["ranks"]),
+        "devices": devices,
+    }
+
+
+def _change(a: float | None, b: float | None) -> dict[str, Any]:
+    """{a, b, delta, ratio}: delta = b - a, ratio = b / a (None when a is 0 or unknown)."""
+    known = a is not None and b is not None
+    return {
+        "a": a,
+        "b": b,
+        "delta": b - a if known else None,  # type: ignore[operator]
+        "ratio": b / a if known and a else None,  # type: ignore[operator]
+    }
+
+
+def _gpu_total(report: dict[str, Any], key: str) -> int:
+    return sum(r["gpu"][key] for r in report["ranks"] if r["gpu"] is not None)
+
+
+def _summary(
+    a_trace: Trace, a_report: dict[str, Any], b_trace: Trace, b_report: dict[str, Any]
+) -> dict[str, Any]:
+    a_step, a_from = _median_step(a_trace, a_report)
+    b_step, b_from = _median_step(b_trace, b_report)
+    both_steps = a_step is not None and b_step is not None
+    causes = sorted({*a_report["idle_by_cause"], *b_report["idle_by_cause"]})
+    idle_by_cause = {}
+    for cause in causes:
+        a_ns = int(a_report["idle_by_cause"].get(cause, 0))
+        b_ns = int(b_report["idle_by_cause"].get(cause, 0))
+        idle_by_cause[cause] = {"a": a_ns, "b": b_ns, "delta": b_ns - a_ns}
+    return {
+        "wall_ns": _change(
+            sum(r["wall_ns"] for r in a_report["ranks"]),
+            sum(r["wall_ns"] for r in b_report["ranks"]),
+        ),
+        "busy_ns": _change(_gpu_total(a_report, "busy_ns"), _gpu_total(b_report, "busy_ns")),
+        "idle_ns": _change(_gpu_total(a_report, "idle_ns"), _gpu_total(b_report, "idle_ns")),
+        # The median step of each run, over every rank's steps; None unless both have steps.
+        "step_ns": {**_change(a_step, b_step), "source": {"a": a_from, "b": b_from}}
+        if both_steps
+        else None,
+        "idle_by_cause": idle_by_cause,
+    }
+
+
+def _median_step(trace: Trace, report: dict[str, Any]) -> tuple[float | None, str | None]:
+    """The median step time and where it came from: the GPU step markers (ProfilerStep#N on
+    the GPU timeline) of every rank, else the host's ProfilerStep#N ranges."""
+    gpu = [s["window_ns"] for r in report["ranks"] if r["gpu"] for s in r["gpu"]["steps"]]
+    if gpu:
+        return float(statistics.median(gpu)), "gpu step markers"
+    ops = trace.ops
+    if len(ops):
+        steps = matches(ops["name"], _STEP_OP, anchored=True)
+        if steps.any():
+            return float(np.median(ops["dur_ns"].to_numpy()[steps])), "host ProfilerStep ranges"
+    return None, None
+
+
+def _table(pairs: list[Match]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for pair in pairs:
+        a_ns = pair.a.total_ns if pair.a else 0
+        b_ns = pair.b.total_ns if pair.b else 0
+        named = pair.a or pair.b
+        assert named is not None
+        rows.append(
+            {
+                "name": named.name,
+                "a_ns": a_ns,
+                "b_ns": b_ns,
+                "delta_ns": b_ns - a_ns,
+                "a_count": pair.a.count if pair.a else 0,
+                "b_count": pair.b.count if pair.b else 0,
+                "matched_by": pair.matched_by,
+                # The name in b when it differs (rows matched by position); else None.
+                "b_name": pair.b.name if pair.a and pair.b and pair.b.name != pair.a.name else None,
+            }
+        )
+    rows.sort(key=lambda r: (-abs(r["delta_ns"]), -max(r["a_ns"], r["b_ns"]), r["name"]))
+    return rows
+
+
+_NUMBER = re.compile(
+    r"[-+]?\d[\d,]*(\.\d+)?\s*(%|x\b|(?:[kMGTP]|µ|u|m|n)?(?:s|B|B/s|FLOP/s|FLOP|Hz|W)\b)?"
+)
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def hint_key(hint: dict[str, Any], *, with_rank: bool = True) -> str:
+    """What identifies a hint across runs: its kind, its rank (with_rank: two jobs; one-rank
+    runs compare whatever rank each was) and its title without its numbers (a fix changes
+    them) and with plurals made singular ("1 copy" / "3 copies")."""
+    title = _NUMBER.sub("#", hint["title"])
+    title = _WORD.sub(lambda m: _singular(m.group(0).lower()), title)
+    rank = hint.get("rank") if with_rank else None
+    return f"{hint['kind']}|{'' if rank is None else rank}|{' '.join(title.split())}"
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def _hints(
+    a_hints: list[dict[str, Any]], b_hints: list[dict[str, Any]], *, with_rank: bool
+) -> dict[str, Any]:
+    a_by, b_by = _by_key(a_hints, with_rank), _by_key(b_hints, with_rank)
+    out: dict[str, list[dict[str, Any]]] = {"fixed": [], "new": [], "kept": []}
+    for key in [*a_by, *(k for k in b_by if k not in a_by)]:
+        a, b = a_by.get(key), b_by.get(key)
+        group = "kept" if a and b else "fixed" if a else "new"
+        shown = b or a
+        assert shown is not None
+        out[group].append(
+            {
+                "key": key,
+                "kind": shown["kind"],
+                "title": shown["title"],
+                "a_title": a["title"] if a else None,
+                "b_title": b["title"] if b else None,
+                "a_gain_ns": a["gain_ns"] if a else None,
+                "b_gain_ns": b["gain_ns"] if b else None,
+            }
+        )
+    for entries in out.values():
+        entries.sort(key=lambda e: -max(e["a_gain_ns"] or 0, e["b_gain_ns"] or 0))
+    return out
+
+
+def _by_key(hints: list[dict[str, Any]], with_rank: bool) -> dict[str, dict[str, Any]]:
+    """Hints by key; two of one key (rare) count as one, their gains summed."""
+    out: dict[str, dict[str, Any]] = {}
+    for hint in hints:
+        key = hint_key(hint, with_rank=with_rank)
+        if key in out:
+            out[key] = {**out[key], "gain_ns": out[key]["gain_ns"] + hint["gain_ns"]}
+        else:
+            out[key] = hint
+    return out
+
+
+_POINT_FIELDS = ("pct_of_roof", "achieved_flops_per_s", "time_ns", "count")
+
+
+def _roofline_moved(a_report: dict[str, Any], b_report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Points of both runs' rooflines (same key) whose % of roof or achieved FLOP/s changed
+    by more than ROOFLINE_MOVE of a's value."""
+    b_points = {p["key"]: p for p in b_report["roofline"]["points"]}
+    moved = []
+    for a in a_report["roofline"]["points"]:
+        b = b_points.get(a["key"])
+        if b is None:
+            continue
+        if any(_moved(a.get(f), b.get(f)) for f in ("pct_of_roof", "achieved_flops_per_s")):
+            moved.append(
+                {
+                    "key": a["key"],
+                    "a": {f: a.get(f) for f in _POINT_FIELDS},
+                    "b": {f: b.get(f) for f in _POINT_FIELDS},
+                }
+            )
+    return moved
+
+
+def _moved(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return False
+    if a == 0:
+        return b != 0
+    return abs(b - a) / abs(a) > ROOFLINE_MOVE

@@ -1,0 +1,104 @@
+"""The diff (gpuprofile.diff/1) as a compact plain-text table, for terminals and CI logs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuprofile.analyses.names import short_kernel_name
+from gpuprofile.units import format_count, format_percent, format_si, format_time
+
+TOP_ROWS = 10
+_SUMMARY = (("wall_ns", "wall"), ("busy_ns", "GPU busy"), ("idle_ns", "GPU idle"))
+
+
+def render_diff(diff: dict[str, Any]) -> str:
+    """The diff document as text: the two runs, the summary with deltas and ratios, the
+    kernels and ops that moved most, the hints fixed / new / kept, the roofline points that
+    moved, and the notes."""
+    lines = [
+        "gpuprofile diff (b against a)",
+        f"  a: {_side(diff['a'])}",
+        f"  b: {_side(diff['b'])}",
+        *(f"  note: {note}" for note in diff["notes"]),
+        "",
+        f"  {'':<22}{'a':>11}{'b':>11}{'delta':>12}{'b/a':>8}",
+    ]
+    summary = diff["summary"]
+    for key, label in _SUMMARY:
+        lines.append(_summary_line(label, summary[key]))
+    if summary["step_ns"] is not None:
+        lines.append(_summary_line("step (median)", summary["step_ns"]))
+    for cause, change in summary["idle_by_cause"].items():
+        lines.append(_summary_line(f"  idle: {cause}", {**change, "ratio": None}))
+    for table, title in (("kernels", "Kernels"), ("ops", "Ops")):
+        lines.extend(_rows(diff[table], title))
+    lines.extend(_hints(diff["hints"]))
+    if diff["roofline"]:
+        lines += ["", f"Roofline points that moved ({len(diff['roofline'])}):"]
+        for point in diff["roofline"][:TOP_ROWS]:
+            a, b = point["a"], point["b"]
+            lines.append(
+                f"  {format_percent(a['pct_of_roof'])} -> {format_percent(b['pct_of_roof'])} "
+                f"of roof, {format_si(a['achieved_flops_per_s'], 'FLOP/s')} -> "
+                f"{format_si(b['achieved_flops_per_s'], 'FLOP/s')}  "
+                f"{short_kernel_name(point['key'], 80)}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _side(side: dict[str, Any]) -> str:
+    where = side["path"] or "(captured)"
+    devices = ", ".join(side["devices"]) or "no GPU named"
+    return f"{where} ({side['format']}, {format_count(side['ranks'], 'rank')}, {devices})"
+
+
+def _signed_time(ns: float | None) -> str:
+    text = format_time(ns)
+    return f"+{text}" if ns is not None and ns > 0 else text
+
+
+def _ratio(ratio: float | None) -> str:
+    return "" if ratio is None else f"{format_si(ratio)}x"
+
+
+def _summary_line(label: str, change: dict[str, Any]) -> str:
+    return (
+        f"  {label:<22}{format_time(change['a']):>11}{format_time(change['b']):>11}"
+        f"{_signed_time(change['delta']):>12}{_ratio(change['ratio']):>8}"
+    )
+
+
+def _rows(rows: list[dict[str, Any]], title: str) -> list[str]:
+    if not rows:
+        return []
+    shown = rows[:TOP_ROWS]
+    lines = [
+        "",
+        f"{title}: {len(shown)} of {format_count(len(rows))} by |delta|",
+        f"  {'delta':>11}{'a':>11}{'b':>11}{'count a -> b':>18}  name",
+    ]
+    for row in shown:
+        counts = f"{format_count(row['a_count'])} -> {format_count(row['b_count'])}"
+        name = short_kernel_name(row["name"], 60)
+        if row["matched_by"] == "position":
+            name += f" ~ {short_kernel_name(row['b_name'], 40)} (by position)"
+        elif row["matched_by"] != "name":
+            name += f" ({row['matched_by']})"
+        lines.append(
+            f"  {_signed_time(row['delta_ns']):>11}{format_time(row['a_ns']):>11}"
+            f"{format_time(row['b_ns']):>11}{counts:>18}  {name}"
+        )
+    return lines
+
+
+def _hints(hints: dict[str, list[dict[str, Any]]]) -> list[str]:
+    lines: list[str] = []
+    for group in ("fixed", "new", "kept"):
+        entries = hints[group]
+        if not entries:
+            continue
+        lines += ["", f"Hints {group} ({len(entries)}):"]
+        for entry in entries[:TOP_ROWS]:
+            gains = f"gain {format_time(entry['a_gain_ns'])} -> {format_time(entry['b_gain_ns'])}"
+            lines.append(f"  [{entry['kind']}] {entry['title']}  ({gains})")
+    return lines
