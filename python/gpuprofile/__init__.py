@@ -4,6 +4,7 @@
 with gpuprofile.profile() as p: ...
 gpuprofile.load("trace.json.gz").report()
 gpuprofile.diff("before.json.gz", "after.json.gz")   # what changed, b against a
+gpuprofile.assert_no_regression(run, baseline, max_regression=0.05)   # CI gate, beyond noise
 gpuprofile.step()             # marks a step of the running capture (optimizer steps count alone)
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gpuprofile.compare import diff
+from gpuprofile.compare import assert_no_regression, diff
 from gpuprofile.errors import (
     GpuprofileError,
     OptionError,
@@ -23,6 +24,7 @@ from gpuprofile.hardware.model import Hardware
 from gpuprofile.load import load
 from gpuprofile.profiles import Profile, last, profile
 from gpuprofile.report.diff import Diff
+from gpuprofile.report.regression import RegressionCheck
 
 if TYPE_CHECKING:
     from gpuprofile.capture.calibrate import calibrate
@@ -35,8 +37,10 @@ __all__ = [
     "OptionError",
     "Profile",
     "ProfilerBusyError",
+    "RegressionCheck",
     "TraceFormatError",
     "WorkerError",
+    "assert_no_regression",
     "calibrate",
     "diff",
     "last",

@@ -1,4 +1,5 @@
-"""The command line: `gpuprofile report PATH`, `gpuprofile diff A B`, `gpuprofile demo`,
+"""The command line: `gpuprofile report PATH`, `gpuprofile diff A B`, `gpuprofile check RUN
+--baseline REF`, `gpuprofile demo`,
 `gpuprofile calibrate`, `gpuprofile doctor`."""
 
 from __future__ import annotations
@@ -61,11 +62,22 @@ def _parser() -> argparse.ArgumentParser:
     diff = commands.add_parser("diff", help="compare two runs: b against a (the baseline)")
     diff.add_argument("a", help="the baseline: a trace path (any format report reads)")
     diff.add_argument("b", help="the run to compare with it: a trace path")
+    check = commands.add_parser(
+        "check", help="CI gate: exit 1 when RUN is slower than the baseline beyond noise"
+    )
+    check.add_argument("run", help="the run checked: a trace path")
+    check.add_argument("--baseline", required=True, metavar="REF", help="a trace path")
+    check.add_argument(
+        "--max-regression",
+        metavar="LIMIT",
+        default="5%",
+        help="the slowdown allowed: 5%% or 0.05 (default 5%%)",
+    )
     demo = commands.add_parser("demo", help="profile a small transformer block and report it")
     doctor = commands.add_parser(
         "doctor", help="check this machine: torch, CUDA, CUPTI, counters, NVML, tools, widgets"
     )
-    for sub in (report, diff, demo, doctor):
+    for sub in (report, diff, check, demo, doctor):
         sub.add_argument("--format", choices=("text", "json"), default="text")
     calibrate = commands.add_parser(
         "calibrate", help="measure this machine's roofs: matmul FLOP/s, copy bandwidths"
@@ -152,6 +164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(json.dumps(changes.to_dict(), indent=2))
             else:
                 print(changes.text(), end="")
+        elif args.command == "check":
+            from gpuprofile.compare import check as check_run
+
+            verdict = check_run(args.run, args.baseline, args.max_regression)
+            print(json.dumps(verdict.to_dict(), indent=2) if args.format == "json" else verdict)
+            return 1 if verdict.regressed else 0
         elif args.command == "calibrate":
             _calibrate(args.seconds, args.json)
         elif args.command == "doctor":

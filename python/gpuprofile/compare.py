@@ -1,4 +1,5 @@
-"""gpuprofile.diff: two runs, given as Profiles or trace paths, compared (docs/diff.md)."""
+"""gpuprofile.diff and the CI gate: two runs, given as Profiles or trace paths, compared
+(docs/diff.md, docs/ci.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from gpuprofile.errors import GpuprofileError, TraceFormatError
 from gpuprofile.importers.formats import read_trace
 from gpuprofile.profiles import Profile
 from gpuprofile.report.diff import Diff, diff_runs
+from gpuprofile.report.regression import RegressionCheck, check_runs, parse_max_regression
 
 RunRef = Profile | str | os.PathLike[str]
 
@@ -70,3 +72,51 @@ def diff(a: RunRef, b: RunRef) -> Diff:
     """
     first, second = resolve_run(a), resolve_run(b)
     return diff_runs(first.trace, first.report(), second.trace, second.report())
+
+
+def check(run: RunRef, baseline: RunRef, max_regression: float | str = 0.05) -> RegressionCheck:
+    """Whether run is slower than baseline by more than max_regression, beyond noise: with 3
+    or more steps on each side, a bootstrap interval of the ratio of median step times must
+    lie wholly above 1 + max_regression; with fewer, a plain threshold (docs/ci.md).
+
+    Parameters:
+        run: the run checked: a Profile or a trace path.
+        baseline: what it is held to: a Profile or a trace path.
+        max_regression: the slowdown allowed: a fraction (0.05) or a percentage ("5%").
+
+    Returns:
+        A RegressionCheck: ``regressed``, ``text()``, ``to_dict()`` (gpuprofile.check/1).
+
+    Raises:
+        OptionError: a max_regression that is not a fraction or a percentage.
+        TraceFormatError: a path that is missing or not a trace.
+        GpuprofileError: a reference that is neither (run ids and labels need the history
+            store, not built yet).
+    """
+    allowed = parse_max_regression(max_regression)
+    checked, held_to = resolve_run(run), resolve_run(baseline)
+    return check_runs(
+        checked.trace, checked.report(), held_to.trace, held_to.report(), allowed
+    )
+
+
+def assert_no_regression(
+    profile: RunRef, baseline: RunRef, max_regression: float | str = 0.05
+) -> RegressionCheck:
+    """For pytest: fail when profile is slower than baseline beyond noise (``check``).
+
+    Parameters:
+        profile: the run checked: a Profile or a trace path.
+        baseline: what it is held to: a Profile or a trace path.
+        max_regression: the slowdown allowed: a fraction (0.05) or a percentage ("5%").
+
+    Returns:
+        The RegressionCheck, when the run did not regress.
+
+    Raises:
+        AssertionError: the run regressed; its message is the verdict's text.
+    """
+    verdict = check(profile, baseline, max_regression)
+    if verdict.regressed:
+        raise AssertionError(verdict.text())
+    return verdict

@@ -9,7 +9,6 @@ paths and Profiles into these.
 from __future__ import annotations
 
 import re
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,17 +143,36 @@ def _summary(
 
 
 def _median_step(trace: Trace, report: dict[str, Any]) -> tuple[float | None, str | None]:
-    """The median step time and where it came from: the GPU step markers (ProfilerStep#N on
-    the GPU timeline) of every rank, else the host's ProfilerStep#N ranges."""
+    """The median step time (see step_times) and where it came from; None without steps."""
+    times, source = step_times(trace, report)
+    return (float(np.median(times)), source) if len(times) else (None, None)
+
+
+def step_times(trace: Trace, report: dict[str, Any]) -> tuple[np.ndarray, str | None]:
+    """Every step's time in ns and where they came from: the GPU step markers (ProfilerStep#N
+    on the GPU timeline) of every rank, else the host's ProfilerStep#N ranges, else the
+    recorded windows of a ``--steps`` capture.
+
+    Parameters:
+        trace: the run's Trace.
+        report: its report (build_report).
+
+    Returns:
+        The step times (float ns, in trace order; empty without steps) and their source
+        ("gpu step markers", "host ProfilerStep ranges", "recorded windows"; None when empty).
+    """
     gpu = [s["window_ns"] for r in report["ranks"] if r["gpu"] for s in r["gpu"]["steps"]]
     if gpu:
-        return float(statistics.median(gpu)), "gpu step markers"
+        return np.asarray(gpu, dtype=float), "gpu step markers"
     ops = trace.ops
     if len(ops):
         steps = matches(ops["name"], _STEP_OP, anchored=True)
         if steps.any():
-            return float(np.median(ops["dur_ns"].to_numpy()[steps])), "host ProfilerStep ranges"
-    return None, None
+            return ops["dur_ns"].to_numpy()[steps].astype(float), "host ProfilerStep ranges"
+    windows = [w.end_ns - w.start_ns for w in trace.meta.windows]
+    if windows:
+        return np.asarray(windows, dtype=float), "recorded windows"
+    return np.empty(0), None
 
 
 def _table(pairs: list[Match]) -> list[dict[str, Any]]:
