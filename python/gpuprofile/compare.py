@@ -95,9 +95,7 @@ def check(run: RunRef, baseline: RunRef, max_regression: float | str = 0.05) -> 
     """
     allowed = parse_max_regression(max_regression)
     checked, held_to = resolve_run(run), resolve_run(baseline)
-    return check_runs(
-        checked.trace, checked.report(), held_to.trace, held_to.report(), allowed
-    )
+    return check_runs(checked.trace, checked.report(), held_to.trace, held_to.report(), allowed)
 
 
 def assert_no_regression(

@@ -33,8 +33,16 @@ def step_doc(step_us: list[float]) -> dict[str, Any]:
         name = f"ProfilerStep#{n}"
         events.append({**cpu_op(name, t0, dur), "cat": "user_annotation"})
         events.append(
-            {"ph": "X", "cat": "gpu_user_annotation", "name": name, "pid": 0, "tid": 7,
-             "ts": t0, "dur": dur, "args": {"External id": n}}  # fmt: skip
+            {
+                "ph": "X",
+                "cat": "gpu_user_annotation",
+                "name": name,
+                "pid": 0,
+                "tid": 7,
+                "ts": t0,
+                "dur": dur,
+                "args": {"External id": n},
+            }
         )
         events.append(cpu_op("aten::mm", t0 + 1, 5))
         events.append(runtime("cudaLaunchKernel", t0 + 2, 1, corr=n))
@@ -94,9 +102,7 @@ def test_a_clear_regression_exits_1_with_its_interval_above_the_limit(
     assert (verdict["baseline"], verdict["run"]) == (str(base), str(run))
 
 
-def test_no_change_with_jitter_exits_0(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_no_change_with_jitter_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rng = np.random.default_rng(8)
     base_us, run_us = jittered(rng, 1000, 0.01), jittered(rng, 1000, 0.01)
     run, base = pair(tmp_path, base_us, run_us)

@@ -163,7 +163,13 @@ def check_runs(
         ratio = run_median / base_median
         lo, hi = bootstrap_ratio_interval(run_steps, base_steps)
         regressed = lo > limit
-        where = "lies above" if regressed else "does not lie wholly above"
+        where = (
+            "lies above"
+            if regressed
+            else "lies below"
+            if hi <= limit
+            else "straddles (within noise)"
+        )
         summary = (
             f"{_verdict(regressed)}: median step time {format_time(run_median)} vs "
             f"{format_time(base_median)}, {format_si(ratio)}x the baseline; "
@@ -171,7 +177,7 @@ def check_runs(
             f"{where} the {format_si(limit)}x limit "
             f"(bootstrap of the ratio of medians: {format_count(len(run_steps), 'step')} vs "
             f"{format_count(len(base_steps), 'step')}, {format_count(RESAMPLES)} resamples; "
-            f"steps from {run_from})"
+            f"steps from {_sources(run_from, base_from)})"
         )
         return RegressionCheck(
             **names,
@@ -236,6 +242,10 @@ def _positive_steps(trace: Trace, report: dict[str, Any]) -> tuple[np.ndarray, s
     # A zero-length step (an empty marker) would make a resampled median 0.
     times, source = step_times(trace, report)
     return times[times > 0], source
+
+
+def _sources(run_from: str | None, base_from: str | None) -> str:
+    return str(run_from) if run_from == base_from else f"{run_from} (run), {base_from} (baseline)"
 
 
 def _verdict(regressed: bool) -> str:
