@@ -12,9 +12,10 @@ import pytest
 
 import gpuprofile
 from gpuprofile.cli import main
-from gpuprofile.report.html_plots import timeline_figure
+from gpuprofile.report.html_plots import roofline_figure, timeline_figure
 from helpers.hostile_trace import BREAKOUT, HOSTILE, report_events
 from helpers.kineto_docs import document, write
+
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[dict]]:
@@ -121,3 +122,27 @@ def test_cli_html_into_a_missing_directory_is_one_line(
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gpuprofile: error: ")
     assert captured.out == ""
+
+
+def test_roofline_draws_the_dram_and_compute_roofs() -> None:
+    bandwidth, peak = 2.0e12, 60.0e12
+    points = [
+        {"name": "a", "intensity": 4.0, "achieved_flops_per_s": 5.0e12, "time_ns": 10,
+         "precision": "fp32"},
+        {"name": "b", "intensity": 200.0, "achieved_flops_per_s": 40.0e12, "time_ns": 30,
+         "precision": "fp32"},
+    ]  # fmt: skip
+    report = {
+        "hardware": {"dram_bytes_per_s": bandwidth, "peak_flops": {"fp32": peak, "bf16": 1e15}},
+        "roofline": {"points": points},
+    }
+    figure = roofline_figure(report)
+    assert figure is not None
+    lines = [r for r in figure.renderers if type(r.glyph).__name__ == "Line"]
+    assert len(lines) == 1  # only the precision the points use
+    xs, ys = lines[0].data_source.data["x"], lines[0].data_source.data["y"]
+    for x, y in zip(xs, ys):
+        assert y == pytest.approx(min(bandwidth * x, peak))
+    assert peak / bandwidth in xs  # the ridge
+    scatter = next(r for r in figure.renderers if type(r.glyph).__name__ == "Scatter")
+    assert list(scatter.data_source.data["x"]) == [4.0, 200.0]

@@ -51,7 +51,8 @@ def _table(header: list[str], rows: list[list[tuple[str, bool]]]) -> str:
     # Cells arrive as (already escaped text, is_number); headers are ours but escaped anyway.
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = "".join(
-        "<tr>" + "".join(f'<td class="n">{c}</td>' if num else f"<td>{c}</td>" for c, num in row)
+        "<tr>"
+        + "".join(f'<td class="n">{c}</td>' if num else f"<td>{c}</td>" for c, num in row)
         + "</tr>"
         for row in rows
     )
@@ -72,9 +73,11 @@ def summary_html(report: dict[str, Any]) -> str:
     Returns escaped HTML."""
     source = report.get("source") or {}
     hardware = report.get("hardware") or {}
-    parts = ['<h1>gpuprofile report</h1>']
+    parts = ["<h1>gpuprofile report</h1>"]
     for notice in report.get("notices", []):
-        parts.append(f'<div class="notice">{esc(notice.get("kind"))}: {esc(notice.get("text"))}</div>')
+        parts.append(
+            f'<div class="notice">{esc(notice.get("kind"))}: {esc(notice.get("text"))}</div>'
+        )
     parts.append(
         f"<p>Source: {esc(source.get('path') or 'capture')} ({esc(source.get('format'))}"
         f"{', ' + esc(source['version']) if source.get('version') else ''})<br>"
@@ -106,8 +109,12 @@ def _rank_summary(rank: dict[str, Any], several: bool) -> str:
     kernels = rank.get("top_kernels") or []
     if kernels:
         rows = [
-            [_t(k["name"]), _t(k.get("class") or ""), _n(format_count(k["count"])),
-             _n(format_time(k["total_ns"]))]
+            [
+                _t(k["name"]),
+                _t(k.get("class") or ""),
+                _n(format_count(k["count"])),
+                _n(format_time(k["total_ns"])),
+            ]
             for k in kernels
         ]
         lines.append("<h3>Top kernels</h3>" + _table(["kernel", "class", "count", "time"], rows))
@@ -131,9 +138,15 @@ def gauges_html(report: dict[str, Any]) -> str:
         value = "unknown" if g.get("value") is None else format_reading(g["value"], g["unit"])
         roof = "" if g.get("roof") is None else format_reading(g["roof"], g["unit"])
         rows.append(
-            [_t(g.get("rank")), _t(g.get("label")), _n(value), _n(roof),
-             _t(g.get("roof_label") or ""), _n(format_fraction(g.get("fraction"), 0)),
-             _t(g.get("note") or "")]
+            [
+                _t(g.get("rank")),
+                _t(g.get("label")),
+                _n(value),
+                _n(roof),
+                _t(g.get("roof_label") or ""),
+                _n(format_fraction(g.get("fraction"), 0)),
+                _t(g.get("note") or ""),
+            ]
         )
     header = ["rank", "gauge", "value", "roof", "roof is", "of roof", "note"]
     return "<h2>Gauges</h2>" + _table(header, rows)
@@ -149,7 +162,8 @@ def hints_html(report: dict[str, Any]) -> str:
         severity = esc(hint.get("severity") or "low")
         parts.append(
             f'<div class="hint {severity}"><h3>{esc(hint.get("title"))}</h3>'
-            f"<p>{severity} · {esc(hint.get('kind'))} · gain {esc(format_time(hint.get('gain_ns')))}"
+            f"<p>{severity} · {esc(hint.get('kind'))} · "
+            f"gain {esc(format_time(hint.get('gain_ns')))}"
             f"</p><p>{esc(hint.get('explanation') or '')}</p>"
         )
         fix = hint.get("fix") or []
@@ -160,9 +174,18 @@ def hints_html(report: dict[str, Any]) -> str:
         evidence = hint.get("evidence") or []
         if evidence:
             rows = [
-                [_t(e.get("label") or ""), _t(e.get("table")), _t(e.get("rank")),
-                 _n(format_count(len(e.get("event_ids") or []))),
-                 _t(", ".join(f"{format_time(a)}–{format_time(b)}" for a, b in (e.get("windows") or [])[:5]))]
+                [
+                    _t(e.get("label") or ""),
+                    _t(e.get("table")),
+                    _t(e.get("rank")),
+                    _n(format_count(len(e.get("event_ids") or []))),
+                    _t(
+                        ", ".join(
+                            f"{format_time(a)}\u2013{format_time(b)}"
+                            for a, b in (e.get("windows") or [])[:5]
+                        )
+                    ),
+                ]
                 for e in evidence
             ]
             parts.append(_table(["evidence", "table", "rank", "events", "windows"], rows))
@@ -181,10 +204,15 @@ def ranks_html(report: dict[str, Any]) -> str:
         gpu = rank.get("gpu") or {}
         dist = rank.get("distributed") or {}
         rows.append(
-            [_t(rank["rank"]), _n(format_time(rank.get("wall_ns"))),
-             _n(format_time(gpu.get("busy_ns"))), _n(format_percent(gpu.get("busy_pct"))),
-             _n(format_time(dist.get("wait_ns"))), _n(format_time(dist.get("exposed_comm_ns"))),
-             _n(format_fraction(dist.get("bubble_fraction")))]
+            [
+                _t(rank["rank"]),
+                _n(format_time(rank.get("wall_ns"))),
+                _n(format_time(gpu.get("busy_ns"))),
+                _n(format_percent(gpu.get("busy_pct"))),
+                _n(format_time(dist.get("wait_ns"))),
+                _n(format_time(dist.get("exposed_comm_ns"))),
+                _n(format_fraction(dist.get("bubble_fraction"))),
+            ]
         )
     header = ["rank", "wall", "GPU busy", "busy", "wait", "exposed comm", "bubble"]
     parts = ["<h2>Ranks</h2>", _table(header, rows)]
@@ -206,7 +234,7 @@ def roofline_caption(report: dict[str, Any]) -> str:
     roofline = report.get("roofline") or {}
     text = f"FLOPs known for {format_fraction(roofline.get('coverage'))} of GPU time."
     if roofline.get("missing_flops"):
-        text += f" {roofline['missing_flops']}"
+        text += f" {roofline['missing_flops'].rstrip('.')}."
     points = [p for p in roofline.get("points", []) if p.get("intensity")]
     if points:
         best = max(points, key=lambda p: p.get("time_ns") or 0)
@@ -224,7 +252,7 @@ def render_html(report: dict[str, Any], trace: Trace, *, title: str = "gpuprofil
     Returns the HTML text."""
     from bokeh.embed import file_html
     from bokeh.layouts import column
-    from bokeh.models import Div
+    from bokeh.models.widgets.markups import Div
     from bokeh.resources import INLINE
 
     from gpuprofile.report.html_plots import roofline_figure, timeline_figure
@@ -232,14 +260,15 @@ def render_html(report: dict[str, Any], trace: Trace, *, title: str = "gpuprofil
     def div(markup: str) -> Div:
         # disable_math: a name holding $$...$$ would otherwise make bokeh fetch MathJax.
         return Div(
-            text=f'<div class="gp-report">{markup}</div>',
+            # Each Div renders in its own shadow root: the style goes into every one.
+            text=f'{_STYLE}<div class="gp-report">{markup}</div>',
             sizing_mode="stretch_width",
             disable_math=True,
         )
 
     timeline, timeline_note = timeline_figure(trace)
     items: list[Any] = [
-        div(_STYLE + summary_html(report) + ranks_html(report) + gauges_html(report)),
+        div(summary_html(report) + ranks_html(report) + gauges_html(report)),
         div(f"<h2>Kernel timeline</h2><p>{esc(timeline_note)}</p>"),
     ]
     if timeline is not None:
@@ -249,7 +278,9 @@ def render_html(report: dict[str, Any], trace: Trace, *, title: str = "gpuprofil
     if roofline is not None:
         items.append(roofline)
     items.append(div(hints_html(report)))
-    page: str = file_html(column(*items, sizing_mode="stretch_width"), resources=INLINE, title=title)
+    page: str = file_html(
+        column(*items, sizing_mode="stretch_width"), resources=INLINE, title=title
+    )
     return page
 
 
@@ -266,7 +297,9 @@ def write_html(
     if target.is_dir():
         raise GpuprofileError(f"{target}: is a directory; give a file name")
     source = (report.get("source") or {}).get("path")
-    page = render_html(report, trace, title=title or f"gpuprofile: {Path(source).name if source else 'capture'}")
+    page = render_html(
+        report, trace, title=title or f"gpuprofile: {Path(source).name if source else 'capture'}"
+    )
     data = page.encode("utf-8")
     try:
         target.write_bytes(data)

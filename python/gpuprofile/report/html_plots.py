@@ -41,7 +41,7 @@ def timeline_figure(trace: Trace, limit: int = MAX_TIMELINE_KERNELS) -> tuple[Fi
         trace: the Trace whose kernels table is drawn.
         limit: at most this many kernels, the longest; the note says when some were left out.
     Returns the figure (None without kernels) and a one-line note of what it shows."""
-    from bokeh.models import ColumnDataSource, HoverTool
+    from bokeh.models import ColumnDataSource, FactorRange, HoverTool
     from bokeh.plotting import figure
 
     kernels = trace.kernels
@@ -66,7 +66,10 @@ def timeline_figure(trace: Trace, limit: int = MAX_TIMELINE_KERNELS) -> tuple[Fi
     dur = kernels["dur_ns"].to_numpy(dtype=np.int64)
     names = kernels["name"].astype(str).to_numpy()
     codes = kernels["name"].cat.codes.to_numpy() if hasattr(kernels["name"], "cat") else None
-    colors = [_PALETTE[int(c) % len(_PALETTE)] for c in (codes if codes is not None else range(len(names)))]
+    colors = [
+        _PALETTE[int(c) % len(_PALETTE)]
+        for c in (codes if codes is not None else range(len(names)))
+    ]
     source = ColumnDataSource(
         {
             "lane": lanes,
@@ -79,7 +82,7 @@ def timeline_figure(trace: Trace, limit: int = MAX_TIMELINE_KERNELS) -> tuple[Fi
         }
     )
     fig = figure(
-        y_range=list(reversed(factors)),
+        y_range=FactorRange(factors=list(reversed(factors))),
         height=min(120 + 28 * len(factors), 700),
         sizing_mode="stretch_width",
         x_axis_label="time from trace start (ms)",
@@ -164,9 +167,13 @@ def roofline_figure(report: dict[str, Any]) -> Figure | None:
     fig.add_tools(
         HoverTool(
             tooltips=[
-                ("name", "@name"), ("shapes", "@shapes"), ("time", "@time"),
-                ("intensity", "@intensity"), ("achieved", "@rate"), ("of roof", "@pct"),
-            ]  # fmt: skip
+                ("name", "@name"),
+                ("shapes", "@shapes"),
+                ("time", "@time"),
+                ("intensity", "@intensity"),
+                ("achieved", "@rate"),
+                ("of roof", "@pct"),
+            ]
         )
     )
     if fig.legend:
