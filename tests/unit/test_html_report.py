@@ -13,6 +13,7 @@ import pytest
 import gpuprofile
 from gpuprofile.cli import main
 from gpuprofile.report.html_plots import roofline_figure, timeline_figure
+from gpuprofile.units import format_time
 from helpers.hostile_trace import BREAKOUT, HOSTILE, report_events
 from helpers.kineto_docs import document, write
 
@@ -146,3 +147,25 @@ def test_roofline_draws_the_dram_and_compute_roofs() -> None:
     assert peak / bandwidth in xs  # the ridge
     scatter = next(r for r in figure.renderers if type(r.glyph).__name__ == "Scatter")
     assert list(scatter.data_source.data["x"]) == [4.0, 200.0]
+
+
+def test_a_job_gets_its_ranks_table(tmp_path: Path) -> None:
+    from gpuprofile.report.html import ranks_html
+
+    job = tmp_path / "job"
+    job.mkdir()
+    walls = {}
+    for rank in (0, 1):
+        events = report_events(launches=4 + 4 * rank)
+        starts = [e["ts"] for e in events]
+        walls[rank] = max(e["ts"] + e["dur"] for e in events) - min(starts)
+        doc = document(events, distributedInfo={"rank": rank, "world_size": 2})
+        write(job / f"rank{rank}.json", doc)
+    report = gpuprofile.load(job).report()
+    markup = ranks_html(report)
+    assert "<h2>Ranks</h2>" in markup
+    rows = re.findall(r"<tr><td>(\d+)</td><td class=\"n\">([^<]+)</td>", markup)
+    assert [int(r) for r, _ in rows] == [0, 1]
+    for (_, wall), rank in zip(rows, (0, 1)):
+        assert wall == format_time(walls[rank] * 1000)
+    assert ranks_html(gpuprofile.load(job / "rank0.json").report()) == ""
