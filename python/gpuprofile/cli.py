@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.profiles import Profile
-from gpuprofile.units import format_count
+from gpuprofile.units import format_bytes, format_count
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,6 +58,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="also write the trace as a Chrome / Perfetto trace (gzip when FILE ends in .gz): "
         "ranks as processes, streams as threads",
+    )
+    report.add_argument(
+        "--html",
+        metavar="FILE",
+        default=None,
+        help="also write a standalone HTML report (opens offline): summary, gauges, kernel "
+        "timeline, roofline, hints",
     )
     diff = commands.add_parser("diff", help="compare two runs: b against a (the baseline)")
     diff.add_argument("a", help="the baseline: a trace path (any format report reads)")
@@ -139,11 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpuprofile.load import load
 
             path = args.path[0] if len(args.path) == 1 else args.path
-            if args.export_trace is not None:
-                from gpuprofile.report.chrome_trace import check_writable
+            from gpuprofile.report.chrome_trace import check_writable
 
-                # Before reading a job of many ranks: a mistyped directory fails at once.
-                check_writable(Path(args.export_trace))
+            # Before reading a job of many ranks: a mistyped directory fails at once.
+            for target in (args.export_trace, args.html):
+                if target is not None:
+                    check_writable(Path(target))
             job = load(
                 path,
                 rank_regex=args.rank_regex,
@@ -155,6 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 events = job.export_trace(args.export_trace)
                 written = format_count(events, "event")
                 print(f"gpuprofile: wrote {args.export_trace} ({written})", file=sys.stderr)
+            if args.html is not None:
+                size = job.save_html(args.html)
+                print(f"gpuprofile: wrote {args.html} ({format_bytes(size)})", file=sys.stderr)
             _emit(job, args.format)
         elif args.command == "diff":
             from gpuprofile.compare import diff

@@ -153,6 +153,15 @@ class Profile:
 
         return write_chrome_trace(self.trace, path)
 
+    def save_html(self, path: str | os.PathLike[str]) -> int:
+        """Write the profile as one self-contained HTML page that opens offline: summary,
+        gauges, the kernel timeline by stream, the roofline and the hints (docs/html.md).
+        Parameters: path: the file to write; its directory must exist. Returns the bytes
+        written."""
+        from gpuprofile.report.html import write_html
+
+        return write_html(self.report(), self.trace, path)
+
     def __repr__(self) -> str:
         # One line, from what is already known: no analysis, no report.
         source = self._source

@@ -1,0 +1,186 @@
+"""The bokeh figures of the standalone report: the kernel timeline by stream and the roofline.
+
+Imported only by ``report.html.render_html``, which is called only when a page is written, so
+``import gpuprofile`` never loads bokeh. Names go into ColumnDataSources and reach the page as
+text: bokeh tooltips escape field values (only a ``{safe}`` format would not).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gpuprofile.units import (
+    format_count,
+    format_flops_per_s,
+    format_intensity,
+    format_percent,
+    format_time,
+)
+
+if TYPE_CHECKING:
+    from bokeh.plotting import figure as Figure
+
+    from gpuprofile.trace.model import Trace
+
+# Past this many kernels the page grows beyond ~10 MB and the browser stalls on hover; the
+# heaviest are the ones a reader looks for.
+MAX_TIMELINE_KERNELS = 50_000
+_PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+)  # fmt: skip
+
+
+def timeline_figure(trace: Trace, limit: int = MAX_TIMELINE_KERNELS) -> tuple[Figure | None, str]:
+    """Kernels as bars on one lane per (rank, device, stream), in ms from the trace's start,
+    with zoom, pan and hover (name, start, duration).
+
+    Parameters:
+        trace: the Trace whose kernels table is drawn.
+        limit: at most this many kernels, the longest; the note says when some were left out.
+    Returns the figure (None without kernels) and a one-line note of what it shows."""
+    from bokeh.models import ColumnDataSource, FactorRange, HoverTool
+    from bokeh.plotting import figure
+
+    kernels = trace.kernels
+    total = len(kernels)
+    if total == 0:
+        return None, "The trace has no kernels."
+    if total > limit:
+        kernels = kernels.nlargest(limit, "dur_ns", keep="first")
+        note = (
+            f"The {format_count(limit)} longest of {format_count(total, 'kernel')} "
+            "(the rest are left out to keep the page responsive)."
+        )
+    else:
+        note = f"{format_count(total, 'kernel')}; drag to pan, wheel to zoom, hover for details."
+    ranks = kernels["rank"].to_numpy()
+    devices = kernels["device"].to_numpy()
+    streams = kernels["stream"].to_numpy()
+    lanes = [f"rank {r} · GPU {d} · stream {s}" for r, d, s in zip(ranks, devices, streams)]
+    lane_order = sorted(set(zip(ranks.tolist(), devices.tolist(), streams.tolist())))
+    factors = [f"rank {r} · GPU {d} · stream {s}" for r, d, s in lane_order]
+    start = kernels["start_ns"].to_numpy(dtype=np.int64)
+    dur = kernels["dur_ns"].to_numpy(dtype=np.int64)
+    names = kernels["name"].astype(str).to_numpy()
+    codes = kernels["name"].cat.codes.to_numpy() if hasattr(kernels["name"], "cat") else None
+    colors = [
+        _PALETTE[int(c) % len(_PALETTE)]
+        for c in (codes if codes is not None else range(len(names)))
+    ]
+    source = ColumnDataSource(
+        {
+            "lane": lanes,
+            "left": start / 1e6,
+            "right": (start + np.maximum(dur, 1)) / 1e6,
+            "name": names.tolist(),
+            "start": [format_time(int(x)) for x in start],
+            "dur": [format_time(int(x)) for x in dur],
+            "color": colors,
+        }
+    )
+    fig = figure(
+        y_range=FactorRange(factors=list(reversed(factors))),
+        height=min(120 + 28 * len(factors), 700),
+        sizing_mode="stretch_width",
+        x_axis_label="time from trace start (ms)",
+        tools="xpan,xwheel_zoom,box_zoom,reset,save",
+        active_scroll="xwheel_zoom",
+        title="Kernels by stream",
+    )
+    fig.hbar(
+        y="lane", left="left", right="right", height=0.8, source=source,
+        fill_color="color", line_color=None,
+    )  # fmt: skip
+    fig.add_tools(
+        HoverTool(tooltips=[("kernel", "@name"), ("start", "@start"), ("duration", "@dur")])
+    )
+    return fig, note
+
+
+def roofline_figure(report: dict[str, Any]) -> Figure | None:
+    """The report's roofline points on log-log axes (FLOP/byte against FLOP/s) under the DRAM
+    roof and the compute roof of each precision the points use, with hover.
+
+    Parameters:
+        report: a ``gpuprofile.report/1`` dict.
+    Returns the figure, or None when no point has both an intensity and a rate."""
+    from bokeh.models import ColumnDataSource, HoverTool
+    from bokeh.plotting import figure
+
+    points = [
+        p
+        for p in (report.get("roofline") or {}).get("points", [])
+        if (p.get("intensity") or 0) > 0 and (p.get("achieved_flops_per_s") or 0) > 0
+    ]
+    if not points:
+        return None
+    hardware = report.get("hardware") or {}
+    bandwidth = hardware.get("dram_bytes_per_s")
+    peaks = hardware.get("peak_flops") or {}
+    intensities = [float(p["intensity"]) for p in points]
+    x_low, x_high = min(intensities) / 10, max(intensities) * 10
+    fig = figure(
+        x_axis_type="log",
+        y_axis_type="log",
+        height=450,
+        sizing_mode="stretch_width",
+        x_axis_label="arithmetic intensity (FLOP/byte)",
+        y_axis_label="achieved FLOP/s",
+        title="Roofline",
+        tools="pan,wheel_zoom,box_zoom,reset,save",
+    )
+    precisions = sorted({p.get("precision") for p in points if p.get("precision") in peaks})
+    if not precisions and peaks:
+        precisions = [max(peaks, key=lambda k: peaks[k] or 0)]
+    for i, precision in enumerate(precisions):
+        peak = peaks.get(precision)
+        if not peak:
+            continue
+        if bandwidth:
+            ridge = peak / bandwidth
+            xs = [min(x_low, ridge / 10), ridge, max(x_high, ridge * 10)]
+            ys = [bandwidth * xs[0], peak, peak]
+        else:
+            xs, ys = [x_low, x_high], [peak, peak]
+        fig.line(xs, ys, line_width=2, color=_PALETTE[i % len(_PALETTE)],
+                 legend_label=f"{precision} roof")  # fmt: skip
+    if bandwidth and not precisions:
+        fig.line([x_low, x_high], [bandwidth * x_low, bandwidth * x_high], line_width=2,
+                 legend_label="DRAM roof")  # fmt: skip
+    source = ColumnDataSource(
+        {
+            "x": intensities,
+            "y": [float(p["achieved_flops_per_s"]) for p in points],
+            "size": [6 + 14 * _share(p, points) for p in points],
+            "name": [str(p.get("name")) for p in points],
+            "shapes": [str(p.get("shapes") or "") for p in points],
+            "intensity": [format_intensity(p["intensity"]) for p in points],
+            "rate": [format_flops_per_s(p["achieved_flops_per_s"]) for p in points],
+            "pct": [format_percent(p.get("pct_of_roof")) for p in points],
+            "time": [format_time(p.get("time_ns")) for p in points],
+        }
+    )
+    fig.scatter("x", "y", size="size", source=source, alpha=0.7, color="#d62728")
+    fig.add_tools(
+        HoverTool(
+            tooltips=[
+                ("name", "@name"),
+                ("shapes", "@shapes"),
+                ("time", "@time"),
+                ("intensity", "@intensity"),
+                ("achieved", "@rate"),
+                ("of roof", "@pct"),
+            ]
+        )
+    )
+    if fig.legend:
+        fig.legend.location = "bottom_right"
+    return fig
+
+
+def _share(point: dict[str, Any], points: list[dict[str, Any]]) -> float:
+    heaviest = max((p.get("time_ns") or 0) for p in points) or 1
+    return float((point.get("time_ns") or 0) / heaviest)
