@@ -55,7 +55,7 @@ def gauges(trace: Trace, roofline: Roofline) -> list[Gauge]:
         mine = level[level["rank"] == rank]
         out += [
             _busy(trace, rank),
-            _dram(mine, hardware, rank, _measured_traffic(trace, rank)),
+            _dram(mine, hardware, rank),
             _compute(mine, hardware, rank),
             _host_link(trace, hardware, rank),
             _memory(trace, hardware, rank),
@@ -104,14 +104,13 @@ def _coverage_note(known_ns: int, total_ns: int, what: str) -> str:
     return f"over the {format_time(known_ns)} of {format_time(total_ns)} whose {what} are known"
 
 
-def _measured_traffic(trace: Trace, rank: int) -> str:
-    """How a rank's DRAM bytes are known: "measured" (every kernel's, e.g. Nsight Compute),
-    "partly measured" (some kernels', e.g. a capture joined with ncu) or "minimal"."""
-    kernels = trace.kernels
-    measured = np.isfinite(kernels["bytes"].to_numpy()[kernels["rank"].to_numpy() == rank])
-    if measured.size and measured.all():
+def _traffic(points: pd.DataFrame) -> str:
+    """How the points' DRAM bytes are known, from their ``bytes_source``: "measured" (all,
+    e.g. Nsight Compute), "partly measured" (a capture joined with ncu) or "minimal"."""
+    sources = set(points["bytes_source"][points["bytes"].notna()])
+    if sources == {"measured"}:
         return "measured"
-    return "partly measured" if measured.any() else "minimal"
+    return "partly measured" if sources & {"measured", "partly measured"} else "minimal"
 
 
 _TRAFFIC_NOTES = {
@@ -121,7 +120,7 @@ _TRAFFIC_NOTES = {
 }
 
 
-def _dram(points: pd.DataFrame, hardware: Hardware, rank: int, traffic: str) -> Gauge:
+def _dram(points: pd.DataFrame, hardware: Hardware, rank: int) -> Gauge:
     value, known_ns, total_ns = _rate(points, "bytes", "bytes_time_ns")
     roof = hardware.dram_bytes_per_s
     return Gauge(
@@ -129,7 +128,7 @@ def _dram(points: pd.DataFrame, hardware: Hardware, rank: int, traffic: str) -> 
         _roof_label(hardware, "DRAM bandwidth") if roof else "unknown: run gpuprofile.calibrate()",
         hardware.source if roof else None,
         note=_coverage_note(known_ns, total_ns, "bytes")
-        + (_TRAFFIC_NOTES[traffic] if total_ns > 0 else ""),
+        + (_TRAFFIC_NOTES[_traffic(points)] if total_ns > 0 else ""),
     )  # fmt: skip
 
 
