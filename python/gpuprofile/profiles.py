@@ -6,12 +6,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprofile.capture.options import CaptureOptions, options_doc
 from gpuprofile.capture.recording import Recording
-from gpuprofile.errors import GpuprofileError
+from gpuprofile.errors import GpuprofileError, TraceFormatError
 from gpuprofile.hardware.model import Hardware
+from gpuprofile.importers.formats import read_trace
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 from gpuprofile.units import format_count
 
@@ -254,3 +256,44 @@ def last() -> Profile:
     if _last is None:
         raise GpuprofileError("no profile yet: run a cell with %%gpuprofile first")
     return _last
+
+
+RunRef = Profile | str | os.PathLike[str]
+
+
+def resolve_run(ref: RunRef) -> Profile:
+    """The Profile a run reference names: a Profile itself, or the path of a trace (any format
+    ``gpuprofile.load`` reads; a job: its folder).
+
+    Parameters:
+        ref: a Profile, or a path.
+
+    Returns:
+        The Profile.
+
+    Raises:
+        TraceFormatError: a path that is not there, or not a trace.
+        GpuprofileError: anything else (run ids, labels and ``last`` need the history store,
+            not built yet).
+    """
+    if isinstance(ref, Profile):
+        return ref
+    if isinstance(ref, str | os.PathLike):
+        path = Path(ref)
+        if path.exists():
+            return Profile(read_trace(path))
+        if isinstance(ref, str) and not _looks_like_a_path(ref):
+            raise GpuprofileError(
+                f"{ref!r} is no trace file: run ids and labels need the history store "
+                "(not built yet); give a trace path or a Profile"
+            )
+        raise TraceFormatError(ref, "no such file or directory")
+    raise GpuprofileError(
+        f"cannot compare a {type(ref).__name__}: give a Profile or a trace path "
+        "(run ids and labels need the history store, not built yet)"
+    )
+
+
+def _looks_like_a_path(text: str) -> bool:
+    """A path the user meant (a folder or an extension in it), rather than a run id or label."""
+    return os.sep in text or "/" in text or Path(text).suffix != ""
