@@ -7,6 +7,16 @@ import os
 # tiny workloads 100x slower when another process runs.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import atexit
+import shutil
+import tempfile as _tempfile
+
+# Every capture is recorded in the history: the suite's runs go to a store of its own (kernels
+# and subprocesses the tests start inherit it), never into the user's data folder.
+_HISTORY = _tempfile.mkdtemp(prefix="gpuprofile-test-history-")
+os.environ["GPUPROFILE_HISTORY"] = os.path.join(_HISTORY, "history.sqlite")
+atexit.register(shutil.rmtree, _HISTORY, ignore_errors=True)
+
 
 import tempfile
 from pathlib import Path

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from gpuprofile.profiles import RunRef, resolve_run
+from gpuprofile.profiles import RunRef, resolve_side
 from gpuprofile.report.diff import Diff, diff_runs
 from gpuprofile.report.regression import RegressionCheck, check_runs, parse_max_regression
 
@@ -25,8 +25,7 @@ def diff(a: RunRef, b: RunRef) -> Diff:
         GpuprofileError: a reference that is neither (run ids and labels need the history
             store, not built yet).
     """
-    first, second = resolve_run(a), resolve_run(b)
-    return diff_runs(first.trace, first.report(), second.trace, second.report())
+    return diff_runs(resolve_side(a), resolve_side(b))
 
 
 def check(run: RunRef, baseline: RunRef, max_regression: float | str = 0.05) -> RegressionCheck:
@@ -49,8 +48,7 @@ def check(run: RunRef, baseline: RunRef, max_regression: float | str = 0.05) -> 
             store, not built yet).
     """
     allowed = parse_max_regression(max_regression)
-    checked, held_to = resolve_run(run), resolve_run(baseline)
-    return check_runs(checked.trace, checked.report(), held_to.trace, held_to.report(), allowed)
+    return check_runs(resolve_side(run), resolve_side(baseline), allowed)
 
 
 def assert_no_regression(

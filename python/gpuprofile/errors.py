@@ -55,3 +55,8 @@ class ProfilerBusyError(GpuprofileError):
 class WorkerError(GpuprofileError):
     """Worker processes or a Dask cluster could not do the per-rank work: a worker died, or the
     scheduler cannot be reached or has no workers."""
+
+
+class HistoryError(GpuprofileError):
+    """The history store cannot be read or written (damaged, locked, not a gpuprofile store),
+    or a run reference names no run in it."""

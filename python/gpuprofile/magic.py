@@ -11,13 +11,28 @@ from IPython.display import display
 
 from gpuprofile.capture.options import OPTIONS, CaptureOptions
 from gpuprofile.errors import OptionError, ProfilerBusyError
-from gpuprofile.profiles import Profile, in_kernel, remember
+from gpuprofile.profiles import Profile, in_kernel, record, remember
+from gpuprofile.store.origin import notebook_origin
 
 _FLAGS = {option.name: option.flag for option in OPTIONS}
 
 
 def _with_options(func: Any) -> Any:
-    """The magic's arguments, one per row of the options table, in its order."""
+    """The magic's arguments, one per row of the options table, in its order, then the
+    history's (how the run is recorded)."""
+    func = argument(
+        "--keep-trace",
+        dest="keep_trace",
+        action="store_true",
+        help="keep the trace in the history too, so gpuprofile.show(RUN) brings the timeline back",
+    )(func)
+    func = argument(
+        "--label",
+        dest="label",
+        metavar="NAME",
+        default=None,
+        help="record the run in the history under NAME (gpuprofile diff NAME other)",
+    )(func)
     for option in reversed(OPTIONS):  # argument decorators apply innermost first
         if option.metavar is None:
             func = argument(
@@ -65,7 +80,8 @@ class GpuprofileMagics(Magics):
         from gpuprofile.capture.session import capture
 
         shell: Any = self.shell
-        options = _options(parse_argstring(self.gpuprofile, line), shell.user_ns)
+        args = parse_argstring(self.gpuprofile, line)
+        options = _options(args, shell.user_ns)
         if profiler_running():
             # One clear line, not a traceback; the cell does not run.
             raise _refused()
@@ -104,6 +120,8 @@ class GpuprofileMagics(Magics):
                 elif recording is not None and recording.done:
                     result = Profile(recording.trace, hardware=options.hardware)
                     remember(result)
+                    origin = notebook_origin(cell, _cell_id(shell), _notebook(shell))
+                    record(result, label=args.label, keep_trace=args.keep_trace, origin=origin)
                     if live is not None:
                         live.become(result)
                     else:
@@ -171,6 +189,16 @@ def _cell_id(shell: Any) -> str | None:
     parent = getattr(shell, "parent_header", None) or {}
     cell = (parent.get("metadata") or {}).get("cellId")
     return cell if isinstance(cell, str) else None
+
+
+def _notebook(shell: Any) -> str | None:
+    """The running notebook's path: ipykernel's ``__session__`` (JupyterLab, Notebook 7) or
+    VS Code's ``__vsc_ipynb_file__``."""
+    for name in ("__session__", "__vsc_ipynb_file__"):
+        value = shell.user_ns.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 class _LiveOutput:

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprofile.capture.options import CaptureOptions, options_doc
 from gpuprofile.capture.recording import Recording
-from gpuprofile.errors import GpuprofileError, TraceFormatError
+from gpuprofile.errors import GpuprofileError, HistoryError, TraceFormatError
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.importers.formats import read_trace
+from gpuprofile.store.history import StoredRun, open_history
+from gpuprofile.store.origin import Origin, script_origin
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 from gpuprofile.units import format_count
 
@@ -21,6 +24,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from gpuprofile.analyses.context import Analysis
+    from gpuprofile.report.diff_side import DiffSide
+    from gpuprofile.store.history import History
     from gpuprofile.widget.widget import ProfileWidget
 
 
@@ -43,6 +48,8 @@ class Profile:
         self._report: dict[str, Any] | None = None
         self._text: str | None = None
         self._widget: ProfileWidget | None = None
+        self._side: DiffSide | None = None
+        self._run: StoredRun | None = None
 
     @property
     def trace(self) -> Trace:
@@ -79,6 +86,68 @@ class Profile:
 
             self._report = build_report(self.analysis)
         return self._report
+
+    def diff_side(self) -> DiffSide:
+        """This run as a diff and the CI gate read it (made once)."""
+        if self._side is None:
+            from gpuprofile.report.diff_side import side_of_trace
+
+            self._side = side_of_trace(self.trace, self.report())
+        return self._side
+
+    @property
+    def run(self) -> StoredRun | None:
+        """The run this profile was recorded as in the history (None: not recorded)."""
+        return self._run
+
+    def save(
+        self,
+        *,
+        label: str | None = None,
+        keep_trace: bool = False,
+        origin: Origin | None = None,
+        history: History | None = None,
+    ) -> StoredRun:
+        """Record this profile in the history (``%%gpuprofile`` and ``profile()`` do it
+        themselves; this is for a loaded trace or another label).
+
+        Parameters:
+            label: a name to find the run by (``gpuprofile diff before after``).
+            keep_trace: also keep the trace (a Chrome trace beside the store), so
+                ``gpuprofile.show(run)`` can bring the timeline back.
+            origin: where the run came from; None: the running script.
+            history: the store; None: where GPUPROFILE_HISTORY or the user's data folder say.
+
+        Returns:
+            The StoredRun (also ``profile.run``).
+
+        Raises:
+            HistoryError: the history is off, damaged, or stays locked.
+        """
+        from gpuprofile.report.diff_side import digest
+
+        store = history or open_history()
+        if store is None:
+            raise HistoryError("the history is off (GPUPROFILE_HISTORY=off): nothing recorded")
+        run_id = store.new_id()
+        kept = None
+        if keep_trace:
+            kept = store.traces / f"{run_id}.json.gz"
+            try:
+                store.traces.mkdir(parents=True, exist_ok=True)
+                self.export_trace(kept)
+            except OSError as error:
+                raise HistoryError(f"cannot keep the trace in {store.traces}: {error}") from None
+        self._run = store.record(
+            self.report(),
+            digest(self.diff_side()),
+            run_id=run_id,
+            label=label,
+            origin=origin or script_origin(),
+            framework=dict(self._recorded().meta.framework),
+            trace_path=str(kept) if kept else None,
+        )
+        return self._run
 
     def text(self) -> str:
         """The report as plain text (what ``print(profile)`` shows)."""
@@ -213,6 +282,8 @@ def profile(
     steps: tuple[int, ...] | None = None,
     max_events: int | None = None,
     distributed: bool = False,
+    label: str | None = None,
+    keep_trace: bool = False,
 ) -> Iterator[Profile]:
     """Profile the block (options below are checked before it runs)."""
     from gpuprofile.capture.session import capture
@@ -229,17 +300,51 @@ def profile(
         distributed=distributed,
     )
     with capture(options) as recording:
-        yield Profile(recording, hardware=options.hardware)
+        made = Profile(recording, hardware=options.hardware)
+        try:
+            yield made
+        finally:
+            if recording.done:
+                record(made, label=label, keep_trace=keep_trace, origin=script_origin())
+
+
+def record(
+    profile: Profile, *, label: str | None, keep_trace: bool, origin: Origin
+) -> StoredRun | None:
+    """Record a capture in the history, as ``%%gpuprofile`` and ``profile()`` do: a failure
+    is one line on stderr, never an error of the profiled code; nothing is recorded when the
+    history is off, or on ranks other than 0 of a job (rank 0 records the whole job)."""
+    if open_history() is None or not _job_leader(profile):
+        return None
+    try:
+        return profile.save(label=label, keep_trace=keep_trace, origin=origin)
+    except GpuprofileError as error:
+        print(f"gpuprofile: this run was not recorded in the history: {error}", file=sys.stderr)
+        return None
+
+
+def _job_leader(profile: Profile) -> bool:
+    if len(profile._recorded().meta.ranks) > 1:
+        return True
+    dist = sys.modules.get("torch.distributed")  # only a job has it initialised
+    try:
+        return dist is None or not dist.is_initialized() or dist.get_rank() == 0
+    except (RuntimeError, ValueError):
+        return True
 
 
 profile.__doc__ = f"""Profile the block: ``with gpuprofile.profile() as p: ...``, then
 ``p.report()``.
 
 If the block raises, the profile is still made from what ran (``p.partial`` is True) and the
-exception propagates unchanged. The options are checked before the block runs
-(``OptionError``):
+exception propagates unchanged. The run is recorded in the history (``p.run``; docs/history.md),
+under ``label`` when given, with its trace when ``keep_trace``. The options are checked before
+the block runs (``OptionError``):
 
 {options_doc()}
+    label: record the run in the history under this name (``gpuprofile diff NAME other``)
+    keep_trace: keep the trace in the history too, so ``gpuprofile.show(run)`` brings the
+        timeline back
 """
 
 
@@ -261,37 +366,76 @@ def last() -> Profile:
 RunRef = Profile | str | os.PathLike[str]
 
 
-def resolve_run(ref: RunRef) -> Profile:
-    """The Profile a run reference names: a Profile itself, or the path of a trace (any format
-    ``gpuprofile.load`` reads; a job: its folder).
+def resolve_side(ref: RunRef | StoredRun) -> DiffSide:
+    """What a diff or the CI gate reads of the run a reference names.
 
     Parameters:
-        ref: a Profile, or a path.
+        ref: a Profile; a StoredRun; the path of a trace (any format ``gpuprofile.load``
+            reads; a job: its folder); or, in the history, a run id (or a unique prefix of
+            4+ digits), a label (its newest run) or ``last``.
 
     Returns:
-        The Profile.
+        The DiffSide; a stored run is read from its digest, without its trace.
 
     Raises:
         TraceFormatError: a path that is not there, or not a trace.
-        GpuprofileError: anything else (run ids, labels and ``last`` need the history store,
-            not built yet).
+        HistoryError: a name the history does not hold, or a damaged history.
+        GpuprofileError: anything else.
+    """
+    from gpuprofile.report.diff_side import side_of_digest
+
+    if isinstance(ref, Profile):
+        return ref.diff_side()
+    run = ref if isinstance(ref, StoredRun) else _stored_or_path(ref)
+    if isinstance(run, Profile):
+        return run.diff_side()
+    return side_of_digest(run.report(), run.digest())
+
+
+def resolve_run(ref: RunRef | StoredRun) -> Profile:
+    """The Profile a run reference names (see ``resolve_side``); a stored run needs its trace
+    kept (``--keep-trace``).
+
+    Raises:
+        TraceFormatError: a path that is not there, or not a trace.
+        HistoryError: a name the history does not hold, a damaged history, or a stored run
+            whose trace was not kept.
     """
     if isinstance(ref, Profile):
         return ref
-    if isinstance(ref, str | os.PathLike):
-        path = Path(ref)
-        if path.exists():
-            return Profile(read_trace(path))
-        if isinstance(ref, str) and not _looks_like_a_path(ref):
-            raise GpuprofileError(
-                f"{ref!r} is no trace file: run ids and labels need the history store "
-                "(not built yet); give a trace path or a Profile"
+    run = ref if isinstance(ref, StoredRun) else _stored_or_path(ref)
+    if isinstance(run, Profile):
+        return run
+    if run.trace_path is None:
+        raise HistoryError(
+            f"run {run.id} kept no trace (record with --keep-trace / keep_trace=True to "
+            "reopen it); its report is in the history: gpuprofile history show " + run.id
+        )
+    if not Path(run.trace_path).exists():
+        raise HistoryError(f"run {run.id}'s kept trace is gone: {run.trace_path}")
+    profile = Profile(read_trace(Path(run.trace_path)))
+    profile._run = run
+    return profile
+
+
+def _stored_or_path(ref: object) -> Profile | StoredRun:
+    """A path that exists is read as a trace; other text is looked up in the history."""
+    if not isinstance(ref, str | os.PathLike):
+        raise GpuprofileError(
+            f"cannot compare a {type(ref).__name__}: give a Profile, a trace path, or a run "
+            "id or label of the history"
+        )
+    path = Path(ref)
+    if path.exists():
+        return Profile(read_trace(path))
+    if isinstance(ref, str) and not _looks_like_a_path(ref):
+        history = open_history()
+        if history is None:
+            raise HistoryError(
+                f"{ref!r} is no trace file, and the history is off (GPUPROFILE_HISTORY=off)"
             )
-        raise TraceFormatError(ref, "no such file or directory")
-    raise GpuprofileError(
-        f"cannot compare a {type(ref).__name__}: give a Profile or a trace path "
-        "(run ids and labels need the history store, not built yet)"
-    )
+        return history.get(ref)
+    raise TraceFormatError(ref, "no such file or directory")
 
 
 def _looks_like_a_path(text: str) -> bool:

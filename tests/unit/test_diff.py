@@ -18,6 +18,7 @@ import gpuprofile
 from gpuprofile.cli import main
 from gpuprofile.report.diff import diff_runs, hint_key
 from gpuprofile.report.diff_match import normalize_name
+from gpuprofile.report.diff_side import side_of_trace
 from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
 
 US = 1000
@@ -282,7 +283,9 @@ def test_roofline_points_that_moved(profiles: Any) -> None:
     moved = {**point, "pct_of_roof": 50.0}  # +25%
     still = {**point, "key": "k2", "pct_of_roof": 43.0, "achieved_flops_per_s": 1.05e12}  # <10%
     b_report = {**b_profile.report(), "roofline": {"points": [moved, still]}}
-    result = diff_runs(a_profile.trace, a_report, b_profile.trace, b_report).to_dict()
+    result = diff_runs(
+        side_of_trace(a_profile.trace, a_report), side_of_trace(b_profile.trace, b_report)
+    ).to_dict()
     assert [p["key"] for p in result["roofline"]] == ["aten::mm|[[8, 8]]"]
     assert (
         result["roofline"][0]["a"]["pct_of_roof"],
@@ -317,14 +320,20 @@ def test_cli_diff_prints_json_and_text(
 @pytest.mark.parametrize(
     ("ref", "says"),
     [
-        ("last", "history store (not built yet)"),
-        ("my-baseline", "history store (not built yet)"),
+        ("last", "no runs recorded yet"),
+        ("my-baseline", "no runs recorded yet"),
         ("missing/run.json", "no such file"),
     ],
 )
 def test_cli_diff_bad_reference_exits_2_with_one_line(
-    pair: Any, ref: str, says: str, capsys: pytest.CaptureFixture[str]
+    pair: Any,
+    ref: str,
+    says: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("GPUPROFILE_HISTORY", str(tmp_path / "empty.sqlite"))
     _, b, _, _ = pair
     assert main(["diff", ref, str(b)]) == 2
     captured = capsys.readouterr()
@@ -342,7 +351,7 @@ def test_cli_diff_damaged_trace_exits_2(pair: Any, capsys: pytest.CaptureFixture
 
 
 def test_diff_refuses_what_is_not_a_run() -> None:
-    with pytest.raises(gpuprofile.GpuprofileError, match="history store"):
+    with pytest.raises(gpuprofile.GpuprofileError, match="cannot compare a int"):
         gpuprofile.diff(42, 43)  # type: ignore[arg-type]
 
 

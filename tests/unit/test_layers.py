@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "doctor": 3,
     "report": 4,
     "widget": 5,
+    "store": 5,  # the history: reports and digests of runs, beside the widget
     "profiles": 6,
     "result": 6,  # profiles.py's name before, for reading older checkouts
     "load": 7,
@@ -44,6 +45,7 @@ FORBIDDEN = {
     "analyses": {"capture"},
     "doctor": {"capture", "analyses", "report", "widget"},
     "widget": {"capture"},
+    "store": {"capture", "widget"},
 }
 
 

@@ -184,7 +184,10 @@ def capture(
                 trace = trace.with_meta(
                     steps=steps,
                     partial=not finished or stop_error is not None,
-                    framework={"torch": torch.__version__},
+                    framework={
+                        "torch": torch.__version__,
+                        **({"cuda": torch.version.cuda} if torch.version.cuda else {}),
+                    },
                     host=cpu_name(),
                     cuda_event_ns=(
                         round(events[0].elapsed_time(events[1]) * 1e6) if events else None

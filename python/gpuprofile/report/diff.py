@@ -14,14 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofile.analyses.names import matches
-from gpuprofile.report.diff_match import Match, NameRows, match_rows
-from gpuprofile.trace.model import Trace
+from gpuprofile.report.diff_match import Match, match_rows
+from gpuprofile.report.diff_side import DiffSide
 
 SCHEMA = "gpuprofile.diff/1"
 # A roofline point moved when its % of roof or achieved FLOP/s changed by more than this.
 ROOFLINE_MOVE = 0.10
-_STEP_OP = re.compile(r"ProfilerStep#\d+$")
 
 
 @dataclass(frozen=True)
@@ -50,20 +48,19 @@ class Diff:
         return self.text()
 
 
-def diff_runs(
-    a_trace: Trace, a_report: dict[str, Any], b_trace: Trace, b_report: dict[str, Any]
-) -> Diff:
-    """Compare run b with run a, each given as its Trace and its report (build_report).
+def diff_runs(a: DiffSide, b: DiffSide) -> Diff:
+    """Compare run b with run a, each as a DiffSide (from a Trace or from the history).
 
     Parameters:
-        a_trace, a_report: the baseline run.
-        b_trace, b_report: the run compared with it.
+        a: the baseline run.
+        b: the run compared with it.
 
     Returns:
         The Diff; times are whole-job totals (summed over ranks) where a run has several.
     """
-    kernels = match_rows(NameRows(a_trace, "kernels"), NameRows(b_trace, "kernels"))
-    ops = match_rows(NameRows(a_trace, "ops"), NameRows(b_trace, "ops"))
+    a_report, b_report = a.report, b.report
+    kernels = match_rows(a.kernels, b.kernels)
+    ops = match_rows(a.ops, b.ops)
     notes = []
     ranks = (len(a_report["ranks"]), len(b_report["ranks"]))
     if max(ranks) > 1:
@@ -80,7 +77,7 @@ def diff_runs(
         "schema": SCHEMA,
         "a": _side(a_report),
         "b": _side(b_report),
-        "summary": _summary(a_trace, a_report, b_trace, b_report),
+        "summary": _summary(a, b),
         "kernels": _table(kernels),
         "ops": _table(ops),
         "hints": _hints(a_report["hints"], b_report["hints"], with_rank=min(ranks) > 1),
@@ -115,11 +112,10 @@ def _gpu_total(report: dict[str, Any], key: str) -> int:
     return sum(r["gpu"][key] for r in report["ranks"] if r["gpu"] is not None)
 
 
-def _summary(
-    a_trace: Trace, a_report: dict[str, Any], b_trace: Trace, b_report: dict[str, Any]
-) -> dict[str, Any]:
-    a_step, a_from = _median_step(a_trace, a_report)
-    b_step, b_from = _median_step(b_trace, b_report)
+def _summary(a: DiffSide, b: DiffSide) -> dict[str, Any]:
+    a_report, b_report = a.report, b.report
+    a_step, a_from = _median_step(a)
+    b_step, b_from = _median_step(b)
     both_steps = a_step is not None and b_step is not None
     causes = sorted({*a_report["idle_by_cause"], *b_report["idle_by_cause"]})
     idle_by_cause = {}
@@ -142,37 +138,9 @@ def _summary(
     }
 
 
-def _median_step(trace: Trace, report: dict[str, Any]) -> tuple[float | None, str | None]:
+def _median_step(side: DiffSide) -> tuple[float | None, str | None]:
     """The median step time (see step_times) and where it came from; None without steps."""
-    times, source = step_times(trace, report)
-    return (float(np.median(times)), source) if len(times) else (None, None)
-
-
-def step_times(trace: Trace, report: dict[str, Any]) -> tuple[np.ndarray, str | None]:
-    """Every step's time in ns and where they came from: the GPU step markers (ProfilerStep#N
-    on the GPU timeline) of every rank, else the host's ProfilerStep#N ranges, else the
-    recorded windows of a ``--steps`` capture.
-
-    Parameters:
-        trace: the run's Trace.
-        report: its report (build_report).
-
-    Returns:
-        The step times (float ns, in trace order; empty without steps) and their source
-        ("gpu step markers", "host ProfilerStep ranges", "recorded windows"; None when empty).
-    """
-    gpu = [s["window_ns"] for r in report["ranks"] if r["gpu"] for s in r["gpu"]["steps"]]
-    if gpu:
-        return np.asarray(gpu, dtype=float), "gpu step markers"
-    ops = trace.ops
-    if len(ops):
-        steps = matches(ops["name"], _STEP_OP, anchored=True)
-        if steps.any():
-            return ops["dur_ns"].to_numpy()[steps].astype(float), "host ProfilerStep ranges"
-    windows = [w.end_ns - w.start_ns for w in trace.meta.windows]
-    if windows:
-        return np.asarray(windows, dtype=float), "recorded windows"
-    return np.empty(0), None
+    return (float(np.median(side.steps)), side.steps_from) if len(side.steps) else (None, None)
 
 
 def _table(pairs: list[Match]) -> list[dict[str, Any]]:

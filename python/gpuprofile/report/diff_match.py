@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -68,6 +69,16 @@ def merged(name: str, rows: list[NameRow]) -> NameRow:
         first=earliest.first,
         order=earliest.order,
     )
+
+
+class Rows(Protocol):
+    """A run's ops or kernels by name, and where a row's first occurrence sits (op-tree path;
+    None: not placed)."""
+
+    @property
+    def rows(self) -> dict[str, NameRow]: ...
+
+    def position(self, row: NameRow) -> tuple[int, ...] | None: ...
 
 
 class NameRows:
@@ -181,7 +192,7 @@ class Match:
     matched_by: str  # "name" | "position" | "only in a" | "only in b"
 
 
-def match_rows(a: NameRows, b: NameRows) -> list[Match]:
+def match_rows(a: Rows, b: Rows) -> list[Match]:
     """Pair rows by name; the rest by normalized name (merging a run's names of one normalized
     name); the rest by op-tree position, one to one (the first unmatched row of b at a place
     takes the unmatched row of a there)."""

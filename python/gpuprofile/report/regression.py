@@ -16,8 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from gpuprofile.errors import GpuprofileError, OptionError
-from gpuprofile.report.diff import step_times
-from gpuprofile.trace.model import Trace
+from gpuprofile.report.diff_side import DiffSide
 from gpuprofile.units import format_count, format_fraction, format_si, format_time
 
 SCHEMA = "gpuprofile.check/1"
@@ -134,18 +133,12 @@ def bootstrap_ratio_interval(
     return float(lo), float(hi)
 
 
-def check_runs(
-    run_trace: Trace,
-    run_report: dict[str, Any],
-    base_trace: Trace,
-    base_report: dict[str, Any],
-    max_regression: float,
-) -> RegressionCheck:
+def check_runs(run: DiffSide, base: DiffSide, max_regression: float) -> RegressionCheck:
     """Whether the run is slower than its baseline by more than max_regression, beyond noise.
 
     Parameters:
-        run_trace, run_report: the run checked (its Trace and build_report).
-        base_trace, base_report: the baseline.
+        run: the run checked.
+        base: the baseline.
         max_regression: the slowdown allowed, a fraction (0.05: 5%).
 
     Returns:
@@ -154,8 +147,9 @@ def check_runs(
     Raises:
         GpuprofileError: the baseline took no time to compare with.
     """
-    run_steps, run_from = _positive_steps(run_trace, run_report)
-    base_steps, base_from = _positive_steps(base_trace, base_report)
+    run_report, base_report = run.report, base.report
+    run_steps, run_from = _positive_steps(run)
+    base_steps, base_from = _positive_steps(base)
     limit = 1 + max_regression
     names = {"run": _name(run_report), "baseline": _name(base_report)}
     if len(run_steps) >= MIN_STEPS and len(base_steps) >= MIN_STEPS:
@@ -238,10 +232,9 @@ def _threshold(
     )
 
 
-def _positive_steps(trace: Trace, report: dict[str, Any]) -> tuple[np.ndarray, str | None]:
+def _positive_steps(side: DiffSide) -> tuple[np.ndarray, str | None]:
     # A zero-length step (an empty marker) would make a resampled median 0.
-    times, source = step_times(trace, report)
-    return times[times > 0], source
+    return side.steps[side.steps > 0], side.steps_from
 
 
 def _sources(run_from: str | None, base_from: str | None) -> str:
