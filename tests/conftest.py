@@ -1,29 +1,25 @@
 """Fixtures shared by the test tiers (unit, integration, traces, ui, gpu); helpers live in the
 helpers package beside this file."""
 
+import atexit
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 # Before torch is imported anywhere: torch's default of 2 threads on a shared 2-core box makes
 # tiny workloads 100x slower when another process runs.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import atexit
-import shutil
-import tempfile as _tempfile
-
-# Every capture is recorded in the history: the suite's runs go to a store of its own (kernels
-# and subprocesses the tests start inherit it), never into the user's data folder.
-_HISTORY = _tempfile.mkdtemp(prefix="gpuprofile-test-history-")
-os.environ["GPUPROFILE_HISTORY"] = os.path.join(_HISTORY, "history.sqlite")
-atexit.register(shutil.rmtree, _HISTORY, ignore_errors=True)
-
-
-import tempfile
-from pathlib import Path
-
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.testing import globalipapp
+
+# Every capture is recorded in the history: the suite's runs go to a store of its own (kernels
+# and subprocesses the tests start inherit it), never into the user's data folder.
+_HISTORY = tempfile.mkdtemp(prefix="gpuprofile-test-history-")
+os.environ["GPUPROFILE_HISTORY"] = os.path.join(_HISTORY, "history.sqlite")
+atexit.register(shutil.rmtree, _HISTORY, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

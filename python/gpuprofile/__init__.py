@@ -5,6 +5,8 @@ with gpuprofile.profile() as p: ...
 gpuprofile.load("trace.json.gz").report()
 gpuprofile.diff("before.json.gz", "after.json.gz")   # what changed, b against a
 gpuprofile.assert_no_regression(run, baseline, max_regression=0.05)   # CI gate, beyond noise
+gpuprofile.runs()             # the history: every profiled run (docs/history.md)
+gpuprofile.show("last")       # a recorded run back in the notebook
 gpuprofile.step()             # marks a step of the running capture (optimizer steps count alone)
 """
 
@@ -25,6 +27,8 @@ from gpuprofile.load import load
 from gpuprofile.profiles import Profile, last, profile
 from gpuprofile.report.diff import Diff
 from gpuprofile.report.regression import RegressionCheck
+from gpuprofile.show import show
+from gpuprofile.store.history import StoredRun
 
 if TYPE_CHECKING:
     from gpuprofile.capture.calibrate import calibrate
@@ -38,6 +42,7 @@ __all__ = [
     "Profile",
     "ProfilerBusyError",
     "RegressionCheck",
+    "StoredRun",
     "TraceFormatError",
     "WorkerError",
     "assert_no_regression",
@@ -46,8 +51,26 @@ __all__ = [
     "last",
     "load",
     "profile",
+    "runs",
+    "show",
     "step",
 ]
+
+
+def runs(limit: int | None = 20) -> list[StoredRun]:
+    """The runs recorded in the history, newest first (``gpuprofile history``).
+
+    Parameters:
+        limit: at most this many; None: all.
+
+    Returns:
+        StoredRuns: ``.id``, ``.label``, ``.summary``, ``.hints``, ``.report()``; an empty
+        list when nothing was recorded or the history is off (GPUPROFILE_HISTORY=off).
+    """
+    from gpuprofile.store.history import open_history
+
+    history = open_history()
+    return history.runs(limit) if history is not None else []
 
 
 def step() -> int:

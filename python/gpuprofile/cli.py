@@ -1,6 +1,6 @@
 """The command line: `gpuprofile report PATH`, `gpuprofile diff A B`, `gpuprofile check RUN
---baseline REF`, `gpuprofile demo`,
-`gpuprofile calibrate`, `gpuprofile doctor`."""
+--baseline REF`, `gpuprofile history`, `gpuprofile demo`, `gpuprofile calibrate`,
+`gpuprofile doctor`."""
 
 from __future__ import annotations
 
@@ -66,14 +66,25 @@ def _parser() -> argparse.ArgumentParser:
         help="also write a standalone HTML report (opens offline): summary, gauges, kernel "
         "timeline, roofline, hints",
     )
+    report.add_argument(
+        "--save",
+        action="store_true",
+        help="record the run in the history (gpuprofile history lists it)",
+    )
+    report.add_argument("--label", metavar="NAME", help="record it under NAME (implies --save)")
+    report.add_argument(
+        "--keep-trace",
+        action="store_true",
+        help="keep the trace in the history too (implies --save)",
+    )
     diff = commands.add_parser("diff", help="compare two runs: b against a (the baseline)")
-    diff.add_argument("a", help="the baseline: a trace path (any format report reads)")
-    diff.add_argument("b", help="the run to compare with it: a trace path")
+    diff.add_argument("a", help=f"the baseline: {_REF}")
+    diff.add_argument("b", help=f"the run to compare with it: {_REF}")
     check = commands.add_parser(
         "check", help="CI gate: exit 1 when RUN is slower than the baseline beyond noise"
     )
-    check.add_argument("run", help="the run checked: a trace path")
-    check.add_argument("--baseline", required=True, metavar="REF", help="a trace path")
+    check.add_argument("run", help=f"the run checked: {_REF}")
+    check.add_argument("--baseline", required=True, metavar="REF", help=_REF)
     check.add_argument(
         "--max-regression",
         metavar="LIMIT",
@@ -84,7 +95,14 @@ def _parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser(
         "doctor", help="check this machine: torch, CUDA, CUPTI, counters, NVML, tools, widgets"
     )
-    for sub in (report, diff, check, demo, doctor):
+    history = commands.add_parser("history", help="the runs recorded: list, show one, prune")
+    history.add_argument("--limit", metavar="N", type=_count, default=20, help="newest N (20)")
+    actions = history.add_subparsers(dest="action")
+    show = actions.add_parser("show", help="one run in full: origin, summary, hints")
+    show.add_argument("ref", help="a run id (or a unique prefix), a label, or last")
+    prune = actions.add_parser("prune", help="delete all but the newest runs")
+    prune.add_argument("--keep", metavar="N", type=_whole, required=True, help="runs to keep")
+    for sub in (report, diff, check, demo, doctor, history, show):
         sub.add_argument("--format", choices=("text", "json"), default="text")
     calibrate = commands.add_parser(
         "calibrate", help="measure this machine's roofs: matmul FLOP/s, copy bandwidths"
@@ -92,6 +110,19 @@ def _parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--seconds", type=_positive, default=15.0, help="time budget (15)")
     calibrate.add_argument("--json", action="store_true", help="print JSON, not a table")
     return parser
+
+
+_REF = "a trace path, or a run of the history: its id, its label, or last"
+
+
+def _whole(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
 
 
 def _positive(text: str) -> float:
@@ -132,6 +163,41 @@ def _doctor(fmt: str) -> int:
     return exit_code(checks)
 
 
+def _save(job: Profile, label: str | None, keep_trace: bool) -> None:
+    from gpuprofile.store.origin import Origin, git_commit
+
+    path = job.trace.meta.source.path
+    origin = Origin(script=os.path.abspath(path) if path else None, git_commit=git_commit(Path()))
+    run = job.save(label=label, keep_trace=keep_trace, origin=origin)
+    named = f" as {label!r}" if label else ""
+    print(f"gpuprofile: recorded run {run.id}{named} in {run.history.path}", file=sys.stderr)
+
+
+def _history(args: argparse.Namespace) -> None:
+    from gpuprofile.errors import HistoryError
+    from gpuprofile.store import open_history
+    from gpuprofile.store.text import render_run, render_runs
+
+    store = open_history()
+    if store is None:
+        raise HistoryError("the history is off (GPUPROFILE_HISTORY=off)")
+    if args.action == "show":
+        run = store.get(args.ref)
+        if args.format == "json":
+            print(json.dumps({**run.to_dict(), "report": run.report()}, indent=2))
+        else:
+            print(render_run(run), end="")
+    elif args.action == "prune":
+        deleted = store.prune(args.keep)
+        print(f"gpuprofile: deleted {format_count(deleted, 'run')}; kept the newest {args.keep}")
+    else:
+        runs = store.runs(args.limit)
+        if args.format == "json":
+            print(json.dumps([run.to_dict() for run in runs], indent=2))
+        else:
+            print(render_runs(runs, str(store.path)), end="")
+
+
 def _emit(profile: Profile, fmt: str) -> None:
     if fmt == "json":
         print(json.dumps(profile.report(), indent=2))
@@ -166,7 +232,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.html is not None:
                 size = job.save_html(args.html)
                 print(f"gpuprofile: wrote {args.html} ({format_bytes(size)})", file=sys.stderr)
+            if args.save or args.label is not None or args.keep_trace:
+                _save(job, args.label, args.keep_trace)
             _emit(job, args.format)
+        elif args.command == "history":
+            _history(args)
         elif args.command == "diff":
             from gpuprofile.compare import diff
 

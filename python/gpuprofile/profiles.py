@@ -299,13 +299,15 @@ def profile(
         max_events=max_events,
         distributed=distributed,
     )
-    with capture(options) as recording:
-        made = Profile(recording, hardware=options.hardware)
-        try:
+    made: Profile | None = None
+    try:
+        with capture(options) as recording:
+            made = Profile(recording, hardware=options.hardware)
             yield made
-        finally:
-            if recording.done:
-                record(made, label=label, keep_trace=keep_trace, origin=script_origin())
+    finally:
+        # After the capture has ended (also when the block raised): what ran is recorded.
+        if made is not None and recording.done:
+            record(made, label=label, keep_trace=keep_trace, origin=script_origin())
 
 
 def record(

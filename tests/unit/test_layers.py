@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "result": 6,  # profiles.py's name before, for reading older checkouts
     "load": 7,
     "compare": 7,  # gpuprofile.diff: resolves paths and Profiles, beside load
+    "show": 7,  # gpuprofile.show: a recorded run back in the notebook
     "cli": 8,
     "magic": 8,
     "__init__": 9,

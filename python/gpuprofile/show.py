@@ -1,0 +1,58 @@
+"""gpuprofile.show: a recorded run brought back into the notebook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpuprofile.errors import HistoryError
+from gpuprofile.profiles import RunRef, resolve_run
+from gpuprofile.store.history import StoredRun, open_history
+
+
+def show(run: RunRef | StoredRun) -> Any:
+    """Show a run in the notebook: the interactive widget when its trace is at hand (a
+    Profile, a trace path, or a run recorded with ``--keep-trace``), else its recorded report
+    as a static snapshot.
+
+    Parameters:
+        run: a Profile, a trace path, a StoredRun, or a run of the history: its id (or a
+            unique prefix), its label, or ``"last"``.
+
+    Returns:
+        What a cell's last expression shows: the Profile, or the snapshot of a run whose
+        trace was not kept.
+
+    Raises:
+        TraceFormatError: a path that is missing or not a trace.
+        HistoryError: a name the history does not hold, or a damaged history.
+    """
+    if isinstance(run, str) and not Path(run).exists():
+        history = open_history()
+        if history is None:
+            raise HistoryError(f"{run!r} is no trace file, and the history is off")
+        run = history.get(run)
+    if isinstance(run, StoredRun) and run.trace_path is None:
+        return _Snapshot(run)
+    return resolve_run(run)
+
+
+class _Snapshot:
+    """A stored run without its trace: its report, as the saved notebook shows it."""
+
+    def __init__(self, run: StoredRun) -> None:
+        self.run = run
+
+    def __repr__(self) -> str:
+        return f"<gpuprofile run {self.run.id}: report only (trace not kept)>"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        from gpuprofile.report.text import render_text
+
+        report = self.run.report()
+        text = render_text(report)
+        note = (
+            f"run {self.run.id} kept no trace, so there is no timeline to explore; record with "
+            "--keep-trace (keep_trace=True) to bring the widget back.\n\n"
+        )
+        return {"text/plain": note + text}, {}

@@ -1,0 +1,296 @@
+"""The history store: runs recorded by the magic, profile() and `report --save`, found by id,
+prefix, label and `last`, listed, shown and pruned; diffs of stored runs equal diffs of their
+traces; damaged, foreign and newer stores refused with how to recover, never a crashed cell;
+four processes writing at once lose nothing.
+
+Expected figures come from the Kineto documents' own events and from sqlite3 read directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+import gpuprofile
+from gpuprofile.cli import main
+from gpuprofile.errors import HistoryError
+from gpuprofile.importers.formats import read_trace
+from gpuprofile.store import History, history_path
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
+
+US = 1000
+
+
+def steps_doc(kernel_us: list[int], name: str = "gemm_kernel") -> dict[str, Any]:
+    """One ProfilerStep per entry, each launching one kernel of that many microseconds."""
+    events: list[dict[str, Any]] = []
+    for n, dur in enumerate(kernel_us):
+        t0 = n * 1000
+        step_us = 400 + dur  # the step waits for its kernel
+        events.append({**cpu_op(f"ProfilerStep#{n + 1}", t0, step_us), "cat": "user_annotation"})
+        events.append(cpu_op("aten::mm", t0 + 10, 30))
+        events.append(runtime("cudaLaunchKernel", t0 + 15, 2, n + 1))
+        events.append(kernel(name, t0 + 100, dur, n + 1))
+    return document(events)
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> History:
+    path = tmp_path / "history.sqlite"
+    monkeypatch.setenv("GPUPROFILE_HISTORY", str(path))
+    return History(path)
+
+
+@pytest.fixture
+def traces(tmp_path: Path) -> tuple[Path, Path, dict[str, Any], dict[str, Any]]:
+    a_doc, b_doc = steps_doc([100, 110, 90, 100]), steps_doc([200, 210, 190, 200])
+    return write(tmp_path / "a.json", a_doc), write(tmp_path / "b.json", b_doc), a_doc, b_doc
+
+
+def test_a_saved_run_is_found_by_id_prefix_label_and_last(store: History, traces: Any) -> None:
+    a, b, a_doc, _ = traces
+    first = gpuprofile.load(a).save(label="before")
+    second = gpuprofile.load(b).save()
+    assert store.get(first.id).id == first.id
+    assert store.get(first.id[:5]).id == first.id
+    assert store.get("before").id == first.id
+    assert store.get("last").id == second.id
+    assert [r.id for r in gpuprofile.runs()] == [second.id, first.id]
+    # The summary against the document's own events.
+    summary = store.get("before").summary
+    steps = [e["dur"] * US for e in a_doc["traceEvents"] if e["name"].startswith("ProfilerStep")]
+    assert summary["steps"]["count"] == len(steps)
+    assert summary["steps"]["median_ns"] == pytest.approx(float(np.median(steps)))
+    kernels = [e for e in a_doc["traceEvents"] if e.get("cat") == "kernel"]
+    assert summary["top_kernels"][0] == {
+        "name": "gemm_kernel",
+        "count": len(kernels),
+        "total_ns": sum(e["dur"] for e in kernels) * US,
+    }
+    # A label given twice names its newest run.
+    third = gpuprofile.load(b).save(label="before")
+    assert store.get("before").id == third.id
+
+
+def test_the_store_is_sqlite_with_the_documented_columns(store: History, traces: Any) -> None:
+    a, _, _, _ = traces
+    run = gpuprofile.load(a).save(label="x")
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        row = db.execute("SELECT id, label, script, summary FROM runs").fetchone()
+    assert row[:2] == (run.id, "x")
+    assert json.loads(row[3])["wall_ns"] == run.summary["wall_ns"]
+
+
+def test_a_stored_run_diffs_as_its_trace_does(store: History, traces: Any) -> None:
+    a, b, _, _ = traces
+    gpuprofile.load(a).save(label="a")
+    gpuprofile.load(b).save(label="b")
+    from_traces = gpuprofile.diff(a, b).to_dict()
+    from_store = gpuprofile.diff("a", "b").to_dict()
+    assert from_store == from_traces
+    assert gpuprofile.diff("a", b).to_dict() == from_traces
+    verdict = gpuprofile.compare.check("b", "a", 0.05)
+    assert verdict.regressed and verdict.method == "bootstrap"
+
+
+def test_unknown_and_ambiguous_references_say_so(store: History, traces: Any) -> None:
+    a, _, _, _ = traces
+    with pytest.raises(HistoryError, match="no runs recorded yet"):
+        store.get("last")
+    profile = gpuprofile.load(a)
+    for run_id in ("abcd0001", "abcd0002"):
+        store.record(profile.report(), _digest(profile), run_id=run_id)
+    with pytest.raises(HistoryError, match="start of several run ids"):
+        store.get("abcd")
+    with pytest.raises(HistoryError, match="no run id, label or trace path"):
+        store.get("nope")
+
+
+def _digest(profile: gpuprofile.Profile) -> dict[str, Any]:
+    from gpuprofile.report.diff_side import digest
+
+    return digest(profile.diff_side())
+
+
+def test_prune_keeps_the_newest_and_their_traces_only(store: History, traces: Any) -> None:
+    a, _, _, _ = traces
+    runs = [gpuprofile.load(a).save(keep_trace=True) for _ in range(3)]
+    assert all(Path(r.trace_path or "").exists() for r in runs)
+    assert store.prune(keep=1) == 2
+    assert [r.id for r in store.runs()] == [runs[-1].id]
+    assert not Path(runs[0].trace_path or "").exists()
+    assert Path(runs[-1].trace_path or "").exists()
+
+
+def test_show_brings_a_kept_trace_back_and_a_report_otherwise(store: History, traces: Any) -> None:
+    a, _, a_doc, _ = traces
+    kept = gpuprofile.load(a).save(keep_trace=True, label="kept")
+    gpuprofile.load(a).save(label="bare")
+    shown = gpuprofile.show("kept")
+    kernels = [e for e in a_doc["traceEvents"] if e.get("cat") == "kernel"]
+    assert isinstance(shown, gpuprofile.Profile) and len(shown.trace.kernels) == len(kernels)
+    assert shown.run is not None and shown.run.id == kept.id
+    bare = gpuprofile.show("bare")
+    assert "trace not kept" in repr(bare)
+    assert "kept no trace" in bare._repr_mimebundle_()[0]["text/plain"]
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"this is not a database, just text" * 100, "damaged"),
+        (None, "not a gpuprofile history"),
+        ("newer", "newer gpuprofile"),
+    ],
+)
+def test_a_bad_store_is_one_error_that_says_how_to_recover(
+    store: History, traces: Any, content: Any, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if content is None:
+        with sqlite3.connect(store.path) as db:
+            db.execute("CREATE TABLE other (x)")
+    elif content == "newer":
+        with sqlite3.connect(store.path) as db:
+            db.execute("PRAGMA user_version = 99")
+    else:
+        store.path.write_bytes(content)
+    a, _, _, _ = traces
+    with pytest.raises(HistoryError, match=says):
+        gpuprofile.load(a).save()
+    if says == "damaged":
+        with pytest.raises(HistoryError, match="Move it aside"):
+            store.runs()
+    assert main(["history"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpuprofile: error:") and err.count("\n") == 1 and says in err
+
+
+def test_a_damaged_store_never_breaks_the_cell(
+    shell: InteractiveShell, store: History, capfd: pytest.CaptureFixture[str]
+) -> None:
+    store.path.write_bytes(b"garbage" * 1000)
+    result = shell.run_cell("%%gpuprofile\nimport torch\nx = torch.ones(8) * 2\n")
+    assert result.success and shell.user_ns["x"].sum().item() == 16
+    err = capfd.readouterr().err
+    assert "this run was not recorded in the history" in err and "Move it aside" in err
+    assert gpuprofile.last().run is None
+
+
+def test_the_magic_records_label_cell_code_and_keeps_the_trace(
+    shell: InteractiveShell, store: History
+) -> None:
+    body = "import torch\ny = torch.ones(16, 16) @ torch.ones(16, 16)\n"
+    result = shell.run_cell(f"%%gpuprofile --label mm16 --keep-trace\n{body}")
+    assert result.success
+    run = store.get("mm16")
+    assert run.origin.code_hash == hashlib.sha256(body.encode()).hexdigest()[:16]
+    assert run.torch_version == __import__("torch").__version__
+    assert gpuprofile.last().run is not None and gpuprofile.last().run.id == run.id
+    back = read_trace(Path(run.trace_path or ""))
+    assert len(back.ops) == len(gpuprofile.last().trace.ops)
+
+
+def test_profile_blocks_are_recorded_with_their_script(store: History) -> None:
+    with gpuprofile.profile(label="block") as p:
+        import torch
+
+        torch.ones(4).sum()
+    assert p.run is not None and store.get("block").id == p.run.id
+    assert p.run.origin.script is not None
+
+
+def test_history_off_records_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GPUPROFILE_HISTORY", "off")
+    assert history_path() is None
+    with gpuprofile.profile() as p:
+        pass
+    assert p.run is None and gpuprofile.runs() == []
+    assert main(["history"]) == 2 and "off" in capsys.readouterr().err
+
+
+def test_the_default_store_is_in_the_user_data_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    import platformdirs
+
+    monkeypatch.delenv("GPUPROFILE_HISTORY")
+    expected = Path(platformdirs.user_data_dir("gpuprofile", appauthor=False)) / "history.sqlite"
+    assert history_path() == expected
+
+
+def test_cli_save_list_show_prune(
+    store: History, traces: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b, _, _ = traces
+    assert main(["report", str(a), "--label", "base"]) == 0
+    assert main(["report", str(b), "--save"]) == 0
+    assert "recorded run" in capsys.readouterr().err
+    assert main(["history", "--format", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    with sqlite3.connect(store.path) as db:
+        ids = [r[0] for r in db.execute("SELECT id FROM runs ORDER BY time DESC, rowid DESC")]
+    assert [r["id"] for r in listed] == ids and listed[1]["label"] == "base"
+    assert main(["history"]) == 0
+    text = capsys.readouterr().out
+    assert ids[0] in text and "base" in text
+    assert main(["history", "show", "base"]) == 0
+    assert f"run {ids[1]} (base)" in capsys.readouterr().out
+    assert main(["check", "last", "--baseline", "base"]) == 1  # b's steps take longer
+    assert capsys.readouterr().out.startswith("REGRESSION")
+    assert main(["diff", "base", "last", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["schema"] == "gpuprofile.diff/1"
+    assert main(["history", "prune", "--keep", "1"]) == 0
+    with sqlite3.connect(store.path) as db:
+        assert [r[0] for r in db.execute("SELECT id FROM runs")] == [ids[0]]
+    assert main(["history", "show", "nope"]) == 2
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    import gpuprofile
+    trace, worker, gate = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    profile = gpuprofile.load(trace)
+    profile.report()
+    (gate / worker).touch()
+    while len(list(gate.iterdir())) < 4:  # all four write at once
+        time.sleep(0.002)
+    for n in range(25):
+        profile.save(label=f"w{worker}-{n}")
+    """
+)
+
+
+def test_four_processes_writing_at_once_lose_nothing(
+    store: History, traces: Any, tmp_path: Path
+) -> None:
+    a, _, _, _ = traces
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(a), str(w), str(gate)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(4)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in writers]
+    assert [p.returncode for p in writers] == [0, 0, 0, 0], errors
+    with sqlite3.connect(store.path) as db:
+        labels = sorted(r[0] for r in db.execute("SELECT label FROM runs"))
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert labels == sorted(f"w{w}-{n}" for w in range(4) for n in range(25))
+    assert all(run.report()["schema"] == "gpuprofile.report/1" for run in store.runs(None)[:5])
