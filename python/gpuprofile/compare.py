@@ -1,4 +1,5 @@
-"""gpuprofile.diff and the CI gate: two runs, given as Profiles or trace paths, compared
+"""gpuprofile.diff and the CI gate: two runs, given as Profiles, trace paths or runs of the history,
+compared
 (docs/diff.md, docs/ci.md)."""
 
 from __future__ import annotations
@@ -14,16 +15,17 @@ def diff(a: RunRef, b: RunRef) -> Diff:
     op tree), hints fixed / new / kept, roofline points that moved.
 
     Parameters:
-        a: the baseline: a Profile or a trace path.
-        b: the run to compare with it: a Profile or a trace path.
+        a: the baseline: a Profile, a trace path, or a run
+            of the history (id, label, ``last``).
+        b: the run to compare with it: a Profile, a trace path, or a run
+            of the history (id, label, ``last``).
 
     Returns:
         A Diff: ``to_dict()`` (schema gpuprofile.diff/1, docs/diff.md), ``text()``.
 
     Raises:
         TraceFormatError: a path that is missing or not a trace.
-        GpuprofileError: a reference that is neither (run ids and labels need the history
-            store, not built yet).
+        HistoryError: a name the history does not hold, or a damaged history.
     """
     return diff_runs(resolve_side(a), resolve_side(b))
 
@@ -34,8 +36,10 @@ def check(run: RunRef, baseline: RunRef, max_regression: float | str = 0.05) -> 
     lie wholly above 1 + max_regression; with fewer, a plain threshold (docs/ci.md).
 
     Parameters:
-        run: the run checked: a Profile or a trace path.
-        baseline: what it is held to: a Profile or a trace path.
+        run: the run checked: a Profile, a trace path, or a run
+            of the history (id, label, ``last``).
+        baseline: what it is held to: a Profile, a trace path, or a run
+            of the history (id, label, ``last``).
         max_regression: the slowdown allowed: a fraction (0.05) or a percentage ("5%").
 
     Returns:
@@ -44,8 +48,7 @@ def check(run: RunRef, baseline: RunRef, max_regression: float | str = 0.05) -> 
     Raises:
         OptionError: a max_regression that is not a fraction or a percentage.
         TraceFormatError: a path that is missing or not a trace.
-        GpuprofileError: a reference that is neither (run ids and labels need the history
-            store, not built yet).
+        HistoryError: a name the history does not hold, or a damaged history.
     """
     allowed = parse_max_regression(max_regression)
     return check_runs(resolve_side(run), resolve_side(baseline), allowed)
@@ -57,8 +60,10 @@ def assert_no_regression(
     """For pytest: fail when profile is slower than baseline beyond noise (``check``).
 
     Parameters:
-        profile: the run checked: a Profile or a trace path.
-        baseline: what it is held to: a Profile or a trace path.
+        profile: the run checked: a Profile, a trace path, or a run
+            of the history (id, label, ``last``).
+        baseline: what it is held to: a Profile, a trace path, or a run
+            of the history (id, label, ``last``).
         max_regression: the slowdown allowed: a fraction (0.05) or a percentage ("5%").
 
     Returns:
