@@ -1,6 +1,5 @@
-"""gpuprofile.diff and the CI gate: two runs, given as Profiles, trace paths or runs of the history,
-compared
-(docs/diff.md, docs/ci.md)."""
+"""gpuprofile.diff and the CI gate: two runs, given as Profiles, trace paths or runs of the
+history, compared (docs/diff.md, docs/ci.md)."""
 
 from __future__ import annotations
 
