@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuprofile.errors import GpuprofileError
-from gpuprofile.profiles import Profile
+from gpuprofile.profiles import Profile, resolve_run
 from gpuprofile.units import format_bytes, format_count
 
 
@@ -65,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="also write a standalone HTML report (opens offline): summary, gauges, kernel "
         "timeline, roofline, hints",
+    )
+    report.add_argument(
+        "--baseline",
+        metavar="REF",
+        default=None,
+        help="compare with this run (a trace path): the report, text, JSON and HTML, holds "
+        "the diff against it",
     )
     diff = commands.add_parser("diff", help="compare two runs: b against a (the baseline)")
     diff.add_argument("a", help="the baseline: a trace path (any format report reads)")
@@ -152,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for target in (args.export_trace, args.html):
                 if target is not None:
                     check_writable(Path(target))
+            baseline = resolve_run(args.baseline) if args.baseline is not None else None
             job = load(
                 path,
                 rank_regex=args.rank_regex,
@@ -159,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 scheduler=args.scheduler,
                 ncu=args.ncu,
             )
+            if baseline is not None:
+                job = job.with_baseline(baseline)
             if args.export_trace is not None:
                 events = job.export_trace(args.export_trace)
                 written = format_count(events, "event")

@@ -10,14 +10,22 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from gpuprofile.capture.options import OPTIONS, CaptureOptions
-from gpuprofile.errors import OptionError, ProfilerBusyError
-from gpuprofile.profiles import Profile, in_kernel, remember
+from gpuprofile.errors import GpuprofileError, OptionError, ProfilerBusyError
+from gpuprofile.profiles import Profile, in_kernel, remember, resolve_run
 
 _FLAGS = {option.name: option.flag for option in OPTIONS}
 
 
 def _with_options(func: Any) -> Any:
-    """The magic's arguments, one per row of the options table, in its order."""
+    """The magic's arguments, one per row of the options table, in its order, then the
+    options that are not the capture's."""
+    func = argument(
+        "--baseline",
+        metavar="REF",
+        default=None,
+        help="compare with this run (a trace path; a label or run id once runs are recorded): "
+        "the profile shows the diff beside it",
+    )(func)
     for option in reversed(OPTIONS):  # argument decorators apply innermost first
         if option.metavar is None:
             func = argument(
@@ -65,7 +73,9 @@ class GpuprofileMagics(Magics):
         from gpuprofile.capture.session import capture
 
         shell: Any = self.shell
-        options = _options(parse_argstring(self.gpuprofile, line), shell.user_ns)
+        args = parse_argstring(self.gpuprofile, line)
+        options = _options(args, shell.user_ns)
+        baseline = _baseline(args.baseline)
         if profiler_running():
             # One clear line, not a traceback; the cell does not run.
             raise _refused()
@@ -102,7 +112,7 @@ class GpuprofileMagics(Magics):
                     if live is not None:
                         live.withdraw()
                 elif recording is not None and recording.done:
-                    result = Profile(recording.trace, hardware=options.hardware)
+                    result = Profile(recording.trace, hardware=options.hardware, baseline=baseline)
                     remember(result)
                     if live is not None:
                         live.become(result)
@@ -136,6 +146,19 @@ def _options(args: Any, namespace: dict[str, Any]) -> CaptureOptions:
     except OptionError as error:
         given = typed.get(error.option, error.value)
         raise UsageError(f"{_FLAGS[error.option]} {given}: {error.problem}") from None
+
+
+def _baseline(ref: str | None) -> Profile | None:
+    """The --baseline run, read before the cell runs; one that cannot be is one line."""
+    if ref is None:
+        return None
+    try:
+        return resolve_run(ref)
+    except GpuprofileError as error:
+        # A path's error names it already ("PATH: no such file or directory").
+        text = str(error)
+        text = text if text.startswith(ref) else f"{ref}: {text}"
+        raise UsageError(f"--baseline {text}") from None
 
 
 def _require_job() -> None:

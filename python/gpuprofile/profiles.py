@@ -34,11 +34,21 @@ class Profile:
             used once its block has ended).
         hardware: the roofs to analyse against; None: the datasheet of the device the trace
             names (see ``gpuprofile.calibrate()``).
+        baseline: the run this one is compared with: ``report()["baseline"]`` is then the
+            diff (``gpuprofile.diff(baseline, self)``, schema gpuprofile.diff/1), and the text,
+            the widget and the HTML page show it.
     """
 
-    def __init__(self, trace: Trace | Recording, *, hardware: Hardware | None = None) -> None:
+    def __init__(
+        self,
+        trace: Trace | Recording,
+        *,
+        hardware: Hardware | None = None,
+        baseline: Profile | None = None,
+    ) -> None:
         self._source = trace
         self._hardware = hardware
+        self._baseline = baseline
         self._analysis: Analysis | None = None
         self._report: dict[str, Any] | None = None
         self._text: str | None = None
@@ -68,16 +78,42 @@ class Profile:
             self._analysis = Analysis(self._recorded(), self._hardware)
         return self._analysis
 
+    @property
+    def baseline(self) -> Profile | None:
+        """The run this one is compared with, or None."""
+        return self._baseline
+
     def with_hardware(self, hardware: Hardware) -> Profile:
         """The same trace analysed against other roofs (measured, or your own)."""
-        return Profile(self._recorded(), hardware=hardware)
+        return Profile(self._recorded(), hardware=hardware, baseline=self._baseline)
+
+    def with_baseline(self, baseline: RunRef) -> Profile:
+        """The same profile compared with a baseline run (its analysis is shared, not redone).
+
+        Parameters:
+            baseline: a Profile, or anything ``gpuprofile.diff`` takes (a trace path...).
+
+        Returns:
+            A new Profile whose ``report()["baseline"]`` is the diff against it.
+        """
+        other = Profile(self._source, hardware=self._hardware, baseline=resolve_run(baseline))
+        other._analysis = self._analysis
+        return other
 
     def report(self) -> dict[str, Any]:
-        """The versioned report dict (schema gpuprofile.report/1), as `--format json` prints."""
+        """The versioned report dict (schema gpuprofile.report/1), as `--format json` prints;
+        with a baseline, its "baseline" key holds the diff against it (a: the baseline)."""
         if self._report is None:
             from gpuprofile.report.build import build_report
 
-            self._report = build_report(self.analysis)
+            report = build_report(self.analysis)
+            if self._baseline is not None:
+                from gpuprofile.report.diff import diff_runs
+
+                base = self._baseline
+                changes = diff_runs(base.trace, base.report(), self.trace, report)
+                report = {**report, "baseline": changes.to_dict()}
+            self._report = report
         return self._report
 
     def text(self) -> str:
@@ -213,9 +249,13 @@ def profile(
     steps: tuple[int, ...] | None = None,
     max_events: int | None = None,
     distributed: bool = False,
+    baseline: RunRef | None = None,
 ) -> Iterator[Profile]:
     """Profile the block (options below are checked before it runs)."""
     from gpuprofile.capture.session import capture
+
+    # Before the block runs: a baseline that cannot be read fails first, not after the work.
+    base = resolve_run(baseline) if baseline is not None else None
 
     options = CaptureOptions(
         profile_memory=profile_memory,
@@ -229,7 +269,7 @@ def profile(
         distributed=distributed,
     )
     with capture(options) as recording:
-        yield Profile(recording, hardware=options.hardware)
+        yield Profile(recording, hardware=options.hardware, baseline=base)
 
 
 profile.__doc__ = f"""Profile the block: ``with gpuprofile.profile() as p: ...``, then
@@ -240,6 +280,8 @@ exception propagates unchanged. The options are checked before the block runs
 (``OptionError``):
 
 {options_doc()}
+    baseline: the run to compare with (a Profile or a trace path, as ``gpuprofile.diff``
+        takes), read before the block runs; ``p.report()["baseline"]`` is then the diff.
 """
 
 
