@@ -10,6 +10,7 @@ import "./widget.css";
 import { decodeTable } from "./model/decode.js";
 import { envelope, eventRows, evidenceGroup, indexMarks, pointGroup, zoomSpan } from "./model/marks.js";
 import { createRemoteSource } from "./model/source.js";
+import { createBaseline } from "./views/baseline.js";
 import { createGauges } from "./views/gauges.js";
 import { createHints } from "./views/hints.js";
 import { createLive } from "./views/live.js";
@@ -103,10 +104,12 @@ function render({ model, el }) {
     const gauges = createGauges(summary);
     // A multi-rank job: the rank x step view; a click on a rank focuses the timeline on it.
     const ranks = createRankSteps(summary, { onFocusRank });
-    panels = { gauges, hints, roofline, ranks };
+    // A profile with a baseline: the diff next, before the hints and the roofline.
+    const baseline = createBaseline(summary);
+    panels = { gauges, hints, roofline, ranks, baseline };
     const row = node("div", "gp-panel-row");
     row.append(hints.el, roofline.el);
-    panelSlot.replaceChildren(gauges.el, row, ...(ranks.el ? [ranks.el] : []));
+    panelSlot.replaceChildren(gauges.el, ...(baseline.el ? [baseline.el] : []), row, ...(ranks.el ? [ranks.el] : []));
     if (timeline) {
       timeline.setStraggler(stragglerOf(summary)?.rank ?? null);
       ranks.showFocused(timeline.focusedRank());

@@ -190,6 +190,17 @@ export function formatTime(ns) {
 }
 
 /**
+ * A change of duration in ns, signed: "+1.50 ms", "-850 ns", "0 ns" (as formatTime).
+ * @param {unknown} ns
+ * @returns {string}
+ */
+export function formatDeltaTime(ns) {
+  const text = formatTime(ns);
+  const v = num(ns);
+  return v !== null && v > 0 && text !== "0 ns" ? `+${text}` : text;
+}
+
+/**
  * The time unit for a magnitude in ns: the largest whose size is <= it (ns at least).
  * @param {number} ns
  * @returns {TimeUnit}

@@ -8,6 +8,7 @@ import {
   formatBytesPerS,
   formatReading,
   formatCount,
+  formatDeltaTime,
   formatFlops,
   formatFlopsPerS,
   formatFraction,
@@ -30,6 +31,7 @@ import {
 const TABLE = JSON.parse(readFileSync(new URL("./format.cases.json", import.meta.url), "utf8"));
 const FNS = {
   time: formatTime,
+  delta_time: formatDeltaTime,
   si: formatSI,
   bytes: formatBytes,
   bytes_per_s: formatBytesPerS,

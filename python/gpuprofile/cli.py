@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuprofile.errors import GpuprofileError
-from gpuprofile.profiles import Profile
+from gpuprofile.profiles import Profile, resolve_side
 from gpuprofile.units import format_bytes, format_count
 
 
@@ -65,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="also write a standalone HTML report (opens offline): summary, gauges, kernel "
         "timeline, roofline, hints",
+    )
+    report.add_argument(
+        "--baseline",
+        metavar="REF",
+        default=None,
+        help="compare with this run (a trace path, or a run id, label or last of the history): "
+        "the report, text, JSON and HTML hold the diff against it",
     )
     report.add_argument(
         "--save",
@@ -218,6 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for target in (args.export_trace, args.html):
                 if target is not None:
                     check_writable(Path(target))
+            baseline = resolve_side(args.baseline) if args.baseline is not None else None
             job = load(
                 path,
                 rank_regex=args.rank_regex,
@@ -225,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 scheduler=args.scheduler,
                 ncu=args.ncu,
             )
+            if baseline is not None:
+                job = job.with_baseline(baseline)
             if args.export_trace is not None:
                 events = job.export_trace(args.export_trace)
                 written = format_count(events, "event")

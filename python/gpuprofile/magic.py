@@ -10,8 +10,9 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from gpuprofile.capture.options import OPTIONS, CaptureOptions
-from gpuprofile.errors import OptionError, ProfilerBusyError
-from gpuprofile.profiles import Profile, in_kernel, record, remember
+from gpuprofile.errors import GpuprofileError, OptionError, ProfilerBusyError
+from gpuprofile.profiles import Profile, in_kernel, record, remember, resolve_side
+from gpuprofile.report.diff_side import DiffSide
 from gpuprofile.store.origin import notebook_origin
 
 _FLAGS = {option.name: option.flag for option in OPTIONS}
@@ -19,7 +20,7 @@ _FLAGS = {option.name: option.flag for option in OPTIONS}
 
 def _with_options(func: Any) -> Any:
     """The magic's arguments, one per row of the options table, in its order, then the
-    history's (how the run is recorded)."""
+    history's (how the run is recorded) and --baseline."""
     func = argument(
         "--keep-trace",
         dest="keep_trace",
@@ -32,6 +33,13 @@ def _with_options(func: Any) -> Any:
         metavar="NAME",
         default=None,
         help="record the run in the history under NAME (gpuprofile diff NAME other)",
+    )(func)
+    func = argument(
+        "--baseline",
+        metavar="REF",
+        default=None,
+        help="compare with this run (a label, run id or last of the history, or a trace path): "
+        "the profile shows the diff beside it",
     )(func)
     for option in reversed(OPTIONS):  # argument decorators apply innermost first
         if option.metavar is None:
@@ -82,6 +90,7 @@ class GpuprofileMagics(Magics):
         shell: Any = self.shell
         args = parse_argstring(self.gpuprofile, line)
         options = _options(args, shell.user_ns)
+        baseline = _baseline(args.baseline)
         if profiler_running():
             # One clear line, not a traceback; the cell does not run.
             raise _refused()
@@ -118,7 +127,7 @@ class GpuprofileMagics(Magics):
                     if live is not None:
                         live.withdraw()
                 elif recording is not None and recording.done:
-                    result = Profile(recording.trace, hardware=options.hardware)
+                    result = Profile(recording.trace, hardware=options.hardware, baseline=baseline)
                     remember(result)
                     origin = notebook_origin(cell, _cell_id(shell), _notebook(shell))
                     record(result, label=args.label, keep_trace=args.keep_trace, origin=origin)
@@ -154,6 +163,19 @@ def _options(args: Any, namespace: dict[str, Any]) -> CaptureOptions:
     except OptionError as error:
         given = typed.get(error.option, error.value)
         raise UsageError(f"{_FLAGS[error.option]} {given}: {error.problem}") from None
+
+
+def _baseline(ref: str | None) -> DiffSide | None:
+    """The --baseline run, read before the cell runs; one that cannot be is one line."""
+    if ref is None:
+        return None
+    try:
+        return resolve_side(ref)
+    except GpuprofileError as error:
+        # A path's error names it already ("PATH: no such file or directory").
+        text = str(error)
+        text = text if text.startswith(ref) else f"{ref}: {text}"
+        raise UsageError(f"--baseline {text}") from None
 
 
 def _require_job() -> None:

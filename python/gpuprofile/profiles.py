@@ -39,11 +39,22 @@ class Profile:
             used once its block has ended).
         hardware: the roofs to analyse against; None: the datasheet of the device the trace
             names (see ``gpuprofile.calibrate()``).
+        baseline: the run this one is compared with (``resolve_side(ref)``, or a Profile's
+            ``diff_side()``): ``report()["baseline"]`` is then the
+            diff (``gpuprofile.diff(baseline, self)``, schema gpuprofile.diff/1), and the text,
+            the widget and the HTML page show it.
     """
 
-    def __init__(self, trace: Trace | Recording, *, hardware: Hardware | None = None) -> None:
+    def __init__(
+        self,
+        trace: Trace | Recording,
+        *,
+        hardware: Hardware | None = None,
+        baseline: DiffSide | None = None,
+    ) -> None:
         self._source = trace
         self._hardware = hardware
+        self._baseline = baseline
         self._analysis: Analysis | None = None
         self._report: dict[str, Any] | None = None
         self._text: str | None = None
@@ -75,16 +86,43 @@ class Profile:
             self._analysis = Analysis(self._recorded(), self._hardware)
         return self._analysis
 
+    @property
+    def baseline(self) -> DiffSide | None:
+        """The run this one is compared with (as a diff reads it), or None."""
+        return self._baseline
+
     def with_hardware(self, hardware: Hardware) -> Profile:
         """The same trace analysed against other roofs (measured, or your own)."""
-        return Profile(self._recorded(), hardware=hardware)
+        return Profile(self._recorded(), hardware=hardware, baseline=self._baseline)
+
+    def with_baseline(self, baseline: RunRef | DiffSide) -> Profile:
+        """The same profile compared with a baseline run (its analysis is shared, not redone).
+
+        Parameters:
+            baseline: a Profile, or anything ``gpuprofile.diff`` takes (a trace path, a run
+                id or label of the history, ``last``).
+
+        Returns:
+            A new Profile whose ``report()["baseline"]`` is the diff against it.
+        """
+        other = Profile(self._source, hardware=self._hardware, baseline=resolve_side(baseline))
+        other._analysis = self._analysis
+        return other
 
     def report(self) -> dict[str, Any]:
-        """The versioned report dict (schema gpuprofile.report/1), as `--format json` prints."""
+        """The versioned report dict (schema gpuprofile.report/1), as `--format json` prints;
+        with a baseline, its "baseline" key holds the diff against it (a: the baseline)."""
         if self._report is None:
             from gpuprofile.report.build import build_report
 
-            self._report = build_report(self.analysis)
+            report = build_report(self.analysis)
+            if self._baseline is not None:
+                from gpuprofile.report.diff import diff_runs
+                from gpuprofile.report.diff_side import side_of_trace
+
+                changes = diff_runs(self._baseline, side_of_trace(self.trace, report))
+                report = {**report, "baseline": changes.to_dict()}
+            self._report = report
         return self._report
 
     def diff_side(self) -> DiffSide:
@@ -284,9 +322,13 @@ def profile(
     distributed: bool = False,
     label: str | None = None,
     keep_trace: bool = False,
+    baseline: RunRef | None = None,
 ) -> Iterator[Profile]:
     """Profile the block (options below are checked before it runs)."""
     from gpuprofile.capture.session import capture
+
+    # Before the block runs: a baseline that cannot be read fails first, not after the work.
+    base = resolve_side(baseline) if baseline is not None else None
 
     options = CaptureOptions(
         profile_memory=profile_memory,
@@ -302,7 +344,7 @@ def profile(
     made: Profile | None = None
     try:
         with capture(options) as recording:
-            made = Profile(recording, hardware=options.hardware)
+            made = Profile(recording, hardware=options.hardware, baseline=base)
             yield made
     finally:
         # After the capture has ended (also when the block raised): what ran is recorded.
@@ -347,6 +389,9 @@ the block runs (``OptionError``):
     label: record the run in the history under this name (``gpuprofile diff NAME other``)
     keep_trace: keep the trace in the history too, so ``gpuprofile.show(run)`` brings the
         timeline back
+    baseline: the run to compare with (a Profile, a trace path, or a run id, label or
+        ``last`` of the history, as ``gpuprofile.diff`` takes), read before the block runs;
+        ``p.report()["baseline"]`` is then the diff.
 """
 
 
@@ -368,7 +413,7 @@ def last() -> Profile:
 RunRef = Profile | str | os.PathLike[str]
 
 
-def resolve_side(ref: RunRef | StoredRun) -> DiffSide:
+def resolve_side(ref: RunRef | StoredRun | DiffSide) -> DiffSide:
     """What a diff or the CI gate reads of the run a reference names.
 
     Parameters:
@@ -384,8 +429,10 @@ def resolve_side(ref: RunRef | StoredRun) -> DiffSide:
         HistoryError: a name the history does not hold, or a damaged history.
         GpuprofileError: anything else.
     """
-    from gpuprofile.report.diff_side import side_of_digest
+    from gpuprofile.report.diff_side import DiffSide, side_of_digest
 
+    if isinstance(ref, DiffSide):
+        return ref
     if isinstance(ref, Profile):
         return ref.diff_side()
     run = ref if isinstance(ref, StoredRun) else _stored_or_path(ref)

@@ -97,6 +97,12 @@ def format_time(ns: float | None) -> str:
     return f"{_round(v)} ns"
 
 
+def format_delta_time(ns: float | None) -> str:
+    """A change of duration in ns, signed: "+1.50 ms", "-850 ns", "0 ns" (as format_time)."""
+    text = format_time(ns)
+    return f"+{text}" if ns is not None and text not in ("0 ns", UNKNOWN) and ns > 0 else text
+
+
 def format_percent(pct: float | None, digits: int = 1) -> str:
     """A percentage given in percent: 47.4 -> "47.4%"."""
     v = _known(pct)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -15,6 +14,7 @@ from gpuprofile.cli import main
 from gpuprofile.report.html_plots import roofline_figure, timeline_figure
 from gpuprofile.units import format_time
 from helpers.hostile_trace import BREAKOUT, HOSTILE, report_events
+from helpers.html_page import div_markup
 from helpers.kineto_docs import document, write
 
 
@@ -39,27 +39,6 @@ def test_page_makes_no_network_reference(page: tuple[str, list[dict]]) -> None:
     assert re.search(r"(https?:)?//", markup) is None
     # bokeh's JS is inlined: a large page.
     assert len(text) > 500_000
-
-
-def div_markup(page: str) -> str:
-    """The markup of the page's bokeh Divs, read back from bokeh's document JSON (which the
-    file holds HTML-escaped inside a <script type="application/json">)."""
-    found = re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', page, re.S)
-    assert len(found) == 1
-    texts: list[str] = []
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if node.get("name") == "Div":
-                texts.append(node["attributes"]["text"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(json.loads(html.unescape(found[0])))
-    return "\n".join(texts)
 
 
 def test_top_kernel_names_appear_escaped(page: tuple[str, list[dict]]) -> None:

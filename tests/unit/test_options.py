@@ -22,7 +22,9 @@ README = Path(__file__).parents[2] / "README.md"
 
 def test_profile_takes_every_option_with_the_same_default() -> None:
     parameters = inspect.signature(gpuprofile.profile).parameters
-    assert list(parameters) == [o.name for o in OPTIONS]
+    # The capture's options first, in the table's order; then those that are not the capture's.
+    assert list(parameters)[: len(OPTIONS)] == [o.name for o in OPTIONS]
+    assert "baseline" in list(parameters)[len(OPTIONS) :]
     for option in OPTIONS:
         assert parameters[option.name].default == option.default, option.name
         assert parameters[option.name].kind is inspect.Parameter.KEYWORD_ONLY
@@ -37,10 +39,11 @@ def test_profiles_docs_list_every_option() -> None:
 def test_the_magic_has_one_argument_per_option_in_order() -> None:
     parser: Any = GpuprofileMagics.gpuprofile.parser  # type: ignore[attr-defined]
     flags = [a.option_strings[0] for a in parser._actions if a.option_strings[:1] != ["-h"]]
-    assert flags == [
+    assert flags[: len(OPTIONS)] == [
         "--memory", "--stack", "--no-shapes", "--export", "--hardware", "--interval", "--steps",
         "--max-events", "--distributed",
     ]  # fmt: skip
+    assert "--baseline" in flags[len(OPTIONS) :]
     # Each flag reaches its own field: the switches set the opposite of the default.
     args = parse_argstring(
         GpuprofileMagics.gpuprofile, "--memory --no-shapes --interval 0.5 --steps 1,2"

@@ -28,8 +28,8 @@ def _cases() -> list[Any]:
 def test_the_table_covers_every_kind_of_number() -> None:
     kinds = {fn for fn, *_ in (p.values for p in _cases())}
     assert kinds == {
-        "time", "si", "bytes", "bytes_per_s", "flops", "flops_per_s", "reading", "percent",
-        "fraction", "count", "intensity",
+        "time", "delta_time", "si", "bytes", "bytes_per_s", "flops", "flops_per_s", "reading",
+        "percent", "fraction", "count", "intensity",
     }  # fmt: skip
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from gpuprofile.analyses.names import short_kernel_name
-from gpuprofile.units import format_count, format_percent, format_si, format_time
+from gpuprofile.units import (
+    format_count,
+    format_delta_time,
+    format_percent,
+    format_si,
+    format_time,
+)
 
 TOP_ROWS = 10
 _SUMMARY = (("wall_ns", "wall"), ("busy_ns", "GPU busy"), ("idle_ns", "GPU idle"))
@@ -46,15 +52,49 @@ def render_diff(diff: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_baseline(diff: dict[str, Any], rows: int = 3) -> list[str]:
+    """The short "Against baseline" section of a profile's text report: the summary with
+    deltas, the kernels that moved most, and the hints fixed and new.
+
+    Parameters:
+        diff: the diff document (a: the baseline, b: this profile).
+        rows: kernels (else ops, for a trace without kernels) and hints shown at most.
+
+    Returns:
+        The section's lines (no trailing newline).
+    """
+    lines = [
+        "",
+        f"Against baseline {_side(diff['a'])}:",
+        f"  {'':<22}{'before':>11}{'after':>11}{'delta':>12}{'b/a':>8}",
+    ]
+    summary = diff["summary"]
+    lines += [_summary_line(label, summary[key]).rstrip() for key, label in _SUMMARY]
+    if summary["step_ns"] is not None:
+        lines.append(_summary_line("step (median)", summary["step_ns"]).rstrip())
+    table = "kernels" if diff["kernels"] else "ops"
+    moved = [row for row in diff[table] if row["delta_ns"]][:rows]
+    if moved:
+        lines.append(f"  {table} that moved most:")
+    for row in moved:
+        counts = f"x{format_count(row['a_count'])} -> {format_count(row['b_count'])}"
+        lines.append(
+            f"  {format_delta_time(row['delta_ns']):>11}  {format_time(row['a_ns'])} -> "
+            f"{format_time(row['b_ns'])}  {counts}  {short_kernel_name(row['name'], 60)}"
+        )
+    for group in ("fixed", "new"):
+        entries = diff["hints"][group]
+        titles = "; ".join(entry["title"] for entry in entries[:rows])
+        more = f" (+{len(entries) - rows} more)" if len(entries) > rows else ""
+        lines.append(f"  hints {group}: {titles or 'none'}{more}")
+    lines.append(f"  hints kept: {format_count(len(diff['hints']['kept']))}")
+    return lines
+
+
 def _side(side: dict[str, Any]) -> str:
     where = side["path"] or "(captured)"
     devices = ", ".join(side["devices"]) or "no GPU named"
     return f"{where} ({side['format']}, {format_count(side['ranks'], 'rank')}, {devices})"
-
-
-def _signed_time(ns: float | None) -> str:
-    text = format_time(ns)
-    return f"+{text}" if ns is not None and ns > 0 else text
 
 
 def _ratio(ratio: float | None) -> str:
@@ -64,7 +104,7 @@ def _ratio(ratio: float | None) -> str:
 def _summary_line(label: str, change: dict[str, Any]) -> str:
     return (
         f"  {label:<22}{format_time(change['a']):>11}{format_time(change['b']):>11}"
-        f"{_signed_time(change['delta']):>12}{_ratio(change['ratio']):>8}"
+        f"{format_delta_time(change['delta']):>12}{_ratio(change['ratio']):>8}"
     )
 
 
@@ -85,7 +125,7 @@ def _rows(rows: list[dict[str, Any]], title: str) -> list[str]:
         elif row["matched_by"] != "name":
             name += f" ({row['matched_by']})"
         lines.append(
-            f"  {_signed_time(row['delta_ns']):>11}{format_time(row['a_ns']):>11}"
+            f"  {format_delta_time(row['delta_ns']):>11}{format_time(row['a_ns']):>11}"
             f"{format_time(row['b_ns']):>11}{counts:>18}  {name}"
         )
     return lines

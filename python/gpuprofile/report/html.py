@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprofile.errors import GpuprofileError
+from gpuprofile.report.html_diff import baseline_html
 from gpuprofile.units import (
     format_count,
     format_fraction,
@@ -246,7 +247,8 @@ def render_html(report: dict[str, Any], trace: Trace, *, title: str = "gpuprofil
     """The whole page as one HTML string, bokeh's JS and CSS inlined.
 
     Parameters:
-        report: the ``gpuprofile.report/1`` dict of the trace.
+        report: the ``gpuprofile.report/1`` dict of the trace; with a "baseline" (the diff
+            against one), its section follows the summary.
         trace: the Trace the report was built from (its kernels draw the timeline).
         title: the page's title (escaped by bokeh).
     Returns the HTML text."""
@@ -269,6 +271,10 @@ def render_html(report: dict[str, Any], trace: Trace, *, title: str = "gpuprofil
     timeline, timeline_note = timeline_figure(trace)
     items: list[Any] = [
         div(summary_html(report) + ranks_html(report) + gauges_html(report)),
+    ]
+    if report.get("baseline"):
+        items.append(div(baseline_html(report["baseline"])))
+    items += [
         div(f"<h2>Kernel timeline</h2><p>{esc(timeline_note)}</p>"),
     ]
     if timeline is not None:

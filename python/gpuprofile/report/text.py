@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuprofile.analyses.measured import MEASURED_METRICS
+from gpuprofile.report.diff_text import render_baseline
 from gpuprofile.units import (
     format_bytes,
     format_bytes_per_s,
@@ -88,6 +89,8 @@ def render_text(report: dict[str, Any]) -> str:
         lines.extend(_sampled_lines(rank.get("sampled")))
     lines.extend(_inference_lines(report.get("inference")))
     lines.extend(_roofline_lines(report.get("roofline")))
+    if report.get("baseline"):
+        lines.extend(render_baseline(report["baseline"]))
     return "\n".join(lines)
 
 

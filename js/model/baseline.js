@@ -1,0 +1,141 @@
+// @ts-check
+// A profile against its baseline, as the widget shows it: report.baseline is the diff
+// (gpuprofile.diff/1, a: the baseline, b: this profile). This arranges it into before/after bars,
+// the kernels and ops that moved most, and the hints fixed / new / kept, and spells the numbers
+// (format.js). No DOM; unit-tested.
+
+import { formatCount, formatDeltaTime, formatSI, formatTime, num } from "./format.js";
+
+/**
+ * One before/after bar: widths are shares (0..1) of the larger of the two; tone says whether
+ * the time grew ("worse"), shrank ("better") or stayed ("").
+ * @typedef {{key: string, label: string, a: number | null, b: number | null, aWidth: number,
+ *   bWidth: number, aText: string, bText: string, deltaText: string, ratioText: string,
+ *   tone: string}} Bar
+ */
+/**
+ * One row of a delta table (kernels or ops).
+ * @typedef {{name: string, matched: string, aText: string, bText: string, deltaText: string,
+ *   countText: string, delta: number, tone: string}} DeltaRow
+ */
+/**
+ * One hint with its mark.
+ * @typedef {{group: "fixed" | "new" | "kept", kind: string, title: string, gainText: string}} HintMark
+ */
+/**
+ * @typedef {{baseline: string, bars: Bar[], kernels: DeltaRow[], ops: DeltaRow[],
+ *   kernelsTotal: number, opsTotal: number, hints: HintMark[],
+ *   counts: {fixed: number, new: number, kept: number}, notes: string[]}} BaselineView
+ */
+
+/** Rows of each delta table shown (the diff sorts them by |delta|). */
+export const TOP_ROWS = 8;
+const SUMMARY_BARS = [
+  ["wall_ns", "wall"],
+  ["busy_ns", "GPU busy"],
+  ["idle_ns", "GPU idle"],
+  ["step_ns", "step (median)"],
+];
+const GROUPS = /** @type {const} */ (["fixed", "new", "kept"]);
+
+/**
+ * @param {unknown} delta
+ * @returns {string}
+ */
+function tone(delta) {
+  const d = num(delta);
+  // Every figure here is a duration: more of it is worse.
+  return d === null || d === 0 ? "" : d > 0 ? "worse" : "better";
+}
+
+/**
+ * @param {string} key
+ * @param {string} label
+ * @param {any} change {a, b, delta, ratio?}
+ * @returns {Bar}
+ */
+function bar(key, label, change) {
+  const a = num(change.a);
+  const b = num(change.b);
+  const top = Math.max(a ?? 0, b ?? 0);
+  const ratio = num(change.ratio);
+  return {
+    key,
+    label,
+    a,
+    b,
+    aWidth: top > 0 ? (a ?? 0) / top : 0,
+    bWidth: top > 0 ? (b ?? 0) / top : 0,
+    aText: formatTime(a),
+    bText: formatTime(b),
+    deltaText: formatDeltaTime(change.delta),
+    ratioText: ratio === null ? "" : `${formatSI(ratio)}x`,
+    tone: tone(change.delta),
+  };
+}
+
+/**
+ * @param {any[]} rows the diff's kernels or ops
+ * @returns {DeltaRow[]}
+ */
+function deltaRows(rows) {
+  return rows
+    .filter((r) => num(r && r.delta_ns))
+    .slice(0, TOP_ROWS)
+    .map((r) => ({
+      name: String(r.name ?? ""),
+      // Matched by position (another vendor or library): b's own name; else only in a / b.
+      matched: r.matched_by === "position" ? String(r.b_name ?? "") : r.matched_by === "name" ? "" : String(r.matched_by ?? ""),
+      aText: formatTime(r.a_ns),
+      bText: formatTime(r.b_ns),
+      deltaText: formatDeltaTime(r.delta_ns),
+      countText: `${formatCount(r.a_count)} → ${formatCount(r.b_count)}`,
+      delta: Number(r.delta_ns),
+      tone: tone(r.delta_ns),
+    }));
+}
+
+/**
+ * The baseline panel's content, or null when the report holds no baseline.
+ * @param {any} summary the report (summary trait)
+ * @returns {BaselineView | null}
+ */
+export function baselineView(summary) {
+  const diff = summary && summary.baseline;
+  if (!diff || typeof diff !== "object" || !diff.summary) return null;
+  const s = diff.summary;
+  const bars = [];
+  for (const [key, label] of SUMMARY_BARS) if (s[key]) bars.push(bar(key, label, s[key]));
+  for (const [cause, change] of Object.entries(s.idle_by_cause || {})) {
+    if (num(change && change.a) || num(change && change.b)) bars.push(bar(`idle:${cause}`, `idle: ${cause}`, change));
+  }
+  /** @type {HintMark[]} */
+  const hints = [];
+  const counts = { fixed: 0, new: 0, kept: 0 };
+  for (const group of GROUPS) {
+    const entries = (diff.hints && Array.isArray(diff.hints[group])) ? diff.hints[group] : [];
+    counts[group] = entries.length;
+    for (const e of entries) {
+      hints.push({
+        group,
+        kind: String(e.kind ?? ""),
+        title: String(e.title ?? ""),
+        gainText: `gain ${formatTime(e.a_gain_ns)} → ${formatTime(e.b_gain_ns)}`,
+      });
+    }
+  }
+  const a = diff.a || {};
+  const kernels = Array.isArray(diff.kernels) ? diff.kernels : [];
+  const ops = Array.isArray(diff.ops) ? diff.ops : [];
+  return {
+    baseline: `${a.path || "a capture"}${a.format ? ` (${a.format})` : ""}`,
+    bars,
+    kernels: deltaRows(kernels),
+    ops: deltaRows(ops),
+    kernelsTotal: kernels.length,
+    opsTotal: ops.length,
+    hints,
+    counts,
+    notes: Array.isArray(diff.notes) ? diff.notes.map(String) : [],
+  };
+}

@@ -1,0 +1,130 @@
+"""The standalone page's "Against baseline" section: the diff (gpuprofile.diff/1) of a report
+that holds one, as plain HTML: before/after bars, the kernels and ops that moved most, and the
+hints fixed, new and kept. Names are untrusted text: everything passes through ``esc``
+(``html.escape``, as report/html.py does)."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from gpuprofile.analyses.names import short_kernel_name
+from gpuprofile.units import format_count, format_delta_time, format_si, format_time
+
+TOP_ROWS = 10
+_STYLE = """
+<style>
+.gp-report .bars td{border:none;padding:1px 6px}
+.gp-report .bar{height:9px;min-width:1px}
+.gp-report .bar.a{background:#9e9e9e}.gp-report .bar.b{background:#1976d2}
+.gp-report .worse{color:#b71c1c}.gp-report .better{color:#2e7d32}
+.gp-report .mark{display:inline-block;min-width:44px;padding:0 4px;margin-right:6px;
+  border-radius:3px;color:#fff;font-size:11px;text-align:center}
+.gp-report .mark.fixed{background:#2e7d32}.gp-report .mark.new{background:#c62828}
+.gp-report .mark.kept{background:#757575}
+</style>
+"""
+_BARS = (("wall_ns", "wall"), ("busy_ns", "GPU busy"), ("idle_ns", "GPU idle"))
+_BAR_PX = 240
+
+
+def esc(value: Any) -> str:
+    """``value`` as HTML text: ``<``, ``>``, ``&`` and quotes escaped."""
+    return escape(str(value), quote=True)
+
+
+def baseline_html(diff: dict[str, Any]) -> str:
+    """The section for a diff (a: the baseline, b: this profile).
+
+    Parameters:
+        diff: the ``gpuprofile.diff/1`` document (a report's "baseline").
+
+    Returns:
+        Escaped HTML, its own style included (each bokeh Div is a shadow root).
+    """
+    side = diff["a"]
+    where = side.get("path") or "a capture"
+    parts = [
+        _STYLE,
+        "<h2>Against baseline</h2>",
+        f"<p>Baseline: {esc(where)} ({esc(side.get('format'))}, "
+        f"{esc(format_count(side.get('ranks'), 'rank'))}). "
+        "Grey: before (the baseline), blue: after (this profile).</p>",
+    ]
+    parts += [f"<p>Note: {esc(note)}</p>" for note in diff.get("notes") or []]
+    parts.append(_bars(diff["summary"]))
+    for table, title in (("kernels", "Kernels"), ("ops", "Ops")):
+        parts.append(_delta_table(diff.get(table) or [], title))
+    parts.append(_hints(diff["hints"]))
+    return "".join(parts)
+
+
+def _tone(delta: float | None) -> str:
+    # Time that grew is worse: every bar here is a duration.
+    return "" if not delta else "worse" if delta > 0 else "better"
+
+
+def _bars(summary: dict[str, Any]) -> str:
+    rows = [(label, summary[key]) for key, label in _BARS]
+    if summary.get("step_ns"):
+        rows.append(("step (median)", summary["step_ns"]))
+    for cause, change in (summary.get("idle_by_cause") or {}).items():
+        if change.get("a") or change.get("b"):
+            rows.append((f"idle: {cause}", change))
+    body = []
+    for label, change in rows:
+        a, b = change.get("a") or 0, change.get("b") or 0
+        top = max(a, b) or 1
+        ratio = change.get("ratio")
+        bars = "".join(
+            f'<div class="bar {cls}" style="width:{round(_BAR_PX * value / top)}px" '
+            f'title="{cls}: {esc(format_time(value))}"></div>'
+            for cls, value in (("a", a), ("b", b))
+        )
+        body.append(
+            f'<tr data-bar="{esc(label)}"><td>{esc(label)}</td><td>{bars}</td>'
+            f'<td class="n">{esc(format_time(change.get("a")))}</td>'
+            f'<td class="n">{esc(format_time(change.get("b")))}</td>'
+            f'<td class="n {_tone(change.get("delta"))}">'
+            f"{esc(format_delta_time(change.get('delta')))}</td>"
+            f'<td class="n">{esc("" if ratio is None else format_si(ratio) + "x")}</td></tr>'
+        )
+    head = "".join(f"<th>{h}</th>" for h in ("", "", "before", "after", "delta", "after/before"))
+    return f'<table class="bars"><tr>{head}</tr>{"".join(body)}</table>'
+
+
+def _delta_table(rows: list[dict[str, Any]], title: str) -> str:
+    moved = [row for row in rows if row["delta_ns"]][:TOP_ROWS]
+    if not moved:
+        return ""
+    head = "".join(
+        f"<th>{h}</th>" for h in ("name", "before", "after", "delta", "count before → after")
+    )
+    body = []
+    for row in moved:
+        name = short_kernel_name(row["name"], 100)
+        if row.get("matched_by") not in (None, "name"):
+            name += f" ({row['b_name'] or row['matched_by']})"
+        body.append(
+            f"<tr><td>{esc(name)}</td><td class=n>{esc(format_time(row['a_ns']))}</td>"
+            f"<td class=n>{esc(format_time(row['b_ns']))}</td>"
+            f'<td class="n {_tone(row["delta_ns"])}">{esc(format_delta_time(row["delta_ns"]))}</td>'
+            f"<td class=n>{esc(format_count(row['a_count']))} → "
+            f"{esc(format_count(row['b_count']))}</td></tr>"
+        )
+    caption = f"{title} that moved most ({len(moved)} of {format_count(len(rows))})"
+    return f"<h3>{esc(caption)}</h3><table>{''.join([f'<tr>{head}</tr>', *body])}</table>"
+
+
+def _hints(hints: dict[str, list[dict[str, Any]]]) -> str:
+    items = []
+    for group in ("fixed", "new", "kept"):
+        for entry in hints.get(group) or []:
+            gain = f"gain {format_time(entry['a_gain_ns'])} → {format_time(entry['b_gain_ns'])}"
+            items.append(
+                f'<li data-hint="{group}"><span class="mark {group}">{group}</span>'
+                f"{esc(entry['title'])} <span>({esc(entry['kind'])}, {esc(gain)})</span></li>"
+            )
+    if not items:
+        return "<h3>Hints</h3><p>Neither run has hints.</p>"
+    return f"<h3>Hints fixed, new and kept</h3><ul>{''.join(items)}</ul>"
