@@ -294,3 +294,22 @@ def test_four_processes_writing_at_once_lose_nothing(
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert labels == sorted(f"w{w}-{n}" for w in range(4) for n in range(25))
     assert all(run.report()["schema"] == "gpuprofile.report/1" for run in store.runs(None)[:5])
+
+
+def test_the_diff_says_whether_a_step_change_is_beyond_noise(tmp_path: Path) -> None:
+    base = [100, 110, 90, 100, 105, 95]
+    a = write(tmp_path / "a.json", steps_doc(base))
+    slower = write(tmp_path / "b.json", steps_doc([k + 300 for k in base]))
+    same = write(tmp_path / "c.json", steps_doc(list(reversed(base))))
+    two = write(tmp_path / "d.json", steps_doc(base[:2]))
+    step = gpuprofile.diff(a, slower).to_dict()["summary"]["step_ns"]
+    medians = [float(np.median([400 + k for k in base])), float(np.median([700 + k for k in base]))]
+    assert (step["a"], step["b"]) == (medians[0] * US, medians[1] * US)
+    lo, hi = step["interval"]
+    # Every b step is longer than every a step: every resample's ratio is above 1.
+    assert 1 < lo <= step["ratio"] <= hi and step["count"] == {"a": 6, "b": 6}
+    assert "slower" in gpuprofile.diff(a, slower).text()
+    lo, hi = gpuprofile.diff(a, same).to_dict()["summary"]["step_ns"]["interval"]
+    assert lo < 1 < hi
+    assert gpuprofile.diff(a, two).to_dict()["summary"]["step_ns"]["interval"] is None
+    assert "too few for a noise interval" in gpuprofile.diff(a, two).text()

@@ -16,6 +16,7 @@ import numpy as np
 
 from gpuprofile.report.diff_match import Match, match_rows
 from gpuprofile.report.diff_side import DiffSide
+from gpuprofile.report.regression import CONFIDENCE, MIN_STEPS, bootstrap_ratio_interval
 
 SCHEMA = "gpuprofile.diff/1"
 # A roofline point moved when its % of roof or achieved FLOP/s changed by more than this.
@@ -131,10 +132,26 @@ def _summary(a: DiffSide, b: DiffSide) -> dict[str, Any]:
         "busy_ns": _change(_gpu_total(a_report, "busy_ns"), _gpu_total(b_report, "busy_ns")),
         "idle_ns": _change(_gpu_total(a_report, "idle_ns"), _gpu_total(b_report, "idle_ns")),
         # The median step of each run, over every rank's steps; None unless both have steps.
-        "step_ns": {**_change(a_step, b_step), "source": {"a": a_from, "b": b_from}}
+        "step_ns": {
+            **_change(a_step, b_step),
+            "source": {"a": a_from, "b": b_from},
+            **_step_interval(a, b),
+        }
         if both_steps
         else None,
         "idle_by_cause": idle_by_cause,
+    }
+
+
+def _step_interval(a: DiffSide, b: DiffSide) -> dict[str, Any]:
+    """The steps each side has, and the bootstrap interval of b/a's ratio of median steps (as
+    the CI gate computes it); None with fewer than MIN_STEPS positive steps on a side."""
+    a_steps, b_steps = a.steps[a.steps > 0], b.steps[b.steps > 0]
+    enough = min(len(a_steps), len(b_steps)) >= MIN_STEPS
+    return {
+        "count": {"a": len(a_steps), "b": len(b_steps)},
+        "interval": list(bootstrap_ratio_interval(b_steps, a_steps)) if enough else None,
+        "confidence": CONFIDENCE,
     }
 
 

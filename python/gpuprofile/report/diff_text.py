@@ -8,6 +8,7 @@ from gpuprofile.analyses.names import short_kernel_name
 from gpuprofile.units import (
     format_count,
     format_delta_time,
+    format_fraction,
     format_percent,
     format_si,
     format_time,
@@ -27,13 +28,14 @@ def render_diff(diff: dict[str, Any]) -> str:
         f"  b: {_side(diff['b'])}",
         *(f"  note: {note}" for note in diff["notes"]),
         "",
-        f"  {'':<22}{'a':>11}{'b':>11}{'delta':>12}{'b/a':>8}",
+        f"  {'':<28}{'a':>11}{'b':>11}{'delta':>12}{'b/a':>8}",
     ]
     summary = diff["summary"]
     for key, label in _SUMMARY:
         lines.append(_summary_line(label, summary[key]))
     if summary["step_ns"] is not None:
         lines.append(_summary_line("step (median)", summary["step_ns"]))
+        lines.append(f"  {'':<28}{step_noise(summary['step_ns'])}")
     for cause, change in summary["idle_by_cause"].items():
         lines.append(_summary_line(f"  idle: {cause}", {**change, "ratio": None}))
     for table, title in (("kernels", "Kernels"), ("ops", "Ops")):
@@ -66,12 +68,13 @@ def render_baseline(diff: dict[str, Any], rows: int = 3) -> list[str]:
     lines = [
         "",
         f"Against baseline {_side(diff['a'])}:",
-        f"  {'':<22}{'before':>11}{'after':>11}{'delta':>12}{'b/a':>8}",
+        f"  {'':<28}{'before':>11}{'after':>11}{'delta':>12}{'b/a':>8}",
     ]
     summary = diff["summary"]
     lines += [_summary_line(label, summary[key]).rstrip() for key, label in _SUMMARY]
     if summary["step_ns"] is not None:
         lines.append(_summary_line("step (median)", summary["step_ns"]).rstrip())
+        lines.append(f"  {'':<28}{step_noise(summary['step_ns'])}")
     table = "kernels" if diff["kernels"] else "ops"
     moved = [row for row in diff[table] if row["delta_ns"]][:rows]
     if moved:
@@ -101,9 +104,23 @@ def _ratio(ratio: float | None) -> str:
     return "" if ratio is None else f"{format_si(ratio)}x"
 
 
+def step_noise(step: dict[str, Any]) -> str:
+    """What the step-time ratio is worth: its bootstrap interval, or why there is none."""
+    counts = f"{format_count(step['count']['a'], 'step')} vs {format_count(step['count']['b'])}"
+    interval = step["interval"]
+    if interval is None:
+        return f"({counts}: too few for a noise interval)"
+    lo, hi = interval
+    verdict = "faster" if hi < 1 else "slower" if lo > 1 else "within noise"
+    return (
+        f"({format_fraction(step['confidence'], 0)} interval of b/a {format_si(lo)}x to "
+        f"{format_si(hi)}x over {counts}: {verdict})"
+    )
+
+
 def _summary_line(label: str, change: dict[str, Any]) -> str:
     return (
-        f"  {label:<22}{format_time(change['a']):>11}{format_time(change['b']):>11}"
+        f"  {label:<28}{format_time(change['a']):>11}{format_time(change['b']):>11}"
         f"{format_delta_time(change['delta']):>12}{_ratio(change['ratio']):>8}"
     )
 
