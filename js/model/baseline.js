@@ -4,7 +4,7 @@
 // the kernels and ops that moved most, and the hints fixed / new / kept, and spells the numbers
 // (format.js). No DOM; unit-tested.
 
-import { formatCount, formatDeltaTime, formatSI, formatTime, num } from "./format.js";
+import { formatCount, formatDeltaTime, formatFraction, formatSI, formatTime, num } from "./format.js";
 
 /**
  * One before/after bar: widths are shares (0..1) of the larger of the two; tone says whether
@@ -25,7 +25,8 @@ import { formatCount, formatDeltaTime, formatSI, formatTime, num } from "./forma
 /**
  * @typedef {{baseline: string, bars: Bar[], kernels: DeltaRow[], ops: DeltaRow[],
  *   kernelsTotal: number, opsTotal: number, hints: HintMark[],
- *   counts: {fixed: number, new: number, kept: number}, notes: string[]}} BaselineView
+ *   counts: {fixed: number, new: number, kept: number}, notes: string[],
+ *   noise: {verdict: string, text: string} | null}} BaselineView
  */
 
 /** Rows of each delta table shown (the diff sorts them by |delta|). */
@@ -96,6 +97,28 @@ function deltaRows(rows) {
 }
 
 /**
+ * What the median step's change is worth, as the text report says it: the bootstrap interval
+ * of after/before and its verdict ("faster", "slower", "within noise"), or why there is none.
+ * @param {any} step the diff's summary.step_ns
+ * @returns {{verdict: string, text: string} | null}
+ */
+export function stepNoise(step) {
+  if (!step || !step.count) return null;
+  const counts = `${formatCount(step.count.a)} vs ${formatCount(step.count.b)} steps`;
+  const interval = Array.isArray(step.interval) ? step.interval.map(num) : null;
+  if (!interval || interval[0] === null || interval[1] === null) {
+    return { verdict: "", text: `${counts}: too few for a noise interval` };
+  }
+  const [lo, hi] = /** @type {number[]} */ (interval);
+  const verdict = hi < 1 ? "faster" : lo > 1 ? "slower" : "within noise";
+  const confidence = formatFraction(num(step.confidence), 0);
+  return {
+    verdict,
+    text: `step time ${verdict}: ${confidence} interval of after/before ${formatSI(lo)}x to ${formatSI(hi)}x over ${counts}`,
+  };
+}
+
+/**
  * The baseline panel's content, or null when the report holds no baseline.
  * @param {any} summary the report (summary trait)
  * @returns {BaselineView | null}
@@ -137,5 +160,6 @@ export function baselineView(summary) {
     hints,
     counts,
     notes: Array.isArray(diff.notes) ? diff.notes.map(String) : [],
+    noise: stepNoise(s.step_ns),
   };
 }

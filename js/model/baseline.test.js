@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { baselineView, TOP_ROWS } from "./baseline.js";
+import { baselineView, stepNoise, TOP_ROWS } from "./baseline.js";
 
 // A diff document as Python writes it (gpuprofile.diff/1), small enough to check by hand.
 function diff() {
@@ -87,4 +87,17 @@ test("hints: every entry marked with its group, counted", () => {
   assert.equal(view.hints[0].gainText, "gain 300 µs → –");
   assert.equal(view.baseline, "/runs/before.json (kineto)");
   assert.deepEqual(view.notes, ["a note"]);
+});
+
+test("the step verdict reads the interval: below 1 faster, above 1 slower, across 1 noise", () => {
+  const step = (interval) => ({ a: 10, b: 6, delta: -4, ratio: 0.6, count: { a: 20, b: 20 }, interval, confidence: 0.95 });
+  assert.equal(stepNoise(step([0.55, 0.65])).verdict, "faster");
+  assert.equal(stepNoise(step([1.2, 1.4])).verdict, "slower");
+  assert.equal(stepNoise(step([0.9, 1.1])).verdict, "within noise");
+  assert.match(stepNoise(step([0.55, 0.65])).text, /95% interval of after\/before 0\.550x to 0\.650x over 20 vs 20 steps/);
+  const few = stepNoise({ ...step(null), count: { a: 2, b: 1 } });
+  assert.equal(few.verdict, "");
+  assert.match(few.text, /2 vs 1 steps: too few for a noise interval/);
+  assert.equal(stepNoise(null), null);
+  assert.equal(baselineView({ baseline: diff() }).noise, null); // step_ns null: nothing to say
 });

@@ -5,7 +5,8 @@
 //
 // For browser tests: the root carries data-baseline="ready", data-fixed / data-new / data-kept
 // (hint counts); each bar row data-bar (its key), each delta row data-delta-row ("kernels:i"),
-// each hint data-mark (its group).
+// each hint data-mark (its group); the step-time verdict data-noise ("faster", "slower",
+// "within noise", "none").
 
 import "./baseline.css";
 import { baselineView } from "../model/baseline.js";
@@ -33,7 +34,14 @@ export function createBaseline(summary) {
   for (const note of view.notes) el.append(node("div", "gp-muted", `note: ${note}`));
 
   const body = node("div", "gp-baseline-body");
-  body.append(barsTable(view.bars));
+  const bars = node("div");
+  bars.append(barsTable(view.bars));
+  if (view.noise) {
+    const noise = node("div", `gp-baseline-noise ${view.noise.verdict === "faster" ? "gp-baseline-better" : view.noise.verdict === "slower" ? "gp-baseline-worse" : "gp-muted"}`, view.noise.text);
+    noise.dataset.noise = view.noise.verdict || "none";
+    bars.append(noise);
+  }
+  body.append(bars);
   const tables = node("div", "gp-baseline-tables");
   for (const [key, title, rows, total] of [
     ["kernels", "Kernels", view.kernels, view.kernelsTotal],
