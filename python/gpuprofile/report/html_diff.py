@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 from gpuprofile.analyses.names import short_kernel_name
+from gpuprofile.report.diff_text import step_noise
 from gpuprofile.units import format_count, format_delta_time, format_si, format_time
 
 TOP_ROWS = 10
@@ -53,6 +54,8 @@ def baseline_html(diff: dict[str, Any]) -> str:
     ]
     parts += [f"<p>Note: {esc(note)}</p>" for note in diff.get("notes") or []]
     parts.append(_bars(diff["summary"]))
+    if diff["summary"].get("step_ns"):
+        parts.append(f'<p data-noise="">{esc(step_noise(diff["summary"]["step_ns"]))}</p>')
     for table, title in (("kernels", "Kernels"), ("ops", "Ops")):
         parts.append(_delta_table(diff.get(table) or [], title))
     parts.append(_hints(diff["hints"]))
