@@ -11,7 +11,7 @@ from IPython.display import display
 
 from gpuprofile.capture.options import OPTIONS, CaptureOptions
 from gpuprofile.errors import OptionError, ProfilerBusyError
-from gpuprofile.profiles import Profile, in_kernel, remember
+from gpuprofile.profiles import Profile, in_kernel, remember, widget_outputs
 
 _FLAGS = {option.name: option.flag for option in OPTIONS}
 
@@ -195,8 +195,11 @@ class _LiveOutput:
         self.feed.widget.close()
         self.handle.update({"text/plain": ""}, raw=True)
 
-    def become(self, result: Profile) -> None:
-        """The output becomes the profile's: the same widget, filled, plus the text report for
-        notebooks read without widgets (nbconvert, CI logs)."""
+    def become(self, result: Profile, run_id: str | None = None) -> None:
+        """The output becomes the profile's: the same widget, filled; then a second output,
+        the static snapshot that a saved notebook keeps, with the text report for notebooks
+        read without widgets (nbconvert, CI logs). ``run_id``: the run's id in the history."""
         result.fill_widget(self.feed.widget)
-        self.handle.update(result)
+        (widget, metadata), (snapshot, snapshot_metadata) = widget_outputs(result, run_id)
+        self.handle.update(widget, metadata=metadata, raw=True)
+        display(snapshot, metadata=snapshot_metadata, raw=True)
