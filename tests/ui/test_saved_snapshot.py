@@ -1,0 +1,114 @@
+"""A profiled notebook saved, closed and reopened in real JupyterLab without re-running: the
+snapshot stands in for the widget, whose model died with the kernel.
+
+Live, the cell shows the widget and the snapshot's output is hidden (no duplicate). After save,
+close, kernel shut down and reopen, the page shows the snapshot's summary, hints and pictures,
+and not the widget's "model not found" line. The expected text comes from the kernel's own
+report, printed by a later cell.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from widget_page import WIDGET, notebook_json, open_notebook, printed
+
+pytestmark = pytest.mark.ui
+
+NAME = "saved_snapshot.ipynb"
+CELLS = (
+    "%load_ext gpuprofile",
+    "%%gpuprofile\nimport torch\ntorch.set_num_threads(1)\nx = torch.randn(256, 256)\n"
+    "for _ in range(20):\n    y = (x @ x).relu()\n    s = y.sum().item()",
+    "import json\nimport gpuprofile\nfrom gpuprofile.units import format_time\n"
+    "r = gpuprofile.last().report()\n"
+    "print('GPUPROFILE_EXPECT', json.dumps({'wall': format_time(r['ranks'][0]['wall_ns']),"
+    " 'hints': [h['title'] for h in r['hints']],"
+    " 'points': len([p for p in r['roofline']['points'] if p.get('intensity')])}))",
+)
+SNAPSHOT = ".gpuprofile-snapshot"
+DEAD = "model not found"
+
+
+def _visible_text(page) -> str:  # type: ignore[no-untyped-def]
+    # innerText leaves out what CSS hides: what a reader sees.
+    return str(page.evaluate("() => document.querySelector('.jp-Notebook').innerText"))
+
+
+def _saved(path: Path, timeout: float = 30.0) -> dict:
+    """The notebook on disk, once it holds the snapshot output."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if path.exists():
+            notebook = json.loads(path.read_text())
+            outputs = [o for c in notebook["cells"] for o in c.get("outputs", [])]
+            if any("gpuprofile" in o.get("metadata", {}) for o in outputs):
+                return notebook
+        assert time.monotonic() < deadline, "the notebook was not saved with its snapshot"
+        time.sleep(0.3)
+
+
+def test_reopened_notebook_shows_the_snapshot(
+    page, jupyterlab: str, notebook_dir: Path, tmp_path: Path
+) -> None:
+    path = notebook_dir / NAME
+    path.write_text(json.dumps(notebook_json(*CELLS)))
+    outputs = open_notebook(page, jupyterlab, NAME, marker="GPUPROFILE_EXPECT")
+    expected = printed(outputs, "GPUPROFILE_EXPECT")
+    assert expected["hints"], "the profiled cell provoked no hint"
+
+    # Live: the widget is rendered and the snapshot, in the DOM, is hidden.
+    assert page.locator(WIDGET).count() == 1
+    assert page.locator(SNAPSHOT).count() == 1
+    page.wait_for_function(
+        "s => { const e = document.querySelector(s); return e && e.offsetParent === null; }",
+        arg=SNAPSHOT,
+    )
+    visible = _visible_text(page)
+    assert "Static snapshot" not in visible  # the widget alone shows the profile
+    assert "Static snapshot" in page.locator(SNAPSHOT).first.text_content()
+    page.screenshot(path=str(tmp_path / "live.png"), full_page=True)
+
+    page.evaluate("() => { window.jupyterapp.commands.execute('docmanager:save'); }")
+    saved = _saved(path)
+    sizes = [len(json.dumps(o)) for c in saved["cells"] for o in c.get("outputs", [])]
+    assert max(sizes) < 300_000, sizes
+    # Close everything and shut the kernel down: the widget's model is gone for good.
+    page.evaluate(
+        "async () => { await window.jupyterapp.commands.execute('application:close-all');"
+        " await window.jupyterapp.serviceManager.sessions.shutdownAll(); }"
+    )
+
+    # Reopen in a fresh workspace, without running anything.
+    page.goto(f"{jupyterlab}/lab/workspaces/r{uuid.uuid4().hex[:12]}/tree/{NAME}")
+    snapshot = page.locator(SNAPSHOT)
+    snapshot.first.wait_for(state="visible", timeout=60_000)
+    # The widget manager says "model not found" once it has restored (a kernel answered).
+    page.wait_for_function(
+        "m => [...document.querySelectorAll('.jp-OutputArea-output')]"
+        ".some(o => o.textContent.includes(m))",
+        arg=DEAD,
+        timeout=60_000,
+    )
+    page.screenshot(path=str(tmp_path / "reopened.png"), full_page=True)
+    visible = _visible_text(page)
+    assert DEAD not in visible
+    assert f"Wall: {expected['wall']}" in visible
+    for title in expected["hints"]:
+        assert title in visible
+    assert page.locator(WIDGET).count() == 0
+
+    # The pictures are drawn: the timeline's lanes hold boxes, the roofline its points.
+    timeline = page.locator(f"{SNAPSHOT} svg.gp-snapshot-timeline")
+    box = timeline.bounding_box()
+    assert box is not None and box["width"] > 300 and box["height"] > 20
+    assert timeline.locator("path").count() >= 1
+    roofline = page.locator(f"{SNAPSHOT} svg.gp-snapshot-roofline")
+    if expected["points"]:
+        box = roofline.bounding_box()
+        assert box is not None and box["width"] > 300 and box["height"] > 100
+        assert roofline.locator("circle").count() == min(expected["points"], 150)
