@@ -3,6 +3,7 @@ notebook viewers do: the snapshot carries the profile, each saved output stays b
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -53,5 +54,8 @@ def test_executed_notebook_converts_with_its_snapshot(tmp_path: Path) -> None:
     assert f"Wall: {expected['wall']}" in text
     for title in expected["hints"]:
         assert title in text
-    # The pictures are in the page as inline SVG, drawn.
-    assert re.search(r'<svg[^>]*class="gp-snapshot-timeline".*?<path d="M', page, re.S)
+    # The pictures are in the page as images of SVG, the timeline with its lanes' PNG.
+    found = re.search(r'class="gp-snapshot-timeline"[^>]*base64,([^"]+)"', page)
+    assert found, "no timeline picture"
+    assert 'href="data:image/png;base64,' in base64.b64decode(found.group(1)).decode()
+    assert 'class="gp-snapshot-roofline"' in page

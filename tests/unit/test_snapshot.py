@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import base64
 import html
+import io
 import re
 from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import gpuprofile
 from gpuprofile.profiles import WIDGET_TEXT, Profile, widget_outputs
 from gpuprofile.report.snapshot import LIMIT, render_snapshot
+from gpuprofile.report.snapshot_svg import LANE_H, WIDTH
 from gpuprofile.units import format_time
 from helpers.hostile_trace import BREAKOUT, HOSTILE, report_events
 from helpers.kineto_docs import document, write
@@ -69,16 +73,48 @@ def test_trace_names_stay_text_and_nothing_runs(hostile: Profile) -> None:
             assert selector.strip().startswith((".gp-report", ".gpuprofile-snapshot", ".jp-"))
 
 
+def pictures(markup: str) -> dict[str, str]:
+    """The snapshot's pictures: each <img> class with its SVG, decoded from the data URI."""
+    found = re.findall(
+        r'<img class="([\w-]+)"[^>]*src="data:image/svg\+xml;base64,([^"]+)"', markup
+    )
+    return {name: base64.b64decode(data).decode("utf-8") for name, data in found}
+
+
+def lane_image(svg: str) -> Image.Image:
+    """The timeline's lanes: the PNG embedded in its SVG."""
+    data = re.search(r'href="data:image/png;base64,([^"]+)"', svg).group(1)  # type: ignore[union-attr]
+    return Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")
+
+
 def test_pictures_are_drawn(hostile: Profile) -> None:
     markup = render_snapshot(hostile.report(), hostile.trace)
-    svgs = re.findall(r"<svg\b.*?</svg>", markup, re.S)
-    assert len(svgs) == 2
-    timeline, roofline = svgs
-    # One lane per stream (7 and 8) and one for the CPU thread; boxes drawn on each.
-    streams = sorted(set(hostile.trace.kernels["stream"].astype(int)))
-    for stream in streams:
-        assert f"stream {stream}</text>" in timeline
-    assert timeline.count("<path") >= len(streams) + 1
+    assert re.search(r"<svg", markup) is None  # sanitizers drop inline SVG; images stay
+    svgs = pictures(markup)
+    timeline, roofline = svgs["gp-snapshot-timeline"], svgs["gp-snapshot-roofline"]
+    assert "<script" not in timeline + roofline
+    # One lane per stream (7 and 8), then the CPU thread, in that order.
+    kernels = hostile.trace.kernels
+    labels = re.findall(r">([^<>]+)</text>", timeline)
+    assert labels[:3] == ["r0 GPU 0 stream 7", "r0 GPU 0 stream 8", "r0 CPU thread 1"]
+    # Each kernel's middle is a coloured pixel on its stream's row, and the gap before the
+    # first kernel is white (computed here from the kernels table, not by the module).
+    image = lane_image(timeline)
+    t0 = min(int(hostile.trace.ops["start_ns"].min()), int(kernels["start_ns"].min()))
+    t1 = max(
+        int((kernels["start_ns"] + kernels["dur_ns"]).max()),
+        int((hostile.trace.ops["start_ns"] + hostile.trace.ops["dur_ns"]).max()),
+    )
+    for start, dur, stream in zip(kernels["start_ns"], kernels["dur_ns"], kernels["stream"]):
+        x = int((start + dur / 2 - t0) / (t1 - t0) * WIDTH)
+        y = (0 if int(stream) == 7 else 1) * LANE_H + LANE_H // 2
+        assert image.getpixel((x, y)) != (255, 255, 255), (start, stream)
+    first = int(kernels["start_ns"].min())
+    assert image.getpixel((int((first - t0) / (t1 - t0) * WIDTH) - 2, LANE_H // 2)) == (
+        255,
+        255,
+        255,
+    )
     points = [p for p in hostile.report()["roofline"]["points"] if p.get("intensity")]
     assert roofline.count("<circle") == len(points)
 
@@ -107,7 +143,7 @@ def test_a_million_kernels_stay_under_the_limit() -> None:
     assert size <= LIMIT, size
     assert "and 56 more ranks" in markup and "288 more hints" in markup
     # The timeline shows every stream of both ranks though they hold 2M kernels.
-    assert markup.count("GPU 0 stream") == 16
+    assert pictures(markup)["gp-snapshot-timeline"].count("GPU 0 stream") == 16
 
 
 def test_busy_shading_matches_an_independent_count() -> None:

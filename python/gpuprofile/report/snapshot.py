@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any
 from gpuprofile.report.html import _STYLE, esc, gauges_html, hints_html, roofline_caption
 from gpuprofile.report.html import summary_html as page_summary_html
 from gpuprofile.report.snapshot_svg import roofline_svg, timeline_svg
-from gpuprofile.units import format_count, format_fraction, format_reading, format_time
+from gpuprofile.units import (
+    format_count,
+    format_flops_per_s,
+    format_fraction,
+    format_intensity,
+    format_percent,
+    format_reading,
+    format_time,
+)
 
 if TYPE_CHECKING:
     from gpuprofile.trace.model import Trace
@@ -41,11 +49,10 @@ _ARRANGE = f"""
 .jp-OutputArea:has(.gpuprofile) > .jp-OutputArea-child:has(.{SNAPSHOT_CLASS}){{display:none}}
 .jp-OutputArea:has(.{SNAPSHOT_CLASS}) .jp-OutputArea-output.jupyter-widgets:not(:has(*)){{
 display:none}}
-.{SNAPSHOT_CLASS} .gp-bar{{display:inline-block;width:160px;height:10px;background:#eee;
-vertical-align:middle;margin-right:6px}}
-.{SNAPSHOT_CLASS} .gp-bar > span{{display:block;height:100%;background:#1f77b4}}
-.{SNAPSHOT_CLASS} svg{{max-width:100%;height:auto}}
 """
+
+
+_BAR = "display:inline-block;width:160px;height:10px;background:#eee;margin-right:6px"
 
 
 def render_snapshot(
@@ -70,7 +77,9 @@ def render_snapshot(
         _steps_html(bounded),
         _gauge_bars(bounded) or gauges_html(bounded),
         f"<h2>Timeline</h2><p>{esc(timeline_note)}</p>{timeline}",
-        f"<h2>Roofline</h2>{roofline_caption(bounded)}<p>{esc(roofline_note)}</p>{roofline}",
+        f"<h2>Roofline</h2>{roofline_caption(bounded)}<p>{esc(roofline_note)}</p>"
+        + _points_table(bounded)
+        + roofline,
         hints_html(bounded) + _more_hints(report),
     ]
     # Each section is bounded; should they still add up past the limit (a job of many ranks
@@ -182,7 +191,11 @@ def _gauge_bars(report: dict[str, Any]) -> str:
             of_roof = esc(g.get("roof_label") or "roof unknown")
         else:
             width = max(0.0, min(float(fraction), 1.0)) * 100
-            bar = f'<span class="gp-bar"><span style="width:{width:.1f}%"></span></span>'
+            # Inline styles: HTML sanitizers (untrusted notebooks, viewers) drop <style>.
+            bar = (
+                f'<span style="{_BAR}"><span style="display:block;height:100%;'
+                f'width:{width:.1f}%;background:#1f77b4"></span></span>'
+            )
             roof = "" if g.get("roof") is None else format_reading(g["roof"], g["unit"])
             of_roof = esc(f"{format_fraction(fraction, 0)} of {roof} ({g.get('roof_label')})")
         label = f"rank {g.get('rank')} {g.get('label')}" if several else str(g.get("label"))
@@ -191,3 +204,25 @@ def _gauge_bars(report: dict[str, Any]) -> str:
             f"<td>{esc(g.get('note') or '')}</td></tr>"
         )
     return "<h2>Gauges</h2><table>" + "".join(rows) + "</table>"
+
+
+def _points_table(report: dict[str, Any], limit: int = 8) -> str:
+    """The heaviest roofline points by time, as the picture cannot name them."""
+    points = [p for p in (report.get("roofline") or {}).get("points", []) if p.get("intensity")]
+    points = sorted(points, key=lambda p: -(p.get("time_ns") or 0))[:limit]
+    if not points:
+        return ""
+    rows = "".join(
+        f"<tr><td>{esc(_shorten(p.get('name'), MAX_TEXT))}</td>"
+        f"<td>{esc(_shorten(p.get('shapes') or '', MAX_TEXT))}</td>"
+        f"<td>{esc(format_time(p.get('time_ns')))}</td>"
+        f"<td>{esc(format_intensity(p.get('intensity')))}</td>"
+        f"<td>{esc(format_flops_per_s(p.get('achieved_flops_per_s')))}</td>"
+        f"<td>{esc(format_percent(p.get('pct_of_roof')))}</td></tr>"
+        for p in points
+    )
+    header = "".join(
+        f"<th>{h}</th>"
+        for h in ("op or kernel", "shapes", "time", "intensity", "FLOP/s", "of roof")
+    )
+    return f"<table><tr>{header}</tr>{rows}</table>"

@@ -8,7 +8,10 @@ event; the roofline draws at most ``MAX_POINTS`` points. Every string that reach
 
 from __future__ import annotations
 
+import base64
 import math
+import struct
+import zlib
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -79,11 +82,13 @@ def _lanes(trace: Trace) -> tuple[list[tuple[str, str, pd.DataFrame]], int]:
 
 
 def timeline_svg(trace: Trace | None) -> tuple[str, str]:
-    """The trace's kernels by stream (and CPU threads' ops) over time, as one SVG.
+    """The trace's kernels by stream (and CPU threads' ops) over time, as one SVG: lane labels
+    and time ticks as text, the lanes as one embedded PNG of one pixel per column (runs of equal
+    shade compress to almost nothing, so its size depends on the width, not on the events).
 
     Parameters:
         trace: the Trace; None: no picture.
-    Returns (svg markup or "", a one-line note of what it shows)."""
+    Returns (an <img> of the SVG, or "", and a one-line note of what it shows)."""
     if trace is None:
         return "", "No trace kept with this profile: no timeline picture."
     lanes, total = _lanes(trace)
@@ -93,44 +98,80 @@ def timeline_svg(trace: Trace | None) -> tuple[str, str]:
     ends = [int((events["start_ns"] + events["dur_ns"]).max()) for _, _, events in lanes]
     t0, t1 = min(starts), max(max(ends), min(starts) + 1)
     edges = np.linspace(t0, t1, WIDTH + 1)
-    height = 22 + LANE_H * len(lanes)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{LABEL_W + WIDTH + 10}" '
-        f'height="{height}" role="img" class="gp-snapshot-timeline">'
-    ]
+    pixels = np.zeros((LANE_H * len(lanes), WIDTH), dtype=np.uint8)
+    parts = []
     for row, (label, color, events) in enumerate(lanes):
         y = row * LANE_H
         start = events["start_ns"].to_numpy(dtype=np.int64)
         end = start + np.maximum(events["dur_ns"].to_numpy(dtype=np.int64), 0)
-        level = np.ceil(_busy_per_pixel(start, end, edges) * LEVELS).astype(int)
+        level = np.ceil(_busy_per_pixel(start, end, edges) * LEVELS).astype(np.uint8)
+        # Palette: 0 white, 1..LEVELS the GPU shades, then the CPU shades.
+        offset = 0 if color == _COLOR else LEVELS
+        pixels[y + 2 : y + LANE_H - 2] = np.where(level > 0, level + offset, 0)
         parts.append(f'<text x="{LABEL_W - 6}" y="{y + 12}" text-anchor="end" {_TEXT}>')
         parts.append(f"{esc(label)}</text>")
-        for shade in range(1, LEVELS + 1):
-            path = _runs(level == shade, LABEL_W, y + 2, LANE_H - 4)
-            if path:
-                opacity = shade / LEVELS
-                parts.append(f'<path d="{path}" fill="{color}" fill-opacity="{opacity:.2f}"/>')
+    palette = [(255, 255, 255)]
+    for color in (_COLOR, _CPU_COLOR):
+        palette += [_blend(color, k / LEVELS) for k in range(1, LEVELS + 1)]
+    image = base64.b64encode(_png(pixels, palette)).decode("ascii")
+    parts.append(
+        f'<image x="{LABEL_W}" y="0" width="{WIDTH}" height="{pixels.shape[0]}" '
+        f'href="data:image/png;base64,{image}"/>'
+    )
     axis_y = LANE_H * len(lanes) + 14
     for k in range(5):
         x = LABEL_W + WIDTH * k / 4
         anchor = "start" if k == 0 else "end" if k == 4 else "middle"
         tick = esc(format_time((t1 - t0) * k / 4))
         parts.append(f'<text x="{x:.0f}" y="{axis_y}" text-anchor="{anchor}" {_TEXT}>{tick}</text>')
-    parts.append("</svg>")
+    svg = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{LABEL_W + WIDTH + 10}" '
+        f'height="{axis_y + 8}">{"".join(parts)}</svg>'
+    )
     note = (
         f"{len(lanes)} of {total} lanes over {format_time(t1 - t0)}; "
         "each pixel column shaded by how busy it was."
     )
-    return "".join(parts), note
+    return as_img(svg, "gp-snapshot-timeline", "timeline"), note
 
 
-def _runs(mask: np.ndarray, x0: int, y: int, h: int) -> str:
-    """An SVG path of one box per run of True pixel columns."""
-    if not mask.any():
-        return ""
-    padded = np.concatenate(([False], mask, [False])).astype(np.int8)
-    change = np.flatnonzero(np.diff(padded))
-    return "".join(f"M{x0 + a} {y}h{b - a}v{h}h{a - b}z" for a, b in zip(change[::2], change[1::2]))
+def _blend(color: str, share: float) -> tuple[int, int, int]:
+    """``color`` (#rrggbb) at ``share`` opacity over white."""
+    r, g, b = (round(255 - (255 - int(color[i : i + 2], 16)) * share) for i in (1, 3, 5))
+    return r, g, b
+
+
+def _png(pixels: np.ndarray, palette: list[tuple[int, int, int]]) -> bytes:
+    """A palette PNG of ``pixels`` (rows of palette indices). Each row is filtered "Up" (the
+    difference from the row above), so a lane's repeated rows compress to zeros."""
+    height, width = pixels.shape
+    rows = pixels.astype(np.int16)
+    up = np.diff(np.vstack([np.zeros((1, width), np.int16), rows]), axis=0) % 256
+    raw = np.hstack([np.full((height, 1), 2, np.int16), up]).astype(np.uint8).tobytes()
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"PLTE", bytes(c for rgb in palette for c in rgb))
+        + chunk(b"IDAT", zlib.compress(raw, 9))
+        + chunk(b"IEND", b"")
+    )
+
+
+def as_img(svg: str, css_class: str, alt: str) -> str:
+    """The SVG as an <img> with a data URI: HTML sanitizers (an untrusted notebook in
+    JupyterLab) drop inline <svg> but keep data-URI images, and an SVG shown as an image runs
+    nothing."""
+    data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    return (
+        f'<img class="{css_class}" alt="{esc(alt)}" style="max-width:100%;height:auto" '
+        f'src="data:image/svg+xml;base64,{data}">'
+    )
 
 
 def roofline_svg(report: dict[str, Any]) -> tuple[str, str]:
@@ -173,7 +214,7 @@ def roofline_svg(report: dict[str, Any]) -> tuple[str, str]:
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + w + 150}" '
-        f'height="{h + bottom + 10}" role="img" class="gp-snapshot-roofline">',
+        f'height="{h + bottom + 10}">',
         f'<rect x="{left}" y="10" width="{w}" height="{h}" fill="none" stroke="#bbb"/>',
     ]
     for i, (precision, peak) in enumerate(roofs):
@@ -193,13 +234,9 @@ def roofline_svg(report: dict[str, Any]) -> tuple[str, str]:
     heaviest = max((p.get("time_ns") or 0) for p in points) or 1
     for p, x, y in zip(points, xs, ys):
         r = 3 + 7 * (p.get("time_ns") or 0) / heaviest
-        tip = (
-            f"{p.get('name')} {p.get('shapes') or ''}: {format_intensity(x)}, "
-            f"{format_flops_per_s(y)}, {format_time(p.get('time_ns'))}"
-        )
         parts.append(
             f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="{r:.1f}" fill="#d62728" '
-            f'fill-opacity="0.6"><title>{esc(tip[:300])}</title></circle>'
+            'fill-opacity="0.6"/>'
         )
     axis = f'y="{h + 26}" {_TEXT}'
     parts.append(f'<text x="{left}" {axis}>{esc(format_intensity(10**x_lo))}</text>')
@@ -217,5 +254,5 @@ def roofline_svg(report: dict[str, Any]) -> tuple[str, str]:
     )
     parts.append("</svg>")
     shown = f"the {len(points)} heaviest of {total} points" if total > len(points) else ""
-    note = f"{shown or f'{total} points'}; hover a point for its name and numbers."
-    return "".join(parts), note
+    note = f"{shown or f'{total} points'}; dot size: time. The heaviest:"
+    return as_img("".join(parts), "gp-snapshot-roofline", "roofline"), note
