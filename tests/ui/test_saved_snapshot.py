@@ -130,3 +130,21 @@ def test_reopened_notebook_shows_the_snapshot(
         f"{SNAPSHOT} img.gp-snapshot-timeline",
     )
     assert coloured > 100, coloured
+
+    # The same notebook, changed outside JupyterLab, is untrusted: its HTML is sanitized
+    # (no <style>, no inline <svg>) and the widget output shows its text line. The pictures,
+    # images of data URIs, survive; the hints are there.
+    copy = json.loads(path.read_text())
+    copy["cells"][1]["outputs"][1]["data"]["text/plain"] = ["edited elsewhere"]
+    (notebook_dir / "untrusted_copy.ipynb").write_text(json.dumps(copy))
+    page.goto(f"{jupyterlab}/lab/workspaces/u{uuid.uuid4().hex[:12]}/tree/untrusted_copy.ipynb")
+    page.locator(SNAPSHOT).first.wait_for(state="visible", timeout=60_000)
+    image = page.locator(f"{SNAPSHOT} img.gp-snapshot-timeline")
+    image.scroll_into_view_if_needed()
+    page.wait_for_function("i => i.complete && i.naturalWidth > 300", arg=image.element_handle())
+    assert page.locator(f"{SNAPSHOT} style").count() == 0  # sanitized indeed
+    visible = _visible_text(page)
+    assert "gpuprofile widget (interactive while its kernel runs" in visible
+    for title in expected["hints"]:
+        assert title in visible
+    page.screenshot(path=str(tmp_path / "untrusted.png"), full_page=True)
