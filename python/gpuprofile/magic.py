@@ -11,7 +11,7 @@ from IPython.display import display
 
 from gpuprofile.capture.options import OPTIONS, CaptureOptions
 from gpuprofile.errors import GpuprofileError, OptionError, ProfilerBusyError
-from gpuprofile.profiles import Profile, in_kernel, record, remember, resolve_side
+from gpuprofile.profiles import Profile, in_kernel, record, remember, resolve_side, widget_outputs
 from gpuprofile.report.diff_side import DiffSide
 from gpuprofile.store.origin import notebook_origin
 
@@ -130,6 +130,7 @@ class GpuprofileMagics(Magics):
                     result = Profile(recording.trace, hardware=options.hardware, baseline=baseline)
                     remember(result)
                     origin = notebook_origin(cell, _cell_id(shell), _notebook(shell))
+                    # Before it is shown: the snapshot names the run it was recorded as.
                     record(result, label=args.label, keep_trace=args.keep_trace, origin=origin)
                     if live is not None:
                         live.become(result)
@@ -246,7 +247,10 @@ class _LiveOutput:
         self.handle.update({"text/plain": ""}, raw=True)
 
     def become(self, result: Profile) -> None:
-        """The output becomes the profile's: the same widget, filled, plus the text report for
-        notebooks read without widgets (nbconvert, CI logs)."""
+        """The output becomes the profile's: the same widget, filled; then a second output,
+        the static snapshot that a saved notebook keeps (naming the run the history recorded),
+        with the text report for notebooks read without widgets (nbconvert, CI logs)."""
         result.fill_widget(self.feed.widget)
-        self.handle.update(result)
+        (widget, metadata), (snapshot, snapshot_metadata) = widget_outputs(result)
+        self.handle.update(widget, metadata=metadata, raw=True)
+        display(snapshot, metadata=snapshot_metadata, raw=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -271,6 +271,17 @@ class Profile:
 
         return write_html(self.report(), self.trace, path)
 
+    def snapshot_html(self, run_id: str | None = None) -> str:
+        """The profile as a static HTML snapshot of at most ~300 KB, what a saved notebook
+        keeps of it (docs/widget.md): summary, gauges, timeline and roofline pictures, hints.
+
+        Parameters:
+            run_id: the run's id in the history; the snapshot then says how to reopen it.
+        Returns the HTML fragment (no script, every trace name escaped)."""
+        from gpuprofile.report.snapshot import render_snapshot
+
+        return render_snapshot(self.report(), self.trace, run_id=run_id)
+
     def __repr__(self) -> str:
         # One line, from what is already known: no analysis, no report.
         source = self._source
@@ -299,6 +310,48 @@ class Profile:
         bundle: Any = self.widget()._repr_mimebundle_(**kwargs)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         return {**data, "text/plain": self.text()}, metadata
+
+    @property
+    def _ipython_display_(self) -> Callable[[], None]:
+        # In a kernel a Profile is two outputs (widget_outputs), which one mime bundle cannot
+        # say. Elsewhere (terminal IPython) the AttributeError makes IPython fall back to
+        # _repr_mimebundle_: the text report, as before.
+        if not in_kernel():
+            raise AttributeError("_ipython_display_")
+        return lambda: show_outputs(self)
+
+
+def widget_outputs(
+    profile: Profile, run_id: str | None = None
+) -> tuple[tuple[dict[str, Any], dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]:
+    """The two outputs (data, metadata) a notebook shows for a profile: the live widget, and
+    the static snapshot that a saved notebook keeps once the widget's kernel is gone. The
+    snapshot's own style hides it while the widget is rendered (report/snapshot.py).
+
+    Parameters:
+        profile: the Profile, whose widget is made (or reused).
+        run_id: the run's id in the history, named in the snapshot; None: the one the
+            profile was recorded as, if it was.
+    Returns ((widget data, metadata), (snapshot data, metadata))."""
+    if run_id is None and profile.run is not None:
+        run_id = profile.run.id
+    bundle: Any = profile.widget()._repr_mimebundle_()
+    data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+    # The text report lives in the snapshot's output; one copy is enough for text readers.
+    widget = {**data, "text/plain": WIDGET_TEXT}
+    snapshot = {"text/html": profile.snapshot_html(run_id), "text/plain": profile.text()}
+    return (widget, metadata), (snapshot, {"gpuprofile": {"snapshot": True, "run_id": run_id}})
+
+
+WIDGET_TEXT = "gpuprofile widget (interactive while its kernel runs; the report is the next output)"
+
+
+def show_outputs(profile: Profile, run_id: str | None = None) -> None:
+    """Display a profile in a notebook: its widget, then its snapshot (``widget_outputs``)."""
+    from IPython.display import display
+
+    for data, metadata in widget_outputs(profile, run_id):
+        display(data, metadata=metadata, raw=True)
 
 
 def in_kernel() -> bool:

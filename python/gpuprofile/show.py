@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +48,14 @@ class _Snapshot:
         return f"<gpuprofile run {self.run.id}: report only (trace not kept)>"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        from gpuprofile.report.snapshot import render_snapshot
         from gpuprofile.report.text import render_text
 
         report = self.run.report()
-        text = render_text(report)
         note = (
             f"run {self.run.id} kept no trace, so there is no timeline to explore; record with "
-            "--keep-trace (keep_trace=True) to bring the widget back.\n\n"
+            "--keep-trace (keep_trace=True) to bring the widget back."
         )
-        return {"text/plain": note + text}, {}
+        html = f"<p>{escape(note)}</p>" + render_snapshot(report, None)
+        data = {"text/html": html, "text/plain": note + "\n\n" + render_text(report)}
+        return data, {"gpuprofile": {"snapshot": True, "run_id": self.run.id}}

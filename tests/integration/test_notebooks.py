@@ -15,9 +15,11 @@ def test_quickstart_runs_and_reads_without_a_widget(tmp_path: Path) -> None:
     notebook = nbformat.read(ROOT / "example_notebooks/quickstart.ipynb", as_version=4)
     NotebookClient(notebook, timeout=300, resources={"metadata": {"path": str(tmp_path)}}).execute()
     profiled = next(c for c in notebook.cells if c.source.startswith("%%gpuprofile"))
-    (display,) = [o for o in profiled.outputs if o.output_type == "display_data"]
-    assert "application/vnd.jupyter.widget-view+json" in display.data
-    text = display.data["text/plain"]
+    # The widget, then the snapshot a saved notebook keeps, which carries the text report.
+    widget, snapshot = [o for o in profiled.outputs if o.output_type == "display_data"]
+    assert "application/vnd.jupyter.widget-view+json" in widget.data
+    assert snapshot.metadata["gpuprofile"]["snapshot"] is True
+    text = snapshot.data["text/plain"]
     assert text.startswith("gpuprofile report (capture)")
     printed = "".join(o.get("text", "") for o in notebook.cells[-1].outputs)
     line = next(x for x in printed.splitlines() if x.startswith("GPUPROFILE_COUNTS "))

@@ -109,6 +109,7 @@ def test_using_a_profile_while_recording_is_an_error() -> None:
 def test_repr_is_one_line_made_without_the_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
     import gpuprofile.report.build as build
 
+    monkeypatch.setenv("GPUPROFILE_HISTORY", "off")  # recording the run would build its report
     with gpuprofile.profile(interval=0) as p:
         assert repr(p) == "<gpuprofile.Profile (recording)>"
         torch.ones(4).cumsum(0)

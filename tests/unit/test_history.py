@@ -9,6 +9,7 @@ Expected figures come from the Kineto documents' own events and from sqlite3 rea
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import sqlite3
 import subprocess
@@ -313,3 +314,15 @@ def test_the_diff_says_whether_a_step_change_is_beyond_noise(tmp_path: Path) -> 
     assert lo < 1 < hi
     assert gpuprofile.diff(a, two).to_dict()["summary"]["step_ns"]["interval"] is None
     assert "too few for a noise interval" in gpuprofile.diff(a, two).text()
+
+
+def test_the_snapshot_names_the_run_to_show_again(shell: InteractiveShell, store: History) -> None:
+    from gpuprofile.profiles import widget_outputs
+
+    shell.run_cell("%%gpuprofile --label snap\nimport torch\ntorch.ones(4).sum()\n")
+    run = store.get("snap")
+    (_, _), (snapshot, metadata) = widget_outputs(gpuprofile.last())
+    assert f'gpuprofile.show("{run.id}")' in html.unescape(snapshot["text/html"])
+    assert metadata["gpuprofile"]["run_id"] == run.id
+    data, _ = gpuprofile.show(run.id)._repr_mimebundle_()
+    assert "kept no trace" in data["text/html"] and run.id in data["text/plain"]

@@ -88,3 +88,30 @@ def test_a_rerun_cell_closes_the_widget_it_showed_before(
     # The closed run's Profile, shown again, gets a new widget.
     again = profiles[0].widget()
     assert again is not first and again.comm is not None
+
+
+def test_a_profile_shown_in_a_kernel_is_the_widget_then_the_snapshot(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(shell, "%%gpuprofile --interval 0\nimport torch\ntorch.ones(4).cumsum(0)\n")
+    capsys.readouterr()
+    # Terminal IPython: the cell's value is the text report, as before.
+    run(shell, "import gpuprofile\ngpuprofile.last()")
+    assert "gpuprofile report (capture)" in capsys.readouterr().out
+    published: list[tuple[dict, dict]] = []
+    monkeypatch.setattr(
+        shell.display_pub,
+        "publish",
+        lambda data, metadata=None, **kw: published.append((data, metadata or {})),
+    )
+    monkeypatch.setattr(shell, "kernel", object(), raising=False)
+    # In a kernel, as a cell's value and through display(): two outputs each.
+    run(shell, "gpuprofile.last()")
+    run(shell, "display(gpuprofile.last())")
+    assert len(published) == 4
+    for (widget, _), (snapshot, metadata) in (published[:2], published[2:]):
+        assert "application/vnd.jupyter.widget-view+json" in widget
+        assert "gpuprofile report" not in widget["text/plain"]
+        assert snapshot["text/plain"] == gpuprofile.last().text()
+        assert 'class="gp-report gpuprofile-snapshot"' in snapshot["text/html"]
+        assert metadata["gpuprofile"]["snapshot"] is True

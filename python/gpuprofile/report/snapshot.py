@@ -1,0 +1,228 @@
+"""A profile's static snapshot: one bounded HTML fragment that a saved notebook keeps.
+
+A widget's output needs its kernel; reopened later, JupyterLab shows "Error displaying widget:
+model not found" instead. Beside the widget, a cell therefore carries this snapshot (summary,
+gauges as bars, the timeline and roofline as inline SVG, the hints with their fixes), which
+needs no script and renders in JupyterLab, nbconvert and GitHub. It stays under ``LIMIT``
+bytes whatever the trace: lists are capped, long names shortened, pictures merged per pixel.
+
+Its one scoped <style> also arranges the cell's outputs in JupyterLab: while the widget is
+rendered (the live session), the snapshot's output is hidden; when the widget's model is gone
+(reopened without it), the widget's error line is hidden and the snapshot stands in for it.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+from typing import TYPE_CHECKING, Any
+
+from gpuprofile.report.html import _STYLE, esc, gauges_html, hints_html, roofline_caption
+from gpuprofile.report.html import summary_html as page_summary_html
+from gpuprofile.report.snapshot_svg import roofline_svg, timeline_svg
+from gpuprofile.units import (
+    format_count,
+    format_flops_per_s,
+    format_fraction,
+    format_intensity,
+    format_percent,
+    format_reading,
+    format_time,
+)
+
+if TYPE_CHECKING:
+    from gpuprofile.trace.model import Trace
+
+LIMIT = 300_000  # bytes of HTML, whatever the trace
+SNAPSHOT_CLASS = "gpuprofile-snapshot"
+MAX_RANKS = 8
+MAX_HINTS = 12
+MAX_EVIDENCE = 6
+MAX_NOTICES = 10
+MAX_TEXT = 400  # characters of any one string from the trace or the report
+MAX_PROSE = 4000  # explanations and fix code
+
+# In JupyterLab (4.x): the widget's root element is `.gpuprofile` (js/widget.css); a widget
+# output whose model is gone holds only the text "Error displaying widget: model not found" on
+# a `.jupyter-widgets` node, with no element inside (a rendered widget always has one).
+_ARRANGE = f"""
+.jp-OutputArea:has(.gpuprofile) > .jp-OutputArea-child:has(.{SNAPSHOT_CLASS}){{display:none}}
+.jp-OutputArea:has(.{SNAPSHOT_CLASS}) .jp-OutputArea-output.jupyter-widgets:not(:has(*)){{
+display:none}}
+"""
+
+
+_BAR = "display:inline-block;width:160px;height:10px;background:#eee;margin-right:6px"
+
+
+def render_snapshot(
+    report: dict[str, Any], trace: Trace | None, *, run_id: str | None = None
+) -> str:
+    """The profile as one static HTML fragment of at most ``LIMIT`` bytes.
+
+    Parameters:
+        report: the ``gpuprofile.report/1`` dict.
+        trace: the Trace it was built from (its kernels and ops draw the timeline); None: no
+            timeline picture.
+        run_id: the run's id in the history, if recorded: the snapshot then says how to get
+            the interactive view back (``gpuprofile.show(run_id)``).
+    Returns the HTML text (escaped throughout; no script)."""
+    bounded = _bounded(report)
+    timeline, timeline_note = timeline_svg(trace)
+    roofline, roofline_note = roofline_svg(report)
+    sections = [
+        _header(run_id),
+        page_summary_html(bounded).replace("<h1>gpuprofile report</h1>", "", 1),
+        _more_ranks(report),
+        _steps_html(bounded),
+        _gauge_bars(bounded) or gauges_html(bounded),
+        f"<h2>Timeline</h2><p>{esc(timeline_note)}</p>{timeline}",
+        f"<h2>Roofline</h2>{roofline_caption(bounded)}<p>{esc(roofline_note)}</p>"
+        + _points_table(bounded)
+        + roofline,
+        hints_html(bounded) + _more_hints(report),
+    ]
+    # Each section is bounded; should they still add up past the limit (a job of many ranks
+    # with long names), the largest go, each replaced by a line that says so.
+    while _size(sections) > LIMIT:
+        largest = max(range(len(sections)), key=lambda i: len(sections[i]))
+        sections[largest] = "<p>(part left out: the snapshot is kept under 300 KB)</p>"
+    return (
+        f'<div class="gp-report {SNAPSHOT_CLASS}" data-gpuprofile-snapshot="1">'
+        f"{_STYLE.replace('</style>', _ARRANGE + '</style>')}{''.join(sections)}</div>"
+    )
+
+
+def _size(sections: list[str]) -> int:
+    return sum(len(s.encode("utf-8")) for s in sections) + len(_STYLE) + len(_ARRANGE) + 200
+
+
+def _header(run_id: str | None) -> str:
+    line = "<h1>gpuprofile</h1><p><i>Static snapshot of this profile, as the notebook keeps it."
+    if run_id is not None:
+        call = esc(f'gpuprofile.show("{run_id}")')
+        line += f" For the interactive view, run <code>{call}</code> in a cell."
+    return line + "</i></p>"
+
+
+def _shorten(value: Any, limit: int) -> Any:
+    if isinstance(value, str) and len(value) > limit:
+        return value[: limit - 1] + "\u2026"
+    return value
+
+
+def _bounded(report: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the report with the lists the snapshot shows capped and long strings
+    shortened (kernel names of C++ templates can run to kilobytes)."""
+    out = copy.copy(report)
+    out["notices"] = report.get("notices", [])[:MAX_NOTICES]
+    out["ranks"] = [_walk(r, MAX_TEXT) for r in report.get("ranks", [])[:MAX_RANKS]]
+    hints = []
+    for hint in report.get("hints", [])[:MAX_HINTS]:
+        short = {k: _walk(v, MAX_TEXT) for k, v in hint.items() if k not in ("evidence",)}
+        short["explanation"] = _shorten(hint.get("explanation") or "", MAX_PROSE)
+        short["code"] = _shorten(hint.get("code") or "", MAX_PROSE)
+        short["fix"] = [_shorten(step, MAX_PROSE) for step in (hint.get("fix") or [])[:10]]
+        short["evidence"] = [_walk(e, MAX_TEXT) for e in (hint.get("evidence") or [])]
+        short["evidence"] = short["evidence"][:MAX_EVIDENCE]
+        hints.append(short)
+    out["hints"] = hints
+    out["gauges"] = [_walk(g, MAX_TEXT) for g in report.get("gauges", [])[: 4 * MAX_RANKS]]
+    roofline = dict(report.get("roofline") or {})
+    out["roofline"] = roofline
+    out["source"] = _walk(report.get("source") or {}, MAX_TEXT)
+    out["hardware"] = _walk(report.get("hardware") or {}, MAX_TEXT)
+    return out
+
+
+def _walk(value: Any, limit: int) -> Any:
+    if isinstance(value, dict):
+        return {k: _walk(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        # Event id lists are only counted; their length must stay.
+        return [_walk(v, limit) for v in value] if len(value) <= 50 else value
+    return _shorten(value, limit)
+
+
+def _more_ranks(report: dict[str, Any]) -> str:
+    ranks = len(report.get("ranks", []))
+    if ranks <= MAX_RANKS:
+        return ""
+    return f"<p>{esc(f'... and {ranks - MAX_RANKS} more ranks (gpuprofile.show for all).')}</p>"
+
+
+def _more_hints(report: dict[str, Any]) -> str:
+    hints = len(report.get("hints", []))
+    if hints <= MAX_HINTS:
+        return ""
+    more = format_count(hints - MAX_HINTS, "more hint")
+    return f"<p>{esc(f'... and {more} (gpuprofile.show for all).')}</p>"
+
+
+def _steps_html(report: dict[str, Any]) -> str:
+    """Per rank, the distribution of GPU step windows: count, median, fastest, slowest."""
+    lines = []
+    for rank in report.get("ranks", []):
+        steps = sorted(s["window_ns"] for s in ((rank.get("gpu") or {}).get("steps") or []))
+        if not steps:
+            continue
+        median = statistics.median(steps)
+        lines.append(
+            f"<p>Rank {esc(rank['rank'])}: {esc(format_count(len(steps), 'step'))}, median "
+            f"{esc(format_time(median))}, fastest {esc(format_time(steps[0]))}, slowest "
+            f"{esc(format_time(steps[-1]))}</p>"
+        )
+    return "<h2>Step times</h2>" + "".join(lines) if lines else ""
+
+
+def _gauge_bars(report: dict[str, Any]) -> str:
+    """The gauges as static bars: the reading, the share of its roof as a filled bar (no bar
+    where the roof is unknown), and the gauge's note."""
+    gauges = report.get("gauges") or []
+    if not gauges:
+        return ""
+    rows = []
+    several = len({g.get("rank") for g in gauges}) > 1
+    for g in gauges:
+        value = "unknown" if g.get("value") is None else format_reading(g["value"], g["unit"])
+        fraction = g.get("fraction")
+        if fraction is None:
+            bar = ""
+            of_roof = esc(g.get("roof_label") or "roof unknown")
+        else:
+            width = max(0.0, min(float(fraction), 1.0)) * 100
+            # Inline styles: HTML sanitizers (untrusted notebooks, viewers) drop <style>.
+            bar = (
+                f'<span style="{_BAR}"><span style="display:block;height:100%;'
+                f'width:{width:.1f}%;background:#1f77b4"></span></span>'
+            )
+            roof = "" if g.get("roof") is None else format_reading(g["roof"], g["unit"])
+            of_roof = esc(f"{format_fraction(fraction, 0)} of {roof} ({g.get('roof_label')})")
+        label = f"rank {g.get('rank')} {g.get('label')}" if several else str(g.get("label"))
+        rows.append(
+            f"<tr><td>{esc(label)}</td><td>{bar}<b>{esc(value)}</b></td><td>{of_roof}</td>"
+            f"<td>{esc(g.get('note') or '')}</td></tr>"
+        )
+    return "<h2>Gauges</h2><table>" + "".join(rows) + "</table>"
+
+
+def _points_table(report: dict[str, Any], limit: int = 8) -> str:
+    """The heaviest roofline points by time, as the picture cannot name them."""
+    points = [p for p in (report.get("roofline") or {}).get("points", []) if p.get("intensity")]
+    points = sorted(points, key=lambda p: -(p.get("time_ns") or 0))[:limit]
+    if not points:
+        return ""
+    rows = "".join(
+        f"<tr><td>{esc(_shorten(p.get('name'), MAX_TEXT))}</td>"
+        f"<td>{esc(_shorten(p.get('shapes') or '', MAX_TEXT))}</td>"
+        f"<td>{esc(format_time(p.get('time_ns')))}</td>"
+        f"<td>{esc(format_intensity(p.get('intensity')))}</td>"
+        f"<td>{esc(format_flops_per_s(p.get('achieved_flops_per_s')))}</td>"
+        f"<td>{esc(format_percent(p.get('pct_of_roof')))}</td></tr>"
+        for p in points
+    )
+    header = "".join(
+        f"<th>{h}</th>"
+        for h in ("op or kernel", "shapes", "time", "intensity", "FLOP/s", "of roof")
+    )
+    return f"<table><tr>{header}</tr>{rows}</table>"
