@@ -1,4 +1,5 @@
-"""The scenario notebooks on a GPU: the hint each one is about fires, and its fix removes it."""
+"""The scenario notebooks on a GPU: the hint each one is about fires, and its fix removes it;
+the after cell's diff against its baseline has steps enough for a noise interval."""
 
 from __future__ import annotations
 
@@ -30,3 +31,8 @@ def test_the_hint_fires_and_the_fix_shrinks_it(notebook: str, kind: str, cache_d
     assert before["gain_ns"] > 0
     after = result["after"]["hints"].get(kind)
     assert after is None or after["gain_ns"] < before["gain_ns"] / 2
+    # Every notebook records 8 or more steps a side (--steps): enough for an interval.
+    step = result["step_ns"]
+    assert step is not None
+    assert min(step["count"]["a"], step["count"]["b"]) >= 3
+    assert step["interval"] is not None

@@ -12,19 +12,28 @@ from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "example_notebooks"
 
-# Appended to the notebook in memory only: the hints of the `before` and `after` profiles.
+# Appended to the notebook in memory only: the hints, op counts and step durations (every
+# ProfilerStep#N op, as recorded) of the `before` and `after` profiles, and the step summary of
+# the after profile's diff against its baseline.
 _READ_BACK = """
 import json
-print("SCENARIO " + json.dumps({
+import re
+result = {
     label: {
         "hints": {h["kind"]: h for h in profile.report()["hints"]},
         "ops": {name: int(count) for name, count in
                 profile.trace.ops["name"].astype(str).value_counts().items()},
         "hardware": profile.report()["hardware"]["source"],
         "wall_ns": profile.report()["ranks"][0]["wall_ns"],
+        "steps": [
+            int(op.dur_ns) for op in profile.trace.ops.itertuples()
+            if re.fullmatch(r"ProfilerStep#[0-9]+", str(op.name))
+        ],
     }
     for label, profile in (("before", before), ("after", after))
-}))
+}
+result["step_ns"] = after.report()["baseline"]["summary"]["step_ns"]
+print("SCENARIO " + json.dumps(result))
 """
 
 
