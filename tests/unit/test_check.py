@@ -186,3 +186,12 @@ def test_assert_no_regression_raises_with_the_verdict_and_passes(tmp_path: Path)
     assert isinstance(verdict, gpuprofile.RegressionCheck) and not verdict.regressed
     # 30% allowed: the slow run passes too.
     assert not gpuprofile.assert_no_regression(slow, base, max_regression=0.3).regressed
+
+
+def test_a_limit_above_100_percent_is_a_percentage_only() -> None:
+    from gpuprofile.errors import OptionError
+    from gpuprofile.report.regression import parse_max_regression
+
+    assert parse_max_regression("150%") == 1.5 and parse_max_regression("5%") == 0.05
+    with pytest.raises(OptionError, match="write a percentage"):
+        parse_max_regression("1.5")  # 1.5% or 150%? refused as ambiguous

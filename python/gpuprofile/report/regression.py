@@ -80,7 +80,8 @@ def parse_max_regression(value: float | str) -> float:
     """The slowdown allowed as a fraction: "5%" and 0.05 and "0.05" all give 0.05.
 
     Parameters:
-        value: a fraction (0 to 1) or a percentage written with "%".
+        value: a fraction (0 to 1) or a percentage written with "%" (any, 150% included:
+            "fail only past 2.5x").
 
     Returns:
         The fraction.
@@ -96,9 +97,13 @@ def parse_max_regression(value: float | str) -> float:
         raise OptionError(
             "max_regression", value, "give a fraction (0.05) or a percentage (5%)"
         ) from None
+    if percent and fraction != float("inf"):
+        return fraction
     if not 0 <= fraction <= 1 or fraction != fraction:
         raise OptionError(
-            "max_regression", value, "must lie between 0 and 1 (or 0% and 100%): 0.05 or 5%"
+            "max_regression",
+            value,
+            "a bare number must lie between 0 and 1 (0.05); above that, write a percentage (150%)",
         )
     return fraction
 
