@@ -122,16 +122,6 @@ def _parser() -> argparse.ArgumentParser:
 _REF = "a trace path, or a run of the history: its id, its label, or last"
 
 
-def _whole(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, not {text}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-    return value
-
-
 def _positive(text: str) -> float:
     value = float(text)
     if value <= 0:
@@ -139,14 +129,18 @@ def _positive(text: str) -> float:
     return value
 
 
-def _count(text: str) -> int:
+def _whole(text: str, *, minimum: int = 0) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a whole number, not {text}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {text}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be {minimum} or more, not {text}")
     return value
+
+
+def _count(text: str) -> int:
+    return _whole(text, minimum=1)
 
 
 def _calibrate(seconds: float, as_json: bool) -> None:
