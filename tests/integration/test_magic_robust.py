@@ -124,7 +124,7 @@ def test_a_magic_nested_as_the_cells_body_shows_only_the_error(
         return Handle()
 
     monkeypatch.setattr(gpuprofile.magic, "display", display)
-    last_before = gpuprofile.profiles._last
+    last_before = gpuprofile.profiles.block._last
     result = run(shell, "%%gpuprofile\n%%gpuprofile\nx_inner = 1\n")
     assert not result.success and "x_inner" not in shell.user_ns
     out, err = capsys.readouterr()
@@ -134,7 +134,7 @@ def test_a_magic_nested_as_the_cells_body_shows_only_the_error(
     (widget,) = shown  # the live widget, shown while the cell ran
     assert widget.comm is None  # closed
     assert updates == [(({"text/plain": ""},), {"raw": True})]  # the output emptied
-    assert gpuprofile.profiles._last is last_before  # no profile of nothing to come back to
+    assert gpuprofile.profiles.block._last is last_before  # no profile of nothing to come back to
 
 
 def test_cell_under_a_running_torch_profiler_is_refused_and_theirs_keeps_recording(

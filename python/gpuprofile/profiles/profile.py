@@ -1,20 +1,15 @@
-"""A Profile: one Trace with its analysis; the report, the text and the widget are renderings of
-it. ``profile()`` and ``%%gpuprofile`` make one from a capture, ``load()`` from a file."""
+"""A Profile: one Trace with its analysis; the report, the text, the widget and the snapshot are
+renderings of it."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gpuprofile.capture.options import CaptureOptions, options_doc
 from gpuprofile.capture.recording import Recording
-from gpuprofile.errors import GpuprofileError, HistoryError, TraceFormatError
+from gpuprofile.errors import HistoryError
 from gpuprofile.hardware.model import Hardware
-from gpuprofile.importers.formats import read_trace
 from gpuprofile.store.history import StoredRun, open_history
 from gpuprofile.store.origin import Origin, script_origin
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
@@ -95,17 +90,18 @@ class Profile:
         """The same trace analysed against other roofs (measured, or your own)."""
         return Profile(self._recorded(), hardware=hardware, baseline=self._baseline)
 
-    def with_baseline(self, baseline: RunRef | DiffSide) -> Profile:
+    def with_baseline(self, baseline: Profile | DiffSide) -> Profile:
         """The same profile compared with a baseline run (its analysis is shared, not redone).
 
         Parameters:
-            baseline: a Profile, or anything ``gpuprofile.diff`` takes (a trace path, a run
-                id or label of the history, ``last``).
+            baseline: a Profile, or a run as ``gpuprofile.profiles.resolve_side`` gives it
+                (from a trace path, or a run id, label or ``last`` of the history).
 
         Returns:
             A new Profile whose ``report()["baseline"]`` is the diff against it.
         """
-        other = Profile(self._source, hardware=self._hardware, baseline=resolve_side(baseline))
+        side = baseline.diff_side() if isinstance(baseline, Profile) else baseline
+        other = Profile(self._source, hardware=self._hardware, baseline=side)
         other._analysis = self._analysis
         return other
 
@@ -359,187 +355,3 @@ def in_kernel() -> bool:
     from IPython import get_ipython
 
     return getattr(get_ipython(), "kernel", None) is not None
-
-
-@contextlib.contextmanager
-def profile(
-    *,
-    profile_memory: bool = False,
-    with_stack: bool = False,
-    record_shapes: bool = True,
-    export: str | os.PathLike[str] | None = None,
-    hardware: Hardware | None = None,
-    interval: float | None = 0.1,
-    steps: tuple[int, ...] | None = None,
-    max_events: int | None = None,
-    distributed: bool = False,
-    label: str | None = None,
-    keep_trace: bool = False,
-    baseline: RunRef | None = None,
-) -> Iterator[Profile]:
-    """Profile the block (options below are checked before it runs)."""
-    from gpuprofile.capture.session import capture
-
-    # Before the block runs: a baseline that cannot be read fails first, not after the work.
-    base = resolve_side(baseline) if baseline is not None else None
-
-    options = CaptureOptions(
-        profile_memory=profile_memory,
-        with_stack=with_stack,
-        record_shapes=record_shapes,
-        export=os.fspath(export) if export is not None else None,
-        hardware=hardware,
-        interval=interval or 0.0,
-        steps=steps,
-        max_events=max_events,
-        distributed=distributed,
-    )
-    made: Profile | None = None
-    try:
-        with capture(options) as recording:
-            made = Profile(recording, hardware=options.hardware, baseline=base)
-            yield made
-    finally:
-        # After the capture has ended (also when the block raised): what ran is recorded.
-        if made is not None and recording.done:
-            record(made, label=label, keep_trace=keep_trace, origin=script_origin())
-
-
-def record(
-    profile: Profile, *, label: str | None, keep_trace: bool, origin: Origin
-) -> StoredRun | None:
-    """Record a capture in the history, as ``%%gpuprofile`` and ``profile()`` do: a failure
-    is one line on stderr, never an error of the profiled code; nothing is recorded when the
-    history is off, or on ranks other than 0 of a job (rank 0 records the whole job)."""
-    if open_history() is None or not _job_leader(profile):
-        return None
-    try:
-        return profile.save(label=label, keep_trace=keep_trace, origin=origin)
-    except GpuprofileError as error:
-        print(f"gpuprofile: this run was not recorded in the history: {error}", file=sys.stderr)
-        return None
-
-
-def _job_leader(profile: Profile) -> bool:
-    if len(profile._recorded().meta.ranks) > 1:
-        return True
-    dist = sys.modules.get("torch.distributed")  # only a job has it initialised
-    try:
-        return dist is None or not dist.is_initialized() or dist.get_rank() == 0
-    except (RuntimeError, ValueError):
-        return True
-
-
-profile.__doc__ = f"""Profile the block: ``with gpuprofile.profile() as p: ...``, then
-``p.report()``.
-
-If the block raises, the profile is still made from what ran (``p.partial`` is True) and the
-exception propagates unchanged. The run is recorded in the history (``p.run``; docs/history.md),
-under ``label`` when given, with its trace when ``keep_trace``. The options are checked before
-the block runs (``OptionError``):
-
-{options_doc()}
-    label: record the run in the history under this name (``gpuprofile diff NAME other``)
-    keep_trace: keep the trace in the history too, so ``gpuprofile.show(run)`` brings the
-        timeline back
-    baseline: the run to compare with (a Profile, a trace path, or a run id, label or
-        ``last`` of the history, as ``gpuprofile.diff`` takes), read before the block runs;
-        ``p.report()["baseline"]`` is then the diff.
-"""
-
-
-_last: Profile | None = None
-
-
-def remember(profile: Profile) -> None:
-    global _last
-    _last = profile
-
-
-def last() -> Profile:
-    """The Profile that the most recent %%gpuprofile cell made."""
-    if _last is None:
-        raise GpuprofileError("no profile yet: run a cell with %%gpuprofile first")
-    return _last
-
-
-RunRef = Profile | str | os.PathLike[str]
-
-
-def resolve_side(ref: RunRef | StoredRun | DiffSide) -> DiffSide:
-    """What a diff or the CI gate reads of the run a reference names.
-
-    Parameters:
-        ref: a Profile; a StoredRun; the path of a trace (any format ``gpuprofile.load``
-            reads; a job: its folder); or, in the history, a run id (or a unique prefix of
-            4+ digits), a label (its newest run) or ``last``.
-
-    Returns:
-        The DiffSide; a stored run is read from its digest, without its trace.
-
-    Raises:
-        TraceFormatError: a path that is not there, or not a trace.
-        HistoryError: a name the history does not hold, or a damaged history.
-        GpuprofileError: anything else.
-    """
-    from gpuprofile.report.diff_side import DiffSide, side_of_digest
-
-    if isinstance(ref, DiffSide):
-        return ref
-    if isinstance(ref, Profile):
-        return ref.diff_side()
-    run = ref if isinstance(ref, StoredRun) else _stored_or_path(ref)
-    if isinstance(run, Profile):
-        return run.diff_side()
-    return side_of_digest(run.report(), run.digest())
-
-
-def resolve_run(ref: RunRef | StoredRun) -> Profile:
-    """The Profile a run reference names (see ``resolve_side``); a stored run needs its trace
-    kept (``--keep-trace``).
-
-    Raises:
-        TraceFormatError: a path that is not there, or not a trace.
-        HistoryError: a name the history does not hold, a damaged history, or a stored run
-            whose trace was not kept.
-    """
-    if isinstance(ref, Profile):
-        return ref
-    run = ref if isinstance(ref, StoredRun) else _stored_or_path(ref)
-    if isinstance(run, Profile):
-        return run
-    if run.trace_path is None:
-        raise HistoryError(
-            f"run {run.id} kept no trace (record with --keep-trace / keep_trace=True to "
-            "reopen it); its report is in the history: gpuprofile history show " + run.id
-        )
-    if not Path(run.trace_path).exists():
-        raise HistoryError(f"run {run.id}'s kept trace is gone: {run.trace_path}")
-    profile = Profile(read_trace(Path(run.trace_path)))
-    profile._run = run
-    return profile
-
-
-def _stored_or_path(ref: object) -> Profile | StoredRun:
-    """A path that exists is read as a trace; other text is looked up in the history."""
-    if not isinstance(ref, str | os.PathLike):
-        raise GpuprofileError(
-            f"cannot compare a {type(ref).__name__}: give a Profile, a trace path, or a run "
-            "id or label of the history"
-        )
-    path = Path(ref)
-    if path.exists():
-        return Profile(read_trace(path))
-    if isinstance(ref, str) and not _looks_like_a_path(ref):
-        history = open_history()
-        if history is None:
-            raise HistoryError(
-                f"{ref!r} is no trace file, and the history is off (GPUPROFILE_HISTORY=off)"
-            )
-        return history.get(ref)
-    raise TraceFormatError(ref, "no such file or directory")
-
-
-def _looks_like_a_path(text: str) -> bool:
-    """A path the user meant (a folder or an extension in it), rather than a run id or label."""
-    return os.sep in text or "/" in text or Path(text).suffix != ""
