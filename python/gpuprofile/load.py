@@ -9,7 +9,7 @@ from typing import Any
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.importers.formats import read_trace
 from gpuprofile.importers.kineto import load_kineto
-from gpuprofile.profiles import Profile
+from gpuprofile.profiles import Profile, RunRef, resolve_side
 
 
 def load(
@@ -20,6 +20,7 @@ def load(
     workers: int | None = None,
     scheduler: Any = None,
     ncu: str | Path | None = None,
+    baseline: RunRef | None = None,
 ) -> Profile:
     """Read a trace, or a job's traces, into a Profile.
 
@@ -47,13 +48,18 @@ def load(
             kernel name and order of occurrence (the i-th launch of a name in the CSV is the
             i-th kernel of that name in the trace); kernels ncu did not profile keep none,
             and a note in ``trace.meta.notes`` says how many matched.
+        baseline: a run to compare with, as ``gpuprofile.diff`` takes it (a Profile, a trace
+            path, a run id, label or ``last`` of the history), read before the trace;
+            ``report()["baseline"]`` is then the diff against it.
 
     Raises:
         TraceFormatError: a file is missing, unreadable or not a trace, or a job's files are
             not one job (a rank twice, different world sizes); the message names the file and
             the problem; wherever the file was read.
         WorkerError: a worker process died, or the scheduler cannot be reached.
+        HistoryError: a baseline the history does not hold.
     """
+    side = resolve_side(baseline) if baseline is not None else None
     job = {"rank_regex": rank_regex, "workers": workers, "scheduler": scheduler}
     if isinstance(path, str | Path) and Path(path).exists():
         trace = read_trace(Path(path), **job)
@@ -64,4 +70,4 @@ def load(
         from gpuprofile.importers.ncu_join import with_ncu
 
         trace = with_ncu(trace, load_ncu(ncu))
-    return Profile(trace, hardware=hardware)
+    return Profile(trace, hardware=hardware, baseline=side)

@@ -23,12 +23,12 @@ PANEL = ".gpuprofile .gp-baseline"
 CELL = """\
 import gpuprofile
 
-after = gpuprofile.load({after!r}).with_baseline({before!r})
+after = gpuprofile.load({after!r}, baseline={before!r})
 print("GPUPROFILE_READY")
 after
 """
 REVERSED = """\
-gpuprofile.load({before!r}).with_baseline({after!r})
+gpuprofile.load({before!r}, baseline={after!r})
 """
 
 

@@ -102,7 +102,7 @@ def test_report_page_renders_offline_and_names_stay_text(
 def test_report_page_with_a_baseline(browser: Any, tmp_path: Path, artifacts_dir: Path) -> None:
     before, after = write_pair(tmp_path)
     out = tmp_path / "with-baseline.html"
-    gpuprofile.load(after).with_baseline(before).save_html(out)
+    gpuprofile.load(after, baseline=before).save_html(out)
     # The timeline only: none of these kernels has a FLOP count, so no roofline is drawn.
     shot = artifacts_dir / "html-report-baseline.png"
     shown, marked = _read_page(browser, out, shot, canvases=1, find=("li[data-hint]", "data-hint"))

@@ -67,7 +67,7 @@ def test_a_bad_baseline_fails_before_the_block_runs(tmp_path: Path) -> None:
 
 def test_with_baseline_on_a_loaded_trace_and_its_text(pair: tuple[Path, Path]) -> None:
     before, after = pair
-    profile = gpuprofile.load(after).with_baseline(str(before))
+    profile = gpuprofile.load(after, baseline=str(before))
     diff = profile.report()["baseline"]
     assert diff == gpuprofile.diff(before, after).to_dict()
     # From the documents: the hostile kernel went from 50 to 80 us, added_kernel is new.
@@ -150,6 +150,6 @@ def _hint_groups(diff: dict[str, Any]) -> dict[str, int]:
 
 def test_the_other_way_round_the_hint_is_new(pair: tuple[Path, Path]) -> None:
     before, after = pair
-    diff = gpuprofile.load(before).with_baseline(after).report()["baseline"]
+    diff = gpuprofile.load(before, baseline=after).report()["baseline"]
     assert _hint_groups(diff)["new"] >= 1
     assert [e["kind"] for e in diff["hints"]["new"]] == ["pageable-copy"]
