@@ -259,7 +259,8 @@ def test_magic_with_steps_streams_windows_to_the_widget(
     # A kernel makes the magic show a live widget; record its refills as they happen.
     monkeypatch.setattr(shell, "kernel", object(), raising=False)
     shown: list[Any] = []
-    output = SimpleNamespace(update=shown.append)  # the display handle the magic updates
+    # The display handle the magic updates (then the snapshot is displayed below it).
+    output = SimpleNamespace(update=lambda data, **_: shown.append(data))
     monkeypatch.setattr(gpuprofile.magic, "display", lambda *a, **k: output)
     lives: list[Any] = []
     refills: list[tuple[int, int]] = []
@@ -306,8 +307,10 @@ def test_magic_with_steps_streams_windows_to_the_widget(
     assert live.widget.live["running"] is False
     assert live.widget.live["steps"] == 6
     assert live.widget.total_events == profile.widget().total_events
-    # The cell's output became the profile (its widget and text report), once.
-    assert shown == [profile] and profile.widget() is live.widget
+    # The cell's output became the profile's widget, once.
+    (widget_output,) = shown
+    view = widget_output["application/vnd.jupyter.widget-view+json"]
+    assert view["model_id"] == live.widget.model_id and profile.widget() is live.widget
     assert not profiler_running()
     assert optimizer_hooks() == hooks and step_state._active is None
     # The thread that showed the windows ended with the cell.
