@@ -97,6 +97,17 @@ function deltaRows(rows) {
 }
 
 /**
+ * A recorded run as the history names it: "run 1a2b3c4d (label)"; "" when not recorded.
+ * @param {any} side the diff's a or b
+ * @returns {string}
+ */
+export function runName(side) {
+  const run = side && side.run;
+  if (!run || !run.id) return "";
+  return `run ${run.id}${run.label ? ` (${run.label})` : ""}`;
+}
+
+/**
  * What the median step's change is worth, as the text report says it: the bootstrap interval
  * of after/before and its verdict ("faster", "slower", "within noise"), or why there is none.
  * @param {any} step the diff's summary.step_ns
@@ -151,7 +162,7 @@ export function baselineView(summary) {
   const kernels = Array.isArray(diff.kernels) ? diff.kernels : [];
   const ops = Array.isArray(diff.ops) ? diff.ops : [];
   return {
-    baseline: `${a.path || "a capture"}${a.format ? ` (${a.format})` : ""}`,
+    baseline: `${[runName(a), a.path].filter(Boolean).join(", ") || "a capture"}${a.format ? ` (${a.format})` : ""}`,
     bars,
     kernels: deltaRows(kernels),
     ops: deltaRows(ops),

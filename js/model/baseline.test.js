@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { baselineView, stepNoise, TOP_ROWS } from "./baseline.js";
+import { baselineView, runName, stepNoise, TOP_ROWS } from "./baseline.js";
 
 // A diff document as Python writes it (gpuprofile.diff/1), small enough to check by hand.
 function diff() {
@@ -100,4 +100,13 @@ test("the step verdict reads the interval: below 1 faster, above 1 slower, acros
   assert.match(few.text, /2 vs 1 steps: too few for a noise interval/);
   assert.equal(stepNoise(null), null);
   assert.equal(baselineView({ baseline: diff() }).noise, null); // step_ns null: nothing to say
+});
+
+test("a recorded baseline is named by its run and label", () => {
+  assert.equal(runName({ run: { id: "1a2b3c4d", label: "before", time: 1 } }), "run 1a2b3c4d (before)");
+  assert.equal(runName({ run: { id: "1a2b3c4d", label: null } }), "run 1a2b3c4d");
+  assert.equal(runName({ path: "x.json" }), "");
+  const d = diff();
+  d.a = { ...d.a, path: null, run: { id: "1a2b3c4d", label: "before" } };
+  assert.equal(baselineView({ baseline: d }).baseline, "run 1a2b3c4d (before) (kineto)");
 });

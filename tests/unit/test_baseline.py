@@ -42,7 +42,14 @@ def test_profile_with_a_baseline_reports_the_diff_of_real_captures() -> None:
         _mm(5)
     report = after.report()
     assert "baseline" not in before.report()
-    assert report["baseline"] == gpuprofile.diff(before, after).to_dict()
+    # The same diff as gpuprofile.diff; there, each side is named by the run it was recorded as.
+    diffed = gpuprofile.diff(before, after).to_dict()
+    assert before.run is not None and after.run is not None
+    assert diffed["a"].pop("run")["id"] == report["baseline"]["a"].pop("run")["id"] == before.run.id
+    assert (
+        diffed["b"].pop("run")["id"] == after.run.id and report["baseline"]["b"].pop("run") is None
+    )
+    assert report["baseline"] == diffed
     (mm,) = [row for row in report["baseline"]["ops"] if row["name"] == "aten::mm"]
     assert (mm["a_count"], mm["b_count"]) == (2, 5)
     ops = after.trace.ops

@@ -197,10 +197,12 @@ def test_summary_from_the_documents(pair: Any, diffed: gpuprofile.Diff) -> None:
         assert change["delta"] == change["b"] - change["a"]
 
 
-def test_ratio_is_null_when_a_is_zero(tmp_path: Path, profiles: Any) -> None:
+def test_a_cpu_only_side_has_no_gpu_figures(tmp_path: Path, profiles: Any) -> None:
     cpu_only = write(tmp_path / "cpu.json", document([cpu_op("aten::mm", 0, 10)]))
     summary = gpuprofile.diff(cpu_only, profiles[0]).to_dict()["summary"]
-    assert summary["busy_ns"]["a"] == 0 and summary["busy_ns"]["ratio"] is None
+    # Unknown, not 0: a CPU capture measured no GPU time.
+    assert summary["busy_ns"]["a"] is None and summary["busy_ns"]["ratio"] is None
+    assert summary["busy_ns"]["b"] == profiles[0].report()["ranks"][0]["gpu"]["busy_ns"]
     assert summary["step_ns"] is None  # a has no steps
 
 

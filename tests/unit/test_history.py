@@ -99,8 +99,13 @@ def test_a_stored_run_diffs_as_its_trace_does(store: History, traces: Any) -> No
     gpuprofile.load(b).save(label="b")
     from_traces = gpuprofile.diff(a, b).to_dict()
     from_store = gpuprofile.diff("a", "b").to_dict()
+    # The same diff, each side named by its run.
+    assert (from_store["a"].pop("run")["label"], from_store["b"].pop("run")["label"]) == ("a", "b")
+    assert from_traces["a"].pop("run") is None and from_traces["b"].pop("run") is None
     assert from_store == from_traces
-    assert gpuprofile.diff("a", b).to_dict() == from_traces
+    mixed = gpuprofile.diff("a", b).to_dict()
+    assert mixed["b"].pop("run") is None and mixed["a"].pop("run")["label"] == "a"
+    assert mixed == from_traces
     verdict = gpuprofile.compare.check("b", "a", 0.05)
     assert verdict.regressed and verdict.method == "bootstrap"
 

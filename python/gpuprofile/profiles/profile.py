@@ -3,6 +3,7 @@ renderings of it."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -122,11 +123,14 @@ class Profile:
         return self._report
 
     def diff_side(self) -> DiffSide:
-        """This run as a diff and the CI gate read it (made once)."""
+        """This run as a diff and the CI gate read it (made once; named by its run in the
+        history once recorded)."""
         if self._side is None:
             from gpuprofile.report.diff_side import side_of_trace
 
             self._side = side_of_trace(self.trace, self.report())
+        if self._run is not None and self._side.run is None:
+            self._side = dataclasses.replace(self._side, run=self._run.name())
         return self._side
 
     @property

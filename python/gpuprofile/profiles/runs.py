@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuprofile.errors import GpuprofileError, HistoryError, TraceFormatError
+from gpuprofile.hardware.model import Hardware
 from gpuprofile.importers.formats import read_trace
 from gpuprofile.profiles.profile import Profile
 from gpuprofile.store.history import StoredRun, open_history
@@ -44,7 +45,7 @@ def resolve_side(ref: RunRef | StoredRun | DiffSide) -> DiffSide:
     run = ref if isinstance(ref, StoredRun) else _stored_or_path(ref)
     if isinstance(run, Profile):
         return run.diff_side()
-    return side_of_digest(run.report(), run.digest())
+    return side_of_digest(run.report(), run.digest(), run.name())
 
 
 def resolve_run(ref: RunRef | StoredRun) -> Profile:
@@ -68,9 +69,21 @@ def resolve_run(ref: RunRef | StoredRun) -> Profile:
         )
     if not Path(run.trace_path).exists():
         raise HistoryError(f"run {run.id}'s kept trace is gone: {run.trace_path}")
-    profile = Profile(read_trace(Path(run.trace_path)))
+    profile = Profile(read_trace(Path(run.trace_path)), hardware=_recorded_hardware(run))
     profile._run = run
     return profile
+
+
+def _recorded_hardware(run: StoredRun) -> Hardware | None:
+    """The roofs the run was analysed against when recorded (a calibration, your own), so it
+    reads the same again; None: the trace's datasheet, as then."""
+    recorded = run.report().get("hardware") or {}
+    if recorded.get("source") in (None, "unknown", "datasheet"):
+        return None
+    try:
+        return Hardware(**recorded)
+    except (TypeError, ValueError):
+        return None  # a report from another version: the datasheet, as for any trace
 
 
 def _stored_or_path(ref: object) -> Profile | StoredRun:

@@ -76,8 +76,8 @@ def diff_runs(a: DiffSide, b: DiffSide) -> Diff:
         )
     document = {
         "schema": SCHEMA,
-        "a": _side(a_report),
-        "b": _side(b_report),
+        "a": _side(a),
+        "b": _side(b),
         "summary": _summary(a, b),
         "kernels": _table(kernels),
         "ops": _table(ops),
@@ -88,13 +88,15 @@ def diff_runs(a: DiffSide, b: DiffSide) -> Diff:
     return Diff(document)
 
 
-def _side(report: dict[str, Any]) -> dict[str, Any]:
+def _side(side: DiffSide) -> dict[str, Any]:
+    report = side.report
     devices = sorted({d["name"] for r in report["ranks"] for d in r["devices"] if d.get("name")})
     return {
         "path": report["source"]["path"],
         "format": report["source"]["format"],
         "ranks": len(report["ranks"]),
         "devices": devices,
+        "run": side.run,
     }
 
 
@@ -109,8 +111,11 @@ def _change(a: float | None, b: float | None) -> dict[str, Any]:
     }
 
 
-def _gpu_total(report: dict[str, Any], key: str) -> int:
-    return sum(r["gpu"][key] for r in report["ranks"] if r["gpu"] is not None)
+def _gpu_total(report: dict[str, Any], key: str) -> int | None:
+    """A GPU figure summed over ranks; None when no rank has a GPU timeline (a CPU capture):
+    unknown, not 0."""
+    gpus = [r["gpu"] for r in report["ranks"] if r["gpu"] is not None]
+    return sum(g[key] for g in gpus) if gpus else None
 
 
 def _summary(a: DiffSide, b: DiffSide) -> dict[str, Any]:

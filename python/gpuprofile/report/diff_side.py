@@ -32,6 +32,7 @@ class DiffSide:
         steps: every step's time in ns (float; empty without steps).
         steps_from: where the steps came from ("gpu step markers", "host ProfilerStep
             ranges", "recorded windows"); None without steps.
+        run: the history's run it is, {"id", "label", "time"}; None: not a recorded run.
     """
 
     report: dict[str, Any]
@@ -39,6 +40,7 @@ class DiffSide:
     ops: Rows
     steps: np.ndarray
     steps_from: str | None
+    run: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -104,14 +106,18 @@ def _digest_rows(rows: Rows) -> list[list[Any]]:
     ]
 
 
-def side_of_digest(report: dict[str, Any], document: dict[str, Any]) -> DiffSide:
-    """A stored run, from its report and its digest (see ``digest``)."""
+def side_of_digest(
+    report: dict[str, Any], document: dict[str, Any], run: dict[str, Any] | None = None
+) -> DiffSide:
+    """A stored run, from its report and its digest (see ``digest``); ``run``: its id, label
+    and time."""
     return DiffSide(
         report,
         _stored_rows(document["kernels"]),
         _stored_rows(document["ops"]),
         np.asarray(document["steps"], dtype=float),
         document["steps_from"],
+        run,
     )
 
 

@@ -94,8 +94,17 @@ def render_baseline(diff: dict[str, Any], rows: int = 3) -> list[str]:
     return lines
 
 
+def run_name(side: dict[str, Any]) -> str | None:
+    """A recorded run as the history names it: "run 1a2b3c4d (label)"; None: not recorded."""
+    run = side.get("run")
+    if not run:
+        return None
+    return f"run {run['id']}" + (f" ({run['label']})" if run.get("label") else "")
+
+
 def _side(side: dict[str, Any]) -> str:
-    where = side["path"] or "(captured)"
+    named = run_name(side)
+    where = ", ".join(w for w in (named, side["path"]) if w) or "(captured)"
     devices = ", ".join(side["devices"]) or "no GPU named"
     return f"{where} ({side['format']}, {format_count(side['ranks'], 'rank')}, {devices})"
 

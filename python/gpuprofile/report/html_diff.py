@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 
 from gpuprofile.analyses.names import short_kernel_name
-from gpuprofile.report.diff_text import step_noise
+from gpuprofile.report.diff_text import run_name, step_noise
 from gpuprofile.units import format_count, format_delta_time, format_si, format_time
 
 TOP_ROWS = 10
@@ -44,7 +44,7 @@ def baseline_html(diff: dict[str, Any]) -> str:
         Escaped HTML, its own style included (each bokeh Div is a shadow root).
     """
     side = diff["a"]
-    where = side.get("path") or "a capture"
+    where = ", ".join(w for w in (run_name(side), side.get("path")) if w) or "a capture"
     parts = [
         _STYLE,
         "<h2>Against baseline</h2>",

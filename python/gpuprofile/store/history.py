@@ -97,6 +97,10 @@ class StoredRun:
         """What a diff and the CI gate read of the run (gpuprofile.digest/1)."""
         return self.history._blob(self.id, "digest")
 
+    def name(self) -> dict[str, Any]:
+        """How a diff names the run: {"id", "label", "time"}."""
+        return {"id": self.id, "label": self.label, "time": self.time}
+
     def to_dict(self) -> dict[str, Any]:
         """The run without its report, as plain JSON types (``history --format json``)."""
         return {
