@@ -160,3 +160,12 @@ def test_the_other_way_round_the_hint_is_new(pair: tuple[Path, Path]) -> None:
     diff = gpuprofile.load(before, baseline=after).report()["baseline"]
     assert _hint_groups(diff)["new"] >= 1
     assert [e["kind"] for e in diff["hints"]["new"]] == ["pageable-copy"]
+
+
+def test_the_saved_snapshot_keeps_the_diff(pair: tuple[Path, Path]) -> None:
+    before, after = pair
+    profile = gpuprofile.load(after, baseline=str(before))
+    snapshot = html.unescape(profile.snapshot_html())
+    assert "Against baseline" in snapshot
+    # The hostile kernel's change, from the documents: 50 us before, 80 us after.
+    assert "+30.0 µs" in snapshot and HOSTILE not in profile.snapshot_html()

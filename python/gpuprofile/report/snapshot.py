@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuprofile.report.html import _STYLE, esc, gauges_html, hints_html, roofline_caption
 from gpuprofile.report.html import summary_html as page_summary_html
+from gpuprofile.report.html_diff import baseline_html
 from gpuprofile.report.snapshot_svg import roofline_svg, timeline_svg
 from gpuprofile.units import (
     format_count,
@@ -75,6 +76,8 @@ def render_snapshot(
         page_summary_html(bounded).replace("<h1>gpuprofile report</h1>", "", 1),
         _more_ranks(report),
         _steps_html(bounded),
+        # The diff against a baseline (%%gpuprofile --baseline): the point of the cell.
+        baseline_html(_walk(report["baseline"], MAX_TEXT)) if report.get("baseline") else "",
         _gauge_bars(bounded) or gauges_html(bounded),
         f"<h2>Timeline</h2><p>{esc(timeline_note)}</p>{timeline}",
         f"<h2>Roofline</h2>{roofline_caption(bounded)}<p>{esc(roofline_note)}</p>"
