@@ -233,7 +233,7 @@ def ranks_html(report: dict[str, Any]) -> str:
 def roofline_caption(report: dict[str, Any]) -> str:
     """One line under the roofline: coverage and what the format lacks. Escaped HTML."""
     roofline = report.get("roofline") or {}
-    text = f"FLOPs known for {format_fraction(roofline.get('coverage'))} of GPU time."
+    text = f"FLOPs known for {format_fraction(roofline.get('coverage'))} of the time."
     if roofline.get("missing_flops"):
         text += f" {roofline['missing_flops'].rstrip('.')}."
     points = [p for p in roofline.get("points", []) if p.get("intensity")]
