@@ -90,7 +90,8 @@ def render_baseline(diff: dict[str, Any], rows: int = 3) -> list[str]:
         titles = "; ".join(entry["title"] for entry in entries[:rows])
         more = f" (+{len(entries) - rows} more)" if len(entries) > rows else ""
         lines.append(f"  hints {group}: {titles or 'none'}{more}")
-    lines.append(f"  hints kept: {format_count(len(diff['hints']['kept']))}")
+    kept = len(diff["hints"]["kept"])
+    lines.append(f"  hints kept: {format_count(kept) if kept else 'none'}")
     return lines
 
 
