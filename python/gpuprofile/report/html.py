@@ -28,7 +28,7 @@ from gpuprofile.units import (
 if TYPE_CHECKING:
     from gpuprofile.trace.model import Trace
 
-_STYLE = """
+REPORT_STYLE = """
 <style>
 .gp-report{font-family:system-ui,sans-serif;font-size:13px;max-width:1200px}
 .gp-report h1{font-size:20px}.gp-report h2{font-size:16px;margin-top:18px}
@@ -263,7 +263,7 @@ def render_html(report: dict[str, Any], trace: Trace, *, title: str = "gpuprofil
         # disable_math: a name holding $$...$$ would otherwise make bokeh fetch MathJax.
         return Div(
             # Each Div renders in its own shadow root: the style goes into every one.
-            text=f'{_STYLE}<div class="gp-report">{markup}</div>',
+            text=f'{REPORT_STYLE}<div class="gp-report">{markup}</div>',
             sizing_mode="stretch_width",
             disable_math=True,
         )

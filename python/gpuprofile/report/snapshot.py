@@ -2,9 +2,10 @@
 
 A widget's output needs its kernel; reopened later, JupyterLab shows "Error displaying widget:
 model not found" instead. Beside the widget, a cell therefore carries this snapshot (summary,
-gauges as bars, the timeline and roofline as inline SVG, the hints with their fixes), which
-needs no script and renders in JupyterLab, nbconvert and GitHub. It stays under ``LIMIT``
-bytes whatever the trace: lists are capped, long names shortened, pictures merged per pixel.
+gauges as bars, the timeline and roofline as images, the hints with their fixes, the diff
+against a baseline), which needs no script and renders in JupyterLab (trusted or not) and
+nbconvert. It stays under ``LIMIT`` bytes whatever the trace: lists are capped, long names
+shortened, pictures merged per pixel.
 
 Its one scoped <style> also arranges the cell's outputs in JupyterLab: while the widget is
 rendered (the live session), the snapshot's output is hidden; when the widget's model is gone
@@ -17,7 +18,7 @@ import copy
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from gpuprofile.report.html import _STYLE, esc, gauges_html, hints_html, roofline_caption
+from gpuprofile.report.html import REPORT_STYLE, esc, gauges_html, hints_html, roofline_caption
 from gpuprofile.report.html import summary_html as page_summary_html
 from gpuprofile.report.html_diff import baseline_html
 from gpuprofile.report.snapshot_svg import roofline_svg, timeline_svg
@@ -92,12 +93,12 @@ def render_snapshot(
         sections[largest] = "<p>(part left out: the snapshot is kept under 300 KB)</p>"
     return (
         f'<div class="gp-report {SNAPSHOT_CLASS}" data-gpuprofile-snapshot="1">'
-        f"{_STYLE.replace('</style>', _ARRANGE + '</style>')}{''.join(sections)}</div>"
+        f"{REPORT_STYLE.replace('</style>', _ARRANGE + '</style>')}{''.join(sections)}</div>"
     )
 
 
 def _size(sections: list[str]) -> int:
-    return sum(len(s.encode("utf-8")) for s in sections) + len(_STYLE) + len(_ARRANGE) + 200
+    return sum(len(s.encode("utf-8")) for s in sections) + len(REPORT_STYLE) + len(_ARRANGE) + 200
 
 
 def _header(run_id: str | None) -> str:
