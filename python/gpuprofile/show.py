@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from html import escape
-from pathlib import Path
 from typing import Any
 
-from gpuprofile.errors import HistoryError
-from gpuprofile.profiles import RunRef, resolve_run
-from gpuprofile.store.history import StoredRun, open_history
+from gpuprofile.profiles.runs import RunRef, find_run, resolve_run
+from gpuprofile.store.history import StoredRun
 
 
 def show(run: RunRef | StoredRun) -> Any:
@@ -28,14 +26,10 @@ def show(run: RunRef | StoredRun) -> Any:
         TraceFormatError: a path that is missing or not a trace.
         HistoryError: a name the history does not hold, or a damaged history.
     """
-    if isinstance(run, str) and not Path(run).exists():
-        history = open_history()
-        if history is None:
-            raise HistoryError(f"{run!r} is no trace file, and the history is off")
-        run = history.get(run)
-    if isinstance(run, StoredRun) and run.trace_path is None:
-        return _Snapshot(run)
-    return resolve_run(run)
+    found = find_run(run)
+    if isinstance(found, StoredRun) and found.trace_path is None:
+        return _Snapshot(found)
+    return resolve_run(found)
 
 
 class _Snapshot:

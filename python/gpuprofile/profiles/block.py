@@ -66,10 +66,11 @@ def record(
     """Record a capture in the history, as ``%%gpuprofile`` and ``profile()`` do: a failure
     is one line on stderr, never an error of the profiled code; nothing is recorded when the
     history is off, or on ranks other than 0 of a job (rank 0 records the whole job)."""
-    if open_history() is None or not _job_leader(profile):
+    history = open_history()
+    if history is None or not _job_leader(profile):
         return None
     try:
-        return profile.save(label=label, keep_trace=keep_trace, origin=origin)
+        return profile.save(label=label, keep_trace=keep_trace, origin=origin, history=history)
     except GpuprofileError as error:
         print(f"gpuprofile: this run was not recorded in the history: {error}", file=sys.stderr)
         return None

@@ -117,7 +117,9 @@ class Profile:
                 from gpuprofile.report.diff import diff_runs
                 from gpuprofile.report.diff_side import side_of_trace
 
-                changes = diff_runs(self._baseline, side_of_trace(self.trace, report))
+                # The side diff_side() and the history read too: made once.
+                self._side = side_of_trace(self.trace, report)
+                changes = diff_runs(self._baseline, self._side)
                 report = {**report, "baseline": changes.to_dict()}
             self._report = report
         return self._report

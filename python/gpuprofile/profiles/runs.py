@@ -40,9 +40,7 @@ def resolve_side(ref: RunRef | StoredRun | DiffSide) -> DiffSide:
 
     if isinstance(ref, DiffSide):
         return ref
-    if isinstance(ref, Profile):
-        return ref.diff_side()
-    run = ref if isinstance(ref, StoredRun) else _stored_or_path(ref)
+    run = find_run(ref)
     if isinstance(run, Profile):
         return run.diff_side()
     return side_of_digest(run.report(), run.digest(), run.name())
@@ -57,9 +55,7 @@ def resolve_run(ref: RunRef | StoredRun) -> Profile:
         HistoryError: a name the history does not hold, a damaged history, or a stored run
             whose trace was not kept.
     """
-    if isinstance(ref, Profile):
-        return ref
-    run = ref if isinstance(ref, StoredRun) else _stored_or_path(ref)
+    run = find_run(ref)
     if isinstance(run, Profile):
         return run
     if run.trace_path is None:
@@ -86,8 +82,11 @@ def _recorded_hardware(run: StoredRun) -> Hardware | None:
         return None  # a report from another version: the datasheet, as for any trace
 
 
-def _stored_or_path(ref: object) -> Profile | StoredRun:
-    """A path that exists is read as a trace; other text is looked up in the history."""
+def find_run(ref: object) -> Profile | StoredRun:
+    """The run a reference names, as it is at hand: a Profile or StoredRun itself; a path that
+    exists, read as a trace; other text looked up in the history (id, label, ``last``)."""
+    if isinstance(ref, Profile | StoredRun):
+        return ref
     if not isinstance(ref, str | os.PathLike):
         raise GpuprofileError(
             f"cannot compare a {type(ref).__name__}: give a Profile, a trace path, or a run "
