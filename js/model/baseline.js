@@ -109,7 +109,8 @@ export function runName(side) {
 
 /**
  * What the median step's change is worth, as the text report says it: the bootstrap interval
- * of after/before and its verdict ("faster", "slower", "within noise"), or why there is none.
+ * of after/before and the diff's verdict ("faster", "slower", "within noise"), or why there is
+ * none.
  * @param {any} step the diff's summary.step_ns
  * @returns {{verdict: string, text: string} | null}
  */
@@ -121,7 +122,7 @@ export function stepNoise(step) {
     return { verdict: "", text: `${counts}: too few for a noise interval` };
   }
   const [lo, hi] = /** @type {number[]} */ (interval);
-  const verdict = hi < 1 ? "faster" : lo > 1 ? "slower" : "within noise";
+  const verdict = String(step.verdict ?? ""); // the diff says it (report/diff.py)
   const confidence = formatFraction(num(step.confidence), 0);
   return {
     verdict,

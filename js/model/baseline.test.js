@@ -89,12 +89,12 @@ test("hints: every entry marked with its group, counted", () => {
   assert.deepEqual(view.notes, ["a note"]);
 });
 
-test("the step verdict reads the interval: below 1 faster, above 1 slower, across 1 noise", () => {
-  const step = (interval) => ({ a: 10, b: 6, delta: -4, ratio: 0.6, count: { a: 20, b: 20 }, interval, confidence: 0.95 });
-  assert.equal(stepNoise(step([0.55, 0.65])).verdict, "faster");
-  assert.equal(stepNoise(step([1.2, 1.4])).verdict, "slower");
-  assert.equal(stepNoise(step([0.9, 1.1])).verdict, "within noise");
-  assert.match(stepNoise(step([0.55, 0.65])).text, /95% interval of after\/before 0\.550x to 0\.650x over 20 vs 20 steps/);
+test("the step verdict is the diff's, with its interval", () => {
+  const step = (interval, verdict) => ({ a: 10, b: 6, delta: -4, ratio: 0.6, count: { a: 20, b: 20 }, interval, confidence: 0.95, verdict });
+  assert.equal(stepNoise(step([0.55, 0.65], "faster")).verdict, "faster");
+  assert.equal(stepNoise(step([1.2, 1.4], "slower")).verdict, "slower");
+  assert.equal(stepNoise(step([0.9, 1.1], "within noise")).verdict, "within noise");
+  assert.match(stepNoise(step([0.55, 0.65], "faster")).text, /step time faster: 95% interval of after\/before 0\.550x to 0\.650x over 20 vs 20 steps/);
   const few = stepNoise({ ...step(null), count: { a: 2, b: 1 } });
   assert.equal(few.verdict, "");
   assert.match(few.text, /2 vs 1 steps: too few for a noise interval/);

@@ -149,14 +149,20 @@ def _summary(a: DiffSide, b: DiffSide) -> dict[str, Any]:
 
 
 def _step_interval(a: DiffSide, b: DiffSide) -> dict[str, Any]:
-    """The steps each side has, and the bootstrap interval of b/a's ratio of median steps (as
-    the CI gate computes it); None with fewer than MIN_STEPS positive steps on a side."""
-    a_steps, b_steps = a.steps[a.steps > 0], b.steps[b.steps > 0]
-    enough = min(len(a_steps), len(b_steps)) >= MIN_STEPS
+    """The steps each side has, the bootstrap interval of b/a's ratio of median steps (as the
+    CI gate computes it) and its verdict: "faster" (wholly below 1), "slower" (wholly above)
+    or "within noise"; both None with fewer than MIN_STEPS positive steps on a side."""
+    a_steps, b_steps = a.positive_steps, b.positive_steps
+    interval, verdict = None, None
+    if min(len(a_steps), len(b_steps)) >= MIN_STEPS:
+        interval = list(bootstrap_ratio_interval(b_steps, a_steps))
+        # Said once here; the text, the page and the widget read it.
+        verdict = "faster" if interval[1] < 1 else "slower" if interval[0] > 1 else "within noise"
     return {
         "count": {"a": len(a_steps), "b": len(b_steps)},
-        "interval": list(bootstrap_ratio_interval(b_steps, a_steps)) if enough else None,
+        "interval": interval,
         "confidence": CONFIDENCE,
+        "verdict": verdict,
     }
 
 

@@ -42,6 +42,12 @@ class DiffSide:
     steps_from: str | None
     run: dict[str, Any] | None = None
 
+    @property
+    def positive_steps(self) -> np.ndarray:
+        """The steps that took time: a zero-length step (an empty marker) would make a
+        resampled median 0."""
+        return self.steps[self.steps > 0]
+
 
 @dataclass(frozen=True)
 class _StoredRows:

@@ -121,10 +121,9 @@ def step_noise(step: dict[str, Any]) -> str:
     if interval is None:
         return f"({counts}: too few for a noise interval)"
     lo, hi = interval
-    verdict = "faster" if hi < 1 else "slower" if lo > 1 else "within noise"
     return (
         f"({format_fraction(step['confidence'], 0)} interval of b/a {format_si(lo)}x to "
-        f"{format_si(hi)}x over {counts}: {verdict})"
+        f"{format_si(hi)}x over {counts}: {step['verdict']})"
     )
 
 

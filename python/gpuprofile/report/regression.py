@@ -153,8 +153,8 @@ def check_runs(run: DiffSide, base: DiffSide, max_regression: float) -> Regressi
         GpuprofileError: the baseline took no time to compare with.
     """
     run_report, base_report = run.report, base.report
-    run_steps, run_from = _positive_steps(run)
-    base_steps, base_from = _positive_steps(base)
+    run_steps, run_from = run.positive_steps, run.steps_from
+    base_steps, base_from = base.positive_steps, base.steps_from
     limit = 1 + max_regression
     names = {"run": _name(run_report), "baseline": _name(base_report)}
     if len(run_steps) >= MIN_STEPS and len(base_steps) >= MIN_STEPS:
@@ -235,11 +235,6 @@ def _threshold(
         regressed=regressed,
         summary=summary,
     )
-
-
-def _positive_steps(side: DiffSide) -> tuple[np.ndarray, str | None]:
-    # A zero-length step (an empty marker) would make a resampled median 0.
-    return side.steps[side.steps > 0], side.steps_from
 
 
 def _sources(run_from: str | None, base_from: str | None) -> str:
