@@ -89,6 +89,7 @@ class NameRows:
         self._trace = trace
         self._table = table
         self._tree: _OpTree | None = None
+        self._earlier: np.ndarray | None = None
         frame = trace.table(table)
         chosen = np.ones(len(frame), bool)
         if table == "ops":
@@ -110,10 +111,12 @@ class NameRows:
         op_path = None if op_id == NO_ID else self._tree.path(op_id)
         if op_path is None:
             return None
-        same_op = kernels["op_id"].to_numpy() == op_id
-        starts = kernels["start_ns"].to_numpy()
-        earlier = starts < starts[row.first]
-        return (*op_path, -1, int((same_op & earlier).sum()))  # -1: apart from any op's path
+        if self._earlier is None:
+            # Per kernel, how many of its op's kernels started strictly before it: one pass
+            # for all rows (the history places hundreds of them), not one per row.
+            ranks = kernels["start_ns"].groupby(kernels["op_id"].to_numpy()).rank(method="min")
+            self._earlier = ranks.to_numpy().astype(np.int64) - 1
+        return (*op_path, -1, int(self._earlier[row.first]))  # -1: apart from any op's path
 
 
 def _rows(table: pd.DataFrame, chosen: np.ndarray) -> dict[str, NameRow]:
