@@ -13,7 +13,7 @@ from gpuprofile.capture.options import OPTIONS, CaptureOptions
 from gpuprofile.errors import GpuprofileError, OptionError, ProfilerBusyError
 from gpuprofile.profiles import Profile, in_kernel, record, remember, resolve_side, widget_outputs
 from gpuprofile.report.diff_side import DiffSide
-from gpuprofile.store.origin import notebook_origin
+from gpuprofile.store.origin import cell_id, cell_origin
 
 _FLAGS = {option.name: option.flag for option in OPTIONS}
 
@@ -102,7 +102,7 @@ class GpuprofileMagics(Magics):
         compiled = shell.compile(code, filename, "exec")
         # In a notebook the widget shows at once and its live panel moves while the cell runs;
         # a terminal gets the text report at the end.
-        live = _LiveOutput(_cell_id(shell)) if in_kernel() else None
+        live = _LiveOutput(cell_id(shell)) if in_kernel() else None
         # IPython leaves this frame out of tracebacks: the user sees their cell's own lines.
         __tracebackhide__ = True
         hooks = live.feed.hooks(options.hardware) if live is not None else {}
@@ -129,7 +129,7 @@ class GpuprofileMagics(Magics):
                 elif recording is not None and recording.done:
                     result = Profile(recording.trace, hardware=options.hardware, baseline=baseline)
                     remember(result)
-                    origin = notebook_origin(cell, _cell_id(shell), _notebook(shell))
+                    origin = cell_origin(shell, cell)
                     # Before it is shown: the snapshot names the run it was recorded as.
                     record(result, label=args.label, keep_trace=args.keep_trace, origin=origin)
                     if live is not None:
@@ -205,23 +205,6 @@ def _refused() -> UsageError:
 # holds, alive until it is closed, long after a re-run replaced its output: a re-run of the
 # cell closes the one before (34-134 MB a re-run otherwise, with profiles of 100-200k events).
 _widget_of_cell: dict[str, Any] = {}
-
-
-def _cell_id(shell: Any) -> str | None:
-    """The running cell's id, which JupyterLab and Notebook 7 send with each execution."""
-    parent = getattr(shell, "parent_header", None) or {}
-    cell = (parent.get("metadata") or {}).get("cellId")
-    return cell if isinstance(cell, str) else None
-
-
-def _notebook(shell: Any) -> str | None:
-    """The running notebook's path: ipykernel's ``__session__`` (JupyterLab, Notebook 7) or
-    VS Code's ``__vsc_ipynb_file__``."""
-    for name in ("__session__", "__vsc_ipynb_file__"):
-        value = shell.user_ns.get(name)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 class _LiveOutput:

@@ -331,3 +331,25 @@ def test_the_snapshot_names_the_run_to_show_again(shell: InteractiveShell, store
     assert metadata["gpuprofile"]["run_id"] == run.id
     data, _ = gpuprofile.show(run.id)._repr_mimebundle_()
     assert "kept no trace" in data["text/html"] and run.id in data["text/plain"]
+
+
+def test_a_profile_block_in_a_notebook_records_its_cell_not_the_kernel_launcher(
+    shell: InteractiveShell, store: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shell, "kernel", object(), raising=False)
+    monkeypatch.setattr(shell, "parent_header", {"metadata": {"cellId": "cell-7"}}, raising=False)
+    monkeypatch.setitem(shell.user_ns, "__session__", "/work/nb/train.ipynb")
+    cell = (
+        "import gpuprofile, torch\n"
+        "with gpuprofile.profile(label='in-notebook', interval=0):\n"
+        "    torch.ones(4).sum()\n"
+    )
+    assert shell.run_cell(cell, store_history=True).success
+    origin = store.get("in-notebook").origin
+    assert (origin.notebook, origin.cell_id, origin.script) == (
+        "/work/nb/train.ipynb",
+        "cell-7",
+        None,
+    )
+    # The cell's text as IPython's history keeps it: without its last newline.
+    assert origin.code_hash == hashlib.sha256(cell.rstrip("\n").encode()).hexdigest()[:16]

@@ -13,7 +13,7 @@ from gpuprofile.hardware.model import Hardware
 from gpuprofile.profiles.profile import Profile
 from gpuprofile.profiles.runs import RunRef, resolve_side
 from gpuprofile.store.history import StoredRun, open_history
-from gpuprofile.store.origin import Origin, script_origin
+from gpuprofile.store.origin import Origin, running_origin
 
 
 @contextlib.contextmanager
@@ -57,7 +57,7 @@ def profile(
     finally:
         # After the capture has ended (also when the block raised): what ran is recorded.
         if made is not None and recording.done:
-            record(made, label=label, keep_trace=keep_trace, origin=script_origin())
+            record(made, label=label, keep_trace=keep_trace, origin=running_origin())
 
 
 def record(

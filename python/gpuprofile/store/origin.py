@@ -9,6 +9,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # A repository that answers slower than this is left without a commit rather than holding up
 # the cell that is being recorded.
@@ -42,7 +43,42 @@ def code_hash(code: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def notebook_origin(code: str, cell_id: str | None, notebook: str | None) -> Origin:
+def cell_origin(shell: Any, code: str | None) -> Origin:
+    """The running IPython cell's origin: its notebook and id, and the hash of ``code``."""
+    return notebook_origin(code, cell_id(shell), _notebook(shell))
+
+
+def running_origin() -> Origin:
+    """Where the code running now is: in a Jupyter kernel, its notebook and the running cell
+    (a ``profile()`` block there is no script of its own: ``sys.argv[0]`` is ipykernel's
+    launcher); elsewhere the script."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if getattr(shell, "kernel", None) is None:
+        return script_origin()
+    cells = shell.user_ns.get("_ih") or [None]  # IPython's inputs; the last is this cell
+    return cell_origin(shell, cells[-1] if isinstance(cells[-1], str) else None)
+
+
+def cell_id(shell: Any) -> str | None:
+    """The running cell's id, which JupyterLab and Notebook 7 send with each execution."""
+    parent = getattr(shell, "parent_header", None) or {}
+    cell = (parent.get("metadata") or {}).get("cellId")
+    return cell if isinstance(cell, str) else None
+
+
+def _notebook(shell: Any) -> str | None:
+    """The running notebook's path: ipykernel's ``__session__`` (JupyterLab, Notebook 7) or
+    VS Code's ``__vsc_ipynb_file__``."""
+    for name in ("__session__", "__vsc_ipynb_file__"):
+        value = shell.user_ns.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def notebook_origin(code: str | None, cell_id: str | None, notebook: str | None) -> Origin:
     """A notebook cell's origin. ``notebook``: the path the kernel was started for (None:
     ``JPY_SESSION_NAME``, which jupyter_server sets for its kernels)."""
     notebook = notebook or os.environ.get("JPY_SESSION_NAME") or None
@@ -50,7 +86,7 @@ def notebook_origin(code: str, cell_id: str | None, notebook: str | None) -> Ori
     return Origin(
         notebook=notebook,
         cell_id=cell_id,
-        code_hash=code_hash(code),
+        code_hash=code_hash(code) if code is not None else None,
         git_commit=git_commit(folder),
     )
 
