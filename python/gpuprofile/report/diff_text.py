@@ -31,11 +31,7 @@ def render_diff(diff: dict[str, Any]) -> str:
         f"  {'':<28}{'a':>11}{'b':>11}{'delta':>12}{'b/a':>8}",
     ]
     summary = diff["summary"]
-    for key, label in _SUMMARY:
-        lines.append(_summary_line(label, summary[key]))
-    if summary["step_ns"] is not None:
-        lines.append(_summary_line("step (median)", summary["step_ns"]))
-        lines.append(f"  {'':<28}{step_noise(summary['step_ns'])}")
+    lines += _summary_lines(summary)
     for cause, change in summary["idle_by_cause"].items():
         lines.append(_summary_line(f"  idle: {cause}", {**change, "ratio": None}))
     for table, title in (("kernels", "Kernels"), ("ops", "Ops")):
@@ -70,11 +66,7 @@ def render_baseline(diff: dict[str, Any], rows: int = 3) -> list[str]:
         f"Against baseline {_side(diff['a'])}:",
         f"  {'':<28}{'before':>11}{'after':>11}{'delta':>12}{'b/a':>8}",
     ]
-    summary = diff["summary"]
-    lines += [_summary_line(label, summary[key]).rstrip() for key, label in _SUMMARY]
-    if summary["step_ns"] is not None:
-        lines.append(_summary_line("step (median)", summary["step_ns"]).rstrip())
-        lines.append(f"  {'':<28}{step_noise(summary['step_ns'])}")
+    lines += [line.rstrip() for line in _summary_lines(diff["summary"])]
     table = "kernels" if diff["kernels"] else "ops"
     moved = [row for row in diff[table] if row["delta_ns"]][:rows]
     if moved:
@@ -125,6 +117,15 @@ def step_noise(step: dict[str, Any]) -> str:
         f"({format_fraction(step['confidence'], 0)} interval of b/a {format_si(lo)}x to "
         f"{format_si(hi)}x over {counts}: {step['verdict']})"
     )
+
+
+def _summary_lines(summary: dict[str, Any]) -> list[str]:
+    """Wall, GPU busy and idle, and the median step with what its change is worth."""
+    lines = [_summary_line(label, summary[key]) for key, label in _SUMMARY]
+    if summary["step_ns"] is not None:
+        lines.append(_summary_line("step (median)", summary["step_ns"]))
+        lines.append(f"  {'':<28}{step_noise(summary['step_ns'])}")
+    return lines
 
 
 def _summary_line(label: str, change: dict[str, Any]) -> str:

@@ -235,8 +235,8 @@ class History:
                 ).fetchall()
             if not rows and len(ref) >= MIN_PREFIX and _is_hex(ref):
                 rows = db.execute(
-                    f"SELECT {_LISTED} FROM runs WHERE id LIKE ? ESCAPE '\\' LIMIT 3",
-                    (ref.lower() + "%",),
+                    f"SELECT {_LISTED} FROM runs WHERE id LIKE ? LIMIT 3",
+                    (ref + "%",),  # hex digits only: nothing to escape; LIKE ignores case
                 ).fetchall()
                 if len(rows) > 1:
                     ids = ", ".join(r[0] for r in rows)
