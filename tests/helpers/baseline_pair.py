@@ -13,15 +13,13 @@ from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
 MIB = 1 << 20
 
 
-def run_events(*, pinned: bool, hostile_us: float, extra: bool = False) -> list[dict]:
-    """K1, an 8 MiB host-to-device copy (2 ms pageable, 0.2 ms pinned on stream 9), K2, then
-    the hostile kernel for hostile_us, and with extra a kernel "added_kernel" of 30 us."""
-    copy_us = 200.0 if pinned else 2000.0
-    copy = memcpy("HtoD", 100, copy_us, 8 * MIB, pinned=pinned)
-    copy["args"].update(correlation=2, stream=9 if pinned else 7)
+def pageable_events(copy_us: float, *, pinned_side_stream: bool = False) -> list[dict]:
+    """K1; an 8 MiB host-to-device copy of copy_us, from pageable memory on the compute stream
+    (7), or from pinned memory on a side stream (9); then K2 once the copy is done."""
+    copy = memcpy("HtoD", 100, copy_us, 8 * MIB, pinned=pinned_side_stream)
+    copy["args"].update(correlation=2, stream=9 if pinned_side_stream else 7)
     copy["tid"] = copy["args"]["stream"]
-    k2_start = 100 + copy_us
-    events = [
+    return [
         runtime("cudaLaunchKernel", 0, 0.5, 1),
         kernel("K1", 0, 100, 1),
         cpu_op("aten::to", 1, 3),
@@ -29,7 +27,17 @@ def run_events(*, pinned: bool, hostile_us: float, extra: bool = False) -> list[
         runtime("cudaMemcpyAsync", 2, 1, 2),
         copy,
         runtime("cudaLaunchKernel", 4, 0.5, 3),
-        kernel("K2", k2_start, 100, 3),
+        kernel("K2", 100 + copy_us, 100, 3),
+    ]
+
+
+def run_events(*, pinned: bool, hostile_us: float, extra: bool = False) -> list[dict]:
+    """K1, an 8 MiB host-to-device copy (2 ms pageable, 0.2 ms pinned on stream 9), K2, then
+    the hostile kernel for hostile_us, and with extra a kernel "added_kernel" of 30 us."""
+    copy_us = 200.0 if pinned else 2000.0
+    k2_start = 100 + copy_us
+    events = [
+        *pageable_events(copy_us, pinned_side_stream=pinned),
         cpu_op("aten::mm", 5, 2, ext=4),
         runtime("cudaLaunchKernel", 5.5, 0.5, 4),
         kernel(HOSTILE, k2_start + 100, hostile_us, 4),

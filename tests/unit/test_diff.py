@@ -19,7 +19,8 @@ from gpuprofile.cli import main
 from gpuprofile.report.diff import diff_runs, hint_key
 from gpuprofile.report.diff_match import normalize_name
 from gpuprofile.report.diff_side import side_of_trace
-from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
+from helpers.baseline_pair import pageable_events
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 
 US = 1000
 MIB = 1 << 20
@@ -221,22 +222,6 @@ def test_json_keys_are_the_schema(diffed: gpuprofile.Diff) -> None:
 
 
 # --- hints: the pageable-copy scenario of test_detectors_host -----------------------------
-
-
-def pageable_events(copy_us: float, *, pinned_side_stream: bool = False) -> list[dict]:
-    copy = memcpy("HtoD", 100, copy_us, 8 * MIB, pinned=pinned_side_stream)
-    copy["args"].update(correlation=2, stream=9 if pinned_side_stream else 7)
-    copy["tid"] = copy["args"]["stream"]
-    return [
-        runtime("cudaLaunchKernel", 0, 0.5, 1),
-        kernel("K1", 0, 100, 1),
-        cpu_op("aten::to", 1, 3),
-        cpu_op("aten::copy_", 1.5, 2),
-        runtime("cudaMemcpyAsync", 2, 1, 2),
-        copy,
-        runtime("cudaLaunchKernel", 4, 0.5, 3),
-        kernel("K2", 100 + copy_us, 100, 3),
-    ]
 
 
 def pageable_hint(report: dict[str, Any]) -> dict[str, Any]:
