@@ -192,10 +192,9 @@ def _keep_nanoseconds(raw: bytes, doc: Document, is_list: bool) -> None:
     small enough for a float64 to hold to the nanosecond.
     """
     events = doc.traceEvents
-    if not any(
-        type(e.ts) is float and abs(e.ts) >= _FLOAT_EXACT_LIMIT_US and not e.ts.is_integer()
-        for e in events
-    ):
+    ts = np.array([e.ts for e in events], dtype=np.float64)  # None -> NaN, never beyond
+    # An int ts is a whole number as a float too, so only fractional floats are found here.
+    if not ((np.abs(ts) >= _FLOAT_EXACT_LIMIT_US) & (ts != np.floor(ts))).any():
         return
     exact = (
         _EXACT_LIST_DECODER.decode(raw)
