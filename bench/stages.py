@@ -1,0 +1,96 @@
+"""Where reading a Kineto trace and building its report spend their time, stage by stage.
+
+    python bench/stages.py TRACE...
+
+Each stage is one function of the reader (or the report), timed where it is called, summed
+over a run of gpuprofile.load(TRACE).report() (best of 3 runs); "rest" is the time of the
+whole not spent in a named stage (bucketing the events, metadata, freeing the decoded
+events). Not a test: it prints, and always exits 0.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["OMP_NUM_THREADS"] = "1"
+
+import gc
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# (module, function, stage): the reader's steps, in the order they run.
+STAGES = (
+    ("gpuprofile.importers.source", "_gunzip", "gunzip"),
+    ("gpuprofile.importers.kineto_format", "read_trace_bytes", "read + gunzip"),
+    ("gpuprofile.importers.kineto", "decode_document", "read + gunzip + decode"),
+    ("gpuprofile.importers.kineto", "op_columns", "columns: ops"),
+    ("gpuprofile.importers.kineto", "kernel_columns", "columns: kernels"),
+    ("gpuprofile.importers.kineto", "runtime_columns", "columns: runtime"),
+    ("gpuprofile.importers.kineto", "make_table", "tables (pandas)"),
+    ("gpuprofile.importers.kineto", "with_nesting", "op nesting"),
+    ("gpuprofile.importers.kineto", "launching_ops", "kernel -> op links"),
+)
+
+
+def _timed(totals: dict[str, float], stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            totals[stage] = totals.get(stage, 0.0) + time.perf_counter() - started
+
+    return run
+
+
+def stage_seconds(path: Path, repeat: int = 3) -> dict[str, float]:
+    """Seconds per stage of gpuprofile.load(path).report(), from the fastest of ``repeat``."""
+    import importlib
+
+    import gpuprofile
+
+    totals: dict[str, float] = {}
+    for module_name, function, stage in STAGES:
+        module = importlib.import_module(module_name)
+        setattr(module, function, _timed(totals, stage, getattr(module, function)))
+    best: dict[str, float] | None = None
+    for _ in range(repeat):
+        totals.clear()
+        gc.collect()
+        started = time.perf_counter()
+        profile = gpuprofile.load(path)
+        loaded = time.perf_counter()
+        profile.report()
+        ended = time.perf_counter()
+        run = dict(totals, load=loaded - started, report=ended - loaded, total=ended - started)
+        if best is None or run["total"] < best["total"]:
+            best = run
+    assert best is not None
+    return best
+
+
+def print_stages(path: Path) -> None:
+    seconds = stage_seconds(path)
+    named = sum(v for k, v in seconds.items() if k.startswith(("columns", "tables", "op ", "kern")))
+    named += seconds.get("read + gunzip + decode", 0.0)
+    print(f"\n{path.name}: load {seconds['load']:.3f} s + report {seconds['report']:.3f} s")
+    for _, _, stage in STAGES:
+        if stage in seconds:
+            print(f"  {stage:<26} {seconds[stage]:7.3f} s")
+    print(f"  {'rest of load':<26} {seconds['load'] - named:7.3f} s")
+    print(f"  {'report (analyses)':<26} {seconds['report']:7.3f} s")
+
+
+def main(argv: list[str]) -> int:
+    import torch  # noqa: F401  (as in a notebook; not part of any timing)
+
+    for arg in argv:
+        print_stages(Path(arg))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
