@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
+import pandas as pd
 
 from gpuprofile.errors import TraceFormatError
 from gpuprofile.importers.job_files import job_files, job_ranks
@@ -95,43 +97,13 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
                 other_path, f"baseTimeNanoseconds differs from {paths[0].name}'s: not one run"
             )
     events = doc.traceEvents if len(docs) == 1 else [e for d in docs for e in d.traceEvents]
-    buckets: dict[str, list[Event]] = {
-        t: [] for t in ("ops", "kernels", "memcpy", "memset", "runtime", "memory")
-    }
-    counters: list[Event] = []
-    # Apart from the buckets: they span GPU work already in them, so they leave the trace's
-    # origin (and scan_extent's, which shares table_of) where the timeline tables put it.
-    gpu_annotations: list[Event] = []
-    thread_names: dict[str, str] = {}
-    skipped: Counter[str] = Counter()
-    for event in events:
-        ph = event.ph
-        table = table_of(ph, event.cat, event.name)
-        if table is not None:
-            buckets[table].append(event)
-        elif ph == "X" and event.cat == GPU_ANNOTATION:
-            gpu_annotations.append(event)
-        elif ph == "X":
-            skipped[event.cat or "(no category)"] += 1
-        elif ph in ("i", "I"):
-            skipped[f"instant {event.name}"] += 1
-        elif ph == "C":
-            value = event.args.value if event.args is not None else None
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                counters.append(event)
-            else:
-                skipped[f"counter {event.name} without a numeric 'value'"] += 1
-        elif ph == "M":
-            if event.name == "thread_name" and event.args is not None and event.args.name:
-                thread_names[f"{event.pid}/{event.tid}"] = event.args.name
-        elif ph not in FLOW_PHASES:
-            skipped[f"phase {ph or '(none)'}"] += 1
-
+    buckets, counters, gpu_annotations, thread_names, skipped = _sort_events(events)
     extra = (("counters", counters), ("gpu_annotations", gpu_annotations))
     for table, bucket in (*buckets.items(), *extra):
         _require_times(paths, docs, bucket, needs_dur=table not in ("memory", "counters"))
-    starts = [float(e.ts) for b in buckets.values() for e in b]  # type: ignore[arg-type]
-    ts0 = min(starts) if starts else 0.0
+    # min() over ints and floats compares them exactly, and float() keeps their order.
+    firsts = [min(map(_TS, b)) for b in buckets.values() if b]
+    ts0 = float(min(firsts)) if firsts else 0.0
     origin = (doc.baseTimeNanoseconds or 0) + int(exact_ns(ts0))
     declared = (doc.distributedInfo or {}).get("rank")
     declared_rank = int(declared) if isinstance(declared, int | str) else None
@@ -187,6 +159,72 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
     return Trace(**tables, meta=meta), declared_rank
 
 
+
+def _sort_events(
+    events: list[Event],
+) -> tuple[dict[str, list[Event]], list[Event], list[Event], dict[str, str], Counter[str]]:
+    """The events of each table in file order; the counter samples; the GPU annotations; the
+    threads' names; and what was skipped, by kind, in the order first met.
+
+    Timeline events are routed by their (phase, category) pair, found for every event at once;
+    only the other events (instants, counters, metadata, unknown categories) are looked at one
+    by one.
+    """
+    n = len(events)
+    phases, phase_names = pd.factorize(np.array([e.ph for e in events], dtype=object))
+    categories, category_names = pd.factorize(np.array([e.cat for e in events], dtype=object))
+    pair = phases.astype(np.int64) * max(1, len(category_names)) + categories
+    pairs, pair_of_event = np.unique(pair, return_inverse=True)
+    route = np.empty(len(pairs), np.int8)  # index into TABLES, FLOW or ONE_BY_ONE
+    for k, code in enumerate(pairs.tolist()):
+        ph = phase_names[code // max(1, len(category_names))]
+        cat = category_names[code % max(1, len(category_names))] if n else ""
+        table = table_of(ph, cat, "") if ph == "X" else None
+        route[k] = (
+            _TABLES.index(table) if table else _FLOW if ph in FLOW_PHASES else _ONE_BY_ONE
+        )
+    event_route = route[pair_of_event] if n else np.zeros(0, np.int8)
+    buckets: dict[str, list[Event]] = {
+        table: [events[i] for i in np.flatnonzero(event_route == k).tolist()]
+        for k, table in enumerate(_TABLES)
+    }
+    counters: list[Event] = []
+    # Apart from the buckets: they span GPU work already in them, so they leave the trace's
+    # origin (and scan_extent's, which shares table_of) where the timeline tables put it.
+    gpu_annotations: list[Event] = []
+    thread_names: dict[str, str] = {}
+    skipped: Counter[str] = Counter()
+    for i in np.flatnonzero(event_route == _ONE_BY_ONE).tolist():
+        event = events[i]
+        ph = event.ph
+        if table_of(ph, event.cat, event.name) == "memory":
+            buckets["memory"].append(event)
+        elif ph == "X" and event.cat == GPU_ANNOTATION:
+            gpu_annotations.append(event)
+        elif ph == "X":
+            skipped[event.cat or "(no category)"] += 1
+        elif ph in ("i", "I"):
+            skipped[f"instant {event.name}"] += 1
+        elif ph == "C":
+            value = event.args.value if event.args is not None else None
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                counters.append(event)
+            else:
+                skipped[f"counter {event.name} without a numeric 'value'"] += 1
+        elif ph == "M":
+            if event.name == "thread_name" and event.args is not None and event.args.name:
+                thread_names[f"{event.pid}/{event.tid}"] = event.args.name
+        else:
+            skipped[f"phase {ph or '(none)'}"] += 1
+    return buckets, counters, gpu_annotations, thread_names, skipped
+
+
+_TS, _DUR = attrgetter("ts"), attrgetter("dur")
+# The timeline tables an event's (phase, category) alone decides, in the order the importer
+# builds them; then the two other routes of _sort_events.
+_TABLES = ("ops", "kernels", "memcpy", "memset", "runtime", "memory")
+_FLOW, _ONE_BY_ONE = len(_TABLES), len(_TABLES) + 1
+
 def _numbered(table: str, columns: dict[str, Any], rank: int) -> dict[str, Any]:
     """A table's columns with its rank, and ids 0.. in file order where the table has ids."""
     n = len(next(iter(columns.values()))) if columns else 0
@@ -199,6 +237,8 @@ def _numbered(table: str, columns: dict[str, Any], rank: int) -> dict[str, Any]:
 def _require_times(
     paths: Sequence[Path], docs: Sequence[Document], bucket: Sequence[Event], needs_dur: bool
 ) -> None:
+    if None not in map(_TS, bucket) and not (needs_dur and None in map(_DUR, bucket)):
+        return
     for e in bucket:
         if e.ts is None or (needs_dur and e.dur is None):
             missing = "ts" if e.ts is None else "dur"
