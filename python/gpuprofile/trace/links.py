@@ -53,29 +53,31 @@ def launching_ops(ops: pd.DataFrame, runtime: pd.DataFrame, kernels: pd.DataFram
         call_parent = np.where(climb, parent[np.where(climb, call_parent, 0)], call_parent)
     op_ids = cpu_ops["id"].to_numpy()
     launcher = np.where(call_parent == NO_ID, NO_ID, op_ids[np.clip(call_parent, 0, None)])
-    op_of_call = dict(
-        zip(zip(runtime["rank"].tolist(), runtime["correlation"].tolist()), launcher.tolist())
+    by_call, called = _look_up(
+        (runtime["rank"].to_numpy(), runtime["correlation"].to_numpy()),
+        launcher,
+        (kernels["rank"].to_numpy(), kernels["correlation"].to_numpy()),
     )
     # Without a correlated runtime call (trimmed traces), fall back to the external id; ops
     # without one (NO_ID) must not claim kernels that have none either.
     with_external = cpu_ops[cpu_ops["external_id"] != NO_ID]
-    op_of_external = dict(
-        zip(
-            zip(with_external["rank"].tolist(), with_external["external_id"].tolist()),
-            with_external["id"].tolist(),
-        )
+    by_external, _ = _look_up(
+        (with_external["rank"].to_numpy(), with_external["external_id"].to_numpy()),
+        with_external["id"].to_numpy(),
+        (kernels["rank"].to_numpy(), kernels["external_id"].to_numpy()),
     )
-    return np.fromiter(
-        (
-            op_of_call.get((rank, corr), NO_ID)
-            if (rank, corr) in op_of_call
-            else op_of_external.get((rank, ext), NO_ID)
-            for rank, corr, ext in zip(
-                kernels["rank"].tolist(),
-                kernels["correlation"].tolist(),
-                kernels["external_id"].tolist(),
-            )
-        ),
-        np.int64,
-        len(kernels),
-    )
+    return np.where(called, by_call, by_external)
+
+
+def _look_up(
+    keys: tuple[np.ndarray, np.ndarray], values: np.ndarray, queries: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each (rank, id) query, the value of the last equal key (as a dict built from the
+    keys in order would give) or NO_ID, and whether there was one."""
+    if not len(values):
+        return np.full(len(queries[0]), NO_ID, np.int64), np.zeros(len(queries[0]), bool)
+    last = ~pd.MultiIndex.from_arrays(keys).duplicated(keep="last")
+    index = pd.MultiIndex.from_arrays([k[last] for k in keys])
+    position = index.get_indexer(pd.MultiIndex.from_arrays(queries))
+    found = position >= 0
+    return np.where(found, values[last][position], NO_ID).astype(np.int64), found
