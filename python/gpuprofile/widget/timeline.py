@@ -174,18 +174,40 @@ def _lane_keys(events: dict[str, np.ndarray], mask: np.ndarray) -> tuple[np.ndar
     """Per event under ``mask``, the index of its (rank, pid|device, tid|stream) in the returned
     array of distinct triples, which is sorted."""
     columns = [events[k][mask] for k in ("rank", "where", "key")]
-    combined = np.zeros(int(mask.sum()), np.int64)
+    # One int64 key whose order is the triples' order (mixed radix of order-keeping column
+    # codes), so one hash pass finds the distinct lanes; threads and streams are few.
+    combined = np.zeros(len(columns[0]), np.int64)
+    radix = 1
     for column in columns:
-        labels, uniques = pd.factorize(column)
-        combined = pd.factorize(combined * (len(uniques) + 1) + labels)[0].astype(np.int64)
-    if not len(combined):
-        return combined, np.empty((0, 3), np.int64)
-    first = np.unique(combined, return_index=True)[1]
-    triples = np.stack([c[first] for c in columns], axis=1)
-    by_value = np.lexsort(triples.T[::-1])
-    rank_of = np.empty(len(by_value), np.int64)
-    rank_of[by_value] = np.arange(len(by_value))
-    return rank_of[combined], triples[by_value]
+        codes, width = _ordered_codes(column)
+        if radix * width >= 2**62:  # densify first: the key stays in int64
+            combined, uniques = pd.factorize(combined, sort=True)
+            radix = len(uniques)
+        if width > 1:
+            combined = combined * width + codes
+        radix *= width
+    if radix <= max(len(combined), 2**16):  # a table of the keys in use: no hashing
+        present = np.bincount(combined, minlength=radix) > 0
+        inverse = (np.cumsum(present) - 1)[combined]
+        n_lanes = int(present.sum())
+    else:
+        inverse, uniques = pd.factorize(combined, sort=True)
+        n_lanes = len(uniques)
+    last = np.empty(n_lanes, np.int64)
+    last[inverse] = np.arange(len(inverse))
+    triples = np.stack([c[last] for c in columns], axis=1).reshape(-1, 3)
+    return inverse.astype(np.int64), triples
+
+
+def _ordered_codes(column: np.ndarray) -> tuple[np.ndarray, int]:
+    """Codes 0..width-1 of an int64 column in the order of its values, and width."""
+    if not len(column):
+        return column, 1
+    low, high = int(column.min()), int(column.max())
+    if high - low < max(len(column), 2**16):  # dense enough: the offset is the code
+        return column - low, high - low + 1
+    codes, uniques = pd.factorize(column, sort=True)
+    return codes, len(uniques)
 
 
 def _layout(
@@ -244,7 +266,9 @@ def _order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
     Stable sorts find the runs each table already has, so this is near linear; only events
     that start at the same time as another are reordered by duration."""
-    order = np.argsort(lane, kind="stable")
+    # A stable sort of 16-bit keys is a radix sort: lanes are few.
+    narrow = lane.astype(np.uint16) if len(lane) and int(lane.max()) < 2**16 else lane
+    order = np.argsort(narrow, kind="stable")
     lane_s = lane[order]
     bounds = np.flatnonzero(np.diff(lane_s)) + 1
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(order)], strict=True):
@@ -291,15 +315,18 @@ def _cpu_rows(s: np.ndarray, e: np.ndarray, cluster: np.ndarray) -> np.ndarray:
 
     Exact for properly nested events. A partial overlap (a child outliving its parent) can put
     two overlapping events on one row; those clusters get the call-stack walk of nest()."""
-    closed = np.searchsorted(np.sort(e), s, side="right")
+    # Stable: a merge of the runs the ends already have (timsort), not a full quicksort.
+    closed = np.searchsorted(np.sort(e, kind="stable"), s, side="right")
+    depth = np.arange(len(s)) - closed
     # Zero-length events at an event's start that come after it (they sort last among equal
     # starts) ended "by" its start but are not before it: do not count them, nor itself.
     zero = e == s
     zero_starts = s[zero]  # ascending: the lane runs by start
-    left = np.searchsorted(zero_starts, s, side="left")
-    later = np.searchsorted(zero_starts, s, side="right") - left
-    later[zero] -= np.arange(len(zero_starts)) - left[zero]
-    depth = np.arange(len(s)) - (closed - later)
+    if len(zero_starts):
+        left = np.searchsorted(zero_starts, s, side="left")
+        later = np.searchsorted(zero_starts, s, side="right") - left
+        later[zero] -= np.arange(len(zero_starts)) - left[zero]
+        depth += later
     bad = _row_conflicts(s, e, depth)
     if len(bad):
         redo = np.isin(cluster, np.unique(cluster[bad]))
