@@ -116,7 +116,7 @@ def marks_columns(
         total = len(gids) if found is not None else max(len(gids), int(point.get("count") or 0))
         heaviest = _heaviest(gids, weight)
         if len(gids) > MAX_POINT_MARKS:
-            gids = gids[np.argsort(-weight, kind="stable")[:MAX_POINT_MARKS]]
+            gids = gids[heaviest_first(weight, MAX_POINT_MARKS)]
         groups.append({"kind": "point", "point": k, "total": total, "heaviest": heaviest})
         members.append(gids)
     group_col, id_col = [], []
@@ -131,6 +131,17 @@ def marks_columns(
         "name": data.name[ids].astype(np.uint32),
     }
     return columns, {"groups": groups}
+
+
+def heaviest_first(weight: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(-weight, kind="stable")[:k]``: the k heaviest positions, heaviest first,
+    ties in position order; only the k chosen by a partition are sorted."""
+    if len(weight) <= k or (weight.dtype.kind == "f" and np.isnan(weight).any()):
+        return np.argsort(-weight, kind="stable")[:k]
+    kth = np.partition(weight, len(weight) - k)[len(weight) - k]  # the k-th heaviest
+    above = np.flatnonzero(weight > kth)
+    chosen = np.union1d(above, np.flatnonzero(weight == kth)[: k - len(above)])
+    return chosen[np.argsort(-weight[chosen], kind="stable")]
 
 
 def _heaviest(gids: np.ndarray, weight: np.ndarray) -> int | None:

@@ -80,13 +80,16 @@ def merged_columns(
     bin (name: the longest member's; extent: first start to last end); longer ones stay."""
     t0, t1 = view
     width = max((t1 - t0) / max(bins, 1), 1e-9)
-    start, end = data.start[ids], data.end[ids]
+    # The overview asks for every event: read the columns, not copies of them.
+    every = len(ids) == data.total
+    start, end = (data.start, data.end) if every else (data.start[ids], data.end[ids])
     dur = end - start
     long = dur >= width
     short = np.flatnonzero(~long)
     bin_of = np.clip(np.floor((start[short] - t0) / width), 0, bins - 1).astype(np.int64)
     rows = data.max_rows
-    key = (data.lane[ids[short]].astype(np.int64) * rows + data.row[ids[short]]) * bins + bin_of
+    short_ids = short if every else ids[short]
+    key = (data.lane[short_ids].astype(np.int64) * rows + data.row[short_ids]) * bins + bin_of
     # Within a lane row ids already run by start, so bins ascend: a stable sort groups them.
     by_key = np.argsort(key, kind="stable")
     order, key = short[by_key], key[by_key]

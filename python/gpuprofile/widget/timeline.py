@@ -179,12 +179,14 @@ def _lane_keys(events: dict[str, np.ndarray], mask: np.ndarray) -> tuple[np.ndar
     combined = np.zeros(len(columns[0]), np.int64)
     radix = 1
     for column in columns:
-        codes, width = _ordered_codes(column)
+        low, high = (int(column.min()), int(column.max())) if len(column) else (0, 0)
+        if high == low:  # one value (one rank, one process): nothing to tell apart
+            continue
+        codes, width = _ordered_codes(column, low, high)
         if radix * width >= 2**62:  # densify first: the key stays in int64
             combined, uniques = pd.factorize(combined, sort=True)
             radix = len(uniques)
-        if width > 1:
-            combined = combined * width + codes
+        combined = combined * width + codes
         radix *= width
     if radix <= max(len(combined), 2**16):  # a table of the keys in use: no hashing
         present = np.bincount(combined, minlength=radix) > 0
@@ -199,11 +201,9 @@ def _lane_keys(events: dict[str, np.ndarray], mask: np.ndarray) -> tuple[np.ndar
     return inverse.astype(np.int64), triples
 
 
-def _ordered_codes(column: np.ndarray) -> tuple[np.ndarray, int]:
-    """Codes 0..width-1 of an int64 column in the order of its values, and width."""
-    if not len(column):
-        return column, 1
-    low, high = int(column.min()), int(column.max())
+def _ordered_codes(column: np.ndarray, low: int, high: int) -> tuple[np.ndarray, int]:
+    """Codes 0..width-1 of an int64 column (values low..high) in the order of its values, and
+    width."""
     if high - low < max(len(column), 2**16):  # dense enough: the offset is the code
         return column - low, high - low + 1
     codes, uniques = pd.factorize(column, sort=True)
