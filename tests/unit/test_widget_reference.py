@@ -123,7 +123,7 @@ def reference_overview(ref: dict[str, Any], span: float, bins: int) -> dict[str,
 def profiles() -> list[tuple[str, Any]]:
     from gpuprofile.profiles import Profile
 
-    out = [("synthetic", Profile(synthetic_trace(3000, ranks=2, streams=3, overlap_every=7)))]
+    out = [("synthetic", Profile(synthetic_trace(12000, ranks=2, streams=3, overlap_every=7)))]
     out += [(name, gpuprofile.load(SHARED / name)) for name in TRACES if (SHARED / name).exists()]
     return out
 
