@@ -86,7 +86,8 @@ def merged_columns(
     dur = end - start
     long = dur >= width
     short = np.flatnonzero(~long)
-    bin_of = np.clip(np.floor((start[short] - t0) / width), 0, bins - 1).astype(np.int64)
+    # Clipped at 0 first, truncation is floor.
+    bin_of = np.clip((start[short] - t0) / width, 0, bins - 1).astype(np.int64)
     rows = data.max_rows
     short_ids = short if every else ids[short]
     key = (data.lane[short_ids].astype(np.int64) * rows + data.row[short_ids]) * bins + bin_of

@@ -79,16 +79,18 @@ def timeline_data(trace: Trace) -> TimelineData:
     names = _Names()
     parts = [_events(trace, kind, names) for kind in range(len(KINDS))]
     events = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    is_cpu = events["kind"] <= max(CPU_KINDS)
+    # Tables are concatenated in kind order, CPU kinds first: each side is a slice, not a copy.
+    n_cpu = sum(len(p["kind"]) for p in parts[: max(CPU_KINDS) + 1])
+    is_cpu, is_gpu = slice(0, n_cpu), slice(n_cpu, None)
     cpu_keys = _lane_keys(events, is_cpu)
-    gpu_keys = _lane_keys(events, ~is_cpu)
+    gpu_keys = _lane_keys(events, is_gpu)
     counter_series = _counter_series(trace)
     lanes, cpu_lane, gpu_lane, counter_lane = _layout(
         trace, single, cpu_keys[1], gpu_keys[1], [c[0] for c in counter_series]
     )
-    lane = np.empty(len(is_cpu), np.int32)
+    lane = np.empty(len(events["kind"]), np.int32)
     lane[is_cpu] = cpu_lane[cpu_keys[0]]
-    lane[~is_cpu] = gpu_lane[gpu_keys[0]]
+    lane[is_gpu] = gpu_lane[gpu_keys[0]]
     order = _order(lane, events["start"], events["end"])
     start = events["start"][order]
     end = events["end"][order]
@@ -170,10 +172,10 @@ def _events(trace: Trace, kind: int, names: _Names) -> dict[str, np.ndarray]:
     }
 
 
-def _lane_keys(events: dict[str, np.ndarray], mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per event under ``mask``, the index of its (rank, pid|device, tid|stream) in the returned
+def _lane_keys(events: dict[str, np.ndarray], part: slice) -> tuple[np.ndarray, np.ndarray]:
+    """Per event of ``part``, the index of its (rank, pid|device, tid|stream) in the returned
     array of distinct triples, which is sorted."""
-    columns = [events[k][mask] for k in ("rank", "where", "key")]
+    columns = [events[k][part] for k in ("rank", "where", "key")]
     # One int64 key whose order is the triples' order (mixed radix of order-keeping column
     # codes), so one hash pass finds the distinct lanes; threads and streams are few.
     combined = np.zeros(len(columns[0]), np.int64)
@@ -301,16 +303,19 @@ def _rows(
         s, e = start[lo:hi], end[lo:hi]
         running = np.maximum.accumulate(e)
         max_end[lo:hi] = running
-        # A cluster: events chained by overlap. Rows restart at 0 in each cluster.
-        cluster = np.cumsum(np.r_[True, s[1:] >= running[:-1]])
         if info["kind"] == "cpu":
-            row[lo:hi] = _cpu_rows(s, e, cluster)
+            row[lo:hi] = _cpu_rows(s, e, running)
         else:
-            row[lo:hi] = _gpu_rows(s, e, cluster)
+            row[lo:hi] = _gpu_rows(s, e, _clusters(s, running))
     return row, max_end
 
 
-def _cpu_rows(s: np.ndarray, e: np.ndarray, cluster: np.ndarray) -> np.ndarray:
+def _clusters(s: np.ndarray, running: np.ndarray) -> np.ndarray:
+    """Cluster of each event: events chained by overlap (running: the running max of end)."""
+    return np.cumsum(np.r_[True, s[1:] >= running[:-1]])
+
+
+def _cpu_rows(s: np.ndarray, e: np.ndarray, running: np.ndarray) -> np.ndarray:
     """Nesting depth = events open at one's start (started before it, not yet ended).
 
     Exact for properly nested events. A partial overlap (a child outliving its parent) can put
@@ -329,6 +334,7 @@ def _cpu_rows(s: np.ndarray, e: np.ndarray, cluster: np.ndarray) -> np.ndarray:
         depth += later
     bad = _row_conflicts(s, e, depth)
     if len(bad):
+        cluster = _clusters(s, running)
         redo = np.isin(cluster, np.unique(cluster[bad]))
         depth[redo] = nest(cluster[redo], s[redo], e[redo])[1]
     return depth.astype(np.int32)
@@ -348,8 +354,9 @@ def _row_conflicts(s: np.ndarray, e: np.ndarray, row: np.ndarray) -> np.ndarray:
     """Positions of events that overlap the previous event of their row."""
     # Stable (a radix sort on 16 bits): within a row, events stay in start order.
     by_row = np.argsort(row.astype(smallest_uint(int(row.max()))), kind="stable")
-    r, rs, re = row[by_row], s[by_row], e[by_row]
-    conflict = (r[1:] == r[:-1]) & (rs[1:] < re[:-1])
+    conflict = s[by_row[1:]] < e[by_row[:-1]]
+    last_of_row = np.cumsum(np.bincount(row)) - 1  # its next event is on another row
+    conflict[last_of_row[(last_of_row >= 0) & (last_of_row < len(conflict))]] = False
     return np.asarray(by_row[1:][conflict])
 
 
