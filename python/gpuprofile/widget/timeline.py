@@ -78,17 +78,19 @@ def timeline_data(trace: Trace) -> TimelineData:
     single = len(trace.ranks) <= 1
     names = _Names()
     parts = [_events(trace, kind, names) for kind in range(len(KINDS))]
-    events = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    # Tables are concatenated in kind order, CPU kinds first: each side is a slice, not a copy.
-    n_cpu = sum(len(p["kind"]) for p in parts[: max(CPU_KINDS) + 1])
+    events = {k: np.concatenate([p[k] for p in parts]) for k in ("start", "end", "name")}
+    # Tables are concatenated in kind order, CPU kinds first; an event's kind and row in its
+    # table follow from its position, so they are not concatenated.
+    offsets = np.cumsum([0] + [len(p["start"]) for p in parts])
+    n_cpu = int(offsets[max(CPU_KINDS) + 1])
     is_cpu, is_gpu = slice(0, n_cpu), slice(n_cpu, None)
-    cpu_keys = _lane_keys(events, is_cpu)
-    gpu_keys = _lane_keys(events, is_gpu)
+    cpu_keys = _lane_keys(parts[: max(CPU_KINDS) + 1])
+    gpu_keys = _lane_keys(parts[max(CPU_KINDS) + 1 :])
     counter_series = _counter_series(trace)
     lanes, cpu_lane, gpu_lane, counter_lane = _layout(
         trace, single, cpu_keys[1], gpu_keys[1], [c[0] for c in counter_series]
     )
-    lane = np.empty(len(events["kind"]), np.int32)
+    lane = np.empty(int(offsets[-1]), np.int32)
     lane[is_cpu] = cpu_lane[cpu_keys[0]]
     lane[is_gpu] = gpu_lane[gpu_keys[0]]
     order = _order(lane, events["start"], events["end"])
@@ -105,6 +107,7 @@ def timeline_data(trace: Trace) -> TimelineData:
         CounterSeries(lane=int(lane_id), time_ns=t, value=v)
         for lane_id, (_, t, v) in zip(counter_lane, counter_series, strict=True)
     ]
+    kind = np.searchsorted(offsets[1:], order, side="right").astype(np.uint8)
     span = float(end.max()) if len(end) else 0.0
     for series in counters:
         if len(series.time_ns):
@@ -121,8 +124,8 @@ def timeline_data(trace: Trace) -> TimelineData:
         name=events["name"][order],
         lane=lane,
         row=row,
-        kind=events["kind"][order],
-        source=events["source"][order],
+        kind=kind,
+        source=order - offsets[kind],
         lane_lo=bounds[:-1],
         lane_hi=bounds[1:],
         max_end=max_end.astype(np.float64),
@@ -167,23 +170,27 @@ def _events(trace: Trace, kind: int, names: _Names) -> dict[str, np.ndarray]:
         "start": start,
         "end": start + table["dur_ns"].to_numpy(np.int64),
         "name": names.codes(kind, table["name"]),
-        "kind": np.full(len(table), kind, np.uint8),
-        "source": np.arange(len(table), dtype=np.int64),
     }
 
 
-def _lane_keys(events: dict[str, np.ndarray], part: slice) -> tuple[np.ndarray, np.ndarray]:
-    """Per event of ``part``, the index of its (rank, pid|device, tid|stream) in the returned
-    array of distinct triples, which is sorted."""
-    columns = [events[k][part] for k in ("rank", "where", "key")]
+def _lane_keys(parts: list[dict[str, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per event of the tables' ``parts`` (concatenated), the index of its (rank, pid|device,
+    tid|stream) in the returned array of distinct triples, which is sorted."""
+    n = sum(len(p["start"]) for p in parts)
     # One int64 key whose order is the triples' order (mixed radix of order-keeping column
-    # codes), so one hash pass finds the distinct lanes; threads and streams are few.
-    combined = np.zeros(len(columns[0]), np.int64)
+    # codes), so one pass finds the distinct lanes; threads and streams are few.
+    combined = np.zeros(n, np.int64)
+    columns: list[np.ndarray | int] = []
     radix = 1
-    for column in columns:
-        low, high = (int(column.min()), int(column.max())) if len(column) else (0, 0)
+    for name in ("rank", "where", "key"):
+        pieces = [p[name] for p in parts if len(p[name])]
+        low = min((int(x.min()) for x in pieces), default=0)
+        high = max((int(x.max()) for x in pieces), default=0)
         if high == low:  # one value (one rank, one process): nothing to tell apart
+            columns.append(low)
             continue
+        column = np.concatenate(pieces)
+        columns.append(column)
         codes, width = _ordered_codes(column, low, high)
         if radix * width >= 2**62:  # densify first: the key stays in int64
             combined, uniques = pd.factorize(combined, sort=True)
@@ -199,7 +206,10 @@ def _lane_keys(events: dict[str, np.ndarray], part: slice) -> tuple[np.ndarray, 
         n_lanes = len(uniques)
     last = np.empty(n_lanes, np.int64)
     last[inverse] = np.arange(len(inverse))
-    triples = np.stack([c[last] for c in columns], axis=1).reshape(-1, 3)
+    triples = np.stack(
+        [np.full(n_lanes, c, np.int64) if isinstance(c, int) else c[last] for c in columns],
+        axis=1,
+    ).reshape(-1, 3)
     return inverse.astype(np.int64), triples
 
 
