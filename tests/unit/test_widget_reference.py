@@ -197,3 +197,16 @@ def test_heaviest_first_is_the_stable_sort_it_replaces() -> None:
         for k in (1, 7, 2000, 6000):
             expected = np.argsort(-weight, kind="stable")[:k]
             np.testing.assert_array_equal(heaviest_first(weight, k), expected)
+
+
+def test_a_window_of_only_long_events_is_those_events() -> None:
+    from gpuprofile.widget.tables import merged_columns
+    from gpuprofile.widget.timeline import timeline_data
+
+    data = timeline_data(synthetic_trace(50))
+    longest = int(np.argmax(data.end - data.start))
+    view = (float(data.start[longest]), float(data.end[longest]))
+    columns, meta = merged_columns(data, np.array([longest]), view, bins=4)
+    assert columns["count"].tolist() == [1]
+    assert columns["start_ns"].tolist() == [data.start[longest]]
+    assert meta["segments"] == [[int(data.lane[longest]), -1, 1]]
