@@ -29,8 +29,32 @@ def global_ids(data: TimelineData, trace: Trace, table: str, ids: Any) -> np.nda
     wanted = np.asarray(ids, dtype=np.int64)
     if table not in KIND_TABLES or not len(wanted):
         return np.full(len(wanted), -1, np.int64)
-    rows = id_index(trace, table).get_indexer(pd.Index(wanted))
+    rows = rows_of_ids(data, trace, table, wanted)
     return np.where(rows >= 0, gid_of_row(data, trace, table)[np.maximum(rows, 0)], -1)
+
+
+def rows_of_ids(data: TimelineData, trace: Trace, table: str, wanted: np.ndarray) -> np.ndarray:
+    """Row of each id in a Trace table (-1 where none): a lookup table when the ids are dense
+    enough (importers number events from 0), else a hash index; built once per table."""
+
+    def build() -> tuple[int, np.ndarray] | pd.Index:
+        ids = trace.table(table)["id"].to_numpy(np.int64)
+        if len(ids):
+            low, high = int(ids.min()), int(ids.max())
+            if high - low < 4 * len(ids) + 1024:
+                lookup = np.full(high - low + 1, -1, np.int64)
+                lookup[ids - low] = np.arange(len(ids))
+                if np.count_nonzero(lookup >= 0) == len(ids):  # unique, as get_indexer needs
+                    return low, lookup
+        return id_index(trace, table)
+
+    index = cached(data, f"rows_of_ids:{table}", build)
+    if isinstance(index, pd.Index):
+        return np.asarray(index.get_indexer(pd.Index(wanted)))
+    low, lookup = index
+    at = wanted - low
+    inside = (at >= 0) & (at < len(lookup))
+    return np.where(inside, lookup[np.where(inside, at, 0)], -1)
 
 
 def gid_of_row(data: TimelineData, trace: Trace, table: str) -> np.ndarray:
@@ -92,7 +116,7 @@ def marks_columns(
         total = len(gids) if found is not None else max(len(gids), int(point.get("count") or 0))
         heaviest = _heaviest(gids, weight)
         if len(gids) > MAX_POINT_MARKS:
-            gids = gids[np.argsort(-weight, kind="stable")[:MAX_POINT_MARKS]]
+            gids = gids[heaviest_first(weight, MAX_POINT_MARKS)]
         groups.append({"kind": "point", "point": k, "total": total, "heaviest": heaviest})
         members.append(gids)
     group_col, id_col = [], []
@@ -107,6 +131,17 @@ def marks_columns(
         "name": data.name[ids].astype(np.uint32),
     }
     return columns, {"groups": groups}
+
+
+def heaviest_first(weight: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(-weight, kind="stable")[:k]``: the k heaviest positions, heaviest first,
+    ties in position order; only the k chosen by a partition are sorted."""
+    if len(weight) <= k or (weight.dtype.kind == "f" and np.isnan(weight).any()):
+        return np.argsort(-weight, kind="stable")[:k]
+    kth = np.partition(weight, len(weight) - k)[len(weight) - k]  # the k-th heaviest
+    above = np.flatnonzero(weight > kth)
+    chosen = np.union1d(above, np.flatnonzero(weight == kth)[: k - len(above)])
+    return chosen[np.argsort(-weight[chosen], kind="stable")]
 
 
 def _heaviest(gids: np.ndarray, weight: np.ndarray) -> int | None:

@@ -80,30 +80,25 @@ def merged_columns(
     bin (name: the longest member's; extent: first start to last end); longer ones stay."""
     t0, t1 = view
     width = max((t1 - t0) / max(bins, 1), 1e-9)
-    start, end = data.start[ids], data.end[ids]
+    # The overview asks for every event: read the columns, not copies of them.
+    every = len(ids) == data.total
+    start, end = (data.start, data.end) if every else (data.start[ids], data.end[ids])
     dur = end - start
     long = dur >= width
     short = np.flatnonzero(~long)
-    bin_of = np.clip(np.floor((start[short] - t0) / width), 0, bins - 1).astype(np.int64)
-    rows = data.max_rows
-    key = (data.lane[ids[short]].astype(np.int64) * rows + data.row[ids[short]]) * bins + bin_of
-    # Within a lane row ids already run by start, so bins ascend: a stable sort groups them.
-    by_key = np.argsort(key, kind="stable")
-    order, key = short[by_key], key[by_key]
-    firsts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.empty(0, int)
-    count = np.diff(np.r_[firsts, len(order)]).astype(np.uint32)
-    box_start = start[order][firsts]
-    members = dur[order]
-    if len(order):
-        box_end = np.maximum.reduceat(end[order], firsts)
-        longest = np.maximum.reduceat(members, firsts)
-    else:
-        box_end = longest = np.empty(0)
-    group = np.repeat(np.arange(len(firsts)), count)
-    is_longest = np.flatnonzero(members == longest[group])
-    longest_group = group[is_longest]
-    first_longest = is_longest[np.r_[True, longest_group[1:] != longest_group[:-1]]][: len(firsts)]
-    box_ids = ids[order[first_longest]]
+    # Clipped at 0 first, truncation is floor.
+    bin_of = np.clip((start[short] - t0) / width, 0, bins - 1).astype(np.int64)
+    short_ids = short if every else ids[short]
+    # A box per lane row and bin, numbered in that order: lane rows are numbered across lanes.
+    first_row = np.r_[0, np.cumsum([int(lane["rows"]) for lane in data.lanes])]
+    box = (first_row[data.lane[short_ids]] + data.row[short_ids]) * bins + bin_of
+    boxes = int(first_row[-1]) * bins
+    if boxes > 4 * len(box) + 2**16:  # a wide window of many rows: number the boxes in use
+        _, box = np.unique(box, return_inverse=True)
+        boxes = int(box.max()) + 1 if len(box) else 0
+    count, first, box_end, first_longest = _merge(box, boxes, end[short], dur[short])
+    box_start = start[short[first]]
+    box_ids = ids[short[first_longest]]
     long_ids = ids[long]
     all_lane = np.r_[data.lane[box_ids], data.lane[long_ids]]
     all_start = np.r_[box_start, start[long]]
@@ -121,6 +116,31 @@ def merged_columns(
         "count": all_count[final].astype(np.uint32),
     }
     return columns, {"segments": segments, "merged": True, "view": [t0, t1], "bins": bins}
+
+
+def _merge(
+    box: np.ndarray, boxes: int, end: np.ndarray, dur: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per box in use (ascending), of the members (in id order) numbered 0..boxes-1 in
+    ``box``: their count, first member, last end and longest member (the first of equals)."""
+    count = np.bincount(box, minlength=boxes)
+    used = np.flatnonzero(count)
+    position = np.arange(len(box))
+    first = np.full(boxes, len(box))
+    np.minimum.at(first, box, position)
+    last_end = np.full(boxes, -np.inf)
+    np.maximum.at(last_end, box, end)
+    longest = np.full(boxes, -np.inf)
+    np.maximum.at(longest, box, dur)
+    is_longest = np.flatnonzero(dur == longest[box])
+    first_longest = np.full(boxes, len(box))
+    np.minimum.at(first_longest, box[is_longest], is_longest)
+    return (
+        count[used].astype(np.uint32),
+        first[used],
+        last_end[used],
+        first_longest[used],
+    )
 
 
 def _segments(

@@ -78,17 +78,21 @@ def timeline_data(trace: Trace) -> TimelineData:
     single = len(trace.ranks) <= 1
     names = _Names()
     parts = [_events(trace, kind, names) for kind in range(len(KINDS))]
-    events = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    is_cpu = events["kind"] <= max(CPU_KINDS)
-    cpu_keys = _lane_keys(events, is_cpu)
-    gpu_keys = _lane_keys(events, ~is_cpu)
+    events = {k: np.concatenate([p[k] for p in parts]) for k in ("start", "end", "name")}
+    # Tables are concatenated in kind order, CPU kinds first; an event's kind and row in its
+    # table follow from its position, so they are not concatenated.
+    offsets = np.cumsum([0] + [len(p["start"]) for p in parts])
+    n_cpu = int(offsets[max(CPU_KINDS) + 1])
+    is_cpu, is_gpu = slice(0, n_cpu), slice(n_cpu, None)
+    cpu_keys = _lane_keys(parts[: max(CPU_KINDS) + 1])
+    gpu_keys = _lane_keys(parts[max(CPU_KINDS) + 1 :])
     counter_series = _counter_series(trace)
     lanes, cpu_lane, gpu_lane, counter_lane = _layout(
         trace, single, cpu_keys[1], gpu_keys[1], [c[0] for c in counter_series]
     )
-    lane = np.empty(len(is_cpu), np.int32)
+    lane = np.empty(int(offsets[-1]), np.int32)
     lane[is_cpu] = cpu_lane[cpu_keys[0]]
-    lane[~is_cpu] = gpu_lane[gpu_keys[0]]
+    lane[is_gpu] = gpu_lane[gpu_keys[0]]
     order = _order(lane, events["start"], events["end"])
     start = events["start"][order]
     end = events["end"][order]
@@ -103,6 +107,7 @@ def timeline_data(trace: Trace) -> TimelineData:
         CounterSeries(lane=int(lane_id), time_ns=t, value=v)
         for lane_id, (_, t, v) in zip(counter_lane, counter_series, strict=True)
     ]
+    kind = np.searchsorted(offsets[1:], order, side="right").astype(np.uint8)
     span = float(end.max()) if len(end) else 0.0
     for series in counters:
         if len(series.time_ns):
@@ -119,8 +124,8 @@ def timeline_data(trace: Trace) -> TimelineData:
         name=events["name"][order],
         lane=lane,
         row=row,
-        kind=events["kind"][order],
-        source=events["source"][order],
+        kind=kind,
+        source=order - offsets[kind],
         lane_lo=bounds[:-1],
         lane_hi=bounds[1:],
         max_end=max_end.astype(np.float64),
@@ -165,27 +170,56 @@ def _events(trace: Trace, kind: int, names: _Names) -> dict[str, np.ndarray]:
         "start": start,
         "end": start + table["dur_ns"].to_numpy(np.int64),
         "name": names.codes(kind, table["name"]),
-        "kind": np.full(len(table), kind, np.uint8),
-        "source": np.arange(len(table), dtype=np.int64),
     }
 
 
-def _lane_keys(events: dict[str, np.ndarray], mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per event under ``mask``, the index of its (rank, pid|device, tid|stream) in the returned
-    array of distinct triples, which is sorted."""
-    columns = [events[k][mask] for k in ("rank", "where", "key")]
-    combined = np.zeros(int(mask.sum()), np.int64)
-    for column in columns:
-        labels, uniques = pd.factorize(column)
-        combined = pd.factorize(combined * (len(uniques) + 1) + labels)[0].astype(np.int64)
-    if not len(combined):
-        return combined, np.empty((0, 3), np.int64)
-    first = np.unique(combined, return_index=True)[1]
-    triples = np.stack([c[first] for c in columns], axis=1)
-    by_value = np.lexsort(triples.T[::-1])
-    rank_of = np.empty(len(by_value), np.int64)
-    rank_of[by_value] = np.arange(len(by_value))
-    return rank_of[combined], triples[by_value]
+def _lane_keys(parts: list[dict[str, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per event of the tables' ``parts`` (concatenated), the index of its (rank, pid|device,
+    tid|stream) in the returned array of distinct triples, which is sorted."""
+    n = sum(len(p["start"]) for p in parts)
+    # One int64 key whose order is the triples' order (mixed radix of order-keeping column
+    # codes), so one pass finds the distinct lanes; threads and streams are few.
+    combined = np.zeros(n, np.int64)
+    columns: list[np.ndarray | int] = []
+    radix = 1
+    for name in ("rank", "where", "key"):
+        pieces = [p[name] for p in parts if len(p[name])]
+        low = min((int(x.min()) for x in pieces), default=0)
+        high = max((int(x.max()) for x in pieces), default=0)
+        if high == low:  # one value (one rank, one process): nothing to tell apart
+            columns.append(low)
+            continue
+        column = np.concatenate(pieces)
+        columns.append(column)
+        codes, width = _ordered_codes(column, low, high)
+        if radix * width >= 2**62:  # densify first: the key stays in int64
+            combined, uniques = pd.factorize(combined, sort=True)
+            radix = len(uniques)
+        combined = combined * width + codes
+        radix *= width
+    if radix <= max(len(combined), 2**16):  # a table of the keys in use: no hashing
+        present = np.bincount(combined, minlength=radix) > 0
+        inverse = (np.cumsum(present) - 1)[combined]
+        n_lanes = int(present.sum())
+    else:
+        inverse, uniques = pd.factorize(combined, sort=True)
+        n_lanes = len(uniques)
+    last = np.empty(n_lanes, np.int64)
+    last[inverse] = np.arange(len(inverse))
+    triples = np.stack(
+        [np.full(n_lanes, c, np.int64) if isinstance(c, int) else c[last] for c in columns],
+        axis=1,
+    ).reshape(-1, 3)
+    return inverse.astype(np.int64), triples
+
+
+def _ordered_codes(column: np.ndarray, low: int, high: int) -> tuple[np.ndarray, int]:
+    """Codes 0..width-1 of an int64 column (values low..high) in the order of its values, and
+    width."""
+    if high - low < max(len(column), 2**16):  # dense enough: the offset is the code
+        return column - low, high - low + 1
+    codes, uniques = pd.factorize(column, sort=True)
+    return codes, len(uniques)
 
 
 def _layout(
@@ -244,7 +278,9 @@ def _order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
     Stable sorts find the runs each table already has, so this is near linear; only events
     that start at the same time as another are reordered by duration."""
-    order = np.argsort(lane, kind="stable")
+    # A stable sort of 16-bit keys is a radix sort: lanes are few.
+    narrow = lane.astype(np.uint16) if len(lane) and int(lane.max()) < 2**16 else lane
+    order = np.argsort(narrow, kind="stable")
     lane_s = lane[order]
     bounds = np.flatnonzero(np.diff(lane_s)) + 1
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(order)], strict=True):
@@ -277,31 +313,38 @@ def _rows(
         s, e = start[lo:hi], end[lo:hi]
         running = np.maximum.accumulate(e)
         max_end[lo:hi] = running
-        # A cluster: events chained by overlap. Rows restart at 0 in each cluster.
-        cluster = np.cumsum(np.r_[True, s[1:] >= running[:-1]])
         if info["kind"] == "cpu":
-            row[lo:hi] = _cpu_rows(s, e, cluster)
+            row[lo:hi] = _cpu_rows(s, e, running)
         else:
-            row[lo:hi] = _gpu_rows(s, e, cluster)
+            row[lo:hi] = _gpu_rows(s, e, _clusters(s, running))
     return row, max_end
 
 
-def _cpu_rows(s: np.ndarray, e: np.ndarray, cluster: np.ndarray) -> np.ndarray:
+def _clusters(s: np.ndarray, running: np.ndarray) -> np.ndarray:
+    """Cluster of each event: events chained by overlap (running: the running max of end)."""
+    return np.cumsum(np.r_[True, s[1:] >= running[:-1]])
+
+
+def _cpu_rows(s: np.ndarray, e: np.ndarray, running: np.ndarray) -> np.ndarray:
     """Nesting depth = events open at one's start (started before it, not yet ended).
 
     Exact for properly nested events. A partial overlap (a child outliving its parent) can put
     two overlapping events on one row; those clusters get the call-stack walk of nest()."""
-    closed = np.searchsorted(np.sort(e), s, side="right")
+    # Stable: a merge of the runs the ends already have (timsort), not a full quicksort.
+    closed = np.searchsorted(np.sort(e, kind="stable"), s, side="right")
+    depth = np.arange(len(s)) - closed
     # Zero-length events at an event's start that come after it (they sort last among equal
     # starts) ended "by" its start but are not before it: do not count them, nor itself.
     zero = e == s
     zero_starts = s[zero]  # ascending: the lane runs by start
-    left = np.searchsorted(zero_starts, s, side="left")
-    later = np.searchsorted(zero_starts, s, side="right") - left
-    later[zero] -= np.arange(len(zero_starts)) - left[zero]
-    depth = np.arange(len(s)) - (closed - later)
+    if len(zero_starts):
+        left = np.searchsorted(zero_starts, s, side="left")
+        later = np.searchsorted(zero_starts, s, side="right") - left
+        later[zero] -= np.arange(len(zero_starts)) - left[zero]
+        depth += later
     bad = _row_conflicts(s, e, depth)
     if len(bad):
+        cluster = _clusters(s, running)
         redo = np.isin(cluster, np.unique(cluster[bad]))
         depth[redo] = nest(cluster[redo], s[redo], e[redo])[1]
     return depth.astype(np.int32)
@@ -321,8 +364,9 @@ def _row_conflicts(s: np.ndarray, e: np.ndarray, row: np.ndarray) -> np.ndarray:
     """Positions of events that overlap the previous event of their row."""
     # Stable (a radix sort on 16 bits): within a row, events stay in start order.
     by_row = np.argsort(row.astype(smallest_uint(int(row.max()))), kind="stable")
-    r, rs, re = row[by_row], s[by_row], e[by_row]
-    conflict = (r[1:] == r[:-1]) & (rs[1:] < re[:-1])
+    conflict = s[by_row[1:]] < e[by_row[:-1]]
+    last_of_row = np.cumsum(np.bincount(row)) - 1  # its next event is on another row
+    conflict[last_of_row[(last_of_row >= 0) & (last_of_row < len(conflict))]] = False
     return np.asarray(by_row[1:][conflict])
 
 
