@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from gpuprofile.importers import kineto_parts
 from helpers.fingerprint import RECORD, fingerprint
 from traces.conftest import TRACES
 
@@ -43,5 +44,18 @@ def test_reproduces_recorded_results(kineto_path: Path, recorded: dict[str, Any]
     expected = recorded.get(kineto_path.name)
     if expected is None:
         pytest.skip("not recorded (test_every_case_recorded says so)")
+    differences = changed(expected, fingerprint(kineto_path, TRACES))
+    assert not differences, "\n".join(differences)
+
+
+def test_read_in_parts_reproduces_recorded_results(
+    kineto_path: Path, recorded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every file read a part of 5,000 events at a time, as files over PART_BYTES are."""
+    expected = recorded.get(kineto_path.name)
+    if expected is None:
+        pytest.skip("not recorded (test_every_case_recorded says so)")
+    monkeypatch.setattr(kineto_parts, "PART_BYTES", 0)
+    monkeypatch.setattr(kineto_parts, "PART_EVENTS", 5000)
     differences = changed(expected, fingerprint(kineto_path, TRACES))
     assert not differences, "\n".join(differences)

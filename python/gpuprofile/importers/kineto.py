@@ -38,15 +38,15 @@ from gpuprofile.importers.kineto_format import (
     GPU_ANNOTATION,
     Document,
     Event,
-    decode_document,
     exact_ns,
     table_of,
 )
+from gpuprofile.importers.kineto_parts import WholeDocumentNeeded, event_parts
 from gpuprofile.importers.parallel import map_files
 from gpuprofile.trace.links import launching_ops, with_nesting
 from gpuprofile.trace.merge import merge
 from gpuprofile.trace.meta import RankMeta, Source, StepsEntry, TraceMeta
-from gpuprofile.trace.model import SCHEMA, Trace, make_table
+from gpuprofile.trace.model import SCHEMA, Trace, default_column, make_table
 
 
 def load_kineto(
@@ -89,37 +89,64 @@ def load_kineto_windows(paths: Sequence[str | Path]) -> Trace:
 def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
     """The files of one rank as a Trace, with the rank its trace declares (distributedInfo),
     which the Trace takes (0 when none is declared)."""
-    docs = [decode_document(p) for p in paths]
-    doc = docs[0]
-    for other, other_path in zip(docs[1:], paths[1:], strict=True):
-        if (other.baseTimeNanoseconds or 0) != (doc.baseTimeNanoseconds or 0):
+    try:
+        return _read_rank_parts(paths, whole=False)
+    except WholeDocumentNeeded:
+        return _read_rank_parts(paths, whole=True)
+
+
+# Each table's columns, built from the parts of a file one after another.
+_BUILDERS = {
+    "ops": op_columns,
+    "kernels": kernel_columns,
+    "memcpy": memcpy_columns,
+    "memset": memset_columns,
+    "runtime": runtime_columns,
+    "memory": memory_columns,
+    "counters": counter_columns,
+    "gpu_annotations": gpu_annotation_columns,
+}
+
+
+def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]:
+    parts: dict[str, list[dict[str, Any]]] = {table: [] for table in _BUILDERS}
+    thread_names: dict[str, str] = {}
+    skipped: Counter[str] = Counter()
+    firsts: list[int | float] = []
+    doc: Document[Any] | None = None
+    for path in paths:
+        header, events_parts = event_parts(path, whole=whole)
+        if doc is None:
+            doc = header
+        elif (header.baseTimeNanoseconds or 0) != (doc.baseTimeNanoseconds or 0):
             raise TraceFormatError(
-                other_path, f"baseTimeNanoseconds differs from {paths[0].name}'s: not one run"
+                path, f"baseTimeNanoseconds differs from {paths[0].name}'s: not one run"
             )
-    events = doc.traceEvents if len(docs) == 1 else [e for d in docs for e in d.traceEvents]
-    buckets, counters, gpu_annotations, thread_names, skipped = _sort_events(events)
-    extra = (("counters", counters), ("gpu_annotations", gpu_annotations))
-    for table, bucket in (*buckets.items(), *extra):
-        _require_times(paths, docs, bucket, needs_dur=table not in ("memory", "counters"))
-    # min() over ints and floats compares them exactly, and float() keeps their order.
-    firsts = [min(map(_TS, b)) for b in buckets.values() if b]
+        for first, events in events_parts:
+            buckets, counters, annotations, names, part_skipped = _sort_events(events)
+            thread_names.update(names)
+            skipped.update(part_skipped)
+            buckets.update(counters=counters, gpu_annotations=annotations)
+            for table, bucket in buckets.items():
+                _require_times(path, first, events, bucket, table not in ("memory", "counters"))
+            # min() over ints and floats compares them exactly, and float() keeps their order.
+            # Annotations and counters span or sample GPU work already in the timeline tables,
+            # so the trace's origin (and scan_extent's, which shares table_of) ignores them.
+            firsts += [min(map(_TS, b)) for t, b in buckets.items() if b and t in _TIMELINE_BUCKETS]
+            # Times from 0 here, rebased on the trace's first start once all parts are read.
+            for table, bucket in buckets.items():
+                parts[table].append(_BUILDERS[table](bucket, 0.0))
+            del events, buckets, counters, annotations
+    assert doc is not None
     ts0 = float(min(firsts)) if firsts else 0.0
     origin = (doc.baseTimeNanoseconds or 0) + int(exact_ns(ts0))
     declared = (doc.distributedInfo or {}).get("rank")
     declared_rank = int(declared) if isinstance(declared, int | str) else None
     rank = declared_rank if declared_rank is not None else 0
-    columns = {
-        "ops": op_columns(buckets["ops"], ts0),
-        "kernels": kernel_columns(buckets["kernels"], ts0),
-        "memcpy": memcpy_columns(buckets["memcpy"], ts0),
-        "memset": memset_columns(buckets["memset"], ts0),
-        "runtime": runtime_columns(buckets["runtime"], ts0),
-        "memory": memory_columns(buckets["memory"], ts0),
-        "counters": counter_columns(counters, ts0),
-        "gpu_annotations": gpu_annotation_columns(gpu_annotations, ts0),
-    }
+    shift = int(exact_ns(ts0))
     tables = {
-        table: make_table(table, _numbered(table, cols, rank)) for table, cols in columns.items()
+        table: make_table(table, _numbered(table, _joined(table, columns, shift), rank))
+        for table, columns in parts.items()
     }
     tables["ops"] = with_nesting(tables["ops"])
     tables["kernels"]["op_id"] = launching_ops(tables["ops"], tables["runtime"], tables["kernels"])
@@ -148,7 +175,7 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
         base_time_ns=doc.baseTimeNanoseconds,
         host_name=doc.host_name if isinstance(doc.host_name, str) else None,
     )
-    entry = _steps_entry(doc.gpuprofile) if len(docs) == 1 else None
+    entry = _steps_entry(doc.gpuprofile) if len(paths) == 1 else None
     meta = TraceMeta(
         source=Source(format="kineto", path=str(paths[0]), files=tuple(str(p) for p in paths)),
         origin_ns=origin,
@@ -157,7 +184,6 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
         steps=entry.steps if entry else None,
     )
     return Trace(**tables, meta=meta), declared_rank
-
 
 
 def _sort_events(
@@ -180,9 +206,7 @@ def _sort_events(
         ph = phase_names[code // max(1, len(category_names))]
         cat = category_names[code % max(1, len(category_names))] if n else ""
         table = table_of(ph, cat, "") if ph == "X" else None
-        route[k] = (
-            _TABLES.index(table) if table else _FLOW if ph in FLOW_PHASES else _ONE_BY_ONE
-        )
+        route[k] = _TABLES.index(table) if table else _FLOW if ph in FLOW_PHASES else _ONE_BY_ONE
     event_route = route[pair_of_event] if n else np.zeros(0, np.int8)
     buckets: dict[str, list[Event]] = {
         table: [events[i] for i in np.flatnonzero(event_route == k).tolist()]
@@ -220,10 +244,12 @@ def _sort_events(
 
 
 _TS, _DUR = attrgetter("ts"), attrgetter("dur")
+_TIMELINE_BUCKETS = frozenset(("ops", "kernels", "memcpy", "memset", "runtime", "memory"))
 # The timeline tables an event's (phase, category) alone decides, in the order the importer
 # builds them; then the two other routes of _sort_events.
 _TABLES = ("ops", "kernels", "memcpy", "memset", "runtime", "memory")
 _FLOW, _ONE_BY_ONE = len(_TABLES), len(_TABLES) + 1
+
 
 def _numbered(table: str, columns: dict[str, Any], rank: int) -> dict[str, Any]:
     """A table's columns with its rank, and ids 0.. in file order where the table has ids."""
@@ -235,24 +261,54 @@ def _numbered(table: str, columns: dict[str, Any], rank: int) -> dict[str, Any]:
 
 
 def _require_times(
-    paths: Sequence[Path], docs: Sequence[Document], bucket: Sequence[Event], needs_dur: bool
+    path: Path, first: int, events: list[Event], bucket: Sequence[Event], needs_dur: bool
 ) -> None:
+    """TraceFormatError naming the first event of ``bucket`` without ts (or dur, where the
+    table needs one) by its index in the file (``events`` starts at index ``first``)."""
     if None not in map(_TS, bucket) and not (needs_dur and None in map(_DUR, bucket)):
         return
     for e in bucket:
         if e.ts is None or (needs_dur and e.dur is None):
             missing = "ts" if e.ts is None else "dur"
-            path, index = next(
-                (path, i)
-                for path, doc in zip(paths, docs, strict=True)
-                for i, candidate in enumerate(doc.traceEvents)
-                if candidate is e
-            )
+            index = first + next(i for i, candidate in enumerate(events) if candidate is e)
             raise TraceFormatError(
                 path,
                 f"traceEvents[{index}] ({e.cat or 'no category'} {e.name!r}) lacks required "
                 f"field '{missing}'",
             )
+
+
+def _joined(table: str, parts: list[dict[str, Any]], shift: int) -> dict[str, Any]:
+    """One table's columns from its parts' columns, times moved ``shift`` ns earlier. A column
+    some parts lack (the communication columns of parts without collectives) gets the table's
+    default there."""
+    if len(parts) == 1:
+        columns = dict(parts[0])
+    else:
+        sizes = [len(next(iter(p.values()), ())) for p in parts]
+        columns = {}
+        for name in dict.fromkeys(name for p in parts for name in p):
+            values = [
+                p[name] if name in p else _default(table, name, n)
+                for p, n in zip(parts, sizes, strict=True)
+            ]
+            arrays = [v for v in values if isinstance(v, np.ndarray)]
+            columns[name] = (
+                np.concatenate(arrays)
+                if len(arrays) == len(values)
+                else [x for v in values for x in v]
+            )
+    for name in ("start_ns", "time_ns"):
+        if name in columns:
+            columns[name] = columns[name] - shift
+    return columns
+
+
+def _default(table: str, name: str, n: int) -> Any:
+    """What a part without a column holds in it: make_table's default, as a list for a name
+    or text column (which the parts hold as lists) and as an array for the rest."""
+    column = default_column(SCHEMA[table][name], n)
+    return np.asarray(column) if isinstance(column, np.ndarray) else list(column)
 
 
 def _steps_entry(entry: Any) -> StepsEntry | None:

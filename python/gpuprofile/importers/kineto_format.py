@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 import numpy as np
@@ -70,8 +70,13 @@ class Event(msgspec.Struct, gc=False):
     args: Args | None = None
 
 
-class Document(msgspec.Struct, gc=False):
-    traceEvents: list[Event]
+E = TypeVar("E")
+
+
+class Document(msgspec.Struct, Generic[E], gc=False):
+    """A trace's header and its events: decoded (Event) or, read in parts, as raw JSON text."""
+
+    traceEvents: list[E]
     schemaVersion: int | str | None = None
     deviceProperties: list[dict[str, Any]] | None = None
     computeProperties: list[dict[str, Any]] | None = None
@@ -141,8 +146,8 @@ def split_counter_name(text: str) -> tuple[str, str]:
 
 
 FLOW_PHASES = frozenset("sftbe")
-_DOCUMENT_DECODER = msgspec.json.Decoder(Document)
-_LIST_DECODER = msgspec.json.Decoder(list[Event])
+_DOCUMENT_DECODER = msgspec.json.Decoder(Document[Event])
+LIST_DECODER = msgspec.json.Decoder(list[Event])
 
 # Below 2**43 us (~102 days) the float64 nearest to a timestamp written with nanosecond digits
 # lies within 0.49 ns of it, so exact_ns recovers the written nanosecond; Kineto writes ts from a
@@ -184,7 +189,14 @@ _EXACT_DOCUMENT_DECODER = msgspec.json.Decoder(_ExactTimes)
 _EXACT_LIST_DECODER = msgspec.json.Decoder(list[_ExactTime])
 
 
-def _keep_nanoseconds(raw: bytes, doc: Document, is_list: bool) -> None:
+def needs_exact_times(events: list[Event]) -> bool:
+    """Whether some ts is a fraction beyond float64's nanoseconds (``_FLOAT_EXACT_LIMIT_US``)."""
+    ts = np.array([e.ts for e in events], dtype=np.float64)  # None -> NaN, never beyond
+    # An int ts is a whole number as a float too, so only fractional floats are found here.
+    return bool(((np.abs(ts) >= _FLOAT_EXACT_LIMIT_US) & (ts != np.floor(ts))).any())
+
+
+def _keep_nanoseconds(raw: bytes, doc: Document[Event], is_list: bool) -> None:
     """Re-read ts exactly where float64 lost its nanoseconds, and rebase it near zero.
 
     Only traces with fractional ts beyond 2**43 us pay for the second, ts-only decode. The
@@ -192,9 +204,7 @@ def _keep_nanoseconds(raw: bytes, doc: Document, is_list: bool) -> None:
     small enough for a float64 to hold to the nanosecond.
     """
     events = doc.traceEvents
-    ts = np.array([e.ts for e in events], dtype=np.float64)  # None -> NaN, never beyond
-    # An int ts is a whole number as a float too, so only fractional floats are found here.
-    if not ((np.abs(ts) >= _FLOAT_EXACT_LIMIT_US) & (ts != np.floor(ts))).any():
+    if not needs_exact_times(events):
         return
     exact = (
         _EXACT_LIST_DECODER.decode(raw)
@@ -208,12 +218,16 @@ def _keep_nanoseconds(raw: bytes, doc: Document, is_list: bool) -> None:
     doc.baseTimeNanoseconds = (doc.baseTimeNanoseconds or 0) + anchor * 1000
 
 
-def decode_document(path: Path) -> Document:
-    raw = read_trace_bytes(path)
+def decode_document(path: Path) -> Document[Event]:
+    return decode_bytes(path, read_trace_bytes(path))
+
+
+def decode_bytes(path: Path, raw: bytes) -> Document[Event]:
+    """A trace file's text (``path`` names it in errors) as a Document of decoded events."""
     head = raw.lstrip()[:1]
     try:
         if head == b"[":
-            doc = Document(traceEvents=_LIST_DECODER.decode(raw))
+            doc = Document(traceEvents=LIST_DECODER.decode(raw))
         elif head == b"{":
             doc = _DOCUMENT_DECODER.decode(raw)
         else:

@@ -211,11 +211,11 @@ def _frame(table: str, columns: Mapping[str, Any], n: int) -> pd.DataFrame:
             else:
                 data[name] = np.asarray(values, dtype=dtype)
         else:
-            data[name] = _default_column(dtype, n)
+            data[name] = default_column(dtype, n)
     return pd.DataFrame(data, copy=False)
 
 
-def _default_column(dtype: str, n: int) -> Any:
+def default_column(dtype: str, n: int) -> Any:
     if dtype == _CAT:
         return pd.Categorical(np.full(n, "", dtype=object))
     if dtype == _STR:

@@ -1,0 +1,81 @@
+"""A Kineto file's events a part at a time, so that a trace of millions of events is never
+held as decoded events all at once: its text is scanned once into each event's raw JSON (a
+fraction of a full decode), and each part of events is decoded, turned into columns and let go
+before the next. Smaller files are decoded whole, which is faster."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.kineto_format import (
+    LIST_DECODER,
+    Document,
+    Event,
+    decode_bytes,
+    needs_exact_times,
+)
+from gpuprofile.importers.source import read_trace_bytes
+
+# Files of more JSON than this are read in parts (about a million events).
+PART_BYTES = 256 * 2**20
+# Events per part: a part's decoded events take some hundreds of MB at most.
+PART_EVENTS = 250_000
+
+# (index of the part's first event in the file, the part's events)
+Part = tuple[int, list[Event]]
+
+
+class WholeDocumentNeeded(Exception):
+    """Some ts needs the whole document to be kept to the nanosecond (kineto_format's
+    _keep_nanoseconds rebases every ts on the earliest): read the file whole."""
+
+
+_OUTLINE_DECODER = msgspec.json.Decoder(Document[msgspec.Raw])
+_RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def event_parts(path: Path, whole: bool = False) -> tuple[Document[Any], Iterator[Part]]:
+    """The file's header (its traceEvents left empty) and its events in parts, in file order.
+
+    Args:
+        path: a Kineto trace file (.json or .json.gz).
+        whole: decode the file whole, whatever its size.
+    Returns:
+        The header, and an iterator of (index of the first event, events). The iterator raises
+        TraceFormatError for a damaged file (located as a whole decode locates it) and
+        WholeDocumentNeeded where the file must be read with ``whole=True``.
+    """
+    raw = read_trace_bytes(path)
+    if whole or len(raw) <= PART_BYTES:
+        doc = decode_bytes(path, raw)
+        events, doc.traceEvents = doc.traceEvents, []
+        return doc, iter([(0, events)])
+    try:
+        if raw.lstrip()[:1] == b"[":
+            outline: Document[Any] = Document(traceEvents=_RAW_LIST_DECODER.decode(raw))
+        else:
+            outline = _OUTLINE_DECODER.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        decode_bytes(path, raw)  # raises the error located in the file
+        raise TraceFormatError(path, "not a Chrome/Kineto trace") from None
+    texts, outline.traceEvents = outline.traceEvents, []
+    return outline, _decoded(path, raw, texts)
+
+
+def _decoded(path: Path, raw: bytes, texts: list[msgspec.Raw]) -> Iterator[Part]:
+    for first in range(0, len(texts), PART_EVENTS):
+        part = b"[" + b",".join(texts[first : first + PART_EVENTS]) + b"]"
+        try:
+            events = LIST_DECODER.decode(part)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            decode_bytes(path, raw)  # raises the error located in the file
+            raise TraceFormatError(path, "an event could not be decoded") from None
+        del part
+        if needs_exact_times(events):
+            raise WholeDocumentNeeded
+        yield first, events
