@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from gpuprofile.errors import TraceFormatError
 from gpuprofile.importers.job_files import job_files, job_ranks
@@ -115,7 +116,7 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
     firsts: list[int | float] = []
     doc: Document[Any] | None = None
     for path in paths:
-        header, events_parts = event_parts(path, whole=whole)
+        header, events_parts, parted = event_parts(path, whole=whole)
         if doc is None:
             doc = header
         elif (header.baseTimeNanoseconds or 0) != (doc.baseTimeNanoseconds or 0):
@@ -135,7 +136,8 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
             firsts += [min(map(_TS, b)) for t, b in buckets.items() if b and t in _TIMELINE_BUCKETS]
             # Times from 0 here, rebased on the trace's first start once all parts are read.
             for table, bucket in buckets.items():
-                parts[table].append(_BUILDERS[table](bucket, 0.0))
+                columns = _BUILDERS[table](bucket, 0.0)
+                parts[table].append(_compact(table, columns) if parted else columns)
             del events, buckets, counters, annotations
     assert doc is not None
     ts0 = float(min(firsts)) if firsts else 0.0
@@ -292,16 +294,32 @@ def _joined(table: str, parts: list[dict[str, Any]], shift: int) -> dict[str, An
                 p[name] if name in p else _default(table, name, n)
                 for p, n in zip(parts, sizes, strict=True)
             ]
-            arrays = [v for v in values if isinstance(v, np.ndarray)]
-            columns[name] = (
-                np.concatenate(arrays)
-                if len(arrays) == len(values)
-                else [x for v in values for x in v]
-            )
+            if SCHEMA[table][name] == "category":
+                # Only parts with rows: an empty Categorical's categories have another dtype.
+                categorical = [pd.Categorical(v) for v in values if len(v)] or [pd.Categorical(values[0])]
+                columns[name] = union_categoricals(categorical, sort_categories=True)
+            elif all(isinstance(v, np.ndarray) for v in values):
+                columns[name] = np.concatenate(values)
+            else:
+                columns[name] = [x for v in values for x in v]
     for name in ("start_ns", "time_ns"):
         if name in columns:
             columns[name] = columns[name] - shift
     return columns
+
+
+def _compact(table: str, columns: dict[str, Any]) -> dict[str, Any]:
+    """A part's columns in less memory until the parts are joined: names dictionary-encoded,
+    and one string object for each distinct text (input shapes repeat across ops)."""
+    schema = SCHEMA[table]
+    compact = dict(columns)
+    for name, values in columns.items():
+        if schema[name] == "category":
+            compact[name] = pd.Categorical(values)
+        elif schema[name] == "object":
+            distinct: dict[Any, Any] = {}
+            compact[name] = [distinct.setdefault(v, v) for v in values]
+    return compact
 
 
 def _default(table: str, name: str, n: int) -> Any:

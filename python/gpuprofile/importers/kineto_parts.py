@@ -39,22 +39,23 @@ _OUTLINE_DECODER = msgspec.json.Decoder(Document[msgspec.Raw])
 _RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
 
 
-def event_parts(path: Path, whole: bool = False) -> tuple[Document[Any], Iterator[Part]]:
+def event_parts(path: Path, whole: bool = False) -> tuple[Document[Any], Iterator[Part], bool]:
     """The file's header (its traceEvents left empty) and its events in parts, in file order.
 
     Args:
         path: a Kineto trace file (.json or .json.gz).
         whole: decode the file whole, whatever its size.
     Returns:
-        The header, and an iterator of (index of the first event, events). The iterator raises
+        The header; an iterator of (index of the first event, events), which raises
         TraceFormatError for a damaged file (located as a whole decode locates it) and
-        WholeDocumentNeeded where the file must be read with ``whole=True``.
+        WholeDocumentNeeded where the file must be read with ``whole=True``; and whether the
+        file is read in parts.
     """
     raw = read_trace_bytes(path)
     if whole or len(raw) <= PART_BYTES:
         doc = decode_bytes(path, raw)
         events, doc.traceEvents = doc.traceEvents, []
-        return doc, iter([(0, events)])
+        return doc, iter([(0, events)]), False
     try:
         if raw.lstrip()[:1] == b"[":
             outline: Document[Any] = Document(traceEvents=_RAW_LIST_DECODER.decode(raw))
@@ -64,7 +65,7 @@ def event_parts(path: Path, whole: bool = False) -> tuple[Document[Any], Iterato
         decode_bytes(path, raw)  # raises the error located in the file
         raise TraceFormatError(path, "not a Chrome/Kineto trace") from None
     texts, outline.traceEvents = outline.traceEvents, []
-    return outline, _decoded(path, raw, texts)
+    return outline, _decoded(path, raw, texts), True
 
 
 def _decoded(path: Path, raw: bytes, texts: list[msgspec.Raw]) -> Iterator[Part]:
