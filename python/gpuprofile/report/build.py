@@ -18,6 +18,7 @@ from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import idle_by_cause
 from gpuprofile.analyses.inference import precision_mix
 from gpuprofile.analyses.kernel_kind import kernel_kind
+from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.measured import measured_by_name
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wall_ns
 from gpuprofile.report.distributed import job_report, rank_job_report
@@ -223,7 +224,7 @@ def _sampled(trace: Trace, rank: int) -> dict[str, Any] | None:
     """The sampler's gauges of one rank: per counter and device its unit, min, mean (of the
     samples, taken at a fixed interval) and max, and the sources that gave nothing, with why."""
     sampling = trace.meta.sampling
-    counters = trace.counters[trace.counters["rank"] == rank]
+    counters = rank_table(trace, "counters", rank)
     if sampling is None and not len(counters):
         return None
     stats = (

@@ -39,6 +39,7 @@ from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import categorical, matches, per_category, short_kernel_name
 from gpuprofile.analyses.names import codes as names_codes
 from gpuprofile.analyses.summary import wall_ns
@@ -96,7 +97,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
     hints = []
     for rank in trace.ranks:
-        kernels = trace.kernels[trace.kernels["rank"] == rank]
+        kernels = rank_table(trace, "kernels", rank)
         if len(kernels) < MIN_KERNELS:
             continue
         hint = _hint(trace, rank, kernels, analysis.idle_gaps)
@@ -297,7 +298,7 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame) ->
 
 def _evidence(trace: Trace, rank: int, gaps: pd.DataFrame) -> tuple[Evidence, ...]:
     top = gaps.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns").sort_values("start_ns")
-    kernels = trace.kernels[trace.kernels["rank"] == rank].sort_values("start_ns", kind="stable")
+    kernels = rank_table(trace, "kernels", rank).sort_values("start_ns", kind="stable")
     kstart = kernels["start_ns"].to_numpy(np.int64)
     # The kernel that ends each gap starts where the gap ends (a copy may end it instead).
     at = np.minimum(np.searchsorted(kstart, top["end_ns"].to_numpy(np.int64)), len(kstart) - 1)
@@ -327,13 +328,13 @@ def _evidence(trace: Trace, rank: int, gaps: pd.DataFrame) -> tuple[Evidence, ..
 
 
 def _launch_calls(trace: Trace, rank: int) -> pd.DataFrame:
-    runtime = trace.runtime[trace.runtime["rank"] == rank]
+    runtime = rank_table(trace, "runtime", rank)
     return runtime[matches(runtime["name"], LAUNCH_CALL, anchored=True)]
 
 
 def _under_sync(trace: Trace, rank: int, gap_start: np.ndarray, gap_len: np.ndarray) -> np.ndarray:
     """Per gap, whether a synchronizing runtime call of the rank overlaps it."""
-    runtime = trace.runtime[trace.runtime["rank"] == rank]
+    runtime = rank_table(trace, "runtime", rank)
     calls = runtime[matches(runtime["name"], SYNC_CALL)]
     if calls.empty:
         return np.zeros(len(gap_start), dtype=bool)
