@@ -34,6 +34,7 @@ import pandas as pd
 from gpuprofile.analyses.intervals import merged_blocks
 from gpuprofile.analyses.kernel_kind import COMPUTE, is_comm_op, kernel_kinds
 from gpuprofile.analyses.memo import per_trace
+from gpuprofile.analyses.names import categorical, codes, per_category
 from gpuprofile.trace.model import NO_ID, Trace
 
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
@@ -106,16 +107,24 @@ def _events(rows: pd.DataFrame, table: str, at: np.ndarray) -> pd.DataFrame:
     )
 
 
+def _step_number(name: str) -> int:
+    """N of a ProfilerStep#N annotation; -1 for any other name."""
+    found = _STEP.match(name)
+    return int(found.group(1)) if found else -1
+
+
 def step_spans(trace: Trace) -> pd.DataFrame:
     """Per rank and step: rank, step, start_ns, end_ns of its ProfilerStep#N annotations."""
     ops = trace.ops
-    names = ops["name"].astype(str)
-    found = names.str.extract(_STEP, expand=False)
-    rows = ops[found.notna().to_numpy()]
+    # The step number of each distinct name once, not a regular expression per op.
+    names = categorical(ops["name"])
+    step = per_category(names, "profiler_step", _step_number, np.int64, -1)[codes(names)]
+    marked = step >= 0
+    rows = ops[marked]
     return pd.DataFrame(
         {
             "rank": rows["rank"].to_numpy(np.int64),
-            "step": found.dropna().astype(np.int64).to_numpy(),
+            "step": step[marked],
             "start_ns": rows["start_ns"].to_numpy(np.int64),
             "end_ns": (rows["start_ns"] + rows["dur_ns"]).to_numpy(np.int64),
         }

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
+from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import categorical, codes, per_category
 from gpuprofile.trace.model import NO_ID, Trace
 
@@ -85,6 +86,7 @@ def collective_of(name: str) -> str:
     return letters or "unknown"
 
 
+@per_trace
 def match_collectives(trace: Trace) -> pd.DataFrame:
     """One row per (instance, rank) of every collective met on two ranks or more.
 
@@ -96,7 +98,8 @@ def match_collectives(trace: Trace) -> pd.DataFrame:
         (process group name, "" unknown), name (``collective_of``), rank, table ("kernels" or
         "ops") and event_id, arrival_ns and end_ns (-1: unknown), wait_ns, last (this rank
         arrived last), bytes (-1 unknown), group_size and peer (the other rank of a send or
-        receive, -1 otherwise).
+        receive, -1 otherwise). Made once per trace (clock alignment and the job read it) and
+        shared: never modified.
     """
     events = comm_events(trace)
     collectives = _collective_instances(events[~events["name"].isin(POINT_TO_POINT)])

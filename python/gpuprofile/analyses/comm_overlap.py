@@ -18,6 +18,7 @@ import pandas as pd
 from gpuprofile.analyses.flops import outermost_cpu_ops
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE, kernel_kinds
+from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import matches
 from gpuprofile.trace.model import Trace
@@ -54,7 +55,7 @@ class CommOverlap:
 @per_trace
 def comm_overlap(trace: Trace, rank: int) -> CommOverlap | None:
     """The rank's communication and how much compute hid it; None when it has none."""
-    kernels = trace.kernels[trace.kernels["rank"] == rank]
+    kernels = rank_table(trace, "kernels", rank)
     if len(kernels):
         kinds = kernel_kinds(kernels["name"])
         comm = kernels[kinds == COMMUNICATION]

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.gpu_time import gpu_time
+from gpuprofile.analyses.lookups import rank_rows
+from gpuprofile.analyses.names import codes, per_category
 from gpuprofile.analyses.roofline import Roofline
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import HOST_DEVICE_KINDS, Trace
@@ -44,15 +46,30 @@ class Gauge:
         return {**asdict(self), "fraction": self.fraction}
 
 
+_POINT_COLUMNS = (
+    "rank",
+    "time_ns",
+    "known_time_ns",
+    "bytes",
+    "bytes_time_ns",
+    "bytes_source",
+    "flops",
+    "compute_roof",
+)
+
+
 def gauges(trace: Trace, roofline: Roofline) -> list[Gauge]:
     """Per rank, the five gauges against the roofs the roofline was drawn with."""
     hardware = roofline.hardware
     points = roofline.points
     # One level, so no time counts twice: kernels on GPU traces, else ops.
     level = points[points["level"] == ("kernel" if roofline.time_basis == "gpu" else "op")]
+    # Only the columns the gauges read: a rank's rows are taken of these alone.
+    level = level[list(_POINT_COLUMNS)]
+    level_rank = level["rank"].to_numpy()
     out: list[Gauge] = []
     for rank in trace.ranks:
-        mine = level[level["rank"] == rank]
+        mine = level.iloc[np.flatnonzero(level_rank == rank)]
         out += [
             _busy(trace, rank),
             _dram(mine, hardware, rank),
@@ -156,11 +173,18 @@ def _compute(points: pd.DataFrame, hardware: Hardware, rank: int) -> Gauge:
     )  # fmt: skip
 
 
+def _is_host_device(kind: str) -> bool:
+    return kind in HOST_DEVICE_KINDS
+
+
 def _host_link(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
     copies = trace.memcpy
-    rows = (copies["rank"] == rank) & copies["kind"].astype(object).isin(HOST_DEVICE_KINDS)
-    nbytes = copies.loc[rows, "bytes"].to_numpy(np.int64)
-    dur = copies.loc[rows, "dur_ns"].to_numpy(np.int64)
+    on_rank = rank_rows(trace, "memcpy", rank)
+    kind = copies["kind"]
+    host_device = per_category(kind, "host_device_kind", _is_host_device, bool, False)
+    rows = on_rank[host_device[codes(kind)[on_rank]]]
+    nbytes = copies["bytes"].to_numpy(np.int64)[rows]
+    dur = copies["dur_ns"].to_numpy(np.int64)[rows]
     sized = nbytes >= 0
     busy_ns = int(dur[sized].sum())
     value = float(nbytes[sized].sum() / (busy_ns * 1e-9)) if busy_ns > 0 else None
@@ -179,13 +203,14 @@ def _host_link(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
 
 def _memory(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
     memory = trace.memory
-    rows = (memory["rank"] == rank).to_numpy() & (memory["device"] >= 0).to_numpy()
-    if not rows.any():
+    on_rank = rank_rows(trace, "memory", rank)
+    rows = on_rank[memory["device"].to_numpy()[on_rank] >= 0]
+    if not len(rows):
         return Gauge(
             "memory", "Peak GPU memory", rank, None, "B", None, "GPU capacity",
             None, note="no GPU allocator events: profile with memory recording on (--memory)",
         )  # fmt: skip
-    allocated = memory.loc[rows, ["device", "total_allocated"]]
+    allocated = memory[["device", "total_allocated"]].iloc[rows]
     peaks = allocated.groupby("device")["total_allocated"].max()
     device = int(peaks.index.to_numpy()[np.argmax(peaks.to_numpy())])
     capacity, source = _capacity(trace, hardware, rank, device)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.kernel_kind import is_compute
+from gpuprofile.analyses.lookups import rank_rows
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.windows import recorded_span
 from gpuprofile.trace.model import Trace
@@ -41,18 +42,13 @@ class GpuTime:
 @per_trace
 def gpu_activity(trace: Trace, rank: int) -> pd.DataFrame:
     """Kernels, memcpys and memsets of one rank as (start_ns, end_ns), in that table order."""
-    frames = []
-    for table in (trace.kernels, trace.memcpy, trace.memset):
-        rows = table[table["rank"] == rank]
-        frames.append(
-            pd.DataFrame(
-                {
-                    "start_ns": rows["start_ns"],
-                    "end_ns": rows["start_ns"] + rows["dur_ns"],
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True)
+    starts, ends = [], []
+    for name in ("kernels", "memcpy", "memset"):
+        table, rows = trace.table(name), rank_rows(trace, name, rank)
+        start = table["start_ns"].to_numpy()[rows]
+        starts.append(start)
+        ends.append(start + table["dur_ns"].to_numpy()[rows])
+    return pd.DataFrame({"start_ns": np.concatenate(starts), "end_ns": np.concatenate(ends)})
 
 
 @per_trace
@@ -69,8 +65,8 @@ def gpu_time(trace: Trace, rank: int) -> GpuTime | None:
     # each distinct name classified once.
     compute_rows = np.concatenate(
         [
-            is_compute(table["name"])[table["rank"].to_numpy() == rank]
-            for table in (trace.kernels, trace.memcpy, trace.memset)
+            is_compute(trace.table(name)["name"])[rank_rows(trace, name, rank)]
+            for name in ("kernels", "memcpy", "memset")
         ]
     )
     compute = union_length(start[compute_rows], end[compute_rows])

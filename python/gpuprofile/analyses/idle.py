@@ -58,7 +58,7 @@ import pandas as pd
 
 from gpuprofile.analyses.gpu_time import gpu_activity
 from gpuprofile.analyses.intervals import IntervalSet
-from gpuprofile.analyses.lookups import cpu_op_tree, host_threads
+from gpuprofile.analyses.lookups import cpu_op_tree, host_threads, rank_rows
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import matches, strings
 from gpuprofile.analyses.patterns import (
@@ -320,43 +320,45 @@ def _rank_gaps(trace: Trace, rank: int, calls: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+_CALL_COLUMNS = ("start_ns", "end_ns", "op", "inner_op", "runtime")
+
+
 def _host_sets(trace: Trace, rank: int, calls: pd.DataFrame) -> dict[str, IntervalSet]:
     ops = trace.ops
-    on_rank = (ops["rank"] == rank).to_numpy()
+    op_rows = rank_rows(trace, "ops", rank)
     op_start = ops["start_ns"].to_numpy()
     op_end = op_start + ops["dur_ns"].to_numpy()
     runtime = trace.runtime
-    rt_rows = np.flatnonzero((runtime["rank"] == rank).to_numpy())
+    rt_rows = rank_rows(trace, "runtime", rank)
     rt_start = runtime["start_ns"].to_numpy()[rt_rows]
     rt_end = rt_start + runtime["dur_ns"].to_numpy()[rt_rows]
 
     def of_ops(mask: np.ndarray) -> tuple[np.ndarray, ...]:
-        rows = np.flatnonzero(mask & on_rank)
+        rows = op_rows[mask[op_rows]]
         return op_start[rows], op_end[rows], rows, np.full(len(rows), NO_ID, np.int64)
 
     copy_or_sync_op = matches(ops["name"], COPY_OR_SYNC_OP) if len(ops) else np.zeros(0, bool)
 
+    # The calls' columns as arrays once: a frame filtered per cause costs more than the sets.
+    column = {c: calls[c].to_numpy() for c in ("rank", "cause", "blocking", *_CALL_COLUMNS)}
+    on_calls = column["rank"] == rank
+
     def of_calls(cause: str, blocking: bool) -> tuple[np.ndarray, ...]:
-        c = calls[(calls["rank"] == rank) & (calls["cause"] == cause)]
+        # The call alone when blocking: its duration is the wait that rule 2 weighs.
+        rows = np.flatnonzero(
+            on_calls & (column["cause"] == cause) & (column["blocking"] | (not blocking))
+        )
+        start, end, op, inner, runtime_of = (column[c][rows] for c in _CALL_COLUMNS)
         if blocking:
-            # The call alone: its duration is the wait that rule 2 weighs.
-            c = c[c["blocking"]]
-            return (
-                c["start_ns"].to_numpy(),
-                c["end_ns"].to_numpy(),
-                c["op"].to_numpy(),
-                c["runtime"].to_numpy(),
-            )
-        op, inner = c["op"].to_numpy(), c["inner_op"].to_numpy()
+            return start, end, op, runtime_of
         # The call, and the op right around it when that op only copies or syncs
         # (aten::_local_scalar_dense and aten::copy_ outlive their cudaStreamSynchronize);
         # a wider op (a convolution timing its algorithms) is host work of its own.
         around = (inner >= 0) & (copy_or_sync_op[np.maximum(inner, 0)] if len(ops) else False)
         o = inner[around]
-        runtime_of = c["runtime"].to_numpy()
         return (
-            np.r_[c["start_ns"].to_numpy(), op_start[o]],
-            np.r_[c["end_ns"].to_numpy(), op_end[o]],
+            np.r_[start, op_start[o]],
+            np.r_[end, op_end[o]],
             np.r_[op, op[around]],
             np.r_[runtime_of, runtime_of[around]],
         )
@@ -395,15 +397,15 @@ def _launches(trace: Trace, rank: int, at: np.ndarray) -> tuple[np.ndarray, ...]
     """For the GPU work starting at each time: its launch call's row, start and end (-1 if
     the trace has no runtime call with its correlation id)."""
     starts, corrs = [], []
-    for table in (trace.kernels, trace.memcpy, trace.memset):
-        on_rank = table[table["rank"] == rank]
-        starts.append(on_rank["start_ns"].to_numpy())
-        corrs.append(on_rank["correlation"].to_numpy())
+    for name in ("kernels", "memcpy", "memset"):
+        table, on_rank = trace.table(name), rank_rows(trace, name, rank)
+        starts.append(table["start_ns"].to_numpy()[on_rank])
+        corrs.append(table["correlation"].to_numpy()[on_rank])
     start, corr = np.concatenate(starts), np.concatenate(corrs)
     order = np.argsort(start, kind="stable")
     wanted = corr[order[np.minimum(np.searchsorted(start[order], at), len(order) - 1)]]
     runtime = trace.runtime
-    rows = np.flatnonzero((runtime["rank"] == rank).to_numpy())
+    rows = rank_rows(trace, "runtime", rank)
     missing = np.full(len(at), -1, np.int64)
     if len(rows) == 0:
         return missing, missing, missing

@@ -87,6 +87,34 @@ def rows_by_id(trace: Trace, table: str, ids: np.ndarray) -> np.ndarray:
     return rows
 
 
+@per_trace
+def _rows_per_rank(trace: Trace, table: str) -> dict[int, np.ndarray]:
+    ranks = trace.table(table)["rank"].to_numpy()
+    order = np.argsort(ranks, kind="stable")
+    values, first = np.unique(ranks[order], return_index=True)
+    if not len(values):
+        return {}
+    return {
+        int(rank): read_only(rows)
+        for rank, rows in zip(values.tolist(), np.split(order, first[1:]), strict=True)
+    }
+
+
+def rank_rows(trace: Trace, table: str, rank: int) -> np.ndarray:
+    """The row positions of a rank's rows in a table, in row order (read-only): one sort per
+    table and trace, where a mask per rank and caller would scan the whole table each time."""
+    rows = _rows_per_rank(trace, table).get(rank)
+    return rows if rows is not None else read_only(np.zeros(0, np.int64))
+
+
+@per_trace
+def rank_table(trace: Trace, table: str, rank: int) -> pd.DataFrame:
+    """``frame[frame["rank"] == rank]`` of a table (the same rows and index), made once per
+    trace: detectors share it, and copy-on-write keeps it from being changed under them."""
+    frame = trace.table(table)
+    return frame.iloc[rank_rows(trace, table, rank)]
+
+
 def read_only(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array

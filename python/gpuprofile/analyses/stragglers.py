@@ -71,12 +71,14 @@ def stragglers(trace: Trace, collectives: pd.DataFrame, idle_gaps: pd.DataFrame)
     )
     per_rank = per_rank.sort_values("wait_caused_ns", ascending=False, kind="stable")
     compute = compute_events(trace) if len(trace.ranks) > 1 else None
+    # Every rank's totals once: each explained straggler is weighed against the same ones.
+    totals = _rank_totals(trace, compute, idle_gaps) if compute is not None else None
     out = []
     rows = zip(per_rank.index.tolist(), per_rank.to_dict("records"), strict=True)
     for i, (rank, row) in enumerate(rows):
         why = ("", 0, "")
-        if i < EXPLAINED and compute is not None:
-            why = _cause(trace, int(rank), compute, idle_gaps)
+        if i < EXPLAINED and totals is not None:
+            why = _cause(trace, int(rank), totals)
         out.append(
             Straggler(
                 rank=int(rank),
@@ -100,16 +102,33 @@ def _delays(collectives: pd.DataFrame) -> pd.Series:
     return (last - before).astype(np.int64)
 
 
-def _cause(
-    trace: Trace, rank: int, compute: pd.DataFrame, idle_gaps: pd.DataFrame
-) -> tuple[str, int, str]:
-    """(sentence, excess ns, name) of what takes longer on ``rank`` than on the median rank."""
-    others = [r for r in trace.ranks if r != rank]
-    candidates: list[tuple[int, str, str]] = []
+@dataclass(frozen=True)
+class _RankTotals:
+    """Per rank: compute time per kernel name (a name x rank table), data loading time, and
+    GPU idle time per idle cause."""
+
+    compute: pd.DataFrame
+    loading: dict[int, int]
+    idle: dict[str, pd.Series]
+
+
+def _rank_totals(trace: Trace, compute: pd.DataFrame, idle_gaps: pd.DataFrame) -> _RankTotals:
     durations = compute.assign(dur=compute["end_ns"] - compute["start_ns"])
     totals = durations.pivot_table(
         index="name", columns="rank", values="dur", aggfunc="sum", fill_value=0
     ).reindex(columns=trace.ranks, fill_value=0)
+    idle = {
+        cause: idle_gaps[idle_gaps["cause"] == cause].groupby("rank")["dur_ns"].sum()
+        for cause in (HOST_LAUNCH_BOUND, DATA_LOADING)
+    }
+    return _RankTotals(totals, _per_rank_loading(trace), idle)
+
+
+def _cause(trace: Trace, rank: int, rank_totals: _RankTotals) -> tuple[str, int, str]:
+    """(sentence, excess ns, name) of what takes longer on ``rank`` than on the median rank."""
+    others = [r for r in trace.ranks if r != rank]
+    candidates: list[tuple[int, str, str]] = []
+    totals = rank_totals.compute
     if rank in totals.columns and len(totals):
         excess = totals[rank] - totals[others].median(axis=1)
         name = str(excess.idxmax())
@@ -122,14 +141,14 @@ def _cause(
                     "the median rank",
                 )
             )
-    loading = _per_rank_loading(trace)
+    loading = rank_totals.loading
     extra = loading.get(rank, 0) - float(np.median([loading.get(r, 0) for r in others]))
     if extra > 0:
         candidates.append(
             (int(extra), "data loading", f"data loading takes {format_time(extra)} longer there")
         )
     for cause, label in ((HOST_LAUNCH_BOUND, "host launches"), (DATA_LOADING, "data loading")):
-        gaps = idle_gaps[idle_gaps["cause"] == cause].groupby("rank")["dur_ns"].sum()
+        gaps = rank_totals.idle[cause]
         extra = gaps.get(rank, 0) - float(np.median([gaps.get(r, 0) for r in others]))
         if extra > 0:
             candidates.append(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.lookups import rank_rows
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.windows import recorded_span
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
@@ -33,7 +34,7 @@ class CopyKind:
 
 
 def counts(trace: Trace, rank: int) -> dict[str, int]:
-    return {t: int((trace.table(t)["rank"] == rank).sum()) for t in TIMELINE_TABLES}
+    return {t: len(rank_rows(trace, t, rank)) for t in TIMELINE_TABLES}
 
 
 @per_trace
@@ -60,7 +61,7 @@ def _rank_intervals(trace: Trace, rank: int) -> tuple[np.ndarray, np.ndarray]:
         start = rows["start_ns"].to_numpy()
         end = start + rows["dur_ns"].to_numpy()
         if not single_rank:
-            mine = rows["rank"].to_numpy() == rank
+            mine = rank_rows(trace, table, rank)
             start, end = start[mine], end[mine]
         starts.append(start)
         ends.append(end)

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 import msgspec
+import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.carry_over import carry_over
@@ -18,6 +19,7 @@ from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import idle_by_cause
 from gpuprofile.analyses.inference import precision_mix
 from gpuprofile.analyses.kernel_kind import kernel_kind
+from gpuprofile.analyses.lookups import rank_rows, rank_table
 from gpuprofile.analyses.measured import measured_by_name
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wall_ns
 from gpuprofile.report.distributed import job_report, rank_job_report
@@ -223,7 +225,7 @@ def _sampled(trace: Trace, rank: int) -> dict[str, Any] | None:
     """The sampler's gauges of one rank: per counter and device its unit, min, mean (of the
     samples, taken at a fixed interval) and max, and the sources that gave nothing, with why."""
     sampling = trace.meta.sampling
-    counters = trace.counters[trace.counters["rank"] == rank]
+    counters = rank_table(trace, "counters", rank)
     if sampling is None and not len(counters):
         return None
     stats = (
@@ -260,7 +262,8 @@ def _used_devices(trace: Trace, rank: int) -> list[dict[str, Any]]:
     """Traces list every device on the host; a rank's report names the ones it ran on."""
     devices = trace.devices(rank)
     used: set[int] = set()
-    for table in (trace.kernels, trace.memcpy, trace.memset):
-        used.update(int(d) for d in table.loc[table["rank"] == rank, "device"].unique())
+    for name in ("kernels", "memcpy", "memset"):
+        device = trace.table(name)["device"].to_numpy()[rank_rows(trace, name, rank)]
+        used.update(int(d) for d in np.unique(device))
     chosen = [d for d in devices if d.get("id") in used]
     return chosen or devices

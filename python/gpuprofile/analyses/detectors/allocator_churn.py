@@ -28,6 +28,7 @@ from gpuprofile.analyses.fixes import ALLOCATOR_CODE, ALLOCATOR_FIX
 from gpuprofile.analyses.fixes_by_framework import ALLOCATOR, Fix, pick
 from gpuprofile.analyses.hints import Evidence, Hint, heaviest_events, severity_for
 from gpuprofile.analyses.intervals import union_length
+from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import ALLOC_CALL
 from gpuprofile.analyses.summary import span_ns, wall_ns
@@ -56,7 +57,7 @@ def detect(analysis: Analysis) -> list[Hint]:
 def steady_start(trace: Trace, rank: int) -> int:
     """Start of the steady state: after the last op named warm-up when there is one, else
     the second ProfilerStep, else after WARMUP_SHARE of the rank's span."""
-    ops = trace.ops[trace.ops["rank"] == rank]
+    ops = rank_table(trace, "ops", rank)
     warmup = matches(ops["name"], _WARMUP)
     if warmup.any():
         return int((ops["start_ns"] + ops["dur_ns"]).to_numpy()[warmup].max())

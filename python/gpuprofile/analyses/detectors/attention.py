@@ -182,6 +182,7 @@ _NAME_TESTS = {
     "relevant": lambda n: n in SOFTMAXES or "scaled_dot_product" in n,
     "matmul": lambda n: n in MATMULS,
     "softmax": lambda n: n in SOFTMAXES,
+    "triangle": lambda n: n in TRIANGLE_OPS,
     "sdpa": lambda n: "scaled_dot_product" in n,
     "sdpa_math_candidate": lambda n: (
         n.endswith("::scaled_dot_product_attention") or "_scaled_dot_product_attention_math" in n
@@ -219,6 +220,9 @@ class _Thread:
         self.sdpa_candidates = np.flatnonzero(
             _matches_name(ops["name"], "sdpa_math_candidate")[rows]
         )
+        # The first triangle (triu/tril) the thread built; the largest int64 when none.
+        triangles = self.start[_matches_name(ops["name"], "triangle")[rows]]
+        self.first_triangle = int(triangles.min()) if len(triangles) else np.iinfo(np.int64).max
         self._kernel_ns: np.ndarray | None = None
 
     def _has_ancestor(self, flag: np.ndarray) -> np.ndarray:
@@ -330,9 +334,7 @@ class _Thread:
         square = queries == keys and any(
             _inputs_ending(self.dims[p], [queries, keys]) >= 2 for p in mask_ops
         )
-        triangles = [i for i, n in enumerate(self.names) if n in TRIANGLE_OPS]
-        built = any(self.start[i] < before for i in triangles)
-        return CAUSAL if square and built else MASKED
+        return CAUSAL if square and self.first_triangle < before else MASKED
 
     def sdpa_mask(self, position: int, inner: np.ndarray) -> str:
         """An SDPA call's own arguments: is_causal (the 6th, in Concrete Inputs), attn_mask

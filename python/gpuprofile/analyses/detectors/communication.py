@@ -15,6 +15,7 @@ from gpuprofile.analyses.comm_overlap import CommOverlap, comm_overlap
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
+from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
@@ -187,6 +188,6 @@ def _fixes(trace: Trace, rank: int, collectives: pd.Index) -> tuple[str, ...]:
     all_to_all op launched them."""
     if "SendRecv" not in collectives:
         return FIX
-    ops = trace.ops[trace.ops["rank"] == rank]
+    ops = rank_table(trace, "ops", rank)
     exchange = bool(matches(ops["name"], _ALL_TO_ALL).any()) if len(ops) else False
     return ((ALL_TO_ALL_FIX if exchange else P2P_FIX), *FIX)

@@ -39,6 +39,7 @@ from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import categorical, matches, per_category, short_kernel_name
 from gpuprofile.analyses.names import codes as names_codes
 from gpuprofile.analyses.summary import wall_ns
@@ -96,7 +97,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
     hints = []
     for rank in trace.ranks:
-        kernels = trace.kernels[trace.kernels["rank"] == rank]
+        kernels = rank_table(trace, "kernels", rank)
         if len(kernels) < MIN_KERNELS:
             continue
         hint = _hint(trace, rank, kernels, analysis.idle_gaps)
@@ -131,7 +132,8 @@ def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.D
     small = kernels["dur_ns"].to_numpy()[order] < SMALL_KERNEL_NS
     # joined[i]: kernel i+1 follows kernel i on its stream closely enough to be fused with it.
     joined = ((start[1:] - end[:-1]) <= MAX_LAUNCH_GAP_NS) & (stream[1:] == stream[:-1])
-    found = []
+    # Per distinct (sequence, n): its count and summed span.
+    totals: dict[tuple[str, int], list[int]] = {}
     for n in NGRAM_LENGTHS:
         m = len(start) - n + 1
         if m <= 0:
@@ -147,37 +149,36 @@ def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.D
         for j in range(n):
             key = pd.factorize(key * (len(labels) + 1) + codes[at + j])[0]
         distinct, first = np.unique(key, return_index=True)
-        span = end[at + n - 1] - start[at]
         span_ns = np.zeros(len(distinct), dtype=np.int64)
-        np.add.at(span_ns, key, span)
-        found.append(
-            pd.DataFrame(
-                {
-                    "count": np.bincount(key, minlength=len(distinct)).astype(np.int64),
-                    "span_ns": span_ns,
-                    "sequence": [
-                        " -> ".join(labels[codes[i + j]] for j in range(n)) for i in at[first]
-                    ],
-                    "n": n,
-                }
-            )
-        )
+        np.add.at(span_ns, key, end[at + n - 1] - start[at])
+        count = np.bincount(key, minlength=len(distinct))
+        for i, c, ns in zip(at[first].tolist(), count.tolist(), span_ns.tolist(), strict=True):
+            sequence = " -> ".join(labels[codes[i + j]] for j in range(n))
+            total = totals.setdefault((sequence, n), [0, 0])
+            total[0] += c
+            total[1] += ns
     columns = ["sequence", "n", "count", "span_ns"]
-    table = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
-    if table.empty:
+    # Groups in (sequence, n) order, numbered as a sorted groupby numbers them; then the
+    # repeated ones by span, then length, longest first (ties in group order).
+    groups = sorted(totals)
+    kept = [g for g, key in enumerate(groups) if totals[key][0] >= 2]
+    kept.sort(key=lambda g: (-totals[groups[g]][1], -groups[g][1]))
+    if not kept:
         return pd.DataFrame(columns=columns)
-    grouped = table.groupby(["sequence", "n"], as_index=False).agg(
-        count=("count", "sum"), span_ns=("span_ns", "sum")
-    )
-    grouped = grouped[grouped["count"] >= 2]
-    ordered = grouped.sort_values(["span_ns", "n"], ascending=[False, False], kind="stable")
     picked: list[int] = []
-    for position, sequence in zip(range(len(ordered)), ordered["sequence"].tolist()):
+    for g in kept:
         if len(picked) == limit:
             break
-        if not any(sequence in ordered["sequence"].iloc[p] for p in picked):
-            picked.append(position)
-    return ordered.iloc[picked][columns]
+        if not any(groups[g][0] in groups[p][0] for p in picked):
+            picked.append(g)
+    return pd.DataFrame(
+        {
+            "sequence": pd.Series([groups[g][0] for g in picked], dtype="str"),
+            "n": np.array([groups[g][1] for g in picked], np.int64),
+            "count": np.array([totals[groups[g]][0] for g in picked], np.int64),
+            "span_ns": np.array([totals[groups[g]][1] for g in picked], np.int64),
+        }
+    ).set_axis(pd.Index(picked, dtype=np.int64))
 
 
 def _short50(name: str) -> str:
@@ -297,7 +298,7 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame) ->
 
 def _evidence(trace: Trace, rank: int, gaps: pd.DataFrame) -> tuple[Evidence, ...]:
     top = gaps.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns").sort_values("start_ns")
-    kernels = trace.kernels[trace.kernels["rank"] == rank].sort_values("start_ns", kind="stable")
+    kernels = rank_table(trace, "kernels", rank).sort_values("start_ns", kind="stable")
     kstart = kernels["start_ns"].to_numpy(np.int64)
     # The kernel that ends each gap starts where the gap ends (a copy may end it instead).
     at = np.minimum(np.searchsorted(kstart, top["end_ns"].to_numpy(np.int64)), len(kstart) - 1)
@@ -327,13 +328,13 @@ def _evidence(trace: Trace, rank: int, gaps: pd.DataFrame) -> tuple[Evidence, ..
 
 
 def _launch_calls(trace: Trace, rank: int) -> pd.DataFrame:
-    runtime = trace.runtime[trace.runtime["rank"] == rank]
+    runtime = rank_table(trace, "runtime", rank)
     return runtime[matches(runtime["name"], LAUNCH_CALL, anchored=True)]
 
 
 def _under_sync(trace: Trace, rank: int, gap_start: np.ndarray, gap_len: np.ndarray) -> np.ndarray:
     """Per gap, whether a synchronizing runtime call of the rank overlaps it."""
-    runtime = trace.runtime[trace.runtime["rank"] == rank]
+    runtime = rank_table(trace, "runtime", rank)
     calls = runtime[matches(runtime["name"], SYNC_CALL)]
     if calls.empty:
         return np.zeros(len(gap_start), dtype=bool)

@@ -33,6 +33,7 @@ from gpuprofile.analyses.fixes_by_framework import OCCUPANCY, Fix, pick
 from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
+from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import short_kernel_name
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
@@ -77,7 +78,7 @@ def detect(analysis: Analysis) -> list[Hint]:
 
 def kernel_waves(trace: Trace, rank: int, default_sms: int | None) -> pd.DataFrame:
     """Per kernel with CUPTI launch facts: blocks, SMs, resident blocks per SM, waves, idle."""
-    k = trace.kernels[trace.kernels["rank"] == rank]
+    k = rank_table(trace, "kernels", rank)
     k = k[(k["grid_x"] > 0) & (k["block_x"] > 0) & k["blocks_per_sm"].notna()]
     if k.empty:
         return pd.DataFrame()
@@ -128,7 +129,7 @@ def kernel_waves(trace: Trace, rank: int, default_sms: int | None) -> pd.DataFra
 def overlapped_share(trace: Trace, rank: int, kernels: pd.DataFrame) -> np.ndarray:
     """Per kernel (rows of ``kernels``, all of ``rank``), the share of its time during which
     kernels on other streams of its device ran: the SMs it leaves empty were theirs to use."""
-    mine = trace.kernels[trace.kernels["rank"] == rank]
+    mine = rank_table(trace, "kernels", rank)
     start_all = mine["start_ns"].to_numpy(np.int64)
     end_all = start_all + mine["dur_ns"].to_numpy(np.int64)
     device_all, stream_all = mine["device"].to_numpy(), mine["stream"].to_numpy()

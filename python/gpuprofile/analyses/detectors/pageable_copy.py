@@ -24,6 +24,7 @@ from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COPY_STREAM, PAGEABLE, Fix, pick
 from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
+from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import HOST_DEVICE_KINDS, Trace
 from gpuprofile.units import format_bytes, format_bytes_per_s, format_time
@@ -161,7 +162,7 @@ def _pinned_rate(pinned: pd.DataFrame, analysis: Analysis) -> tuple[float | None
 
 
 def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | None:
-    kernels = trace.kernels[trace.kernels["rank"] == rank]
+    kernels = rank_table(trace, "kernels", rank)
     compute = set(zip(kernels["device"].tolist(), kernels["stream"].tolist(), strict=True))
     on_compute = np.fromiter(
         ((d, s) in compute for d, s in zip(pinned["device"], pinned["stream"], strict=True)),

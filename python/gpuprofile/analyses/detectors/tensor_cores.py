@@ -68,7 +68,7 @@ from gpuprofile.analyses.hints import (
     heaviest_events,
     severity_for,
 )
-from gpuprofile.analyses.lookups import rows_by_id
+from gpuprofile.analyses.lookups import rank_rows, rows_by_id
 from gpuprofile.analyses.names import matches, short_kernel_name, strings
 from gpuprofile.analyses.patterns import FP32_SIMT_KERNEL, TENSOR_CORE_KERNEL
 from gpuprofile.analyses.summary import wall_ns
@@ -96,13 +96,21 @@ def detect(analysis: Analysis) -> list[Hint]:
         return []
     kernel_costs = analysis.kernel_costs if not trace.ops.empty else None
     hints = []
+    # Per op owning kernels, their GPU time and whether it ran on tensor cores: the same for
+    # every rank, so found once.
+    by_op = None
+    if kernel_costs is not None:
+        by_op = (
+            kernel_costs.groupby("cost_op_id")["dur_ns"].sum(),
+            _tensor_core_share(kernel_costs) >= 0.5,
+        )
     for rank in trace.ranks:
-        if not (trace.kernels["rank"] == rank).any() or not _has_tensor_cores(trace, rank):
+        if not len(rank_rows(trace, "kernels", rank)) or not _has_tensor_cores(trace, rank):
             continue
         wall = wall_ns(trace, rank)
         judged = np.empty(0, dtype=np.int64)
-        if kernel_costs is not None:
-            fp32, half = _shape_findings(analysis, rank, kernel_costs)
+        if kernel_costs is not None and by_op is not None:
+            fp32, half = _shape_findings(analysis, rank, *by_op)
             judged = fp32["op_id"].to_numpy(np.int64)
             for hint, ops in (
                 (_fp32_hint(trace, rank, fp32, kernel_costs, analysis.hardware, wall), fp32),
@@ -117,13 +125,15 @@ def detect(analysis: Analysis) -> list[Hint]:
 
 
 def _shape_findings(
-    analysis: Analysis, rank: int, kernel_costs: pd.DataFrame
+    analysis: Analysis, rank: int, gpu_ns: pd.Series, on_tensor_cores: pd.Series
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rank's fp32 matmul-like ops off the tensor cores, and its misaligned half-precision
-    ones, judged from recorded shapes and dtypes, each op with its GPU time (time_ns)."""
+    ones, judged from recorded shapes and dtypes, each op with its GPU time (time_ns).
+
+    Parameters:
+        gpu_ns: per op id owning kernels, their summed duration.
+        on_tensor_cores: per such op id, whether most of that time ran on tensor cores."""
     costs = analysis.op_costs
-    gpu_ns = kernel_costs.groupby("cost_op_id")["dur_ns"].sum()
-    on_tensor_cores = _tensor_core_share(kernel_costs) >= 0.5
     mine = costs[(costs["rank"] == rank) & costs["counted"] & costs["matmul_like"]]
     mine = mine.assign(time_ns=gpu_ns.reindex(mine["op_id"]).fillna(0).to_numpy())
     mine = mine[mine["time_ns"] > 0]
@@ -152,7 +162,9 @@ def _named_fp32_hint(
         return None  # no tensor-core roof: nothing to move to, or nothing known of it
     names = trace.kernels["name"]
     simt = matches(names, FP32_SIMT_KERNEL) & ~matches(names, TENSOR_CORE_KERNEL)
-    simt &= (trace.kernels["rank"] == rank).to_numpy()
+    on_rank = np.zeros(len(simt), bool)
+    on_rank[rank_rows(trace, "kernels", rank)] = True
+    simt &= on_rank
     if kernel_costs is not None and len(judged_ops):
         simt &= ~np.isin(kernel_costs["cost_op_id"].to_numpy(np.int64), judged_ops)
     kernels = trace.kernels[simt]
