@@ -125,14 +125,23 @@ def peak_memory(path: Path) -> float:
 
 
 def tile(path: Path, events: int, directory: Path) -> Path:
-    """A single-rank trace of about ``events`` events: ``path``'s events repeated in time."""
-    from ranks import tiled
+    """A single-rank trace of about ``events`` events: ``path``'s events repeated in time
+    (bench/ranks.py's tiling), written a tile at a time so that a 10M-event file can be made
+    in little memory."""
+    from ranks import tile_events
 
     doc = orjson.loads(read_decompressed(path))
-    size = len(read_decompressed(path))
-    target = int(size * events / max(1, len(doc["traceEvents"])))
+    meta = [e for e in doc["traceEvents"] if e.get("ph") == "M"]
+    timed = [e for e in doc["traceEvents"] if e.get("ph") != "M"]
+    header = orjson.dumps({k: v for k, v in doc.items() if k != "traceEvents"})
     out = directory / f"tiled_{events // 1000}k_{path.name.split('.')[0]}.json"
-    out.write_bytes(tiled(doc, 0, 1, target))
+    with out.open("wb") as file:
+        file.write(header[:-1] + b', "traceEvents": [' + b",".join(map(orjson.dumps, meta)))
+        separator = b"," if meta else b""
+        for k in range(max(1, round(events / len(timed)))):
+            file.write(separator + b",".join(map(orjson.dumps, tile_events(timed, k))))
+            separator = b","
+        file.write(b"]}")
     return out
 
 

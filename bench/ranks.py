@@ -66,34 +66,39 @@ def tiled(doc: dict[str, Any], rank: int, world: int, target_bytes: int) -> byte
     events = doc["traceEvents"]
     meta = [e for e in events if e.get("ph") == "M"]
     timed = [e for e in events if e.get("ph") != "M"]
-    start = min(e["ts"] for e in timed if "ts" in e)
-    end = max(e["ts"] + e.get("dur", 0) for e in timed if "ts" in e)
-    period = (end - start) + 1000  # 1 ms between tiles
-    one_tile = len(orjson.dumps(timed))
-    tiles = max(1, round(target_bytes / one_tile))
-    out: list[dict[str, Any]] = list(meta)
-    for k in range(tiles):
-        for e in timed:
-            copy = dict(e)
-            if "ts" in copy:
-                copy["ts"] = e["ts"] + k * period
-            if "id" in copy and isinstance(copy["id"], int):
-                copy["id"] = e["id"] + k * ID_STRIDE
-            args = e.get("args")
-            if args and any(a in args for a in ID_ARGS):
-                args = dict(args)
-                for a in ID_ARGS:
-                    if isinstance(args.get(a), int) and args[a] >= 0:
-                        args[a] += k * ID_STRIDE
-                copy["args"] = args
-            name = copy.get("name")
-            if isinstance(name, str) and name.startswith("ProfilerStep#"):
-                copy["name"] = f"ProfilerStep#{int(name[13:]) + k}"
-            out.append(copy)
+    tiles = max(1, round(target_bytes / len(orjson.dumps(timed))))
+    out = list(meta) + [e for k in range(tiles) for e in tile_events(timed, k)]
     header = {k: v for k, v in doc.items() if k != "traceEvents"}
     info = doc.get("distributedInfo", {})
     header["distributedInfo"] = {**info, "rank": rank, "world_size": world}
     return orjson.dumps({**header, "traceEvents": out})
+
+
+def tile_events(timed: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """Tile ``k`` of the timed events: shifted k periods later (a period is their span and
+    1 ms), their ids and step numbers moved past those of the tiles before."""
+    start = min(e["ts"] for e in timed if "ts" in e)
+    end = max(e["ts"] + e.get("dur", 0) for e in timed if "ts" in e)
+    period = (end - start) + 1000
+    out = []
+    for e in timed:
+        copy = dict(e)
+        if "ts" in copy:
+            copy["ts"] = e["ts"] + k * period
+        if "id" in copy and isinstance(copy["id"], int):
+            copy["id"] = e["id"] + k * ID_STRIDE
+        args = e.get("args")
+        if args and any(a in args for a in ID_ARGS):
+            args = dict(args)
+            for a in ID_ARGS:
+                if isinstance(args.get(a), int) and args[a] >= 0:
+                    args[a] += k * ID_STRIDE
+            copy["args"] = args
+        name = copy.get("name")
+        if isinstance(name, str) and name.startswith("ProfilerStep#"):
+            copy["name"] = f"ProfilerStep#{int(name[13:]) + k}"
+        out.append(copy)
+    return out
 
 
 def make_folder(directory: Path, ranks: int, mb: float) -> tuple[int, float]:

@@ -5,7 +5,7 @@
 Each stage is one function of the reader (or the report), timed where it is called, summed
 over a run of gpuprofile.load(TRACE).report() (best of 3 runs); "rest" is the time of the
 whole not spent in a named stage (bucketing the events, metadata, freeing the decoded
-events). Not a test: it prints, and always exits 0.
+events). gunzip is within read + gunzip. Not a test: it prints, and always exits 0.
 """
 
 from __future__ import annotations
@@ -24,11 +24,9 @@ from typing import Any
 # (module, function, stage): the reader's steps, in the order they run.
 STAGES = (
     ("gpuprofile.importers.source", "_gunzip", "gunzip"),
-    ("gpuprofile.importers.kineto_format", "read_trace_bytes", "read + gunzip"),
-    ("gpuprofile.importers.kineto", "decode_document", "read + gunzip + decode"),
-    ("gpuprofile.importers.kineto", "op_columns", "columns: ops"),
-    ("gpuprofile.importers.kineto", "kernel_columns", "columns: kernels"),
-    ("gpuprofile.importers.kineto", "runtime_columns", "columns: runtime"),
+    ("gpuprofile.importers.kineto_parts", "read_trace_bytes", "read + gunzip"),
+    ("gpuprofile.importers.kineto_parts", "decode_bytes", "decode (msgspec)"),
+    ("gpuprofile.importers.kineto", "_sort_events", "events to tables"),
     ("gpuprofile.importers.kineto", "make_table", "tables (pandas)"),
     ("gpuprofile.importers.kineto", "with_nesting", "op nesting"),
     ("gpuprofile.importers.kineto", "launching_ops", "kernel -> op links"),
@@ -51,11 +49,14 @@ def stage_seconds(path: Path, repeat: int = 3) -> dict[str, float]:
     import importlib
 
     import gpuprofile
+    from gpuprofile.importers import kineto
 
     totals: dict[str, float] = {}
     for module_name, function, stage in STAGES:
         module = importlib.import_module(module_name)
         setattr(module, function, _timed(totals, stage, getattr(module, function)))
+    for table, build in kineto._BUILDERS.items():
+        kineto._BUILDERS[table] = _timed(totals, "columns", build)
     best: dict[str, float] | None = None
     for _ in range(repeat):
         totals.clear()
@@ -74,10 +75,10 @@ def stage_seconds(path: Path, repeat: int = 3) -> dict[str, float]:
 
 def print_stages(path: Path) -> None:
     seconds = stage_seconds(path)
-    named = sum(v for k, v in seconds.items() if k.startswith(("columns", "tables", "op ", "kern")))
-    named += seconds.get("read + gunzip + decode", 0.0)
+    within_load = {stage for _, _, stage in STAGES[1:]} | {"columns"}
+    named = sum(v for k, v in seconds.items() if k in within_load)
     print(f"\n{path.name}: load {seconds['load']:.3f} s + report {seconds['report']:.3f} s")
-    for _, _, stage in STAGES:
+    for stage in [s for _, _, s in STAGES[:4]] + ["columns"] + [s for _, _, s in STAGES[4:]]:
         if stage in seconds:
             print(f"  {stage:<26} {seconds[stage]:7.3f} s")
     print(f"  {'rest of load':<26} {seconds['load'] - named:7.3f} s")

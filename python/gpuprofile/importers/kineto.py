@@ -194,22 +194,12 @@ def _sort_events(
     """The events of each table in file order; the counter samples; the GPU annotations; the
     threads' names; and what was skipped, by kind, in the order first met.
 
-    Timeline events are routed by their (phase, category) pair, found for every event at once;
-    only the other events (instants, counters, metadata, unknown categories) are looked at one
-    by one.
+    Timeline events are routed by their (phase, category) pair in C-level passes (each pair's
+    route worked out once); only the other events (instants, counters, metadata, unknown
+    categories) are looked at one by one.
     """
-    n = len(events)
-    phases, phase_names = pd.factorize(np.array([e.ph for e in events], dtype=object))
-    categories, category_names = pd.factorize(np.array([e.cat for e in events], dtype=object))
-    pair = phases.astype(np.int64) * max(1, len(category_names)) + categories
-    pairs, pair_of_event = np.unique(pair, return_inverse=True)
-    route = np.empty(len(pairs), np.int8)  # index into TABLES, FLOW or ONE_BY_ONE
-    for k, code in enumerate(pairs.tolist()):
-        ph = phase_names[code // max(1, len(category_names))]
-        cat = category_names[code % max(1, len(category_names))] if n else ""
-        table = table_of(ph, cat, "") if ph == "X" else None
-        route[k] = _TABLES.index(table) if table else _FLOW if ph in FLOW_PHASES else _ONE_BY_ONE
-    event_route = route[pair_of_event] if n else np.zeros(0, np.int8)
+    route = _Routes()
+    event_route = np.fromiter(map(route.__getitem__, map(_PH_CAT, events)), np.int8, len(events))
     buckets: dict[str, list[Event]] = {
         table: [events[i] for i in np.flatnonzero(event_route == k).tolist()]
         for k, table in enumerate(_TABLES)
@@ -245,7 +235,21 @@ def _sort_events(
     return buckets, counters, gpu_annotations, thread_names, skipped
 
 
-_TS, _DUR = attrgetter("ts"), attrgetter("dur")
+_TS, _DUR, _PH_CAT = attrgetter("ts"), attrgetter("dur"), attrgetter("ph", "cat")
+
+
+class _Routes(dict[tuple[str, str], int]):
+    """(phase, category) -> its route: a timeline table's index in _TABLES, _FLOW or
+    _ONE_BY_ONE; each pair's route is worked out the first time it is met."""
+
+    def __missing__(self, pair: tuple[str, str]) -> int:
+        ph, cat = pair
+        table = table_of(ph, cat, "") if ph == "X" else None
+        route = _TABLES.index(table) if table else _FLOW if ph in FLOW_PHASES else _ONE_BY_ONE
+        self[pair] = route
+        return route
+
+
 _TIMELINE_BUCKETS = frozenset(("ops", "kernels", "memcpy", "memset", "runtime", "memory"))
 # The timeline tables an event's (phase, category) alone decides, in the order the importer
 # builds them; then the two other routes of _sort_events.
@@ -296,7 +300,8 @@ def _joined(table: str, parts: list[dict[str, Any]], shift: int) -> dict[str, An
             ]
             if SCHEMA[table][name] == "category":
                 # Only parts with rows: an empty Categorical's categories have another dtype.
-                categorical = [pd.Categorical(v) for v in values if len(v)] or [pd.Categorical(values[0])]
+                filled = [v for v in values if len(v)] or values[:1]
+                categorical = [pd.Categorical(v) for v in filled]
                 columns[name] = union_categoricals(categorical, sort_categories=True)
             elif all(isinstance(v, np.ndarray) for v in values):
                 columns[name] = np.concatenate(values)
