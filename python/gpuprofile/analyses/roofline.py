@@ -36,6 +36,7 @@ columns are NaN: run gpuprofile's calibrate() or pass a Hardware.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -220,7 +221,32 @@ def _name_codes(names: pd.Series) -> np.ndarray:
 def _member_sets(
     trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame
 ) -> list[_Members]:
-    """The members of the points at each level: ops, and kernels on GPU traces (none empty)."""
+    """The members of the points at each level: ops, and kernels on GPU traces (none empty).
+    Made once for a trace and its cost tables: roofline() and the widget's point_members()
+    both ask (the widget's marks for millions of events paid for them twice)."""
+    made = _MADE.setdefault(trace, {})
+    key = (id(op_costs), id(kernel_costs))
+    if key in made:
+        op_ref, kernel_ref, sets = made[key]
+        if op_ref() is op_costs and kernel_ref() is kernel_costs:  # not ids reused
+            return sets
+    sets = _make_member_sets(trace, op_costs, kernel_costs)
+    made[key] = (weakref.ref(op_costs), weakref.ref(kernel_costs), sets)
+    return sets
+
+
+# trace -> (id of op costs, id of kernel costs) -> (their weak references, the member sets)
+_MADE: weakref.WeakKeyDictionary[
+    Trace,
+    dict[
+        tuple[int, int], tuple[weakref.ref[pd.DataFrame], weakref.ref[pd.DataFrame], list[_Members]]
+    ],
+] = weakref.WeakKeyDictionary()
+
+
+def _make_member_sets(
+    trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame
+) -> list[_Members]:
     gpu = len(kernel_costs) > 0
     sets = [_op_members(trace, op_costs, kernel_costs, gpu)]
     if gpu:
