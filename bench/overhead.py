@@ -14,7 +14,8 @@ Then, from the end of the profiled block (the last line of the cell):
   ours ready   block exit (profiler stop, trace read back, samples merged) + report + widget
                built (Profile.widget(), i.e. make_widget done): the widget's data is ready
   torch export block exit (profiler stop) + prof.export_chrome_trace(): torch's own trace file
-Targets: overhead <= 5%; ours ready <= torch export (ratio ours/torch <= 1.0).
+Targets: overhead <= 5%; ours ready <= 1.25x torch export (issue 15: what we add after torch
+(read back, report, widget) at most a quarter of what torch spends).
 Not a test: it prints, and always exits 0.
 """
 
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 TARGET_OVERHEAD = 0.05
-TARGET_READY_OVER_EXPORT = 1.0
+TARGET_READY_OVER_EXPORT = 1.25
 
 
 def make_training(steps: int) -> Callable[[], None]:
