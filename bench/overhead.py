@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"  ours/torch: {ready_ratio:.2f} {mark(ready_ratio <= TARGET_READY_OVER_EXPORT)} "
-        f"(target <= {TARGET_READY_OVER_EXPORT:.1f}; vs export alone: "
+        f"(target <= {TARGET_READY_OVER_EXPORT:.2f}; vs export alone: "
         f"{ours['to_widget'] / theirs['export']:.2f})"
     )
     return 0
