@@ -218,10 +218,6 @@ def _keep_nanoseconds(raw: bytes, doc: Document[Event], is_list: bool) -> None:
     doc.baseTimeNanoseconds = (doc.baseTimeNanoseconds or 0) + anchor * 1000
 
 
-def decode_document(path: Path) -> Document[Event]:
-    return decode_bytes(path, read_trace_bytes(path))
-
-
 def decode_bytes(path: Path, raw: bytes) -> Document[Event]:
     """A trace file's text (``path`` names it in errors) as a Document of decoded events."""
     head = raw.lstrip()[:1]
