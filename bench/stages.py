@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 # (module, function, stage): the reader's steps, in the order they run.
@@ -49,7 +50,7 @@ def stage_seconds(path: Path, repeat: int = 3) -> dict[str, float]:
     import importlib
 
     import gpuprofile
-    from gpuprofile.importers import kineto
+    from gpuprofile.importers import kineto, kineto_parts
 
     totals: dict[str, float] = {}
     for module_name, function, stage in STAGES:
@@ -57,6 +58,10 @@ def stage_seconds(path: Path, repeat: int = 3) -> dict[str, float]:
         setattr(module, function, _timed(totals, stage, getattr(module, function)))
     for table, build in kineto._BUILDERS.items():
         kineto._BUILDERS[table] = _timed(totals, "columns", build)
+    # A file over PART_BYTES is decoded in parts: its outline, then each part's events.
+    for name, stage in (("_OUTLINE_DECODER", "decode: outline"), ("LIST_DECODER", "decode: parts")):
+        decoder = getattr(kineto_parts, name)
+        setattr(kineto_parts, name, SimpleNamespace(decode=_timed(totals, stage, decoder.decode)))
     best: dict[str, float] | None = None
     for _ in range(repeat):
         totals.clear()
@@ -75,10 +80,12 @@ def stage_seconds(path: Path, repeat: int = 3) -> dict[str, float]:
 
 def print_stages(path: Path) -> None:
     seconds = stage_seconds(path)
-    within_load = {stage for _, _, stage in STAGES[1:]} | {"columns"}
+    decoding = ["decode: outline", "decode: parts"]
+    within_load = {stage for _, _, stage in STAGES[1:]} | {"columns", *decoding}
     named = sum(v for k, v in seconds.items() if k in within_load)
     print(f"\n{path.name}: load {seconds['load']:.3f} s + report {seconds['report']:.3f} s")
-    for stage in [s for _, _, s in STAGES[:4]] + ["columns"] + [s for _, _, s in STAGES[4:]]:
+    stages = [s for _, _, s in STAGES]
+    for stage in [*stages[:3], *decoding, stages[3], "columns", *stages[4:]]:
         if stage in seconds:
             print(f"  {stage:<26} {seconds[stage]:7.3f} s")
     print(f"  {'rest of load':<26} {seconds['load'] - named:7.3f} s")
