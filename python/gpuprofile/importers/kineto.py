@@ -140,12 +140,11 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
                 parts[table].append(_compact(table, columns) if parted else columns)
             del events, buckets, counters, annotations
     assert doc is not None
-    ts0 = float(min(firsts)) if firsts else 0.0
-    origin = (doc.baseTimeNanoseconds or 0) + int(exact_ns(ts0))
+    shift = int(exact_ns(float(min(firsts)))) if firsts else 0  # the first start, in ns
+    origin = (doc.baseTimeNanoseconds or 0) + shift
     declared = (doc.distributedInfo or {}).get("rank")
     declared_rank = int(declared) if isinstance(declared, int | str) else None
     rank = declared_rank if declared_rank is not None else 0
-    shift = int(exact_ns(ts0))
     tables = {
         table: make_table(table, _numbered(table, _joined(table, columns, shift), rank))
         for table, columns in parts.items()
