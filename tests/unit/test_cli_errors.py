@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+import gpuprofile
 import gpuprofile.importers.formats as formats
 from gpuprofile.cli import main
+from gpuprofile.units import printable
 from helpers.kineto_docs import document, kernel, write
 
 # ESC [ 2 J clears the screen; \r and \b overwrite what was printed; BEL rings; U+009B is the
@@ -150,3 +152,30 @@ def test_names_are_printed_escaped_in_a_diff(
     assert main(["diff", str(a), str(b)]) == 0
     out = capsys.readouterr().out
     assert HOSTILE_SHOWN in out and not any(char in out for char in RAW)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown", "as_lines"),
+    [
+        ("aten::mm", "aten::mm", "aten::mm"),
+        ("a\x1b[2Jb", "a\\x1b[2Jb", "a\\x1b[2Jb"),
+        ("x\ry\bz\x07\x7f", "x\\ry\\x08z\\x07\\x7f", "x\\ry\\x08z\\x07\\x7f"),
+        ("c1\x9b1m", "c1\\x9b1m", "c1\\x9b1m"),
+        ("gnp.\u202eexe", "gnp.\\u202eexe", "gnp.\\u202eexe"),
+        ("\u2066iso\u2069\u200f", "\\u2066iso\\u2069\\u200f", "\\u2066iso\\u2069\\u200f"),
+        ("one\ntwo\tthree", "one\\ntwo\\tthree", "one\ntwo\tthree"),
+        ("lone \udc80", "lone \\udc80", "lone \\udc80"),
+        ("µs café 日本 ÿ", "µs café 日本 ÿ", "µs café 日本 ÿ"),
+    ],
+)
+def test_printable_escapes_what_a_terminal_would_act_on(
+    text: str, shown: str, as_lines: str
+) -> None:
+    assert printable(text) == shown
+    assert printable(text, lines=True) == as_lines
+
+
+def test_a_diffs_text_escapes_names_in_python_too(tmp_path: Path) -> None:
+    a, b = _hostile(tmp_path, "a.json"), _hostile(tmp_path, "b.json", dur=20)
+    text = gpuprofile.diff(a, b).text()
+    assert HOSTILE_SHOWN in text and not any(char in text for char in RAW)
