@@ -332,3 +332,24 @@ def test_raw_errors_met_reading_name_the_file(
     with pytest.raises(TraceFormatError) as info:
         gpuprofile.load(path)
     assert info.value.path == str(path) and problem in info.value.problem
+
+
+def test_a_byte_order_mark_is_accepted_in_tensorrt_exports(tmp_path: Path) -> None:
+    """Every JSON format reads its bytes through source.read_trace_bytes: a TensorRT profile
+    and the graph beside it, each with a mark, read as they do without."""
+    records = [{"count": 10}]
+    records += [
+        {"name": n, "timeMs": ms * 10, "averageMs": ms, "medianMs": ms, "percentage": 50.0}
+        for n, ms in (("conv1", 1.0), ("fc", 1.0))
+    ]
+    graph = {"Layers": [{"Name": "conv1", "LayerType": "Convolution"}], "Bindings": ["in"]}
+    folders = {}
+    for marked in (False, True):
+        folder = tmp_path / ("marked" if marked else "plain")
+        folder.mkdir()
+        mark = b"\xef\xbb\xbf" if marked else b""
+        (folder / "net.graph.json").write_bytes(mark + json.dumps(graph).encode())
+        (folder / "net.profile.json").write_bytes(mark + json.dumps(records).encode())
+        folders[marked] = gpuprofile.load(folder / "net.profile.json").report()["inference"]
+    assert [layer["name"] for layer in folders[True]["layers"]] == ["conv1", "fc"]
+    assert folders[True] == folders[False]
