@@ -67,8 +67,10 @@ def detect_format(path: Path) -> str:
 
 def read_trace(path: Path, **job: object) -> Trace:
     """Read one file or directory with the importer of its format (``detect_format``);
-    ``job`` are load_kineto's options for a job of Kineto files."""
-    return importer(detect_format(path), **job)(path)
+    ``job`` are load_kineto's options for a job of Kineto files. Whatever fails in reading
+    raises TraceFormatError naming the path (``source.reading``)."""
+    with reading(path):
+        return importer(detect_format(path), **job)(path)
 
 
 def importer(fmt: str, **job: object) -> Callable[[Path], Trace]:
