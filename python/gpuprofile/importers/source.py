@@ -163,7 +163,13 @@ def read_file(path: Path) -> bytes:
     """The bytes of a regular file of at most ``max_bytes()`` (``check_file``)."""
     with open_regular(path) as file, reading(path):
         size = os.fstat(file.fileno()).st_size
-        raw = file.read(size + 1)
+        # One read(2) returns at most 2 GiB on Linux: read until the end, or one byte past
+        # the size (the file grows).
+        chunks, got = [], 0
+        while got <= size and (chunk := file.read(size + 1 - got)):
+            chunks.append(chunk)
+            got += len(chunk)
+    raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     if len(raw) > size:
         raise TraceFormatError(path, "the file grew while it was read: is it still being written?")
     return raw
