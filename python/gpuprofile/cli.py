@@ -1,19 +1,32 @@
 """The command line: `gpuprofile report PATH`, `gpuprofile diff A B`, `gpuprofile check RUN
 --baseline REF`, `gpuprofile history`, `gpuprofile demo`, `gpuprofile calibrate`,
-`gpuprofile doctor`."""
+`gpuprofile doctor`.
+
+Exit status: 0 done; 1 `check` found a regression; 2 bad input or usage (one line on stderr
+naming the file and the problem); 3 an internal error (one line naming the input, and where
+its traceback was saved); 130 interrupted (Ctrl-C)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import platform
 import sys
+import tempfile
+import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
 from gpuprofile.errors import GpuprofileError
+from gpuprofile.importers.source import MAX_BYTES_ENV, byte_limit, parse_size
 from gpuprofile.profiles import Profile, resolve_side
-from gpuprofile.units import format_bytes, format_count
+from gpuprofile.units import format_bytes, format_count, printable
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -111,6 +124,15 @@ def _parser() -> argparse.ArgumentParser:
     prune.add_argument("--keep", metavar="N", type=_whole, required=True, help="runs to keep")
     for sub in (report, diff, check, demo, doctor, history, show):
         sub.add_argument("--format", choices=("text", "json"), default="text")
+    for sub in (report, diff, check):
+        sub.add_argument(
+            "--max-bytes",
+            metavar="SIZE",
+            type=_size,
+            default=None,
+            help="the most bytes one trace file may hold, uncompressed: 16G, 16GiB, 500MB or "
+            f"bytes (default: ${MAX_BYTES_ENV}, else 4GiB)",
+        )
     calibrate = commands.add_parser(
         "calibrate", help="measure this machine's roofs: matmul FLOP/s, copy bandwidths"
     )
@@ -143,6 +165,13 @@ def _count(text: str) -> int:
     return _whole(text, minimum=1)
 
 
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except GpuprofileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _calibrate(seconds: float, as_json: bool) -> None:
     from gpuprofile.capture.calibrate import calibrate, compare, datasheet_for_this_device
 
@@ -151,16 +180,16 @@ def _calibrate(seconds: float, as_json: bool) -> None:
     sheet = datasheet_for_this_device()
     if as_json:
         doc = {"calibrated": measured.to_dict(), "datasheet": sheet.to_dict() if sheet else None}
-        print(json.dumps(doc, indent=2))
+        _say(json.dumps(doc, indent=2))
     else:
-        print(compare(measured, sheet))
+        _say(compare(measured, sheet))
 
 
 def _doctor(fmt: str) -> int:
     from gpuprofile.doctor import exit_code, render_text, run_checks, to_json
 
     checks = run_checks()
-    print(json.dumps(to_json(checks), indent=2) if fmt == "json" else render_text(checks))
+    _say(json.dumps(to_json(checks), indent=2) if fmt == "json" else render_text(checks))
     return exit_code(checks)
 
 
@@ -171,7 +200,7 @@ def _save(job: Profile, label: str | None, keep_trace: bool) -> None:
     origin = Origin(script=os.path.abspath(path) if path else None, git_commit=git_commit(Path()))
     run = job.save(label=label, keep_trace=keep_trace, origin=origin)
     named = f" as {label!r}" if label else ""
-    print(f"gpuprofile: recorded run {run.id}{named} in {run.history.path}", file=sys.stderr)
+    _stderr(f"gpuprofile: recorded run {run.id}{named} in {run.history.path}")
 
 
 def _history(args: argparse.Namespace) -> None:
@@ -185,94 +214,168 @@ def _history(args: argparse.Namespace) -> None:
     if args.action == "show":
         run = store.get(args.ref)
         if args.format == "json":
-            print(json.dumps({**run.to_dict(), "report": run.report()}, indent=2))
+            _say(json.dumps({**run.to_dict(), "report": run.report()}, indent=2))
         else:
-            print(render_run(run), end="")
+            _say(render_run(run), end="")
     elif args.action == "prune":
         deleted = store.prune(args.keep)
-        print(f"gpuprofile: deleted {format_count(deleted, 'run')}; kept the newest {args.keep}")
+        _say(f"gpuprofile: deleted {format_count(deleted, 'run')}; kept the newest {args.keep}")
     else:
         runs = store.runs(args.limit)
         if args.format == "json":
-            print(json.dumps([run.to_dict() for run in runs], indent=2))
+            _say(json.dumps([run.to_dict() for run in runs], indent=2))
         else:
-            print(render_runs(runs, str(store.path)), end="")
+            _say(render_runs(runs, str(store.path)), end="")
 
 
 def _emit(profile: Profile, fmt: str) -> None:
     if fmt == "json":
-        print(json.dumps(profile.report(), indent=2))
+        _say(json.dumps(profile.report(), indent=2))
     else:
-        print(profile.text())
+        _say(profile.text())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit status (see the module's docstring)."""
+    # Text from traces is escaped where it is printed (units.printable); what no encoder can
+    # write (a terminal set to ASCII) still prints, as escapes.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = _parser().parse_args(argv)
     try:
-        if args.command == "report":
-            from gpuprofile.load import load
-
-            path = args.path[0] if len(args.path) == 1 else args.path
-            from gpuprofile.report.chrome_trace import check_writable
-
-            # Before reading a job of many ranks: a mistyped directory fails at once.
-            for target in (args.export_trace, args.html):
-                if target is not None:
-                    check_writable(Path(target))
-            baseline = resolve_side(args.baseline) if args.baseline is not None else None
-            job = load(
-                path,
-                rank_regex=args.rank_regex,
-                workers=args.workers,
-                scheduler=args.scheduler,
-                ncu=args.ncu,
-            )
-            if baseline is not None:
-                job = job.with_baseline(baseline)
-            if args.export_trace is not None:
-                events = job.export_trace(args.export_trace)
-                written = format_count(events, "event")
-                print(f"gpuprofile: wrote {args.export_trace} ({written})", file=sys.stderr)
-            if args.html is not None:
-                size = job.save_html(args.html)
-                print(f"gpuprofile: wrote {args.html} ({format_bytes(size)})", file=sys.stderr)
-            if args.save or args.label is not None or args.keep_trace:
-                _save(job, args.label, args.keep_trace)
-            _emit(job, args.format)
-        elif args.command == "history":
-            _history(args)
-        elif args.command == "diff":
-            from gpuprofile.compare import diff
-
-            changes = diff(args.a, args.b)
-            if args.format == "json":
-                print(json.dumps(changes.to_dict(), indent=2))
-            else:
-                print(changes.text(), end="")
-        elif args.command == "check":
-            from gpuprofile.compare import check as check_run
-
-            verdict = check_run(args.run, args.baseline, args.max_regression)
-            print(json.dumps(verdict.to_dict(), indent=2) if args.format == "json" else verdict)
-            return 1 if verdict.regressed else 0
-        elif args.command == "calibrate":
-            _calibrate(args.seconds, args.json)
-        elif args.command == "doctor":
-            return _doctor(args.format)
-        else:
-            from gpuprofile.capture.demo import transformer_block_steps
-
-            _emit(Profile(transformer_block_steps()), args.format)
+        with byte_limit(getattr(args, "max_bytes", None)):
+            return _run(args)
     except GpuprofileError as exc:
-        print(f"gpuprofile: error: {exc}", file=sys.stderr)
-        return 2
+        _stderr(f"gpuprofile: error: {exc}")
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`| head`): no traceback, and none when Python flushes stdout
         # at exit either.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except OSError as exc:
+        if exc.filename is None:
+            return _internal_error(args, exc, argv)
+        # A file of the user's that cannot be written (disk full, read-only): their input.
+        _stderr(f"gpuprofile: error: {exc.filename}: {exc.strerror or exc}")
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # the last line of defence: one line, never a traceback
+        return _internal_error(args, exc, argv)
+
+
+def _say(text: str, end: str = "\n") -> None:
+    """Print to stdout, trace text that reached the output escaped (``units.printable``)."""
+    print(printable(text, lines=True), end=end)
+
+
+def _stderr(line: str) -> None:
+    """One line on stderr, whatever the text in it (a path with a newline, escapes)."""
+    print(printable(line), file=sys.stderr)
+
+
+def _inputs(args: argparse.Namespace) -> str:
+    """What the command read, as the user named it."""
+    fields = {"report": ("path",), "diff": ("a", "b"), "check": ("run", "baseline")}
+    named: list[object] = []
+    for field in fields.get(args.command, ("ref",)):
+        value = getattr(args, field, None)
+        named += value if isinstance(value, list) else [value]
+    return ", ".join(str(n) for n in named if n is not None)
+
+
+def _internal_error(
+    args: argparse.Namespace, exc: BaseException, argv: Sequence[str] | None
+) -> int:
+    """Say that gpuprofile failed (not the input), on one line, and keep the traceback in a
+    file for the bug report."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("gpuprofile")
+    except PackageNotFoundError:  # run from a source tree
+        release = "(not installed)"
+    try:
+        fd, saved = tempfile.mkstemp(prefix="gpuprofile-crash-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as file:
+            file.write(
+                f"gpuprofile {release}, Python {platform.python_version()}, "
+                f"{platform.platform()}, {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
+                f"command: gpuprofile {' '.join(map(str, argv or sys.argv[1:]))}\n\n"
+            )
+            file.write("".join(traceback.format_exception(exc)))
+        where = f"traceback saved in {saved}"
+    except OSError as failed:
+        where = f"its traceback could not be saved ({failed.strerror or failed})"
+    reading = _inputs(args)
+    about = f" reading {reading}" if reading else f" in 'gpuprofile {args.command}'"
+    message = str(exc)
+    message = message if len(message) <= 200 else message[:199] + "…"
+    _stderr(
+        f"gpuprofile: internal error{about}: {type(exc).__name__}: {message}; {where}; "
+        "please report it with that file"
+    )
+    return EXIT_INTERNAL
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command's work; errors are main's to turn into one line and an exit status."""
+    if args.command == "report":
+        from gpuprofile.load import load
+
+        path = args.path[0] if len(args.path) == 1 else args.path
+        from gpuprofile.report.chrome_trace import check_writable
+
+        # Before reading a job of many ranks: a mistyped directory fails at once.
+        for target in (args.export_trace, args.html):
+            if target is not None:
+                check_writable(Path(target))
+        baseline = resolve_side(args.baseline) if args.baseline is not None else None
+        job = load(
+            path,
+            rank_regex=args.rank_regex,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            ncu=args.ncu,
+        )
+        if baseline is not None:
+            job = job.with_baseline(baseline)
+        if args.export_trace is not None:
+            events = job.export_trace(args.export_trace)
+            written = format_count(events, "event")
+            _stderr(f"gpuprofile: wrote {args.export_trace} ({written})")
+        if args.html is not None:
+            size = job.save_html(args.html)
+            _stderr(f"gpuprofile: wrote {args.html} ({format_bytes(size)})")
+        if args.save or args.label is not None or args.keep_trace:
+            _save(job, args.label, args.keep_trace)
+        _emit(job, args.format)
+    elif args.command == "history":
+        _history(args)
+    elif args.command == "diff":
+        from gpuprofile.compare import diff
+
+        changes = diff(args.a, args.b)
+        if args.format == "json":
+            _say(json.dumps(changes.to_dict(), indent=2))
+        else:
+            _say(changes.text(), end="")
+    elif args.command == "check":
+        from gpuprofile.compare import check as check_run
+
+        verdict = check_run(args.run, args.baseline, args.max_regression)
+        _say(json.dumps(verdict.to_dict(), indent=2) if args.format == "json" else str(verdict))
+        return 1 if verdict.regressed else 0
+    elif args.command == "calibrate":
+        _calibrate(args.seconds, args.json)
+    elif args.command == "doctor":
+        return _doctor(args.format)
+    else:
+        from gpuprofile.capture.demo import transformer_block_steps
+
+        _emit(Profile(transformer_block_steps()), args.format)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.importers.formats import read_trace
 from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.importers.source import byte_limit, check_file, reading
 from gpuprofile.profiles import Profile, RunRef, resolve_side
 
 
@@ -21,6 +23,7 @@ def load(
     scheduler: Any = None,
     ncu: str | Path | None = None,
     baseline: RunRef | None = None,
+    max_bytes: int | str | None = None,
 ) -> Profile:
     """Read a trace, or a job's traces, into a Profile.
 
@@ -51,23 +54,34 @@ def load(
         baseline: a run to compare with, as ``gpuprofile.diff`` takes it (a Profile, a trace
             path, a run id, label or ``last`` of the history), read before the trace;
             ``report()["baseline"]`` is then the diff against it.
+        max_bytes: the most bytes one file may hold, uncompressed (a gzip file is inflated
+            no further): a number of bytes, or text such as ``"16GiB"`` or ``"500MB"``; None:
+            ``$GPUPROFILE_MAX_BYTES``, else 4 GiB. A larger file raises TraceFormatError.
 
     Raises:
-        TraceFormatError: a file is missing, unreadable or not a trace, or a job's files are
-            not one job (a rank twice, different world sizes); the message names the file and
-            the problem; wherever the file was read.
+        TraceFormatError: a file is missing, unreadable (permission denied), not a regular
+            file (a FIFO, a device), larger than ``max_bytes``, not a trace, or too deeply
+            nested or too large for this machine's memory, or a job's files are not one job
+            (a rank twice, different world sizes); the message names the file and the
+            problem; wherever the file was read.
+        OptionError: ``max_bytes`` is not a size.
         WorkerError: a worker process died, or the scheduler cannot be reached.
         HistoryError: a baseline the history does not hold.
     """
-    side = resolve_side(baseline) if baseline is not None else None
-    job = {"rank_regex": rank_regex, "workers": workers, "scheduler": scheduler}
-    if isinstance(path, str | Path) and Path(path).exists():
-        trace = read_trace(Path(path), **job)
-    else:  # a list of files or a glob: a job's Kineto traces
-        trace = load_kineto(path, **job)
-    if ncu is not None:
-        from gpuprofile.importers.ncu import load_ncu
-        from gpuprofile.importers.ncu_join import with_ncu
+    with byte_limit(max_bytes):
+        side = resolve_side(baseline) if baseline is not None else None
+        job = {"rank_regex": rank_regex, "workers": workers, "scheduler": scheduler}
+        given = path if isinstance(path, str | Path) else ", ".join(str(p) for p in path)
+        with reading(given):
+            if isinstance(path, str | Path) and os.path.lexists(path):
+                trace = read_trace(Path(path), **job)
+            else:  # a list of files or a glob: a job's Kineto traces
+                trace = load_kineto(path, **job)
+        if ncu is not None:
+            from gpuprofile.importers.ncu import load_ncu
+            from gpuprofile.importers.ncu_join import with_ncu
 
-        trace = with_ncu(trace, load_ncu(ncu))
+            with reading(ncu):
+                check_file(Path(ncu))
+                trace = with_ncu(trace, load_ncu(ncu))
     return Profile(trace, hardware=hardware, baseline=side)

@@ -10,6 +10,7 @@ unknown number (None, NaN, infinite) prints as an en dash, never as a made-up 0.
 from __future__ import annotations
 
 import math
+import re
 from decimal import ROUND_HALF_UP, Decimal
 
 UNKNOWN = "\u2013"  # an en dash, as the widget shows it
@@ -142,3 +143,35 @@ def format_reading(value: float | None, unit: str) -> str:
     if unit in ("", "B", "B/s", "FLOP/s"):
         return format_si(v, unit)
     return f"{int(v) if v.is_integer() else _fixed(v, 1)} {unit}"
+
+
+# What a terminal would act on or a reader could be fooled by, in text that came from a trace:
+# C0 and C1 controls (ESC starts escape sequences: ESC [ 2 J clears the screen; \r and \b
+# overwrite), DEL, bidirectional overrides, embeddings, isolates and marks (U+202E shows text
+# reversed), line and paragraph separators, and lone surrogates (no encoder writes them).
+_UNSAFE = "\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_UNSAFE_CHAR = re.compile(f"[{_UNSAFE}]")
+_UNSAFE_IN_LINES = re.compile(f"(?![\n\t])[{_UNSAFE}]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _ESCAPES.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def printable(text: str, *, lines: bool = False) -> str:
+    """Text from a trace (a kernel name, a path) as it may be shown in a terminal: control
+    characters, escape sequences and bidirectional controls written as Python escapes
+    (ESC as ``\\x1b``, U+202E as ``\\u202e``, a newline as ``\\n``); all else unchanged.
+
+    Parameters:
+        text: the text.
+        lines: keep newlines and tabs (text of many lines, such as a whole report).
+
+    Returns:
+        The text, itself when nothing needed escaping.
+    """
+    pattern = _UNSAFE_IN_LINES if lines else _UNSAFE_CHAR
+    return text if pattern.search(text) is None else pattern.sub(_escaped, text)

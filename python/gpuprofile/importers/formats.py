@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.source import open_regular, reading
 from gpuprofile.trace.model import Trace
 
 FORMATS = ("kineto", "nsys", "ncu", "tensorrt", "xplane")
@@ -66,8 +67,10 @@ def detect_format(path: Path) -> str:
 
 def read_trace(path: Path, **job: object) -> Trace:
     """Read one file or directory with the importer of its format (``detect_format``);
-    ``job`` are load_kineto's options for a job of Kineto files."""
-    return importer(detect_format(path), **job)(path)
+    ``job`` are load_kineto's options for a job of Kineto files. Whatever fails in reading
+    raises TraceFormatError naming the path (``source.reading``)."""
+    with reading(path):
+        return importer(detect_format(path), **job)(path)
 
 
 def importer(fmt: str, **job: object) -> Callable[[Path], Trace]:
@@ -97,22 +100,19 @@ def importer(fmt: str, **job: object) -> Callable[[Path], Trace]:
 
 
 def _head(path: Path) -> bytes:
-    """The first bytes of a file, decompressed when it is gzip."""
-    try:
-        with path.open("rb") as file:
-            head = file.read(_HEAD_BYTES)
-    except FileNotFoundError:
-        raise TraceFormatError(path, "no such file or directory") from None
-    except OSError as exc:
-        raise TraceFormatError(path, f"cannot read: {exc.strerror or exc}") from None
-    if not head.strip():
-        raise TraceFormatError(path, "file is empty")
-    if head.startswith(_GZIP_MAGIC):
-        try:
-            with gzip.open(path, "rb") as file:
-                head = file.read(_HEAD_BYTES)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise TraceFormatError(path, f"corrupt or truncated gzip data ({exc})") from None
+    """The first bytes of a file, decompressed when it is gzip; a path that is not a regular
+    file of at most ``max_bytes()`` raises TraceFormatError before it is read."""
+    with open_regular(path) as file, reading(path):
+        head = file.read(_HEAD_BYTES)
+        if not head.strip():
+            raise TraceFormatError(path, "file is empty")
+        if head.startswith(_GZIP_MAGIC):
+            file.seek(0)
+            try:
+                with gzip.GzipFile(fileobj=file, mode="rb") as inflated:
+                    head = inflated.read(_HEAD_BYTES)
+            except (EOFError, OSError, zlib.error) as exc:
+                raise TraceFormatError(path, f"corrupt or truncated gzip data ({exc})") from None
     return head
 
 

@@ -14,7 +14,9 @@ returns the results in order. ``fn`` must be a module-level function (it travels
   one task per group (``pure=False``), results gathered here.
 
 A ``TraceFormatError`` raised in a worker arrives as the same error naming the same file (not a
-pickled traceback); a worker that dies or a scheduler that cannot be reached raises
+pickled traceback); so do an OSError, a RecursionError or a MemoryError met reading a file
+(``source.reading``), wherever it ran. The byte limit of this process (``source.max_bytes``)
+holds in the workers too. A worker that dies or a scheduler that cannot be reached raises
 ``WorkerError``.
 """
 
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gpuprofile.errors import OptionError, TraceFormatError, WorkerError
+from gpuprofile.importers.source import byte_limit, max_bytes, reading
 
 T = TypeVar("T")
 Group = Sequence[Path]
@@ -63,13 +66,14 @@ def map_files(
     parts = [list(group) for group in groups]
     if workers is not None and workers < 1:
         raise OptionError("workers", workers, "must be 1 or more")
+    limit = max_bytes()
     if scheduler is not None:
-        return _on_dask(fn, parts, scheduler)
+        return _on_dask(fn, parts, scheduler, limit)
     count = _default_workers(parts) if workers is None else workers
     count = min(count, len(parts))
     if count <= 1:
-        return [fn(part) for part in parts]
-    return _in_pool(fn, parts, count)
+        return [_unwrap(_guarded(fn, part, limit)) for part in parts]
+    return _in_pool(fn, parts, count, limit)
 
 
 def available_cores() -> int:
@@ -100,13 +104,18 @@ def _default_workers(parts: list[list[Path]]) -> int:
     return 1 if total < IN_PROCESS_BELOW_BYTES else available_cores()
 
 
-def _guarded(fn: Callable[[list[Path]], T], part: list[Path]) -> tuple[bool, Any]:
+def _guarded(fn: Callable[[list[Path]], T], part: list[Path], limit: int) -> tuple[bool, Any]:
     """Runs in the worker: the result, or the TraceFormatError's file and problem as plain
-    strings (the error's own pickling would lose its fields, and its traceback is noise)."""
+    strings (the error's own pickling would lose its fields, and its traceback is noise). An
+    unexpected error goes on, noted with the files it was reading."""
     try:
-        return True, fn(part)
+        with byte_limit(limit), reading(part[0] if len(part) == 1 else ", ".join(map(str, part))):
+            return True, fn(part)
     except TraceFormatError as exc:
         return False, (exc.path, exc.problem)
+    except Exception as exc:
+        exc.add_note(f"gpuprofile: while reading {', '.join(map(str, part))}")
+        raise
 
 
 def _unwrap(outcome: tuple[bool, Any]) -> Any:
@@ -127,10 +136,12 @@ def _context() -> multiprocessing.context.BaseContext:
     return ctx
 
 
-def _in_pool(fn: Callable[[list[Path]], T], parts: list[list[Path]], count: int) -> list[T]:
+def _in_pool(
+    fn: Callable[[list[Path]], T], parts: list[list[Path]], count: int, limit: int
+) -> list[T]:
     try:
         with ProcessPoolExecutor(max_workers=count, mp_context=_context()) as pool:
-            outcomes = list(pool.map(_guarded, [fn] * len(parts), parts))
+            outcomes = list(pool.map(_guarded, [fn] * len(parts), parts, [limit] * len(parts)))
     except BrokenProcessPool:
         raise WorkerError(
             f"a worker process stopped while reading {len(parts)} trace files (out of memory? "
@@ -162,7 +173,9 @@ def _probe(address: str) -> None:
         raise WorkerError(f"cannot reach the Dask scheduler at {address}: {why}") from None
 
 
-def _on_dask(fn: Callable[[list[Path]], T], parts: list[list[Path]], scheduler: Any) -> list[T]:
+def _on_dask(
+    fn: Callable[[list[Path]], T], parts: list[list[Path]], scheduler: Any, limit: int
+) -> list[T]:
     try:
         from distributed import Client, KilledWorker
     except ImportError:
@@ -195,7 +208,7 @@ def _on_dask(fn: Callable[[list[Path]], T], parts: list[list[Path]], scheduler: 
             raise WorkerError(
                 f"the Dask scheduler at {address} has no workers (waited {CONNECT_TIMEOUT_S:g} s)"
             ) from None
-        futures = [client.submit(_guarded, fn, part, pure=False) for part in parts]
+        futures = [client.submit(_guarded, fn, part, limit, pure=False) for part in parts]
         try:
             outcomes = client.gather(futures)
         except KilledWorker:

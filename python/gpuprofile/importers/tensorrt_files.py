@@ -13,15 +13,14 @@ A file of one kind names its siblings by the stem they share; any of them may be
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.source import read_trace_bytes
 
 PROFILE, TIMING, GRAPH, METADATA = "profile", "timing", "graph", "metadata"
 # The names TREx gives the exports of one engine ("resnet.onnx.engine" + suffix), gzip or not.
@@ -113,16 +112,8 @@ def read_engine(path: Path) -> Engine:
 
 
 def read_json(path: Path) -> Any:
-    """A JSON document, gzip or not."""
-    try:
-        with path.open("rb") as file:
-            raw = file.read()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-    except FileNotFoundError:
-        raise TraceFormatError(path, "no such file or directory") from None
-    except (EOFError, OSError, zlib.error) as exc:
-        raise TraceFormatError(path, f"cannot read: {exc}") from None
+    """A JSON document, gzip or not (read as every trace is: source.read_trace_bytes)."""
+    raw = read_trace_bytes(path)
     try:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.source import read_file
 from gpuprofile.importers.xplane_space import space_trace
 from gpuprofile.trace.merge import merge
 from gpuprofile.trace.meta import Source
@@ -90,10 +91,7 @@ def _reader(path: Path) -> Any:
 
 def _decoded(reader: Any, file: Path) -> Any:
     """One file's XSpace; a file the reader rejects raises TraceFormatError saying why."""
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise TraceFormatError(file, f"cannot read: {exc.strerror or exc}") from None
+    data = read_file(file)  # a regular file within the size limit, or TraceFormatError
     if not data:
         raise TraceFormatError(file, "file is empty")
     try:

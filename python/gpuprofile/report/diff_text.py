@@ -12,6 +12,7 @@ from gpuprofile.units import (
     format_percent,
     format_si,
     format_time,
+    printable,
 )
 
 TOP_ROWS = 10
@@ -45,9 +46,10 @@ def render_diff(diff: dict[str, Any]) -> str:
                 f"  {format_percent(a['pct_of_roof'])} -> {format_percent(b['pct_of_roof'])} "
                 f"of roof, {format_si(a['achieved_flops_per_s'], 'FLOP/s')} -> "
                 f"{format_si(b['achieved_flops_per_s'], 'FLOP/s')}  "
-                f"{short_kernel_name(point['key'], 80)}"
+                f"{printable(short_kernel_name(point['key'], 80))}"
             )
-    return "\n".join(lines) + "\n"
+    # Names are escaped where printed; this catches trace text inside hint titles.
+    return printable("\n".join(lines), lines=True) + "\n"
 
 
 def render_baseline(diff: dict[str, Any], rows: int = 3) -> list[str]:
@@ -75,7 +77,7 @@ def render_baseline(diff: dict[str, Any], rows: int = 3) -> list[str]:
         counts = f"x{format_count(row['a_count'])} -> {format_count(row['b_count'])}"
         lines.append(
             f"  {format_delta_time(row['delta_ns']):>11}  {format_time(row['a_ns'])} -> "
-            f"{format_time(row['b_ns'])}  {counts}  {short_kernel_name(row['name'], 60)}"
+            f"{format_time(row['b_ns'])}  {counts}  {printable(short_kernel_name(row['name'], 60))}"
         )
     for group in ("fixed", "new"):
         entries = diff["hints"][group]
@@ -146,9 +148,9 @@ def _rows(rows: list[dict[str, Any]], title: str) -> list[str]:
     ]
     for row in shown:
         counts = f"{format_count(row['a_count'])} -> {format_count(row['b_count'])}"
-        name = short_kernel_name(row["name"], 60)
+        name = printable(short_kernel_name(row["name"], 60))
         if row["matched_by"] == "position":
-            name += f" ~ {short_kernel_name(row['b_name'], 40)} (by position)"
+            name += f" ~ {printable(short_kernel_name(row['b_name'], 40))} (by position)"
         elif row["matched_by"] != "name":
             name += f" ({row['matched_by']})"
         lines.append(

@@ -16,6 +16,7 @@ from gpuprofile.units import (
     format_percent,
     format_reading,
     format_time,
+    printable,
 )
 
 # A roofline point above the DRAM roof (the widget's point details say the same, roofline.js).
@@ -25,15 +26,17 @@ ABOVE_DRAM = (
 )
 
 
-def _shorten(name: str, width: int = 80) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+def _shorten(name: object, width: int = 80) -> str:
+    """A name from the trace as it is printed: escaped (``units.printable``), then cut."""
+    text = printable(str(name))
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def render_text(report: dict[str, Any]) -> str:
     lines = []
     source = report["source"]
     title = f"gpuprofile report ({source['format']}"
-    title += f": {source['path']})" if source.get("path") else ")"
+    title += f": {_shorten(source['path'], 400)})" if source.get("path") else ")"
     lines.append(title)
     lines.extend(f"{n['kind'].upper()}: {n['text']}" for n in report.get("notices", []))
     lines.extend(_hardware_lines(report.get("hardware")))
@@ -41,7 +44,8 @@ def render_text(report: dict[str, Any]) -> str:
     lines.extend(_ranks_table(report))
     for rank in report["ranks"]:
         lines.append("")
-        devices = ", ".join(d["name"] for d in rank["devices"] if d.get("name")) or "no device info"
+        devices = ", ".join(_shorten(d["name"]) for d in rank["devices"] if d.get("name"))
+        devices = devices or "no device info"
         lines.append(f"rank {rank['rank']} ({devices}); wall {format_time(rank['wall_ns'])}")
         c = rank["counts"]
         lines.append(
@@ -91,7 +95,8 @@ def render_text(report: dict[str, Any]) -> str:
     lines.extend(_roofline_lines(report.get("roofline")))
     if report.get("baseline"):
         lines.extend(render_baseline(report["baseline"]))
-    return "\n".join(lines)
+    # Names are escaped where printed; this catches trace text inside hints and notices.
+    return printable("\n".join(lines), lines=True)
 
 
 def _inference_lines(inference: dict[str, Any] | None, limit: int = 5) -> list[str]:
