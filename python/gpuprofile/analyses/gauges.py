@@ -20,6 +20,7 @@ from gpuprofile.analyses.lookups import rank_rows
 from gpuprofile.analyses.names import codes, per_category
 from gpuprofile.analyses.roofline import Roofline
 from gpuprofile.hardware.model import Hardware
+from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.trace.model import HOST_DEVICE_KINDS, Trace
 from gpuprofile.units import format_time
 
@@ -223,7 +224,7 @@ def _memory(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
 
 def _capacity(trace: Trace, hardware: Hardware, rank: int, device: int) -> tuple[float | None, str]:
     """The device's own memory size from the trace's device properties, else the datasheet's."""
-    for props in trace.devices(rank):
+    for props in trace_devices(trace, rank).devices:  # checked: a size above zero or None
         if props.get("id") == device and props.get("memory_bytes"):
             return float(props["memory_bytes"]), "trace"
     if hardware.memory_bytes:
