@@ -102,6 +102,7 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
             *notices(meta),
             *_clock_notice(analysis),
             *_device_notice(trace),
+            *({"kind": "roofline", "text": note} for note in roofline.notes),
             *carry_over_notices(carry_over(trace), len(trace.ranks)),
         ],
         "hardware": analysis.hardware.to_dict(),
