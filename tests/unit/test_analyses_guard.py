@@ -192,7 +192,7 @@ def test_dims_no_tensor_can_have_make_the_ops_flops_unknown(tmp_path: Path, dims
     assert report["roofline"]["coverage"] == 0.0
 
 
-@pytest.mark.parametrize("types", [[["float"], "float"], "float", [1, 2], [None, None]])
+@pytest.mark.parametrize("types", [[["float"], "float"], "float", 1.5, [1, 2], [None, None]])
 def test_input_types_that_are_no_names_do_not_crash(tmp_path: Path, types: Any) -> None:
     profile = load(tmp_path, events(types=types))
     answered(profile)

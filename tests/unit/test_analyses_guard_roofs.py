@@ -172,3 +172,13 @@ def test_allocator_events_without_totals_tell_no_peak(tmp_path: Path, totals: li
     memory = gauge(profile(tmp_path, events).report(), "memory")
     assert memory["value"] is None
     assert "carry no totals" in memory["note"]
+
+
+def test_a_collective_far_past_its_link_has_no_percent_of_it() -> None:
+    from gpuprofile.report.distributed import _pct_of_link
+
+    nvlink = 450e9  # H100 NVLink, one direction
+    assert _pct_of_link(405e9, nvlink) == pytest.approx(90)
+    assert _pct_of_link(3 * nvlink, nvlink) is None  # 300%: the byte counts are wrong
+    assert _pct_of_link(-1.0, nvlink) is None
+    assert _pct_of_link(405e9, None) is None
