@@ -129,6 +129,13 @@ def test_a_roof_is_a_rate_above_zero(rate: Any) -> None:
         Hardware(name="mine", source="user", dram_bytes_per_s=rate)
 
 
+@pytest.mark.parametrize("size", [-1, 0, True, 1.5, "80"])
+def test_a_hardware_size_is_a_count_above_zero(size: Any) -> None:
+    for field in ("sm_count", "memory_bytes", "l2_bytes"):
+        with pytest.raises(ValueError, match="no count above 0"):
+            Hardware(name="mine", source="user", **{field: size})
+
+
 def memory_event(ts: float, total: int) -> dict[str, Any]:
     return {
         "ph": "i",

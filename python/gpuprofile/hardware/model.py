@@ -65,6 +65,13 @@ class Hardware:
         for label, rate in rates.items():
             if rate is not None and not _is_rate(rate):
                 raise ValueError(f"hardware {self.name!r}: {label} = {rate!r} is no rate above 0")
+        sizes = {"sm_count": self.sm_count, "l2_bytes": self.l2_bytes}
+        sizes["memory_bytes"] = self.memory_bytes
+        for label, size in sizes.items():
+            if size is not None and (
+                isinstance(size, bool) or not isinstance(size, int) or size <= 0
+            ):
+                raise ValueError(f"hardware {self.name!r}: {label} = {size!r} is no count above 0")
 
     @property
     def known(self) -> bool:
