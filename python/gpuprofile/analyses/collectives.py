@@ -22,13 +22,13 @@ names the peer (``Concrete Inputs`` of ``c10d::send``/``c10d::recv_``, recorded 
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses import recorded
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import categorical, codes, per_category
@@ -239,27 +239,18 @@ def _collectives_of(names: pd.Series) -> np.ndarray:
 
 def _group_size(text: str) -> int:
     """ "[0, 1, 2]" -> 3; -1 when the ranks are not written."""
-    if not text.startswith("["):
-        return NO_ID
-    try:
-        ranks = json.loads(text)
-    except ValueError:
-        return NO_ID
-    return len(ranks) if isinstance(ranks, list) else NO_ID
+    ranks = recorded.decoded_list(text) if text.startswith("[") else None
+    return len(ranks) if ranks is not None else NO_ID
 
 
 def _peer(concrete: Any) -> int:
     """The peer of ``c10d::send(tensors, group, dst, tag)`` / ``c10d::recv_(..., src, tag)``:
     its third concrete input; -1 where not recorded."""
-    if not isinstance(concrete, str):
-        return NO_ID
-    try:
-        values = json.loads(concrete)
-    except ValueError:
-        return NO_ID
-    if isinstance(values, list) and len(values) > 2:
+    values = recorded.decoded_list(concrete)
+    if values is not None and len(values) > 2:
         text = values[2]
-        if isinstance(text, str) and text.lstrip("-").isdigit():
+        # A rank is a small number: digits past int64 (a hand-edited trace) are no peer.
+        if isinstance(text, str) and text.isdigit() and len(text) < 10:
             return int(text)
     return NO_ID
 

@@ -49,15 +49,14 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses import torch_flops
+from gpuprofile.analyses import recorded, torch_flops
 from gpuprofile.analyses.kernel_kind import is_compute
 from gpuprofile.analyses.lookups import op_parents, read_only
 from gpuprofile.analyses.memo import per_trace
@@ -103,10 +102,11 @@ def op_costs(trace: Trace) -> pd.DataFrame:
     flops = values("flops", np.float64)
     source = category("source")
     reason = category("reason")
-    recorded = ops["flops"].to_numpy()
-    measured = np.isfinite(recorded)
+    counted = ops["flops"].to_numpy()
+    # A trace's own count is used when it is one (finite, not negative); else the formula's.
+    measured = _is_amount(counted)
     if measured.any():
-        flops = np.where(measured, recorded, flops)
+        flops = np.where(measured, counted, flops)
         source, reason = (
             _with_label(source, measured, "measured"),
             _with_label(reason, measured, ""),
@@ -199,7 +199,7 @@ def kernel_costs(trace: Trace, op_costs: pd.DataFrame) -> pd.DataFrame:
     # What a source measured on the kernel itself (Nsight Compute) wins over what it inherits.
     measured_flops = kernels["flops"].to_numpy()
     measured_bytes = kernels["bytes"].to_numpy()
-    has_flops, has_bytes = np.isfinite(measured_flops), np.isfinite(measured_bytes)
+    has_flops, has_bytes = _is_amount(measured_flops), _is_amount(measured_bytes)
     flops = inherit("flops", np.nan).astype(np.float64) * share
     nbytes = inherit("bytes", np.nan).astype(np.float64) * share
     source = inherit("flops_source", "unknown")
@@ -232,13 +232,23 @@ def kernel_costs(trace: Trace, op_costs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _is_amount(values: np.ndarray) -> np.ndarray:
+    """Per value: a count a source measured, finite and not negative (NaN: none measured)."""
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.isfinite(values) & (values >= 0))
+
+
+_PRECISIONS = ("fp64", "fp32", "fp16")
+
+
 def _measured_dtypes(metrics: np.ndarray, measured: np.ndarray, dtype: np.ndarray) -> np.ndarray:
     """Per kernel, the precision that did most of its measured FLOPs (``metrics``' "fp64_flops",
     "fp32_flops", "fp16_flops"), where it inherits none; the inherited dtype elsewhere."""
     out = np.asarray(dtype, dtype=object).copy()
     for i in np.flatnonzero(measured):
         counts = metrics[i] if isinstance(metrics[i], dict) else {}
-        per = {p: counts.get(f"{p}_flops", 0.0) for p in ("fp64", "fp32", "fp16")}
+        per = {p: recorded.number(counts.get(f"{p}_flops")) or 0.0 for p in _PRECISIONS}
         if not out[i] and any(v > 0 for v in per.values()):
             out[i] = max(per, key=lambda p: per[p])
     return out
@@ -313,7 +323,8 @@ def _describe(
     with_torch: bool,
 ) -> _Cost:
     registry = torch_flops.registry() if with_torch else {}
-    args = _parse_args(dims, types, concrete)
+    parsed = _parse_args(dims, types, concrete)
+    args = parsed if isinstance(parsed, list) else None
     dtype = dominant_dtype(args) if args is not None else ""
     family, gemm = _gemm_dims(name, args or [])
     aligned = gemm is not None and _aligned(gemm, dtype)
@@ -323,13 +334,17 @@ def _describe(
     own = own_formula(name)
     if formula is None and own is None and with_torch:
         estimate = "no formula"
+    elif isinstance(parsed, str):
+        estimate = parsed
     elif args is None:  # without any shapes torch is not loaded: formula is unknown then
         estimate = "no shapes recorded"
     elif formula is not None:
         estimate = torch_flops.estimate(name, args, formula)
     else:
         assert own is not None
-        estimate = own(args)
+        estimate = _own_estimate(own, args)
+    if isinstance(estimate, Estimate):
+        estimate = _checked(estimate)
     eligible = family is not None and aligned and dtype in _TENSOR_CORE_DTYPES
     if isinstance(estimate, str):
         flops, nbytes, source, reason = math.nan, math.nan, "unknown", estimate
@@ -348,40 +363,75 @@ def _describe(
     )
 
 
-def _parse_args(dims: str | None, types: str | None, concrete: str | None) -> list[Arg] | None:
+def _own_estimate(
+    formula: Callable[[Sequence[Arg]], Estimate | str], args: Sequence[Arg]
+) -> Estimate | str:
+    """Our formula on the recorded inputs; a reason instead when it fails on them (inputs
+    the formula's arithmetic does not expect make this op's FLOPs unknown, not the report)."""
+    try:
+        return formula(args)
+    except (ArithmeticError, ValueError, TypeError, IndexError) as exc:
+        return f"the FLOP formula rejected the recorded inputs: {type(exc).__name__}: {exc}"
+
+
+def _checked(estimate: Estimate) -> Estimate | str:
+    """FLOPs must be a finite count of zero or more; bytes too, else unknown (NaN)."""
+    if not (math.isfinite(estimate.flops) and estimate.flops >= 0):
+        return f"the FLOP formula gave {estimate.flops} FLOPs for the recorded inputs"
+    if math.isfinite(estimate.bytes) and estimate.bytes >= 0:
+        return estimate
+    return Estimate(estimate.flops, math.nan)
+
+
+def _parse_args(
+    dims: str | None, types: str | None, concrete: str | None
+) -> list[Arg] | str | None:
+    """The recorded inputs; None when no shapes were recorded, a reason when an input's dims
+    are not a shape a tensor can have (analyses/recorded.py)."""
     if dims is None:
         return None
-    shapes = msgspec.json.decode(dims)
-    kinds = msgspec.json.decode(types) if types else None
-    values = msgspec.json.decode(concrete) if concrete else None
-    if not isinstance(shapes, list):
-        return None
+    shapes = recorded.decoded_list(dims)
+    if shapes is None:
+        return "the recorded Input Dims are not a JSON list"
+    kinds = recorded.decoded_list(types)
+    values = recorded.decoded_list(concrete)
     args = []
-    for i, shape in enumerate(shapes):
+    for i, dims_i in enumerate(shapes):
         kind = kinds[i] if kinds is not None and i < len(kinds) else None
-        flat = isinstance(shape, list) and all(isinstance(d, int) for d in shape)
+        if kind is not None and not isinstance(kind, str):
+            kind = ""  # recorded, but no dtype name: not a tensor we can size
+        flat = recorded.is_number_list(dims_i) or dims_i == []
+        checked = recorded.shape(dims_i) if flat else None
+        if flat and checked is None:
+            return f"input {i}'s dims {_clipped(dims_i)} are not a tensor's shape"
         # Without "Input type", a non-empty list of ints is taken for a tensor's dims.
-        tensor = flat and (kind in DTYPES if kind is not None else bool(shape))
+        tensor = checked is not None and (kind in DTYPES if kind is not None else bool(checked))
         value = _concrete(values[i]) if values is not None and i < len(values) else MISSING
         if tensor:
-            dtype = DTYPES[kind][0] if kind is not None else ""
-            args.append(Arg(tuple(shape), dtype, value))
+            assert checked is not None
+            dtype = DTYPES[kind][0] if kind else ""
+            args.append(Arg(checked, dtype, value))
         else:
             args.append(Arg(None, "", value))
     return args
 
 
-@functools.lru_cache(maxsize=4096)
-def _concrete(text: Any) -> Any:
+def _clipped(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _concrete(entry: Any) -> Any:
     """A Concrete Inputs entry: "" is None, "[2, 2]" a list, "False" a bool, "1e-05" a float."""
-    if not isinstance(text, str):
-        return text
+    return _concrete_text(entry) if isinstance(entry, str) else entry
+
+
+@functools.lru_cache(maxsize=4096)
+def _concrete_text(text: str) -> Any:
     if text == "":
         return None
-    try:
-        return msgspec.json.decode(text.replace("True", "true").replace("False", "false"))
-    except msgspec.DecodeError:
-        return text
+    value = recorded.decode(text.replace("True", "true").replace("False", "false"))
+    return text if value is None and text != "null" else value
 
 
 # --- tensor cores -----------------------------------------------------------------------------

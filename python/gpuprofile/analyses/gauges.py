@@ -5,12 +5,14 @@ roofs; host-device copy bandwidth against the host link; peak memory in use agai
 Each achieved rate is over the time of the work whose amount is known (minimal bytes and FLOPs
 from recorded shapes, analyses/flops.py), so a gauge reads "while that work ran, it moved this
 fast", never an average diluted by time we cannot account for; ``note`` says how much time that is.
-A value or roof that the trace and hardware cannot give is None with a note saying why.
+A value or roof that the trace and hardware cannot give is None with a note saying why; so is
+a value below zero or past what the device can do (roofline.OVER_ROOF times its roof; for
+memory, any amount over the capacity), which says the roof or the count is wrong.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -18,10 +20,11 @@ import pandas as pd
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.lookups import rank_rows
 from gpuprofile.analyses.names import codes, per_category
-from gpuprofile.analyses.roofline import Roofline
+from gpuprofile.analyses.roofline import OVER_ROOF, Roofline
 from gpuprofile.hardware.model import Hardware
+from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.trace.model import HOST_DEVICE_KINDS, Trace
-from gpuprofile.units import format_time
+from gpuprofile.units import format_reading, format_time
 
 
 @dataclass(frozen=True)
@@ -72,12 +75,34 @@ def gauges(trace: Trace, roofline: Roofline) -> list[Gauge]:
         mine = level.iloc[np.flatnonzero(level_rank == rank)]
         out += [
             _busy(trace, rank),
-            _dram(mine, hardware, rank),
-            _compute(mine, hardware, rank),
-            _host_link(trace, hardware, rank),
-            _memory(trace, hardware, rank),
+            _possible(_dram(mine, hardware, rank), OVER_ROOF),
+            _possible(_compute(mine, hardware, rank), OVER_ROOF),
+            _possible(_host_link(trace, hardware, rank), OVER_ROOF),
+            # Allocated bytes cannot exceed the memory the device has, by any margin.
+            _possible(_memory(trace, hardware, rank), 1.0),
         ]
     return out
+
+
+def _possible(gauge: Gauge, limit: float) -> Gauge:
+    """The gauge, or, when its value is negative or above ``limit`` times its roof, the gauge
+    with the value unknown and the note saying what was measured against what: a figure past
+    what the device can do means the roof or the count is wrong, and is not shown as fact."""
+    value, roof = gauge.value, gauge.roof
+    if value is None:
+        return gauge
+    reading = format_reading(value, gauge.unit)
+    if value < 0:
+        why = f"measured {reading}, below zero: the trace's counts are wrong"
+    elif roof and value > limit * roof:
+        why = (
+            f"measured {reading}, {value / roof:.3g}x the roof of "
+            f"{format_reading(roof, gauge.unit)}: more than the device can do, so the roof "
+            "or the count is wrong (see the notices)"
+        )
+    else:
+        return gauge
+    return replace(gauge, value=None, note=f"{gauge.note}; not shown: {why}")
 
 
 def _roof_label(hardware: Hardware, what: str) -> str:
@@ -151,26 +176,44 @@ def _dram(points: pd.DataFrame, hardware: Hardware, rank: int) -> Gauge:
 
 def _compute(points: pd.DataFrame, hardware: Hardware, rank: int) -> Gauge:
     value, known_ns, total_ns = _rate(points, "flops")
-    # The roof of the precision that holds most of the timed work: a bf16 model is judged
-    # against the bf16 tensor-core peak, not the fp32 one. Keys, not values: fp16 and bf16
-    # share a peak on most GPUs.
-    keys = points["compute_roof"].to_numpy(object)
-    weights = points["known_time_ns"].to_numpy(np.float64)
-    has = pd.notna(keys) & (weights > 0)
-    roof: float | None = None
-    label = "unknown: run gpuprofile.calibrate()"
-    if has.any():
-        by_key = pd.Series(weights[has]).groupby(keys[has].astype(str)).sum()
-        precision = str(by_key.index.to_numpy()[np.argmax(by_key.to_numpy())])
-        roof = hardware.peak_flops[precision]
-        label = _roof_label(hardware, f"{precision} peak")
-    elif hardware.peak_flops.get("fp32"):
-        roof = hardware.peak_flops["fp32"]
-        label = _roof_label(hardware, "fp32 peak")
+    roof, label = _compute_roof(points, hardware)
     return Gauge(
         "compute", "Compute", rank, value, "FLOP/s", roof, label,
         hardware.source if roof else None, note=_coverage_note(known_ns, total_ns, "FLOPs"),
     )  # fmt: skip
+
+
+def _compute_roof(points: pd.DataFrame, hardware: Hardware) -> tuple[float | None, str]:
+    """The FLOP rate the timed work could reach, and its label.
+
+    Each point is held to the peak of its own precision (``compute_roof``: a bf16 matmul to
+    the bf16 tensor-core peak, an elementwise kernel to the fp32 one). With several, the roof
+    is the rate of all their FLOPs done each at its own peak, sum(F) / sum(F_p / peak_p): one
+    precision's peak alone would judge bf16 tensor-core FLOPs against the fp32 vector peak
+    (302% of it on a shared H100 trace). Keys, not values: fp16 and bf16 share a peak.
+    """
+    unknown = None, "unknown: run gpuprofile.calibrate()"
+    keys = points["compute_roof"].to_numpy(object)
+    flops = points["flops"].to_numpy(np.float64)
+    weights = points["known_time_ns"].to_numpy(np.float64)
+    has = pd.notna(keys) & (weights > 0)
+    counted = has & np.isfinite(flops) & (flops > 0)
+    if counted.any():
+        by_key = pd.Series(flops[counted]).groupby(keys[counted].astype(str)).sum()
+        if len(by_key) > 1:
+            peaks = np.array([hardware.peak_flops[k] for k in by_key.index], np.float64)
+            roof = float(by_key.sum() / (by_key.to_numpy() / peaks).sum())
+            names = " and ".join(by_key.sort_values(ascending=False).index)
+            return roof, _roof_label(hardware, f"{names} peaks, weighted by FLOPs")
+        precision = str(by_key.index[0])
+        return hardware.peak_flops[precision], _roof_label(hardware, f"{precision} peak")
+    if has.any():  # timed work with no FLOPs (copies): the roof of the most of its time
+        by_key = pd.Series(weights[has]).groupby(keys[has].astype(str)).sum()
+        precision = str(by_key.index.to_numpy()[np.argmax(by_key.to_numpy())])
+        return hardware.peak_flops[precision], _roof_label(hardware, f"{precision} peak")
+    if hardware.peak_flops.get("fp32"):
+        return hardware.peak_flops["fp32"], _roof_label(hardware, "fp32 peak")
+    return unknown
 
 
 def _is_host_device(kind: str) -> bool:
@@ -205,11 +248,18 @@ def _memory(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
     memory = trace.memory
     on_rank = rank_rows(trace, "memory", rank)
     rows = on_rank[memory["device"].to_numpy()[on_rank] >= 0]
-    if not len(rows):
+    # Events without a total (-1, NO_ID: the trace did not write one) tell no peak.
+    totals = rows[memory["total_allocated"].to_numpy()[rows] >= 0]
+    if not len(totals):
+        why = (
+            "the GPU allocator events carry no totals (Total Allocated)"
+            if len(rows)
+            else "no GPU allocator events: profile with memory recording on (--memory)"
+        )
         return Gauge(
-            "memory", "Peak GPU memory", rank, None, "B", None, "GPU capacity",
-            None, note="no GPU allocator events: profile with memory recording on (--memory)",
-        )  # fmt: skip
+            "memory", "Peak GPU memory", rank, None, "B", None, "GPU capacity", None, note=why
+        )
+    rows = totals
     allocated = memory[["device", "total_allocated"]].iloc[rows]
     peaks = allocated.groupby("device")["total_allocated"].max()
     device = int(peaks.index.to_numpy()[np.argmax(peaks.to_numpy())])
@@ -223,7 +273,7 @@ def _memory(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
 
 def _capacity(trace: Trace, hardware: Hardware, rank: int, device: int) -> tuple[float | None, str]:
     """The device's own memory size from the trace's device properties, else the datasheet's."""
-    for props in trace.devices(rank):
+    for props in trace_devices(trace, rank).devices:  # checked: a size above zero or None
         if props.get("id") == device and props.get("memory_bytes"):
             return float(props["memory_bytes"]), "trace"
     if hardware.memory_bytes:

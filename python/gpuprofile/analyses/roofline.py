@@ -29,7 +29,10 @@ attainable = min(peak, intensity * bandwidth):
   bandwidth), which is time_at_roof_ns / known_time_ns * 100;
 - time_at_roof_ns = flops / attainable = max(flops / peak, bytes / bandwidth) in ns;
 - saved_ns = known_time_ns - time_at_roof_ns, at least 0.
-Minimal bytes ignore caches, so a point that reuses data from L2 can exceed 100%.
+Minimal bytes ignore caches, so a point that reuses data from L2 can exceed 100%. A point
+beyond OVER_ROOF times its roof (200%) has pct_of_roof and saved_ns unknown (NaN): the roof it
+is held to is not the one it ran against, or its counts are wrong; ``Roofline.notes`` says how
+many and why.
 Without known hardware (Hardware.known False) every point's bound is "unknown" and the roof
 columns are NaN: run gpuprofile's calibrate() or pass a Hardware.
 """
@@ -50,6 +53,14 @@ from gpuprofile.trace.codes import first_seen_codes
 from gpuprofile.trace.model import NO_ID, Trace
 
 MAX_EVENT_IDS = 50
+# Work measured at more than this multiple of its roof did not run against that roof, or its
+# counts are wrong: its percent of roof is not shown. Twice, because less has explanations
+# that leave the roof right: clocks above the datasheet's boost clock (a few percent), data
+# served from cache, which minimal traffic ignores (up to 1.43x DRAM on the shared V100 and
+# A100 traces), FLOPs counted by convention but not executed (causal attention counts its
+# masked half, so up to 2x). Beyond twice: fp32 matmuls that ran on TF32 tensor cores while
+# held to the fp32 roof (up to 5.7x on a shared A100 trace), or a roof from a bogus property.
+OVER_ROOF = 2.0
 _ROOF_NUMBERS = (
     "peak_flops_per_s", "ridge_intensity", "attainable_flops_per_s", "pct_of_roof",
     "time_at_roof_ns", "saved_ns",
@@ -71,6 +82,8 @@ class Roofline:
     coverage: float  # share of GPU (or, without kernels, op) time with known FLOPs
     hardware: Hardware
     time_basis: str = "gpu"  # "gpu": kernel durations; "cpu": the ops' inclusive durations
+    # What a reader must know about the figures (points past OVER_ROOF times their roof).
+    notes: tuple[str, ...] = ()
 
 
 def roofline(
@@ -89,6 +102,22 @@ def roofline(
         coverage=coverage(trace, op_costs, kernel_costs),
         hardware=hardware,
         time_basis="gpu" if len(kernel_costs) else "cpu",
+        notes=_over_roof_notes(points, hardware),
+    )
+
+
+def _over_roof_notes(points: pd.DataFrame, hardware: Hardware) -> tuple[str, ...]:
+    """A sentence on the points past OVER_ROOF times their roof, when there are any."""
+    over = points[(points["bound"] != "unknown") & points["pct_of_roof"].isna()]
+    if over.empty:
+        return ()
+    roofs = ", ".join(sorted({str(r) for r in over["roof"]}))
+    return (
+        f"{len(over)} roofline points reached more than {OVER_ROOF:g}x the {hardware.name} "
+        f"roof they are held to ({roofs}), more than the device can do at that roof: the "
+        "work ran on other units than that roof's (fp32 matmuls on TF32 tensor cores), or its "
+        "FLOP or byte counts, or the device's roofs, are wrong. Their percent of roof is not "
+        "shown.",
     )
 
 
@@ -388,6 +417,9 @@ def _with_roofs(points: pd.DataFrame, hardware: Hardware) -> pd.DataFrame:
         valid = (seconds > 0) & np.isfinite(flops) & np.isfinite(nbytes) & np.isfinite(peak)
         compute = valid & (intensity >= ridge)
         pct = np.where(valid, at_roof_s / seconds * 100.0, np.nan)
+        # Past OVER_ROOF times the roof (or below zero): not a figure against this roof.
+        valid_pct = valid & (pct >= 0) & (pct <= OVER_ROOF * 100.0)
+        pct = np.where(valid_pct, pct, np.nan)
     time_at_roof = np.where(valid, at_roof_s * 1e9, np.nan)
     return points.assign(
         bound=np.where(valid, np.where(compute, "compute", "memory"), "unknown"),
@@ -400,7 +432,7 @@ def _with_roofs(points: pd.DataFrame, hardware: Hardware) -> pd.DataFrame:
         attainable_flops_per_s=np.where(valid, attainable, np.nan),
         pct_of_roof=pct,
         time_at_roof_ns=time_at_roof,
-        saved_ns=np.where(valid, np.maximum(seconds * 1e9 - time_at_roof, 0.0), np.nan),
+        saved_ns=np.where(valid_pct, np.maximum(seconds * 1e9 - time_at_roof, 0.0), np.nan),
     )
 
 

@@ -43,7 +43,16 @@ def registry() -> dict[str, Callable[..., int]]:
 
 
 def estimate(name: str, args: Sequence[Arg], formula: Callable[..., int]) -> Estimate | str:
-    plan = _plan(name[6:], args)
+    """torch's FLOPs and our bytes for one op's recorded inputs, or why there are none.
+
+    Any exception torch raises on the inputs (negative or huge dims it refuses, arguments a
+    formula does not expect) makes this op's FLOPs unknown with the reason: the roofline's
+    coverage counts it, and the rest of the report stands.
+    """
+    try:
+        plan = _plan(name[6:], args)
+    except (ArithmeticError, ValueError, TypeError, IndexError) as exc:  # stride 0, ...
+        return f"the recorded inputs do not fit {name}'s arguments: {_first_line(exc)}"
     if isinstance(plan, str):
         return plan
     call_args, outputs = plan
@@ -52,19 +61,24 @@ def estimate(name: str, args: Sequence[Arg], formula: Callable[..., int]) -> Est
     def meta(shape: tuple[int, ...]) -> Any:
         return torch.empty(shape, device="meta")
 
-    call = [meta(a) if isinstance(a, tuple) else a for a in call_args]
-    keywords = _keyword_names(name, len(call))
-    positional = [v for v, k in zip(call, keywords) if k is None]
-    named = {k: v for v, k in zip(call, keywords) if k is not None}
-    out = tuple(meta(shape) if shape is not None else None for shape, _ in outputs)
     try:
+        call = [meta(a) if isinstance(a, tuple) else a for a in call_args]
+        keywords = _keyword_names(name, len(call))
+        positional = [v for v, k in zip(call, keywords) if k is None]
+        named = {k: v for v, k in zip(call, keywords) if k is not None}
+        out = tuple(meta(shape) if shape is not None else None for shape, _ in outputs)
         flops = formula(*positional, **named, out_val=out[0] if len(out) == 1 else out)
-    except (AssertionError, ValueError, TypeError, IndexError) as exc:
-        return f"torch's formula rejected the recorded inputs: {exc}"
+    except Exception as exc:  # any: said as the op's reason (unknown FLOPs), never swallowed
+        return f"torch's formula rejected the recorded inputs: {_first_line(exc)}"
     writes = [(shape, dtype) for shape, dtype in outputs if shape is not None]
     # An out= tensor (mm.out from compiled graphs) is written, which the outputs count, not read.
     reads = [a for a, k in zip(args, keywords) if a.shape is not None and k != "out"]
     return Estimate(float(flops), traffic(reads, writes))
+
+
+def _first_line(exc: BaseException) -> str:
+    # torch's messages go on with a C++ stack ("Exception raised from ...").
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 @functools.cache

@@ -38,9 +38,15 @@ def read_cache(path: Path) -> Hardware | None:
             f"calibration cache {path} is unreadable ({exc}); delete it or call "
             "calibrate(refresh=True)"
         ) from exc
-    if payload.get("version") != CACHE_VERSION:
+    if not isinstance(payload, dict) or payload.get("version") != CACHE_VERSION:
         return None  # written by another gpuprofile: measure again
-    return Hardware(**payload["hardware"])
+    try:
+        return Hardware(**payload["hardware"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise GpuprofileError(
+            f"calibration cache {path} holds no usable roofs ({exc}); delete it or call "
+            "calibrate(refresh=True)"
+        ) from exc
 
 
 def write_cache(path: Path, hardware: Hardware) -> None:

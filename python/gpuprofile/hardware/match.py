@@ -10,13 +10,14 @@ allow (source="estimated"), else source="unknown" with a pointer to gpuprofile.c
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.hardware.cache import cache_path, read_cache
 from gpuprofile.hardware.model import Hardware
+from gpuprofile.hardware.properties import checked_device, checked_properties
 from gpuprofile.hardware.tables import GIB, Spec, specs
 from gpuprofile.trace.model import Trace
 
@@ -63,6 +64,8 @@ class DeviceInfo:
     l2_bytes: int | None = None
     # DRAM bytes/s as the source measured or reported it (Nsight Systems' memoryBandwidth).
     memory_bandwidth: int | None = None
+    # Properties that could not be used, and why ("numSms=-106 is not a whole number ...").
+    ignored: tuple[str, ...] = ()
 
     @property
     def capability(self) -> str | None:
@@ -77,21 +80,20 @@ def _first(props: Mapping[str, Any], *keys: str) -> Any:
     return None
 
 
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
 def device_info(name: str, properties: Mapping[str, Any] | None = None) -> DeviceInfo:
-    """Normalise a name and Kineto / CUDA / torch property spellings into a DeviceInfo."""
-    props: Mapping[str, Any] = properties or {}
-    major = _int(_first(props, "computeMajor", "major"))
-    minor = _int(_first(props, "computeMinor", "minor"))
+    """Normalise a name and Kineto / CUDA / torch property spellings into a DeviceInfo.
+
+    Properties that are not what they claim (a negative or boolean SM count, a string for a
+    size) are left out (hardware/properties.py), and said in ``ignored``."""
+    props, ignored = checked_properties(properties or {})
+    major = _first(props, "computeMajor", "major")
+    minor = _first(props, "computeMinor", "minor")
     capability = _first(props, "compute_capability")
-    if major is None and isinstance(capability, str) and "." in capability:
+    if major is None and capability is not None:
         major, minor = (int(p) for p in capability.split(".", 1))
     arch = _first(props, "gcnArchName")
     # CUDA builds of torch fill gcnArchName with something other than a gfx target.
-    gfx = str(arch).split(":", 1)[0] if arch and str(arch).startswith("gfx") else None
+    gfx = arch.split(":", 1)[0] if arch and arch.startswith("gfx") else None
     lowered = name.lower()
     if re.search(r"\b(amd|radeon|instinct)\b|\bmi\d{3}", lowered) or gfx:
         vendor: str | None = "amd"
@@ -106,18 +108,19 @@ def device_info(name: str, properties: Mapping[str, Any] | None = None) -> Devic
     return DeviceInfo(
         name=name,
         vendor=vendor,
-        memory_bytes=_int(_first(props, "totalGlobalMem", "total_memory", "memory_bytes")),
-        sm_count=_int(
-            _first(props, "numSms", "multiProcessorCount", "multi_processor_count", "sm_count")
+        memory_bytes=_first(props, "totalGlobalMem", "total_memory", "memory_bytes"),
+        sm_count=_first(
+            props, "numSms", "multiProcessorCount", "multi_processor_count", "sm_count"
         ),
         major=major,
         minor=minor,
         gfx=gfx,
-        clock_khz=_int(_first(props, "clockRate", "clock_rate")),
-        memory_clock_khz=_int(_first(props, "memoryClockRate", "memory_clock_rate")),
-        memory_bus_bits=_int(_first(props, "memoryBusWidth", "memory_bus_width")),
-        l2_bytes=_int(_first(props, "l2CacheSize", "L2_cache_size")),
-        memory_bandwidth=_int(_first(props, "memoryBandwidth", "memory_bandwidth")),
+        clock_khz=_first(props, "clockRate", "clock_rate"),
+        memory_clock_khz=_first(props, "memoryClockRate", "memory_clock_rate"),
+        memory_bus_bits=_first(props, "memoryBusWidth", "memory_bus_width"),
+        l2_bytes=_first(props, "l2CacheSize", "L2_cache_size"),
+        memory_bandwidth=_first(props, "memoryBandwidth", "memory_bandwidth"),
+        ignored=tuple(ignored),
     )
 
 
@@ -279,9 +282,18 @@ def identify(name: str, properties: Mapping[str, Any] | None = None) -> tuple[st
 # --- the Hardware ------------------------------------------------------------------------
 
 
-def hardware_for_device(name: str, properties: Mapping[str, Any] | None = None) -> Hardware:
-    """The roofs of a device: its datasheet entry, else an estimate, else unknown."""
+def hardware_for_device(
+    name: str, properties: Mapping[str, Any] | None = None, *, ignored: Sequence[str] = ()
+) -> Hardware:
+    """The roofs of a device: its datasheet entry, else an estimate, else unknown.
+
+    Parameters:
+        name: the device's name ("NVIDIA A100-SXM4-80GB", "" when unknown).
+        properties: its properties in any spelling ``device_info`` reads.
+        ignored: properties a caller already dropped, and why: said in the notes.
+    """
     info = device_info(name, properties)
+    info = replace(info, ignored=(*ignored, *info.ignored))
     key, note = identify(name, properties)
     if key is None:
         return estimate(info)
@@ -292,6 +304,7 @@ def hardware_for_device(name: str, properties: Mapping[str, Any] | None = None) 
         notes.append(note)
     if "vf" in name.lower().split():
         notes.append("A virtual function (SR-IOV) of the device: the same roofs apply.")
+    notes.extend(_ignored_note(info))
     scaled = hw.peak_flops
     sms = spec.device_sm_count
     if info.sm_count and sms and info.sm_count < sms:
@@ -314,6 +327,12 @@ def hardware_for_device(name: str, properties: Mapping[str, Any] | None = None) 
     )
 
 
+def _ignored_note(info: DeviceInfo) -> list[str]:
+    if not info.ignored:
+        return []
+    return [f"Device properties not used: {'; '.join(info.ignored)}."]
+
+
 def _memory_variant(info: DeviceInfo, spec: Spec, sliced: bool) -> list[str]:
     table, reported = spec.device_memory_bytes, info.memory_bytes
     if sliced or " mig " in f" {info.name.lower()} " or not table or not reported:
@@ -331,7 +350,8 @@ def estimate(info: DeviceInfo) -> Hardware:
     """Roofs derived from a device's properties alone (source="estimated"), or unknown."""
     label = info.name or "unnamed device"
     if info.sm_count is None:
-        return unknown(label, f"{label!r} is not in gpuprofile's datasheet tables.")
+        why = f"{label!r} is not in gpuprofile's datasheet tables."
+        return unknown(label, " ".join([why, *_ignored_note(info)]))
     if info.vendor == "amd":
         cdna3 = (info.gfx or "").startswith("gfx94") or (info.major, info.minor) == (9, 4)
         lanes: int | None = _AMD_CDNA3_FP32_LANES_PER_CU if cdna3 else _AMD_FP32_LANES_PER_CU
@@ -344,11 +364,11 @@ def estimate(info: DeviceInfo) -> Hardware:
     else:
         lanes = None
     if lanes is None:
-        return unknown(
-            label,
+        why = (
             f"{label!r} is not in gpuprofile's datasheet tables and its properties do not say "
-            "its architecture.",
+            "its architecture."
         )
+        return unknown(label, " ".join([why, *_ignored_note(info)]))
     if info.clock_khz:
         clock_hz, clock_note = info.clock_khz * 1e3, "its reported boost clock"
     else:
@@ -372,6 +392,7 @@ def estimate(info: DeviceInfo) -> Hardware:
         )
     else:
         notes.append("DRAM bandwidth is unknown (the properties give no memory clock and bus).")
+    notes.extend(_ignored_note(info))
     notes.append(CALIBRATE_HINT)
     return Hardware(
         name=label,
@@ -402,7 +423,7 @@ def hardware_for_trace(trace: Trace, rank: int | None = None) -> Hardware:
         rank = min(ranks)
     if rank not in ranks:
         raise KeyError(f"rank {rank} is not in this trace (ranks: {sorted(ranks)})")
-    devices: list[Mapping[str, Any]] = list(trace.devices(rank))
+    devices = [d for d in trace.devices(rank) if isinstance(d, Mapping)]
     kernels = trace.kernels[trace.kernels["rank"] == rank]
     if not devices:
         if kernels.empty:
@@ -414,24 +435,29 @@ def hardware_for_trace(trace: Trace, rank: int | None = None) -> Hardware:
     if not kernels.empty:
         busy = kernels.groupby("device", observed=True)["dur_ns"].sum()
         used = int(busy.index.to_numpy()[busy.to_numpy().argmax()])
-    by_id = {d.get("id"): d for d in devices}
+    checked = [checked_device(d) for d in devices]
+    by_id = {d["id"]: (d, why) for d, why in reversed(checked) if d.get("id") is not None}
     note = ""
     if used is not None and used in by_id:
-        device = by_id[used]
+        device, ignored = by_id[used]
     else:
-        device = devices[0]
+        device, ignored = checked[0]
         if used is not None:
-            alike = {(d.get("name"), d.get("sm_count"), d.get("memory_bytes")) for d in devices}
+            alike = {(d["name"], d.get("sm_count"), d.get("memory_bytes")) for d, _ in checked}
             note = (
                 f"Rank {rank}'s kernels ran on device {used}, which deviceProperties do not "
                 f"list; device {device.get('id')}'s properties are used"
                 + (" (every listed device is alike)." if len(alike) == 1 else ".")
             )
     properties = {
-        **{k: device[k] for k in ("memory_bytes", "sm_count", "compute_capability") if k in device},
-        **(device.get("properties") or {}),
+        **{
+            k: device[k]
+            for k in ("memory_bytes", "sm_count", "compute_capability")
+            if device.get(k) is not None
+        },
+        **device["properties"],
     }
-    hw = hardware_for_device(str(device.get("name") or ""), properties)
+    hw = hardware_for_device(device["name"], properties, ignored=ignored)
     return replace(hw, notes=f"{hw.notes} {note}".strip()) if note else hw
 
 

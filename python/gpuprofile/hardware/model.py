@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,26 @@ class Hardware:
         unknown = set(self.peak_flops) - set(PRECISIONS)
         if unknown:
             raise ValueError(f"unknown precisions {sorted(unknown)}; use {PRECISIONS}")
+        # A roof is a rate above zero: a negative or infinite one would put every figure
+        # measured against it off the scale (-106% of the roof), so it is refused here.
+        rates: dict[str, float | None] = {
+            f"peak_flops[{k!r}]": v for k, v in self.peak_flops.items()
+        }
+        rates.update(
+            dram_bytes_per_s=self.dram_bytes_per_s,
+            link_bytes_per_s=self.link_bytes_per_s,
+            peer_link_bytes_per_s=self.peer_link_bytes_per_s,
+        )
+        for label, rate in rates.items():
+            if rate is not None and not _is_rate(rate):
+                raise ValueError(f"hardware {self.name!r}: {label} = {rate!r} is no rate above 0")
+        sizes = {"sm_count": self.sm_count, "l2_bytes": self.l2_bytes}
+        sizes["memory_bytes"] = self.memory_bytes
+        for label, size in sizes.items():
+            if size is not None and (
+                isinstance(size, bool) or not isinstance(size, int) or size <= 0
+            ):
+                raise ValueError(f"hardware {self.name!r}: {label} = {size!r} is no count above 0")
 
     @property
     def known(self) -> bool:
@@ -70,6 +91,15 @@ class Hardware:
             "citation": self.citation,
             "notes": self.notes,
         }
+
+
+def _is_rate(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
 
 
 UNKNOWN = Hardware(name="unknown", source="unknown", notes="run gpuprofile.calibrate()")

@@ -22,6 +22,7 @@ from gpuprofile.analyses.kernel_kind import kernel_kind
 from gpuprofile.analyses.lookups import rank_rows, rank_table
 from gpuprofile.analyses.measured import measured_by_name
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wall_ns
+from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.report.distributed import job_report, rank_job_report
 from gpuprofile.report.notices import carry_over_notices, notices
 from gpuprofile.trace.model import Trace
@@ -100,6 +101,8 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         "notices": [
             *notices(meta),
             *_clock_notice(analysis),
+            *_device_notice(trace),
+            *({"kind": "roofline", "text": note} for note in roofline.notes),
             *carry_over_notices(carry_over(trace), len(trace.ranks)),
         ],
         "hardware": analysis.hardware.to_dict(),
@@ -141,6 +144,31 @@ def _clock_notice(analysis: Analysis) -> list[dict[str, str]]:
                 f"{format_time(residual)} apart (median), so waits and stragglers are uncertain "
                 "by that much: the traces may miss some collectives (trimmed or sampled), or "
                 "ranks were descheduled on a busy host."
+            ),
+        }
+    ]
+
+
+# Device properties listed in a notice; the rest are counted.
+MAX_LISTED_PROPERTIES = 5
+
+
+def _device_notice(trace: Trace) -> list[dict[str, str]]:
+    """The device properties no analysis could use (hardware/properties.py), said once each
+    over all ranks: each was taken as unknown, and the roofs and gauges say what that left."""
+    ignored = list(
+        dict.fromkeys(why for rank in trace.ranks for why in trace_devices(trace, rank).ignored)
+    )
+    if not ignored:
+        return []
+    listed = "; ".join(ignored[:MAX_LISTED_PROPERTIES])
+    more = len(ignored) - MAX_LISTED_PROPERTIES
+    return [
+        {
+            "kind": "device",
+            "text": (
+                f"device properties not used, taken as unknown: {listed}"
+                + (f"; and {more} more" if more > 0 else "")
             ),
         }
     ]
@@ -260,7 +288,7 @@ def _sampled(trace: Trace, rank: int) -> dict[str, Any] | None:
 
 def _used_devices(trace: Trace, rank: int) -> list[dict[str, Any]]:
     """Traces list every device on the host; a rank's report names the ones it ran on."""
-    devices = trace.devices(rank)
+    devices = list(trace_devices(trace, rank).devices)  # checked: ids, names, sizes
     used: set[int] = set()
     for name in ("kernels", "memcpy", "memset"):
         device = trace.table(name)["device"].to_numpy()[rank_rows(trace, name, rank)]

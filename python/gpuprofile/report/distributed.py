@@ -7,6 +7,7 @@ from typing import Any
 from gpuprofile.analyses.bubbles import mean_bubble
 from gpuprofile.analyses.comm_overlap import comm_overlap
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.roofline import OVER_ROOF
 
 
 def job_report(analysis: Analysis) -> dict[str, Any] | None:
@@ -57,9 +58,7 @@ def job_report(analysis: Analysis) -> dict[str, Any] | None:
                 "bus_bytes_per_s": c.bus_bytes_per_s,
                 # The device's NVLink, one direction (null: not known), and bus / that.
                 "link_roof_bytes_per_s": c.link_roof_bytes_per_s,
-                "pct_of_link_roof": None
-                if c.bus_bytes_per_s is None or not c.link_roof_bytes_per_s
-                else 100 * c.bus_bytes_per_s / c.link_roof_bytes_per_s,
+                "pct_of_link_roof": _pct_of_link(c.bus_bytes_per_s, c.link_roof_bytes_per_s),
             }
             for c in job.collectives
         ],
@@ -98,3 +97,12 @@ def rank_job_report(analysis: Analysis, rank: int) -> dict[str, Any] | None:
         "exposed_comm_ns": overlap.exposed_ns if overlap is not None else 0,
         "comm_compute_overlap": overlap.overlap if overlap is not None else None,
     }
+
+
+def _pct_of_link(bus: float | None, roof: float | None) -> float | None:
+    """Bus bandwidth as a percent of the link's, None where unknown or past OVER_ROOF times
+    the link (below zero, or a byte count no link carries in that time: the counts are wrong)."""
+    if bus is None or not roof:
+        return None
+    pct = 100 * bus / roof
+    return pct if 0 <= pct <= OVER_ROOF * 100 else None

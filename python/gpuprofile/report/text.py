@@ -333,11 +333,12 @@ def _roofline_lines(roofline: dict[str, Any] | None, limit: int = 5) -> list[str
     )
     for point in placed[:limit]:
         pct = point.get("pct_of_roof")
-        roof = (
-            f"{point['bound']}-bound, {format_percent(pct, 0)} of the {point['roof']} roof"
-            if pct is not None
-            else "roof unknown"
-        )
+        if pct is not None:
+            roof = f"{point['bound']}-bound, {format_percent(pct, 0)} of the {point['roof']} roof"
+        elif point.get("bound") in ("compute", "memory"):  # past what the roof allows
+            roof = f"{point['bound']}-bound, far past the {point['roof']} roof (see the notices)"
+        else:
+            roof = "roof unknown"
         if pct is not None and pct > 100 and point.get("roof") == "dram":
             roof += f"; {ABOVE_DRAM}"
         name = _shorten(point["name"], 40)

@@ -21,12 +21,12 @@ the kernels those ops launched on a GPU rank, the ops' own durations on a CPU-on
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses import recorded
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
 from gpuprofile.analyses.lookups import host_threads, op_parents
@@ -435,10 +435,7 @@ def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
 
 
 def _json_list(raw: str | None) -> list[object]:
-    if not raw:
-        return []
-    value = json.loads(raw)
-    return value if isinstance(value, list) else []
+    return recorded.decoded_list(raw) or []
 
 
 def _inputs_ending(raw: str | None, tail: list[int]) -> int:
@@ -452,15 +449,11 @@ def _inputs_ending(raw: str | None, tail: list[int]) -> int:
 
 def _tensor_dims(raw: str | None, index: int) -> list[int] | None:
     """The dims of the index-th input, when it is a tensor with recorded dims."""
-    if not raw:
+    dims = recorded.decoded_list(raw)
+    if dims is None or len(dims) <= index:
         return None
-    dims = json.loads(raw)
-    if not isinstance(dims, list) or len(dims) <= index:
-        return None
-    tensor = dims[index]
-    if not isinstance(tensor, list) or not tensor or not all(isinstance(d, int) for d in tensor):
-        return None
-    return tensor
+    tensor = recorded.shape(dims[index])
+    return list(tensor) if tensor else None
 
 
 def _matmul_operands(name: str, raw: str | None) -> tuple[list[int], list[int]] | None:
@@ -495,7 +488,5 @@ def _is_fused_or_math(name: str) -> bool:
 
 
 def _first_type(raw: str | None) -> str:
-    if not raw:
-        return ""
-    types = json.loads(raw)
-    return str(types[0]) if isinstance(types, list) and types else ""
+    types = recorded.decoded_list(raw)
+    return types[0] if types and isinstance(types[0], str) else ""

@@ -36,6 +36,7 @@ from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
 from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import short_kernel_name
 from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_count, format_percent, format_time
 
@@ -45,6 +46,8 @@ MIN_IDLE_SHARE = 0.25
 ACHIEVABLE = 0.5
 MIN_GAIN_SHARE = 0.01  # of the rank's wall time
 LOW_OCCUPANCY_PCT = 25.0
+# More SMs than any GPU has (hundreds today): a launch whose SM count exceeds it is corrupt.
+MAX_SMS = 2**16
 # A kernel that ran beside other streams' kernels for at least this share of its time is not
 # leaving the GPU idle (NCCL and other side-stream kernels take few SMs by design).
 MOSTLY_OVERLAPPED = 0.5
@@ -79,7 +82,10 @@ def detect(analysis: Analysis) -> list[Hint]:
 def kernel_waves(trace: Trace, rank: int, default_sms: int | None) -> pd.DataFrame:
     """Per kernel with CUPTI launch facts: blocks, SMs, resident blocks per SM, waves, idle."""
     k = rank_table(trace, "kernels", rank)
-    k = k[(k["grid_x"] > 0) & (k["block_x"] > 0) & k["blocks_per_sm"].notna()]
+    per_sm = k["blocks_per_sm"].to_numpy(np.float64)
+    with np.errstate(invalid="ignore"):
+        launched = (k["grid_x"] > 0).to_numpy() & (k["block_x"] > 0).to_numpy()
+        k = k[launched & np.isfinite(per_sm) & (per_sm >= 0)]
     if k.empty:
         return pd.DataFrame()
     k = k[kernel_kinds(k["name"]) != COMMUNICATION]
@@ -91,10 +97,18 @@ def kernel_waves(trace: Trace, rank: int, default_sms: int | None) -> pd.DataFra
     known = [facts.get(int(d), (None, None)) for d in devices]  # one lookup per device
     sms = np.array([f[0] or default_sms or 0 for f in known], np.float64)[which]
     # Without a device table, Kineto's blocks per SM (= blocks / SMs) gives the SM count.
-    derived = np.rint(blocks / np.maximum(k["blocks_per_sm"].to_numpy(), 1e-9))
+    derived = np.rint(blocks / np.maximum(k["blocks_per_sm"].to_numpy(np.float64), 1e-9))
     sms = np.where(sms > 0, sms, derived).astype(np.float64)
+    # A kernel whose SM count is none a GPU has (launch facts edited or corrupt) is not judged.
+    judged = np.isfinite(sms) & (sms >= 1) & (sms <= MAX_SMS)
+    if not judged.all():
+        k, blocks, threads, sms = k[judged], blocks[judged], threads[judged], sms[judged]
+        which = which[judged]
     max_threads = np.array([f[1] or 0 for f in known], np.float64)[which]
     occupancy = k["occupancy"].to_numpy(np.float64)
+    # A percentage outside 0..100 is none Kineto computed: unknown, as when not written.
+    with np.errstate(invalid="ignore"):
+        occupancy = np.where((occupancy >= 0) & (occupancy <= 100), occupancy, np.nan)
     active = occupancy / 100.0 * max_threads / np.maximum(threads, 1)
     # Occupancy tells the resident blocks per SM only when the grid was larger than that;
     # Kineto writes whole percents, so "larger" must beat one percent's worth of blocks.
@@ -257,16 +271,17 @@ def _top_names(hits: pd.DataFrame, limit: int) -> list[tuple[str, pd.DataFrame]]
 
 
 def _product(k: pd.DataFrame, key: str) -> np.ndarray:
-    dims = [np.maximum(k[f"{key}_{axis}"].to_numpy(np.int64), 1) for axis in "xyz"]
-    return np.asarray((dims[0] * dims[1] * dims[2]).astype(np.float64))
+    # In floats: three large int64 dims (a corrupt launch) would wrap around in int64.
+    dims = [np.maximum(k[f"{key}_{axis}"].to_numpy(np.float64), 1.0) for axis in "xyz"]
+    return np.asarray(dims[0] * dims[1] * dims[2])
 
 
 def _devices(trace: Trace, rank: int) -> dict[int, tuple[int | None, int | None]]:
     """Device id -> (SM count, max threads per SM) from the trace's device properties."""
     out: dict[int, tuple[int | None, int | None]] = {}
-    for device in trace.devices(rank):
+    for device in trace_devices(trace, rank).devices:  # checked: counts above zero or None
         if device.get("id") is None:
             continue
-        props = device.get("properties") or {}
-        out[int(device["id"])] = (device.get("sm_count"), props.get("maxThreadsPerMultiprocessor"))
+        props = device["properties"]
+        out[device["id"]] = (device.get("sm_count"), props.get("maxThreadsPerMultiprocessor"))
     return out

@@ -35,13 +35,13 @@ CPU-only ranks are left alone: a CPU has no tensor cores to miss.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses import recorded
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes import (
     ALIGN_CODE,
@@ -73,6 +73,7 @@ from gpuprofile.analyses.names import matches, short_kernel_name, strings
 from gpuprofile.analyses.patterns import FP32_SIMT_KERNEL, TENSOR_CORE_KERNEL
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.hardware.model import Hardware
+from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_flops_per_s, format_fraction, format_time
 
@@ -423,21 +424,21 @@ def _top_shapes(ops: pd.DataFrame, with_time: bool = True) -> str:
 
 def _tensor_shapes(raw: str) -> str:
     """The tensor inputs of an "Input Dims" text: [[2, 3], [], [3, 4]] -> [2, 3] x [3, 4]."""
-    dims = json.loads(raw) if raw.startswith("[") else None
-    if not isinstance(dims, list):
+    dims = recorded.decoded_list(raw)
+    if dims is None:
         return raw
-    tensors = [d for d in dims if isinstance(d, list) and d and all(isinstance(x, int) for x in d)]
+    tensors = [d for d in dims if recorded.is_number_list(d) and recorded.shape(d) is not None]
     return " x ".join(str(t) for t in tensors) if tensors else raw
 
 
 def _has_tensor_cores(trace: Trace, rank: int) -> bool:
     """False only when the trace says the GPU predates tensor cores (CUDA CC < 7.0)."""
-    devices = trace.devices(rank)
-    capabilities = [d.get("compute_capability") for d in devices if d.get("compute_capability")]
-    names = " ".join(str(d.get("name", "")) for d in devices)
+    devices = trace_devices(trace, rank).devices  # checked: a capability is "major.minor"
+    capabilities = [d["compute_capability"] for d in devices if d.get("compute_capability")]
+    names = " ".join(d["name"] for d in devices)
     if not capabilities or "AMD" in names or "Instinct" in names:
         return True
-    return any(float(str(c).split(".")[0]) >= 7 for c in capabilities)
+    return any(int(c.split(".")[0]) >= 7 for c in capabilities)
 
 
 def _evidence(

@@ -1,0 +1,68 @@
+"""What an op recorded (Input Dims, Input type, Concrete Inputs), read the one way analyses may.
+
+The ops table keeps these as JSON text, as the trace wrote them; any importer or a capture can
+fill them, and a hand-edited or hostile trace can put anything there. Every analysis that reads
+them goes through here: text that does not decode is None, and a shape is a shape only when it
+is a list of whole numbers of zero or more whose product a tensor could have. Anything else is
+"not a shape", never handed to a formula (torch raises on negative or huge dimensions).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+
+# More elements than any tensor holds (2**53 fp8 bytes is 8 PiB), and the limit below which
+# element counts, byte counts and FLOPs stay exact in float64 and int64.
+MAX_ELEMENTS = 2**53
+
+
+def decode(text: Any) -> Any:
+    """The value of a JSON text; None when it is no text or does not decode."""
+    if not isinstance(text, str | bytes) or not text:
+        return None
+    try:
+        return msgspec.json.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+def decoded_list(text: Any) -> list[Any] | None:
+    """A JSON text that holds a list (Input Dims, Input type, Concrete Inputs), else None."""
+    value = decode(text)
+    return value if isinstance(value, list) else None
+
+
+def is_number_list(value: Any) -> bool:
+    """A non-empty list of numbers: meant as a tensor's dims, whether or not they are valid.
+    (Nested lists are a TensorList's shapes; [] is a scalar.)"""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(d, int | float) for d in value)  # bools are ints here: caught below
+    )
+
+
+def shape(value: Any) -> tuple[int, ...] | None:
+    """A tensor's dims: a list of whole numbers of zero or more (no bools) whose product is at
+    most MAX_ELEMENTS; None for anything else."""
+    if not isinstance(value, list):
+        return None
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value):
+        return None
+    if any(d > MAX_ELEMENTS for d in value) or math.prod(value) > MAX_ELEMENTS:
+        return None
+    return tuple(value)
+
+
+def number(value: Any) -> float | None:
+    """A finite number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        result = float(value)
+    except OverflowError:  # an int past float's range
+        return None
+    return result if math.isfinite(result) else None
