@@ -26,6 +26,14 @@ from helpers.mutants import outcome
 INT64_MAX = 2**63 - 1
 
 
+# What CUPTI records of a launch: the occupancy detector reads it, and the device's properties.
+LAUNCH = {
+    "External id": 1, "grid": [128, 1, 1], "block": [256, 1, 1], "registers per thread": 32,
+    "shared memory": 0, "blocks per SM": 0.97, "warps per SM": 7.76,
+    "est. achieved occupancy %": 12,
+}  # fmt: skip
+
+
 def _events() -> list[dict[str, Any]]:
     """An op with shapes, its launch, its kernel, a copy: each analysis has something to read."""
     dims = {"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"],
@@ -34,7 +42,7 @@ def _events() -> list[dict[str, Any]]:
         cpu_op("aten::mm", 0, 40, ext=1, **dims),
         cpu_op("aten::t", 2, 5, ext=2),
         runtime("cudaLaunchKernel", 5, 10, corr=7),
-        kernel("sgemm_64x64", 20, 30, 7, **{"External id": 1}),
+        kernel("sgemm_64x64", 20, 30, 7, **LAUNCH),
         memcpy("HtoD", 60, 20, 4096),
     ]
 
@@ -160,6 +168,9 @@ KINETO: dict[str, Callable[[Path], Path]] = {
     "cat a list": _kineto(_set(KERNEL, "cat", value=["kernel"])),
     # UnicodeDecodeError in importers/kineto_columns.py (_raw_text): bytes that are not UTF-8.
     "name with invalid UTF-8": _raw_bytes(b"sgemm_64x64", b"sgemm\xff64x64"),
+    "Concrete Inputs with invalid UTF-8": _raw_bytes(
+        b'"Concrete Inputs": ["", ""]', b'"Concrete Inputs": ["", "[\xff\xfe, 16]"]'
+    ),
     # RecursionError in the decoder.
     "args nested 100k deep": _raw_bytes(
         b'"cbid": 211', b'"cbid": ' + b"[" * 100_000 + b"]" * 100_000
