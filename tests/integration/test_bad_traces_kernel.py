@@ -69,6 +69,9 @@ def test_bad_traces_leave_the_kernel_well(tmp_path: Path) -> None:
     client.execute()
     cells = notebook.cells
     assert "SETUP DONE" in "".join(_text(o) for o in cells[0].outputs), cells[0].outputs
+    # The kernel lived through all of it: the good trace's cell ran, last.
+    printed = "".join(_text(o) for o in cells[-1].outputs)
+    assert "GOOD 1" in printed, cells[-1].outputs
 
     for name, cell in zip((*BAD, "empty.json"), cells[1 : len(BAD) + 2], strict=True):
         (output,) = cell.outputs  # one output: the error, nothing else, no blank cell
@@ -87,6 +90,3 @@ def test_bad_traces_leave_the_kernel_well(tmp_path: Path) -> None:
             assert "odd_args.json" in output["evalue"] and len(output["traceback"]) == 1, output
         elif output["output_type"] == "display_data":
             assert any(str(v).strip() for v in output["data"].values()), output
-
-    printed = "".join(_text(o) for o in cells[-1].outputs)
-    assert "GOOD 1" in printed, cells[-1].outputs
