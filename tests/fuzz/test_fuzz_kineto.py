@@ -36,7 +36,7 @@ def _doc(name: str) -> Any:
 def test_kineto_mutants_meet_the_contract(name: str) -> None:
     doc = _doc(name)
 
-    @fuzz_settings(examples=60)
+    @fuzz_settings(examples=50)
     @given(rng=st.randoms(use_true_random=False))
     def check(rng: random.Random) -> None:
         with tempfile.TemporaryDirectory(prefix="gpuprofile-fuzz-") as folder:

@@ -22,7 +22,7 @@ FILES = ("rtx5070_gemm_naive.csv", "rtx5070_saxpy.csv")
 def test_ncu_mutants_meet_the_contract(name: str) -> None:
     data = shared("ncu", name).read_bytes()
 
-    @fuzz_settings(examples=60)
+    @fuzz_settings(examples=50)
     @given(rng=st.randoms(use_true_random=False))
     def check(rng: random.Random) -> None:
         with tempfile.TemporaryDirectory(prefix="gpuprofile-fuzz-") as folder:

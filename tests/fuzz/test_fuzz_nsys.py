@@ -26,7 +26,7 @@ EXPORTS = (
 def test_nsys_mutants_meet_the_contract(name: str) -> None:
     export = shared("nsys", name)
 
-    @fuzz_settings(examples=15)
+    @fuzz_settings(examples=12)
     @given(rng=st.randoms(use_true_random=False))
     def check(rng: random.Random) -> None:
         with tempfile.TemporaryDirectory(prefix="gpuprofile-fuzz-") as folder:
