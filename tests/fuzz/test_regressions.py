@@ -233,6 +233,20 @@ def _tensorrt(average_ms: Any) -> Callable[[Path], Path]:
     return make
 
 
+def _tensorrt_device(**info: Any) -> Callable[[Path], Path]:
+    """A layer profile with TREx metadata beside it naming a device of ``info``'s figures."""
+
+    def make(folder: Path) -> Path:
+        path = _tensorrt(0.25)(folder)
+        device = {"Selected Device": "NVIDIA A100-SXM4-40GB", "SMs": 108,
+                  "Device Global Memory": "40396 MiB", **info}  # fmt: skip
+        metadata = {"device_information": device, "inference_options": {}}
+        (folder / "engine.profile.metadata.json").write_text(json.dumps(metadata))
+        return path
+
+    return make
+
+
 def _nsys(
     start: Any = 1_000, end: Any = 3_000, epoch: Any = 1_700_000_000_000_000_000
 ) -> Callable[[Path], Path]:
@@ -276,6 +290,13 @@ OTHERS: dict[str, Callable[[Path], Path]] = {
     "tensorrt averageMs 2**63": _tensorrt(2**63),
     "tensorrt averageMs 2**64": _tensorrt(2**64),
     "tensorrt averageMs 1e308": _tensorrt(1e308),
+    # OverflowError in importers/tensorrt.py (_devices): device figures past any device's.
+    "tensorrt SMs Infinity": _tensorrt_device(SMs=float("inf")),
+    "tensorrt SMs negative": _tensorrt_device(SMs=-108),
+    "tensorrt memory 1e400 MiB": _tensorrt_device(
+        **{"Device Global Memory": "1" + "0" * 400 + " MiB"}
+    ),
+    "tensorrt memory 1.2.3 MiB": _tensorrt_device(**{"Device Global Memory": "1.2.3 MiB"}),
     # ValueError in importers/nsys.py (_session_start); a wall of 9223372036 s.
     "nsys utcEpochNs text": _nsys(epoch="x"),
     "nsys utcEpochNs 1e308": _nsys(epoch=1e308),
