@@ -25,7 +25,7 @@ def test_xplane_mutants_meet_the_contract(name: str) -> None:
     )
     data = shared("jax", name).read_bytes()
 
-    @fuzz_settings(examples=30)
+    @fuzz_settings(examples=15)
     @given(rng=st.randoms(use_true_random=False))
     def check(rng: random.Random) -> None:
         with tempfile.TemporaryDirectory(prefix="gpuprofile-fuzz-") as folder:
