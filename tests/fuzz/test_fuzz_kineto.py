@@ -25,6 +25,8 @@ TRACES = (
     "hta_mi250_rocm6_minitoy_train.json.gz",
 )
 
+pytestmark = pytest.mark.traces  # reads ../shared/traces
+
 
 @cache
 def _doc(name: str) -> Any:

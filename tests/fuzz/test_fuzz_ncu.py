@@ -17,6 +17,8 @@ from helpers.mutants_judge import assert_contract, fuzz_settings, shared
 
 FILES = ("rtx5070_gemm_naive.csv", "rtx5070_saxpy.csv")
 
+pytestmark = pytest.mark.traces  # reads ../shared/traces
+
 
 @pytest.mark.parametrize("name", FILES)
 def test_ncu_mutants_meet_the_contract(name: str) -> None:

@@ -21,6 +21,8 @@ EXPORTS = (
     "pipit_perlmutter_4xa100_80gb_cloverleaf.sqlite",
 )
 
+pytestmark = pytest.mark.traces  # reads ../shared/traces
+
 
 @pytest.mark.parametrize("name", EXPORTS)
 def test_nsys_mutants_meet_the_contract(name: str) -> None:

@@ -20,6 +20,8 @@ from helpers.mutants_judge import assert_contract, fuzz_settings, shared
 
 ENGINES = ("trex_a100_resnet_fp16", "trex_mobilenet_qat")
 
+pytestmark = pytest.mark.traces  # reads ../shared/traces
+
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_tensorrt_mutants_meet_the_contract(engine: str) -> None:

@@ -4,6 +4,7 @@ gives a result or a clear error (issue 16)."""
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import tempfile
 from pathlib import Path
@@ -14,15 +15,17 @@ from hypothesis import strategies as st
 
 from helpers.mutants_judge import assert_contract, fuzz_settings, shared
 from helpers.mutants_xplane import mutate_xplane
+from helpers.prerequisites import missing
 
 FILES = ("tracelens_mi300x_jax08_gemm.xplane.pb", "tracelens_jax_te_fused_attn.xplane.pb")
+
+pytestmark = pytest.mark.traces  # reads ../shared/traces
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_xplane_mutants_meet_the_contract(name: str) -> None:
-    pytest.importorskip(
-        "jaxlib", reason="XPlane is read with jaxlib (pip install 'gpuprofile[jax]')"
-    )
+    if importlib.util.find_spec("jaxlib") is None:
+        missing("XPlane is read with jaxlib: pip install 'gpuprofile[jax]'")
     data = shared("jax", name).read_bytes()
 
     @fuzz_settings(examples=15)
