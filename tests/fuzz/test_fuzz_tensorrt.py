@@ -28,7 +28,7 @@ def test_tensorrt_mutants_meet_the_contract(engine: str) -> None:
     files = sorted(shared("tensorrt").glob(f"{engine}.*"))
     assert files, f"no exports of {engine}"
 
-    @fuzz_settings(examples=30)
+    @fuzz_settings(examples=20)
     @given(rng=st.randoms(use_true_random=False))
     def check(rng: random.Random) -> None:
         with tempfile.TemporaryDirectory(prefix="gpuprofile-fuzz-") as folder:
