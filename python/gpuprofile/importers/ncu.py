@@ -50,6 +50,10 @@ _ATTRIBUTES = {
     "device__attribute_compute_capability_major": ("computeMajor", ""),
     "device__attribute_compute_capability_minor": ("computeMinor", ""),
 }
+# A launch that ran longer than a year was not measured: its figure is damage, not a time.
+_MAX_DURATION_NS = 365 * 24 * 3600 * 10**9
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
 REPLAY_NOTE = (
     "Nsight Compute replays each launch in isolation: the kernels are laid end to end in ID "
     "order, so their start times and the gaps between them (none) are not the application's."
@@ -90,6 +94,13 @@ def load_ncu(path: str | Path) -> Trace:
             f"launch ID {no_time[0]} has neither a duration (gpu__time_duration.sum, "
             "'Duration') nor cycles and a clock (sm__cycles_elapsed.avg and its .per_second)",
         )
+    impossible = [(launch.key, m.duration_ns) for launch, m in zip(launches, measured, strict=True)
+                  if not 0 <= m.duration_ns <= _MAX_DURATION_NS]  # fmt: skip
+    if impossible:
+        key, ns = impossible[0]
+        raise TraceFormatError(
+            path, f"launch ID {key} has a duration of {ns:g} ns, which no launch can have"
+        )
     kernels = _kernels(launches, measured)
     notes = [REPLAY_NOTE]
     derived = sum(m.duration_from == "cycles / clock" for m in measured)
@@ -120,7 +131,16 @@ def _device_id(launch: Launch) -> int:
         value = number(launch.identity.get("Device", ""))
     except ValueError:
         return 0
-    return int(value) if math.isfinite(value) else 0
+    return _whole(value, _INT32_MAX, 0)
+
+
+def _whole(value: float | None, top: int, missing: int = -1) -> int:
+    """``value`` as a whole number of at most ``top``; ``missing`` where it is not one (NaN,
+    negative, a fraction's damage past the column's range), so that one odd cell makes that
+    figure unknown rather than the file unreadable."""
+    if value is None or not math.isfinite(value) or not 0 <= value <= top:
+        return missing
+    return int(value)
 
 
 def _kernels(launches: list[Launch], measured: list[Measured]) -> Any:
@@ -160,23 +180,24 @@ def _int(text: str | None) -> int:
         value = number(text or "")
     except ValueError:
         return -1
-    return int(value) if math.isfinite(value) else -1
+    return _whole(value, _INT64_MAX)
 
 
 def _int_metric(m: Measured, *names: str) -> int:
     for name in names:
         value = m.metrics.get(name)
         if value is not None and math.isfinite(value):
-            return int(value)
+            return _whole(value, _INT32_MAX)
     return -1
 
 
 def _launch_dims(m: Measured, kind: str) -> tuple[int, int, int] | None:
     axes = [m.metrics.get(f"launch__{kind}_dim_{axis}") for axis in "xyz"]
     if all(a is not None for a in axes):
-        return int(axes[0] or 1), int(axes[1] or 1), int(axes[2] or 1)
-    size = m.metrics.get(f"launch__{kind}_size")
-    return (int(size), 1, 1) if size is not None else None
+        x, y, z = (_whole(a or 1, _INT32_MAX) for a in axes)
+        return (x, y, z) if min(x, y, z) >= 0 else None
+    size = _whole(m.metrics.get(f"launch__{kind}_size"), _INT32_MAX)
+    return (size, 1, 1) if size >= 0 else None
 
 
 def _shared_memory(m: Measured) -> int:
@@ -187,7 +208,7 @@ def _shared_memory(m: Measured) -> int:
                             m.metrics.get("Dynamic Shared Memory Per Block"))  # fmt: skip
     if static is None and dynamic is None:
         return -1
-    return int((static or 0) + (dynamic or 0))
+    return _whole((static or 0) + (dynamic or 0), _INT64_MAX)
 
 
 # --- devices --------------------------------------------------------------------------------

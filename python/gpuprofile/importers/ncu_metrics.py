@@ -245,13 +245,14 @@ def _sum(a: float, b: float) -> float:
 
 
 def dims(text: str) -> tuple[int, int, int] | None:
-    """ "(1024, 1, 1)" -> (1024, 1, 1); None when it is not three whole numbers."""
+    """ "(1024, 1, 1)" -> (1024, 1, 1); None when it is not up to three whole numbers from 0
+    to 2**31 - 1 (a launch dimension past that is damage, not a launch)."""
     parts = [p.strip() for p in text.strip().strip("()[]").split(",")]
     try:
         values = [int(p.replace(" ", "")) for p in parts if p]
     except ValueError:
         return None
-    if not values or len(values) > 3:
+    if not values or len(values) > 3 or not all(0 <= v < 2**31 for v in values):
         return None
     x, y, z = [*values, 1, 1][:3]
     return x, y, z

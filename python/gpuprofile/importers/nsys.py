@@ -84,11 +84,11 @@ def load_nsys_sqlite(path: Path, source_path: Path | None = None) -> Trace:
         notes: list[str] = []
         parts: dict[str, tuple[Columns, np.ndarray]] = {}
         if KERNEL_TABLE in db.tables:
-            parts["kernels"] = kernel_columns(db)
+            parts["kernels"] = kernel_columns(db, skipped)
         if MEMCPY_TABLE in db.tables:
-            parts["memcpy"] = memcpy_columns(db)
+            parts["memcpy"] = memcpy_columns(db, skipped)
         if MEMSET_TABLE in db.tables:
-            parts["memset"] = memset_columns(db)
+            parts["memset"] = memset_columns(db, skipped)
         if RUNTIME_TABLE in db.tables:
             parts["runtime"] = runtime_columns(db, skipped)
         if NVTX_TABLE in db.tables:
@@ -180,7 +180,9 @@ def _devices(db: NsysDatabase) -> tuple[dict[str, Any], ...]:
         props = {str(k): _plain(v) for k, v in record.items()}
         if props.get("clockRate") is not None:
             props["clockRateHz"] = props["clockRate"]
-            props["clockRate"] = int(props["clockRate"]) // 1000
+            hz = _whole(props["clockRate"])
+            # An unreadable clock is left unknown: the device's other facts still stand.
+            props["clockRate"] = None if hz is None else hz // 1000
         major, minor = props.get("computeMajor"), props.get("computeMinor")
         devices.append(
             {
@@ -210,8 +212,17 @@ def _session_start(db: NsysDatabase) -> int:
     if "utcEpochNs" not in db.columns(SESSION_TABLE):
         return 0
     frame = db.frame(SESSION_TABLE, ("utcEpochNs",))
-    values = frame["utcEpochNs"].dropna()
-    return int(values.iloc[0]) if len(values) else 0
+    values = [v for v in map(_whole, frame["utcEpochNs"]) if v is not None]
+    return values[0] if values else 0
+
+
+def _whole(value: Any) -> int | None:
+    """A SQLite cell as a non-negative int64, None where it is not one (NULL, text, damage)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        return None
+    if not (math.isfinite(value) and 0 <= value < 2**63):
+        return None
+    return int(value)
 
 
 def _capture_host(db: NsysDatabase) -> str | None:

@@ -26,6 +26,8 @@ SYNC_TABLE = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
 NVTX_TABLE = "NVTX_EVENTS"
 THREAD_NAMES_TABLE = "ThreadNames"
 
+# nsys counts from the session's start; a time past a year of it is damage, not a session.
+_MAX_TIME_NS = 365 * 24 * 3600 * 10**9
 # Columns read as they are.
 Columns = dict[str, Any]
 _GPU_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid")
@@ -69,13 +71,14 @@ def thread_of(global_tid: pd.Series) -> np.ndarray:
     return _ints(global_tid) & 0xFFFFFF
 
 
-def kernel_columns(db: NsysDatabase) -> tuple[Columns, np.ndarray]:
-    """Kernels: demangled names, launch configuration, shared memory (static + dynamic)."""
+def kernel_columns(db: NsysDatabase, skipped: Counter[str]) -> tuple[Columns, np.ndarray]:
+    """Kernels: demangled names, launch configuration, shared memory (static + dynamic);
+    records without a usable time are counted in ``skipped``."""
     wanted = (
         *_GPU_COLUMNS, "demangledName", "shortName", "registersPerThread", "gridX", "gridY",
         "gridZ", "blockX", "blockY", "blockZ", "staticSharedMemory", "dynamicSharedMemory",
     )  # fmt: skip
-    rows, columns, pid = _gpu_rows(db, KERNEL_TABLE, wanted)
+    rows, columns, pid = _gpu_rows(db, KERNEL_TABLE, wanted, skipped)
     strings = db.strings()
     name_ids = rows["demangledName"] if "demangledName" in rows else rows.get("shortName")
     if name_ids is None:
@@ -91,11 +94,11 @@ def kernel_columns(db: NsysDatabase) -> tuple[Columns, np.ndarray]:
     return columns, pid
 
 
-def memcpy_columns(db: NsysDatabase) -> tuple[Columns, np.ndarray]:
+def memcpy_columns(db: NsysDatabase, skipped: Counter[str]) -> tuple[Columns, np.ndarray]:
     """Copies: kind, bytes, and whether the host side was pinned (named as Kineto names
     them, "Memcpy HtoD (Pageable -> Device)")."""
     rows, columns, pid = _gpu_rows(
-        db, MEMCPY_TABLE, (*_GPU_COLUMNS, "bytes", "copyKind", "srcKind", "dstKind")
+        db, MEMCPY_TABLE, (*_GPU_COLUMNS, "bytes", "copyKind", "srcKind", "dstKind"), skipped
     )
     db.require(MEMCPY_TABLE, ("bytes", "copyKind"))
     kinds = _copy_kinds(db)
@@ -114,8 +117,9 @@ def memcpy_columns(db: NsysDatabase) -> tuple[Columns, np.ndarray]:
     return columns, pid
 
 
-def memset_columns(db: NsysDatabase) -> tuple[Columns, np.ndarray]:
-    rows, columns, pid = _gpu_rows(db, MEMSET_TABLE, (*_GPU_COLUMNS, "bytes", "memKind"))
+def memset_columns(db: NsysDatabase, skipped: Counter[str]) -> tuple[Columns, np.ndarray]:
+    wanted = (*_GPU_COLUMNS, "bytes", "memKind")
+    rows, columns, pid = _gpu_rows(db, MEMSET_TABLE, wanted, skipped)
     db.require(MEMSET_TABLE, ("bytes",))
     memory = db.enum("ENUM_CUDA_MEM_KIND", "label") or _MEMORY_KINDS
     kinds = _ints(rows.get("memKind"), len(rows), missing=2)
@@ -142,6 +146,9 @@ def runtime_columns(db: NsysDatabase, skipped: Counter[str]) -> tuple[Columns, n
         category = [c for c in category if c is not None]
     else:
         category = ["cuda_runtime"] * len(rows)
+    timed = _timed(rows, RUNTIME_TABLE, skipped)
+    rows = rows[timed].reset_index(drop=True)
+    category = [c for c, keep in zip(category, timed, strict=True) if keep]
     columns = _times(rows)
     if "nameId" in rows:
         strings = db.strings()
@@ -179,6 +186,7 @@ def nvtx_columns(db: NsysDatabase, skipped: Counter[str]) -> tuple[Columns, np.n
     if (unclosed := int((is_range & ~closed).sum())) > 0:
         skipped["NVTX ranges never closed"] += unclosed
     rows = rows[is_range & closed].reset_index(drop=True)
+    rows = rows[_timed(rows, NVTX_TABLE, skipped)].reset_index(drop=True)
     strings = db.strings() if "textId" in rows else {}
     text = rows["text"] if "text" in rows else pd.Series([None] * len(rows), dtype=object)
     text_id = _ints(rows.get("textId"), len(rows))
@@ -209,10 +217,11 @@ def thread_names(db: NsysDatabase) -> dict[str, str]:
 
 
 def _gpu_rows(
-    db: NsysDatabase, table: str, wanted: tuple[str, ...]
+    db: NsysDatabase, table: str, wanted: tuple[str, ...], skipped: Counter[str]
 ) -> tuple[pd.DataFrame, Columns, np.ndarray]:
     db.require(table, ("start", "end"))
     rows = db.frame(table, wanted)
+    rows = rows[_timed(rows, table, skipped)].reset_index(drop=True)
     n = len(rows)
     columns = _times(rows)
     columns["device"] = _ints(rows.get("deviceId"), n)
@@ -220,6 +229,18 @@ def _gpu_rows(
     columns["correlation"] = _ints(rows.get("correlationId"), n)
     pid = process_of(rows["globalPid"]) if "globalPid" in rows else _ids(n)
     return rows, columns, pid
+
+
+def _timed(rows: pd.DataFrame, table: str, skipped: Counter[str]) -> np.ndarray:
+    """Which rows have a start and an end that are times of a session (whole ns from 0 to a
+    year after its start); the others, NULLs and damage, are counted in ``skipped``."""
+    keep = np.ones(len(rows), dtype=bool)
+    for column in ("start", "end"):
+        numbers = pd.to_numeric(rows[column], errors="coerce").to_numpy(np.float64, na_value=np.nan)
+        keep &= (numbers >= 0) & (numbers <= _MAX_TIME_NS)  # False for NaN too
+    if (dropped := int((~keep).sum())) > 0:
+        skipped[f"{table} records without a usable start and end"] += dropped
+    return keep
 
 
 def _times(rows: pd.DataFrame) -> Columns:
@@ -253,10 +274,18 @@ def _lacks(db: NsysDatabase, table: str, column: str) -> TraceFormatError:
 
 
 def _ints(values: pd.Series | None, n: int = 0, missing: int = NO_ID) -> np.ndarray:
-    """A column as int64, NULL (or a column the table lacks: None) as ``missing``."""
+    """A column as int64; NULL, text, a number past int64 or not finite (or a column the
+    table lacks: None) as ``missing``."""
     if values is None:
         return np.full(n, missing, np.int64)
-    return pd.to_numeric(values, errors="coerce").fillna(missing).to_numpy(np.int64)
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.dtype.kind == "i":  # exact: ids past 2**53 must not go through float
+        return numbers.to_numpy(np.int64)
+    floats = numbers.to_numpy(np.float64, na_value=np.nan)
+    ok = np.abs(floats) < 2.0**63  # False for NaN and the infinities
+    out = np.full(len(floats), missing, np.int64)
+    out[ok] = floats[ok].astype(np.int64)
+    return out
 
 
 def _ids(n: int) -> np.ndarray:

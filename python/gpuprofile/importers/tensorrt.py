@@ -11,6 +11,7 @@ tactic, trtexec's share) and the latency percentiles of the times file go into
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ ENQUEUE_CATEGORY = "trt_enqueue"
 INFERENCE_KERNEL = "TensorRT inference (GPU compute)"
 PERCENTILES = (50, 90, 95, 99)
 _NS_PER_MS = 1_000_000
+# Past any device's count of SMs, GHz, bus bits or MiB: such a figure is damage, not a device.
+_DEVICE_FIGURE_MAX = 1e9
 # Precision tokens of a "Format/Datatype" string ("Channel major FP16 format where ...").
 _PRECISION = re.compile(r"\b(FP32|FP16|BF16|FP8|FP4|INT8|INT4|INT32|INT64|UINT8|BOOL)\b", re.I)
 
@@ -322,10 +325,12 @@ def _devices(metadata: dict[str, Any] | None) -> tuple[dict[str, Any], ...]:
         return ()
 
     def number(key: str) -> float | None:
+        """A device figure: a positive, finite number short of any device's (a count of
+        SMs, GHz, bits); anything else is unknown rather than a roof."""
         value = info.get(key)
-        return (
-            float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-        )
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value) if 0 < value < _DEVICE_FIGURE_MAX else None
 
     memory = _mebibytes(info.get("Device Global Memory"))
     sms, capability = number("SMs"), number("Compute Capability")
@@ -354,5 +359,6 @@ def _devices(metadata: dict[str, Any] | None) -> tuple[dict[str, Any], ...]:
 
 
 def _mebibytes(text: Any) -> int | None:
-    found = re.fullmatch(r"\s*([\d.]+)\s*MiB\s*", text) if isinstance(text, str) else None
-    return int(float(found.group(1)) * (1 << 20)) if found else None
+    found = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*MiB\s*", text) if isinstance(text, str) else None
+    mib = float(found.group(1)) if found else math.nan
+    return int(mib * (1 << 20)) if 0 < mib < _DEVICE_FIGURE_MAX else None

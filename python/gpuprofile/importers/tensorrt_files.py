@@ -39,6 +39,8 @@ PHASES = {
 }
 REQUIRED_TIMES = ("latencyMs", "computeMs", "startComputeMs", "endComputeMs")
 LAYER_FIELDS = ("averageMs", "medianMs", "timeMs", "percentage")
+# A time past a year (in ms) is damage, not a measurement; it would wrap int64 nanoseconds.
+MAX_MS = 365 * 24 * 3600 * 1e3
 
 
 @dataclass(frozen=True)
@@ -183,11 +185,12 @@ def profile(path: Path, document: Any) -> Profile:
                 values[key] = None
                 continue
             value = record[key]
-            if not _is_number(value) or value < 0:
+            # "percentage" is a share, the rest are times: none of them past a year's worth.
+            if not _is_number(value) or not 0 <= value <= MAX_MS:
                 raise TraceFormatError(
                     path,
-                    f"record [{index}] ({name!r}) field {key!r} is not a non-negative number: "
-                    f"{json.dumps(value)[:40]}",
+                    f"record [{index}] ({name!r}) field {key!r} is not a number from 0 to "
+                    f"{MAX_MS:.0f}: {json.dumps(value)[:40]}",
                 )
             values[key] = float(value)
         layers.append(
@@ -199,6 +202,8 @@ def profile(path: Path, document: Any) -> Profile:
                 percentage=values["percentage"],
             )
         )
+    if sum(layer.average_ms for layer in layers) > MAX_MS:
+        raise TraceFormatError(path, "the layers' 'averageMs' add up to more than a year")
     return Profile(count=count, layers=tuple(layers))
 
 
@@ -214,6 +219,11 @@ def timing(path: Path, document: Any) -> tuple[Inference, ...]:
             if not _is_number(record.get(key)):
                 raise TraceFormatError(
                     path, f"record [{index}] field {key!r} is missing or not a number"
+                )
+        for key, value in record.items():
+            if _is_number(value) and not -MAX_MS <= value <= MAX_MS:
+                raise TraceFormatError(
+                    path, f"record [{index}] field {key!r} is past a year in ms: {value:g}"
                 )
         phases = {}
         for phase, (starts, ends) in PHASES.items():
