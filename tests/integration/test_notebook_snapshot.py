@@ -18,7 +18,8 @@ CELLS = (
     # A transposing copy walks memory against the cache: far below any bandwidth roof, so the
     # cell always provokes a hint (relu alone sometimes ran near the roof, or under 10 us).
     "big = torch.randn(1024, 1024)\n"
-    "for _ in range(20):\n    y = (x @ x).relu()\n    s = y.sum().item()\n    t = big.t().contiguous()",
+    "for _ in range(20):\n    y = (x @ x).relu()\n    s = y.sum().item()\n"
+    "    t = big.t().contiguous()",
     "import json\nimport gpuprofile\nfrom gpuprofile.units import format_time\n"
     "r = gpuprofile.last().report()\n"
     "print('EXPECT', json.dumps({'wall': format_time(r['ranks'][0]['wall_ns']),"
