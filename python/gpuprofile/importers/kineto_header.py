@@ -103,8 +103,8 @@ def distributed_info(value: Any, findings: Findings) -> tuple[dict[str, Any] | N
     """(distributedInfo with its rank and world_size checked, the rank it declares)."""
     if value is None:
         return None, None
-    if not isinstance(value, dict) or not _shallow(value):
-        findings.unknown_value("distributedInfo that is not a JSON object of plain values")
+    if not isinstance(value, dict):
+        findings.unknown_value("distributedInfo that is not a JSON object")
         return None, None
     info = dict(value)
     rank: int | None = None
@@ -120,6 +120,9 @@ def distributed_info(value: Any, findings: Findings) -> tuple[dict[str, Any] | N
     if size is not None and not (_count(size, 1) is not None and size <= MAX_WORLD):
         findings.unknown_value(f"distributedInfo.world_size {_short(size)}: not a job's size")
         del info["world_size"]
+    for key in [k for k, v in info.items() if not _shallow(v)]:
+        findings.unknown_value(f"distributedInfo.{key}: nested too deeply or a huge integer")
+        del info[key]
     return info, rank
 
 
