@@ -5,6 +5,7 @@ count reaches the report. Each bad trace is a small document written here, by ha
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 import gpuprofile
 from gpuprofile.importers import kineto_parts
 from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.importers.kineto_format import MAX_NESTING
 from gpuprofile.report.notices import notices
 from gpuprofile.trace.model import NO_ID, Trace
 from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
@@ -233,18 +235,36 @@ def _nested_in(tmp_path: Path, key: str, depth: int) -> Path:
 
 
 @pytest.mark.parametrize("key", ["Collective name", "Input Dims", "a key not read"])
-@pytest.mark.parametrize("depth", [3_000, 100_000])
+@pytest.mark.parametrize("depth", [MAX_NESTING + 10, 3_000, 100_000])
 def test_deep_nesting_is_a_clear_error(tmp_path: Path, read: str, key: str, depth: int) -> None:
     path = _nested_in(tmp_path, key, depth)
     with pytest.raises(gpuprofile.TraceFormatError) as info:
         load_kineto(path)
     message = str(info.value)
-    assert message.startswith(f"{path}: JSON nesting deeper than the decoder reads (")
+    assert message.startswith(f"{path}: JSON nesting deeper than {MAX_NESTING} levels: ")
     # The document, traceEvents, the event and its args nest 4 levels above.
     assert f": {depth + 4} levels deep (line 1, column " in message
 
 
 # --- 5. partial events, empty traces ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("limit", [200, 1_000_000])
+def test_the_nesting_bound_holds_whatever_the_recursion_limit(
+    tmp_path: Path, read: str, limit: int
+) -> None:
+    # A notebook may raise Python's recursion limit; the decoder's bound does not follow it.
+    path = _nested_in(tmp_path, "Input Dims", 100_000)
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        with pytest.raises(gpuprofile.TraceFormatError, match="nesting deeper than"):
+            load_kineto(path)
+        assert sys.getrecursionlimit() == limit
+    finally:
+        sys.setrecursionlimit(before)
+    # 30 levels, as deep as no Kineto trace nests, still read.
+    assert len(load_kineto(_nested_in(tmp_path, "Input Dims", 30)).kernels) == 3
 
 
 def test_events_with_only_some_fields(tmp_path: Path, read: str) -> None:
@@ -279,8 +299,12 @@ def test_exact_duplicates_count_once(tmp_path: Path, read: str) -> None:
     ]
 
 
-def test_events_that_differ_in_one_field_are_kept(tmp_path: Path) -> None:
-    a, b = kernel("k", 0.0, 10.0, corr=1), kernel("k", 0.0, 10.0, corr=1, stream=8)
+@pytest.mark.parametrize(("key", "value"), [("tid", 8), ("pid", 1)])
+def test_events_that_differ_in_one_field_are_kept(tmp_path: Path, key: str, value: int) -> None:
+    # pid and tid are no kernel columns, yet tell events apart: an export of a job writes
+    # each rank's kernels under its own pid.
+    a, b = kernel("k", 0.0, 10.0, corr=1), kernel("k", 0.0, 10.0, corr=1)
+    b[key] = value
     trace = load(tmp_path, [a, b])
     assert len(trace.kernels) == 2 and trace.meta.ranks[0].duplicates == 0
 

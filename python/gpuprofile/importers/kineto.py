@@ -24,9 +24,11 @@ from gpuprofile.importers.job_files import job_files, job_ranks
 from gpuprofile.importers.job_files import same_job as _same_job
 from gpuprofile.importers.kineto_checks import REJECTED, Findings, Shapes, checked_times
 from gpuprofile.importers.kineto_columns import (
+    as_id,
     counter_columns,
     device_summary,
     gpu_annotation_columns,
+    ints,
     kernel_columns,
     memcpy_columns,
     memory_columns,
@@ -144,6 +146,8 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
                 )
                 # Times from 0 here, rebased on the trace's first start once all are read.
                 columns = _BUILDERS[table](checked, (start, dur), findings, shapes)
+                if table in _LANELESS:
+                    columns.update(_lane_columns(checked, findings))
                 parts[table].append(_compact(table, columns) if parted else columns)
             del events, buckets, counters, annotations
     assert doc is not None
@@ -162,9 +166,9 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
     tables = {}
     for table, columns in joined.items():
         columns[_TIME[table]] = columns[_TIME[table]] - shift
-        tables[table] = _deduplicated(
-            table, make_table(table, _numbered(table, columns, rank)), findings
-        )
+        lanes = [columns.pop(name) for name in _LANE_COLUMNS if name in columns]
+        frame = make_table(table, _numbered(table, columns, rank))
+        tables[table] = _deduplicated(table, frame, lanes, findings)
     if findings.rejected and not any(len(t) for t in tables.values()):
         raise TraceFormatError(paths[0], f"no usable event: {findings.summary()}")
     tables["ops"] = with_nesting(tables["ops"])
@@ -272,27 +276,44 @@ def _drop_outliers(joined: dict[str, dict[str, Any]], findings: Findings) -> Non
                     columns[name] = values[keep]
 
 
-def _deduplicated(table: str, frame: pd.DataFrame, findings: Findings) -> pd.DataFrame:
-    """The table without rows equal in every column to an earlier row (ids apart): an event
-    written twice is counted once. A hash of the times and ids finds the candidates; only
-    those are compared column by column."""
+# The tables without pid and tid columns: their events' pid and tid (a GPU lane; a rank, in
+# an export of a job) still tell two events apart, so the duplicates check compares them.
+_KEYED = ("dur_ns", "correlation", "pid", "tid", "stream", "external_id", "value")
+_LANELESS = frozenset(("kernels", "memcpy", "memset", "gpu_annotations", "counters"))
+_LANE_COLUMNS = ("_pid", "_tid")
+
+
+def _lane_columns(bucket: list[Event], findings: Findings) -> dict[str, Any]:
+    n = len(bucket)
+    return {
+        "_pid": ints((as_id(e.pid) for e in bucket), n, findings, "pids"),
+        "_tid": ints((as_id(e.tid) for e in bucket), n, findings, "tids"),
+    }
+
+
+def _deduplicated(
+    table: str, frame: pd.DataFrame, lanes: list[np.ndarray], findings: Findings
+) -> pd.DataFrame:
+    """The table without rows equal to an earlier row in every column (ids apart) and in
+    ``lanes`` (the events' pid and tid where the table keeps neither): an event written twice
+    is counted once. A hash of the times, ids and lanes finds the candidates; only those are
+    compared column by column."""
     if len(frame) < 2:
         return frame
     time = frame[_TIME[table]].to_numpy()
     key = time.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    for name in ("dur_ns", "correlation", "tid", "stream", "external_id", "value"):
-        if name in frame.columns:
-            values = frame[name].to_numpy()
-            bits = (
-                values.view(np.uint64) if values.dtype.itemsize == 8 else values.astype(np.uint64)
-            )
-            key = (key ^ bits) * np.uint64(0xBF58476D1CE4E5B9)
+    keyed = [frame[name].to_numpy() for name in _KEYED if name in frame.columns]
+    for values in [*keyed, *lanes]:
+        bits = values.view(np.uint64) if values.dtype.itemsize == 8 else values.astype(np.uint64)
+        key = (key ^ bits) * np.uint64(0xBF58476D1CE4E5B9)
     candidates = np.flatnonzero(pd.Series(key).duplicated(keep=False).to_numpy())
     if not len(candidates):
         return frame
     columns = [c for c in frame.columns if c != "id"]
-    subset = frame.iloc[candidates]
-    repeated = candidates[subset.duplicated(subset=columns).to_numpy()]
+    subset = frame.iloc[candidates][columns]
+    for i, lane in enumerate(lanes):
+        subset.insert(len(subset.columns), f"lane{i}", lane[candidates])
+    repeated = candidates[subset.duplicated().to_numpy()]
     if not len(repeated):
         return frame
     findings.duplicates += len(repeated)
@@ -400,7 +421,7 @@ def _joined(table: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
                 p[name] if name in p else _default(table, name, n)
                 for p, n in zip(parts, sizes, strict=True)
             ]
-            if SCHEMA[table][name] == "category":
+            if SCHEMA[table].get(name) == "category":
                 # Only parts with rows: an empty Categorical's categories have another dtype.
                 filled = [v for v in values if len(v)] or values[:1]
                 categorical = [pd.Categorical(v) for v in filled]
@@ -418,9 +439,9 @@ def _compact(table: str, columns: dict[str, Any]) -> dict[str, Any]:
     schema = SCHEMA[table]
     compact = dict(columns)
     for name, values in columns.items():
-        if schema[name] == "category":
+        if schema.get(name) == "category":
             compact[name] = pd.Categorical(values)
-        elif schema[name] == "object":
+        elif schema.get(name) == "object":
             distinct: dict[Any, Any] = {}
             compact[name] = [distinct.setdefault(v, v) for v in values]
     return compact

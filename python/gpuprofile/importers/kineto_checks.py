@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from gpuprofile.importers.kineto_format import Args, Event, exact_ns, float_column
+from gpuprofile.importers.kineto_format import Args, Event, exact_ns, float_column, nesting_limit
 
 # Times and durations whose nanoseconds reach this are refused: a difference of two times, or
 # a time plus a duration, then stays within int64. 2**62 ns is 146 years, so absolute Unix
@@ -230,7 +230,8 @@ class Shapes:
                 self._findings.unknown_value(what)
             return text
         try:
-            value = msgspec.json.decode(key[1])
+            with nesting_limit():
+                value = msgspec.json.decode(key[1])
             text = key[1].decode() if ok(value) else None
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             text = None

@@ -26,7 +26,7 @@ _I32 = 2**31
 _ABSENT = -(2**63)
 
 
-def _ints(
+def ints(
     values: Any, n: int, findings: Findings | None = None, what: str = "", absent: int = NO_ID
 ) -> np.ndarray:
     """Integers (None: ``absent``) as int64; one beyond int64 is ``absent``, counted as
@@ -46,8 +46,8 @@ def _checked_ints(
 ) -> np.ndarray:
     """Integers in [low, high) as int64; one absent, beyond int64 or out of range is NO_ID
     (those present counted as ``what``)."""
-    ints = _ints(values, n, findings, what, absent=_ABSENT)
-    return _in_range(ints, low, high, findings, what, absent=_ABSENT)
+    read = ints(values, n, findings, what, absent=_ABSENT)
+    return _in_range(read, low, high, findings, what, absent=_ABSENT)
 
 
 def _in_range(
@@ -82,7 +82,7 @@ def _floats(values: Any, n: int, findings: Findings, what: str) -> np.ndarray:
     return out
 
 
-def _as_id(value: int | str | None) -> int:
+def as_id(value: int | str | None) -> int:
     """Streams, pids and tids are sometimes strings ("stream 7", "4093687616")."""
     if value is None:
         return NO_ID
@@ -94,7 +94,7 @@ def _as_id(value: int | str | None) -> int:
 
 
 def _external_ids(args: Sequence[Args], findings: Findings) -> np.ndarray:
-    return _ints(
+    return ints(
         (a.external_id if a.external_id is not None else a.legacy_external_id for a in args),
         len(args),
         findings,
@@ -108,8 +108,8 @@ def op_columns(
     start, dur = times
     args = [e.args or NO_ARGS for e in bucket]
     return {
-        "pid": _ints((_as_id(e.pid) for e in bucket), len(bucket), findings, "pids"),
-        "tid": _ints((_as_id(e.tid) for e in bucket), len(bucket), findings, "tids"),
+        "pid": ints((as_id(e.pid) for e in bucket), len(bucket), findings, "pids"),
+        "tid": ints((as_id(e.tid) for e in bucket), len(bucket), findings, "tids"),
         "name": [e.name for e in bucket],
         "category": [OP_CATEGORY.get(e.cat, e.cat) for e in bucket],
         "start_ns": start,
@@ -141,8 +141,8 @@ def comm_columns(args: Sequence[Args], findings: Findings) -> dict[str, Any]:
         "collective": [_text(a.collective) for a in args],
         "process_group": [_text(a.process_group) for a in args],
         "group_ranks": [_text(a.group_ranks) for a in args],
-        "seq": _ints((_int_or_none(a.seq) for a in args), n),
-        "comm_bytes": _ints((_message_bytes(a) for a in args), n, findings, "message bytes"),
+        "seq": ints((_int_or_none(a.seq) for a in args), n),
+        "comm_bytes": ints((_message_bytes(a) for a in args), n, findings, "message bytes"),
     }
 
 
@@ -179,11 +179,11 @@ def _gpu_columns(
     n = len(bucket)
     device = _checked_ints((a.device for a in args), n, 0, _I32, findings, "devices")
     # Legacy traces carry the device only as the process id of the GPU lane.
-    pids = _ints((_as_id(e.pid) for e in bucket), n, findings, "pids")
+    pids = ints((as_id(e.pid) for e in bucket), n, findings, "pids")
     lane = np.where((pids >= 0) & (pids < _I32), pids, NO_ID)
     device = np.where(device == NO_ID, lane, device)
-    stream = _ints(
-        (_as_id(a.stream) if a.stream is not None else _as_id(e.tid) for a, e in zip(args, bucket)),
+    stream = ints(
+        (as_id(a.stream) if a.stream is not None else as_id(e.tid) for a, e in zip(args, bucket)),
         n,
         findings,
         "streams",
@@ -194,7 +194,7 @@ def _gpu_columns(
         "name": [e.name for e in bucket],
         "start_ns": start,
         "dur_ns": dur,
-        "correlation": _ints((a.correlation for a in args), n, findings, "correlation ids"),
+        "correlation": ints((a.correlation for a in args), n, findings, "correlation ids"),
         "external_id": _external_ids(args, findings),
     }, args
 
@@ -237,7 +237,7 @@ def _dim(dims: list[int] | str | None, axis: int) -> int | None:
 
 
 def _bytes_of(args: Sequence[Args], findings: Findings) -> np.ndarray:
-    nbytes = (None if a.bytes is None else _as_id(a.bytes) for a in args)
+    nbytes = (None if a.bytes is None else as_id(a.bytes) for a in args)
     return _checked_ints(nbytes, len(args), -1, 2**62, findings, "bytes")
 
 
@@ -277,13 +277,13 @@ def runtime_columns(
     args = [e.args or NO_ARGS for e in bucket]
     n = len(bucket)
     return {
-        "pid": _ints((_as_id(e.pid) for e in bucket), n, findings, "pids"),
-        "tid": _ints((_as_id(e.tid) for e in bucket), n, findings, "tids"),
+        "pid": ints((as_id(e.pid) for e in bucket), n, findings, "pids"),
+        "tid": ints((as_id(e.tid) for e in bucket), n, findings, "tids"),
         "name": [e.name for e in bucket],
         "category": [OP_CATEGORY.get(e.cat, e.cat) for e in bucket],
         "start_ns": start,
         "dur_ns": dur,
-        "correlation": _ints((a.correlation for a in args), n, findings, "correlation ids"),
+        "correlation": ints((a.correlation for a in args), n, findings, "correlation ids"),
         "external_id": _external_ids(args, findings),
     }
 
@@ -299,7 +299,7 @@ def counter_columns(
         "name": [name for name, _ in names],
         "unit": [unit for _, unit in names],
         "device": _checked_ints(
-            (_as_id(e.id) if isinstance(e.id, int | str) else None for e in bucket),
+            (as_id(e.id) if isinstance(e.id, int | str) else None for e in bucket),
             len(bucket),
             -1,
             _I32,
@@ -320,8 +320,8 @@ def memory_columns(
     n = len(bucket)
     return {
         "time_ns": start,
-        "pid": _ints((_as_id(e.pid) for e in bucket), n, findings, "pids"),
-        "tid": _ints((_as_id(e.tid) for e in bucket), n, findings, "tids"),
+        "pid": ints((as_id(e.pid) for e in bucket), n, findings, "pids"),
+        "tid": ints((as_id(e.tid) for e in bucket), n, findings, "tids"),
         # Device Type 0 is the CPU: report host memory as device -1.
         "device": _checked_ints(
             (a.device_id if a.device_type not in (None, 0) else -1 for a in args),
@@ -331,11 +331,9 @@ def memory_columns(
             findings,
             "allocator devices",
         ),
-        "bytes": _ints((a.alloc_bytes for a in args), n, findings, "allocator bytes"),
-        "total_allocated": _ints(
-            (a.total_allocated for a in args), n, findings, "allocator totals"
-        ),
-        "total_reserved": _ints((a.total_reserved for a in args), n, findings, "allocator totals"),
+        "bytes": ints((a.alloc_bytes for a in args), n, findings, "allocator bytes"),
+        "total_allocated": ints((a.total_allocated for a in args), n, findings, "allocator totals"),
+        "total_reserved": ints((a.total_reserved for a in args), n, findings, "allocator totals"),
     }
 
 

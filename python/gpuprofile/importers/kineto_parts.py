@@ -20,6 +20,7 @@ from gpuprofile.importers.kineto_format import (
     Event,
     decode_bytes,
     needs_exact_times,
+    nesting_limit,
     nesting_problem,
 )
 from gpuprofile.importers.source import read_trace_bytes
@@ -66,10 +67,11 @@ def event_parts(
         events, doc.traceEvents = doc.traceEvents, []
         return doc, iter([(0, events)]), False
     try:
-        if raw.lstrip()[:1] == b"[":
-            outline: Document[Any] = Document(traceEvents=_RAW_LIST_DECODER.decode(raw))
-        else:
-            outline = _OUTLINE_DECODER.decode(raw)
+        with nesting_limit():
+            if raw.lstrip()[:1] == b"[":
+                outline: Document[Any] = Document(traceEvents=_RAW_LIST_DECODER.decode(raw))
+            else:
+                outline = _OUTLINE_DECODER.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError):
         decode_bytes(path, raw)  # raises the error located in the file
         raise TraceFormatError(path, "not a Chrome/Kineto trace") from None
@@ -85,10 +87,11 @@ def _decoded(
     for first in range(0, len(texts), PART_EVENTS):
         part = b"[" + b",".join(texts[first : first + PART_EVENTS]) + b"]"
         try:
-            try:
-                events = LIST_DECODER.decode(part)
-            except msgspec.ValidationError:
-                events = loose_events(LOOSE_LIST_DECODER.decode(part), first, findings)
+            with nesting_limit():
+                try:
+                    events = LIST_DECODER.decode(part)
+                except msgspec.ValidationError:
+                    events = loose_events(LOOSE_LIST_DECODER.decode(part), first, findings)
         except RecursionError:
             raise TraceFormatError(path, nesting_problem(raw)) from None
         except (msgspec.DecodeError, msgspec.ValidationError):

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from gpuprofile.analyses.carry_over import CarryOver
+from gpuprofile.importers.kineto_format import PROFILER_MARKERS
 from gpuprofile.trace.meta import Dropped, TraceMeta, world_size
 from gpuprofile.units import format_count, format_time
 
@@ -25,7 +26,7 @@ def notices(meta: TraceMeta) -> list[dict[str, str]]:
     trace had to decide (``meta.notes``: ranks taken from file order, launches an Nsight Compute
     replay laid end to end); then what reading could not use, summed over the ranks, one line
     per reason: events rejected for a value they need, duplicate events, values read as
-    unknown, and events of kinds gpuprofile does not read."""
+    unknown, and events of kinds gpuprofile does not read (the profiler's own markers apart)."""
     out = []
     if meta.partial:
         out.append(
@@ -56,7 +57,7 @@ def _unread_notices(meta: TraceMeta) -> list[dict[str, str]]:
     for facts in meta.ranks.values():
         rejected.update(facts.rejected)
         unknown.update(facts.unknown)
-        skipped.update(facts.skipped)
+        skipped.update({k: n for k, n in facts.skipped.items() if k not in PROFILER_MARKERS})
         duplicates += facts.duplicates
     out = [
         {"kind": "rejected", "text": f"{format_count(n)} {reason}: not read."}
