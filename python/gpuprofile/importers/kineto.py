@@ -226,9 +226,11 @@ _WHAT = {
 }
 _INSTANTS = frozenset(("memory", "counters"))  # events without a duration
 _TIME = {t: "time_ns" if t in _INSTANTS else "start_ns" for t in _BUILDERS}
-# Events more than this from the trace's median time are taken for corrupt times: no
-# profiling session lasts a year, and one far-off time would stretch every figure over it.
-MAX_SPAN_NS = 366 * 86_400 * 10**9
+# Events spanning more than this are taken to hold corrupt times: a profiler trace covers
+# seconds to minutes (an hour of events is already gigabytes), and one far-off ts (a time
+# from another clock, a value swapped in) would stretch every figure over days or years.
+# Then the events more than half of it from the median time are not read.
+MAX_SPAN_NS = 86_400 * 10**9
 
 
 def _rows(columns: dict[str, Any]) -> int:
@@ -247,7 +249,7 @@ def _locator(named: str, first: int, events: list[Event]) -> Callable[[Event], s
 
 def _drop_outliers(joined: dict[str, dict[str, Any]], findings: Findings) -> None:
     """Reject the events more than half of MAX_SPAN_NS from the median start, where the
-    events span more than MAX_SPAN_NS: a corrupt ts, not a year-long profile."""
+    events span more than MAX_SPAN_NS: a corrupt ts, not a day-long profile."""
     starts = [c[_TIME[t]] for t, c in joined.items() if _rows(c)]
     if not starts:
         return
@@ -264,8 +266,8 @@ def _drop_outliers(joined: dict[str, dict[str, Any]], findings: Findings) -> Non
         far = (start < middle - MAX_SPAN_NS // 2) | (end > middle + MAX_SPAN_NS // 2)
         if far.any():
             findings.reject(
-                f"{_WHAT[table]} more than half a year from the trace's median time "
-                "(corrupt times: no profile spans a year)",
+                f"{_WHAT[table]} more than 12 h from the trace's median time (corrupt times: "
+                "no profile spans a day)",
                 int(far.sum()),
             )
             keep = np.flatnonzero(~far)
