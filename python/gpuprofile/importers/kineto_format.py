@@ -371,7 +371,9 @@ def nesting_problem(raw: bytes) -> str:
     deepest = int(depth.max())
     at = int(brackets[int(np.argmax(depth))]) if len(brackets) else 0
     return locate(
-        raw, f"JSON nesting deeper than {MAX_NESTING} levels: {deepest} levels deep (byte {at})"
+        raw,
+        f"nested too deeply to read: {deepest} levels of arrays or objects, more than "
+        f"{MAX_NESTING} (byte {at})",
     )
 
 
