@@ -57,22 +57,45 @@ def job_ranks(
             Path(rank_regex), "--rank-regex needs exactly one group (the rank's digits)"
         )
     ranks: list[int | None] = []
+    sources: list[str] = []  # where each file's rank comes from: its trace, its name, or none
     for file, rank in zip(files, declared, strict=True):
+        source = "its trace (distributedInfo.rank)"
         if rank is None:
             match = pattern.search(file.name)
-            named = int(match.group(1)) if match and match.group(1).isdigit() else None
-            rank = named if named is not None else rank
+            digits = match.group(1) if match else ""
+            # A rank of more than 7 digits is no rank (and would not fit the rank column).
+            rank = int(digits) if digits.isdigit() and len(digits) < 8 else None
+            source = "its name" if rank is not None else ""
         ranks.append(rank)
-    seen: dict[int, Path] = {}
-    for file, rank in zip(files, ranks, strict=True):
+        sources.append(source)
+    seen: dict[int, int] = {}
+    for i, rank in enumerate(ranks):
         if rank is None:
             continue
         if rank in seen:
-            raise TraceFormatError(
-                file, f"rank {rank} appears twice: {seen[rank].name} and {file.name}"
+            j = seen[rank]
+            said = (
+                ""
+                if sources[i] == sources[j]
+                else f" ({files[j].name} by {sources[j]}, {files[i].name} by {sources[i]})"
             )
-        seen[rank] = file
+            raise TraceFormatError(
+                files[i], f"rank {rank} appears twice: {files[j].name} and {files[i].name}{said}"
+            )
+        seen[rank] = i
     notes = []
+    mixed = None in declared and any(r is not None for r in declared)
+    named = [
+        (f, r) for f, r, d, s in zip(files, ranks, declared, sources, strict=True)
+        if d is None and s == "its name"
+    ]  # fmt: skip
+    if mixed and named:
+        notes.append(
+            "rank of "
+            + ", ".join(f"{f.name} (rank {r})" for f, r in named)
+            + " taken from its file name: its trace declares none (distributedInfo.rank), "
+            "while the other files' traces do"
+        )
     free = (r for r in range(len(files) + len(seen)) if r not in seen)
     unnamed = [file for file, rank in zip(files, ranks, strict=True) if rank is None]
     chosen = []

@@ -10,12 +10,11 @@ and float ``ts``, AMD/HIP names, and CUPTI range-profiler traces (which hold no 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
@@ -23,10 +22,13 @@ from pandas.api.types import union_categoricals
 from gpuprofile.errors import TraceFormatError
 from gpuprofile.importers.job_files import job_files, job_ranks
 from gpuprofile.importers.job_files import same_job as _same_job
+from gpuprofile.importers.kineto_checks import REJECTED, Findings, Shapes, checked_times
 from gpuprofile.importers.kineto_columns import (
+    as_id,
     counter_columns,
     device_summary,
     gpu_annotation_columns,
+    ints,
     kernel_columns,
     memcpy_columns,
     memory_columns,
@@ -39,14 +41,21 @@ from gpuprofile.importers.kineto_format import (
     GPU_ANNOTATION,
     Document,
     Event,
-    exact_ns,
     table_of,
+)
+from gpuprofile.importers.kineto_header import (
+    base_time,
+    device_list,
+    distributed_info,
+    flag,
+    scalar,
+    steps_entry,
 )
 from gpuprofile.importers.kineto_parts import WholeDocumentNeeded, event_parts
 from gpuprofile.importers.parallel import map_files
 from gpuprofile.trace.links import launching_ops, with_nesting
 from gpuprofile.trace.merge import merge
-from gpuprofile.trace.meta import RankMeta, Source, StepsEntry, TraceMeta
+from gpuprofile.trace.meta import RankMeta, Source, TraceMeta
 from gpuprofile.trace.model import SCHEMA, Trace, default_column, make_table
 
 
@@ -113,70 +122,87 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
     parts: dict[str, list[dict[str, Any]]] = {table: [] for table in _BUILDERS}
     thread_names: dict[str, str] = {}
     skipped: Counter[str] = Counter()
-    firsts: list[int | float] = []
+    findings = Findings()
     doc: Document[Any] | None = None
     for path in paths:
-        header, events_parts, parted = event_parts(path, whole=whole)
+        header, events_parts, parted = event_parts(path, findings, whole=whole)
         if doc is None:
             doc = header
-        elif (header.baseTimeNanoseconds or 0) != (doc.baseTimeNanoseconds or 0):
+        elif base_time(header.baseTimeNanoseconds) != base_time(doc.baseTimeNanoseconds):
             raise TraceFormatError(
                 path, f"baseTimeNanoseconds differs from {paths[0].name}'s: not one run"
             )
+        shapes = Shapes(findings)
+        named = f"{path.name} " if len(paths) > 1 else ""
         for first, events in events_parts:
             buckets, counters, annotations, names, part_skipped = _sort_events(events)
             thread_names.update(names)
             skipped.update(part_skipped)
             buckets.update(counters=counters, gpu_annotations=annotations)
+            where = _locator(named, first, events)
             for table, bucket in buckets.items():
-                _require_times(path, first, events, bucket, table not in ("memory", "counters"))
-            # min() over ints and floats compares them exactly, and float() keeps their order.
-            # Annotations and counters span or sample GPU work already in the timeline tables,
-            # so the trace's origin (and scan_extent's, which shares table_of) ignores them.
-            firsts += [min(map(_TS, b)) for t, b in buckets.items() if b and t in _TIMELINE_BUCKETS]
-            # Times from 0 here, rebased on the trace's first start once all parts are read.
-            for table, bucket in buckets.items():
-                columns = _BUILDERS[table](bucket, 0.0)
+                checked, start, dur = checked_times(
+                    bucket, _WHAT[table], table not in _INSTANTS, findings, where
+                )
+                # Times from 0 here, rebased on the trace's first start once all are read.
+                columns = _BUILDERS[table](checked, (start, dur), findings, shapes)
+                if table in _LANELESS:
+                    columns.update(_lane_columns(checked, findings))
                 parts[table].append(_compact(table, columns) if parted else columns)
             del events, buckets, counters, annotations
     assert doc is not None
-    shift = int(exact_ns(float(min(firsts)))) if firsts else 0  # the first start, in ns
-    origin = (doc.baseTimeNanoseconds or 0) + shift
-    declared = (doc.distributedInfo or {}).get("rank")
-    declared_rank = int(declared) if isinstance(declared, int | str) else None
+    joined = {table: _joined(table, columns) for table, columns in parts.items()}
+    _drop_outliers(joined, findings)
+    # Annotations and counters span or sample GPU work already in the timeline tables, so
+    # the trace's origin (and scan_extent's, which shares table_of) ignores them.
+    firsts = [int(c[_TIME[t]].min()) for t, c in joined.items() if t in _TIMELINE and _rows(c)]
+    shift = min(firsts) if firsts else 0  # the first start, in ns
+    base = base_time(doc.baseTimeNanoseconds)
+    if doc.baseTimeNanoseconds is not None and base is None:
+        findings.unknown_value("baseTimeNanoseconds that is not a time in int64 nanoseconds")
+    origin = (base or 0) + shift
+    distributed, declared_rank = distributed_info(doc.distributedInfo, findings)
     rank = declared_rank if declared_rank is not None else 0
-    tables = {
-        table: make_table(table, _numbered(table, _joined(table, columns, shift), rank))
-        for table, columns in parts.items()
-    }
+    tables = {}
+    for table, columns in joined.items():
+        columns[_TIME[table]] = columns[_TIME[table]] - shift
+        lanes = [columns.pop(name) for name in _LANE_COLUMNS if name in columns]
+        frame = make_table(table, _numbered(table, columns, rank))
+        tables[table] = _deduplicated(table, frame, lanes, findings)
+    if findings.rejected and not any(len(t) for t in tables.values()):
+        raise TraceFormatError(paths[0], f"no usable event: {findings.summary()}")
     tables["ops"] = with_nesting(tables["ops"])
     tables["kernels"]["op_id"] = launching_ops(tables["ops"], tables["runtime"], tables["kernels"])
-    devices = doc.deviceProperties or doc.computeProperties or []
+    devices = device_list(doc, findings)
+    versions = {
+        k: scalar(v, k, findings)
+        for k, v in (
+            ("cupti", doc.cupti_version),
+            ("cuda_runtime", doc.cuda_runtime_version),
+            ("cuda_driver", doc.cuda_driver_version),
+            ("roctracer", doc.roctracer_version),
+            ("hip_runtime", doc.hip_runtime_version),
+        )
+        if v is not None
+    }
     facts = RankMeta(
         devices=tuple(device_summary(d) for d in devices),
         thread_names=thread_names,
         files=tuple(str(p) for p in paths),
-        schema_version=doc.schemaVersion,
-        distributed=doc.distributedInfo,
-        record_shapes=bool(doc.record_shapes),
-        profile_memory=bool(doc.profile_memory),
-        with_stack=bool(doc.with_stack),
-        versions={
-            k: v
-            for k, v in (
-                ("cupti", doc.cupti_version),
-                ("cuda_runtime", doc.cuda_runtime_version),
-                ("cuda_driver", doc.cuda_driver_version),
-                ("roctracer", doc.roctracer_version),
-                ("hip_runtime", doc.hip_runtime_version),
-            )
-            if v is not None
-        },
+        schema_version=scalar(doc.schemaVersion, "schemaVersion", findings),
+        distributed=distributed,
+        record_shapes=flag(doc.record_shapes, "record_shapes", findings),
+        profile_memory=flag(doc.profile_memory, "profile_memory", findings),
+        with_stack=flag(doc.with_stack, "with_stack", findings),
+        versions={k: v for k, v in versions.items() if v is not None},
         skipped=dict(skipped),
-        base_time_ns=doc.baseTimeNanoseconds,
+        rejected=dict(findings.rejected),
+        unknown=dict(findings.unknown),
+        duplicates=findings.duplicates,
+        base_time_ns=base,
         host_name=doc.host_name if isinstance(doc.host_name, str) else None,
     )
-    entry = _steps_entry(doc.gpuprofile) if len(paths) == 1 else None
+    entry = steps_entry(doc.gpuprofile, findings) if len(paths) == 1 else None
     meta = TraceMeta(
         source=Source(format="kineto", path=str(paths[0]), files=tuple(str(p) for p in paths)),
         origin_ns=origin,
@@ -185,6 +211,118 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
         steps=entry.steps if entry else None,
     )
     return Trace(**tables, meta=meta), declared_rank
+
+
+# What each table's events are called in the reasons they are rejected for.
+_WHAT = {
+    "ops": "CPU op events",
+    "kernels": "kernel events",
+    "memcpy": "memcpy events",
+    "memset": "memset events",
+    "runtime": "runtime events",
+    "memory": "allocator events",
+    "counters": "counter samples",
+    "gpu_annotations": "GPU annotation events",
+}
+_INSTANTS = frozenset(("memory", "counters"))  # events without a duration
+_TIME = {t: "time_ns" if t in _INSTANTS else "start_ns" for t in _BUILDERS}
+# Events spanning more than this are taken to hold corrupt times: a profiler trace covers
+# seconds to minutes (an hour of events is already gigabytes), and one far-off ts (a time
+# from another clock, a value swapped in) would stretch every figure over days or years.
+# Then the events more than half of it from the median time are not read.
+MAX_SPAN_NS = 86_400 * 10**9
+
+
+def _rows(columns: dict[str, Any]) -> int:
+    return len(next(iter(columns.values()))) if columns else 0
+
+
+def _locator(named: str, first: int, events: list[Event]) -> Callable[[Event], str]:
+    """Describes an event of a part (its index in the file), for the first of each reason."""
+
+    def where(event: Event) -> str:
+        index = first + next(i for i, e in enumerate(events) if e is event)
+        return f"{named}traceEvents[{index}] ({event.cat or 'no category'} {event.name!r})"
+
+    return where
+
+
+def _drop_outliers(joined: dict[str, dict[str, Any]], findings: Findings) -> None:
+    """Reject the events more than half of MAX_SPAN_NS from the median start, where the
+    events span more than MAX_SPAN_NS: a corrupt ts, not a day-long profile."""
+    starts = [c[_TIME[t]] for t, c in joined.items() if _rows(c)]
+    if not starts:
+        return
+    ends = [c[_TIME[t]] + c.get("dur_ns", 0) for t, c in joined.items() if _rows(c)]
+    low, high = min(int(s.min()) for s in starts), max(int(e.max()) for e in ends)
+    if high - low <= MAX_SPAN_NS:
+        return
+    middle = int(np.median(np.concatenate(starts)))
+    for table, columns in joined.items():
+        if not _rows(columns):
+            continue
+        start = columns[_TIME[table]]
+        end = start + columns.get("dur_ns", 0)
+        far = (start < middle - MAX_SPAN_NS // 2) | (end > middle + MAX_SPAN_NS // 2)
+        if far.any():
+            findings.reject(
+                f"{_WHAT[table]} more than 12 h from the trace's median time (corrupt times: "
+                "no profile spans a day)",
+                int(far.sum()),
+            )
+            keep = np.flatnonzero(~far)
+            for name, values in columns.items():
+                if isinstance(values, list):
+                    columns[name] = [values[i] for i in keep.tolist()]
+                else:
+                    columns[name] = values[keep]
+
+
+# The tables without pid and tid columns: their events' pid and tid (a GPU lane; a rank, in
+# an export of a job) still tell two events apart, so the duplicates check compares them.
+_KEYED = ("dur_ns", "correlation", "pid", "tid", "stream", "external_id", "value")
+_LANELESS = frozenset(("kernels", "memcpy", "memset", "gpu_annotations", "counters"))
+_LANE_COLUMNS = ("_pid", "_tid")
+
+
+def _lane_columns(bucket: list[Event], findings: Findings) -> dict[str, Any]:
+    n = len(bucket)
+    return {
+        "_pid": ints((as_id(e.pid) for e in bucket), n, findings, "pids"),
+        "_tid": ints((as_id(e.tid) for e in bucket), n, findings, "tids"),
+    }
+
+
+def _deduplicated(
+    table: str, frame: pd.DataFrame, lanes: list[np.ndarray], findings: Findings
+) -> pd.DataFrame:
+    """The table without rows equal to an earlier row in every column (ids apart) and in
+    ``lanes`` (the events' pid and tid where the table keeps neither): an event written twice
+    is counted once. A hash of the times, ids and lanes finds the candidates; only those are
+    compared column by column."""
+    if len(frame) < 2:
+        return frame
+    time = frame[_TIME[table]].to_numpy()
+    key = time.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    keyed = [frame[name].to_numpy() for name in _KEYED if name in frame.columns]
+    for values in [*keyed, *lanes]:
+        bits = values.view(np.uint64) if values.dtype.itemsize == 8 else values.astype(np.uint64)
+        key = (key ^ bits) * np.uint64(0xBF58476D1CE4E5B9)
+    candidates = np.flatnonzero(pd.Series(key).duplicated(keep=False).to_numpy())
+    if not len(candidates):
+        return frame
+    columns = [c for c in frame.columns if c != "id"]
+    subset = frame.iloc[candidates][columns]
+    for i, lane in enumerate(lanes):
+        subset.insert(len(subset.columns), f"lane{i}", lane[candidates])
+    repeated = candidates[subset.duplicated().to_numpy()]
+    if not len(repeated):
+        return frame
+    findings.duplicates += len(repeated)
+    kept: pd.DataFrame = frame.drop(index=frame.index[repeated]).reset_index(drop=True)
+    if "id" in kept.columns:
+        kept["id"] = np.arange(len(kept), dtype=np.int64)
+    return kept
 
 
 def _sort_events(
@@ -222,10 +360,17 @@ def _sort_events(
             skipped[f"instant {event.name}"] += 1
         elif ph == "C":
             value = event.args.value if event.args is not None else None
-            if isinstance(value, int | float) and not isinstance(value, bool):
+            # A comparison, not float(): an integer of any size compares, NaN never passes.
+            if (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and -1e308 < value < 1e308
+            ):
                 counters.append(event)
             else:
                 skipped[f"counter {event.name} without a numeric 'value'"] += 1
+        elif ph == REJECTED:
+            continue  # counted when it was read
         elif ph == "M":
             if event.name == "thread_name" and event.args is not None and event.args.name:
                 thread_names[f"{event.pid}/{event.tid}"] = event.args.name
@@ -234,7 +379,7 @@ def _sort_events(
     return buckets, counters, gpu_annotations, thread_names, skipped
 
 
-_TS, _DUR, _PH_CAT = attrgetter("ts"), attrgetter("dur"), attrgetter("ph", "cat")
+_PH_CAT = attrgetter("ph", "cat")
 
 
 class _Routes(dict[tuple[str, str], int]):
@@ -249,7 +394,7 @@ class _Routes(dict[tuple[str, str], int]):
         return route
 
 
-_TIMELINE_BUCKETS = frozenset(("ops", "kernels", "memcpy", "memset", "runtime", "memory"))
+_TIMELINE = frozenset(("ops", "kernels", "memcpy", "memset", "runtime", "memory"))
 # The timeline tables an event's (phase, category) alone decides, in the order the importer
 # builds them; then the two other routes of _sort_events.
 _TABLES = ("ops", "kernels", "memcpy", "memset", "runtime", "memory")
@@ -265,28 +410,9 @@ def _numbered(table: str, columns: dict[str, Any], rank: int) -> dict[str, Any]:
     return numbered
 
 
-def _require_times(
-    path: Path, first: int, events: list[Event], bucket: Sequence[Event], needs_dur: bool
-) -> None:
-    """TraceFormatError naming the first event of ``bucket`` without ts (or dur, where the
-    table needs one) by its index in the file (``events`` starts at index ``first``)."""
-    if None not in map(_TS, bucket) and not (needs_dur and None in map(_DUR, bucket)):
-        return
-    for e in bucket:
-        if e.ts is None or (needs_dur and e.dur is None):
-            missing = "ts" if e.ts is None else "dur"
-            index = first + next(i for i, candidate in enumerate(events) if candidate is e)
-            raise TraceFormatError(
-                path,
-                f"traceEvents[{index}] ({e.cat or 'no category'} {e.name!r}) lacks required "
-                f"field '{missing}'",
-            )
-
-
-def _joined(table: str, parts: list[dict[str, Any]], shift: int) -> dict[str, Any]:
-    """One table's columns from its parts' columns, times moved ``shift`` ns earlier. A column
-    some parts lack (the communication columns of parts without collectives) gets the table's
-    default there."""
+def _joined(table: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One table's columns from its parts' columns. A column some parts lack (the
+    communication columns of parts without collectives) gets the table's default there."""
     if len(parts) == 1:
         columns = dict(parts[0])
     else:
@@ -297,7 +423,7 @@ def _joined(table: str, parts: list[dict[str, Any]], shift: int) -> dict[str, An
                 p[name] if name in p else _default(table, name, n)
                 for p, n in zip(parts, sizes, strict=True)
             ]
-            if SCHEMA[table][name] == "category":
+            if SCHEMA[table].get(name) == "category":
                 # Only parts with rows: an empty Categorical's categories have another dtype.
                 filled = [v for v in values if len(v)] or values[:1]
                 categorical = [pd.Categorical(v) for v in filled]
@@ -306,9 +432,6 @@ def _joined(table: str, parts: list[dict[str, Any]], shift: int) -> dict[str, An
                 columns[name] = np.concatenate(values)
             else:
                 columns[name] = [x for v in values for x in v]
-    for name in ("start_ns", "time_ns"):
-        if name in columns:
-            columns[name] = columns[name] - shift
     return columns
 
 
@@ -318,9 +441,9 @@ def _compact(table: str, columns: dict[str, Any]) -> dict[str, Any]:
     schema = SCHEMA[table]
     compact = dict(columns)
     for name, values in columns.items():
-        if schema[name] == "category":
+        if schema.get(name) == "category":
             compact[name] = pd.Categorical(values)
-        elif schema[name] == "object":
+        elif schema.get(name) == "object":
             distinct: dict[Any, Any] = {}
             compact[name] = [distinct.setdefault(v, v) for v in values]
     return compact
@@ -331,14 +454,3 @@ def _default(table: str, name: str, n: int) -> Any:
     or text column (which the parts hold as lists) and as an array for the rest."""
     column = default_column(SCHEMA[table][name], n)
     return np.asarray(column) if isinstance(column, np.ndarray) else list(column)
-
-
-def _steps_entry(entry: Any) -> StepsEntry | None:
-    """A --steps export's windows and steps (times absolute), or None: a trace without the
-    entry, or with someone else's under that key, reads as recorded whole."""
-    if not isinstance(entry, dict) or not entry.get("windows"):
-        return None
-    try:
-        return msgspec.convert(entry, StepsEntry)
-    except msgspec.ValidationError:
-        return None

@@ -5,66 +5,120 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
 import numpy as np
 
+from gpuprofile.importers.kineto_checks import Findings, Shapes
 from gpuprofile.importers.kineto_format import (
     NO_ARGS,
     OP_CATEGORY,
     Args,
     Event,
-    exact_ns,
+    float_column,
     split_counter_name,
 )
 from gpuprofile.trace.model import NO_ID
 
-
-def _times(bucket: Sequence[Event], ts0: float) -> tuple[np.ndarray, np.ndarray]:
-    ts = np.fromiter((e.ts for e in bucket), dtype=np.float64, count=len(bucket))
-    dur = np.fromiter((e.dur or 0 for e in bucket), dtype=np.float64, count=len(bucket))
-    return exact_ns(ts) - exact_ns(ts0), exact_ns(dur)
+Times = tuple[np.ndarray, np.ndarray]  # (ts, dur) in ns, checked (kineto_checks.checked_times)
+_I32 = 2**31
 
 
-def _ints(values: Any, n: int) -> np.ndarray:
-    return np.fromiter(((NO_ID if v is None else v) for v in values), dtype=np.int64, count=n)
+# Stands for "absent" while a column's values are checked: -1 (NO_ID) may be a value then.
+_ABSENT = -(2**63)
 
 
-def _floats(values: Any, n: int) -> np.ndarray:
-    return np.fromiter(((np.nan if v is None else v) for v in values), dtype=np.float64, count=n)
+def ints(
+    values: Any, n: int, findings: Findings | None = None, what: str = "", absent: int = NO_ID
+) -> np.ndarray:
+    """Integers (None: ``absent``) as int64; one beyond int64 is ``absent``, counted as
+    ``what``."""
+    listed = [absent if v is None else v for v in values]
+    try:
+        return np.fromiter(listed, dtype=np.int64, count=n)
+    except OverflowError:
+        fits = [v if -(2**63) <= v < 2**63 else None for v in listed]
+        if findings is not None:
+            findings.unknown_value(f"{what} beyond int64", fits.count(None))
+        return np.fromiter((absent if v is None else v for v in fits), np.int64, n)
 
 
-def _as_id(value: int | str | None) -> int:
+def _checked_ints(
+    values: Any, n: int, low: int, high: int, findings: Findings, what: str
+) -> np.ndarray:
+    """Integers in [low, high) as int64; one absent, beyond int64 or out of range is NO_ID
+    (those present counted as ``what``)."""
+    read = ints(values, n, findings, what, absent=_ABSENT)
+    return _in_range(read, low, high, findings, what, absent=_ABSENT)
+
+
+def _in_range(
+    values: np.ndarray,
+    low: float,
+    high: float,
+    findings: Findings,
+    what: str,
+    fill: Any = NO_ID,
+    absent: Any = None,
+) -> np.ndarray:
+    """``values`` with those present (not ``absent``, not NaN) yet outside [low, high) as
+    ``fill``, counted as ``what``; the absent ones too become ``fill``."""
+    with np.errstate(invalid="ignore"):
+        present = ~np.isnan(values) if absent is None else values != absent
+        bad = present & ~((values >= low) & (values < high))
+    if bad.any():
+        findings.unknown_value(
+            f"{what} out of range [{_bound(low)}, {_bound(high)})", int(bad.sum())
+        )
+    return np.where(bad | ~present, fill, values) if (bad.any() or absent is not None) else values
+
+
+def _bound(x: float) -> str:
+    return f"2^{int(x).bit_length() - 1}" if x >= 2**20 and int(x) & (int(x) - 1) == 0 else f"{x:g}"
+
+
+def _floats(values: Any, n: int, findings: Findings, what: str) -> np.ndarray:
+    out, bad = float_column(list(values))
+    if bad is not None:
+        findings.unknown_value(f"{what} beyond float64", int(bad.sum()))
+    return out
+
+
+def as_id(value: int | str | None) -> int:
     """Streams, pids and tids are sometimes strings ("stream 7", "4093687616")."""
     if value is None:
         return NO_ID
     if isinstance(value, int):
         return value
     digits = value.rsplit(" ", 1)[-1]
-    return int(digits) if digits.lstrip("-").isdigit() else NO_ID
+    # At most 18 digits: int64, and never int()'s limit on long digit strings.
+    return int(digits) if digits.lstrip("-").isdigit() and len(digits) < 19 else NO_ID
 
 
-def _external_ids(args: Sequence[Args]) -> np.ndarray:
-    return _ints(
+def _external_ids(args: Sequence[Args], findings: Findings) -> np.ndarray:
+    return ints(
         (a.external_id if a.external_id is not None else a.legacy_external_id for a in args),
         len(args),
+        findings,
+        "External ids",
     )
 
 
-def op_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
-    start, dur = _times(bucket, ts0)
+def op_columns(
+    bucket: list[Event], times: Times, findings: Findings, shapes: Shapes
+) -> dict[str, Any]:
+    start, dur = times
     args = [e.args or NO_ARGS for e in bucket]
     return {
-        "pid": np.fromiter((_as_id(e.pid) for e in bucket), np.int64, len(bucket)),
-        "tid": np.fromiter((_as_id(e.tid) for e in bucket), np.int64, len(bucket)),
+        "pid": ints((as_id(e.pid) for e in bucket), len(bucket), findings, "pids"),
+        "tid": ints((as_id(e.tid) for e in bucket), len(bucket), findings, "tids"),
         "name": [e.name for e in bucket],
         "category": [OP_CATEGORY.get(e.cat, e.cat) for e in bucket],
         "start_ns": start,
         "dur_ns": dur,
-        "external_id": _external_ids(args),
-        "input_dims": [_raw_text(a.input_dims) or _raw_text(a.legacy_input_dims) for a in args],
-        "input_types": [_raw_text(a.input_types) for a in args],
-        "concrete_inputs": [_raw_text(a.concrete_inputs) for a in args],
-        **comm_columns(args),
+        "external_id": _external_ids(args, findings),
+        "input_dims": [shapes.dims(a.input_dims or a.legacy_input_dims) for a in args],
+        "input_types": [shapes.types(a.input_types) for a in args],
+        "concrete_inputs": [shapes.concrete(a.concrete_inputs) for a in args],
+        **comm_columns(args, findings),
     }
 
 
@@ -76,7 +130,7 @@ _DTYPE_BYTES = {
 }  # fmt: skip
 
 
-def comm_columns(args: Sequence[Args]) -> dict[str, Any]:
+def comm_columns(args: Sequence[Args], findings: Findings) -> dict[str, Any]:
     """The communication facts of events whose args carry them (else "" and -1): the
     collective's name, process group, its ranks, sequence number and message bytes (the
     larger of the in and out messages, as nccl-tests size a collective)."""
@@ -87,13 +141,16 @@ def comm_columns(args: Sequence[Args]) -> dict[str, Any]:
         "collective": [_text(a.collective) for a in args],
         "process_group": [_text(a.process_group) for a in args],
         "group_ranks": [_text(a.group_ranks) for a in args],
-        "seq": _ints((_int_or_none(a.seq) for a in args), n),
-        "comm_bytes": _ints((_message_bytes(a) for a in args), n),
+        "seq": ints((_int_or_none(a.seq) for a in args), n),
+        "comm_bytes": ints((_message_bytes(a) for a in args), n, findings, "message bytes"),
     }
 
 
 def _text(value: Any) -> str:
-    return "" if value is None or isinstance(value, dict | list) else str(value)
+    if value is None or isinstance(value, dict | list):
+        return ""
+    # An integer of thousands of digits is no name, and str() refuses it.
+    return "" if isinstance(value, int) and not -(2**63) <= value < 2**63 else str(value)
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -114,22 +171,22 @@ def _message_bytes(a: Args) -> int | None:
     return max(elems) * size
 
 
-def _raw_text(raw: msgspec.Raw) -> str | None:
-    return bytes(raw).decode() if raw else None
-
-
-def _gpu_columns(bucket: list[Event], ts0: float) -> tuple[dict[str, Any], list[Args]]:
-    start, dur = _times(bucket, ts0)
+def _gpu_columns(
+    bucket: list[Event], times: Times, findings: Findings
+) -> tuple[dict[str, Any], list[Args]]:
+    start, dur = times
     args = [e.args or NO_ARGS for e in bucket]
     n = len(bucket)
-    device = _ints((a.device for a in args), n)
+    device = _checked_ints((a.device for a in args), n, 0, _I32, findings, "devices")
     # Legacy traces carry the device only as the process id of the GPU lane.
-    pids = np.fromiter((_as_id(e.pid) for e in bucket), np.int64, n)
-    device = np.where(device == NO_ID, pids, device)
-    stream = np.fromiter(
-        (_as_id(a.stream) if a.stream is not None else _as_id(e.tid) for a, e in zip(args, bucket)),
-        np.int64,
+    pids = ints((as_id(e.pid) for e in bucket), n, findings, "pids")
+    lane = np.where((pids >= 0) & (pids < _I32), pids, NO_ID)
+    device = np.where(device == NO_ID, lane, device)
+    stream = ints(
+        (as_id(a.stream) if a.stream is not None else as_id(e.tid) for a, e in zip(args, bucket)),
         n,
+        findings,
+        "streams",
     )
     return {
         "device": device,
@@ -137,30 +194,41 @@ def _gpu_columns(bucket: list[Event], ts0: float) -> tuple[dict[str, Any], list[
         "name": [e.name for e in bucket],
         "start_ns": start,
         "dur_ns": dur,
-        "correlation": _ints((a.correlation for a in args), n),
-        "external_id": _external_ids(args),
+        "correlation": ints((a.correlation for a in args), n, findings, "correlation ids"),
+        "external_id": _external_ids(args, findings),
     }, args
 
 
-def gpu_annotation_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
+def gpu_annotation_columns(
+    bucket: list[Event], times: Times, findings: Findings, _shapes: Shapes
+) -> dict[str, Any]:
     """gpu_user_annotation events: Kineto writes no device or stream args on them, only the
     GPU lane they sit on (pid = device, tid = stream)."""
-    columns, _ = _gpu_columns(bucket, ts0)
+    columns, _ = _gpu_columns(bucket, times, findings)
     del columns["correlation"]
     return columns
 
 
-def kernel_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
-    columns, args = _gpu_columns(bucket, ts0)
+def kernel_columns(
+    bucket: list[Event], times: Times, findings: Findings, _shapes: Shapes
+) -> dict[str, Any]:
+    columns, args = _gpu_columns(bucket, times, findings)
     n = len(bucket)
     for key in ("grid", "block"):
         for axis, letter in enumerate("xyz"):
-            columns[f"{key}_{letter}"] = _ints((_dim(getattr(a, key), axis) for a in args), n)
-    columns["registers_per_thread"] = _ints((a.registers_per_thread for a in args), n)
-    columns["shared_memory"] = _ints((a.shared_memory for a in args), n)
-    columns["occupancy"] = _floats((a.occupancy for a in args), n)
-    columns["blocks_per_sm"] = _floats((a.blocks_per_sm for a in args), n)
-    columns.update(comm_columns(args))
+            dims = (_dim(getattr(a, key), axis) for a in args)
+            columns[f"{key}_{letter}"] = _checked_ints(dims, n, 0, _I32, findings, f"{key} sizes")
+    registers = (a.registers_per_thread for a in args)
+    columns["registers_per_thread"] = _checked_ints(
+        registers, n, 0, _I32, findings, "registers per thread"
+    )
+    shared = (a.shared_memory for a in args)
+    columns["shared_memory"] = _checked_ints(shared, n, 0, 2**62, findings, "shared memory")
+    occupancy = _floats((a.occupancy for a in args), n, findings, "occupancy")
+    columns["occupancy"] = _in_range(occupancy, 0, 101, findings, "occupancy %", np.nan)
+    per_sm = _floats((a.blocks_per_sm for a in args), n, findings, "blocks per SM")
+    columns["blocks_per_sm"] = _in_range(per_sm, 0, 2**31, findings, "blocks per SM", np.nan)
+    columns.update(comm_columns(args, findings))
     return columns
 
 
@@ -168,15 +236,18 @@ def _dim(dims: list[int] | str | None, axis: int) -> int | None:
     return dims[axis] if isinstance(dims, list) and len(dims) > axis else None
 
 
-def _bytes_of(args: Sequence[Args]) -> np.ndarray:
-    return _ints((_as_id(a.bytes) for a in args), len(args))
+def _bytes_of(args: Sequence[Args], findings: Findings) -> np.ndarray:
+    nbytes = (None if a.bytes is None else as_id(a.bytes) for a in args)
+    return _checked_ints(nbytes, len(args), -1, 2**62, findings, "bytes")
 
 
-def memcpy_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
-    columns, args = _gpu_columns(bucket, ts0)
+def memcpy_columns(
+    bucket: list[Event], times: Times, findings: Findings, _shapes: Shapes
+) -> dict[str, Any]:
+    columns, args = _gpu_columns(bucket, times, findings)
     columns["kind"] = [_memcpy_kind(e.name) for e in bucket]
     columns["pinned"] = np.fromiter(("Pinned" in e.name for e in bucket), bool, len(bucket))
-    columns["bytes"] = _bytes_of(args)
+    columns["bytes"] = _bytes_of(args, findings)
     return columns
 
 
@@ -191,58 +262,78 @@ def _memcpy_kind(name: str) -> str:
 _MEMCPY_KINDS = frozenset(("HtoD", "DtoH", "DtoD", "HtoH", "PtoP"))
 
 
-def memset_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
-    columns, args = _gpu_columns(bucket, ts0)
-    columns["bytes"] = _bytes_of(args)
+def memset_columns(
+    bucket: list[Event], times: Times, findings: Findings, _shapes: Shapes
+) -> dict[str, Any]:
+    columns, args = _gpu_columns(bucket, times, findings)
+    columns["bytes"] = _bytes_of(args, findings)
     return columns
 
 
-def runtime_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
-    start, dur = _times(bucket, ts0)
+def runtime_columns(
+    bucket: list[Event], times: Times, findings: Findings, _shapes: Shapes
+) -> dict[str, Any]:
+    start, dur = times
     args = [e.args or NO_ARGS for e in bucket]
     n = len(bucket)
     return {
-        "pid": np.fromiter((_as_id(e.pid) for e in bucket), np.int64, n),
-        "tid": np.fromiter((_as_id(e.tid) for e in bucket), np.int64, n),
+        "pid": ints((as_id(e.pid) for e in bucket), n, findings, "pids"),
+        "tid": ints((as_id(e.tid) for e in bucket), n, findings, "tids"),
         "name": [e.name for e in bucket],
         "category": [OP_CATEGORY.get(e.cat, e.cat) for e in bucket],
         "start_ns": start,
         "dur_ns": dur,
-        "correlation": _ints((a.correlation for a in args), n),
-        "external_id": _external_ids(args),
+        "correlation": ints((a.correlation for a in args), n, findings, "correlation ids"),
+        "external_id": _external_ids(args, findings),
     }
 
 
-def counter_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
+def counter_columns(
+    bucket: list[Event], times: Times, findings: Findings, _shapes: Shapes
+) -> dict[str, Any]:
     """Counter samples ("ph": "C" with a numeric args.value; the series' device is its id)."""
-    start, _ = _times(bucket, ts0)
+    start, _ = times
     names = [split_counter_name(e.name) for e in bucket]
     return {
         "time_ns": start,
         "name": [name for name, _ in names],
         "unit": [unit for _, unit in names],
-        "device": np.fromiter(
-            (_as_id(e.id) if isinstance(e.id, int | str) else NO_ID for e in bucket),
-            np.int64,
+        "device": _checked_ints(
+            (as_id(e.id) if isinstance(e.id, int | str) else None for e in bucket),
             len(bucket),
+            -1,
+            _I32,
+            findings,
+            "counter devices",
         ),
-        "value": _floats(((e.args or NO_ARGS).value for e in bucket), len(bucket)),
+        "value": _floats(
+            ((e.args or NO_ARGS).value for e in bucket), len(bucket), findings, "counter values"
+        ),
     }
 
 
-def memory_columns(bucket: list[Event], ts0: float) -> dict[str, Any]:
-    start, _ = _times(bucket, ts0)
+def memory_columns(
+    bucket: list[Event], times: Times, findings: Findings, _shapes: Shapes
+) -> dict[str, Any]:
+    start, _ = times
     args = [e.args or NO_ARGS for e in bucket]
     n = len(bucket)
     return {
         "time_ns": start,
-        "pid": np.fromiter((_as_id(e.pid) for e in bucket), np.int64, n),
-        "tid": np.fromiter((_as_id(e.tid) for e in bucket), np.int64, n),
+        "pid": ints((as_id(e.pid) for e in bucket), n, findings, "pids"),
+        "tid": ints((as_id(e.tid) for e in bucket), n, findings, "tids"),
         # Device Type 0 is the CPU: report host memory as device -1.
-        "device": _ints((a.device_id if a.device_type not in (None, 0) else -1 for a in args), n),
-        "bytes": _ints((a.alloc_bytes for a in args), n),
-        "total_allocated": _ints((a.total_allocated for a in args), n),
-        "total_reserved": _ints((a.total_reserved for a in args), n),
+        "device": _checked_ints(
+            (a.device_id if a.device_type not in (None, 0) else -1 for a in args),
+            n,
+            -1,
+            _I32,
+            findings,
+            "allocator devices",
+        ),
+        "bytes": ints((a.alloc_bytes for a in args), n, findings, "allocator bytes"),
+        "total_allocated": ints((a.total_allocated for a in args), n, findings, "allocator totals"),
+        "total_reserved": ints((a.total_reserved for a in args), n, findings, "allocator totals"),
     }
 
 

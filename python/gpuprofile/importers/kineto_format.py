@@ -6,8 +6,12 @@ dicts; unknown keys are skipped by the decoder.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
+from types import FrameType
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -74,23 +78,26 @@ E = TypeVar("E")
 
 
 class Document(msgspec.Struct, Generic[E], gc=False):
-    """A trace's header and its events: decoded (Event) or, read in parts, as raw JSON text."""
+    """A trace's header and its events: decoded (Event) or, read in parts, as raw JSON text.
+
+    The header's fields are Any: each is checked where it is read (kineto_header.py), so
+    that one of an unexpected type is unknown, with a notice, not the whole file refused."""
 
     traceEvents: list[E]
-    schemaVersion: int | str | None = None
-    deviceProperties: list[dict[str, Any]] | None = None
-    computeProperties: list[dict[str, Any]] | None = None
-    distributedInfo: dict[str, Any] | None = None
-    baseTimeNanoseconds: int | None = None
-    record_shapes: int | bool | None = None
-    profile_memory: int | bool | None = None
-    with_stack: int | bool | None = None
-    with_flops: int | bool | None = None
-    cupti_version: int | str | None = None
-    cuda_runtime_version: int | str | None = None
-    cuda_driver_version: int | str | None = None
-    roctracer_version: int | str | float | None = None
-    hip_runtime_version: int | str | None = None
+    schemaVersion: Any = None
+    deviceProperties: Any = None
+    computeProperties: Any = None
+    distributedInfo: Any = None
+    baseTimeNanoseconds: Any = None
+    record_shapes: Any = None
+    profile_memory: Any = None
+    with_stack: Any = None
+    with_flops: Any = None
+    cupti_version: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+    roctracer_version: Any = None
+    hip_runtime_version: Any = None
     host_name: Any = None
     # gpuprofile's own entry in a --steps export: {"windows": [...], "steps": {...}}. Any: a
     # trace of someone else's with such a key must still load.
@@ -118,6 +125,12 @@ OP_CATEGORY = {"Operator": "cpu_op"}
 GPU_ANNOTATION = "gpu_user_annotation"
 # Allocator events are instants of this name.
 MEMORY_EVENT = "[memory]"
+# The profiler's own bookkeeping, in every torch.profiler trace (as RankMeta.skipped names
+# them): its window's span and the instants that mark a window's start and end. Not read, and
+# no loss: the report does not list them among the events not read.
+PROFILER_MARKERS = frozenset(
+    ("Trace", "instant Iteration Start: PyTorch Profiler", "instant Record Window End")
+)
 
 
 def table_of(ph: str, cat: str, name: str) -> str | None:
@@ -156,6 +169,24 @@ LIST_DECODER = msgspec.json.Decoder(list[Event])
 _FLOAT_EXACT_LIMIT_US = 2.0**43
 
 
+def float_column(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Numbers (None: NaN) as float64, and where a value could not be one (an integer beyond
+    float64), or None when every value could."""
+    n = len(values)
+    try:
+        return np.fromiter((np.nan if v is None else v for v in values), np.float64, n), None
+    except (OverflowError, TypeError, ValueError):
+        pass
+    out = np.full(n, np.nan)
+    bad = np.zeros(n, bool)
+    for i, v in enumerate(values):
+        try:
+            out[i] = np.nan if v is None else float(v)
+        except (OverflowError, TypeError, ValueError):
+            bad[i] = True
+    return out, bad
+
+
 def exact_ns(us: Any) -> np.ndarray:
     """Microseconds (float64) -> int64 nanoseconds nearest to each value's exact binary value.
 
@@ -178,20 +209,35 @@ def exact_ns(us: Any) -> np.ndarray:
 
 
 class _ExactTime(msgspec.Struct, gc=False):
-    ts: int | Decimal | None = None
+    ts: msgspec.Raw = msgspec.Raw()  # the text: a Decimal where it is a number
+
+
+# An event that is not an object is read as such (the importer rejects it) and has no ts.
+_AnyEvent = _ExactTime | list[Any] | int | float | str | bool | None
 
 
 class _ExactTimes(msgspec.Struct, gc=False):
-    traceEvents: list[_ExactTime]
+    traceEvents: list[_AnyEvent]
+
+
+def _decimal(x: _AnyEvent) -> Decimal | None:
+    """An event's ts exactly, None where it has none or it is no finite number."""
+    if not isinstance(x, _ExactTime) or not x.ts:
+        return None
+    try:
+        value = Decimal(bytes(x.ts).decode())
+    except (ArithmeticError, ValueError):
+        return None
+    return value if value.is_finite() else None
 
 
 _EXACT_DOCUMENT_DECODER = msgspec.json.Decoder(_ExactTimes)
-_EXACT_LIST_DECODER = msgspec.json.Decoder(list[_ExactTime])
+_EXACT_LIST_DECODER = msgspec.json.Decoder(list[_AnyEvent])
 
 
 def needs_exact_times(events: list[Event]) -> bool:
     """Whether some ts is a fraction beyond float64's nanoseconds (``_FLOAT_EXACT_LIMIT_US``)."""
-    ts = np.array([e.ts for e in events], dtype=np.float64)  # None -> NaN, never beyond
+    ts, _ = float_column([e.ts for e in events])  # None -> NaN, never beyond
     # An int ts is a whole number as a float too, so only fractional floats are found here.
     return bool(((np.abs(ts) >= _FLOAT_EXACT_LIMIT_US) & (ts != np.floor(ts))).any())
 
@@ -211,25 +257,75 @@ def _keep_nanoseconds(raw: bytes, doc: Document[Event], is_list: bool) -> None:
         if is_list
         else _EXACT_DOCUMENT_DECODER.decode(raw).traceEvents
     )
-    anchor = min(int(x.ts) for x in exact if x.ts is not None)
-    for event, x in zip(events, exact, strict=True):
-        if x.ts is not None:
-            event.ts = float(x.ts - anchor)
+    times = [_decimal(x) for x in exact]
+    anchor = min(int(t) for t in times if t is not None)
+    for event, t in zip(events, times, strict=True):
+        if t is not None and event.ts is not None:
+            event.ts = float(t - anchor)
     doc.baseTimeNanoseconds = (doc.baseTimeNanoseconds or 0) + anchor * 1000
 
 
-def decode_bytes(path: Path, raw: bytes) -> Document[Event]:
-    """A trace file's text (``path`` names it in errors) as a Document of decoded events."""
-    head = raw.lstrip()[:1]
+Loose = Callable[[list[Any], int], list[Event]]
+# Events decoded as plain values, for a loose reading; a float beyond float64 becomes inf.
+LOOSE_LIST_DECODER = msgspec.json.Decoder(list[Any], float_hook=float)
+_LOOSE_DOCUMENT_DECODER = msgspec.json.Decoder(Document[Any], float_hook=float)
+
+
+# The deepest JSON a trace is read to: Kineto nests 7 levels (distributedInfo's pg_config).
+MAX_NESTING = 256
+
+
+@contextmanager
+def nesting_limit() -> Iterator[None]:
+    """Within, a decode nests at most about MAX_NESTING levels below the caller.
+
+    msgspec checks its depth against Python's recursion limit before each level it enters
+    (a RecursionError, never a stack overflow); the limit is lowered (never raised) to the
+    caller's depth plus MAX_NESTING, so the bound holds whatever limit a notebook has set, at
+    no cost to a good file. The limit is the process's: other threads keep hundreds of
+    levels above their own (shallow) stacks while it is lowered.
+    """
+    old = sys.getrecursionlimit()
+    depth = 0
+    frame: FrameType | None = sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    bound = depth + MAX_NESTING + 8
+    if bound < old:
+        sys.setrecursionlimit(bound)
     try:
-        if head == b"[":
-            doc = Document(traceEvents=LIST_DECODER.decode(raw))
-        elif head == b"{":
-            doc = _DOCUMENT_DECODER.decode(raw)
-        else:
-            raise TraceFormatError(path, "not JSON text (does not start with '{' or '[')")
-        _keep_nanoseconds(raw, doc, is_list=head == b"[")
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def decode_bytes(path: Path, raw: bytes, loose: Loose | None = None) -> Document[Event]:
+    """A trace file's text (``path`` names it in errors) as a Document of decoded events.
+
+    ``loose``: where an event's values do not fit the typed structs, the events are decoded
+    as plain values and handed to ``loose`` (with the index of the first), which makes them
+    Events; without it, such a file raises TraceFormatError.
+    """
+    head = raw.lstrip()[:1]
+    if head not in (b"[", b"{"):
+        raise TraceFormatError(path, "not JSON text (does not start with '{' or '[')")
+    is_list = head == b"["
+    try:
+        with nesting_limit():
+            try:
+                doc = (
+                    Document(traceEvents=LIST_DECODER.decode(raw))
+                    if is_list
+                    else _DOCUMENT_DECODER.decode(raw)
+                )
+            except msgspec.ValidationError:
+                if loose is None:
+                    raise
+                doc = _decode_loose(raw, is_list, loose)
+            _keep_nanoseconds(raw, doc, is_list=is_list)
         return doc
+    except RecursionError:
+        raise TraceFormatError(path, nesting_problem(raw)) from None
     except msgspec.ValidationError as exc:
         message = str(exc)
         if "missing required field `traceEvents`" in message:
@@ -244,6 +340,41 @@ def decode_bytes(path: Path, raw: bytes) -> Document[Event]:
         elif "utf-8" in message.lower() or b"\x00" in raw[:4]:
             message = f"not UTF-8 JSON text: {message}"
         raise TraceFormatError(path, locate(raw, message)) from None
+
+
+def _decode_loose(raw: bytes, is_list: bool, loose: Loose) -> Document[Event]:
+    if is_list:
+        return Document(traceEvents=loose(LOOSE_LIST_DECODER.decode(raw), 0))
+    doc: Document[Any] = _LOOSE_DOCUMENT_DECODER.decode(raw)
+    doc.traceEvents = loose(doc.traceEvents, 0)
+    return doc
+
+
+def nesting_problem(raw: bytes) -> str:
+    """What to say of JSON the decoder refused as nested too deeply (``nesting_limit``): how
+    deep it nests, and where. Run only then, this scan (brackets outside strings,
+    vectorised; about 2 s for 60 MB) costs nothing on a good file."""
+    data = np.frombuffer(raw, np.uint8)
+    quotes = np.flatnonzero(data == ord('"'))
+    # A quote after an odd run of backslashes is inside a string; such quotes are rare.
+    escaped = np.zeros(len(quotes), bool)
+    for i in np.flatnonzero(data[np.maximum(quotes - 1, 0)] == ord("\\")).tolist():
+        j = int(quotes[i]) - 1
+        while j >= 0 and data[j] == ord("\\"):
+            j -= 1
+        escaped[i] = (int(quotes[i]) - 1 - j) % 2 == 1
+    quotes = quotes[~escaped]
+    opens = (data == ord("[")) | (data == ord("{"))
+    brackets = np.flatnonzero(opens | (data == ord("]")) | (data == ord("}")))
+    brackets = brackets[np.searchsorted(quotes, brackets) % 2 == 0]  # outside strings
+    depth = np.cumsum(np.where(opens[brackets], 1, -1)) if len(brackets) else np.zeros(1, int)
+    deepest = int(depth.max())
+    at = int(brackets[int(np.argmax(depth))]) if len(brackets) else 0
+    return locate(
+        raw,
+        f"nested too deeply to read: {deepest} levels of arrays or objects, more than "
+        f"{MAX_NESTING} (byte {at})",
+    )
 
 
 class _Stamp(msgspec.Struct, gc=False):
@@ -267,7 +398,8 @@ def scan_extent(path: Path) -> tuple[int, int, int] | None:
     the first start and the last end of the events the importer puts into tables (so start is
     the Trace's origin_ns); None when it has none. Decodes only those fields: a fraction of
     reading the file."""
-    doc = _STAMPS_DECODER.decode(read_trace_bytes(path))
+    with nesting_limit():
+        doc = _STAMPS_DECODER.decode(read_trace_bytes(path))
     stamped = [e for e in doc.traceEvents if e.ts is not None and table_of(e.ph, e.cat, e.name)]
     if not stamped:
         return None

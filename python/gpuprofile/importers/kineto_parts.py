@@ -12,12 +12,16 @@ from typing import Any
 import msgspec
 
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.kineto_checks import Findings, loose_events
 from gpuprofile.importers.kineto_format import (
     LIST_DECODER,
+    LOOSE_LIST_DECODER,
     Document,
     Event,
     decode_bytes,
     needs_exact_times,
+    nesting_limit,
+    nesting_problem,
 )
 from gpuprofile.importers.source import read_trace_bytes
 
@@ -41,11 +45,15 @@ _OUTLINE_DECODER = msgspec.json.Decoder(Document[msgspec.Raw])
 _RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
 
 
-def event_parts(path: Path, whole: bool = False) -> tuple[Document[Any], Iterator[Part], bool]:
+def event_parts(
+    path: Path, findings: Findings, whole: bool = False
+) -> tuple[Document[Any], Iterator[Part], bool]:
     """The file's header (its traceEvents left empty) and its events in parts, in file order.
 
     Args:
         path: a Kineto trace file (.json or .json.gz).
+        findings: where events of values that do not fit the typed structs are counted (a
+            part holding one is decoded again, loosely: kineto_checks.loose_events).
         whole: decode the file whole, whatever its size.
     Returns:
         The header; an iterator of (index of the first event, events), which raises
@@ -55,26 +63,37 @@ def event_parts(path: Path, whole: bool = False) -> tuple[Document[Any], Iterato
     """
     raw = read_trace_bytes(path)
     if whole or len(raw) <= PART_BYTES:
-        doc = decode_bytes(path, raw)
+        doc = decode_bytes(path, raw, lambda items, first: loose_events(items, first, findings))
         events, doc.traceEvents = doc.traceEvents, []
         return doc, iter([(0, events)]), False
     try:
-        if raw.lstrip()[:1] == b"[":
-            outline: Document[Any] = Document(traceEvents=_RAW_LIST_DECODER.decode(raw))
-        else:
-            outline = _OUTLINE_DECODER.decode(raw)
+        with nesting_limit():
+            if raw.lstrip()[:1] == b"[":
+                outline: Document[Any] = Document(traceEvents=_RAW_LIST_DECODER.decode(raw))
+            else:
+                outline = _OUTLINE_DECODER.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError):
         decode_bytes(path, raw)  # raises the error located in the file
         raise TraceFormatError(path, "not a Chrome/Kineto trace") from None
+    except RecursionError:
+        raise TraceFormatError(path, nesting_problem(raw)) from None
     texts, outline.traceEvents = outline.traceEvents, []
-    return outline, _decoded(path, raw, texts), True
+    return outline, _decoded(path, raw, texts, findings), True
 
 
-def _decoded(path: Path, raw: bytes, texts: list[msgspec.Raw]) -> Iterator[Part]:
+def _decoded(
+    path: Path, raw: bytes, texts: list[msgspec.Raw], findings: Findings
+) -> Iterator[Part]:
     for first in range(0, len(texts), PART_EVENTS):
         part = b"[" + b",".join(texts[first : first + PART_EVENTS]) + b"]"
         try:
-            events = LIST_DECODER.decode(part)
+            with nesting_limit():
+                try:
+                    events = LIST_DECODER.decode(part)
+                except msgspec.ValidationError:
+                    events = loose_events(LOOSE_LIST_DECODER.decode(part), first, findings)
+        except RecursionError:
+            raise TraceFormatError(path, nesting_problem(raw)) from None
         except (msgspec.DecodeError, msgspec.ValidationError):
             decode_bytes(path, raw)  # raises the error located in the file
             raise TraceFormatError(path, "an event could not be decoded") from None

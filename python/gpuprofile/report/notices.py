@@ -4,9 +4,11 @@ part of the capture failed, the trace holds GPU work launched before it began.""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from gpuprofile.analyses.carry_over import CarryOver
+from gpuprofile.importers.kineto_format import PROFILER_MARKERS
 from gpuprofile.trace.meta import Dropped, TraceMeta, world_size
 from gpuprofile.units import format_count, format_time
 
@@ -14,12 +16,17 @@ from gpuprofile.units import format_count, format_time
 NAMED_WINDOWS = 6
 # Likewise the missing ranks of a job.
 NAMED_RANKS = 8
+# Kinds of events not read, one line each, before the rest are summed up in one.
+NAMED_KINDS = 8
 
 
 def notices(meta: TraceMeta) -> list[dict[str, str]]:
-    """[{"kind": "partial" | "steps" | "dropped" | "incomplete" | "ranks" | "note", "text"}],
-    in that order; "note": what reading the trace had to decide (``meta.notes``: ranks taken
-    from file order, launches an Nsight Compute replay laid end to end)."""
+    """[{"kind": "partial" | "steps" | "dropped" | "incomplete" | "ranks" | "note" | "rejected"
+    | "duplicates" | "unknown" | "skipped", "text"}], in that order; "note": what reading the
+    trace had to decide (``meta.notes``: ranks taken from file order, launches an Nsight Compute
+    replay laid end to end); then what reading could not use, summed over the ranks, one line
+    per reason: events rejected for a value they need, duplicate events, values read as
+    unknown, and events of kinds gpuprofile does not read (the profiler's own markers apart)."""
     out = []
     if meta.partial:
         out.append(
@@ -36,6 +43,50 @@ def notices(meta: TraceMeta) -> list[dict[str, str]]:
     if (missing := _missing_ranks_text(meta)) is not None:
         out.append({"kind": "ranks", "text": missing})
     out.extend({"kind": "note", "text": note} for note in meta.notes)
+    out.extend(_unread_notices(meta))
+    return out
+
+
+def _unread_notices(meta: TraceMeta) -> list[dict[str, str]]:
+    """What reading the trace could not use (``RankMeta`` rejected, duplicates, unknown,
+    skipped), summed over the ranks, one line per reason with its count."""
+    rejected: Counter[str] = Counter()
+    unknown: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()
+    duplicates = 0
+    for facts in meta.ranks.values():
+        rejected.update(facts.rejected)
+        unknown.update(facts.unknown)
+        skipped.update({k: n for k, n in facts.skipped.items() if k not in PROFILER_MARKERS})
+        duplicates += facts.duplicates
+    out = [
+        {"kind": "rejected", "text": f"{format_count(n)} {reason}: not read."}
+        for reason, n in rejected.items()
+    ]
+    if duplicates:
+        out.append(
+            {
+                "kind": "duplicates",
+                "text": f"{format_count(duplicates, 'duplicate event')} ignored (each equal in "
+                "every field read to an earlier event): counted once.",
+            }
+        )
+    out += [
+        {"kind": "unknown", "text": f"{format_count(n, 'value')} read as unknown: {reason}."}
+        for reason, n in unknown.items()
+    ]
+    if skipped:
+        # One reason (gpuprofile does not use these kinds): one line, each kind with its count.
+        kinds = skipped.most_common()
+        named = ", ".join(f"{format_count(n)} {kind}" for kind, n in kinds[:NAMED_KINDS])
+        if len(kinds) > NAMED_KINDS:
+            rest = sum(n for _, n in kinds[NAMED_KINDS:])
+            others = format_count(len(kinds) - NAMED_KINDS, "other kind")
+            named += f" and {format_count(rest)} of {others}"
+        total = format_count(sum(skipped.values()), "event")
+        out.append(
+            {"kind": "skipped", "text": f"{total} of kinds gpuprofile does not read: {named}."}
+        )
     return out
 
 

@@ -29,7 +29,11 @@ Fields, by struct:
   ``thread_names`` ("pid/tid" -> name); ``files`` (the files this rank was read from);
   ``schema_version``, ``distributed`` (Kineto's ``distributedInfo``), ``record_shapes``,
   ``profile_memory``, ``with_stack``, ``versions`` (CUPTI, CUDA, ROCm versions); ``skipped``
-  (events not read, counted by what they were); ``clock_offset_ns`` (added to the rank's own
+  (events not read, counted by what they were: kinds gpuprofile does not read); ``rejected``
+  (events not read because a value they need could not be used, counted by reason: no ts, a
+  negative dur, a name that is not text); ``unknown`` (values read as unknown, the event kept,
+  counted by reason: a negative grid size, a boolean SM count); ``duplicates`` (events equal in
+  every field read to an earlier one, counted once); ``clock_offset_ns`` (added to the rank's own
   clock to place it on the trace's time base; 0 when the ranks' clocks are taken as they are);
   ``base_time_ns`` (Kineto's ``baseTimeNanoseconds``: the absolute time its ``ts`` count from;
   None where the trace has none and its ``ts`` are taken as absolute); ``host_name`` (the
@@ -62,24 +66,35 @@ class RankMeta(msgspec.Struct, frozen=True, kw_only=True):
     with_stack: bool = False
     versions: dict[str, Any] = {}
     skipped: dict[str, int] = {}
+    rejected: dict[str, int] = {}
+    unknown: dict[str, int] = {}
+    duplicates: int = 0
     clock_offset_ns: int = 0
     base_time_ns: int | None = None
     host_name: str | None = None
 
     def joined(self, other: RankMeta) -> RankMeta:
         """This rank's facts with those of another part of the same rank (a later window):
-        files and skipped events add up, names and devices it did not know are added."""
+        files and the counts of events not read add up, names and devices it did not know are
+        added."""
         known = {d.get("id") for d in self.devices}
-        skipped = dict(self.skipped)
-        for what, count in other.skipped.items():
-            skipped[what] = skipped.get(what, 0) + count
         return msgspec.structs.replace(
             self,
             files=(*self.files, *other.files),
             thread_names={**other.thread_names, **self.thread_names},
-            skipped=skipped,
+            skipped=_added(self.skipped, other.skipped),
+            rejected=_added(self.rejected, other.rejected),
+            unknown=_added(self.unknown, other.unknown),
+            duplicates=self.duplicates + other.duplicates,
             devices=(*self.devices, *(d for d in other.devices if d.get("id") not in known)),
         )
+
+
+def _added(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for what, count in b.items():
+        out[what] = out.get(what, 0) + count
+    return out
 
 
 class Window(msgspec.Struct, frozen=True, kw_only=True):
