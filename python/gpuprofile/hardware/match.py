@@ -17,9 +17,10 @@ from typing import Any
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.hardware.cache import cache_path, read_cache
 from gpuprofile.hardware.model import Hardware
-from gpuprofile.hardware.properties import checked_device, checked_properties
+from gpuprofile.hardware.properties import checked_device
 from gpuprofile.hardware.tables import GIB, Spec, specs
 from gpuprofile.trace.model import Trace
+from gpuprofile.trace.properties import checked_properties
 
 CALIBRATE_HINT = (
     "Measure this device's roofs on its machine with gpuprofile.calibrate() (or `gpuprofile "

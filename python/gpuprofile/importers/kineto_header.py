@@ -10,19 +10,9 @@ from typing import Any
 import msgspec
 
 from gpuprofile.importers.kineto_checks import Findings
+from gpuprofile.trace import properties
 from gpuprofile.trace.meta import StepsEntry
 
-# Device properties that count something: a positive integer, or unknown.
-_POSITIVE = frozenset((
-    "totalGlobalMem", "numSms", "multiProcessorCount", "maxThreadsPerBlock",
-    "maxThreadsPerMultiprocessor", "maxThreadsPerMultiProcessor", "regsPerBlock",
-    "regsPerMultiprocessor", "warpSize", "sharedMemPerBlock", "sharedMemPerMultiprocessor",
-    "sharedMemPerBlockOptin", "maxSharedMemoryPerMultiProcessor", "clockRate",
-    "memoryClockRate", "memoryBusWidth", "l2CacheSize", "memoryBandwidth", "computeMajor",
-    "major",
-))  # fmt: skip
-# Device properties that may be zero (a device's id, compute capability x.0).
-_NON_NEGATIVE = frozenset(("id", "computeMinor", "minor"))
 # Beyond any device (2**62 bytes is 4 EiB).
 _LIMIT = 2**62
 # Nesting kept in the header's free-form values (distributedInfo's pg_config nests 3 deep).
@@ -38,16 +28,6 @@ def base_time(value: Any) -> int | None:
     return None
 
 
-def _count(value: Any, low: int) -> int | None:
-    """A whole number >= low (an int, or a float that is whole), else None; never a bool."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-        return None
-    number = int(value)
-    return number if low <= number < _LIMIT else None
-
-
 def _shallow(value: Any, depth: int = _DEPTH) -> bool:
     if isinstance(value, dict):
         return depth > 0 and all(_shallow(v, depth - 1) for v in value.values())
@@ -57,24 +37,20 @@ def _shallow(value: Any, depth: int = _DEPTH) -> bool:
 
 
 def device_properties(props: Any, findings: Findings) -> dict[str, Any] | None:
-    """One device's properties with every value checked: counts positive integers, the name
-    text, other values plain scalars; what fails is left out, counted as unknown."""
+    """One device's properties with every value checked: the figures analyses read as
+    trace/properties.py allows them, other values plain scalars; what fails is left out,
+    counted as unknown."""
     if not isinstance(props, dict):
         findings.unknown_value("device property entries that are not JSON objects")
         return None
     out: dict[str, Any] = {}
     for key, value in props.items():
-        low = 1 if key in _POSITIVE else 0 if key in _NON_NEGATIVE else None
-        if low is not None:
-            number = _count(value, low)
-            if number is None:
-                findings.unknown_value(
-                    f"device property {key} {_short(value)}: not an integer >= {low}"
-                )
-                continue
-            out[key] = number
-        elif key == "name" and not isinstance(value, str):
-            findings.unknown_value(f"device property name {_short(value)}: not text")
+        checked, why = properties.check(key, value)
+        if why:
+            findings.unknown_value(f"device property {why}")
+        elif key in properties.CHECKED:
+            if checked is not None:
+                out[key] = checked
         elif isinstance(value, dict | list) or not _shallow(value):
             findings.unknown_value(f"device property {key}: not a number or text")
         elif isinstance(value, float) and not math.isfinite(value):
@@ -111,13 +87,13 @@ def distributed_info(value: Any, findings: Findings) -> tuple[dict[str, Any] | N
     declared = info.get("rank")
     if declared is not None:
         text = isinstance(declared, str) and declared.isdigit() and len(declared) < 10
-        rank = int(declared) if text else _count(declared, 0)
+        rank = int(declared) if text else properties.index(declared)
         if rank is None or rank >= MAX_WORLD:
             findings.unknown_value(f"distributedInfo.rank {_short(declared)}: not a rank")
             rank = None
             del info["rank"]
     size = info.get("world_size")
-    if size is not None and not (_count(size, 1) is not None and size <= MAX_WORLD):
+    if size is not None and not (properties.count(size) is not None and size <= MAX_WORLD):
         findings.unknown_value(f"distributedInfo.world_size {_short(size)}: not a job's size")
         del info["world_size"]
     for key in [k for k, v in info.items() if not _shallow(v)]:
