@@ -60,7 +60,7 @@ def _unread_notices(meta: TraceMeta) -> list[dict[str, str]]:
         skipped.update({k: n for k, n in facts.skipped.items() if k not in PROFILER_MARKERS})
         duplicates += facts.duplicates
     out = [
-        {"kind": "rejected", "text": f"{format_count(n)} {reason}: not read."}
+        {"kind": "rejected", "text": f"{reason}: {format_count(n)} not read."}
         for reason, n in rejected.items()
     ]
     if duplicates:
