@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -372,3 +373,18 @@ def test_device_entries_and_header_of_wrong_types(tmp_path: Path) -> None:
     assert trace.meta.ranks[0].base_time_ns is None and trace.ranks == [0]
     assert trace.meta.ranks[0].distributed == {}
     assert len(unknown(trace)) == 7, unknown(trace)
+
+
+def test_reading_in_threads_leaves_the_recursion_limit_as_it_was(tmp_path: Path) -> None:
+    """Each decode lowers Python's recursion limit to bound nesting; threads reading at once
+    (a Dask worker's) once restored each other's lowered limit and left it for good."""
+    path = write(tmp_path / "t.json", document(good_kernels(2000)))
+    before = sys.getrecursionlimit()
+    threads = [
+        threading.Thread(target=lambda: [load_kineto(path) for _ in range(20)]) for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sys.getrecursionlimit() == before

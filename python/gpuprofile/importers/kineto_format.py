@@ -7,6 +7,7 @@ dicts; unknown keys are skipped by the decoder.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
@@ -273,6 +274,10 @@ _LOOSE_DOCUMENT_DECODER = msgspec.json.Decoder(Document[Any], float_hook=float)
 
 # The deepest JSON a trace is read to: Kineto nests 7 levels (distributedInfo's pg_config).
 MAX_NESTING = 256
+# One lowered limit at a time: two threads (a Dask worker's) that each saved and restored the
+# limit could end in the wrong order and leave the process with the lowered one for good.
+# msgspec decodes holding the GIL, so serialising them costs no parallelism.
+_NESTING_LOCK = threading.RLock()
 
 
 @contextmanager
@@ -285,18 +290,19 @@ def nesting_limit() -> Iterator[None]:
     no cost to a good file. The limit is the process's: other threads keep hundreds of
     levels above their own (shallow) stacks while it is lowered.
     """
-    old = sys.getrecursionlimit()
-    depth = 0
-    frame: FrameType | None = sys._getframe()
-    while frame is not None:
-        depth, frame = depth + 1, frame.f_back
-    bound = depth + MAX_NESTING + 8
-    if bound < old:
-        sys.setrecursionlimit(bound)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
+    with _NESTING_LOCK:
+        old = sys.getrecursionlimit()
+        depth = 0
+        frame: FrameType | None = sys._getframe()
+        while frame is not None:
+            depth, frame = depth + 1, frame.f_back
+        bound = depth + MAX_NESTING + 8
+        if bound < old:
+            sys.setrecursionlimit(bound)
+        try:
+            yield
+        finally:
+            sys.setrecursionlimit(old)
 
 
 def decode_bytes(path: Path, raw: bytes, loose: Loose | None = None) -> Document[Event]:
