@@ -6,18 +6,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import random
-import tempfile
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from helpers.mutants import mutate
-from helpers.mutants_judge import assert_contract, fuzz_settings, shared
+from helpers.mutants_judge import assert_mutants, shared
 
 TRACES = (
     "kineto_docs_h100_cuda_sync_before_fix.json",
@@ -37,13 +32,4 @@ def _doc(name: str) -> Any:
 @pytest.mark.parametrize("name", TRACES)
 def test_kineto_mutants_meet_the_contract(name: str) -> None:
     doc = _doc(name)
-
-    @fuzz_settings(examples=50)
-    @given(rng=st.randoms(use_true_random=False))
-    def check(rng: random.Random) -> None:
-        with tempfile.TemporaryDirectory(prefix="gpuprofile-fuzz-") as folder:
-            path = Path(folder) / "mutant.json"
-            path.write_bytes(mutate(doc, rng))
-            assert_contract(path, name)
-
-    check()
+    assert_mutants(lambda rng: mutate(doc, rng), "mutant.json", name, examples=50)

@@ -5,15 +5,10 @@ gives a result or a clear error (issue 16)."""
 from __future__ import annotations
 
 import importlib.util
-import random
-import tempfile
-from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from helpers.mutants_judge import assert_contract, fuzz_settings, shared
+from helpers.mutants_judge import assert_mutants, shared
 from helpers.mutants_xplane import mutate_xplane
 from helpers.prerequisites import missing
 
@@ -27,13 +22,4 @@ def test_xplane_mutants_meet_the_contract(name: str) -> None:
     if importlib.util.find_spec("jaxlib") is None:
         missing("XPlane is read with jaxlib: pip install 'gpuprofile[jax]'")
     data = shared("jax", name).read_bytes()
-
-    @fuzz_settings(examples=15)
-    @given(rng=st.randoms(use_true_random=False))
-    def check(rng: random.Random) -> None:
-        with tempfile.TemporaryDirectory(prefix="gpuprofile-fuzz-") as folder:
-            path = Path(folder) / name
-            path.write_bytes(mutate_xplane(data, rng))
-            assert_contract(path, name)
-
-    check()
+    assert_mutants(lambda rng: mutate_xplane(data, rng), name, name, examples=15)

@@ -77,6 +77,26 @@ def memset(ts: float, dur: float, nbytes: int) -> dict:
     }
 
 
+def memory(ts: float, *, allocated: int, reserved: int, nbytes: int = 0) -> dict[str, Any]:
+    """A CUDA caching allocator's [memory] instant on device 0: the totals after it."""
+    return {
+        "ph": "i",
+        "cat": "cpu_instant_event",
+        "name": "[memory]",
+        "pid": 100,
+        "tid": 1,
+        "ts": ts,
+        "s": "t",
+        "args": {
+            "Device Type": 1,
+            "Device Id": 0,
+            "Bytes": nbytes,
+            "Total Allocated": allocated,
+            "Total Reserved": reserved,
+        },
+    }
+
+
 def document(events: list[dict], **top: Any) -> dict:
     return {"schemaVersion": 1, "traceEvents": events, **top}
 

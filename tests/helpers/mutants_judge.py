@@ -6,10 +6,14 @@ JSON mutants and the SQLite, CSV and protobuf ones.
 
 from __future__ import annotations
 
+import random
+import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from helpers.mutants import outcome
 from helpers.prerequisites import SHARED_TRACES, missing
@@ -51,3 +55,26 @@ def assert_contract(path: Path, what: str) -> None:
         warnings.simplefilter("ignore")
         result = outcome(path)
     assert result.kind in ALLOWED, f"mutant of {what}: {result.kind}: {result.detail}"
+
+
+def assert_mutants(
+    make: Callable[[random.Random], bytes], file_name: str, what: str, examples: int
+) -> None:
+    """Each of ``examples`` mutants meets the contract (``assert_contract``).
+
+    Parameters:
+        make: the mutant's bytes from hypothesis's Random (shrunk when one fails).
+        file_name: the name it is written under, in a folder of its own.
+        what: the trace the mutants are made from, for the message.
+        examples: the test's share of the fuzz budget (``fuzz_settings``).
+    """
+
+    @fuzz_settings(examples)
+    @given(rng=st.randoms(use_true_random=False))
+    def check(rng: random.Random) -> None:
+        with tempfile.TemporaryDirectory(prefix="gpuprofile-fuzz-") as folder:
+            path = Path(folder) / file_name
+            path.write_bytes(make(rng))
+            assert_contract(path, what)
+
+    check()

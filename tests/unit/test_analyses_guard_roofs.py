@@ -15,7 +15,7 @@ import pytest
 import gpuprofile
 from gpuprofile.analyses.roofline import OVER_ROOF
 from gpuprofile.hardware import Hardware
-from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
+from helpers.kineto_docs import cpu_op, document, kernel, memory, runtime, write
 
 A100_FP32 = 19.5e12
 A100_BF16 = 312e12
@@ -137,22 +137,7 @@ def test_a_hardware_size_is_a_count_above_zero(size: Any) -> None:
 
 
 def memory_event(ts: float, total: int) -> dict[str, Any]:
-    return {
-        "ph": "i",
-        "cat": "cpu_instant_event",
-        "name": "[memory]",
-        "pid": 100,
-        "tid": 1,
-        "ts": ts,
-        "s": "t",
-        "args": {
-            "Device Type": 1,
-            "Device Id": 0,
-            "Bytes": 1024,
-            "Total Allocated": total,
-            "Total Reserved": max(total, 0),
-        },
-    }
+    return memory(ts, allocated=total, reserved=max(total, 0), nbytes=1024)
 
 
 def test_memory_past_the_capacity_is_not_shown(tmp_path: Path) -> None:

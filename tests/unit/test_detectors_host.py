@@ -28,7 +28,7 @@ from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.meta import RankMeta, TraceMeta
 from gpuprofile.trace.model import Trace
-from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
+from helpers.kineto_docs import cpu_op, document, kernel, memcpy, memory, runtime, write
 
 US = 1000
 MIB = 1 << 20
@@ -61,25 +61,6 @@ def copy(
     event["args"].update(correlation=corr, stream=stream)
     event["tid"] = stream
     return event
-
-
-def memory(ts: float, *, allocated: int, reserved: int, nbytes: int = 0) -> dict[str, Any]:
-    return {
-        "ph": "i",
-        "cat": "cpu_instant_event",
-        "name": "[memory]",
-        "pid": 100,
-        "tid": 1,
-        "ts": ts,
-        "s": "t",
-        "args": {
-            "Device Type": 1,
-            "Device Id": 0,
-            "Bytes": nbytes,
-            "Total Allocated": allocated,
-            "Total Reserved": reserved,
-        },
-    }
 
 
 def only(hints: list[Hint]) -> Hint:
