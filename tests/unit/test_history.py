@@ -116,7 +116,7 @@ def test_unknown_and_ambiguous_references_say_so(store: History, traces: Any) ->
         store.get("last")
     profile = gpuprofile.load(a)
     for run_id in ("abcd0001", "abcd0002"):
-        store.record(profile.report(), _digest(profile), run_id=run_id)
+        store.record(profile.typed_report(), _digest(profile), run_id=run_id)
     with pytest.raises(HistoryError, match="start of several run ids"):
         store.get("abcd")
     with pytest.raises(HistoryError, match="no run id, label or trace path"):

@@ -14,6 +14,7 @@ from PIL import Image
 
 import gpuprofile
 from gpuprofile.profiles import WIDGET_TEXT, Profile, widget_outputs
+from gpuprofile.report.schema import to_report
 from gpuprofile.report.snapshot import LIMIT, render_snapshot
 from gpuprofile.report.snapshot_svg import LANE_H, WIDTH
 from gpuprofile.units import format_time
@@ -37,7 +38,7 @@ def text_of(markup: str) -> str:
 
 def test_snapshot_says_what_the_report_says(hostile: Profile) -> None:
     report = hostile.report()
-    markup = render_snapshot(report, hostile.trace, run_id="run-42")
+    markup = render_snapshot(hostile.typed_report(), hostile.trace, run_id="run-42")
     text = text_of(markup)
     rank = report["ranks"][0]
     # The summary numbers, formatted by units.py from the report's own values.
@@ -54,11 +55,11 @@ def test_snapshot_says_what_the_report_says(hostile: Profile) -> None:
         if hint.get("code"):
             assert hint["code"].strip() in text
     assert 'gpuprofile.show("run-42")' in text
-    assert "gpuprofile.show" not in text_of(render_snapshot(report, hostile.trace))
+    assert "gpuprofile.show" not in text_of(render_snapshot(hostile.typed_report(), hostile.trace))
 
 
 def test_trace_names_stay_text_and_nothing_runs(hostile: Profile) -> None:
-    markup = render_snapshot(hostile.report(), hostile.trace)
+    markup = render_snapshot(hostile.typed_report(), hostile.trace)
     assert re.search(r"<script", markup, re.I) is None
     assert re.search(r"<[^<>]*\son\w+\s*=", markup, re.I) is None  # no handler attribute
     assert HOSTILE not in markup and BREAKOUT not in markup
@@ -88,7 +89,7 @@ def lane_image(svg: str) -> Image.Image:
 
 
 def test_pictures_are_drawn(hostile: Profile) -> None:
-    markup = render_snapshot(hostile.report(), hostile.trace)
+    markup = render_snapshot(hostile.typed_report(), hostile.trace)
     assert re.search(r"<svg", markup) is None  # sanitizers drop inline SVG; images stay
     svgs = pictures(markup)
     timeline, roofline = svgs["gp-snapshot-timeline"], svgs["gp-snapshot-roofline"]
@@ -133,12 +134,19 @@ def test_a_million_kernels_stay_under_the_limit() -> None:
     report["ranks"] = [dict(rank, rank=r) for r in range(64)]
     hint = small["hints"][0]
     report["hints"] = [dict(hint, title=long_name, explanation=long_name * 5) for _ in range(300)]
-    point = {"name": long_name, "intensity": 10.0, "achieved_flops_per_s": 1e12, "time_ns": 5}
+    point = {
+        **small["roofline"]["points"][0],
+        "name": long_name,
+        "intensity": 10.0,
+        "achieved_flops_per_s": 1e12,
+        "time_ns": 5,
+    }
     report["roofline"] = {
         "coverage": 0.5,
         "points": [dict(point, intensity=1.0 + i) for i in range(5000)],
+        "missing_flops": "",
     }
-    markup = render_snapshot(report, trace, run_id="x")
+    markup = render_snapshot(to_report(report), trace, run_id="x")
     size = len(markup.encode("utf-8"))
     assert size <= LIMIT, size
     assert "and 56 more ranks" in markup and "288 more hints" in markup
@@ -164,10 +172,13 @@ def test_busy_shading_matches_an_independent_count() -> None:
 def test_steps_distribution(hostile: Profile) -> None:
     report = dict(hostile.report())
     windows = [7_000, 3_000, 11_000, 5_000]
-    steps = [{"name": f"s{i}", "window_ns": w, "busy_ns": w // 2} for i, w in enumerate(windows)]
+    steps = [
+        {"name": f"s{i}", "window_ns": w, "busy_ns": w // 2, "idle_ns": w - w // 2}
+        for i, w in enumerate(windows)
+    ]
     rank = report["ranks"][0]
     report["ranks"] = [dict(rank, gpu=dict(rank["gpu"], steps=steps))]
-    text = text_of(render_snapshot(report, None))
+    text = text_of(render_snapshot(to_report(report), None))
     assert f"4 steps, median {format_time(6_000)}" in text
     assert f"fastest {format_time(3_000)}, slowest {format_time(11_000)}" in text
     assert "No trace kept" in text

@@ -436,7 +436,7 @@ def test_marks_of_roofline_points_hold_every_instance(monkeypatch: pytest.Monkey
 
 def test_the_widget_answers_messages(tmp_path: Path) -> None:
     trace = synthetic_trace(50)
-    widget = make_widget({"text": ""}, trace)
+    widget = make_widget(None, trace)
     needle = KERNEL_NAMES[0].lower()
     matching = _name_count(trace, lambda n: needle in n.lower())
     sent: list[tuple[dict[str, Any], list[bytes]]] = []

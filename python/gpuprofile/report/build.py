@@ -25,10 +25,10 @@ from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wa
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.report.distributed import job_report, rank_job_report
 from gpuprofile.report.notices import carry_over_notices, notices
+from gpuprofile.report.schema import SCHEMA, Report, to_report
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_time
 
-SCHEMA = "gpuprofile.report/1"
 ROOFLINE_POINT_FIELDS = (
     "key",
     "level",
@@ -69,9 +69,9 @@ MISSING_FLOPS = {
 }
 
 
-def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
-    """The report of an analysed trace (schema ``gpuprofile.report/1``, README), in plain JSON
-    types. ``top``: kernels and ops listed per rank."""
+def build_report(analysis: Analysis, *, top: int = 10) -> Report:
+    """The report of an analysed trace (schema ``gpuprofile.report/1``, report/schema.py).
+    ``top``: kernels and ops listed per rank."""
     trace = analysis.trace
     meta = trace.meta
     idle = idle_by_cause(analysis.idle_gaps)
@@ -123,8 +123,9 @@ def build_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         if meta.inference is None
         else {**meta.inference, "precision_mix": precision_mix(trace)},
     }
-    plain: dict[str, Any] = _jsonable(report)
-    return plain
+    # Gathered in plain JSON types first (numpy scalars as Python numbers, NaN as None), then
+    # checked against the contract once.
+    return to_report(_jsonable(report))
 
 
 # Aligned clocks whose collectives still end further apart than this make waits uncertain.

@@ -7,7 +7,7 @@ text: bokeh tooltips escape field values (only a ``{safe}`` format would not).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from gpuprofile.units import (
 if TYPE_CHECKING:
     from bokeh.plotting import figure as Figure
 
+    from gpuprofile.report.schema import Report, RooflinePoint
     from gpuprofile.trace.model import Trace
 
 # Past this many kernels the page grows beyond ~10 MB and the browser stalls on hover; the
@@ -100,27 +101,26 @@ def timeline_figure(trace: Trace, limit: int = MAX_TIMELINE_KERNELS) -> tuple[Fi
     return fig, note
 
 
-def roofline_figure(report: dict[str, Any]) -> Figure | None:
+def roofline_figure(report: Report) -> Figure | None:
     """The report's roofline points on log-log axes (FLOP/byte against FLOP/s) under the DRAM
     roof and the compute roof of each precision the points use, with hover.
 
     Parameters:
-        report: a ``gpuprofile.report/1`` dict.
+        report: a ``gpuprofile.report/1`` Report.
     Returns the figure, or None when no point has both an intensity and a rate."""
     from bokeh.models import ColumnDataSource, HoverTool
     from bokeh.plotting import figure
 
     points = [
         p
-        for p in (report.get("roofline") or {}).get("points", [])
-        if (p.get("intensity") or 0) > 0 and (p.get("achieved_flops_per_s") or 0) > 0
+        for p in report.roofline.points
+        if (p.intensity or 0) > 0 and (p.achieved_flops_per_s or 0) > 0
     ]
     if not points:
         return None
-    hardware = report.get("hardware") or {}
-    bandwidth = hardware.get("dram_bytes_per_s")
-    peaks = hardware.get("peak_flops") or {}
-    intensities = [float(p["intensity"]) for p in points]
+    bandwidth = report.hardware.dram_bytes_per_s
+    peaks = report.hardware.peak_flops
+    intensities = [float(p.intensity or 0) for p in points]
     x_low, x_high = min(intensities) / 10, max(intensities) * 10
     fig = figure(
         x_axis_type="log",
@@ -132,7 +132,7 @@ def roofline_figure(report: dict[str, Any]) -> Figure | None:
         title="Roofline",
         tools="pan,wheel_zoom,box_zoom,reset,save",
     )
-    precisions = sorted({p.get("precision") for p in points if p.get("precision") in peaks})
+    precisions = sorted({p.precision for p in points if p.precision in peaks})
     if not precisions and peaks:
         precisions = [max(peaks, key=lambda k: peaks[k] or 0)]
     for i, precision in enumerate(precisions):
@@ -153,14 +153,14 @@ def roofline_figure(report: dict[str, Any]) -> Figure | None:
     source = ColumnDataSource(
         {
             "x": intensities,
-            "y": [float(p["achieved_flops_per_s"]) for p in points],
+            "y": [float(p.achieved_flops_per_s or 0) for p in points],
             "size": [6 + 14 * _share(p, points) for p in points],
-            "name": [str(p.get("name")) for p in points],
-            "shapes": [str(p.get("shapes") or "") for p in points],
-            "intensity": [format_intensity(p["intensity"]) for p in points],
-            "rate": [format_flops_per_s(p["achieved_flops_per_s"]) for p in points],
-            "pct": [format_percent(p.get("pct_of_roof")) for p in points],
-            "time": [format_time(p.get("time_ns")) for p in points],
+            "name": [p.name for p in points],
+            "shapes": [p.shapes for p in points],
+            "intensity": [format_intensity(p.intensity) for p in points],
+            "rate": [format_flops_per_s(p.achieved_flops_per_s) for p in points],
+            "pct": [format_percent(p.pct_of_roof) for p in points],
+            "time": [format_time(p.time_ns) for p in points],
         }
     )
     fig.scatter("x", "y", size="size", source=source, alpha=0.7, color="#d62728")
@@ -181,6 +181,6 @@ def roofline_figure(report: dict[str, Any]) -> Figure | None:
     return fig
 
 
-def _share(point: dict[str, Any], points: list[dict[str, Any]]) -> float:
-    heaviest = max((p.get("time_ns") or 0) for p in points) or 1
-    return float((point.get("time_ns") or 0) / heaviest)
+def _share(point: RooflinePoint, points: list[RooflinePoint]) -> float:
+    heaviest = max(p.time_ns for p in points) or 1
+    return float(point.time_ns / heaviest)

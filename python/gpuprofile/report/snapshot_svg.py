@@ -12,7 +12,7 @@ import base64
 import math
 import struct
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from gpuprofile.units import format_flops_per_s, format_intensity, format_time
 if TYPE_CHECKING:
     import pandas as pd
 
+    from gpuprofile.report.schema import Report
     from gpuprofile.trace.model import Trace
 
 WIDTH = 720  # pixel columns of the timeline's plot area
@@ -174,31 +175,28 @@ def as_img(svg: str, css_class: str, alt: str) -> str:
     )
 
 
-def roofline_svg(report: dict[str, Any]) -> tuple[str, str]:
+def roofline_svg(report: Report) -> tuple[str, str]:
     """The report's roofline on log-log axes: the roofs of the precisions its points use and
     the heaviest ``MAX_POINTS`` points, each with its name, intensity and rate as a tooltip.
 
     Parameters:
-        report: a ``gpuprofile.report/1`` dict.
+        report: a ``gpuprofile.report/1`` Report.
     Returns (svg markup or "", a one-line note)."""
     points = [
         p
-        for p in (report.get("roofline") or {}).get("points", [])
-        if (p.get("intensity") or 0) > 0 and (p.get("achieved_flops_per_s") or 0) > 0
+        for p in report.roofline.points
+        if (p.intensity or 0) > 0 and (p.achieved_flops_per_s or 0) > 0
     ]
     if not points:
         return "", "No roofline points (no op or kernel with known FLOPs and bytes)."
     total = len(points)
-    points = sorted(points, key=lambda p: -(p.get("time_ns") or 0))[:MAX_POINTS]
-    hardware = report.get("hardware") or {}
-    bandwidth = hardware.get("dram_bytes_per_s")
-    peaks = hardware.get("peak_flops") or {}
-    roofs = [
-        (k, float(peaks[k])) for k in sorted({p.get("precision") for p in points} & set(peaks))
-    ]
+    points = sorted(points, key=lambda p: -p.time_ns)[:MAX_POINTS]
+    bandwidth = report.hardware.dram_bytes_per_s
+    peaks = report.hardware.peak_flops
+    roofs = [(k, float(peaks[k])) for k in sorted({p.precision for p in points} & set(peaks))]
     roofs = [(k, v) for k, v in roofs if v > 0]
-    xs = [float(p["intensity"]) for p in points]
-    ys = [float(p["achieved_flops_per_s"]) for p in points]
+    xs = [float(p.intensity or 0) for p in points]
+    ys = [float(p.achieved_flops_per_s or 0) for p in points]
     x_lo, x_hi = math.log10(min(xs) / 10), math.log10(max(xs) * 10)
     y_top = max(ys + [v for _, v in roofs])
     y_lo, y_hi = math.log10(min(ys) / 10), math.log10(y_top * 2)
@@ -231,9 +229,9 @@ def roofline_svg(report: dict[str, Any]) -> tuple[str, str]:
             f'<text x="{left + w + 6}" y="{py(peak) + 4:.1f}" {_TEXT}>{esc(precision)} roof '
             f"{esc(format_flops_per_s(peak))}</text>"
         )
-    heaviest = max((p.get("time_ns") or 0) for p in points) or 1
+    heaviest = max(p.time_ns for p in points) or 1
     for p, x, y in zip(points, xs, ys):
-        r = 3 + 7 * (p.get("time_ns") or 0) / heaviest
+        r = 3 + 7 * p.time_ns / heaviest
         parts.append(
             f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="{r:.1f}" fill="#d62728" '
             'fill-opacity="0.6"/>'

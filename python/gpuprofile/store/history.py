@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from gpuprofile.errors import HistoryError
+from gpuprofile.report.schema import Report, report_json, to_report
 from gpuprofile.store.location import history_path
 from gpuprofile.store.origin import Origin
 from gpuprofile.store.summary import hint_rows, run_summary
@@ -93,6 +96,20 @@ class StoredRun:
         """The run's full report (gpuprofile.report/1), as it was when recorded."""
         return self.history._blob(self.id, "report")
 
+    def typed_report(self) -> Report:
+        """``report()`` as the Structs the views read.
+
+        Raises:
+            HistoryError: a report this version cannot read (recorded by another one).
+        """
+        try:
+            return to_report(self.report())
+        except msgspec.ValidationError as error:
+            raise HistoryError(
+                f"run {self.id}'s report is not gpuprofile.report/1 as this version reads it "
+                f"({error})"
+            ) from None
+
     def digest(self) -> dict[str, Any]:
         """What a diff and the CI gate read of the run (gpuprofile.digest/1)."""
         return self.history._blob(self.id, "digest")
@@ -145,7 +162,7 @@ class History:
 
     def record(
         self,
-        report: dict[str, Any],
+        report: Report,
         digest: dict[str, Any],
         *,
         run_id: str | None = None,
@@ -190,7 +207,7 @@ class History:
             framework.get("cuda"),
             json.dumps(summary),
             json.dumps(hints),
-            _pack(report),
+            _pack(report_json(report)),
             _pack(digest),
             trace_path,
         )

@@ -12,6 +12,7 @@ import traitlets
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.report.build import build_report
+from gpuprofile.report.schema import Report, report_json
 from gpuprofile.report.text import render_text
 from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.marks import marks_columns
@@ -65,14 +66,15 @@ class ProfileWidget(anywidget.AnyWidget):
 
 
 def make_widget(
-    report: dict[str, Any],
+    report: Report | None,
     trace: Trace,
     analysis: Analysis | None = None,
     *,
     text: str = "",
     detail_threshold: int = DETAIL_THRESHOLD,
 ) -> ProfileWidget:
-    """The widget for a report, its text and its trace (see ``show_result``)."""
+    """The widget for a report, its text and its trace (see ``show_result``); a report of None
+    shows the timeline alone."""
     widget = ProfileWidget()
     show_result(widget, report, text, trace, analysis, detail_threshold=detail_threshold)
     return widget
@@ -87,7 +89,7 @@ def show_trace(widget: ProfileWidget, trace: Trace, hardware: Hardware | None = 
 
 def show_result(
     widget: ProfileWidget,
-    report: dict[str, Any],
+    report: Report | None,
     text: str,
     trace: Trace,
     analysis: Analysis | None = None,
@@ -99,7 +101,8 @@ def show_result(
     instances; without, the heaviest ones the report names. Traces of more than
     ``detail_threshold`` events cross as an overview, with detail fetched on demand. The
     browser redraws once, as one state update."""
-    summary = {**report, "text": text}
+    # The report crosses to the browser as its JSON (js/model/report_types.d.ts), with the text.
+    summary = {**(report_json(report) if report is not None else {}), "text": text}
     data = timeline_data(trace)
     state = {
         "summary": summary,
