@@ -32,6 +32,20 @@ def point(**fields: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def evidence(table: str, event_ids: list[int], **fields: Any) -> dict[str, Any]:
+    return {"table": table, "rank": 0, "event_ids": event_ids, "windows": [], "label": "", **fields}
+
+
+def hint(**fields: Any) -> dict[str, Any]:
+    """A low gpu-idle hint without evidence, but for ``fields``."""
+    return {
+        "kind": "gpu-idle", "title": "a hint", "severity": "low", "gain_ns": 0,
+        "gain_method": "", "confidence": "low", "explanation": "", "numbers": {}, "fix": [],
+        "code": "", "evidence": [], "rank": None, "related": [],
+        **fields,
+    }  # fmt: skip
+
+
 def rank(**fields: Any) -> dict[str, Any]:
     """A rank without events, but for ``fields``."""
     return {

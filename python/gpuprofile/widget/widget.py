@@ -111,7 +111,7 @@ def show_result(
         "name_kinds": data.name_kinds,
         "events": encode_table(*overview_columns(data, detail_threshold)),
         "counters": encode_table(*counter_columns(data)),
-        "marks": encode_table(*marks_columns(data, trace, summary, analysis)),
+        "marks": encode_table(*marks_columns(data, trace, report, analysis)),
         "span_ns": data.span_ns,
         "opening_view": opening_view(data),
         "total_events": data.total,
