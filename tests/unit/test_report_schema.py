@@ -76,6 +76,7 @@ def profile() -> Profile:
 
 def test_a_report_survives_json_and_back(profile: Profile) -> None:
     text = json.dumps(profile.report())
+    assert json.loads(text) == profile.report()  # plain JSON types: lists, never tuples
     again = report_json(decode_report(text))
     assert json.dumps(again) == text  # key by key, ints stay ints and floats floats
     assert decode_report(text) == profile.typed_report()
@@ -103,10 +104,18 @@ def test_the_report_json_follows_the_schema_by_hand(profile: Profile) -> None:
             assert required <= set(value) <= set(properties), set(value) ^ set(properties)
             for key, item in value.items():
                 walk(item, properties[key])
-        elif spec.get("type") == "array" and isinstance(value, list) and "items" in spec:
-            for item in value:
-                walk(item, spec["items"])  # type: ignore[arg-type]
+        elif spec.get("type") == "array":
+            assert isinstance(value, list)  # a JSON array, never a tuple
+            fixed = spec.get("prefixItems")  # a tuple: [start_ns, end_ns]
+            if isinstance(fixed, list):
+                assert len(value) == len(fixed)
+                for item, item_spec in zip(value, fixed):
+                    walk(item, item_spec)
+            else:
+                for item in value:
+                    walk(item, spec["items"])  # type: ignore[arg-type]
 
     report = profile.report()
     assert report["ranks"] and report["roofline"]["points"] and report["gauges"]
+    assert any(e["windows"] for h in report["hints"] for e in h["evidence"])
     walk(report, document)

@@ -322,16 +322,17 @@ def decode_report(data: bytes | str) -> Report:
 
 def report_json(report: Report) -> dict[str, Any]:
     """The report in plain JSON types, as ``Profile.report()`` and ``--format json`` give it:
-    NaN (JSON has none) as null, meaning unknown."""
-    plain: dict[str, Any] = _finite(msgspec.to_builtins(report))
+    lists for tuples (to_builtins keeps an evidence window a tuple), NaN (JSON has none) as
+    null, meaning unknown."""
+    plain: dict[str, Any] = _plain(msgspec.to_builtins(report))
     return plain
 
 
-def _finite(value: Any) -> Any:
+def _plain(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
