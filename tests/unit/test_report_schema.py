@@ -15,7 +15,8 @@ import pytest
 
 from gpuprofile.profiles import Profile
 from gpuprofile.report import schema
-from gpuprofile.report.schema import decode_report, report_json
+from gpuprofile.report.build import plain_report
+from gpuprofile.report.schema import decode_report, report_json, to_report
 from gpuprofile.report.schema_gen import REPO, SCHEMA_FILE, TYPES_FILE, generated, stale
 from helpers.synthetic import synthetic_trace
 
@@ -119,3 +120,12 @@ def test_the_report_json_follows_the_schema_by_hand(profile: Profile) -> None:
     assert report["ranks"] and report["roofline"]["points"] and report["gauges"]
     assert any(e["windows"] for h in report["hints"] for e in h["evidence"])
     walk(report, document)
+
+
+def test_the_structs_keep_every_key_build_report_gathers(profile: Profile) -> None:
+    """A key the detectors or analyses add but report/schema.py lacks would vanish in the
+    Structs: the gathered sections and the report's JSON must read the same."""
+    plain = plain_report(profile.analysis)
+    assert json.dumps(report_json(to_report(plain))) == json.dumps(plain)
+    plain["hints"][0]["new_field"] = 1  # what a new field without its Struct field gives
+    assert json.dumps(report_json(to_report(plain))) != json.dumps(plain)
