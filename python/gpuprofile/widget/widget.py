@@ -30,7 +30,7 @@ class ProfileWidget(anywidget.AnyWidget):
     _esm = _STATIC / "widget.js"
     _css = _STATIC / "widget.css"
 
-    # The report dict (gpuprofile.report/1) plus "partial" and "text".
+    # The report's JSON (report/schema.py) plus "text": js/model/report_types.d.ts's Summary.
     summary = traitlets.Dict().tag(sync=True)
     # Display order; {"id", "rank", "kind": "cpu"|"gpu"|"counter", "group", "label", "rows", ...}.
     lanes: traitlets.List[dict[str, object]] = traitlets.List().tag(sync=True)
