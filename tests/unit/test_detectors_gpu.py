@@ -21,7 +21,8 @@ from gpuprofile.analyses.detectors import (
     roofline_bound,
     tensor_cores,
 )
-from gpuprofile.analyses.hints import KINDS, MAX_EVIDENCE_EVENTS, Hint, severity_for
+from gpuprofile.analyses.hints import KINDS, MAX_EVIDENCE_EVENTS, Hint
+from gpuprofile.analyses.thresholds import severity_for
 from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.model import Trace

@@ -23,7 +23,8 @@ from gpuprofile.analyses.detectors import (
     without_repeats,
 )
 from gpuprofile.analyses.fixes import ALLOCATOR_FIX
-from gpuprofile.analyses.hints import Hint, severity_for
+from gpuprofile.analyses.hints import Hint
+from gpuprofile.analyses.thresholds import severity_for
 from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.meta import RankMeta, TraceMeta

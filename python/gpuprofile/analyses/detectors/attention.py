@@ -28,11 +28,12 @@ import pandas as pd
 
 from gpuprofile.analyses import recorded
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.lookups import host_threads, op_parents
 from gpuprofile.analyses.names import categorical, per_category, strings
 from gpuprofile.analyses.names import codes as name_codes
 from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.thresholds import severity_for
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_bytes, format_time
 
@@ -397,6 +398,7 @@ def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
     device = "GPU kernel" if (trace.kernels["rank"] == rank).any() else "CPU"
     return Hint(
         kind="attention-unfused",
+        subject="SDPA math path" if math else "hand-written attention",
         title=(
             f"SDPA math path at {length_text} (x{len(found)})"
             if math
