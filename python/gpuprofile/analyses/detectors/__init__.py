@@ -43,12 +43,17 @@ def detector(name: str) -> Callable[[Analysis], list[Hint]]:
 
 
 def run_detectors(analysis: Analysis) -> list[Hint]:
-    """Every detector's findings as one ranked list: the idle hint that repeats a specific one
-    left out, each key said once per rank, per-rank titles naming the rank in a multi-rank
-    trace, and a finding met on several ranks of a job said once for the job. Whether a
-    finding is worth reporting and its severity come from analyses/thresholds.py."""
-    ranks = analysis.trace.ranks
+    """Every detector's findings, through the one pipeline (``findings``)."""
     hints = [hint for name in DETECTORS for hint in detector(name)(analysis)]
+    return findings(hints, analysis.trace.ranks)
+
+
+def findings(hints: list[Hint], ranks: list[int]) -> list[Hint]:
+    """Detectors' hints as one ranked list: the idle hint that repeats a specific one left out,
+    each key said once per rank, per-rank titles naming the rank in a multi-rank trace, and a
+    finding met on several ranks of a job said once for the job. Whether a finding is worth
+    reporting and its severity come from analyses/thresholds.py, applied by each detector to
+    the time it measured its gain against."""
     said_once = once_per_rank(without_repeats(hints))
     return ranked(folded([_with_rank(h, ranks) for h in said_once], ranks))
 
