@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -86,13 +87,13 @@ def test_one_key_on_two_ranks_folds_and_another_of_its_kind_stays(tmp_path: Path
     assert math_path["title"] == f"Rank 0: SDPA math path at L={LENGTH} (x2)"
 
 
-def hint(kind: str, subject: str, rank: int | None, gain: int) -> Hint:
+def hint(kind: str, subject: str, rank: int | None, gain: int, basis: int = 10_000) -> Hint:
     return Hint(
         kind=kind,
         subject=subject,
         title=f"{subject} finding",
-        severity="medium",
         gain_ns=gain,
+        basis_ns=basis,
         gain_method="Measured.",
         confidence="medium",
         explanation=f"{subject} on rank {rank}.",
@@ -116,6 +117,22 @@ def test_the_same_key_on_two_distinct_ranks_is_one_job_finding() -> None:
     assert job.gain_ns == 500  # the worst rank's: ranks run side by side
     assert job.explanation.startswith("Rank 2: GPU collectives on rank 2.")
     assert job.numbers["ranks"] == 2 and job.numbers["worst_rank"] == 2
+    assert job.severity == "medium"  # 500 of 10,000 ns: 5%, between 2% and 10%
+
+
+@pytest.mark.parametrize(
+    ("gain", "basis", "severity"),
+    [(1000, 10_000, "high"), (999, 10_000, "medium"), (200, 10_000, "medium"),
+     (199, 10_000, "low"), (5, 0, "low")],
+)  # fmt: skip
+def test_the_pipeline_sets_severity_from_the_gains_share(
+    gain: int, basis: int, severity: str
+) -> None:
+    # Detectors leave severity unset; a tenth of the basis is high, a fiftieth medium.
+    raw = hint("sync-stall", "synchronizing calls", 0, gain, basis)
+    assert raw.severity == ""
+    [said] = findings([raw], [0])
+    assert said.severity == severity
 
 
 def test_two_keys_of_one_kind_on_one_rank_stay_two() -> None:
@@ -146,10 +163,10 @@ def test_one_key_on_one_rank_twice_is_said_once() -> None:
 @pytest.mark.parametrize("ranks", [[0], [0, 1, 2, 3]])
 def test_a_finding_of_the_whole_run_is_neither_labelled_nor_folded(ranks: list[int]) -> None:
     job = hint("straggler", "rank 3", None, 700)
-    assert findings([job], ranks) == [job]
+    assert findings([job], ranks) == [replace(job, severity="medium")]  # 7%
 
 
 def test_the_subject_stays_out_of_the_report() -> None:
     # The report's JSON keeps its keys (tests/traces/test_reader_fingerprints.py).
     out = hint("sync-stall", "synchronizing calls", 0, 10).to_dict()
-    assert "subject" not in out and "key" not in out
+    assert "subject" not in out and "key" not in out and "basis_ns" not in out

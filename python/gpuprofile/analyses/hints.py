@@ -75,11 +75,13 @@ class Evidence:
             raise ValueError("an evidence window ends before it starts")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Hint:
     kind: str
     title: str
-    severity: str
+    # Set by the findings pipeline (detectors.run_detectors) from gain_ns / basis_ns and the
+    # cut-offs in analyses/thresholds.py; "" until then.
+    severity: str = ""
     gain_ns: int  # estimated time a fix gives back
     gain_method: str  # how gain_ns was estimated, in a sentence
     confidence: str
@@ -94,11 +96,14 @@ class Hint:
     # kernels. Two findings with one key on one rank say one thing; on several ranks, they are
     # folded into one job finding. Kept out of to_dict: the report names hints by position.
     subject: str = ""
+    # The time gain_ns is a share of, for its severity: the rank's wall time, the steps'
+    # windows, an engine's layer time. Kept out of to_dict, like subject.
+    basis_ns: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"hint kind {self.kind!r} is not one of {KINDS}")
-        if self.severity not in SEVERITIES:
+        if self.severity and self.severity not in SEVERITIES:
             raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
         if self.confidence not in CONFIDENCES:
             raise ValueError(f"confidence {self.confidence!r} is not one of {CONFIDENCES}")
@@ -113,7 +118,7 @@ class Hint:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["numbers"] = dict(self.numbers)
-        del out["subject"]
+        del out["subject"], out["basis_ns"]
         return out
 
 

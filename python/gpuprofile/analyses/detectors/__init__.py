@@ -13,6 +13,7 @@ from dataclasses import replace
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, rank_prefix, ranked
+from gpuprofile.analyses.thresholds import severity_for
 from gpuprofile.units import format_time
 
 # Module names under gpuprofile.analyses.detectors, each defining detect(analysis) -> list[Hint].
@@ -49,13 +50,18 @@ def run_detectors(analysis: Analysis) -> list[Hint]:
 
 
 def findings(hints: list[Hint], ranks: list[int]) -> list[Hint]:
-    """Detectors' hints as one ranked list: the idle hint that repeats a specific one left out,
-    each key said once per rank, per-rank titles naming the rank in a multi-rank trace, and a
-    finding met on several ranks of a job said once for the job. Whether a finding is worth
-    reporting and its severity come from analyses/thresholds.py, applied by each detector to
-    the time it measured its gain against."""
-    said_once = once_per_rank(without_repeats(hints))
+    """Detectors' hints as one ranked list: each with its severity, the idle hint that repeats
+    a specific one left out, each key said once per rank, per-rank titles naming the rank in a
+    multi-rank trace, and a finding met on several ranks of a job said once for the job.
+    Severity, and whether a finding is worth reporting at all (which each detector asks of the
+    time it measured its gain against), come from the table in analyses/thresholds.py."""
+    said_once = once_per_rank(without_repeats([judged(h) for h in hints]))
     return ranked(folded([_with_rank(h, ranks) for h in said_once], ranks))
+
+
+def judged(hint: Hint) -> Hint:
+    """The hint with its severity: its gain's share of the time it is measured against."""
+    return replace(hint, severity=severity_for(hint.gain_ns, hint.basis_ns))
 
 
 def once_per_rank(hints: list[Hint]) -> list[Hint]:

@@ -36,7 +36,6 @@ from gpuprofile.analyses.thresholds import (
     FRAGMENTATION_RATIO,
     MIN_STEADY_ALLOCATOR_CALLS,
     MIN_WASTE_BYTES,
-    severity_for,
 )
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_bytes, format_time
@@ -121,7 +120,7 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
             if churn
             else f"Device memory: {what} after warm-up"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             "Union of the durations of allocator calls after warm-up: the host time they "

@@ -33,7 +33,6 @@ from gpuprofile.analyses.lookups import host_threads, op_parents
 from gpuprofile.analyses.names import categorical, per_category, strings
 from gpuprofile.analyses.names import codes as name_codes
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.analyses.thresholds import severity_for
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_bytes, format_time
 
@@ -404,7 +403,7 @@ def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
             if math
             else f"Unfused attention at {length_text} (x{len(found)})"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=int(gain),
         gain_method=(
             f"{device} time of {removed}: a fused attention kernel keeps the score matrix on "

@@ -18,7 +18,7 @@ from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.analyses.thresholds import severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_percent, format_time
 
@@ -112,7 +112,7 @@ def _gpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
         kind="communication",
         subject="GPU collectives",
         title=f"{format_time(exposed)} of collectives not hidden by compute",
-        severity=severity_for(exposed, wall),
+        basis_ns=wall,
         gain_ns=int(exposed),
         gain_method=(
             "Exposed collective time: the union of NCCL/RCCL kernel intervals minus the part "
@@ -155,7 +155,7 @@ def _cpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
         kind="communication",
         subject="CPU collectives",
         title=f"{format_time(exposed)} of CPU collectives (gloo) not overlapped",
-        severity=severity_for(exposed, wall),
+        basis_ns=wall,
         gain_ns=int(exposed),
         gain_method=(
             "Exposed collective time on the CPU: the union of gloo:/c10d:: intervals minus "

@@ -33,7 +33,7 @@ from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import LOADER_OP
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.analyses.thresholds import severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_count, format_fraction, format_time
 
@@ -178,7 +178,7 @@ def _hint(
         kind="data-loading",
         subject="DataLoader",
         title=title,
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=gain_method,
         confidence=confidence,

@@ -35,7 +35,7 @@ from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import ALLOC_CALL
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.analyses.thresholds import severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.trace.model import NO_ID, Trace
 from gpuprofile.units import format_fraction, format_time
 
@@ -178,7 +178,7 @@ def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
         kind="gpu-idle",
         subject="GPU idle time",
         title=f"GPU idle {format_fraction(share, 0)} of the window, {mostly}",
-        severity=severity_for(gain, wall_ns(trace, rank)),
+        basis_ns=wall_ns(trace, rank),
         gain_ns=gain,
         gain_method=(
             "Sum of the idle gaps whose cause a host-side change removes (synchronization, "

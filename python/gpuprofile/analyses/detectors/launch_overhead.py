@@ -43,7 +43,7 @@ from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import categorical, matches, per_category, short_kernel_name
 from gpuprofile.analyses.names import codes as names_codes
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.analyses.thresholds import MIN_KERNELS_FOR_GRAPHS, severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import MIN_KERNELS_FOR_GRAPHS, worth_reporting
 from gpuprofile.trace.model import NO_ID, Trace
 from gpuprofile.units import format_percent, format_time
 
@@ -268,7 +268,7 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame) ->
         title=(
             f"GPU idle {format_time(idle_ns)} in {len(counted)} gaps waiting for kernel launches"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             "Sum of the GPU idle gaps whose cause is the host launching (analyses/idle.py: "

@@ -12,7 +12,7 @@ import numpy as np
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint
-from gpuprofile.analyses.thresholds import severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_count, format_time
 
 FIX = (
@@ -51,7 +51,7 @@ def detect(analysis: Analysis) -> list[Hint]:
                 f"Ranks compute unevenly: the busiest computes {format_time(excess / steps)} "
                 "more per step than the median rank"
             ),
-            severity=severity_for(excess, windows),
+            basis_ns=windows,
             gain_ns=excess,
             gain_method=(
                 "Per step, the busiest rank's compute minus the median rank's, summed over "

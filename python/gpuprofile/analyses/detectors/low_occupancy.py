@@ -36,7 +36,7 @@ from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
 from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import short_kernel_name
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.analyses.thresholds import severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_count, format_percent, format_time
@@ -218,7 +218,7 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
         kind="low-occupancy",
         subject="under-filled kernels",
         title=f"{format_count(len(hits), 'kernel')} leave SMs idle ({sms} SMs)",
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             "Half the idle SM capacity of each kernel of 10 µs or more, from launch "

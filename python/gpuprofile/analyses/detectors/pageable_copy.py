@@ -26,7 +26,7 @@ from gpuprofile.analyses.fixes_by_framework import COPY_STREAM, PAGEABLE, Fix, p
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.analyses.thresholds import MIN_PAGEABLE_BYTES, severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import MIN_PAGEABLE_BYTES, worth_reporting
 from gpuprofile.trace.model import HOST_DEVICE_KINDS, Trace
 from gpuprofile.units import format_bytes, format_bytes_per_s, format_time
 
@@ -122,7 +122,7 @@ def _pageable(
             f"{len(slow)} pageable {'copy' if len(slow) == 1 else 'copies'} "
             f"({format_bytes(total_bytes)}) took {format_time(total_ns)}"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             "Copy time above the pinned rate ("
@@ -182,7 +182,7 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | Non
             f"{len(serial)} host-device {'copy shares' if len(serial) == 1 else 'copies share'}"
             f" the compute stream ({format_time(gain)})"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             "Duration of pinned host-device copies on a stream that also runs kernels: on a "

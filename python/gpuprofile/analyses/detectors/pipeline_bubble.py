@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint
-from gpuprofile.analyses.thresholds import severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_fraction, format_time
 
 FIX = (
@@ -40,7 +40,7 @@ def detect(analysis: Analysis) -> list[Hint]:
                 f"Pipeline stages idle {format_fraction(pipe.bubble_fraction)} of each step, "
                 f"{format_fraction(excess)} beyond the schedule's own bubble"
             ),
-            severity=severity_for(gain, windows),
+            basis_ns=windows,
             gain_ns=gain,
             gain_method=(
                 "The stages' mean bubble fraction minus (p-1)/(m+p-1), times the steps' windows."

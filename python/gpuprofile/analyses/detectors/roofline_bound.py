@@ -25,7 +25,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COMPUTE_BOUND, MEMORY_BOUND, Fix, pick
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.analyses.thresholds import severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import (
@@ -148,7 +148,7 @@ def _hint(
             f"{format_percent(mean_pct, 0)} of "
             f"{'DRAM bandwidth' if memory else 'compute peak'}"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             f"Per op (name and shapes) at or below {format_percent(FAR_PCT, 0)} of its roof, its "

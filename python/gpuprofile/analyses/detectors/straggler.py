@@ -13,7 +13,7 @@ import pandas as pd
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.analyses.thresholds import severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_count, format_time
 
 FIX = (
@@ -50,7 +50,7 @@ def detect(analysis: Analysis) -> list[Hint]:
                 f"Rank {worst.rank} is the straggler: the others wait "
                 f"{format_time(worst.wait_caused_ns)} for it"
             ),
-            severity=severity_for(worst.delay_ns, wall),
+            basis_ns=wall,
             gain_ns=worst.delay_ns,
             gain_method=(
                 "Per collective the rank arrived last at, its arrival minus the previous "

@@ -31,7 +31,7 @@ from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.lookups import id_index
 from gpuprofile.analyses.names import strings
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.analyses.thresholds import severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.trace.model import NO_ID, Trace
 from gpuprofile.units import format_fraction, format_time
 
@@ -132,7 +132,7 @@ def _hint(
             f"Syncs leave the GPU idle {format_fraction(gain / window, 0)} of the window, "
             f"most in {top_op}"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             "GPU idle attributed to synchronization (sync activity covering most of the gap, "

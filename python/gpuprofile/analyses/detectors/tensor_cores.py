@@ -71,7 +71,7 @@ from gpuprofile.analyses.lookups import rank_rows, rows_by_id
 from gpuprofile.analyses.names import matches, short_kernel_name, strings
 from gpuprofile.analyses.patterns import FP32_SIMT_KERNEL, TENSOR_CORE_KERNEL
 from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.analyses.thresholds import severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.trace.model import Trace
@@ -194,7 +194,7 @@ def _named_fp32_hint(
         kind="tensor-cores-unused",
         subject="fp32 kernels by name",
         title=f"{len(kernels)} fp32 GEMM/convolution kernels run without tensor cores",
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             f"Kernel time x (1 - fp32 rate / {target.upper()} tensor-core rate) on "
@@ -309,7 +309,7 @@ def _fp32_hint(
         kind="tensor-cores-unused",
         subject="fp32 matmuls",
         title=f"{len(ops)} fp32 matmuls run without tensor cores",
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=method,
         confidence=confidence,
@@ -348,7 +348,7 @@ def _alignment_hint(
         kind="tensor-cores-unused",
         subject="dims not multiples of 8",
         title=f"{len(ops)} {dtypes} matmuls with dims not multiples of 8",
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             f"A quarter of these ops' GPU time ({format_fraction(MISALIGNED_SHARE, 0)}): "

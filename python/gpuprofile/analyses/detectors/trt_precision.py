@@ -22,7 +22,7 @@ import re
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.inference import REDUCED_PRECISIONS, layers, precision_mix
-from gpuprofile.analyses.thresholds import severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_fraction, format_time
 
 MEMORY_BOUND_SPEEDUP = 2.0
@@ -106,7 +106,7 @@ def detect(analysis: Analysis) -> list[Hint]:
                 f"{count} FP32 {'layer' if count == 1 else 'layers'} in a {target} engine take "
                 f"{format_fraction(fallback_ns / total)} of an inference"
             ),
-            severity=severity_for(gain_ns, total),
+            basis_ns=total,
             gain_ns=gain_ns,
             gain_method=method,
             confidence=confidence,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.inference import layers
-from gpuprofile.analyses.thresholds import severity_for, worth_reporting
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_fraction, format_time
 
 FIX = (
@@ -63,7 +63,7 @@ def detect(analysis: Analysis) -> list[Hint]:
                 f"{count} reformat/copy {'layer takes' if count == 1 else 'layers take'} "
                 f"{format_fraction(share)} of an inference ({format_time(gain)})"
             ),
-            severity=severity_for(gain, total),
+            basis_ns=total,
             gain_ns=gain,
             gain_method=(
                 "The summed average time of the engine's reformat, copy and shuffle layers "
