@@ -141,6 +141,7 @@ def test_each_finding_is_said_once_and_folds_count_distinct_ranks(name: str) -> 
     # The V100 trace is one rank with two tensor-core findings (fp32 kernels by name, fp32
     # matmuls by shape): folded by kind alone they were one, "on 2 of 1 ranks".
     hints = hints_of(name)
+    assert all(h.subject for h in hints), [h.kind for h in hints if not h.subject]
     assert len({(h.key, h.rank) for h in hints}) == len(hints), [h.title for h in hints]
     for hint in hints:
         folded = FOLDED.search(hint.title)

@@ -6,6 +6,8 @@ findings of one kind by construction; hints built by hand pin the folding rules.
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import math
 from dataclasses import replace
@@ -16,7 +18,7 @@ import pytest
 
 import gpuprofile
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.detectors import findings, run_detectors
+from gpuprofile.analyses.detectors import DETECTORS, findings, run_detectors
 from gpuprofile.analyses.hints import Hint
 from gpuprofile.hardware.model import UNKNOWN
 from gpuprofile.importers.kineto import load_kineto
@@ -170,3 +172,21 @@ def test_the_subject_stays_out_of_the_report() -> None:
     # The report's JSON keeps its keys (tests/traces/test_reader_fingerprints.py).
     out = hint("sync-stall", "synchronizing calls", 0, 10).to_dict()
     assert "subject" not in out and "key" not in out and "basis_ns" not in out
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_every_finding_a_detector_makes_names_its_subject_and_basis(name: str) -> None:
+    # Each Hint a detector builds says what it is about and what its gain is a share of, and
+    # leaves severity to the pipeline.
+    module = importlib.import_module(f"gpuprofile.analyses.detectors.{name}")
+    tree = ast.parse(Path(str(module.__file__)).read_text())
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Hint"
+    ]
+    assert calls
+    for call in calls:
+        given = {k.arg for k in call.keywords}
+        assert {"kind", "subject", "basis_ns"} <= given, (name, call.lineno)
+        assert "severity" not in given, (name, call.lineno)

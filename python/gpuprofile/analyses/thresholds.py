@@ -2,9 +2,10 @@
 
 Detectors measure; whether what they measured is worth a user's attention, and how urgent it
 is, is decided by the figures here, so they can be read, compared and tuned side by side
-instead of hiding in sixteen modules. A detector names its entry and the time its gain is a
-share of (the rank's wall time, the GPU window, the steps' windows); the pipeline
-(``detectors.run_detectors``) then ranks, labels and folds what was reported.
+instead of hiding in sixteen modules. A detector asks ``worth_reporting`` with its entry and
+the time its gain is a share of (the rank's wall time, the GPU window, the steps' windows),
+before it spends time writing the finding's text; the pipeline (``detectors.findings``) sets
+each finding's severity with ``severity_for`` and then ranks, labels and folds them.
 """
 
 from __future__ import annotations
