@@ -290,4 +290,4 @@ export interface StepRank {
 }
 
 /** The widget's summary: the report and its text (widget/widget.py). */
-export type Summary = Partial<Report> & {text: string};
+export type Summary = Partial<Report> & {text?: string};

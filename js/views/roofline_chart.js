@@ -1,3 +1,4 @@
+// @ts-check
 // The roofline's SVG chart: log-log axes (FLOP/byte against FLOP/s) with a decade grid, the
 // roofs (roofline_roofs.js), an empty layer for roofline.js to draw the points in, and the
 // hover card beside it. Built only when some point can be plotted.
@@ -11,10 +12,10 @@ const H = 380;
 const M = { left: 78, right: 16, top: 14, bottom: 44 };
 
 /**
- * @param points summary.roofline.points
- * @param roofs roofsOf(hardware)
- * @returns {{el: HTMLElement, x, y, pointLayer: SVGGElement, tip: HTMLElement}} x and y: the
- *   scales (logScale) from data to the SVG's px
+ * @param {import("../model/roofline.js").RooflinePoint[]} points summary.roofline.points
+ * @param {import("./roofline_roofs.js").Roofs} roofs roofsOf(hardware)
+ * @returns {{el: HTMLElement, x: import("./roofline_roofs.js").Scale, y: import("./roofline_roofs.js").Scale,
+ *   pointLayer: SVGGElement, tip: HTMLElement}} x and y: the scales (logScale) from data to the SVG's px
  */
 export function buildChart(points, roofs) {
   const el = node("div", "gp-rl-chart");

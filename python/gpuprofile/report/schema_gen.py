@@ -54,7 +54,7 @@ def typescript() -> str:
         out.append("}")
     out.append("")
     out.append("/** The widget's summary: the report and its text (widget/widget.py). */")
-    out.append("export type Summary = Partial<Report> & {text: string};")
+    out.append("export type Summary = Partial<Report> & {text?: string};")
     return "\n".join(out) + "\n"
 
 
