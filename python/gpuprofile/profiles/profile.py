@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 class Profile:
     """A profiled run: its ``trace``, the ``analysis`` against the roofs of its hardware, and
-    their renderings: ``report()`` (a dict), ``text()`` (also ``str(profile)``) and
+    their renderings: ``report()`` (a dict; ``typed_report()`` the same as report/schema.py's
+    Structs), ``text()`` (also ``str(profile)``) and
     ``widget()`` (what a notebook displays).
 
     Parameters:

@@ -3,12 +3,12 @@ step times of its digest, whole-job (summed over ranks)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from gpuprofile.report.schema import NameTotal, Report
+from gpuprofile.report.schema import NameTotal, Report, TopKernel
 
 TOP = 5  # kernels and ops kept in a summary
 
@@ -42,9 +42,7 @@ def run_summary(report: Report, digest: dict[str, Any]) -> dict[str, Any]:
         }
         if len(steps)
         else None,
-        "top_kernels": _top(
-            [NameTotal(k.name, k.count, k.total_ns) for k in r.top_kernels] for r in ranks
-        ),
+        "top_kernels": _top(r.top_kernels for r in ranks),
         "top_ops": _top(r.top_ops for r in ranks),
     }
 
@@ -63,7 +61,7 @@ def hint_rows(report: Report) -> list[dict[str, Any]]:
     ]
 
 
-def _top(per_rank: Iterable[list[NameTotal]]) -> list[dict[str, Any]]:
+def _top(per_rank: Iterable[Sequence[NameTotal | TopKernel]]) -> list[dict[str, Any]]:
     totals: dict[str, list[int]] = {}
     for rows in per_rank:
         for row in rows:
