@@ -115,8 +115,12 @@ def test_pictures_are_drawn(hostile: Profile) -> None:
         255,
         255,
     )
-    points = [p for p in hostile.report()["roofline"]["points"] if p.get("intensity")]
-    assert roofline.count("<circle") == len(points)
+    # The points of the first level (ops) whose FLOPs, bytes and rate are all known and positive.
+    points = hostile.report()["roofline"]["points"]
+    level = "op" if any(p["level"] == "op" and p.get("flops") for p in points) else "kernel"
+    known = ("flops", "bytes", "intensity", "achieved_flops_per_s")
+    drawn = [p for p in points if p["level"] == level and all((p.get(k) or 0) > 0 for k in known)]
+    assert drawn and roofline.count('<circle class="point"') == len(drawn)
 
 
 def test_a_million_kernels_stay_under_the_limit() -> None:

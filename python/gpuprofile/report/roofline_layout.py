@@ -98,6 +98,7 @@ class Ridge:
 @dataclass(frozen=True)
 class Tick:
     value: float
+    at: float  # px along its axis: where its grid line runs
     label: Label
 
 
@@ -361,7 +362,7 @@ def roofline_layout(report: Mapping[str, Any]) -> RooflineLayout:
     x_axis = Axis(
         x_domain,
         tuple(
-            Tick(10.0**e, label(intensity_tick(e), sx(10.0**e), x_tick_y, "middle"))
+            Tick(10.0**e, sx(10.0**e), label(intensity_tick(e), sx(10.0**e), x_tick_y, "middle"))
             for e in _decades(*x_domain)
         ),
         label(
@@ -371,7 +372,7 @@ def roofline_layout(report: Mapping[str, Any]) -> RooflineLayout:
     y_axis = Axis(
         y_domain,
         tuple(
-            Tick(10.0**e, label(t, plot.left - TICK_GAP, sy(10.0**e) + centre, "end"))
+            Tick(10.0**e, sy(10.0**e), label(t, plot.left - TICK_GAP, sy(10.0**e) + centre, "end"))
             for e, t in y_ticks_text
         ),
         label("FLOP/s", title_x, (plot.top + plot.bottom) / 2, "middle", -90),
