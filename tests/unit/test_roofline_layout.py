@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from gpuprofile.hardware.tables import datasheet
+from gpuprofile.profiles import Profile
 from gpuprofile.report import roof_labels
 from gpuprofile.report.roofline_layout import RooflineLayout, roofline_layout
+from helpers.synthetic import synthetic_trace
 
 SPECS = json.loads(files("gpuprofile.hardware").joinpath("specs.json").read_text())["devices"]
 KEYS = [e["key"] for e in SPECS]
@@ -174,3 +176,13 @@ def test_unknown_hardware_draws_no_roof_and_says_so() -> None:
     layout = roofline_layout(report)
     assert layout.roofs == () and layout.ridges == ()
     assert layout.roofs_missing == "Roofs not drawn: the hardware is unknown."
+
+
+def test_the_widget_gets_the_layout_beside_the_report_not_in_it() -> None:
+    profile = Profile(synthetic_trace(2_000, streams=2))
+    report = profile.report()
+    widget = profile.widget()
+    sent = json.loads(json.dumps(widget.summary["roofline_layout"]))  # plain JSON-able data
+    assert len(sent["points"]) == len(report["roofline"]["points"])
+    assert "roofline_layout" not in report
+    assert sent == json.loads(json.dumps(roofline_layout(report).to_dict()))
