@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpuprofile.report.lanes import gpu_group, gpu_lane_order, is_single, lane_title, stream_label
 from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.units import (
     format_count,
@@ -57,12 +58,21 @@ def timeline_figure(trace: Trace, limit: int = MAX_TIMELINE_KERNELS) -> tuple[Fi
         )
     else:
         note = f"{format_count(total, 'kernel')}; drag to pan, wheel to zoom, hover for details."
-    ranks = kernels["rank"].to_numpy()
-    devices = kernels["device"].to_numpy()
-    streams = kernels["stream"].to_numpy()
-    lanes = [f"rank {r} · GPU {d} · stream {s}" for r, d, s in zip(ranks, devices, streams)]
-    lane_order = sorted(set(zip(ranks.tolist(), devices.tolist(), streams.tolist())))
-    factors = [f"rank {r} · GPU {d} · stream {s}" for r, d, s in lane_order]
+    keys = list(
+        zip(
+            kernels["rank"].tolist(), kernels["device"].tolist(), kernels["stream"].tolist(),
+            strict=True,
+        )
+    )  # fmt: skip
+    single = is_single(trace.ranks)
+
+    def title(key: tuple[int, int, int]) -> str:
+        rank, device, stream = key
+        return lane_title(rank, gpu_group(device), stream_label(stream), single)
+
+    titles = {key: title(key) for key in gpu_lane_order(keys)}
+    lanes = [titles[key] for key in keys]
+    factors = list(titles.values())
     start = kernels["start_ns"].to_numpy(dtype=np.int64)
     dur = kernels["dur_ns"].to_numpy(dtype=np.int64)
     names = kernels["name"].astype(str).to_numpy()

@@ -11,11 +11,19 @@ from __future__ import annotations
 import base64
 import struct
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from gpuprofile.report.html import esc
+from gpuprofile.report.lanes import (
+    CPU_GROUP,
+    gpu_group,
+    is_single,
+    lane_title,
+    stream_label,
+    thread_label,
+)
 from gpuprofile.report.roof_labels import Label
 from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.units import format_flops_per_s, format_intensity, format_time
@@ -59,18 +67,19 @@ def _lanes(trace: Trace) -> tuple[list[tuple[str, str, pd.DataFrame]], int]:
     """(label, color, events) per lane: GPU streams first, then CPU threads; the busiest
     ``MAX_LANES``. Also returns how many lanes there were in all."""
     lanes: list[tuple[int, str, str, pd.DataFrame]] = []
+    single = is_single(trace.ranks)
     kernels = trace.kernels
     if len(kernels):
-        for (rank, device, stream), group in kernels.groupby(
-            ["rank", "device", "stream"], observed=True, sort=True
-        ):
-            label = f"r{rank} GPU {device} stream {stream}"
+        for key, group in kernels.groupby(["rank", "device", "stream"], observed=True, sort=True):
+            rank, device, stream = (int(k) for k in cast(tuple[int, int, int], key))
+            label = lane_title(rank, gpu_group(device), stream_label(stream), single)
             lanes.append((int(group["dur_ns"].sum()), label, _COLOR, group))
     ops = trace.ops
     if len(ops):
-        for (rank, tid), group in ops.groupby(["rank", "tid"], observed=True, sort=True):
+        for key, group in ops.groupby(["rank", "tid"], observed=True, sort=True):
+            rank, tid = (int(k) for k in cast(tuple[int, int], key))
             # Nested ops overlap; the top ones say how busy the thread was.
-            label = f"r{rank} CPU thread {tid}"
+            label = lane_title(rank, CPU_GROUP, thread_label(tid), single)
             lanes.append((int(group["dur_ns"].max()), label, _CPU_COLOR, group))
     gpu = [lane for lane in lanes if lane[2] == _COLOR]
     cpu = [lane for lane in lanes if lane[2] != _COLOR]

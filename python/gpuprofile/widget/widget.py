@@ -35,7 +35,8 @@ class ProfileWidget(anywidget.AnyWidget):
     # as report/roofline_layout.py lays it out: the widget draws it as given) and "step_noise"
     # (the baseline's step verdict and its sentence, report/diff_text.py).
     summary = traitlets.Dict().tag(sync=True)
-    # Display order; {"id", "rank", "kind": "cpu"|"gpu"|"counter", "group", "label", "rows", ...}.
+    # Display order; {"id", "rank", "kind": "cpu"|"gpu"|"counter", "group" (the group's key),
+    # "group_label" (its name under the rank), "label", "rows", "device", "stream", "pid", "tid"}.
     lanes: traitlets.List[dict[str, object]] = traitlets.List().tag(sync=True)
     # Symbol table: "name" columns hold indexes into it; name_kinds[i] indexes kinds.
     names = traitlets.List(traitlets.Unicode()).tag(sync=True)
