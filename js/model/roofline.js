@@ -39,7 +39,7 @@ import {
  *   x: {domain: Pair, ticks: {value: number, at: number, label: Label}[], title: Label},
  *   y: {domain: Pair, ticks: {value: number, at: number, label: Label}[], title: Label},
  *   roofs: {key: string, peak: number | null, ridge: number | null, path: Pair[], title: string, label: Label | null}[],
- *   memory_label: Label | null,
+ *   memory_label: Label | null, memory_line: Pair[],
  *   ridges: {roof: string, at: Pair, drop: [Pair, Pair], title: string, label: Label | null}[],
  *   points: {plotted: boolean, reason: string, x: number | null, y: number | null, r: number,
  *     bound: "memory" | "compute" | "unknown", level: string, note: string | null}[],

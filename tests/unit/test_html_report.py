@@ -123,7 +123,10 @@ def test_roofline_draws_the_dram_and_compute_roofs() -> None:
     figure = roofline_figure(report)
     assert figure is not None
     lines = [r for r in figure.renderers if type(r.glyph).__name__ == "Line"]
-    assert len(lines) == 2  # every roof the widget draws: fp32 and bf16
+    assert len(lines) == 3  # every roof the widget draws (fp32, bf16), and the DRAM slope named
+    slope = lines[2].data_source.data
+    for x, y in zip(slope["x"], slope["y"]):
+        assert y == pytest.approx(bandwidth * x)
     xs, ys = lines[0].data_source.data["x"], lines[0].data_source.data["y"]
     for x, y in zip(xs, ys):
         assert y == pytest.approx(min(bandwidth * x, peak))

@@ -128,6 +128,10 @@ def test_b200_keeps_every_roof_label_and_the_y_title_clear_of_its_ticks() -> Non
 
 def test_roof_lines_stay_within_the_axis_ranges() -> None:
     layout = roofline_layout(_report("h100_sxm", [_point(0.01, 1e9), _point(1000.0, 1e14)]))
+    bandwidth = next(e for e in SPECS if e["key"] == "h100_sxm")["dram_gb_per_s"] * 1e9
+    assert len(layout.memory_line) == 2
+    for x, y in layout.memory_line:
+        assert y == pytest.approx(bandwidth * x)
     (x0, x1), (y0, y1) = layout.x.domain, layout.y.domain
     for roof in layout.roofs:
         assert roof.line

@@ -148,6 +148,12 @@ def roofline_figure(report: dict[str, Any]) -> Figure | None:
         xs, ys = zip(*roof.line, strict=True)
         fig.line(list(xs), list(ys), line_width=2, color=_PALETTE[i % len(_PALETTE)],
                  legend_label=roof.label.text if roof.label else roof.title)  # fmt: skip
+    if layout.memory_line:
+        # Drawn again under the compute roofs that climb it, for the legend to name it.
+        xs, ys = zip(*layout.memory_line, strict=True)
+        name = layout.memory_label.text if layout.memory_label else "DRAM"
+        fig.line(list(xs), list(ys), line_width=2, color="#555555", line_dash="dashed",
+                 legend_label=name)  # fmt: skip
     if layout.ridges:
         fig.scatter(
             [r.intensity for r in layout.ridges], [r.peak for r in layout.ridges],

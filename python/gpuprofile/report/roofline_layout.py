@@ -37,8 +37,8 @@ from gpuprofile.units import (
     format_time,
 )
 
-WIDTH = 720
-HEIGHT = 400
+WIDTH = 640
+HEIGHT = 380
 FONT = 10.0
 RIDGE_FONT = 9.0
 TOP = 14.0
@@ -134,6 +134,7 @@ class RooflineLayout:
     y: Axis
     roofs: tuple[Roof, ...]
     memory_label: Label | None  # along the memory slope
+    memory_line: tuple[Pt, ...]  # the memory slope in data space, as the roofs draw it; () if none
     ridges: tuple[Ridge, ...]
     points: tuple[PointPlace, ...]
     levels: tuple[str, ...]  # levels of the plotted points, "op" first: one is drawn at a time
@@ -425,7 +426,10 @@ def roofline_layout(report: Mapping[str, Any]) -> RooflineLayout:
     # The memory roof: along its slope (that of the highest compute roof, or its own when
     # drawn alone), 10 px in and above the line (else below), at the first clear place.
     memory_label = None
-    slope = next((px(line)[:2] for *_, line in reversed(paths) if len(line) >= 2), ())
+    slope_line = next((tuple(line[:2]) for *_, line in reversed(paths) if len(line) >= 2), ())
+    if not bandwidth or len(slope_line) < 2 or slope_line[1][1] == slope_line[0][1]:
+        slope_line = ()  # no bandwidth, or the highest roof is flat across the plot
+    slope = px(slope_line)
     if bandwidth and len(slope) == 2 and slope[1][1] < slope[0][1]:
         (ax, ay), (bx, by) = slope
         angle = math.degrees(math.atan2(by - ay, bx - ax))
@@ -526,6 +530,7 @@ def roofline_layout(report: Mapping[str, Any]) -> RooflineLayout:
         y=y_axis,
         roofs=roofs,
         memory_label=memory_label,
+        memory_line=slope_line,
         ridges=tuple(ridges),
         points=tuple(places),
         levels=levels,
