@@ -49,3 +49,24 @@ def test_the_bokeh_page_names_lanes_as_the_widget_does() -> None:
     widget = [lane["title"] for lane in timeline_data(trace).lanes if lane["kind"] == "gpu"]
     # Bokeh lists categorical factors bottom-up: the first lane is drawn at the top.
     assert list(reversed(figure.y_range.factors)) == widget
+
+
+def test_the_widget_and_the_snapshot_order_lanes_alike() -> None:
+    from gpuprofile.report.snapshot_svg import _lanes
+
+    trace = synthetic_trace(100, streams=2, ranks=2, memory_events=0)
+    kind_rank = {"gpu": 0, "cpu": 1, "counter": 2}
+    widget = timeline_data(trace).lanes
+    # Per rank: GPU streams by (device, stream), then CPU threads, then counters.
+    keys = [
+        (lane["rank"], kind_rank[lane["kind"]], lane.get("device", -1), lane.get("stream", -1))
+        for lane in widget
+    ]
+    assert keys == sorted(keys)
+    # The snapshot's lanes (its busiest few) follow the same order: rank 0's GPU streams and
+    # threads before rank 1's.
+    labels = [label for label, _, _ in _lanes(trace)[0]]
+    ranks = [int(label.split(" · ")[0].removeprefix("rank ")) for label in labels]
+    kinds = [0 if " · GPU " in label else 1 for label in labels]
+    assert list(zip(ranks, kinds, strict=True)) == sorted(zip(ranks, kinds, strict=True))
+    assert set(ranks) == {0, 1}

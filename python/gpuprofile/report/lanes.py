@@ -47,6 +47,15 @@ def lane_title(rank: int, group: str, label: str, single: bool) -> str:
     return SEP.join(([] if single else [rank_label(rank)]) + [group, label])
 
 
+_KIND_ORDER = {"gpu": 0, "cpu": 1, "counter": 2}
+
+
+def display_order(rank: int, kind: str, *ids: int) -> tuple[int, ...]:
+    """Where a lane goes, as a sort key: by rank; within a rank GPU streams (by device, stream)
+    first, what a GPU profile is read for, then CPU threads, then counters."""
+    return (rank, _KIND_ORDER[kind], *ids)
+
+
 def gpu_lane_order(lanes: Iterable[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     """GPU lanes (rank, device, stream) in display order: by rank, device, then stream."""
     return sorted(set(lanes))

@@ -18,6 +18,7 @@ import numpy as np
 from gpuprofile.report.html import esc
 from gpuprofile.report.lanes import (
     CPU_GROUP,
+    display_order,
     gpu_group,
     is_single,
     lane_title,
@@ -64,31 +65,30 @@ def _busy_per_pixel(start: np.ndarray, end: np.ndarray, edges: np.ndarray) -> np
 
 
 def _lanes(trace: Trace) -> tuple[list[tuple[str, str, pd.DataFrame]], int]:
-    """(label, color, events) per lane: GPU streams first, then CPU threads; the busiest
-    ``MAX_LANES``. Also returns how many lanes there were in all."""
-    lanes: list[tuple[int, str, str, pd.DataFrame]] = []
+    """(label, color, events) per lane, in the timeline's order (``display_order``): the
+    busiest ``MAX_LANES``, GPU streams before CPU threads. Also returns how many lanes there
+    were in all."""
+    lanes: list[tuple[tuple[int, ...], int, str, str, pd.DataFrame]] = []
     single = is_single(trace.ranks)
     kernels = trace.kernels
     if len(kernels):
         for key, group in kernels.groupby(["rank", "device", "stream"], observed=True, sort=True):
             rank, device, stream = (int(k) for k in cast(tuple[int, int, int], key))
             label = lane_title(rank, gpu_group(device), stream_label(stream), single)
-            lanes.append((int(group["dur_ns"].sum()), label, _COLOR, group))
+            order = display_order(rank, "gpu", device, stream)
+            lanes.append((order, int(group["dur_ns"].sum()), label, _COLOR, group))
     ops = trace.ops
     if len(ops):
         for key, group in ops.groupby(["rank", "tid"], observed=True, sort=True):
             rank, tid = (int(k) for k in cast(tuple[int, int], key))
             # Nested ops overlap; the top ones say how busy the thread was.
             label = lane_title(rank, CPU_GROUP, thread_label(tid), single)
-            lanes.append((int(group["dur_ns"].max()), label, _CPU_COLOR, group))
-    gpu = [lane for lane in lanes if lane[2] == _COLOR]
-    cpu = [lane for lane in lanes if lane[2] != _COLOR]
-    gpu.sort(key=lambda lane: -lane[0])
-    cpu.sort(key=lambda lane: -lane[0])
-    kept = (gpu + cpu)[:MAX_LANES]
-    # Shown in the order they were found (GPU streams by rank, device, stream; then threads).
-    kept.sort(key=lambda lane: next(i for i, other in enumerate(lanes) if other is lane))
-    return [(label, color, events) for _, label, color, events in kept], len(lanes)
+            order = display_order(rank, "cpu", tid)
+            lanes.append((order, int(group["dur_ns"].max()), label, _CPU_COLOR, group))
+    # The busiest GPU streams first, then the busiest threads, up to MAX_LANES.
+    kept = sorted(lanes, key=lambda lane: (lane[3] != _COLOR, -lane[1]))[:MAX_LANES]
+    kept.sort(key=lambda lane: lane[0])
+    return [(label, color, events) for _, _, label, color, events in kept], len(lanes)
 
 
 def timeline_svg(trace: Trace | None) -> tuple[str, str]:
