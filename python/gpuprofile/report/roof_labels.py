@@ -9,7 +9,7 @@ Units: px of the chart (y down). Text is measured by estimate, generously: a lab
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -108,3 +108,36 @@ def spread(wanted: Sequence[float], gap: float, lo: float, hi: float) -> list[fl
         for k, i in enumerate(members):
             out[i] = start + k * gap
     return out
+
+
+Clear = Callable[[tuple[Pt, ...]], bool]
+
+
+def along_slope(text: str, slope: Sequence[Pt], clear: Clear, font: float) -> Label | None:
+    """A label along a rising line (the memory roof, from its lower end): above it, else below
+    it, at the first place from where it enters the plot that ``clear`` accepts; else None."""
+    (ax, ay), (bx, by) = slope
+    length = math.hypot(bx - ax, by - ay)
+    ux, uy = (bx - ax) / length, (by - ay) / length  # along the line
+    nx, ny = uy, -ux  # its normal, pointing up
+    angle = math.degrees(math.atan2(uy, ux))
+    # Above the line the baseline clears it by the descent, below by the ascent.
+    for side, shift in ((1.0, 4 + font * DESCENT + PAD), (-1.0, 4 + font * ASCENT + PAD)):
+        for k in range(40):
+            along = 6 + k * length / 40
+            x, y = ax + along * ux + side * nx * shift, ay + along * uy + side * ny * shift
+            candidate = label(text, x, y, angle=angle, font=font)
+            if clear(candidate.box):
+                return candidate
+    return None
+
+
+def beside_drop(text: str, at: Pt, bottom: float, clear: Clear, font: float) -> Label | None:
+    """A ridge's label: up its drop line from the x axis (``bottom``), left of the line, else
+    right of it; else level under the roof, right of the ridge; else None."""
+    candidates = [
+        label(text, at[0] - font * DESCENT - PAD - 2, bottom - 4, angle=-90, font=font),
+        label(text, at[0] + font * ASCENT + PAD + 2, bottom - 4, angle=-90, font=font),
+        label(text, at[0] + 4, at[1] + 4 + font * ASCENT + PAD, font=font),
+    ]
+    return next((c for c in candidates if clear(c.box)), None)

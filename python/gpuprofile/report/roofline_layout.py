@@ -2,6 +2,8 @@
 snapshot): the roofs of the report's hardware as lines with their ridge points, the axes' ranges
 and ticks, which points are plotted and why the others are not, and labels placed where they
 cover no other label and no line. Renderers draw this; none computes geometry of its own.
+The numbers in data space are ``roofline_geometry``'s; text boxes and their places are
+``roof_labels``'s.
 
 Units: data space is x = arithmetic intensity (FLOP/byte), y = FLOP/s; the memory roof is
 y = bandwidth * x, a compute roof y = peak, and they meet at the ridge, x = peak / bandwidth.
@@ -11,7 +13,6 @@ Pixel positions are those of a ``WIDTH`` x ``HEIGHT`` chart (y down), which a re
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -22,11 +23,27 @@ from gpuprofile.report.roof_labels import (
     PAD,
     Label,
     Pt,
+    along_slope,
+    beside_drop,
     inside,
     label,
     overlap,
     spread,
     text_width,
+)
+from gpuprofile.report.roofline_geometry import (
+    ComputeRoof,
+    LogScale,
+    compute_roofs,
+    decade_domain,
+    decades,
+    flops_tick,
+    intensity_tick,
+    memory_line,
+    number,
+    plot_status,
+    point_radius,
+    roof_line,
 )
 from gpuprofile.report.text import ABOVE_DRAM
 from gpuprofile.units import (
@@ -44,7 +61,6 @@ RIDGE_FONT = 9.0
 TOP = 14.0
 BOTTOM = 50.0  # x ticks, then the x axis title
 TICK_GAP = 6.0  # px between a tick label and the plot
-MIN_DECADES = 3
 ROOF_SOURCE_WORDS = {
     "datasheet": "datasheet",
     "calibrated": "measured",
@@ -53,7 +69,6 @@ ROOF_SOURCE_WORDS = {
     "trace": "device properties in the trace",
     "unknown": "unknown",
 }
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 @dataclass(frozen=True)
@@ -148,145 +163,6 @@ class RooflineLayout:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class _Compute:
-    key: str
-    peak: float
-    ridge: float | None
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def plot_status(point: Mapping[str, Any]) -> str:
-    """Why a point cannot sit on log-log axes; "" when it can."""
-    flops, nbytes = _num(point.get("flops")), _num(point.get("bytes"))
-    intensity = _num(point.get("intensity"))
-    achieved = _num(point.get("achieved_flops_per_s"))
-    if flops is None:
-        return "no FLOP count"
-    if nbytes is None:
-        return "no byte count"
-    if flops == 0:
-        return "0 FLOPs (data movement only)"
-    if nbytes == 0:
-        return "0 bytes"
-    if intensity is None or intensity <= 0:
-        return "no intensity"
-    if achieved is None or achieved <= 0:
-        return "no measured time"
-    return ""
-
-
-def compute_roofs(hardware: Mapping[str, Any]) -> tuple[float | None, list[_Compute], list[str]]:
-    """(DRAM bandwidth or None, one compute roof per distinct peak lowest first with precisions
-    of equal peak sharing it, what is missing in words). An unknown source gives no roofs."""
-    bandwidth = _num(hardware.get("dram_bytes_per_s"))
-    memory = bandwidth if bandwidth is not None and bandwidth > 0 else None
-    by_peak: dict[float, list[str]] = {}
-    for precision, value in (hardware.get("peak_flops") or {}).items():
-        peak = _num(value)
-        if peak is not None and peak > 0:
-            by_peak.setdefault(peak, []).append(str(precision))
-    compute = [
-        _Compute("/".join(names), peak, peak / memory if memory else None)
-        for peak, names in sorted(by_peak.items())
-    ]
-    if hardware.get("source") in (None, "unknown"):
-        return None, [], ["the hardware is unknown"]
-    missing = [] if memory else ["no DRAM bandwidth"]
-    if not compute:
-        missing.append("no peak FLOP/s")
-    return memory, compute, missing
-
-
-def decade_domain(values: Sequence[float], min_decades: int = MIN_DECADES) -> tuple[float, float]:
-    """[lo, hi] around the positive values, widened to whole decades, at least ``min_decades``
-    wide (grown around the middle)."""
-    finite = [v for v in values if math.isfinite(v) and v > 0]
-    if not finite:
-        return 1.0, 10.0**min_decades
-    lo = math.floor(math.log10(min(finite)) + 1e-9)
-    hi = math.ceil(math.log10(max(finite)) - 1e-9)
-    hi = max(hi, lo + 1)
-    while hi - lo < min_decades:
-        if (hi - lo) % 2 == 0:
-            hi += 1
-        else:
-            lo -= 1
-    return 10.0**lo, 10.0**hi
-
-
-def _decades(lo: float, hi: float) -> range:
-    return range(math.ceil(math.log10(lo) - 1e-9), math.floor(math.log10(hi) + 1e-9) + 1)
-
-
-def intensity_tick(exp: int) -> str:
-    """x tick: plain decimals from 0.001 to 10000, else 10 with a superscript exponent."""
-    if -3 <= exp <= 4:
-        return f"{10.0**exp:.{-exp}f}" if exp < 0 else str(10**exp)
-    return "10" + str(exp).translate(_SUPERSCRIPT)
-
-
-def flops_tick(exp: int) -> str:
-    """y tick: an SI-prefixed FLOP/s without trailing zeros ("1 TFLOP/s")."""
-    text = format_flops_per_s(10.0**exp)
-    number, _, unit = text.partition(" ")
-    return f"{number.rstrip('0').rstrip('.') if '.' in number else number} {unit}"
-
-
-def roof_line(
-    peak: float, bandwidth: float | None, xs: tuple[float, float], ys: tuple[float, float]
-) -> list[Pt]:
-    """One compute roof in data space, clipped to the domains: up the memory slope from where
-    it enters the plot to the ridge, then flat to the right edge; flat only without bandwidth."""
-    (x0, x1), (y0, y1) = xs, ys
-    if not bandwidth:
-        return [(x0, peak), (x1, peak)] if y0 <= peak <= y1 else []
-    ridge = peak / bandwidth
-    out: list[Pt] = []
-    start = max(x0, y0 / bandwidth)
-    end = min(ridge, x1, y1 / bandwidth)
-    if start < end:
-        out += [(start, bandwidth * start), (end, peak if end == ridge else bandwidth * end)]
-    if y0 <= peak <= y1 and ridge < x1:
-        flat = max(ridge, x0)
-        if not (out and out[-1][0] == flat):
-            out.append((flat, peak))
-        out.append((x1, peak))
-    return out
-
-
-def memory_line(bandwidth: float, xs: tuple[float, float], ys: tuple[float, float]) -> list[Pt]:
-    """The memory roof alone (no compute roof known): the slope across the plot."""
-    a, b = max(xs[0], ys[0] / bandwidth), min(xs[1], ys[1] / bandwidth)
-    return [(a, bandwidth * a), (b, bandwidth * b)] if a < b else []
-
-
-def point_radius(time_ns: Any, max_time_ns: float, r_min: float = 3, r_max: float = 16) -> float:
-    """Radius in px: area proportional to time, the heaviest at ``r_max``, none below ``r_min``
-    so light points stay clickable."""
-    t = _num(time_ns)
-    if t is None or t <= 0 or max_time_ns <= 0:
-        return r_min
-    return max(r_min, r_max * math.sqrt(min(1.0, t / max_time_ns)))
-
-
-class _Scale:
-    """log10 from a data domain onto px; r1 < r0 flips the axis."""
-
-    def __init__(self, domain: tuple[float, float], r0: float, r1: float) -> None:
-        self.l0 = math.log10(domain[0])
-        self.span = (math.log10(domain[1]) - self.l0) or 1.0
-        self.r0, self.r1 = r0, r1
-
-    def __call__(self, v: float) -> float:
-        return self.r0 + (math.log10(v) - self.l0) / self.span * (self.r1 - self.r0)
-
-
 def _segments(path: Sequence[Pt]) -> list[tuple[Pt, Pt]]:
     return list(itertools.pairwise(path))
 
@@ -304,7 +180,7 @@ def empty_reason(points: Sequence[Mapping[str, Any]], reasons: Sequence[str],
         if len(points) == 1
         else f"the {format_count(len(points))} ops and kernels"
     ) + " in the report"
-    if not any((_num(p.get("flops")) or 0) > 0 for p in points):
+    if not any((number(p.get("flops")) or 0) > 0 for p in points):
         return f"Nothing to plot: none of {n} has a FLOP count {why}."
     return (
         f"Nothing to plot: of {n}, those with a FLOP count have no byte count or no measured time."
@@ -312,7 +188,7 @@ def empty_reason(points: Sequence[Mapping[str, Any]], reasons: Sequence[str],
 
 
 def _roofs_text(hardware: Mapping[str, Any], bandwidth: float | None,
-                compute: Sequence[_Compute]) -> str:  # fmt: skip
+                compute: Sequence[ComputeRoof]) -> str:  # fmt: skip
     if bandwidth is None and not compute:
         return ""
     source = hardware.get("source")
@@ -344,15 +220,15 @@ def roofline_layout(report: Mapping[str, Any]) -> RooflineLayout:
     # Margins from what they hold: the left one fits the widest y tick and the rotated axis
     # title beside it, the right one the compute roofs' labels (outside the plot, where no line
     # runs).
-    y_ticks_text = [(e, flops_tick(e)) for e in _decades(*y_domain)]
+    y_ticks_text = [(e, flops_tick(e)) for e in decades(*y_domain)]
     title_x = 4 + FONT * ASCENT + PAD
     widest_tick = max((text_width(t, FONT) for _, t in y_ticks_text), default=0.0)
     left = title_x + FONT * DESCENT + PAD + 8 + widest_tick + 2 * PAD + TICK_GAP
     roof_texts = [f"{c.key} {format_flops_per_s(c.peak)}" for c in compute]
     right_margin = max((text_width(t, FONT) for t in roof_texts), default=0.0) + 2 * PAD + 12
     plot = Plot(left, TOP, WIDTH - max(right_margin, 16), HEIGHT - BOTTOM)
-    sx = _Scale(x_domain, plot.left, plot.right)
-    sy = _Scale(y_domain, plot.bottom, plot.top)
+    sx = LogScale(x_domain, plot.left, plot.right)
+    sy = LogScale(y_domain, plot.bottom, plot.top)
 
     def px(line: Sequence[Pt]) -> tuple[Pt, ...]:
         return tuple((sx(a), sy(b)) for a, b in line)
@@ -364,7 +240,7 @@ def roofline_layout(report: Mapping[str, Any]) -> RooflineLayout:
         x_domain,
         tuple(
             Tick(10.0**e, sx(10.0**e), label(intensity_tick(e), sx(10.0**e), x_tick_y, "middle"))
-            for e in _decades(*x_domain)
+            for e in decades(*x_domain)
         ),
         label(
             "arithmetic intensity (FLOP/byte)", (plot.left + plot.right) / 2, HEIGHT - 8, "middle"
@@ -424,45 +300,24 @@ def roofline_layout(report: Mapping[str, Any]) -> RooflineLayout:
         placed.append(roof_labels[c.key].box)
 
     # The memory roof: along its slope (that of the highest compute roof, or its own when
-    # drawn alone), 10 px in and above the line (else below), at the first clear place.
-    memory_label = None
+    # drawn alone), at the first clear place.
     slope_line = next((tuple(line[:2]) for *_, line in reversed(paths) if len(line) >= 2), ())
     if not bandwidth or len(slope_line) < 2 or slope_line[1][1] == slope_line[0][1]:
         slope_line = ()  # no bandwidth, or the highest roof is flat across the plot
-    slope = px(slope_line)
-    if bandwidth and len(slope) == 2 and slope[1][1] < slope[0][1]:
-        (ax, ay), (bx, by) = slope
-        angle = math.degrees(math.atan2(by - ay, bx - ax))
-        length = math.hypot(bx - ax, by - ay)
-        ux, uy = (bx - ax) / length, (by - ay) / length  # along the slope
-        nx, ny = uy, -ux  # its normal, pointing up
+    memory_label = None
+    if bandwidth and slope_line:
         text = f"DRAM {format_bytes_per_s(bandwidth)}"
-        # Above the line the baseline clears it by the descent, below by the ascent.
-        for side, shift in ((1.0, 4 + FONT * DESCENT + PAD), (-1.0, 4 + FONT * ASCENT + PAD)):
-            for k in range(40):
-                cx, cy = ax + (6 + k * length / 40) * ux, ay + (6 + k * length / 40) * uy
-                candidate = label(text, cx + side * nx * shift, cy + side * ny * shift, angle=angle)
-                if clear(candidate.box):
-                    memory_label = candidate
-                    break
-            if memory_label:
-                break
+        memory_label = along_slope(text, px(slope_line), clear, FONT)
         if memory_label:
             placed.append(memory_label.box)
 
-    # Ridges: their labels up the drop lines from the x axis (left of the line, else right of
-    # it), else level under the roof right of the ridge, else left out.
+    # Ridges: each labelled where it covers nothing, else only in its tooltip.
     ridges = []
     for c, at in ridge_marks:
         assert c.ridge is not None
-        text = f"ridge {format_intensity(c.ridge)}"
-        f = RIDGE_FONT
-        candidates = [
-            label(text, at[0] - f * DESCENT - PAD - 2, plot.bottom - 4, angle=-90, font=f),
-            label(text, at[0] + f * ASCENT + PAD + 2, plot.bottom - 4, angle=-90, font=f),
-            label(text, at[0] + 4, at[1] + 4 + f * ASCENT + PAD, font=f),
-        ]
-        found = next((cand for cand in candidates if clear(cand.box)), None)
+        found = beside_drop(
+            f"ridge {format_intensity(c.ridge)}", at, plot.bottom, clear, RIDGE_FONT
+        )
         if found:
             placed.append(found.box)
         title = f"{c.key} ridge: {format_intensity(c.ridge)}"
@@ -483,45 +338,11 @@ def roofline_layout(report: Mapping[str, Any]) -> RooflineLayout:
         for key, peak, ridge, line in paths
     )
 
-    max_time = max([0.0] + [_num(p.get("time_ns")) or 0.0 for p in points])
-    places = []
-    for p, reason in zip(points, reasons, strict=True):
-        pct = _num(p.get("pct_of_roof"))
-        bound = p.get("bound")
-        places.append(
-            PointPlace(
-                plotted=not reason,
-                reason=reason,
-                x=None if reason else sx(float(p["intensity"])),
-                y=None if reason else sy(float(p["achieved_flops_per_s"])),
-                r=point_radius(p.get("time_ns"), max_time),
-                bound=bound if bound in ("memory", "compute") else "unknown",
-                level=str(p.get("level") or ""),
-                note=ABOVE_DRAM
-                if pct is not None and pct > 100 and p.get("roof") == "dram"
-                else None,
-            )
-        )
+    places = _places(points, reasons, sx, sy)
     order = {"op": 0, "kernel": 1}
     levels = tuple(
         sorted({pl.level for pl in places if pl.plotted}, key=lambda lv: (order.get(lv, 2), lv))
     )
-
-    roofs_missing = None
-    if missing:
-        state = "partly drawn" if bandwidth or compute else "not drawn"
-        roofs_missing = " ".join(
-            [f"Roofs {state}: {', '.join(missing)}."]
-            + ([str(hardware["notes"])] if hardware.get("notes") else [])
-        )
-    left_off = [i for i, r in enumerate(reasons) if r]
-    unplotted = None
-    if left_off:
-        time = sum(_num(points[i].get("time_ns")) or 0 for i in left_off)
-        unplotted = (
-            f"{len(left_off)} points not plotted ({format_time(time)}): "
-            "FLOPs or bytes unknown or zero"
-        )
     return RooflineLayout(
         width=WIDTH,
         height=HEIGHT,
@@ -535,7 +356,54 @@ def roofline_layout(report: Mapping[str, Any]) -> RooflineLayout:
         points=tuple(places),
         levels=levels,
         empty=empty_reason(points, reasons, roofline.get("missing_flops")),
-        roofs_missing=roofs_missing,
+        roofs_missing=_roofs_missing(hardware, bandwidth, compute, missing),
         roofs_text=_roofs_text(hardware, bandwidth, compute),
-        unplotted=unplotted,
+        unplotted=_unplotted(points, reasons),
+    )
+
+
+def _places(
+    points: Sequence[Mapping[str, Any]], reasons: Sequence[str], sx: LogScale, sy: LogScale
+) -> tuple[PointPlace, ...]:
+    max_time = max([0.0] + [number(p.get("time_ns")) or 0.0 for p in points])
+    places = []
+    for p, reason in zip(points, reasons, strict=True):
+        pct = number(p.get("pct_of_roof"))
+        bound = p.get("bound")
+        above_dram = pct is not None and pct > 100 and p.get("roof") == "dram"
+        places.append(
+            PointPlace(
+                plotted=not reason,
+                reason=reason,
+                x=None if reason else sx(float(p["intensity"])),
+                y=None if reason else sy(float(p["achieved_flops_per_s"])),
+                r=point_radius(p.get("time_ns"), max_time),
+                bound=bound if bound in ("memory", "compute") else "unknown",
+                level=str(p.get("level") or ""),
+                note=ABOVE_DRAM if above_dram else None,
+            )
+        )
+    return tuple(places)
+
+
+def _roofs_missing(
+    hardware: Mapping[str, Any],
+    bandwidth: float | None,
+    compute: Sequence[ComputeRoof],
+    missing: Sequence[str],
+) -> str | None:
+    if not missing:
+        return None
+    state = "partly drawn" if bandwidth or compute else "not drawn"
+    notes = [str(hardware["notes"])] if hardware.get("notes") else []
+    return " ".join([f"Roofs {state}: {', '.join(missing)}.", *notes])
+
+
+def _unplotted(points: Sequence[Mapping[str, Any]], reasons: Sequence[str]) -> str | None:
+    left_off = [i for i, r in enumerate(reasons) if r]
+    if not left_off:
+        return None
+    time = sum(number(points[i].get("time_ns")) or 0 for i in left_off)
+    return (
+        f"{len(left_off)} points not plotted ({format_time(time)}): FLOPs or bytes unknown or zero"
     )

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gpuprofile.report.html import REPORT_STYLE, esc, gauges_html, hints_html, roofline_caption
 from gpuprofile.report.html import summary_html as page_summary_html
 from gpuprofile.report.html_diff import baseline_html
-from gpuprofile.report.roofline_layout import plot_status
+from gpuprofile.report.roofline_geometry import plot_status
 from gpuprofile.report.snapshot_svg import roofline_svg, timeline_svg
 from gpuprofile.units import (
     format_count,
