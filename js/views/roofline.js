@@ -22,7 +22,7 @@ import { s } from "./roofline_roofs.js";
 
 /** @typedef {import("../model/roofline.js").RooflineLayout} RooflineLayout */
 /** @typedef {import("../model/roofline.js").RooflinePoint} RooflinePoint */
-/** @typedef {{text: string, title?: string, kind?: string, gain_ns?: unknown, related?: unknown}} Hint */
+/** @typedef {{title?: string, kind?: string, gain_ns?: unknown, related?: unknown}} Hint */
 
 /** @type {Record<string, string>} */
 const LEVEL_WORDS = { op: "ops", kernel: "kernels" };
