@@ -180,7 +180,7 @@ export function createRoofline(summary, hooks = {}) {
     markSelected();
   }
 
-  root.appendChild(chart ? chart.el : node("div", "gp-muted gp-rl-empty", empty));
+  root.appendChild(chart ? chart.el : node("div", "gp-muted gp-rl-empty", empty ?? ""));
   const roofList = node("div", "gp-rl-roofs-list", layout ? layout.roofs_text : "");
   const citation = /** @type {{hardware?: {citation?: unknown}}} */ (summary).hardware?.citation;
   if (citation) roofList.title = String(citation);
