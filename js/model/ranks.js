@@ -68,17 +68,6 @@ export function laneRanks(lanes) {
 }
 
 /**
- * A lane group's name under its rank's header: "rank 3 · GPU 3" -> "GPU 3".
- * @param {string} group
- * @param {number | undefined} rank
- * @returns {string}
- */
-export function subgroupLabel(group, rank) {
-  const prefix = `rank ${rank} · `;
-  return rank !== undefined && group.startsWith(prefix) ? group.slice(prefix.length) : group;
-}
-
-/**
  * The straggler to mark: the first of report.distributed.stragglers when it caused any wait.
  * @param {Summary | null | undefined} summary the report (report_types.d.ts)
  * @returns {{rank: number, waitCausedNs: number, arrivedLast: number | null, cause: string} | null}

@@ -18,9 +18,12 @@ import copy
 import statistics
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from gpuprofile.report.html import REPORT_STYLE, esc, gauges_html, hints_html, roofline_caption
 from gpuprofile.report.html import summary_html as page_summary_html
 from gpuprofile.report.html_diff import baseline_html
+from gpuprofile.report.roofline_geometry import plot_status
 from gpuprofile.report.schema import Report, report_json, to_report
 from gpuprofile.report.snapshot_svg import roofline_svg, timeline_svg
 from gpuprofile.units import (
@@ -209,8 +212,9 @@ def _gauge_bars(report: Report) -> str:
 
 
 def _points_table(report: Report, limit: int = 8) -> str:
-    """The heaviest roofline points by time, as the picture cannot name them."""
-    points = [p for p in report.roofline.points if p.intensity]
+    """The heaviest roofline points by time, as the picture cannot name them: those it can plot
+    (``plot_status``, the rule every roofline view shares; it reads a point's JSON)."""
+    points = [p for p in report.roofline.points if not plot_status(msgspec.structs.asdict(p))]
     points = sorted(points, key=lambda p: -p.time_ns)[:limit]
     if not points:
         return ""

@@ -12,6 +12,8 @@ import traitlets
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.report.build import build_report
+from gpuprofile.report.diff_text import step_noise_view
+from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.report.schema import Report, report_json
 from gpuprofile.report.text import render_text
 from gpuprofile.widget.encoding import encode_table
@@ -30,9 +32,12 @@ class ProfileWidget(anywidget.AnyWidget):
     _esm = _STATIC / "widget.js"
     _css = _STATIC / "widget.css"
 
-    # The report's JSON (report/schema.py) plus "text": js/model/report_types.d.ts's Summary.
+    # The report's JSON (report/schema.py; js/model/report_types.d.ts's Summary) plus "text",
+    # "roofline_layout" (the chart as report/roofline_layout.py lays it out: the widget draws it
+    # as given) and "step_noise" (the baseline's step verdict and its sentence, diff_text.py).
     summary = traitlets.Dict().tag(sync=True)
-    # Display order; {"id", "rank", "kind": "cpu"|"gpu"|"counter", "group", "label", "rows", ...}.
+    # Display order; {"id", "rank", "kind": "cpu"|"gpu"|"counter", "group" (the group's key),
+    # "group_label" (its name under the rank), "label", "rows", "device", "stream", "pid", "tid"}.
     lanes: traitlets.List[dict[str, object]] = traitlets.List().tag(sync=True)
     # Symbol table: "name" columns hold indexes into it; name_kinds[i] indexes kinds.
     names = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -101,8 +106,15 @@ def show_result(
     instances; without, the heaviest ones the report names. Traces of more than
     ``detail_threshold`` events cross as an overview, with detail fetched on demand. The
     browser redraws once, as one state update."""
-    # The report crosses to the browser as its JSON (js/model/report_types.d.ts), with the text.
-    summary = {**(report_json(report) if report is not None else {}), "text": text}
+    # Beside the report, what Python composes once and the browser draws or shows as text.
+    plain = report_json(report) if report is not None else {}
+    baseline = report.baseline if report is not None and report.baseline else None
+    summary = {
+        **plain,
+        "text": text,
+        "roofline_layout": roofline_layout(plain).to_dict(),
+        "step_noise": step_noise_view(baseline),
+    }
     data = timeline_data(trace)
     state = {
         "summary": summary,
