@@ -13,7 +13,7 @@ import numpy as np
 
 from gpuprofile.report.lanes import gpu_group, gpu_lane_order, is_single, lane_title, stream_label
 from gpuprofile.report.roofline_layout import roofline_layout
-from gpuprofile.report.schema import Report, report_json
+from gpuprofile.report.schema import Report
 from gpuprofile.units import (
     format_count,
     format_flops_per_s,
@@ -124,7 +124,7 @@ def roofline_figure(report: Report) -> Figure | None:
     from bokeh.models import ColumnDataSource, HoverTool, Range1d
     from bokeh.plotting import figure
 
-    layout = roofline_layout(report_json(report))  # the layout reads the report's JSON
+    layout = roofline_layout(report)
     all_points = report.roofline.points
     level = layout.levels[0] if layout.levels else None
     drawn = [i for i, place in enumerate(layout.points) if place.plotted and place.level == level]

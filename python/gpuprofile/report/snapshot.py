@@ -18,8 +18,6 @@ import copy
 import statistics
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from gpuprofile.report.html import REPORT_STYLE, esc, gauges_html, hints_html, roofline_caption
 from gpuprofile.report.html import summary_html as page_summary_html
 from gpuprofile.report.html_diff import baseline_html
@@ -213,8 +211,8 @@ def _gauge_bars(report: Report) -> str:
 
 def _points_table(report: Report, limit: int = 8) -> str:
     """The heaviest roofline points by time, as the picture cannot name them: those it can plot
-    (``plot_status``, the rule every roofline view shares; it reads a point's JSON)."""
-    points = [p for p in report.roofline.points if not plot_status(msgspec.structs.asdict(p))]
+    (``plot_status``, the rule every roofline view shares)."""
+    points = [p for p in report.roofline.points if not plot_status(p)]
     points = sorted(points, key=lambda p: -p.time_ns)[:limit]
     if not points:
         return ""

@@ -27,7 +27,7 @@ from gpuprofile.report.lanes import (
 )
 from gpuprofile.report.roof_labels import Label
 from gpuprofile.report.roofline_layout import roofline_layout
-from gpuprofile.report.schema import Report, report_json
+from gpuprofile.report.schema import Report
 from gpuprofile.units import format_flops_per_s, format_intensity, format_time
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ def roofline_svg(report: Report) -> tuple[str, str]:
     Parameters:
         report: a ``gpuprofile.report/1`` Report.
     Returns (svg markup or "", a one-line note)."""
-    layout = roofline_layout(report_json(report))  # the layout reads the report's JSON
+    layout = roofline_layout(report)
     points = report.roofline.points
     level = layout.levels[0] if layout.levels else None
     drawn = [i for i, place in enumerate(layout.points) if place.plotted and place.level == level]

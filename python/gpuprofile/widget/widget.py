@@ -107,14 +107,15 @@ def show_result(
     ``detail_threshold`` events cross as an overview, with detail fetched on demand. The
     browser redraws once, as one state update."""
     # Beside the report, what Python composes once and the browser draws or shows as text.
-    plain = report_json(report) if report is not None else {}
-    baseline = report.baseline if report is not None and report.baseline else None
-    summary = {
-        **plain,
-        "text": text,
-        "roofline_layout": roofline_layout(plain).to_dict(),
-        "step_noise": step_noise_view(baseline),
-    }
+    if report is None:  # a timeline alone
+        summary: dict[str, Any] = {"text": text}
+    else:
+        summary = {
+            **report_json(report),
+            "text": text,
+            "roofline_layout": roofline_layout(report).to_dict(),
+            "step_noise": step_noise_view(report.baseline or None),
+        }
     data = timeline_data(trace)
     state = {
         "summary": summary,
