@@ -3,6 +3,7 @@
 
 import "./range_panel.css";
 import { formatCount, formatFraction, formatInstant, formatPercent, formatTime } from "../model/format.js";
+import { elideMiddle, topRows } from "../model/top_rows.js";
 import { button, node } from "./dom.js";
 
 /**
@@ -31,10 +32,10 @@ export function createRangePanel({ source, onZoom, onClose, isDestroyed }) {
     wrap.append(node("div", "gp-details-label", title));
     const t = node("table", "gp-table");
     const tb = node("tbody");
-    for (const row of rows) {
+    for (const row of topRows(rows)) {
       const tr = node("tr");
-      tr.append(node("td", "gp-name", String(row.name ?? "")), node("td", "gp-num", `${formatCount(row.count)}×`), node("td", "gp-num", formatTime(row.total_ns)));
-      tr.firstChild.title = String(row.name ?? "");
+      tr.append(node("td", "gp-name", elideMiddle(row.name)), node("td", "gp-num", `${formatCount(row.count)}×`), node("td", "gp-num", formatTime(row.total_ns)));
+      tr.firstChild.title = row.name;
       tb.append(tr);
     }
     t.append(tb);
