@@ -203,3 +203,24 @@ def test_a_notebook_gets_the_widget_then_the_snapshot(hostile: Profile) -> None:
     assert snapshot["text/plain"] == hostile.text()
     assert snapshot["text/html"] == hostile.snapshot_html("r1")
     assert metadata == {"gpuprofile": {"snapshot": True, "run_id": "r1"}}
+
+
+def test_gauge_roofs_are_not_parenthesized_twice() -> None:
+    """A roof's label ends in its source ("... (calibrated)"): the text report and the
+    snapshot name it after the percentage, never inside another pair of parentheses."""
+    from gpuprofile.report.snapshot import _gauge_bars
+    from gpuprofile.report.text import _gauge_lines
+
+    label = "CPU Xeon (2 threads) DRAM bandwidth (calibrated)"
+    gauge = {
+        "key": "dram", "label": "DRAM bandwidth", "rank": 0, "value": 5e9, "unit": "B/s",
+        "roof": 2e10, "roof_label": label, "roof_source": "calibrated", "fraction": 0.25,
+        "note": "over the 1.00 ms of 1.00 ms whose bytes are known",
+    }  # fmt: skip
+    (line,) = _gauge_lines([gauge], 0)
+    assert line == (
+        f"  DRAM bandwidth: 5.00 GB/s of 20.0 GB/s (25%), roof: {label}; {gauge['note']}"
+    )
+    cells = text_of(_gauge_bars({"gauges": [gauge]}))
+    assert f"25% of 20.0 GB/s, roof: {label}" in cells
+    assert "))" not in line and "))" not in cells

@@ -213,7 +213,8 @@ def _gauge_bars(report: dict[str, Any]) -> str:
                 f'width:{width:.1f}%;background:#1f77b4"></span></span>'
             )
             roof = "" if g.get("roof") is None else format_reading(g["roof"], g["unit"])
-            of_roof = esc(f"{format_fraction(fraction, 0)} of {roof} ({g.get('roof_label')})")
+            # The roof's label ends in its source, "(datasheet)": not in parentheses again.
+            of_roof = esc(f"{format_fraction(fraction, 0)} of {roof}, roof: {g.get('roof_label')}")
         label = f"rank {g.get('rank')} {g.get('label')}" if several else str(g.get("label"))
         rows.append(
             f"<tr><td>{esc(label)}</td><td>{bar}<b>{esc(value)}</b></td><td>{of_roof}</td>"
