@@ -21,12 +21,15 @@ from helpers import home
 
 # The user's home as the system knows it, whatever HOME says.
 USER_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir).resolve()
+# A process the tests start: gpuprofile's folders, and torch's hub cache (torch imports and
+# works with the fresh HOME).
 WHERE = """\
-import json, platformdirs
+import json, platformdirs, torch
 from gpuprofile.hardware.cache import cache_dir
 from gpuprofile.store.location import history_path
 print(json.dumps([str(cache_dir()), str(history_path()),
-                  platformdirs.user_data_dir("gpuprofile", appauthor=False)]))
+                  platformdirs.user_data_dir("gpuprofile", appauthor=False),
+                  torch.hub.get_dir()]))
 """
 
 
@@ -54,6 +57,7 @@ def test_processes_the_tests_start_inherit_it() -> None:
         [sys.executable, "-c", WHERE], capture_output=True, text=True, check=True, timeout=120
     )
     root = Path(os.environ["HOME"]).resolve().parent
+    assert len(json.loads(out.stdout)) == 4
     for used in json.loads(out.stdout):
         assert _inside(used, root) and not _inside(used, USER_HOME), used
 
