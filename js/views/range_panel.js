@@ -4,6 +4,7 @@
 
 import "./range_panel.css";
 import { formatCount, formatFraction, formatInstant, formatPercent, formatTime } from "../model/format.js";
+import { elideMiddle, topRows } from "../model/top_rows.js";
 import { button, node } from "./dom.js";
 
 /** @typedef {import("../model/view.js").View} View */
@@ -45,9 +46,9 @@ export function createRangePanel({ source, onZoom, onClose, isDestroyed }) {
     wrap.append(node("div", "gp-details-label", title));
     const t = node("table", "gp-table");
     const tb = node("tbody");
-    for (const row of rows) {
+    for (const row of topRows(rows)) {
       const tr = node("tr");
-      tr.append(node("td", "gp-name", String(row.name ?? "")), node("td", "gp-num", `${formatCount(row.count)}×`), node("td", "gp-num", formatTime(row.total_ns)));
+      tr.append(node("td", "gp-name", elideMiddle(String(row.name ?? ""))), node("td", "gp-num", `${formatCount(row.count)}×`), node("td", "gp-num", formatTime(row.total_ns)));
       /** @type {HTMLElement} */ (tr.firstChild).title = String(row.name ?? "");
       tb.append(tr);
     }

@@ -157,3 +157,17 @@ def test_a_job_gets_its_ranks_table(tmp_path: Path) -> None:
     for (_, wall), rank in zip(rows, (0, 1)):
         assert wall == format_time(walls[rank] * 1000)
     assert ranks_html(gpuprofile.load(job / "rank0.json").typed_report()) == ""
+
+
+def test_source_line_names_a_capture_once() -> None:
+    from gpuprofile.report.html import summary_html
+
+    def source_line(source: dict[str, str | None]) -> str:
+        page = summary_html(report_parts.report(source=source))
+        return page.split("<p>Source: ", 1)[1].split("<br>", 1)[0]
+
+    # A capture has no path: "capture", not "capture (capture)".
+    assert source_line({"format": "capture", "path": None, "version": None}) == "capture"
+    assert source_line({"format": "kineto", "path": "/t/a.json", "version": "1.0"}) == (
+        "/t/a.json (kineto, 1.0)"
+    )

@@ -6,6 +6,7 @@ import base64
 import html
 import io
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from gpuprofile.report.schema import to_report
 from gpuprofile.report.snapshot import LIMIT, render_snapshot
 from gpuprofile.report.snapshot_svg import LANE_H, WIDTH
 from gpuprofile.units import format_time
+from helpers import report_parts
 from helpers.hostile_trace import BREAKOUT, HOSTILE, report_events
 from helpers.kineto_docs import document, write
 from helpers.synthetic import synthetic_trace
@@ -56,6 +58,28 @@ def test_snapshot_says_what_the_report_says(hostile: Profile) -> None:
             assert hint["code"].strip() in text
     assert 'gpuprofile.show("run-42")' in text
     assert "gpuprofile.show" not in text_of(render_snapshot(hostile.typed_report(), hostile.trace))
+
+
+def test_snapshot_promises_what_show_gives(hostile: Profile, tmp_path: Path) -> None:
+    """A run recorded without its trace: show() gives the report, not the widget, and the
+    snapshot says so; with --keep-trace it gives the interactive view."""
+    from gpuprofile.show import show
+    from gpuprofile.store.history import History
+
+    store = History(tmp_path / "history.sqlite")
+    for keep in (False, True):
+        profile = Profile(hostile.trace)  # the module's profile stays unrecorded
+        run = profile.save(keep_trace=keep, history=store)
+        text = " ".join(text_of(profile.snapshot_html(run.id)).split())
+        shown = show(run)
+        if keep:
+            assert f'For the interactive view, run gpuprofile.show("{run.id}") in a cell' in text
+            assert isinstance(shown, Profile)
+        else:
+            assert f'gpuprofile.show("{run.id}") shows this report again' in text
+            assert "kept no trace" in text and "--keep-trace" in text
+            assert "interactive view" not in text
+            assert "trace not kept" in repr(shown)  # the report, not a Profile
 
 
 def test_trace_names_stay_text_and_nothing_runs(hostile: Profile) -> None:
@@ -195,3 +219,25 @@ def test_a_notebook_gets_the_widget_then_the_snapshot(hostile: Profile) -> None:
     assert snapshot["text/plain"] == hostile.text()
     assert snapshot["text/html"] == hostile.snapshot_html("r1")
     assert metadata == {"gpuprofile": {"snapshot": True, "run_id": "r1"}}
+
+
+def test_gauge_roofs_are_not_parenthesized_twice() -> None:
+    """A roof's label ends in its source ("... (calibrated)"): the text report and the
+    snapshot name it after the percentage, never inside another pair of parentheses."""
+    from gpuprofile.report.snapshot import _gauge_bars
+    from gpuprofile.report.text import _gauge_lines
+
+    label = "CPU Xeon (2 threads) DRAM bandwidth (calibrated)"
+    gauge = {
+        "key": "dram", "label": "DRAM bandwidth", "rank": 0, "value": 5e9, "unit": "B/s",
+        "roof": 2e10, "roof_label": label, "roof_source": "calibrated", "fraction": 0.25,
+        "note": "over the 1.00 ms of 1.00 ms whose bytes are known",
+    }  # fmt: skip
+    report = report_parts.report(gauges=[gauge])
+    (line,) = _gauge_lines(report.gauges, 0)
+    assert line == (
+        f"  DRAM bandwidth: 5.00 GB/s of 20.0 GB/s (25%), roof: {label}; {gauge['note']}"
+    )
+    cells = text_of(_gauge_bars(report))
+    assert f"25% of 20.0 GB/s, roof: {label}" in cells
+    assert "))" not in line and "))" not in cells

@@ -78,9 +78,11 @@ def summary_html(report: Report) -> str:
     parts = ["<h1>gpuprofile report</h1>"]
     for notice in report.notices:
         parts.append(f'<div class="notice">{esc(notice.kind)}: {esc(notice.text)}</div>')
+    # A capture has no path: its format alone ("capture"), not "capture (capture)".
+    what = esc(source.format) + (f", {esc(source.version)}" if source.version else "")
+    where = f"{esc(source.path)} ({what})" if source.path else what
     parts.append(
-        f"<p>Source: {esc(source.path or 'capture')} ({esc(source.format)}"
-        f"{', ' + esc(source.version) if source.version else ''})<br>"
+        f"<p>Source: {where}<br>"
         f"Hardware: {esc(hardware.name or 'unknown')} "
         f"({esc(hardware.source or 'unknown')})</p>"
     )

@@ -85,11 +85,19 @@ def make_widget(
     return widget
 
 
-def show_trace(widget: ProfileWidget, trace: Trace, hardware: Hardware | None = None) -> None:
+def show_trace(
+    widget: ProfileWidget,
+    trace: Trace,
+    hardware: Hardware | None = None,
+    *,
+    detail_threshold: int = DETAIL_THRESHOLD,
+) -> None:
     """Fill a widget with a trace, analysed against ``hardware`` (None: its datasheet)."""
     analysis = Analysis(trace, hardware)
     report = build_report(analysis)
-    show_result(widget, report, render_text(report), trace, analysis)
+    show_result(
+        widget, report, render_text(report), trace, analysis, detail_threshold=detail_threshold
+    )
 
 
 def show_result(
