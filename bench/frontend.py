@@ -166,7 +166,7 @@ def prepare(profile: Any, *, all_in_page: bool = False) -> tuple[Any, float]:
     time of 3; the report and text are made before, once, as a notebook has them."""
     from gpuprofile.widget.widget import make_widget
 
-    report, text = profile.report(), profile.text()
+    report, text = profile.typed_report(), profile.text()
     # All in the page: no overview, every event crosses at once (the renderer's worst case).
     threshold = {"detail_threshold": 10**12} if all_in_page else {}
     times = []

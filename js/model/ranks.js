@@ -7,6 +7,7 @@
 
 import { formatFraction, formatInstant, formatTime, num } from "./format.js";
 
+/** @typedef {import("./report_types.js").Summary} Summary */
 /** @typedef {import("./lanes.js").Lane} Lane */
 /**
  * One cell of the rank x step grid: shares of the step's window (0..1, null when unknown).
@@ -68,14 +69,14 @@ export function laneRanks(lanes) {
 
 /**
  * The straggler to mark: the first of report.distributed.stragglers when it caused any wait.
- * @param {any} summary the report
+ * @param {Summary | null | undefined} summary the report (report_types.d.ts)
  * @returns {{rank: number, waitCausedNs: number, arrivedLast: number | null, cause: string} | null}
  */
 export function stragglerOf(summary) {
   const first = summary?.distributed?.stragglers?.[0];
   const rank = num(first?.rank);
   const caused = num(first?.wait_caused_ns);
-  if (rank === null || caused === null || caused <= 0) return null;
+  if (!first || rank === null || caused === null || caused <= 0) return null;
   const cause = first.cause;
   return {
     rank,
@@ -127,7 +128,7 @@ function cell(rank, step, computeNs, waitNs, windowNs, bubble) {
  * per rank and step the compute, wait and bubble shares of the step's window, the first
  * `maxSteps` steps as columns, and per rank the mean over all steps (times summed, shares of
  * the summed windows; the bubble the mean of the steps' bubble fractions, as the report's).
- * @param {any} summary the report
+ * @param {Summary | null | undefined} summary the report (report_types.d.ts)
  * @param {number} [maxSteps]
  * @returns {RankStepGrid | null}
  */

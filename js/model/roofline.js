@@ -17,13 +17,9 @@ import {
 } from "./format.js";
 
 /**
- * A point of report["roofline"]["points"], as Python sends it: numbers may be missing or null
- * (they go through num()); level is "op" or "kernel".
- * @typedef {{key?: string, name?: string, level?: string, shapes?: unknown, rank?: unknown,
- *   count?: unknown, time_ns?: unknown, flops?: unknown, flops_source?: string, bytes?: unknown,
- *   intensity?: unknown, achieved_flops_per_s?: unknown, attainable_flops_per_s?: unknown,
- *   achieved_bytes_per_s?: unknown, pct_of_roof?: unknown, saved_ns?: unknown, bound?: string,
- *   roof?: string, precision?: string, tensor_cores?: boolean, [field: string]: unknown}} RooflinePoint
+ * A point of report.roofline.points (report_types.d.ts, generated from the Python Structs);
+ * every field optional, as points built by hand and older saved reports may lack some.
+ * @typedef {Partial<import("./report_types.js").RooflinePoint>} RooflinePoint
  */
 /** @typedef {[number, number]} Pair an [x, y] point in px */
 /**

@@ -45,7 +45,7 @@ class _Snapshot:
         from gpuprofile.report.snapshot import render_snapshot
         from gpuprofile.report.text import render_text
 
-        report = self.run.report()
+        report = self.run.typed_report()
         note = (
             f"run {self.run.id} kept no trace, so there is no timeline to explore; record with "
             "--keep-trace (keep_trace=True) to bring the widget back."

@@ -27,6 +27,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_steps import gpu_steps
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.report.build import build_report
+from gpuprofile.report.schema import report_json, to_report
 from gpuprofile.report.text import render_text
 from gpuprofile.units import format_count, format_time
 from helpers.prerequisites import SHARED_TRACES, require_trace
@@ -141,7 +142,7 @@ def test_steps_equal_the_raw_spans_and_clipped_busy(case: tuple[str, Raw, Any]) 
 def test_report_and_text_on_the_issue_trace() -> None:
     raw = Raw(require_trace(KINETO / QWEN))
     trace = load_kineto(KINETO / QWEN)
-    report = build_report(Analysis(trace))
+    report = report_json(build_report(Analysis(trace)))
     expected = raw.carry_over()
     busy = union([raw.interval(e) for e in expected])
     [notice] = [n for n in report["notices"] if n["kind"] == "carry-over"]
@@ -152,6 +153,6 @@ def test_report_and_text_on_the_issue_trace() -> None:
     start, end = raw.interval(step)
     [ours] = report["ranks"][0]["gpu"]["steps"]
     assert (ours["name"], ours["window_ns"]) == (step["name"], end - start)
-    text = render_text(report)
+    text = render_text(to_report(report))
     assert text.count("CARRY-OVER: ") == 1
     assert f"    {step['name']}: window {format_time(end - start)}, busy " in text

@@ -65,7 +65,7 @@ tiled = merge([parts[i % len(parts)] for i in range(64)], ranks=list(range(64)))
 events = sum(len(tiled.table(t)) for t in ("ops", "runtime", "kernels", "memcpy", "memset"))
 print("GPUPROFILE_JOB64", json.dumps({{"events": events}}))
 # Past 50,000 events the timeline gets the overview and asks for the detail of a zoomed window.
-make_widget(report, tiled, detail_threshold=50_000)
+make_widget(job.typed_report(), tiled, detail_threshold=50_000)
 """
 
 

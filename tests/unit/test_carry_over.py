@@ -11,6 +11,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_steps import gpu_steps
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.report.build import build_report
+from gpuprofile.report.schema import report_json, to_report
 from gpuprofile.report.text import render_text
 from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
 
@@ -51,10 +52,10 @@ def test_kernels_with_a_flow_but_no_launch_are_carry_over(tmp_path: Path) -> Non
     # [1000, 1003) and [1002, 1006) us: their union is 6 us.
     assert found.busy_ns == 6_000
     assert len(found.event_ids["kernels"]) == 2
-    report = build_report(Analysis(trace))
+    report = report_json(build_report(Analysis(trace)))
     [notice] = [n for n in report["notices"] if n["kind"] == "carry-over"]
     assert notice["text"].startswith("2 GPU events (6.00 µs of GPU busy time) were launched")
-    assert "CARRY-OVER: 2 GPU events" in render_text(report)
+    assert "CARRY-OVER: 2 GPU events" in render_text(to_report(report))
 
 
 def test_a_trace_without_launches_or_flows_stays_silent(tmp_path: Path) -> None:
@@ -62,7 +63,11 @@ def test_a_trace_without_launches_or_flows_stays_silent(tmp_path: Path) -> None:
     doc = document([kernel("a", 10.0, 1.0, corr=5), kernel("b", 12.0, 1.0, corr=6)])
     trace = load_kineto(write(tmp_path / "t.json", doc))
     assert carry_over(trace) == []
-    assert not [n for n in build_report(Analysis(trace))["notices"] if n["kind"] == "carry-over"]
+    assert not [
+        n
+        for n in report_json(build_report(Analysis(trace)))["notices"]
+        if n["kind"] == "carry-over"
+    ]
 
 
 def test_graph_replays_lost_launches_and_unknown_ids_are_not_carry_over(tmp_path: Path) -> None:
@@ -102,7 +107,7 @@ def test_memcpy_backlog_counts_and_multi_rank_notice_names_the_ranks(tmp_path: P
     [found] = carry_over(trace)
     assert (found.rank, found.events, found.busy_ns) == (1, 2, 3_000)
     assert set(found.event_ids) == {"kernels", "memcpy"}
-    report = build_report(Analysis(trace))
+    report = report_json(build_report(Analysis(trace)))
     [notice] = [n for n in report["notices"] if n["kind"] == "carry-over"]
     assert " on 1 rank of 2 (1) " in notice["text"]
 
@@ -129,12 +134,12 @@ def test_steps_window_busy_and_idle_with_gaps(tmp_path: Path) -> None:
         ("ProfilerStep#1", 20_000, 8_000 + 8_000, 4_000),
         ("ProfilerStep#2", 10_000, 1_000, 9_000),
     ]
-    report = build_report(Analysis(trace))
+    report = report_json(build_report(Analysis(trace)))
     assert report["ranks"][0]["gpu"]["steps"] == [
         {"name": "ProfilerStep#1", "window_ns": 20_000, "busy_ns": 16_000, "idle_ns": 4_000},
         {"name": "ProfilerStep#2", "window_ns": 10_000, "busy_ns": 1_000, "idle_ns": 9_000},
     ]
-    text = render_text(report)
+    text = render_text(to_report(report))
     assert "ProfilerStep#1: window 20.0 µs, busy 16.0 µs (80.0%), idle 4.00 µs" in text
     # Step markers stay out of the ops table: CPU-side analyses never meet a step twice.
     assert "ProfilerStep#1" not in set(trace.ops["name"].astype(str))
@@ -143,7 +148,7 @@ def test_steps_window_busy_and_idle_with_gaps(tmp_path: Path) -> None:
 def test_no_gpu_step_markers_gives_an_empty_list(tmp_path: Path) -> None:
     trace = load_kineto(write(tmp_path / "t.json", backlog_doc()["traceEvents"][:4]))
     assert gpu_steps(trace, 0) == []
-    assert build_report(Analysis(trace))["ranks"][0]["gpu"]["steps"] == []
+    assert report_json(build_report(Analysis(trace)))["ranks"][0]["gpu"]["steps"] == []
 
 
 def test_many_steps_are_summed_up_in_the_text(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 import gpuprofile
@@ -19,6 +20,8 @@ from gpuprofile.cli import main
 from gpuprofile.report.diff import diff_runs, hint_key
 from gpuprofile.report.diff_match import normalize_name
 from gpuprofile.report.diff_side import side_of_trace
+from gpuprofile.report.schema import Hint, Report, Roofline, RooflinePoint
+from helpers import report_parts
 from helpers.baseline_pair import pageable_events
 from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 
@@ -261,20 +264,29 @@ def test_hints_fixed_new_and_kept(tmp_path: Path) -> None:
 
 
 def test_hint_key_ignores_numbers_units_and_plurals() -> None:
-    one = {"kind": "pageable-copy", "rank": 0, "title": "1 pageable copy (8.39 MB) took 2.00 ms"}
-    more = {"kind": "pageable-copy", "rank": 0, "title": "3 pageable copies (25.2 MB) took 612 µs"}
+    def hint(kind: str, rank: int, title: str) -> Hint:
+        return Hint(kind, title, "low", 0, "", "low", "", {}, [], "", [], rank, [])
+
+    one = hint("pageable-copy", 0, "1 pageable copy (8.39 MB) took 2.00 ms")
+    more = hint("pageable-copy", 0, "3 pageable copies (25.2 MB) took 612 µs")
     assert hint_key(one) == hint_key(more)
-    assert hint_key(one) != hint_key({**one, "rank": 1})
-    assert hint_key(one) != hint_key({**one, "kind": "gpu-idle"})
+    assert hint_key(one) != hint_key(hint("pageable-copy", 1, one.title))
+    assert hint_key(one) != hint_key(hint("gpu-idle", 0, one.title))
 
 
 def test_roofline_points_that_moved(profiles: Any) -> None:
     a_profile, b_profile = profiles
-    point = {"key": "aten::mm|[[8, 8]]", "pct_of_roof": 40.0, "achieved_flops_per_s": 1e12}
-    a_report = {**a_profile.report(), "roofline": {"points": [point, {**point, "key": "k2"}]}}
+    point = report_parts.point(key="aten::mm|[[8, 8]]", pct_of_roof=40.0, achieved_flops_per_s=1e12)
+
+    def with_points(profile: Any, *points: dict[str, Any]) -> Report:
+        parts = [msgspec.convert(p, RooflinePoint) for p in points]
+        roofline = Roofline(coverage=None, points=parts, missing_flops="")
+        return msgspec.structs.replace(profile.typed_report(), roofline=roofline)
+
+    a_report = with_points(a_profile, point, {**point, "key": "k2"})
     moved = {**point, "pct_of_roof": 50.0}  # +25%
     still = {**point, "key": "k2", "pct_of_roof": 43.0, "achieved_flops_per_s": 1.05e12}  # <10%
-    b_report = {**b_profile.report(), "roofline": {"points": [moved, still]}}
+    b_report = with_points(b_profile, moved, still)
     result = diff_runs(
         side_of_trace(a_profile.trace, a_report), side_of_trace(b_profile.trace, b_report)
     ).to_dict()

@@ -13,6 +13,7 @@ import gpuprofile
 from gpuprofile.cli import main
 from gpuprofile.report.html_plots import roofline_figure, timeline_figure
 from gpuprofile.units import format_time
+from helpers import report_parts
 from helpers.hostile_trace import BREAKOUT, HOSTILE, report_events
 from helpers.html_page import div_markup
 from helpers.kineto_docs import document, write
@@ -112,14 +113,16 @@ def test_roofline_draws_the_dram_and_compute_roofs() -> None:
         {"name": "b", "intensity": 200.0, "achieved_flops_per_s": 40.0e12, "time_ns": 30, **counts},
         {"name": "no FLOPs", "intensity": 4.0, "achieved_flops_per_s": 5.0e12, "flops": None},
     ]
-    report = {
-        "hardware": {
-            "source": "user",
-            "dram_bytes_per_s": bandwidth,
-            "peak_flops": {"fp32": peak, "bf16": 1e15},
+    report = report_parts.report(
+        hardware=report_parts.hardware(
+            source="user", dram_bytes_per_s=bandwidth, peak_flops={"fp32": peak, "bf16": 1e15}
+        ),
+        roofline={
+            "coverage": 1.0,
+            "points": [report_parts.point(**p) for p in points],
+            "missing_flops": "",
         },
-        "roofline": {"points": points},
-    }
+    )
     figure = roofline_figure(report)
     assert figure is not None
     lines = [r for r in figure.renderers if type(r.glyph).__name__ == "Line"]
@@ -147,21 +150,20 @@ def test_a_job_gets_its_ranks_table(tmp_path: Path) -> None:
         walls[rank] = max(e["ts"] + e["dur"] for e in events) - min(starts)
         doc = document(events, distributedInfo={"rank": rank, "world_size": 2})
         write(job / f"rank{rank}.json", doc)
-    report = gpuprofile.load(job).report()
-    markup = ranks_html(report)
+    markup = ranks_html(gpuprofile.load(job).typed_report())
     assert "<h2>Ranks</h2>" in markup
     rows = re.findall(r"<tr><td>(\d+)</td><td class=\"n\">([^<]+)</td>", markup)
     assert [int(r) for r, _ in rows] == [0, 1]
     for (_, wall), rank in zip(rows, (0, 1)):
         assert wall == format_time(walls[rank] * 1000)
-    assert ranks_html(gpuprofile.load(job / "rank0.json").report()) == ""
+    assert ranks_html(gpuprofile.load(job / "rank0.json").typed_report()) == ""
 
 
 def test_source_line_names_a_capture_once() -> None:
     from gpuprofile.report.html import summary_html
 
     def source_line(source: dict[str, str | None]) -> str:
-        page = summary_html({"source": source, "hardware": {}, "ranks": [], "notices": []})
+        page = summary_html(report_parts.report(source=source))
         return page.split("<p>Source: ", 1)[1].split("<br>", 1)[0]
 
     # A capture has no path: "capture", not "capture (capture)".

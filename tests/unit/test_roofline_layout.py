@@ -15,6 +15,8 @@ from gpuprofile.hardware.tables import datasheet
 from gpuprofile.profiles import Profile
 from gpuprofile.report import roof_labels
 from gpuprofile.report.roofline_layout import RooflineLayout, roofline_layout
+from gpuprofile.report.schema import Report
+from helpers import report_parts
 from helpers.synthetic import synthetic_trace
 
 SPECS = json.loads(files("gpuprofile.hardware").joinpath("specs.json").read_text())["devices"]
@@ -35,8 +37,15 @@ def _point(intensity: float, rate: float, **extra: Any) -> dict[str, Any]:
     return {**point, **extra}
 
 
-def _report(key: str, points: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"hardware": datasheet(key).to_dict(), "roofline": {"points": points}}
+def _report(key: str, points: list[dict[str, Any]], **hardware: Any) -> Report:
+    return report_parts.report(
+        hardware={**datasheet(key).to_dict(), **hardware},
+        roofline={
+            "coverage": None,
+            "points": [report_parts.point(**p) for p in points],
+            "missing_flops": "",
+        },
+    )
 
 
 def _box(
@@ -176,8 +185,8 @@ def test_nothing_to_plot_says_why() -> None:
 
 
 def test_unknown_hardware_draws_no_roof_and_says_so() -> None:
-    report = {"hardware": {"source": "unknown"}, "roofline": {"points": [_point(2.0, 1e12)]}}
-    layout = roofline_layout(report)
+    unknown = {"source": "unknown", "notes": "", "peak_flops": {}, "dram_bytes_per_s": None}
+    layout = roofline_layout(_report("h100_sxm", [_point(2.0, 1e12)], **unknown))
     assert layout.roofs == () and layout.ridges == ()
     assert layout.roofs_missing == "Roofs not drawn: the hardware is unknown."
 
@@ -189,4 +198,4 @@ def test_the_widget_gets_the_layout_beside_the_report_not_in_it() -> None:
     sent = json.loads(json.dumps(widget.summary["roofline_layout"]))  # plain JSON-able data
     assert len(sent["points"]) == len(report["roofline"]["points"])
     assert "roofline_layout" not in report
-    assert sent == json.loads(json.dumps(roofline_layout(report).to_dict()))
+    assert sent == json.loads(json.dumps(roofline_layout(profile.typed_report()).to_dict()))

@@ -258,7 +258,7 @@ def test_real_capture_records_process_gauges_within_the_trace() -> None:
     assert rss_stats["count"] == len(rss) and rss_stats["max"] == float(rss.max())
     assert rss_stats["min"] <= rss_stats["mean"] <= rss_stats["max"]
     assert rank["sampled"]["missing"] == sampling.missing
-    text = render_text(report)
+    text = render_text(p.typed_report())
     assert "sampled every 0.02 s" in text and "process RSS: " in text
     for source in sampling.missing:
         assert f"    {source}: none - " in text

@@ -15,9 +15,11 @@ from PIL import Image
 
 import gpuprofile
 from gpuprofile.profiles import WIDGET_TEXT, Profile, widget_outputs
+from gpuprofile.report.schema import to_report
 from gpuprofile.report.snapshot import LIMIT, render_snapshot
 from gpuprofile.report.snapshot_svg import LANE_H, WIDTH
 from gpuprofile.units import format_time
+from helpers import report_parts
 from helpers.hostile_trace import BREAKOUT, HOSTILE, report_events
 from helpers.kineto_docs import document, write
 from helpers.synthetic import synthetic_trace
@@ -38,7 +40,7 @@ def text_of(markup: str) -> str:
 
 def test_snapshot_says_what_the_report_says(hostile: Profile) -> None:
     report = hostile.report()
-    markup = render_snapshot(report, hostile.trace, run_id="run-42")
+    markup = render_snapshot(hostile.typed_report(), hostile.trace, run_id="run-42")
     text = text_of(markup)
     rank = report["ranks"][0]
     # The summary numbers, formatted by units.py from the report's own values.
@@ -55,7 +57,7 @@ def test_snapshot_says_what_the_report_says(hostile: Profile) -> None:
         if hint.get("code"):
             assert hint["code"].strip() in text
     assert 'gpuprofile.show("run-42")' in text
-    assert "gpuprofile.show" not in text_of(render_snapshot(report, hostile.trace))
+    assert "gpuprofile.show" not in text_of(render_snapshot(hostile.typed_report(), hostile.trace))
 
 
 def test_snapshot_promises_what_show_gives(hostile: Profile, tmp_path: Path) -> None:
@@ -81,7 +83,7 @@ def test_snapshot_promises_what_show_gives(hostile: Profile, tmp_path: Path) -> 
 
 
 def test_trace_names_stay_text_and_nothing_runs(hostile: Profile) -> None:
-    markup = render_snapshot(hostile.report(), hostile.trace)
+    markup = render_snapshot(hostile.typed_report(), hostile.trace)
     assert re.search(r"<script", markup, re.I) is None
     assert re.search(r"<[^<>]*\son\w+\s*=", markup, re.I) is None  # no handler attribute
     assert HOSTILE not in markup and BREAKOUT not in markup
@@ -111,7 +113,7 @@ def lane_image(svg: str) -> Image.Image:
 
 
 def test_pictures_are_drawn(hostile: Profile) -> None:
-    markup = render_snapshot(hostile.report(), hostile.trace)
+    markup = render_snapshot(hostile.typed_report(), hostile.trace)
     assert re.search(r"<svg", markup) is None  # sanitizers drop inline SVG; images stay
     svgs = pictures(markup)
     timeline, roofline = svgs["gp-snapshot-timeline"], svgs["gp-snapshot-roofline"]
@@ -160,12 +162,19 @@ def test_a_million_kernels_stay_under_the_limit() -> None:
     report["ranks"] = [dict(rank, rank=r) for r in range(64)]
     hint = small["hints"][0]
     report["hints"] = [dict(hint, title=long_name, explanation=long_name * 5) for _ in range(300)]
-    point = {"name": long_name, "intensity": 10.0, "achieved_flops_per_s": 1e12, "time_ns": 5}
+    point = {
+        **small["roofline"]["points"][0],
+        "name": long_name,
+        "intensity": 10.0,
+        "achieved_flops_per_s": 1e12,
+        "time_ns": 5,
+    }
     report["roofline"] = {
         "coverage": 0.5,
         "points": [dict(point, intensity=1.0 + i) for i in range(5000)],
+        "missing_flops": "",
     }
-    markup = render_snapshot(report, trace, run_id="x")
+    markup = render_snapshot(to_report(report), trace, run_id="x")
     size = len(markup.encode("utf-8"))
     assert size <= LIMIT, size
     assert "and 56 more ranks" in markup and "288 more hints" in markup
@@ -191,10 +200,13 @@ def test_busy_shading_matches_an_independent_count() -> None:
 def test_steps_distribution(hostile: Profile) -> None:
     report = dict(hostile.report())
     windows = [7_000, 3_000, 11_000, 5_000]
-    steps = [{"name": f"s{i}", "window_ns": w, "busy_ns": w // 2} for i, w in enumerate(windows)]
+    steps = [
+        {"name": f"s{i}", "window_ns": w, "busy_ns": w // 2, "idle_ns": w - w // 2}
+        for i, w in enumerate(windows)
+    ]
     rank = report["ranks"][0]
     report["ranks"] = [dict(rank, gpu=dict(rank["gpu"], steps=steps))]
-    text = text_of(render_snapshot(report, None))
+    text = text_of(render_snapshot(to_report(report), None))
     assert f"4 steps, median {format_time(6_000)}" in text
     assert f"fastest {format_time(3_000)}, slowest {format_time(11_000)}" in text
     assert "No trace kept" in text
@@ -221,10 +233,11 @@ def test_gauge_roofs_are_not_parenthesized_twice() -> None:
         "roof": 2e10, "roof_label": label, "roof_source": "calibrated", "fraction": 0.25,
         "note": "over the 1.00 ms of 1.00 ms whose bytes are known",
     }  # fmt: skip
-    (line,) = _gauge_lines([gauge], 0)
+    report = report_parts.report(gauges=[gauge])
+    (line,) = _gauge_lines(report.gauges, 0)
     assert line == (
         f"  DRAM bandwidth: 5.00 GB/s of 20.0 GB/s (25%), roof: {label}; {gauge['note']}"
     )
-    cells = text_of(_gauge_bars({"gauges": [gauge]}))
+    cells = text_of(_gauge_bars(report))
     assert f"25% of 20.0 GB/s, roof: {label}" in cells
     assert "))" not in line and "))" not in cells

@@ -344,7 +344,7 @@ def test_widget_traits_for_a_small_trace(tmp_path: Path) -> None:
 
 def test_make_widget_without_analysis_still_marks() -> None:
     trace = synthetic_trace(200)
-    widget = make_widget({"text": ""}, trace)
+    widget = make_widget(None, trace)
     assert widget.complete
     # Spelt out, not the widget's own table list: ops, runtime calls and kernels (the
     # synthetic trace has no copies or memsets).

@@ -20,6 +20,7 @@ from gpuprofile.report.text import render_text
 from gpuprofile.widget.requests import Source, handle
 from gpuprofile.widget.tables import OVERVIEW_BOXES, overview_columns
 from gpuprofile.widget.timeline import KINDS, timeline_data
+from helpers import report_parts
 from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 from helpers.synthetic import synthetic_trace
 
@@ -172,25 +173,24 @@ def test_a_bad_id_is_a_one_line_error(job: Any) -> None:
 
 
 def _report(**distributed: Any) -> dict[str, Any]:
-    """A two-rank report with the fields the ranks table reads, by hand."""
+    """A two-rank report with the fields the ranks table reads, by hand (plain JSON)."""
     ranks = []
     for rank, (offset, wait, bubble, exposed) in enumerate(
         [(0, 3_000_000, 0.25, 1_500_000), (-2_500, 0, 0.125, 0)]
     ):
         ranks.append(
-            {
-                "rank": rank, "devices": [], "wall_ns": 1, "gpu": None, "top_kernels": [],
-                "top_ops": [], "copies": [],
-                "counts": {k: 0 for k in ("kernels", "memcpy", "memset", "ops", "runtime")},
-                "distributed": {
+            report_parts.rank(
+                rank=rank,
+                wall_ns=1,
+                distributed={
                     "clock_offset_ns": offset, "bubble_fraction": bubble, "wait_ns": wait,
                     "exposed_comm_ns": exposed, "comm_compute_overlap": 0.5,
                 },
-            }
+            )
         )  # fmt: skip
     job = {
         "world_size": 2, "ranks_present": [0, 1], "missing_ranks": [],
-        "clock": {"method": "collective ends", "residual_ns": 1_200},
+        "clock": {"method": "collective ends", "residual_ns": 1_200, "collectives": 2},
         "stragglers": [{"rank": 1, "wait_caused_ns": 3_000_000, "arrived_last": 2, "cause": ""}],
         "pipeline": None, "collectives": [],
         "steps": [
@@ -204,16 +204,14 @@ def _report(**distributed: Any) -> dict[str, Any]:
         **distributed,
     }  # fmt: skip
     return {
-        "source": {"format": "kineto", "path": "job"},
-        "notices": [],
-        "hints": [],
+        "source": {"format": "kineto", "path": "job", "version": None},
         "ranks": ranks,
         "distributed": job,
     }
 
 
 def test_the_text_report_has_a_ranks_table_for_a_job() -> None:
-    lines = render_text(_report()).splitlines()
+    lines = render_text(report_parts.report(**_report())).splitlines()
     at = lines.index("ranks (clocks: collective ends, residual 1.20 µs):")
     header, rank0, rank1 = lines[at + 1 : at + 4]
     assert header.split() == [
@@ -238,8 +236,11 @@ def test_the_text_report_has_a_ranks_table_for_a_job() -> None:
 def test_no_ranks_table_for_one_rank_and_no_mark_without_wait() -> None:
     one = _report()
     one["distributed"] = None
-    assert "ranks (" not in render_text(one)
-    calm = render_text(_report(stragglers=[{"rank": 1, "wait_caused_ns": 0}]))
+    assert "ranks (" not in render_text(report_parts.report(**one))
+    calm_job = _report(
+        stragglers=[{"rank": 1, "wait_caused_ns": 0, "arrived_last": 0, "cause": ""}]
+    )
+    calm = render_text(report_parts.report(**calm_job))
     assert "ranks (" in calm and "straggler" not in calm
 
 

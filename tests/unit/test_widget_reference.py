@@ -140,7 +140,9 @@ def lanes_of(segments: list[list[int]]) -> list[int]:
 
 def test_events_table_is_every_event_in_reference_order(case: tuple[Any, dict]) -> None:
     profile, ref = case
-    widget = make_widget(profile.report(), profile.trace, profile.analysis, detail_threshold=10**9)
+    widget = make_widget(
+        profile.typed_report(), profile.trace, profile.analysis, detail_threshold=10**9
+    )
     lanes = [x for x in widget.lanes if x["kind"] != "counter"]
     assert [
         (x["rank"], int(x["kind"] == "cpu"), x.get("device", -1), x.get("stream", x.get("tid")))
@@ -161,7 +163,9 @@ def test_events_table_is_every_event_in_reference_order(case: tuple[Any, dict]) 
 
 def test_overview_boxes_match_a_loop_over_events(case: tuple[Any, dict]) -> None:
     profile, ref = case
-    widget = make_widget(profile.report(), profile.trace, profile.analysis, detail_threshold=100)
+    widget = make_widget(
+        profile.typed_report(), profile.trace, profile.analysis, detail_threshold=100
+    )
     data = widget._source.data
     expected = reference_overview(ref, data.span_ns, overview_bins(data))
     table = decode_table(widget.events)
@@ -176,7 +180,7 @@ def test_overview_boxes_match_a_loop_over_events(case: tuple[Any, dict]) -> None
 def test_hint_marks_are_the_evidence_events(case: tuple[Any, dict]) -> None:
     profile, ref = case
     report = profile.report()
-    widget = make_widget(report, profile.trace, profile.analysis)
+    widget = make_widget(profile.typed_report(), profile.trace, profile.analysis)
     table = decode_table(widget.marks)
     groups = decode_meta(widget.marks)["groups"]
     for g, group in enumerate(groups):

@@ -19,6 +19,7 @@ from gpuprofile.widget.encoding import decode_meta, decode_table, encode_table
 from gpuprofile.widget.requests import Source, handle
 from gpuprofile.widget.timeline import KIND_TABLES, timeline_data
 from gpuprofile.widget.widget import make_widget
+from helpers import report_parts
 from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 from helpers.reference import union_length
 from helpers.synthetic import KERNEL_NAMES, synthetic_trace
@@ -355,16 +356,16 @@ def _table_ids(source: Source, gids: np.ndarray) -> list[tuple[str, int]]:
 
 
 def test_marks_of_hint_evidence_point_at_those_events(synthetic: Source) -> None:
-    summary = {
-        "hints": [
-            {"evidence": [{"table": "kernels", "rank": 0, "event_ids": [2000, 5, 17],
-                           "label": "slow ones"}]},
-            {"evidence": [{"table": "memory", "rank": 0, "event_ids": [1]},
-                          {"table": "runtime", "rank": 0, "event_ids": [3]}]},
+    report = report_parts.report(
+        hints=[
+            report_parts.hint(evidence=[report_parts.evidence("kernels", [2000, 5, 17],
+                                                              label="slow ones")]),
+            report_parts.hint(evidence=[report_parts.evidence("memory", [1]),
+                                        report_parts.evidence("runtime", [3])]),
         ]
-    }  # fmt: skip
+    )  # fmt: skip
     columns, groups = _marks(
-        encode_table(*marks.marks_columns(synthetic.data, synthetic.trace, summary))
+        encode_table(*marks.marks_columns(synthetic.data, synthetic.trace, report))
     )
     heaviest = groups[0].pop("heaviest")
     assert groups[0] == {"kind": "hint", "hint": 0, "evidence": 0, "label": "slow ones",
@@ -389,7 +390,9 @@ def test_marks_of_roofline_points_hold_every_instance(monkeypatch: pytest.Monkey
     points = report["roofline"]["points"]
     source = _source(trace)
     columns, groups = _marks(
-        encode_table(*marks.marks_columns(source.data, trace, report, profile.analysis))
+        encode_table(
+            *marks.marks_columns(source.data, trace, profile.typed_report(), profile.analysis)
+        )
     )
     point_groups = {g["point"]: n for n, g in enumerate(groups) if g["kind"] == "point"}
     assert sorted(point_groups) == list(range(len(points)))
@@ -422,7 +425,9 @@ def test_marks_of_roofline_points_hold_every_instance(monkeypatch: pytest.Monkey
     # Over the cap: the longest instances, and the true total.
     monkeypatch.setattr(marks, "MAX_POINT_MARKS", 10)
     columns, groups = _marks(
-        encode_table(*marks.marks_columns(source.data, trace, report, profile.analysis))
+        encode_table(
+            *marks.marks_columns(source.data, trace, profile.typed_report(), profile.analysis)
+        )
     )
     k = kernel_points[0]
     group = point_groups[k]
@@ -436,7 +441,7 @@ def test_marks_of_roofline_points_hold_every_instance(monkeypatch: pytest.Monkey
 
 def test_the_widget_answers_messages(tmp_path: Path) -> None:
     trace = synthetic_trace(50)
-    widget = make_widget({"text": ""}, trace)
+    widget = make_widget(None, trace)
     needle = KERNEL_NAMES[0].lower()
     matching = _name_count(trace, lambda n: needle in n.lower())
     sent: list[tuple[dict[str, Any], list[bytes]]] = []

@@ -8,6 +8,8 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from gpuprofile.capture.recording import Recording
 from gpuprofile.errors import HistoryError
 from gpuprofile.hardware.model import Hardware
@@ -21,13 +23,15 @@ if TYPE_CHECKING:
 
     from gpuprofile.analyses.context import Analysis
     from gpuprofile.report.diff_side import DiffSide
+    from gpuprofile.report.schema import Report
     from gpuprofile.store.history import History
     from gpuprofile.widget.widget import ProfileWidget
 
 
 class Profile:
     """A profiled run: its ``trace``, the ``analysis`` against the roofs of its hardware, and
-    their renderings: ``report()`` (a dict), ``text()`` (also ``str(profile)``) and
+    their renderings: ``report()`` (a dict; ``typed_report()`` the same as report/schema.py's
+    Structs), ``text()`` (also ``str(profile)``) and
     ``widget()`` (what a notebook displays).
 
     Parameters:
@@ -52,7 +56,8 @@ class Profile:
         self._hardware = hardware
         self._baseline = baseline
         self._analysis: Analysis | None = None
-        self._report: dict[str, Any] | None = None
+        self._report: Report | None = None
+        self._report_json: dict[str, Any] | None = None
         self._text: str | None = None
         self._widget: ProfileWidget | None = None
         self._side: DiffSide | None = None
@@ -109,6 +114,15 @@ class Profile:
     def report(self) -> dict[str, Any]:
         """The versioned report dict (schema gpuprofile.report/1), as `--format json` prints;
         with a baseline, its "baseline" key holds the diff against it (a: the baseline)."""
+        if self._report_json is None:
+            from gpuprofile.report.schema import report_json
+
+            self._report_json = report_json(self.typed_report())
+        return self._report_json
+
+    def typed_report(self) -> Report:
+        """The report as the Structs of report/schema.py, what every view reads; ``report()``
+        is its JSON."""
         if self._report is None:
             from gpuprofile.report.build import build_report
 
@@ -120,7 +134,7 @@ class Profile:
                 # The side diff_side() and the history read too: made once.
                 self._side = side_of_trace(self.trace, report)
                 changes = diff_runs(self._baseline, self._side)
-                report = {**report, "baseline": changes.to_dict()}
+                report = msgspec.structs.replace(report, baseline=changes.to_dict())
             self._report = report
         return self._report
 
@@ -130,7 +144,7 @@ class Profile:
         if self._side is None:
             from gpuprofile.report.diff_side import side_of_trace
 
-            self._side = side_of_trace(self.trace, self.report())
+            self._side = side_of_trace(self.trace, self.typed_report())
         if self._run is not None and self._side.run is None:
             self._side = dataclasses.replace(self._side, run=self._run.name())
         return self._side
@@ -179,7 +193,7 @@ class Profile:
             except OSError as error:
                 raise HistoryError(f"cannot keep the trace in {store.traces}: {error}") from None
         self._run = store.record(
-            self.report(),
+            self.typed_report(),
             digest(self.diff_side()),
             run_id=run_id,
             label=label,
@@ -194,7 +208,7 @@ class Profile:
         if self._text is None:
             from gpuprofile.report.text import render_text
 
-            self._text = render_text(self.report())
+            self._text = render_text(self.typed_report())
         return self._text
 
     def widget(self) -> ProfileWidget:
@@ -213,7 +227,7 @@ class Profile:
         becomes this Profile's widget."""
         from gpuprofile.widget.widget import show_result
 
-        show_result(widget, self.report(), self.text(), self.trace, self.analysis)
+        show_result(widget, self.typed_report(), self.text(), self.trace, self.analysis)
         self._widget = widget
 
     def kernels(self) -> pd.DataFrame:
@@ -271,7 +285,7 @@ class Profile:
         written."""
         from gpuprofile.report.html import write_html
 
-        return write_html(self.report(), self.trace, path)
+        return write_html(self.typed_report(), self.trace, path)
 
     def snapshot_html(self, run_id: str | None = None) -> str:
         """The profile as a static HTML snapshot of at most ~300 KB, what a saved notebook
@@ -283,7 +297,7 @@ class Profile:
         from gpuprofile.report.snapshot import render_snapshot
 
         kept = self._run is not None and self._run.id == run_id and bool(self._run.trace_path)
-        return render_snapshot(self.report(), self.trace, run_id=run_id, trace_kept=kept)
+        return render_snapshot(self.typed_report(), self.trace, run_id=run_id, trace_kept=kept)
 
     def __repr__(self) -> str:
         # One line, from what is already known: no analysis, no report.

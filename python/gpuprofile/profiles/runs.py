@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from gpuprofile.errors import GpuprofileError, HistoryError, TraceFormatError
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.importers.formats import read_trace
@@ -43,7 +45,7 @@ def resolve_side(ref: RunRef | StoredRun | DiffSide) -> DiffSide:
     run = find_run(ref)
     if isinstance(run, Profile):
         return run.diff_side()
-    return side_of_digest(run.report(), run.digest(), run.name())
+    return side_of_digest(run.typed_report(), run.digest(), run.name())
 
 
 def resolve_run(ref: RunRef | StoredRun) -> Profile:
@@ -73,11 +75,14 @@ def resolve_run(ref: RunRef | StoredRun) -> Profile:
 def _recorded_hardware(run: StoredRun) -> Hardware | None:
     """The roofs the run was analysed against when recorded (a calibration, your own), so it
     reads the same again; None: the trace's datasheet, as then."""
-    recorded = run.report().get("hardware") or {}
-    if recorded.get("source") in (None, "unknown", "datasheet"):
+    try:
+        recorded = run.typed_report().hardware
+    except HistoryError:
+        return None  # a report from another version: the datasheet, as for any trace
+    if recorded.source in ("unknown", "datasheet"):
         return None
     try:
-        return Hardware(**recorded)
+        return Hardware(**msgspec.structs.asdict(recorded))
     except (TypeError, ValueError):
         return None  # a report from another version: the datasheet, as for any trace
 

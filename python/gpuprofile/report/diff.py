@@ -12,11 +12,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from gpuprofile.report.diff_match import Match, match_rows
 from gpuprofile.report.diff_side import DiffSide
 from gpuprofile.report.regression import CONFIDENCE, MIN_STEPS, bootstrap_ratio_interval
+from gpuprofile.report.schema import Hint, Report, RooflinePoint
 from gpuprofile.units import format_count
 
 SCHEMA = "gpuprofile.diff/1"
@@ -64,7 +66,7 @@ def diff_runs(a: DiffSide, b: DiffSide) -> Diff:
     kernels = match_rows(a.kernels, b.kernels)
     ops = match_rows(a.ops, b.ops)
     notes = []
-    ranks = (len(a_report["ranks"]), len(b_report["ranks"]))
+    ranks = (len(a_report.ranks), len(b_report.ranks))
     if max(ranks) > 1:
         notes.append(
             f"whole-job totals: times and counts are summed over the ranks "
@@ -82,7 +84,7 @@ def diff_runs(a: DiffSide, b: DiffSide) -> Diff:
         "summary": _summary(a, b),
         "kernels": _table(kernels),
         "ops": _table(ops),
-        "hints": _hints(a_report["hints"], b_report["hints"], with_rank=min(ranks) > 1),
+        "hints": _hints(a_report.hints, b_report.hints, with_rank=min(ranks) > 1),
         "roofline": _roofline_moved(a_report, b_report),
         "notes": notes,
     }
@@ -91,11 +93,11 @@ def diff_runs(a: DiffSide, b: DiffSide) -> Diff:
 
 def _side(side: DiffSide) -> dict[str, Any]:
     report = side.report
-    devices = sorted({d["name"] for r in report["ranks"] for d in r["devices"] if d.get("name")})
+    devices = sorted({d.name for r in report.ranks for d in r.devices if d.name})
     return {
-        "path": report["source"]["path"],
-        "format": report["source"]["format"],
-        "ranks": len(report["ranks"]),
+        "path": report.source.path,
+        "format": report.source.format,
+        "ranks": len(report.ranks),
         "devices": devices,
         "run": side.run,
     }
@@ -112,11 +114,11 @@ def _change(a: float | None, b: float | None) -> dict[str, Any]:
     }
 
 
-def _gpu_total(report: dict[str, Any], key: str) -> int | None:
-    """A GPU figure summed over ranks; None when no rank has a GPU timeline (a CPU capture):
-    unknown, not 0."""
-    gpus = [r["gpu"] for r in report["ranks"] if r["gpu"] is not None]
-    return sum(g[key] for g in gpus) if gpus else None
+def _gpu_total(report: Report, key: str) -> int | None:
+    """A GPU figure (busy_ns, idle_ns) summed over ranks; None when no rank has a GPU timeline
+    (a CPU capture): unknown, not 0."""
+    gpus = [r.gpu for r in report.ranks if r.gpu is not None]
+    return sum(int(getattr(g, key)) for g in gpus) if gpus else None
 
 
 def _summary(a: DiffSide, b: DiffSide) -> dict[str, Any]:
@@ -124,16 +126,16 @@ def _summary(a: DiffSide, b: DiffSide) -> dict[str, Any]:
     a_step, a_from = _median_step(a)
     b_step, b_from = _median_step(b)
     both_steps = a_step is not None and b_step is not None
-    causes = sorted({*a_report["idle_by_cause"], *b_report["idle_by_cause"]})
+    causes = sorted({*a_report.idle_by_cause, *b_report.idle_by_cause})
     idle_by_cause = {}
     for cause in causes:
-        a_ns = int(a_report["idle_by_cause"].get(cause, 0))
-        b_ns = int(b_report["idle_by_cause"].get(cause, 0))
+        a_ns = int(a_report.idle_by_cause.get(cause, 0))
+        b_ns = int(b_report.idle_by_cause.get(cause, 0))
         idle_by_cause[cause] = {"a": a_ns, "b": b_ns, "delta": b_ns - a_ns}
     return {
         "wall_ns": _change(
-            sum(r["wall_ns"] for r in a_report["ranks"]),
-            sum(r["wall_ns"] for r in b_report["ranks"]),
+            sum(r.wall_ns for r in a_report.ranks),
+            sum(r.wall_ns for r in b_report.ranks),
         ),
         "busy_ns": _change(_gpu_total(a_report, "busy_ns"), _gpu_total(b_report, "busy_ns")),
         "idle_ns": _change(_gpu_total(a_report, "idle_ns"), _gpu_total(b_report, "idle_ns")),
@@ -202,14 +204,14 @@ _NUMBER = re.compile(
 _WORD = re.compile(r"[A-Za-z]+")
 
 
-def hint_key(hint: dict[str, Any], *, with_rank: bool = True) -> str:
+def hint_key(hint: Hint, *, with_rank: bool = True) -> str:
     """What identifies a hint across runs: its kind, its rank (with_rank: two jobs; one-rank
     runs compare whatever rank each was) and its title without its numbers (a fix changes
     them) and with plurals made singular ("1 copy" / "3 copies")."""
-    title = _NUMBER.sub("#", hint["title"])
+    title = _NUMBER.sub("#", hint.title)
     title = _WORD.sub(lambda m: _singular(m.group(0).lower()), title)
-    rank = hint.get("rank") if with_rank else None
-    return f"{hint['kind']}|{'' if rank is None else rank}|{' '.join(title.split())}"
+    rank = hint.rank if with_rank else None
+    return f"{hint.kind}|{'' if rank is None else rank}|{' '.join(title.split())}"
 
 
 def _singular(word: str) -> str:
@@ -220,9 +222,7 @@ def _singular(word: str) -> str:
     return word
 
 
-def _hints(
-    a_hints: list[dict[str, Any]], b_hints: list[dict[str, Any]], *, with_rank: bool
-) -> dict[str, Any]:
+def _hints(a_hints: list[Hint], b_hints: list[Hint], *, with_rank: bool) -> dict[str, Any]:
     a_by, b_by = _by_key(a_hints, with_rank), _by_key(b_hints, with_rank)
     out: dict[str, list[dict[str, Any]]] = {"fixed": [], "new": [], "kept": []}
     for key in [*a_by, *(k for k in b_by if k not in a_by)]:
@@ -233,12 +233,12 @@ def _hints(
         out[group].append(
             {
                 "key": key,
-                "kind": shown["kind"],
-                "title": shown["title"],
-                "a_title": a["title"] if a else None,
-                "b_title": b["title"] if b else None,
-                "a_gain_ns": a["gain_ns"] if a else None,
-                "b_gain_ns": b["gain_ns"] if b else None,
+                "kind": shown.kind,
+                "title": shown.title,
+                "a_title": a.title if a else None,
+                "b_title": b.title if b else None,
+                "a_gain_ns": a.gain_ns if a else None,
+                "b_gain_ns": b.gain_ns if b else None,
             }
         )
     for entries in out.values():
@@ -246,13 +246,14 @@ def _hints(
     return out
 
 
-def _by_key(hints: list[dict[str, Any]], with_rank: bool) -> dict[str, dict[str, Any]]:
+def _by_key(hints: list[Hint], with_rank: bool) -> dict[str, Hint]:
     """Hints by key; two of one key (rare) count as one, their gains summed."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Hint] = {}
     for hint in hints:
         key = hint_key(hint, with_rank=with_rank)
         if key in out:
-            out[key] = {**out[key], "gain_ns": out[key]["gain_ns"] + hint["gain_ns"]}
+            gain_ns = out[key].gain_ns + hint.gain_ns
+            out[key] = msgspec.structs.replace(out[key], gain_ns=gain_ns)
         else:
             out[key] = hint
     return out
@@ -261,24 +262,26 @@ def _by_key(hints: list[dict[str, Any]], with_rank: bool) -> dict[str, dict[str,
 _POINT_FIELDS = ("pct_of_roof", "achieved_flops_per_s", "time_ns", "count")
 
 
-def _roofline_moved(a_report: dict[str, Any], b_report: dict[str, Any]) -> list[dict[str, Any]]:
+def _roofline_moved(a_report: Report, b_report: Report) -> list[dict[str, Any]]:
     """Points of both runs' rooflines (same key) whose % of roof or achieved FLOP/s changed
     by more than ROOFLINE_MOVE of a's value."""
-    b_points = {p["key"]: p for p in b_report["roofline"]["points"]}
+    b_points = {p.key: p for p in b_report.roofline.points}
     moved = []
-    for a in a_report["roofline"]["points"]:
-        b = b_points.get(a["key"])
+    for a in a_report.roofline.points:
+        b = b_points.get(a.key)
         if b is None:
             continue
-        if any(_moved(a.get(f), b.get(f)) for f in ("pct_of_roof", "achieved_flops_per_s")):
-            moved.append(
-                {
-                    "key": a["key"],
-                    "a": {f: a.get(f) for f in _POINT_FIELDS},
-                    "b": {f: b.get(f) for f in _POINT_FIELDS},
-                }
-            )
+        pct, flops = (
+            (a.pct_of_roof, b.pct_of_roof),
+            (a.achieved_flops_per_s, b.achieved_flops_per_s),
+        )
+        if _moved(*pct) or _moved(*flops):
+            moved.append({"key": a.key, "a": _point_figures(a), "b": _point_figures(b)})
     return moved
+
+
+def _point_figures(point: RooflinePoint) -> dict[str, Any]:
+    return {f: getattr(point, f) for f in _POINT_FIELDS}
 
 
 def _moved(a: float | None, b: float | None) -> bool:

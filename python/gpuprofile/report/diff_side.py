@@ -12,6 +12,7 @@ import numpy as np
 
 from gpuprofile.analyses.names import matches
 from gpuprofile.report.diff_match import NameRow, NameRows, Rows
+from gpuprofile.report.schema import Report
 from gpuprofile.trace.model import Trace
 
 DIGEST_SCHEMA = "gpuprofile.digest/1"
@@ -35,7 +36,7 @@ class DiffSide:
         run: the history's run it is, {"id", "label", "time"}; None: not a recorded run.
     """
 
-    report: dict[str, Any]
+    report: Report
     kernels: Rows
     ops: Rows
     steps: np.ndarray
@@ -58,13 +59,13 @@ class _StoredRows:
         return self.places.get(row.name)
 
 
-def side_of_trace(trace: Trace, report: dict[str, Any]) -> DiffSide:
+def side_of_trace(trace: Trace, report: Report) -> DiffSide:
     """A run given as its Trace and its report (build_report)."""
     times, source = step_times(trace, report)
     return DiffSide(report, NameRows(trace, "kernels"), NameRows(trace, "ops"), times, source)
 
 
-def step_times(trace: Trace, report: dict[str, Any]) -> tuple[np.ndarray, str | None]:
+def step_times(trace: Trace, report: Report) -> tuple[np.ndarray, str | None]:
     """Every step's time in ns and where they came from: the GPU step markers (ProfilerStep#N
     on the GPU timeline) of every rank, else the host's ProfilerStep#N ranges, else the
     recorded windows of a ``--steps`` capture.
@@ -77,7 +78,7 @@ def step_times(trace: Trace, report: dict[str, Any]) -> tuple[np.ndarray, str | 
         The step times (float ns, in trace order; empty without steps) and their source
         ("gpu step markers", "host ProfilerStep ranges", "recorded windows"; None when empty).
     """
-    gpu = [s["window_ns"] for r in report["ranks"] if r["gpu"] for s in r["gpu"]["steps"]]
+    gpu = [s.window_ns for r in report.ranks if r.gpu for s in r.gpu.steps]
     ops = trace.ops
     host = matches(ops["name"], _STEP_OP, anchored=True) if len(ops) else np.zeros(0, dtype=bool)
     # Kineto can put fewer markers on the GPU than the host recorded steps (on an H200 with
@@ -115,7 +116,7 @@ def _digest_rows(rows: Rows) -> list[list[Any]]:
 
 
 def side_of_digest(
-    report: dict[str, Any], document: dict[str, Any], run: dict[str, Any] | None = None
+    report: Report, document: dict[str, Any], run: dict[str, Any] | None = None
 ) -> DiffSide:
     """A stored run, from its report and its digest (see ``digest``); ``run``: its id, label
     and time."""

@@ -11,7 +11,7 @@ from gpuprofile.analyses.roofline import OVER_ROOF
 
 
 def job_report(analysis: Analysis) -> dict[str, Any] | None:
-    """``report["distributed"]`` (README: the report schema); None for one rank."""
+    """``Report.distributed`` (report/schema.py ``Job``), as plain JSON; None for one rank."""
     job = analysis.job
     if job is None:
         return None
@@ -83,7 +83,7 @@ def job_report(analysis: Analysis) -> dict[str, Any] | None:
 
 
 def rank_job_report(analysis: Analysis, rank: int) -> dict[str, Any] | None:
-    """``report["ranks"][i]["distributed"]``; None for one rank."""
+    """``Report.ranks[i].distributed`` (``RankJob``), as plain JSON; None for one rank."""
     job = analysis.job
     if job is None:
         return None

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.report.html_diff import baseline_html
+from gpuprofile.report.schema import RankReport, Report
 from gpuprofile.units import (
     format_count,
     format_fraction,
@@ -68,190 +69,170 @@ def _n(text: str) -> tuple[str, bool]:
     return esc(text), True
 
 
-def summary_html(report: dict[str, Any]) -> str:
+def summary_html(report: Report) -> str:
     """Title, notices, source, hardware, and per rank the wall time, GPU busy/idle, idle by
-    cause, top kernels and top ops. Parameters: report: a ``gpuprofile.report/1`` dict.
+    cause, top kernels and top ops. Parameters: report: a ``gpuprofile.report/1`` Report.
     Returns escaped HTML."""
-    source = report.get("source") or {}
-    hardware = report.get("hardware") or {}
+    source = report.source
+    hardware = report.hardware
     parts = ["<h1>gpuprofile report</h1>"]
-    for notice in report.get("notices", []):
-        parts.append(
-            f'<div class="notice">{esc(notice.get("kind"))}: {esc(notice.get("text"))}</div>'
-        )
+    for notice in report.notices:
+        parts.append(f'<div class="notice">{esc(notice.kind)}: {esc(notice.text)}</div>')
     # A capture has no path: its format alone ("capture"), not "capture (capture)".
-    what = esc(source.get("format")) + (
-        f", {esc(source['version'])}" if source.get("version") else ""
-    )
-    where = f"{esc(source.get('path'))} ({what})" if source.get("path") else what
+    what = esc(source.format) + (f", {esc(source.version)}" if source.version else "")
+    where = f"{esc(source.path)} ({what})" if source.path else what
     parts.append(
         f"<p>Source: {where}<br>"
-        f"Hardware: {esc(hardware.get('name') or 'unknown')} "
-        f"({esc(hardware.get('source') or 'unknown')})</p>"
+        f"Hardware: {esc(hardware.name or 'unknown')} "
+        f"({esc(hardware.source or 'unknown')})</p>"
     )
-    for rank in report.get("ranks", []):
-        parts.append(_rank_summary(rank, len(report.get("ranks", [])) > 1))
+    for rank in report.ranks:
+        parts.append(_rank_summary(rank, len(report.ranks) > 1))
     return "".join(parts)
 
 
-def _rank_summary(rank: dict[str, Any], several: bool) -> str:
-    gpu = rank.get("gpu")
-    title = f"Rank {rank['rank']}" if several else "Summary"
-    lines = [f"<h2>{esc(title)}</h2>", f"<p>Wall: {esc(format_time(rank.get('wall_ns')))}"]
+def _rank_summary(rank: RankReport, several: bool) -> str:
+    gpu = rank.gpu
+    title = f"Rank {rank.rank}" if several else "Summary"
+    lines = [f"<h2>{esc(title)}</h2>", f"<p>Wall: {esc(format_time(rank.wall_ns))}"]
     if gpu:
         lines.append(
-            f"<br>GPU busy: {esc(format_time(gpu['busy_ns']))} "
-            f"({esc(format_percent(gpu.get('busy_pct')))}), idle: "
-            f"{esc(format_time(gpu['idle_ns']))} of a {esc(format_time(gpu['window_ns']))} window"
+            f"<br>GPU busy: {esc(format_time(gpu.busy_ns))} "
+            f"({esc(format_percent(gpu.busy_pct))}), idle: "
+            f"{esc(format_time(gpu.idle_ns))} of a {esc(format_time(gpu.window_ns))} window"
         )
     else:
         lines.append("<br>No GPU activity.")
     lines.append("</p>")
-    causes = [(c, ns) for c, ns in (rank.get("idle_by_cause") or {}).items() if ns]
+    causes = [(c, ns) for c, ns in rank.idle_by_cause.items() if ns]
     if causes:
         rows = [[_t(c), _n(format_time(ns))] for c, ns in sorted(causes, key=lambda x: -x[1])]
         lines.append("<h3>GPU idle by cause</h3>" + _table(["cause", "time"], rows))
-    kernels = rank.get("top_kernels") or []
-    if kernels:
+    if rank.top_kernels:
         rows = [
-            [
-                _t(k["name"]),
-                _t(k.get("class") or ""),
-                _n(format_count(k["count"])),
-                _n(format_time(k["total_ns"])),
-            ]
-            for k in kernels
+            [_t(k.name), _t(k.kind), _n(format_count(k.count)), _n(format_time(k.total_ns))]
+            for k in rank.top_kernels
         ]
         lines.append("<h3>Top kernels</h3>" + _table(["kernel", "class", "count", "time"], rows))
-    ops = rank.get("top_ops") or []
-    if ops:
+    if rank.top_ops:
         rows = [
-            [_t(o["name"]), _n(format_count(o["count"])), _n(format_time(o["total_ns"]))]
-            for o in ops
+            [_t(o.name), _n(format_count(o.count)), _n(format_time(o.total_ns))]
+            for o in rank.top_ops
         ]
         lines.append("<h3>Top ops</h3>" + _table(["op", "count", "time"], rows))
     return "".join(lines)
 
 
-def gauges_html(report: dict[str, Any]) -> str:
+def gauges_html(report: Report) -> str:
     """The gauges as a table: reading, roof and the share of the roof. Returns escaped HTML."""
-    gauges = report.get("gauges") or []
-    if not gauges:
+    if not report.gauges:
         return ""
     rows = []
-    for g in gauges:
-        value = "unknown" if g.get("value") is None else format_reading(g["value"], g["unit"])
-        roof = "" if g.get("roof") is None else format_reading(g["roof"], g["unit"])
+    for g in report.gauges:
+        value = "unknown" if g.value is None else format_reading(g.value, g.unit)
+        roof = "" if g.roof is None else format_reading(g.roof, g.unit)
         rows.append(
             [
-                _t(g.get("rank")),
-                _t(g.get("label")),
+                _t(g.rank),
+                _t(g.label),
                 _n(value),
                 _n(roof),
-                _t(g.get("roof_label") or ""),
-                _n(format_fraction(g.get("fraction"), 0)),
-                _t(g.get("note") or ""),
+                _t(g.roof_label),
+                _n(format_fraction(g.fraction, 0)),
+                _t(g.note),
             ]
         )
     header = ["rank", "gauge", "value", "roof", "roof is", "of roof", "note"]
     return "<h2>Gauges</h2>" + _table(header, rows)
 
 
-def hints_html(report: dict[str, Any]) -> str:
+def hints_html(report: Report) -> str:
     """Each hint: title, explanation, the fix steps, code, and its evidence. Escaped HTML."""
-    hints = report.get("hints") or []
-    if not hints:
+    if not report.hints:
         return "<h2>Hints</h2><p>No hints.</p>"
     parts = ["<h2>Hints</h2>"]
-    for hint in hints:
-        severity = esc(hint.get("severity") or "low")
+    for hint in report.hints:
+        severity = esc(hint.severity or "low")
         parts.append(
-            f'<div class="hint {severity}"><h3>{esc(hint.get("title"))}</h3>'
-            f"<p>{severity} · {esc(hint.get('kind'))} · "
-            f"gain {esc(format_time(hint.get('gain_ns')))}"
-            f"</p><p>{esc(hint.get('explanation') or '')}</p>"
+            f'<div class="hint {severity}"><h3>{esc(hint.title)}</h3>'
+            f"<p>{severity} · {esc(hint.kind)} · "
+            f"gain {esc(format_time(hint.gain_ns))}"
+            f"</p><p>{esc(hint.explanation)}</p>"
         )
-        fix = hint.get("fix") or []
-        if fix:
-            parts.append("<ol>" + "".join(f"<li>{esc(step)}</li>" for step in fix) + "</ol>")
-        if hint.get("code"):
-            parts.append(f"<pre>{esc(hint['code'])}</pre>")
-        evidence = hint.get("evidence") or []
-        if evidence:
+        if hint.fix:
+            parts.append("<ol>" + "".join(f"<li>{esc(step)}</li>" for step in hint.fix) + "</ol>")
+        if hint.code:
+            parts.append(f"<pre>{esc(hint.code)}</pre>")
+        if hint.evidence:
             rows = [
                 [
-                    _t(e.get("label") or ""),
-                    _t(e.get("table")),
-                    _t(e.get("rank")),
-                    _n(format_count(len(e.get("event_ids") or []))),
+                    _t(e.label),
+                    _t(e.table),
+                    _t(e.rank),
+                    _n(format_count(len(e.event_ids))),
                     _t(
                         ", ".join(
-                            f"{format_time(a)}\u2013{format_time(b)}"
-                            for a, b in (e.get("windows") or [])[:5]
+                            f"{format_time(a)}\u2013{format_time(b)}" for a, b in e.windows[:5]
                         )
                     ),
                 ]
-                for e in evidence
+                for e in hint.evidence
             ]
             parts.append(_table(["evidence", "table", "rank", "events", "windows"], rows))
         parts.append("</div>")
     return "".join(parts)
 
 
-def ranks_html(report: dict[str, Any]) -> str:
+def ranks_html(report: Report) -> str:
     """For a job of several ranks: per rank wall, GPU busy, waits, exposed communication and
     bubble, then the stragglers. Empty for one rank. Returns escaped HTML."""
-    job = report.get("distributed")
+    job = report.distributed
     if not job:
         return ""
     rows = []
-    for rank in report.get("ranks", []):
-        gpu = rank.get("gpu") or {}
-        dist = rank.get("distributed") or {}
+    for rank in report.ranks:
+        gpu, dist = rank.gpu, rank.distributed
         rows.append(
             [
-                _t(rank["rank"]),
-                _n(format_time(rank.get("wall_ns"))),
-                _n(format_time(gpu.get("busy_ns"))),
-                _n(format_percent(gpu.get("busy_pct"))),
-                _n(format_time(dist.get("wait_ns"))),
-                _n(format_time(dist.get("exposed_comm_ns"))),
-                _n(format_fraction(dist.get("bubble_fraction"))),
+                _t(rank.rank),
+                _n(format_time(rank.wall_ns)),
+                _n(format_time(gpu.busy_ns if gpu else None)),
+                _n(format_percent(gpu.busy_pct if gpu else None)),
+                _n(format_time(dist.wait_ns if dist else None)),
+                _n(format_time(dist.exposed_comm_ns if dist else None)),
+                _n(format_fraction(dist.bubble_fraction if dist else None)),
             ]
         )
     header = ["rank", "wall", "GPU busy", "busy", "wait", "exposed comm", "bubble"]
     parts = ["<h2>Ranks</h2>", _table(header, rows)]
-    missing = job.get("missing_ranks") or []
-    if missing:
-        parts.append(f"<p>Missing ranks: {esc(', '.join(str(r) for r in missing))}</p>")
-    stragglers = job.get("stragglers") or []
-    if stragglers:
+    if job.missing_ranks:
+        parts.append(f"<p>Missing ranks: {esc(', '.join(str(r) for r in job.missing_ranks))}</p>")
+    if job.stragglers:
         rows = [
-            [_t(s.get("rank")), _n(format_time(s.get("wait_caused_ns"))), _t(s.get("cause") or "")]
-            for s in stragglers
+            [_t(s.rank), _n(format_time(s.wait_caused_ns)), _t(s.cause)] for s in job.stragglers
         ]
         parts.append("<h3>Stragglers</h3>" + _table(["rank", "wait caused", "cause"], rows))
     return "".join(parts)
 
 
-def roofline_caption(report: dict[str, Any]) -> str:
+def roofline_caption(report: Report) -> str:
     """One line under the roofline: coverage and what the format lacks. Escaped HTML."""
-    roofline = report.get("roofline") or {}
-    text = f"FLOPs known for {format_fraction(roofline.get('coverage'))} of the time."
-    if roofline.get("missing_flops"):
-        text += f" {roofline['missing_flops'].rstrip('.')}."
-    points = [p for p in roofline.get("points", []) if p.get("intensity")]
+    roofline = report.roofline
+    text = f"FLOPs known for {format_fraction(roofline.coverage)} of the time."
+    if roofline.missing_flops:
+        text += f" {roofline.missing_flops.rstrip('.')}."
+    points = [p for p in roofline.points if p.intensity]
     if points:
-        best = max(points, key=lambda p: p.get("time_ns") or 0)
-        text += f" Heaviest: {best['name']} at {format_intensity(best['intensity'])}."
+        best = max(points, key=lambda p: p.time_ns)
+        text += f" Heaviest: {best.name} at {format_intensity(best.intensity)}."
     return f"<p>{esc(text)}</p>"
 
 
-def render_html(report: dict[str, Any], trace: Trace, *, title: str = "gpuprofile report") -> str:
+def render_html(report: Report, trace: Trace, *, title: str = "gpuprofile report") -> str:
     """The whole page as one HTML string, bokeh's JS and CSS inlined.
 
     Parameters:
-        report: the ``gpuprofile.report/1`` dict of the trace; with a "baseline" (the diff
+        report: the ``gpuprofile.report/1`` Report of the trace; with a baseline (the diff
             against one), its section follows the summary.
         trace: the Trace the report was built from (its kernels draw the timeline).
         title: the page's title (escaped by bokeh).
@@ -276,8 +257,8 @@ def render_html(report: dict[str, Any], trace: Trace, *, title: str = "gpuprofil
     items: list[Any] = [
         div(summary_html(report) + ranks_html(report) + gauges_html(report)),
     ]
-    if report.get("baseline"):
-        items.append(div(baseline_html(report["baseline"])))
+    if report.baseline:
+        items.append(div(baseline_html(report.baseline)))
     items += [
         div(f"<h2>Kernel timeline</h2><p>{esc(timeline_note)}</p>"),
     ]
@@ -295,7 +276,7 @@ def render_html(report: dict[str, Any], trace: Trace, *, title: str = "gpuprofil
 
 
 def write_html(
-    report: dict[str, Any], trace: Trace, path: str | os.PathLike[str], *, title: str | None = None
+    report: Report, trace: Trace, path: str | os.PathLike[str], *, title: str | None = None
 ) -> int:
     """Write the standalone page to ``path``. Parameters: report, trace: as ``render_html``;
     path: the file to write (its directory must exist); title: the page title (default: the
@@ -306,7 +287,7 @@ def write_html(
         raise GpuprofileError(f"{target}: no such directory {str(target.parent)!r}")
     if target.is_dir():
         raise GpuprofileError(f"{target}: is a directory; give a file name")
-    source = (report.get("source") or {}).get("path")
+    source = report.source.path
     page = render_html(
         report, trace, title=title or f"gpuprofile: {Path(source).name if source else 'capture'}"
     )

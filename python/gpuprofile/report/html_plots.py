@@ -7,12 +7,13 @@ text: bokeh tooltips escape field values (only a ``{safe}`` format would not).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gpuprofile.report.lanes import gpu_group, gpu_lane_order, is_single, lane_title, stream_label
 from gpuprofile.report.roofline_layout import roofline_layout
+from gpuprofile.report.schema import Report
 from gpuprofile.units import (
     format_count,
     format_flops_per_s,
@@ -111,20 +112,20 @@ def timeline_figure(trace: Trace, limit: int = MAX_TIMELINE_KERNELS) -> tuple[Fi
     return fig, note
 
 
-def roofline_figure(report: dict[str, Any]) -> Figure | None:
+def roofline_figure(report: Report) -> Figure | None:
     """The report's roofline as ``roofline_layout`` lays it out for every renderer, on log-log
     axes (FLOP/byte against FLOP/s) with zoom and hover: its axis ranges, its roofs (named in
     the legend, where bokeh keeps labels apart), their ridges, and the plotted points of its
     first level (ops, else kernels).
 
     Parameters:
-        report: a ``gpuprofile.report/1`` dict.
+        report: a ``gpuprofile.report/1`` Report.
     Returns the figure, or None when no point can be plotted."""
     from bokeh.models import ColumnDataSource, HoverTool, Range1d
     from bokeh.plotting import figure
 
     layout = roofline_layout(report)
-    all_points = (report.get("roofline") or {}).get("points") or []
+    all_points = report.roofline.points
     level = layout.levels[0] if layout.levels else None
     drawn = [i for i, place in enumerate(layout.points) if place.plotted and place.level == level]
     if not drawn:
@@ -161,16 +162,16 @@ def roofline_figure(report: dict[str, Any]) -> Figure | None:
         )  # fmt: skip
     source = ColumnDataSource(
         {
-            "x": [float(p["intensity"]) for p in points],
-            "y": [float(p["achieved_flops_per_s"]) for p in points],
+            "x": [float(p.intensity or 0) for p in points],
+            "y": [float(p.achieved_flops_per_s or 0) for p in points],
             # The layout's radius (px) as a diameter.
             "size": [2 * layout.points[i].r for i in drawn],
-            "name": [str(p.get("name")) for p in points],
-            "shapes": [str(p.get("shapes") or "") for p in points],
-            "intensity": [format_intensity(p["intensity"]) for p in points],
-            "rate": [format_flops_per_s(p["achieved_flops_per_s"]) for p in points],
-            "pct": [format_percent(p.get("pct_of_roof")) for p in points],
-            "time": [format_time(p.get("time_ns")) for p in points],
+            "name": [p.name for p in points],
+            "shapes": [p.shapes for p in points],
+            "intensity": [format_intensity(p.intensity) for p in points],
+            "rate": [format_flops_per_s(p.achieved_flops_per_s) for p in points],
+            "pct": [format_percent(p.pct_of_roof) for p in points],
+            "time": [format_time(p.time_ns) for p in points],
         }
     )
     dots = fig.scatter("x", "y", size="size", source=source, alpha=0.7, color="#d62728")

@@ -17,6 +17,7 @@ import numpy as np
 
 from gpuprofile.errors import GpuprofileError, OptionError
 from gpuprofile.report.diff_side import DiffSide
+from gpuprofile.report.schema import Report
 from gpuprofile.units import format_count, format_fraction, format_si, format_time
 
 SCHEMA = "gpuprofile.check/1"
@@ -194,8 +195,8 @@ def check_runs(run: DiffSide, base: DiffSide, max_regression: float) -> Regressi
 def _threshold(
     run_steps: np.ndarray,
     base_steps: np.ndarray,
-    run_report: dict[str, Any],
-    base_report: dict[str, Any],
+    run_report: Report,
+    base_report: Report,
     max_regression: float,
     names: dict[str, str],
 ) -> RegressionCheck:
@@ -206,8 +207,8 @@ def _threshold(
         run_ns, base_ns = float(np.median(run_steps)), float(np.median(base_steps))
     else:
         metric = "wall time"
-        run_ns = float(sum(r["wall_ns"] for r in run_report["ranks"]))
-        base_ns = float(sum(r["wall_ns"] for r in base_report["ranks"]))
+        run_ns = float(sum(r.wall_ns for r in run_report.ranks))
+        base_ns = float(sum(r.wall_ns for r in base_report.ranks))
     if base_ns <= 0:
         raise GpuprofileError(f"the baseline's {metric} is 0: nothing to compare with")
     if len(run_steps) == 1 and len(base_steps) == 1:
@@ -245,6 +246,6 @@ def _verdict(regressed: bool) -> str:
     return "REGRESSION" if regressed else "ok"
 
 
-def _name(report: dict[str, Any]) -> str:
-    path = report["source"]["path"]
+def _name(report: Report) -> str:
+    path = report.source.path
     return str(path) if path else "profile"

@@ -9,11 +9,12 @@ a compute roof y = peak; they meet at the ridge, x = peak / bandwidth.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gpuprofile.report.roof_labels import Pt
+from gpuprofile.report.schema import HardwareRoofs, RooflinePoint
 from gpuprofile.units import format_flops_per_s
 
 MIN_DECADES = 3
@@ -36,11 +37,11 @@ def number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def plot_status(point: Mapping[str, Any]) -> str:
+def plot_status(point: RooflinePoint) -> str:
     """Why a point cannot sit on log-log axes; "" when it can."""
-    flops, nbytes = number(point.get("flops")), number(point.get("bytes"))
-    intensity = number(point.get("intensity"))
-    achieved = number(point.get("achieved_flops_per_s"))
+    flops, nbytes = number(point.flops), number(point.bytes)
+    intensity = number(point.intensity)
+    achieved = number(point.achieved_flops_per_s)
     if flops is None:
         return "no FLOP count"
     if nbytes is None:
@@ -56,13 +57,13 @@ def plot_status(point: Mapping[str, Any]) -> str:
     return ""
 
 
-def compute_roofs(hardware: Mapping[str, Any]) -> tuple[float | None, list[ComputeRoof], list[str]]:
+def compute_roofs(hardware: HardwareRoofs) -> tuple[float | None, list[ComputeRoof], list[str]]:
     """(DRAM bandwidth or None, one compute roof per distinct peak lowest first with precisions
     of equal peak sharing it, what is missing in words). An unknown source gives no roofs."""
-    bandwidth = number(hardware.get("dram_bytes_per_s"))
+    bandwidth = number(hardware.dram_bytes_per_s)
     memory = bandwidth if bandwidth is not None and bandwidth > 0 else None
     by_peak: dict[float, list[str]] = {}
-    for precision, value in (hardware.get("peak_flops") or {}).items():
+    for precision, value in hardware.peak_flops.items():
         peak = number(value)
         if peak is not None and peak > 0:
             by_peak.setdefault(peak, []).append(str(precision))
@@ -70,7 +71,7 @@ def compute_roofs(hardware: Mapping[str, Any]) -> tuple[float | None, list[Compu
         ComputeRoof("/".join(names), peak, peak / memory if memory else None)
         for peak, names in sorted(by_peak.items())
     ]
-    if hardware.get("source") in (None, "unknown"):
+    if hardware.source == "unknown":
         return None, [], ["the hardware is unknown"]
     missing = [] if memory else ["no DRAM bandwidth"]
     if not compute:

@@ -13,7 +13,7 @@ Pixel positions are those of a ``WIDTH`` x ``HEIGHT`` chart (y down), which a re
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ from gpuprofile.report.roofline_geometry import (
     point_radius,
     roof_line,
 )
+from gpuprofile.report.schema import HardwareRoofs, Report, RooflinePoint
 from gpuprofile.report.text import ABOVE_DRAM
 from gpuprofile.units import (
     format_bytes_per_s,
@@ -126,7 +127,7 @@ class Axis:
 
 @dataclass(frozen=True)
 class PointPlace:
-    """A report point on the chart, at the same index as in report["roofline"]["points"]:
+    """A report point on the chart, at the same index as in ``Report.roofline.points``:
     ``x``, ``y`` (px) and ``r`` when plotted, else why not; ``note`` a sentence the point's
     details add (above the DRAM roof)."""
 
@@ -167,7 +168,7 @@ def _segments(path: Sequence[Pt]) -> list[tuple[Pt, Pt]]:
     return list(itertools.pairwise(path))
 
 
-def empty_reason(points: Sequence[Mapping[str, Any]], reasons: Sequence[str],
+def empty_reason(points: Sequence[RooflinePoint], reasons: Sequence[str],
                  missing_flops: str | None) -> str | None:  # fmt: skip
     """Why no point can go on the chart, in one line, or None when some point can."""
     if any(not r for r in reasons):
@@ -180,38 +181,39 @@ def empty_reason(points: Sequence[Mapping[str, Any]], reasons: Sequence[str],
         if len(points) == 1
         else f"the {format_count(len(points))} ops and kernels"
     ) + " in the report"
-    if not any((number(p.get("flops")) or 0) > 0 for p in points):
+    if not any((number(p.flops) or 0) > 0 for p in points):
         return f"Nothing to plot: none of {n} has a FLOP count {why}."
     return (
         f"Nothing to plot: of {n}, those with a FLOP count have no byte count or no measured time."
     )
 
 
-def _roofs_text(hardware: Mapping[str, Any], bandwidth: float | None,
+def _roofs_text(hardware: HardwareRoofs, bandwidth: float | None,
                 compute: Sequence[ComputeRoof]) -> str:  # fmt: skip
     if bandwidth is None and not compute:
         return ""
-    source = hardware.get("source")
-    words = ROOF_SOURCE_WORDS.get(str(source), str(source or ""))
+    source = hardware.source
+    words = ROOF_SOURCE_WORDS.get(source, source)
     parts = [f"DRAM {format_bytes_per_s(bandwidth)}"] if bandwidth else []
     for c in compute:
         ridge = f", ridge at {format_intensity(c.ridge)}" if c.ridge is not None else ""
         parts.append(f"{c.key} {format_flops_per_s(c.peak)}{ridge}")
-    name = f"{hardware.get('name') or 'this GPU'}{f' ({words})' if words else ''}"
+    name = f"{hardware.name or 'this GPU'}{f' ({words})' if words else ''}"
     return f"Roofs of {name}: {' · '.join(parts)}"
 
 
-def roofline_layout(report: Mapping[str, Any]) -> RooflineLayout:
-    """The roofline chart of a ``gpuprofile.report/1`` report (its "roofline" and "hardware")."""
-    roofline = report.get("roofline") or {}
-    points: list[Mapping[str, Any]] = list(roofline.get("points") or [])
-    hardware: Mapping[str, Any] = report.get("hardware") or {}
+def roofline_layout(report: Report) -> RooflineLayout:
+    """The roofline chart of a ``gpuprofile.report/1`` report (its roofline and hardware)."""
+    roofline = report.roofline
+    points = roofline.points
+    hardware = report.hardware
     bandwidth, compute, missing = compute_roofs(hardware)
     reasons = [plot_status(p) for p in points]
 
-    xs_data = [float(p["intensity"]) for p, r in zip(points, reasons, strict=True) if not r]
+    # plot_status passed: both are finite numbers above 0.
+    xs_data = [float(p.intensity or 0) for p, r in zip(points, reasons, strict=True) if not r]
     ys_data = [
-        float(p["achieved_flops_per_s"]) for p, r in zip(points, reasons, strict=True) if not r
+        float(p.achieved_flops_per_s or 0) for p, r in zip(points, reasons, strict=True) if not r
     ]
     ys_data += [c.peak for c in compute]
     xs_data += [c.ridge for c in compute if c.ridge is not None]
@@ -355,7 +357,7 @@ def roofline_layout(report: Mapping[str, Any]) -> RooflineLayout:
         ridges=tuple(ridges),
         points=tuple(places),
         levels=levels,
-        empty=empty_reason(points, reasons, roofline.get("missing_flops")),
+        empty=empty_reason(points, reasons, roofline.missing_flops),
         roofs_missing=_roofs_missing(hardware, bandwidth, compute, missing),
         roofs_text=_roofs_text(hardware, bandwidth, compute),
         unplotted=_unplotted(points, reasons),
@@ -363,23 +365,23 @@ def roofline_layout(report: Mapping[str, Any]) -> RooflineLayout:
 
 
 def _places(
-    points: Sequence[Mapping[str, Any]], reasons: Sequence[str], sx: LogScale, sy: LogScale
+    points: Sequence[RooflinePoint], reasons: Sequence[str], sx: LogScale, sy: LogScale
 ) -> tuple[PointPlace, ...]:
-    max_time = max([0.0] + [number(p.get("time_ns")) or 0.0 for p in points])
+    max_time = max([0.0] + [number(p.time_ns) or 0.0 for p in points])
     places = []
     for p, reason in zip(points, reasons, strict=True):
-        pct = number(p.get("pct_of_roof"))
-        bound = p.get("bound")
-        above_dram = pct is not None and pct > 100 and p.get("roof") == "dram"
+        pct = number(p.pct_of_roof)
+        bound = p.bound
+        above_dram = pct is not None and pct > 100 and p.roof == "dram"
         places.append(
             PointPlace(
                 plotted=not reason,
                 reason=reason,
-                x=None if reason else sx(float(p["intensity"])),
-                y=None if reason else sy(float(p["achieved_flops_per_s"])),
-                r=point_radius(p.get("time_ns"), max_time),
+                x=None if reason else sx(float(p.intensity or 0)),
+                y=None if reason else sy(float(p.achieved_flops_per_s or 0)),
+                r=point_radius(p.time_ns, max_time),
                 bound=bound if bound in ("memory", "compute") else "unknown",
-                level=str(p.get("level") or ""),
+                level=p.level,
                 note=ABOVE_DRAM if above_dram else None,
             )
         )
@@ -387,7 +389,7 @@ def _places(
 
 
 def _roofs_missing(
-    hardware: Mapping[str, Any],
+    hardware: HardwareRoofs,
     bandwidth: float | None,
     compute: Sequence[ComputeRoof],
     missing: Sequence[str],
@@ -395,15 +397,15 @@ def _roofs_missing(
     if not missing:
         return None
     state = "partly drawn" if bandwidth or compute else "not drawn"
-    notes = [str(hardware["notes"])] if hardware.get("notes") else []
+    notes = [hardware.notes] if hardware.notes else []
     return " ".join([f"Roofs {state}: {', '.join(missing)}.", *notes])
 
 
-def _unplotted(points: Sequence[Mapping[str, Any]], reasons: Sequence[str]) -> str | None:
+def _unplotted(points: Sequence[RooflinePoint], reasons: Sequence[str]) -> str | None:
     left_off = [i for i, r in enumerate(reasons) if r]
     if not left_off:
         return None
-    time = sum(number(points[i].get("time_ns")) or 0 for i in left_off)
+    time = sum(number(points[i].time_ns) or 0 for i in left_off)
     return (
         f"{len(left_off)} points not plotted ({format_time(time)}): FLOPs or bytes unknown or zero"
     )

@@ -22,6 +22,7 @@ from gpuprofile.report.html import REPORT_STYLE, esc, gauges_html, hints_html, r
 from gpuprofile.report.html import summary_html as page_summary_html
 from gpuprofile.report.html_diff import baseline_html
 from gpuprofile.report.roofline_geometry import plot_status
+from gpuprofile.report.schema import Report, report_json, to_report
 from gpuprofile.report.snapshot_svg import roofline_svg, timeline_svg
 from gpuprofile.units import (
     format_count,
@@ -59,7 +60,7 @@ _BAR = "display:inline-block;width:160px;height:10px;background:#eee;margin-righ
 
 
 def render_snapshot(
-    report: dict[str, Any],
+    report: Report,
     trace: Trace | None,
     *,
     run_id: str | None = None,
@@ -68,7 +69,7 @@ def render_snapshot(
     """The profile as one static HTML fragment of at most ``LIMIT`` bytes.
 
     Parameters:
-        report: the ``gpuprofile.report/1`` dict.
+        report: the ``gpuprofile.report/1`` Report.
         trace: the Trace it was built from (its kernels and ops draw the timeline); None: no
             timeline picture.
         run_id: the run's id in the history, if recorded: the snapshot then says what
@@ -85,7 +86,7 @@ def render_snapshot(
         _more_ranks(report),
         _steps_html(bounded),
         # The diff against a baseline (%%gpuprofile --baseline): the point of the cell.
-        baseline_html(_walk(report["baseline"], MAX_TEXT)) if report.get("baseline") else "",
+        baseline_html(_walk(report.baseline, MAX_TEXT)) if report.baseline else "",
         _gauge_bars(bounded) or gauges_html(bounded),
         f"<h2>Timeline</h2><p>{esc(timeline_note)}</p>{timeline}",
         f"<h2>Roofline</h2>{roofline_caption(bounded)}<p>{esc(roofline_note)}</p>"
@@ -128,14 +129,15 @@ def _shorten(value: Any, limit: int) -> Any:
     return value
 
 
-def _bounded(report: dict[str, Any]) -> dict[str, Any]:
+def _bounded(report: Report) -> Report:
     """A copy of the report with the lists the snapshot shows capped and long strings
     shortened (kernel names of C++ templates can run to kilobytes)."""
-    out = copy.copy(report)
-    out["notices"] = report.get("notices", [])[:MAX_NOTICES]
-    out["ranks"] = [_walk(r, MAX_TEXT) for r in report.get("ranks", [])[:MAX_RANKS]]
+    plain = report_json(report)  # walked as plain JSON, whatever the section
+    out = copy.copy(plain)
+    out["notices"] = plain["notices"][:MAX_NOTICES]
+    out["ranks"] = [_walk(r, MAX_TEXT) for r in plain["ranks"][:MAX_RANKS]]
     hints = []
-    for hint in report.get("hints", [])[:MAX_HINTS]:
+    for hint in plain["hints"][:MAX_HINTS]:
         short = {k: _walk(v, MAX_TEXT) for k, v in hint.items() if k not in ("evidence",)}
         short["explanation"] = _shorten(hint.get("explanation") or "", MAX_PROSE)
         short["code"] = _shorten(hint.get("code") or "", MAX_PROSE)
@@ -144,12 +146,10 @@ def _bounded(report: dict[str, Any]) -> dict[str, Any]:
         short["evidence"] = short["evidence"][:MAX_EVIDENCE]
         hints.append(short)
     out["hints"] = hints
-    out["gauges"] = [_walk(g, MAX_TEXT) for g in report.get("gauges", [])[: 4 * MAX_RANKS]]
-    roofline = dict(report.get("roofline") or {})
-    out["roofline"] = roofline
-    out["source"] = _walk(report.get("source") or {}, MAX_TEXT)
-    out["hardware"] = _walk(report.get("hardware") or {}, MAX_TEXT)
-    return out
+    out["gauges"] = [_walk(g, MAX_TEXT) for g in plain["gauges"][: 4 * MAX_RANKS]]
+    out["source"] = _walk(plain["source"], MAX_TEXT)
+    out["hardware"] = _walk(plain["hardware"], MAX_TEXT)
+    return to_report(out)
 
 
 def _walk(value: Any, limit: int) -> Any:
@@ -161,51 +161,51 @@ def _walk(value: Any, limit: int) -> Any:
     return _shorten(value, limit)
 
 
-def _more_ranks(report: dict[str, Any]) -> str:
-    ranks = len(report.get("ranks", []))
+def _more_ranks(report: Report) -> str:
+    ranks = len(report.ranks)
     if ranks <= MAX_RANKS:
         return ""
     return f"<p>{esc(f'... and {ranks - MAX_RANKS} more ranks (gpuprofile.show for all).')}</p>"
 
 
-def _more_hints(report: dict[str, Any]) -> str:
-    hints = len(report.get("hints", []))
+def _more_hints(report: Report) -> str:
+    hints = len(report.hints)
     if hints <= MAX_HINTS:
         return ""
     more = format_count(hints - MAX_HINTS, "more hint")
     return f"<p>{esc(f'... and {more} (gpuprofile.show for all).')}</p>"
 
 
-def _steps_html(report: dict[str, Any]) -> str:
+def _steps_html(report: Report) -> str:
     """Per rank, the distribution of GPU step windows: count, median, fastest, slowest."""
     lines = []
-    for rank in report.get("ranks", []):
-        steps = sorted(s["window_ns"] for s in ((rank.get("gpu") or {}).get("steps") or []))
+    for rank in report.ranks:
+        steps = sorted(s.window_ns for s in (rank.gpu.steps if rank.gpu else []))
         if not steps:
             continue
         median = statistics.median(steps)
         lines.append(
-            f"<p>Rank {esc(rank['rank'])}: {esc(format_count(len(steps), 'step'))}, median "
+            f"<p>Rank {esc(rank.rank)}: {esc(format_count(len(steps), 'step'))}, median "
             f"{esc(format_time(median))}, fastest {esc(format_time(steps[0]))}, slowest "
             f"{esc(format_time(steps[-1]))}</p>"
         )
     return "<h2>Step times</h2>" + "".join(lines) if lines else ""
 
 
-def _gauge_bars(report: dict[str, Any]) -> str:
+def _gauge_bars(report: Report) -> str:
     """The gauges as static bars: the reading, the share of its roof as a filled bar (no bar
     where the roof is unknown), and the gauge's note."""
-    gauges = report.get("gauges") or []
+    gauges = report.gauges
     if not gauges:
         return ""
     rows = []
-    several = len({g.get("rank") for g in gauges}) > 1
+    several = len({g.rank for g in gauges}) > 1
     for g in gauges:
-        value = "unknown" if g.get("value") is None else format_reading(g["value"], g["unit"])
-        fraction = g.get("fraction")
+        value = "unknown" if g.value is None else format_reading(g.value, g.unit)
+        fraction = g.fraction
         if fraction is None:
             bar = ""
-            of_roof = esc(g.get("roof_label") or "roof unknown")
+            of_roof = esc(g.roof_label or "roof unknown")
         else:
             width = max(0.0, min(float(fraction), 1.0)) * 100
             # Inline styles: HTML sanitizers (untrusted notebooks, viewers) drop <style>.
@@ -213,31 +213,31 @@ def _gauge_bars(report: dict[str, Any]) -> str:
                 f'<span style="{_BAR}"><span style="display:block;height:100%;'
                 f'width:{width:.1f}%;background:#1f77b4"></span></span>'
             )
-            roof = "" if g.get("roof") is None else format_reading(g["roof"], g["unit"])
+            roof = "" if g.roof is None else format_reading(g.roof, g.unit)
             # The roof's label ends in its source, "(datasheet)": not in parentheses again.
-            of_roof = esc(f"{format_fraction(fraction, 0)} of {roof}, roof: {g.get('roof_label')}")
-        label = f"rank {g.get('rank')} {g.get('label')}" if several else str(g.get("label"))
+            of_roof = esc(f"{format_fraction(fraction, 0)} of {roof}, roof: {g.roof_label}")
+        label = f"rank {g.rank} {g.label}" if several else g.label
         rows.append(
             f"<tr><td>{esc(label)}</td><td>{bar}<b>{esc(value)}</b></td><td>{of_roof}</td>"
-            f"<td>{esc(g.get('note') or '')}</td></tr>"
+            f"<td>{esc(g.note)}</td></tr>"
         )
     return "<h2>Gauges</h2><table>" + "".join(rows) + "</table>"
 
 
-def _points_table(report: dict[str, Any], limit: int = 8) -> str:
+def _points_table(report: Report, limit: int = 8) -> str:
     """The heaviest roofline points by time, as the picture cannot name them: those it can plot
     (``plot_status``, the rule every roofline view shares)."""
-    points = [p for p in (report.get("roofline") or {}).get("points", []) if not plot_status(p)]
-    points = sorted(points, key=lambda p: -(p.get("time_ns") or 0))[:limit]
+    points = [p for p in report.roofline.points if not plot_status(p)]
+    points = sorted(points, key=lambda p: -p.time_ns)[:limit]
     if not points:
         return ""
     rows = "".join(
-        f"<tr><td>{esc(_shorten(p.get('name'), MAX_TEXT))}</td>"
-        f"<td>{esc(_shorten(p.get('shapes') or '', MAX_TEXT))}</td>"
-        f"<td>{esc(format_time(p.get('time_ns')))}</td>"
-        f"<td>{esc(format_intensity(p.get('intensity')))}</td>"
-        f"<td>{esc(format_flops_per_s(p.get('achieved_flops_per_s')))}</td>"
-        f"<td>{esc(format_percent(p.get('pct_of_roof')))}</td></tr>"
+        f"<tr><td>{esc(_shorten(p.name, MAX_TEXT))}</td>"
+        f"<td>{esc(_shorten(p.shapes, MAX_TEXT))}</td>"
+        f"<td>{esc(format_time(p.time_ns))}</td>"
+        f"<td>{esc(format_intensity(p.intensity))}</td>"
+        f"<td>{esc(format_flops_per_s(p.achieved_flops_per_s))}</td>"
+        f"<td>{esc(format_percent(p.pct_of_roof))}</td></tr>"
         for p in points
     )
     header = "".join(

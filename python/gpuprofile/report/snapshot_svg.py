@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import struct
 import zlib
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from gpuprofile.report.lanes import (
 )
 from gpuprofile.report.roof_labels import Label
 from gpuprofile.report.roofline_layout import roofline_layout
+from gpuprofile.report.schema import Report
 from gpuprofile.units import format_flops_per_s, format_intensity, format_time
 
 if TYPE_CHECKING:
@@ -184,23 +185,23 @@ def as_img(svg: str, css_class: str, alt: str) -> str:
     )
 
 
-def roofline_svg(report: dict[str, Any]) -> tuple[str, str]:
+def roofline_svg(report: Report) -> tuple[str, str]:
     """The report's roofline as ``roofline_layout`` lays it out for every renderer: axes, roofs,
     ridges and their labels, and the heaviest ``MAX_POINTS`` plotted points of the first level
     (ops, else kernels: an op and its kernels would sit on top of each other), each with its
     name, intensity and rate as a tooltip.
 
     Parameters:
-        report: a ``gpuprofile.report/1`` dict.
+        report: a ``gpuprofile.report/1`` Report.
     Returns (svg markup or "", a one-line note)."""
     layout = roofline_layout(report)
-    points = (report.get("roofline") or {}).get("points") or []
+    points = report.roofline.points
     level = layout.levels[0] if layout.levels else None
     drawn = [i for i, place in enumerate(layout.points) if place.plotted and place.level == level]
     if not drawn:
         return "", "No roofline points (no op or kernel with known FLOPs and bytes)."
     total = len(drawn)
-    drawn = sorted(drawn, key=lambda i: -(points[i].get("time_ns") or 0))[:MAX_POINTS]
+    drawn = sorted(drawn, key=lambda i: -points[i].time_ns)[:MAX_POINTS]
     plot = layout.plot
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{layout.width}" height="{layout.height}" '
@@ -224,8 +225,8 @@ def roofline_svg(report: dict[str, Any]) -> tuple[str, str]:
     for i in sorted(drawn, key=lambda i: -layout.points[i].r):
         place, p = layout.points[i], points[i]
         tip = (
-            f"{p.get('name')}: {format_intensity(p.get('intensity'))}, "
-            f"{format_flops_per_s(p.get('achieved_flops_per_s'))}"
+            f"{p.name}: {format_intensity(p.intensity)}, "
+            f"{format_flops_per_s(p.achieved_flops_per_s)}"
         )
         parts.append(
             f'<circle class="point" cx="{place.x:.1f}" cy="{place.y:.1f}" r="{place.r:.1f}" '

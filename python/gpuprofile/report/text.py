@@ -6,6 +6,16 @@ from typing import Any
 
 from gpuprofile.analyses.measured import MEASURED_METRICS
 from gpuprofile.report.diff_text import render_baseline
+from gpuprofile.report.schema import (
+    Gauge,
+    GpuStep,
+    HardwareRoofs,
+    Hint,
+    Number,
+    Report,
+    Roofline,
+    Sampled,
+)
 from gpuprofile.units import (
     format_bytes,
     format_bytes_per_s,
@@ -32,69 +42,65 @@ def _shorten(name: object, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def render_text(report: dict[str, Any]) -> str:
+def render_text(report: Report) -> str:
     lines = []
-    source = report["source"]
-    title = f"gpuprofile report ({source['format']}"
-    title += f": {_shorten(source['path'], 400)})" if source.get("path") else ")"
+    source = report.source
+    title = f"gpuprofile report ({source.format}"
+    title += f": {_shorten(source.path, 400)})" if source.path else ")"
     lines.append(title)
-    lines.extend(f"{n['kind'].upper()}: {n['text']}" for n in report.get("notices", []))
-    lines.extend(_hardware_lines(report.get("hardware")))
-    lines.extend(_hint_lines(report.get("hints", [])))
+    lines.extend(f"{n.kind.upper()}: {n.text}" for n in report.notices)
+    lines.extend(_hardware_lines(report.hardware))
+    lines.extend(_hint_lines(report.hints))
     lines.extend(_ranks_table(report))
-    for rank in report["ranks"]:
+    for rank in report.ranks:
         lines.append("")
-        devices = ", ".join(_shorten(d["name"]) for d in rank["devices"] if d.get("name"))
+        devices = ", ".join(_shorten(d.name) for d in rank.devices if d.name)
         devices = devices or "no device info"
-        lines.append(f"rank {rank['rank']} ({devices}); wall {format_time(rank['wall_ns'])}")
-        c = rank["counts"]
+        lines.append(f"rank {rank.rank} ({devices}); wall {format_time(rank.wall_ns)}")
+        c = rank.counts
         lines.append(
-            f"  events: {c['kernels']} kernels, {c['memcpy']} memcpy, {c['memset']} memset, "
-            f"{c['ops']} ops, {c['runtime']} runtime calls"
+            f"  events: {c.kernels} kernels, {c.memcpy} memcpy, {c.memset} memset, "
+            f"{c.ops} ops, {c.runtime} runtime calls"
         )
-        gpu = rank["gpu"]
+        gpu = rank.gpu
         if gpu is None:
             lines.append("  GPU: no GPU activity recorded")
         else:
             lines.append(
-                f"  GPU window {format_time(gpu['window_ns'])}: busy {format_time(gpu['busy_ns'])} "
-                f"({format_percent(gpu['busy_pct'])}), idle {format_time(gpu['idle_ns'])}; "
-                f"compute {format_time(gpu['compute_ns'])}, "
-                f"non-compute {format_time(gpu['non_compute_ns'])}"
+                f"  GPU window {format_time(gpu.window_ns)}: busy {format_time(gpu.busy_ns)} "
+                f"({format_percent(gpu.busy_pct)}), idle {format_time(gpu.idle_ns)}; "
+                f"compute {format_time(gpu.compute_ns)}, "
+                f"non-compute {format_time(gpu.non_compute_ns)}"
             )
-            lines.extend(_step_lines(gpu.get("steps") or []))
-        for key, label in (
-            ("top_kernels", "top kernels by total time"),
-            ("top_ops", "top ops by inclusive time (nested ops overlap)"),
-        ):
-            if rank[key]:
-                lines.append(f"  {label}:")
-                for row in rank[key]:
-                    lines.append(
-                        f"    {format_time(row['total_ns']):>10}  x{row['count']:<6} "
-                        f"{_shorten(row['name'])}"
-                    )
-                    lines.extend(_measured_line(row.get("measured")))
-        causes = {k: v for k, v in rank.get("idle_by_cause", {}).items() if v > 0}
+            lines.extend(_step_lines(gpu.steps))
+        if rank.top_kernels:
+            lines.append("  top kernels by total time:")
+            for kernel in rank.top_kernels:
+                lines.append(_top_line(kernel.total_ns, kernel.count, kernel.name))
+                lines.extend(_measured_line(kernel.measured))
+        if rank.top_ops:
+            lines.append("  top ops by inclusive time (nested ops overlap):")
+            lines.extend(_top_line(op.total_ns, op.count, op.name) for op in rank.top_ops)
+        causes = {k: v for k, v in rank.idle_by_cause.items() if v > 0}
         if causes:
             ordered = sorted(causes.items(), key=lambda kv: -kv[1])
             lines.append(
                 "  GPU idle by cause: " + ", ".join(f"{c} {format_time(ns)}" for c, ns in ordered)
             )
-        lines.extend(_gauge_lines(report.get("gauges", []), rank["rank"]))
-        if rank["copies"]:
+        lines.extend(_gauge_lines(report.gauges, rank.rank))
+        if rank.copies:
             lines.append("  memcpy by kind:")
-            for copy in rank["copies"]:
-                rate = format_bytes_per_s(_rate(copy["bytes"], copy["total_ns"]))
+            for copy in rank.copies:
+                rate = format_bytes_per_s(_rate(copy.bytes, copy.total_ns))
                 lines.append(
-                    f"    {copy['kind']:<8} x{copy['count']:<6} {format_bytes(copy['bytes']):>9} "
-                    f"in {format_time(copy['total_ns'])} ({rate})"
+                    f"    {copy.kind:<8} x{copy.count:<6} {format_bytes(copy.bytes):>9} "
+                    f"in {format_time(copy.total_ns)} ({rate})"
                 )
-        lines.extend(_sampled_lines(rank.get("sampled")))
-    lines.extend(_inference_lines(report.get("inference")))
-    lines.extend(_roofline_lines(report.get("roofline")))
-    if report.get("baseline"):
-        lines.extend(render_baseline(report["baseline"]))
+        lines.extend(_sampled_lines(rank.sampled))
+    lines.extend(_inference_lines(report.inference))
+    lines.extend(_roofline_lines(report.roofline))
+    if report.baseline:
+        lines.extend(render_baseline(report.baseline))
     # Names are escaped where printed; this catches trace text inside hints and notices.
     return printable("\n".join(lines), lines=True)
 
@@ -146,11 +152,15 @@ def _inference_lines(inference: dict[str, Any] | None, limit: int = 5) -> list[s
     return lines
 
 
+def _top_line(total_ns: int, count: int, name: str) -> str:
+    return f"    {format_time(total_ns):>10}  x{count:<6} {_shorten(name)}"
+
+
 # GPU steps listed one per line; beyond, the first ones and a sum of all.
 LISTED_STEPS = 5
 
 
-def _step_lines(steps: list[dict[str, Any]]) -> list[str]:
+def _step_lines(steps: list[GpuStep]) -> list[str]:
     """The GPU span of each step marker: one line per step, or, for many, the first few and
     the sum over all of them."""
     if not steps:
@@ -164,14 +174,14 @@ def _step_lines(steps: list[dict[str, Any]]) -> list[str]:
     shown = steps if len(steps) <= LISTED_STEPS + 1 else steps[:LISTED_STEPS]
     for step in shown:
         lines.append(
-            f"    {step['name']}: window {format_time(step['window_ns'])}, "
-            + busy(step["window_ns"], step["busy_ns"])
+            f"    {step.name}: window {format_time(step.window_ns)}, "
+            + busy(step.window_ns, step.busy_ns)
         )
     if len(shown) < len(steps):
-        window = sum(step["window_ns"] for step in steps)
+        window = sum(step.window_ns for step in steps)
         lines.append(
             f"    ... and {len(steps) - len(shown)} more; all {len(steps)}: window "
-            f"{format_time(window)}, " + busy(window, sum(step["busy_ns"] for step in steps))
+            f"{format_time(window)}, " + busy(window, sum(step.busy_ns for step in steps))
         )
     return lines
 
@@ -182,7 +192,7 @@ def _rate(nbytes: int, ns: int) -> float | None:
     return nbytes / (ns * 1e-9) if ns > 0 else None
 
 
-def _measured_line(measured: dict[str, Any] | None) -> list[str]:
+def _measured_line(measured: dict[str, Number | None] | None) -> list[str]:
     """What a tool (Nsight Compute) measured on a kernel, under its line in the top list."""
     if not measured:
         return []
@@ -204,39 +214,39 @@ def _measured_line(measured: dict[str, Any] | None) -> list[str]:
 RANK_COLUMNS = ("rank", "clock offset", "compute", "wait", "bubble", "exposed comm")
 
 
-def _ranks_table(report: dict[str, Any]) -> list[str]:
+def _ranks_table(report: Report) -> list[str]:
     """One line per rank of a multi-rank job: its clock offset, compute (summed over the
     recorded steps), wait in collectives, bubble fraction (mean over steps), exposed
     communication; the straggler (the rank that caused the most wait) marked."""
-    job = report.get("distributed")
+    job = report.distributed
     if not job:
         return []
     compute: dict[int, int] = {}
-    for step in job.get("steps") or []:
-        for row in step.get("ranks") or []:
-            compute[int(row["rank"])] = compute.get(int(row["rank"]), 0) + int(row["compute_ns"])
-    stragglers = job.get("stragglers") or []
-    worst = stragglers[0] if stragglers and stragglers[0].get("wait_caused_ns") else None
-    clock = job.get("clock") or {}
-    residual = clock.get("residual_ns")
-    how = f"clocks: {clock.get('method', 'unknown')}" + (
+    for step in job.steps:
+        for row in step.ranks:
+            compute[row.rank] = compute.get(row.rank, 0) + row.compute_ns
+    stragglers = job.stragglers
+    worst = stragglers[0] if stragglers and stragglers[0].wait_caused_ns else None
+    clock = job.clock
+    residual = clock.residual_ns
+    how = f"clocks: {clock.method}" + (
         f", residual {format_time(residual)}" if residual is not None else ""
     )
     rows = []
-    for rank in report["ranks"]:
-        d = rank.get("distributed") or {}
-        offset = d.get("clock_offset_ns")
+    for rank in report.ranks:
+        d = rank.distributed
+        offset = d.clock_offset_ns if d else None
         cells = [
-            str(rank["rank"]),
+            str(rank.rank),
             ("+" if offset is not None and offset > 0 else "") + format_time(offset),
-            format_time(compute.get(int(rank["rank"]))),
-            format_time(d.get("wait_ns")),
-            format_fraction(d.get("bubble_fraction")),
-            format_time(d.get("exposed_comm_ns")),
+            format_time(compute.get(rank.rank)),
+            format_time(d.wait_ns if d else None),
+            format_fraction(d.bubble_fraction if d else None),
+            format_time(d.exposed_comm_ns if d else None),
         ]
         mark = ""
-        if worst is not None and int(worst["rank"]) == int(rank["rank"]):
-            mark = f"  <- straggler: others waited {format_time(worst['wait_caused_ns'])} for it"
+        if worst is not None and worst.rank == rank.rank:
+            mark = f"  <- straggler: others waited {format_time(worst.wait_caused_ns)} for it"
         rows.append((cells, mark))
     widths = [max(len(c), *(len(r[0][i]) for r in rows)) for i, c in enumerate(RANK_COLUMNS)]
     lines = ["", f"ranks ({how}):"]
@@ -248,80 +258,74 @@ def _ranks_table(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _gauge_lines(gauges: list[dict[str, Any]], rank: int) -> list[str]:
+def _gauge_lines(gauges: list[Gauge], rank: int) -> list[str]:
     lines = []
     for gauge in gauges:
-        if gauge["rank"] != rank or gauge["key"] == "gpu-busy":  # busy is on the GPU line
+        if gauge.rank != rank or gauge.key == "gpu-busy":  # busy is on the GPU line
             continue
         # The roof's label ends in its source, "(datasheet)": not inside parentheses again.
         roof = (
-            f" of {format_reading(gauge['roof'], gauge['unit'])} "
-            f"({format_fraction(gauge['fraction'], 0)}), roof: {gauge['roof_label']}"
-            if gauge.get("fraction") is not None
+            f" of {format_reading(gauge.roof, gauge.unit)} "
+            f"({format_fraction(gauge.fraction, 0)}), roof: {gauge.roof_label}"
+            if gauge.fraction is not None
             else ""
         )
-        value = (
-            "unknown" if gauge["value"] is None else format_reading(gauge["value"], gauge["unit"])
-        )
-        lines.append(f"  {gauge['label']}: {value}{roof}; {gauge['note']}")
+        value = "unknown" if gauge.value is None else format_reading(gauge.value, gauge.unit)
+        lines.append(f"  {gauge.label}: {value}{roof}; {gauge.note}")
     return lines
 
 
-def _sampled_lines(sampled: dict[str, Any] | None) -> list[str]:
+def _sampled_lines(sampled: Sampled | None) -> list[str]:
     if not sampled:
         return []
-    every = f" every {sampled['interval_s']:g} s" if sampled.get("interval_s") else ""
-    dropped = f", {sampled['dropped']} oldest dropped" if sampled.get("dropped") else ""
+    every = f" every {sampled.interval_s:g} s" if sampled.interval_s else ""
+    dropped = f", {sampled.dropped} oldest dropped" if sampled.dropped else ""
     lines = [f"  sampled{every}{dropped} (min / mean / max):"]
-    for c in sampled["counters"]:
-        where = "" if c["device"] < 0 else f" · GPU {c['device']}"
-        values = " / ".join(format_reading(c[k], c["unit"]) for k in ("min", "mean", "max"))
-        lines.append(f"    {c['name']}{where}: {values} (x{c['count']})")
-    for source, reason in sampled["missing"].items():
+    for c in sampled.counters:
+        where = "" if c.device < 0 else f" · GPU {c.device}"
+        values = " / ".join(format_reading(v, c.unit) for v in (c.min, c.mean, c.max))
+        lines.append(f"    {c.name}{where}: {values} (x{c.count})")
+    for source, reason in sampled.missing.items():
         lines.append(f"    {source}: none - {reason}")
     return lines
 
 
-def _hardware_lines(hardware: dict[str, Any] | None) -> list[str]:
-    if not hardware:
-        return []
-    if hardware["source"] == "unknown":
-        reason = hardware.get("notes") or "no datasheet entry for this device"
+def _hardware_lines(hardware: HardwareRoofs) -> list[str]:
+    if hardware.source == "unknown":
+        reason = hardware.notes or "no datasheet entry for this device"
         return [f"hardware: roofs unknown ({reason})"]
-    return [f"hardware: {hardware['name']} ({hardware['source']} roofs)"]
+    return [f"hardware: {hardware.name} ({hardware.source} roofs)"]
 
 
-def _hint_lines(hints: list[dict[str, Any]], limit: int = 5) -> list[str]:
+def _hint_lines(hints: list[Hint], limit: int = 5) -> list[str]:
     lines = ["", "What to fix first:" if hints else "No findings worth a fix in this trace."]
     for number, hint in enumerate(hints[:limit], 1):
         lines.append(
-            f"  {number}. [{hint['severity']}] {hint['title']} "
-            f"(gain ~{format_time(hint['gain_ns'])}, {hint['confidence']} confidence)"
+            f"  {number}. [{hint.severity}] {hint.title} "
+            f"(gain ~{format_time(hint.gain_ns)}, {hint.confidence} confidence)"
         )
-        evidence = hint.get("evidence", [])
+        evidence = hint.evidence
         if evidence:
-            events = sum(len(e["event_ids"]) for e in evidence)
-            windows = sum(len(e["windows"]) for e in evidence)
-            tables = sorted({e["table"] for e in evidence})
+            events = sum(len(e.event_ids) for e in evidence)
+            windows = sum(len(e.windows) for e in evidence)
+            tables = sorted({e.table for e in evidence})
             lines.append(
                 f"     evidence: {events} events in {', '.join(tables)}, {windows} time windows"
             )
-        for step in hint["fix"][:3]:
+        for step in hint.fix[:3]:
             lines.append(f"     fix: {step}")
     if len(hints) > limit:
         lines.append(f"  ... and {len(hints) - limit} more (--format json, or report()['hints'])")
     return lines
 
 
-def _roofline_lines(roofline: dict[str, Any] | None, limit: int = 5) -> list[str]:
-    if not roofline:
-        return []
-    coverage = roofline.get("coverage")
+def _roofline_lines(roofline: Roofline, limit: int = 5) -> list[str]:
+    coverage = roofline.coverage
     # Ops, or kernels that inherit their launching op's FLOPs (GPU traces).
-    placed = [p for p in roofline.get("points", []) if p["flops"]]
+    placed = [p for p in roofline.points if p.flops]
     if not placed:
         # Nothing to place on a roofline: one line that says why, not an empty section.
-        why = roofline.get("missing_flops") or "no FLOP counts"
+        why = roofline.missing_flops or "no FLOP counts"
         return ["", f"roofline: no op or kernel has a FLOP count ({why})"]
     lines = [""]
     lines.append(
@@ -333,21 +337,20 @@ def _roofline_lines(roofline: dict[str, Any] | None, limit: int = 5) -> list[str
         )
     )
     for point in placed[:limit]:
-        pct = point.get("pct_of_roof")
+        pct = point.pct_of_roof
         if pct is not None:
-            roof = f"{point['bound']}-bound, {format_percent(pct, 0)} of the {point['roof']} roof"
-        elif point.get("bound") in ("compute", "memory"):  # past what the roof allows
-            roof = f"{point['bound']}-bound, far past the {point['roof']} roof (see the notices)"
+            roof = f"{point.bound}-bound, {format_percent(pct, 0)} of the {point.roof} roof"
+        elif point.bound in ("compute", "memory"):  # past what the roof allows
+            roof = f"{point.bound}-bound, far past the {point.roof} roof (see the notices)"
         else:
             roof = "roof unknown"
-        if pct is not None and pct > 100 and point.get("roof") == "dram":
+        if pct is not None and pct > 100 and point.roof == "dram":
             roof += f"; {ABOVE_DRAM}"
-        name = _shorten(point["name"], 40)
-        intensity = point.get("intensity")
+        name = _shorten(point.name, 40)
+        intensity = point.intensity
         # Bytes are unknown when an input's dtype or shape was not recorded.
         per_byte = format_intensity(intensity) if intensity is not None else "bytes unknown"
         lines.append(
-            f"  {format_time(point['time_ns']):>10}  x{point['count']:<6} {name}  "
-            f"{per_byte}, {roof}"
+            f"  {format_time(point.time_ns):>10}  x{point.count:<6} {name}  {per_byte}, {roof}"
         )
     return lines

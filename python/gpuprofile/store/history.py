@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from gpuprofile.errors import HistoryError
+from gpuprofile.report.schema import Report, decode_report, report_json
 from gpuprofile.store.location import history_path
 from gpuprofile.store.origin import Origin
 from gpuprofile.store.summary import hint_rows, run_summary
@@ -93,6 +96,15 @@ class StoredRun:
         """The run's full report (gpuprofile.report/1), as it was when recorded."""
         return self.history._blob(self.id, "report")
 
+    def typed_report(self) -> Report:
+        """``report()`` decoded into the Structs the views read.
+
+        Raises:
+            HistoryError: a report this version cannot read (recorded by another one), or a
+                damaged history.
+        """
+        return self.history._report(self.id)
+
     def digest(self) -> dict[str, Any]:
         """What a diff and the CI gate read of the run (gpuprofile.digest/1)."""
         return self.history._blob(self.id, "digest")
@@ -145,7 +157,7 @@ class History:
 
     def record(
         self,
-        report: dict[str, Any],
+        report: Report,
         digest: dict[str, Any],
         *,
         run_id: str | None = None,
@@ -190,7 +202,7 @@ class History:
             framework.get("cuda"),
             json.dumps(summary),
             json.dumps(hints),
-            _pack(report),
+            _pack(report_json(report)),
             _pack(digest),
             trace_path,
         )
@@ -271,15 +283,33 @@ class History:
         return len(doomed)
 
     def _blob(self, run_id: str, column: str) -> dict[str, Any]:
+        try:
+            value: dict[str, Any] = json.loads(self._json(run_id, column))
+        except ValueError as error:
+            raise self._damaged(f"run {run_id}'s {column} cannot be read ({error})") from None
+        return value
+
+    def _report(self, run_id: str) -> Report:
+        try:
+            return decode_report(self._json(run_id, "report"))
+        except msgspec.ValidationError as error:
+            raise HistoryError(
+                f"run {run_id}'s report is not gpuprofile.report/1 as this version reads it "
+                f"({error})"
+            ) from None
+        except msgspec.DecodeError as error:
+            raise self._damaged(f"run {run_id}'s report cannot be read ({error})") from None
+
+    def _json(self, run_id: str, column: str) -> bytes:
+        """The JSON text of a run's report or digest, as stored (compressed)."""
         with self._connection() as db:
             row = db.execute(f"SELECT {column} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise HistoryError(f"run {run_id} is no longer in the history {self.path}")
         try:
-            value: dict[str, Any] = json.loads(zlib.decompress(row[0]))
-        except (zlib.error, ValueError) as error:
+            return zlib.decompress(row[0])
+        except zlib.error as error:
             raise self._damaged(f"run {run_id}'s {column} cannot be read ({error})") from None
-        return value
 
     def _run(self, row: tuple[Any, ...]) -> StoredRun:
         try:

@@ -6,7 +6,6 @@ global id (timeline.py). This maps one onto the other, once, when the widget is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +19,7 @@ from gpuprofile.widget.timeline import KIND_TABLES, TimelineData
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.context import Analysis
+    from gpuprofile.report.schema import Report
 
 MAX_POINT_MARKS = 2000
 
@@ -81,30 +81,31 @@ def gid_mask(data: TimelineData, trace: Trace, table: str, row_mask: np.ndarray)
 def marks_columns(
     data: TimelineData,
     trace: Trace,
-    summary: Mapping[str, Any],
+    report: Report | None,
     analysis: Analysis | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Columns group, id, lane, row, start_ns, dur_ns, name and meta.groups (contract)."""
+    """Columns group, id, lane, row, start_ns, dur_ns, name and meta.groups (contract); no
+    marks without a report."""
     groups: list[dict[str, Any]] = []
     members: list[np.ndarray] = []
-    for i, hint in enumerate(summary.get("hints") or []):
-        for j, evidence in enumerate(hint.get("evidence") or []):
-            gids = global_ids(data, trace, evidence.get("table", ""), evidence.get("event_ids", []))
+    for i, hint in enumerate(report.hints if report else []):
+        for j, evidence in enumerate(hint.evidence):
+            gids = global_ids(data, trace, evidence.table, evidence.event_ids)
             gids = gids[gids >= 0]
             groups.append(
-                {"kind": "hint", "hint": i, "evidence": j, "label": str(evidence.get("label", "")),
+                {"kind": "hint", "hint": i, "evidence": j, "label": evidence.label,
                  "total": len(gids), "heaviest": _heaviest(gids, data.end[gids] - data.start[gids])}
             )  # fmt: skip
             members.append(gids)
-    points: Sequence[Mapping[str, Any]] = (summary.get("roofline") or {}).get("points") or []
-    everything = _all_point_members(trace, analysis, {str(p.get("key")) for p in points})
+    points = report.roofline.points if report else []
+    everything = _all_point_members(trace, analysis, {p.key for p in points})
     for k, point in enumerate(points):
-        found = everything.get(str(point.get("key")))
+        found = everything.get(point.key)
         if found is not None:
             table, ids, weight = found
         else:  # no analysis: the heaviest ids the report kept
-            table = "ops" if point.get("level") == "op" else "kernels"
-            ids = np.asarray(point.get("event_ids") or [], np.int64)
+            table = "ops" if point.level == "op" else "kernels"
+            ids = np.asarray(point.event_ids, np.int64)
             weight = None
         gids = global_ids(data, trace, table, ids)
         known = gids >= 0
@@ -113,7 +114,7 @@ def marks_columns(
             weight = data.end[gids] - data.start[gids]
         else:
             weight = np.asarray(weight, np.float64)[known]
-        total = len(gids) if found is not None else max(len(gids), int(point.get("count") or 0))
+        total = len(gids) if found is not None else max(len(gids), point.count)
         heaviest = _heaviest(gids, weight)
         if len(gids) > MAX_POINT_MARKS:
             gids = gids[heaviest_first(weight, MAX_POINT_MARKS)]

@@ -14,6 +14,7 @@ from gpuprofile.hardware.model import Hardware
 from gpuprofile.report.build import build_report
 from gpuprofile.report.diff_text import step_noise_view
 from gpuprofile.report.roofline_layout import roofline_layout
+from gpuprofile.report.schema import Report, report_json
 from gpuprofile.report.text import render_text
 from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.marks import marks_columns
@@ -31,9 +32,9 @@ class ProfileWidget(anywidget.AnyWidget):
     _esm = _STATIC / "widget.js"
     _css = _STATIC / "widget.css"
 
-    # The report dict (gpuprofile.report/1) plus "partial", "text", "roofline_layout" (the chart
-    # as report/roofline_layout.py lays it out: the widget draws it as given) and "step_noise"
-    # (the baseline's step verdict and its sentence, report/diff_text.py).
+    # The report's JSON (report/schema.py; js/model/report_types.d.ts's Summary) plus "text",
+    # "roofline_layout" (the chart as report/roofline_layout.py lays it out: the widget draws it
+    # as given) and "step_noise" (the baseline's step verdict and its sentence, diff_text.py).
     summary = traitlets.Dict().tag(sync=True)
     # Display order; {"id", "rank", "kind": "cpu"|"gpu"|"counter", "group" (the group's key),
     # "group_label" (its name under the rank), "label", "rows", "device", "stream", "pid", "tid"}.
@@ -70,14 +71,15 @@ class ProfileWidget(anywidget.AnyWidget):
 
 
 def make_widget(
-    report: dict[str, Any],
+    report: Report | None,
     trace: Trace,
     analysis: Analysis | None = None,
     *,
     text: str = "",
     detail_threshold: int = DETAIL_THRESHOLD,
 ) -> ProfileWidget:
-    """The widget for a report, its text and its trace (see ``show_result``)."""
+    """The widget for a report, its text and its trace (see ``show_result``); a report of None
+    shows the timeline alone."""
     widget = ProfileWidget()
     show_result(widget, report, text, trace, analysis, detail_threshold=detail_threshold)
     return widget
@@ -100,7 +102,7 @@ def show_trace(
 
 def show_result(
     widget: ProfileWidget,
-    report: dict[str, Any],
+    report: Report | None,
     text: str,
     trace: Trace,
     analysis: Analysis | None = None,
@@ -113,12 +115,15 @@ def show_result(
     ``detail_threshold`` events cross as an overview, with detail fetched on demand. The
     browser redraws once, as one state update."""
     # Beside the report, what Python composes once and the browser draws or shows as text.
-    summary = {
-        **report,
-        "text": text,
-        "roofline_layout": roofline_layout(report).to_dict(),
-        "step_noise": step_noise_view(report.get("baseline")),
-    }
+    if report is None:  # a timeline alone
+        summary: dict[str, Any] = {"text": text}
+    else:
+        summary = {
+            **report_json(report),
+            "text": text,
+            "roofline_layout": roofline_layout(report).to_dict(),
+            "step_noise": step_noise_view(report.baseline or None),
+        }
     data = timeline_data(trace)
     state = {
         "summary": summary,
@@ -127,7 +132,7 @@ def show_result(
         "name_kinds": data.name_kinds,
         "events": encode_table(*overview_columns(data, detail_threshold)),
         "counters": encode_table(*counter_columns(data)),
-        "marks": encode_table(*marks_columns(data, trace, summary, analysis)),
+        "marks": encode_table(*marks_columns(data, trace, report, analysis)),
         "span_ns": data.span_ns,
         "opening_view": opening_view(data),
         "total_events": data.total,

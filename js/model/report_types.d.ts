@@ -1,0 +1,293 @@
+// Generated from python/gpuprofile/report/schema.py by
+// `python -m gpuprofile.report.schema_gen --write`: do not edit by hand.
+// The widget's summary is the report (gpuprofile.report/1) as JSON, plus its text.
+
+export interface Report {
+  schema: string;
+  source: Source;
+  partial: boolean;
+  dropped: Dropped | null;
+  capture_errors: string[];
+  notices: Notice[];
+  hardware: HardwareRoofs;
+  gauges: Gauge[];
+  hints: Hint[];
+  idle_by_cause: Record<string, number>;
+  roofline: Roofline;
+  ranks: RankReport[];
+  distributed: Job | null;
+  inference: Record<string, unknown> | null;
+  baseline?: Record<string, unknown>;
+}
+
+export interface Source {
+  path: string | null;
+  format: string;
+  version: string | null;
+}
+
+/**
+ * Recorded windows dropped unread once the kept ones passed --max-events.
+ */
+export interface Dropped {
+  windows: number;
+  events: number | null;
+  max_events: number;
+}
+
+export interface Notice {
+  kind: string;
+  text: string;
+}
+
+/**
+ * ``Hardware.to_dict()``: the roofs the report was measured against.
+ */
+export interface HardwareRoofs {
+  name: string;
+  source: string;
+  peak_flops: Record<string, number>;
+  dram_bytes_per_s: number | null;
+  link_bytes_per_s: number | null;
+  peer_link_bytes_per_s: number | null;
+  sm_count: number | null;
+  l2_bytes: number | null;
+  memory_bytes: number | null;
+  citation: string | null;
+  notes: string;
+}
+
+export interface Gauge {
+  key: string;
+  label: string;
+  rank: number;
+  value: number | null;
+  unit: string;
+  roof: number | null;
+  roof_label: string;
+  roof_source: string | null;
+  note: string;
+  fraction: number | null;
+}
+
+/**
+ * ``analyses.hints.Hint.to_dict()``.
+ */
+export interface Hint {
+  kind: string;
+  title: string;
+  severity: string;
+  gain_ns: number;
+  gain_method: string;
+  confidence: string;
+  explanation: string;
+  numbers: Record<string, number | string | boolean | null>;
+  fix: string[];
+  code: string;
+  evidence: Evidence[];
+  rank: number | null;
+  related: string[];
+}
+
+export interface Evidence {
+  table: string;
+  rank: number;
+  event_ids: number[];
+  windows: [number, number][];
+  label: string;
+}
+
+export interface Roofline {
+  coverage: number | null;
+  points: RooflinePoint[];
+  missing_flops: string;
+}
+
+export interface RooflinePoint {
+  key: string;
+  level: string;
+  name: string;
+  shapes: string;
+  rank: number;
+  count: number;
+  time_ns: number;
+  flops: number | null;
+  bytes: number | null;
+  flops_source: string;
+  bytes_source: string;
+  precision: string;
+  tensor_cores: boolean;
+  intensity: number | null;
+  achieved_flops_per_s: number | null;
+  achieved_bytes_per_s: number | null;
+  bound: string;
+  roof: string | null;
+  attainable_flops_per_s: number | null;
+  pct_of_roof: number | null;
+  time_at_roof_ns: number | null;
+  saved_ns: number | null;
+  event_ids: number[];
+}
+
+export interface RankReport {
+  rank: number;
+  devices: Device[];
+  wall_ns: number;
+  gpu: GpuTime | null;
+  counts: Counts;
+  top_kernels: TopKernel[];
+  top_ops: NameTotal[];
+  copies: Copies[];
+  sampled: Sampled | null;
+  idle_by_cause: Record<string, number>;
+  distributed: RankJob | null;
+}
+
+export interface Device {
+  id: number | null;
+  name: string | null;
+  memory_bytes: number | null;
+  sm_count: number | null;
+  compute_capability: string | null;
+}
+
+export interface GpuTime {
+  window_ns: number;
+  busy_ns: number;
+  idle_ns: number;
+  busy_pct: number | null;
+  compute_ns: number;
+  non_compute_ns: number;
+  steps: GpuStep[];
+}
+
+export interface GpuStep {
+  name: string;
+  window_ns: number;
+  busy_ns: number;
+  idle_ns: number;
+}
+
+export interface Counts {
+  ops: number;
+  runtime: number;
+  kernels: number;
+  memcpy: number;
+  memset: number;
+}
+
+export interface TopKernel {
+  name: string;
+  count: number;
+  total_ns: number;
+  class: string;
+  measured: Record<string, number | null> | null;
+}
+
+export interface NameTotal {
+  name: string;
+  count: number;
+  total_ns: number;
+}
+
+export interface Copies {
+  kind: string;
+  count: number;
+  bytes: number;
+  total_ns: number;
+  gbps: number | null;
+}
+
+export interface Sampled {
+  interval_s: number | null;
+  dropped: number;
+  counters: Counter[];
+  missing: Record<string, string>;
+}
+
+export interface Counter {
+  name: string;
+  device: number;
+  unit: string;
+  min: number | null;
+  mean: number | null;
+  max: number | null;
+  count: number;
+}
+
+/**
+ * A rank's share of the job view; None for one rank.
+ */
+export interface RankJob {
+  clock_offset_ns: number;
+  bubble_fraction: number | null;
+  wait_ns: number;
+  exposed_comm_ns: number;
+  comm_compute_overlap: number | null;
+}
+
+/**
+ * The job view of several ranks (report/distributed.py).
+ */
+export interface Job {
+  world_size: number | null;
+  ranks_present: number[];
+  missing_ranks: number[];
+  clock: Clock;
+  stragglers: Straggler[];
+  pipeline: Pipeline | null;
+  collectives: Collective[];
+  steps: JobStep[];
+}
+
+export interface Clock {
+  method: string;
+  residual_ns: number | null;
+  collectives: number;
+}
+
+export interface Straggler {
+  rank: number;
+  wait_caused_ns: number;
+  arrived_last: number;
+  cause: string;
+}
+
+export interface Pipeline {
+  stages: number;
+  stage_ranks: number[];
+  microbatches: number;
+  theoretical_bubble_fraction: number | null;
+  bubble_fraction: number | null;
+  excess_bubble_fraction: number | null;
+  bottleneck_rank: number;
+}
+
+export interface Collective {
+  group: string;
+  name: string;
+  count: number;
+  bytes: number | null;
+  mean_wait_ns: Record<string, number | null>;
+  alg_bytes_per_s: number | null;
+  bus_bytes_per_s: number | null;
+  link_roof_bytes_per_s: number | null;
+  pct_of_link_roof: number | null;
+}
+
+export interface JobStep {
+  step: number | null;
+  start_ns: number;
+  end_ns: number;
+  ranks: StepRank[];
+}
+
+export interface StepRank {
+  rank: number;
+  compute_ns: number;
+  wait_ns: number;
+  bubble_fraction: number | null;
+}
+
+/** The widget's summary: the report and its text (widget/widget.py). */
+export type Summary = Partial<Report> & {text?: string};

@@ -1,0 +1,126 @@
+"""The files generated from the report's Structs (report/schema.py): its JSON Schema,
+``docs/report.schema.json``, and the widget's types, ``js/model/report_types.d.ts``.
+
+    python -m gpuprofile.report.schema_gen --write    # regenerate both
+    python -m gpuprofile.report.schema_gen --check    # exit 1 when either is stale
+
+tests/unit/test_report_schema.py fails when either file differs from what this gives.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from gpuprofile.report.schema import SCHEMA, Report
+
+REPO = Path(__file__).resolve().parents[3]
+SCHEMA_FILE = Path("docs") / "report.schema.json"
+TYPES_FILE = Path("js") / "model" / "report_types.d.ts"
+_HEADER = (
+    "// Generated from python/gpuprofile/report/schema.py by\n"
+    "// `python -m gpuprofile.report.schema_gen --write`: do not edit by hand.\n"
+    f"// The widget's summary is the report ({SCHEMA}) as JSON, plus its text.\n"
+)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the report's JSON (draft 2020-12)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": SCHEMA,
+        **msgspec.json.schema(Report),
+    }
+
+
+def typescript() -> str:
+    """One TypeScript interface per Struct, from the JSON Schema: what the widget's JSDoc
+    imports (``import("./report_types.js").Report``)."""
+    definitions: dict[str, Any] = json_schema()["$defs"]
+    out = [_HEADER.rstrip("\n")]
+    for name, definition in definitions.items():
+        out.append("")
+        if definition.get("description"):
+            out.append(_comment(definition["description"], ""))
+        out.append(f"export interface {name} {{")
+        required = set(definition.get("required", []))
+        for field, spec in definition["properties"].items():
+            optional = "" if field in required else "?"
+            out.append(f"  {_key(field)}{optional}: {_ts(spec)};")
+        out.append("}")
+    out.append("")
+    out.append("/** The widget's summary: the report and its text (widget/widget.py). */")
+    out.append("export type Summary = Partial<Report> & {text?: string};")
+    return "\n".join(out) + "\n"
+
+
+def _ts(spec: dict[str, Any]) -> str:
+    if "$ref" in spec:
+        return str(spec["$ref"]).rsplit("/", 1)[-1]
+    if "anyOf" in spec:
+        # int | float are both "number": said once.
+        return " | ".join(dict.fromkeys(_ts(s) for s in spec["anyOf"]))
+    kind = spec.get("type")
+    if kind in ("integer", "number"):
+        return "number"
+    if kind in ("string", "boolean", "null"):
+        return str(kind)
+    if kind == "array":
+        if "prefixItems" in spec:
+            return "[" + ", ".join(_ts(s) for s in spec["prefixItems"]) + "]"
+        item = _ts(spec.get("items", {}))
+        return f"({item})[]" if " | " in item else f"{item}[]"
+    if kind == "object":
+        return f"Record<string, {_ts(spec.get('additionalProperties', {}))}>"
+    return "unknown"  # Any
+
+
+def _key(name: str) -> str:
+    return name if name.isidentifier() else json.dumps(name)
+
+
+def _comment(text: str, indent: str) -> str:
+    lines = text.strip().splitlines()
+    return "\n".join(
+        [f"{indent}/**", *(f"{indent} * {line}".rstrip() for line in lines), f"{indent} */"]
+    )
+
+
+def generated() -> dict[Path, str]:
+    """Each generated file (relative to the repository) with the text it should hold."""
+    return {
+        SCHEMA_FILE: json.dumps(json_schema(), indent=1) + "\n",
+        TYPES_FILE: typescript(),
+    }
+
+
+def stale(root: Path = REPO) -> list[Path]:
+    """The generated files under ``root`` that differ from what the Structs give."""
+    return [
+        path
+        for path, text in generated().items()
+        if not (root / path).exists() or (root / path).read_text(encoding="utf-8") != text
+    ]
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--write"]:
+        for path, text in generated().items():
+            (REPO / path).write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+        return 0
+    if argv == ["--check"]:
+        old = stale()
+        for path in old:
+            print(f"{path} is stale: python -m gpuprofile.report.schema_gen --write")
+        return 1 if old else 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
