@@ -4,13 +4,12 @@ store keeps of a run whose trace it did not keep, so a stored run diffs like a l
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from gpuprofile.analyses.names import matches
+from gpuprofile.analyses.steps import is_step
 from gpuprofile.report.diff_match import NameRow, NameRows, Rows
 from gpuprofile.trace.model import Trace
 
@@ -18,8 +17,6 @@ DIGEST_SCHEMA = "gpuprofile.digest/1"
 # Rows of a table whose op-tree place a digest keeps (the longest first): a kernel's place costs
 # a pass over the kernels, and rows past these are small enough that "only in a / b" is fair.
 PLACED_ROWS = 500
-
-_STEP_OP = re.compile(r"ProfilerStep#\d+$")
 
 
 @dataclass(frozen=True)
@@ -82,7 +79,7 @@ def step_times(trace: Trace, report: dict[str, Any]) -> tuple[np.ndarray, str | 
         return np.asarray(gpu, dtype=float), "gpu step markers"
     ops = trace.ops
     if len(ops):
-        steps = matches(ops["name"], _STEP_OP, anchored=True)
+        steps = is_step(ops["name"])
         if steps.any():
             return ops["dur_ns"].to_numpy()[steps].astype(float), "host ProfilerStep ranges"
     windows = [w.end_ns - w.start_ns for w in trace.meta.windows]
