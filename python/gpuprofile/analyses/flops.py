@@ -61,8 +61,6 @@ from gpuprofile.analyses.kernel_kind import is_compute
 from gpuprofile.analyses.lookups import op_parents, read_only
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.op_formulas import (
-    DTYPES,
-    ITEMSIZE,
     MISSING,
     Arg,
     Estimate,
@@ -70,8 +68,16 @@ from gpuprofile.analyses.op_formulas import (
     own_formula,
 )
 from gpuprofile.trace.model import NO_ID, Trace
+from gpuprofile.trace.precisions import (
+    INPUT_TYPES,
+    ITEMSIZE,
+    LOW_PRECISIONS,
+    NCU_PRECISIONS,
+    PRECISIONS,
+)
 
-_TENSOR_CORE_DTYPES = ("fp16", "bf16", "fp32", "fp8", "int8")
+# fp32 reaches tensor cores as TF32; the low precisions as they are.
+_TENSOR_CORE_DTYPES = ("fp32", *LOW_PRECISIONS)
 
 
 @dataclass(frozen=True)
@@ -239,7 +245,8 @@ def _is_amount(values: np.ndarray) -> np.ndarray:
         return np.asarray(np.isfinite(values) & (values >= 0))
 
 
-_PRECISIONS = ("fp64", "fp32", "fp16")
+# In PRECISIONS order: a tie goes to the wider precision.
+_MEASURED = tuple(p for p in PRECISIONS if p in NCU_PRECISIONS.values())
 
 
 def _measured_dtypes(metrics: np.ndarray, measured: np.ndarray, dtype: np.ndarray) -> np.ndarray:
@@ -248,7 +255,7 @@ def _measured_dtypes(metrics: np.ndarray, measured: np.ndarray, dtype: np.ndarra
     out = np.asarray(dtype, dtype=object).copy()
     for i in np.flatnonzero(measured):
         counts = metrics[i] if isinstance(metrics[i], dict) else {}
-        per = {p: recorded.number(counts.get(f"{p}_flops")) or 0.0 for p in _PRECISIONS}
+        per = {p: recorded.number(counts.get(f"{p}_flops")) or 0.0 for p in _MEASURED}
         if not out[i] and any(v > 0 for v in per.values()):
             out[i] = max(per, key=lambda p: per[p])
     return out
@@ -405,11 +412,13 @@ def _parse_args(
         if flat and checked is None:
             return f"input {i}'s dims {_clipped(dims_i)} are not a tensor's shape"
         # Without "Input type", a non-empty list of ints is taken for a tensor's dims.
-        tensor = checked is not None and (kind in DTYPES if kind is not None else bool(checked))
+        tensor = checked is not None and (
+            kind in INPUT_TYPES if kind is not None else bool(checked)
+        )
         value = _concrete(values[i]) if values is not None and i < len(values) else MISSING
         if tensor:
             assert checked is not None
-            dtype = DTYPES[kind][0] if kind else ""
+            dtype = INPUT_TYPES[kind][0] if kind else ""
             args.append(Arg(checked, dtype, value))
         else:
             args.append(Arg(None, "", value))
@@ -490,6 +499,6 @@ def _aligned(dims: tuple[int, ...], dtype: str) -> bool:
 def _tensor_core_roof(family: str | None, dtype: str) -> str:
     if family is None:
         return ""
-    if dtype in ("bf16", "fp16", "fp8", "int8"):
+    if dtype in LOW_PRECISIONS:
         return dtype
     return "tf32" if dtype == "fp32" and family == "conv" else ""

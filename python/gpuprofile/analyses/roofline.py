@@ -51,6 +51,7 @@ from gpuprofile.analyses.names import per_category, strings
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.codes import first_seen_codes
 from gpuprofile.trace.model import NO_ID, Trace
+from gpuprofile.trace.precisions import TENSOR_CORE_PRECISIONS
 
 MAX_EVENT_IDS = 50
 # Work measured at more than this multiple of its roof did not run against that roof, or its
@@ -65,7 +66,6 @@ _ROOF_NUMBERS = (
     "peak_flops_per_s", "ridge_intensity", "attainable_flops_per_s", "pct_of_roof",
     "time_at_roof_ns", "saved_ns",
 )  # fmt: skip
-TENSOR_CORE_ROOFS = ("tf32", "fp16", "bf16", "fp8", "int8")
 COLUMNS = (
     "key", "level", "name", "shapes", "rank", "count", "time_ns", "known_time_ns",
     "bytes_time_ns", "flops", "bytes", "flops_source", "bytes_source", "precision", "tensor_cores",
@@ -426,7 +426,7 @@ def _with_roofs(points: pd.DataFrame, hardware: Hardware) -> pd.DataFrame:
         roof=np.where(valid, np.where(compute, roof_key, "dram"), np.full(n, None)),
         # The compute roof a point is held to, memory-bound or not (gauges weigh by it).
         compute_roof=np.where(valid, roof_key, np.full(n, None)),
-        tensor_cores=compute & np.isin(roof_key, TENSOR_CORE_ROOFS),
+        tensor_cores=compute & np.isin(roof_key, TENSOR_CORE_PRECISIONS),
         peak_flops_per_s=np.where(valid, peak, np.nan),
         ridge_intensity=np.where(valid, ridge, np.nan),
         attainable_flops_per_s=np.where(valid, attainable, np.nan),

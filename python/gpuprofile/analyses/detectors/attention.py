@@ -34,6 +34,7 @@ from gpuprofile.analyses.names import categorical, per_category, strings
 from gpuprofile.analyses.names import codes as name_codes
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
+from gpuprofile.trace.precisions import INPUT_TYPES
 from gpuprofile.units import format_bytes, format_time
 
 MATMULS = frozenset(("aten::matmul", "aten::bmm", "aten::baddbmm"))
@@ -49,14 +50,6 @@ TRIANGLE_OPS = frozenset(("aten::triu", "aten::tril", "aten::triu_", "aten::tril
 SOFTMAXES = frozenset(("aten::softmax", "aten::_softmax", "aten::_safe_softmax"))
 MIN_KEYS = 128  # shorter score rows are cheap enough that fusing them matters little
 FUSED_MARKERS = ("flash", "efficient", "cudnn", "overrideable", "fused")
-ELEMENT_BYTES = {
-    "float": 4,
-    "double": 8,
-    "c10::BFloat16": 2,
-    "c10::Half": 2,
-    "c10::Float8_e4m3fn": 1,
-    "c10::Float8_e5m2": 1,
-}
 
 FIX = (
     "Replace the hand-written q @ k.transpose(-2, -1) -> softmax -> @ v with "
@@ -356,7 +349,8 @@ class _Thread:
         removable: int,
     ) -> Occurrence:
         batch = int(np.prod(scores[:-2])) if len(scores) > 2 else 1
-        element = ELEMENT_BYTES.get(_first_type(types), 4)
+        # A score dtype the table does not size is taken for fp32.
+        element = INPUT_TYPES.get(_first_type(types), ("fp32", 4))[1]
         return Occurrence(
             rank=rank,
             math=math,
