@@ -58,7 +58,7 @@ import pandas as pd
 
 from gpuprofile.analyses import recorded, torch_flops
 from gpuprofile.analyses.kernel_kind import is_compute
-from gpuprofile.analyses.lookups import op_parents, read_only
+from gpuprofile.analyses.lookups import op_parents, outermost_with, read_only
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.op_formulas import (
     MISSING,
@@ -119,7 +119,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
         )
 
     ids = ops["id"].to_numpy()
-    top = _outermost_with(np.isfinite(flops), _parent_positions(trace))
+    top = outermost_with(np.isfinite(flops), op_parents(trace))
     index = pd.Index(ids, name="op_id")
     return pd.DataFrame(
         {
@@ -293,29 +293,7 @@ def outermost_cpu_ops(trace: Trace) -> np.ndarray:
     user wrote, not the ones they call, nor annotations or Python frames around them. Kept per
     trace (read-only): coverage, each rank's communication hint and range requests ask."""
     is_op = (trace.ops["category"] == "cpu_op").to_numpy()
-    return read_only(_outermost_with(is_op, _parent_positions(trace)) == np.arange(len(is_op)))
-
-
-def _parent_positions(trace: Trace) -> np.ndarray:
-    parent = trace.ops["parent"].to_numpy()
-    return np.where(parent == NO_ID, -1, op_parents(trace))
-
-
-def _outermost_with(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
-    """Per row, the position of its outermost ancestor-or-self with flag set, else -1."""
-    # Pointer doubling: best[i] is the outermost flagged row on the path from i up to, not
-    # including, jump[i]; each pass doubles the path, so stacks 50 deep take 6 passes.
-    best = np.where(flag, np.arange(len(flag)), -1)
-    jump = parent.copy()
-    rows = np.flatnonzero(jump >= 0)
-    while len(rows):
-        above = jump[rows]
-        higher = best[above]
-        found = higher >= 0
-        best[rows[found]] = higher[found]
-        jump[rows] = jump[above]
-        rows = rows[jump[rows] >= 0]
-    return best
+    return read_only(outermost_with(is_op, op_parents(trace)) == np.arange(len(is_op)))
 
 
 # --- one distinct (name, shapes, types, concrete inputs) ------------------------------------

@@ -29,7 +29,7 @@ import pandas as pd
 from gpuprofile.analyses import recorded
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
-from gpuprofile.analyses.lookups import host_threads, op_parents
+from gpuprofile.analyses.lookups import has_ancestor, host_threads, op_parents
 from gpuprofile.analyses.names import categorical, per_category, strings
 from gpuprofile.analyses.names import codes as name_codes
 from gpuprofile.analyses.summary import wall_ns
@@ -219,12 +219,7 @@ class _Thread:
         self._kernel_ns: np.ndarray | None = None
 
     def _has_ancestor(self, flag: np.ndarray) -> np.ndarray:
-        found = np.zeros(len(self.ids), dtype=bool)
-        ancestor = self.parent.copy()
-        while (alive := ancestor >= 0).any():
-            found |= alive & flag[np.maximum(ancestor, 0)]
-            ancestor = np.where(alive, self.parent[np.maximum(ancestor, 0)], -1)
-        return found
+        return has_ancestor(flag, self.parent)
 
     def inside(self, start: int, end: int) -> np.ndarray:
         """Positions of ops that start at or after start and end by end."""
