@@ -1,10 +1,10 @@
 """The op-tree queries every analysis asks (analyses/lookups.py), on a forest drawn by hand.
 
-    0            5
-    +- 1         +- 6
-    |  +- 2
-    |     +- 3
-    +- 4
+0            5
++- 1         +- 6
+|  +- 2
+|     +- 3
++- 4
 """
 
 from __future__ import annotations

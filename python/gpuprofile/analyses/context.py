@@ -20,6 +20,7 @@ from gpuprofile.trace.model import Trace
 if TYPE_CHECKING:
     from gpuprofile.analyses.gauges import Gauge
     from gpuprofile.analyses.job import Job
+    from gpuprofile.analyses.recorded import RecordedInputs
     from gpuprofile.analyses.roofline import Roofline
 
 
@@ -50,11 +51,19 @@ class Analysis:
         return match_collectives(self.trace)
 
     @cached_property
+    def recorded_inputs(self) -> RecordedInputs:
+        """Every op's Input Dims, Input type and Concrete Inputs, each distinct text decoded
+        once (analyses/recorded.py): FLOPs, attention and tensor cores read them."""
+        from gpuprofile.analyses.recorded import recorded_inputs
+
+        return recorded_inputs(self.trace.ops)
+
+    @cached_property
     def op_costs(self) -> pd.DataFrame:
         """Per op: FLOPs and minimal bytes from recorded shapes (see analyses/flops.py)."""
         from gpuprofile.analyses.flops import op_costs
 
-        return op_costs(self.trace)
+        return op_costs(self.trace, self.recorded_inputs)
 
     @cached_property
     def kernel_costs(self) -> pd.DataFrame:

@@ -93,10 +93,15 @@ class _Cost:
     tensor_core_roof: str
 
 
-def op_costs(trace: Trace) -> pd.DataFrame:
-    """Per op, index-aligned by op id: FLOPs, bytes, dtype and tensor-core facts (see above)."""
+def op_costs(trace: Trace, inputs: recorded.RecordedInputs | None = None) -> pd.DataFrame:
+    """Per op, index-aligned by op id: FLOPs, bytes, dtype and tensor-core facts (see above).
+
+    inputs: the ops' recorded inputs decoded (``Analysis.recorded_inputs``); None: decode them
+    here."""
     ops = trace.ops
-    codes, described = _describe_rows(ops)
+    codes, described = _describe_rows(
+        ops, inputs if inputs is not None else recorded.recorded_inputs(ops)
+    )
 
     def values(field: str, dtype: Any) -> np.ndarray:
         return np.asarray(np.array([getattr(c, field) for c in described], dtype=dtype)[codes])
@@ -150,7 +155,9 @@ def _with_label(column: pd.Categorical, rows: np.ndarray, label: str) -> pd.Cate
     return column
 
 
-def _describe_rows(ops: pd.DataFrame) -> tuple[np.ndarray, list[_Cost]]:
+def _describe_rows(
+    ops: pd.DataFrame, inputs: recorded.RecordedInputs
+) -> tuple[np.ndarray, list[_Cost]]:
     """Per op, the position of its description in the list; each distinct description once.
 
     Traces repeat a few thousand (name, shapes) combinations over and over, and most ops (python
@@ -158,27 +165,22 @@ def _describe_rows(ops: pd.DataFrame) -> tuple[np.ndarray, list[_Cost]]:
     """
     names = ops["name"].cat
     name_codes = names.codes.to_numpy().astype(np.int64)
-    dims = ops["input_dims"].to_numpy()
-    shaped = np.flatnonzero(pd.notna(dims))
+    shaped = np.flatnonzero(inputs.codes["input_dims"] >= 0)
     # torch (about 1 s to import) only when some op recorded shapes for a formula to use.
     with_torch = bool(len(shaped))
-    described = [_describe(str(n), None, None, None, with_torch) for n in names.categories]
+    described = [_describe(str(n), None, with_torch) for n in names.categories]
     codes = name_codes.copy()
     if not len(shaped):
         return codes, described
-    columns = [dims, ops["input_types"].to_numpy()]
-    if "concrete_inputs" in ops.columns:
-        columns.append(ops["concrete_inputs"].to_numpy())
     key = name_codes[shaped]
-    for column in columns:
-        labels, uniques = pd.factorize(column[shaped])
-        key = pd.factorize(key * (len(uniques) + 1) + (labels + 1))[0]
+    for column in recorded.INPUT_COLUMNS:
+        labels = inputs.codes[column][shaped]
+        key = pd.factorize(key * (len(inputs.values[column]) + 1) + (labels + 1))[0]
     first = np.unique(key, return_index=True)[1]
     rows = shaped[first]
-    concrete = columns[2][rows] if len(columns) > 2 else [None] * len(rows)
     described += [
-        _describe(str(n), d, t, c, with_torch)
-        for n, d, t, c in zip(ops["name"].to_numpy()[rows], dims[rows], columns[1][rows], concrete)
+        _describe(str(n), _parse_args(inputs, int(row)), with_torch)
+        for n, row in zip(ops["name"].to_numpy()[rows], rows.tolist())
     ]
     codes[shaped] = len(names.categories) + key
     return codes, described
@@ -299,16 +301,9 @@ def outermost_cpu_ops(trace: Trace) -> np.ndarray:
 # --- one distinct (name, shapes, types, concrete inputs) ------------------------------------
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _describe(
-    name: str,
-    dims: str | None,
-    types: str | None,
-    concrete: str | None,
-    with_torch: bool,
-) -> _Cost:
+def _describe(name: str, parsed: list[Arg] | str | None, with_torch: bool) -> _Cost:
+    """One distinct (name, recorded inputs): parsed is _parse_args' answer (None: no shapes)."""
     registry = torch_flops.registry() if with_torch else {}
-    parsed = _parse_args(dims, types, concrete)
     args = parsed if isinstance(parsed, list) else None
     dtype = dominant_dtype(args) if args is not None else ""
     family, gemm = _gemm_dims(name, args or [])
@@ -368,18 +363,16 @@ def _checked(estimate: Estimate) -> Estimate | str:
     return Estimate(estimate.flops, math.nan)
 
 
-def _parse_args(
-    dims: str | None, types: str | None, concrete: str | None
-) -> list[Arg] | str | None:
-    """The recorded inputs; None when no shapes were recorded, a reason when an input's dims
-    are not a shape a tensor can have (analyses/recorded.py)."""
-    if dims is None:
+def _parse_args(inputs: recorded.RecordedInputs, row: int) -> list[Arg] | str | None:
+    """The row's recorded inputs; None when no shapes were recorded, a reason when an input's
+    dims are not a shape a tensor can have (analyses/recorded.py)."""
+    if not inputs.recorded("input_dims", row):
         return None
-    shapes = recorded.decoded_list(dims)
+    shapes = inputs.of("input_dims", row)
     if shapes is None:
         return "the recorded Input Dims are not a JSON list"
-    kinds = recorded.decoded_list(types)
-    values = recorded.decoded_list(concrete)
+    kinds = inputs.of("input_types", row)
+    values = inputs.of("concrete_inputs", row)
     args = []
     for i, dims_i in enumerate(shapes):
         kind = kinds[i] if kinds is not None and i < len(kinds) else None

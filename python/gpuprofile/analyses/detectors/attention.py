@@ -128,7 +128,7 @@ class Occurrence:
 
 def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
-    found = occurrences(trace)
+    found = occurrences(trace, analysis.recorded_inputs)
     hints = []
     for rank in trace.ranks:
         for math in (False, True):
@@ -138,7 +138,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     return hints
 
 
-def occurrences(trace: Trace) -> list[Occurrence]:
+def occurrences(trace: Trace, inputs: recorded.RecordedInputs) -> list[Occurrence]:
     ops = trace.ops
     cpu = (ops["category"] == "cpu_op").to_numpy()
     if not cpu.any():
@@ -161,7 +161,7 @@ def occurrences(trace: Trace) -> list[Occurrence]:
     position = np.full(len(ops), -1, dtype=np.int64)  # of a row within its thread's rows
     for lo, hi in itertools.pairwise(bounds):
         position[rows[lo:hi]] = np.arange(hi - lo)
-        thread_ops = _Thread(trace, rows[lo:hi], position)
+        thread_ops = _Thread(trace, inputs, rows[lo:hi], position)
         position[rows[lo:hi]] = -1
         rank_of = int(ops["rank"].to_numpy()[rows[lo]])
         timing = kernel_ns if rank_of in gpu_ranks else None
@@ -192,15 +192,21 @@ def _matches_name(names: pd.Series, test: str) -> np.ndarray:
 class _Thread:
     """The aten ops of one thread, ordered by start, with the lookups the patterns need."""
 
-    def __init__(self, trace: Trace, rows: np.ndarray, position: np.ndarray) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        inputs: recorded.RecordedInputs,
+        rows: np.ndarray,
+        position: np.ndarray,
+    ) -> None:
         ops = trace.ops
         self.ids = ops["id"].to_numpy()[rows]
         self.names = strings(ops["name"])[rows]
         self.start = ops["start_ns"].to_numpy(np.int64)[rows]
         self.end = self.start + ops["dur_ns"].to_numpy(np.int64)[rows]
-        self.dims = ops["input_dims"].to_numpy()[rows]
-        self.types = ops["input_types"].to_numpy()[rows]
-        self.concrete = ops["concrete_inputs"].to_numpy()[rows]
+        self.dims, self.types, self.concrete = (
+            [inputs.of(column, r) for r in rows.tolist()] for column in recorded.INPUT_COLUMNS
+        )
         # Parents by position among rows (position: of each of them in rows, -1 for other
         # rows); a parent elsewhere (not a cpu_op of the thread) is none.
         parent = op_parents(trace)[rows]
@@ -327,7 +333,7 @@ class _Thread:
     def sdpa_mask(self, position: int, inner: np.ndarray) -> str:
         """An SDPA call's own arguments: is_causal (the 6th, in Concrete Inputs), attn_mask
         (the 4th input's dims), or a triangle built inside it (the math path's causal mask)."""
-        concrete = _json_list(self.concrete[position])
+        concrete = self.concrete[position] or []
         if len(concrete) > 5 and str(concrete[5]) == "True":
             return CAUSAL
         if any(self.names[p] in TRIANGLE_OPS for p in inner.tolist()):
@@ -340,7 +346,7 @@ class _Thread:
         math: bool,
         positions: tuple[int, ...],
         scores: list[int],
-        types: str | None,
+        types: list[object] | None,
         removable: int,
     ) -> Occurrence:
         batch = int(np.prod(scores[:-2])) if len(scores) > 2 else 1
@@ -423,48 +429,41 @@ def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
     )
 
 
-def _json_list(raw: str | None) -> list[object]:
-    return recorded.decoded_list(raw) or []
-
-
-def _inputs_ending(raw: str | None, tail: list[int]) -> int:
+def _inputs_ending(dims: list[object] | None, tail: list[int]) -> int:
     """How many tensor inputs (of two dims or more) end in these dims."""
     return sum(
-        1
-        for d in _json_list(raw)
-        if isinstance(d, list) and len(d) >= 2 and d[-len(tail) :] == tail
+        1 for d in dims or [] if isinstance(d, list) and len(d) >= 2 and d[-len(tail) :] == tail
     )
 
 
-def _tensor_dims(raw: str | None, index: int) -> list[int] | None:
+def _tensor_dims(dims: list[object] | None, index: int) -> list[int] | None:
     """The dims of the index-th input, when it is a tensor with recorded dims."""
-    dims = recorded.decoded_list(raw)
     if dims is None or len(dims) <= index:
         return None
-    tensor = recorded.shape(dims[index])
+    tensor = recorded.tensor_shape(dims[index])
     return list(tensor) if tensor else None
 
 
-def _matmul_operands(name: str, raw: str | None) -> tuple[list[int], list[int]] | None:
+def _matmul_operands(name: str, dims: list[object] | None) -> tuple[list[int], list[int]] | None:
     first = 1 if name == "aten::baddbmm" else 0
-    a, b = _tensor_dims(raw, first), _tensor_dims(raw, first + 1)
+    a, b = _tensor_dims(dims, first), _tensor_dims(dims, first + 1)
     if a is None or b is None or len(a) < 2 or len(b) < 2:
         return None
     return a, b
 
 
-def _produces(name: str, raw: str | None, queries: int, keys: int) -> bool:
+def _produces(name: str, dims: list[object] | None, queries: int, keys: int) -> bool:
     """[.., L, d] x [.., d, S] -> [.., L, S]."""
-    operands = _matmul_operands(name, raw)
+    operands = _matmul_operands(name, dims)
     if operands is None:
         return False
     a, b = operands
     return a[-2] == queries and b[-1] == keys and a[-1] == b[-2]
 
 
-def _consumes(name: str, raw: str | None, queries: int, keys: int) -> bool:
+def _consumes(name: str, dims: list[object] | None, queries: int, keys: int) -> bool:
     """[.., L, S] x [.., S, d]."""
-    operands = _matmul_operands(name, raw)
+    operands = _matmul_operands(name, dims)
     if operands is None:
         return False
     a, b = operands
@@ -476,6 +475,5 @@ def _is_fused_or_math(name: str) -> bool:
     return any(m in lowered for m in FUSED_MARKERS) or "attention_math" in lowered
 
 
-def _first_type(raw: str | None) -> str:
-    types = recorded.decoded_list(raw)
+def _first_type(types: list[object] | None) -> str:
     return types[0] if types and isinstance(types[0], str) else ""

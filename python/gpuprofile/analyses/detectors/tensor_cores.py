@@ -427,7 +427,7 @@ def _tensor_shapes(raw: str) -> str:
     dims = recorded.decoded_list(raw)
     if dims is None:
         return raw
-    tensors = [d for d in dims if recorded.is_number_list(d) and recorded.shape(d) is not None]
+    tensors = [list(t) for t in map(recorded.tensor_shape, dims) if t]
     return " x ".join(str(t) for t in tensors) if tensors else raw
 
 
