@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from gpuprofile.analyses.gauges import Gauge
     from gpuprofile.analyses.job import Job
     from gpuprofile.analyses.recorded import RecordedInputs
-    from gpuprofile.analyses.roofline import Roofline
+    from gpuprofile.analyses.roofline import Members, Roofline
 
 
 class Analysis:
@@ -73,10 +73,20 @@ class Analysis:
         return kernel_costs(self.trace, self.op_costs)
 
     @cached_property
+    def roofline_members(self) -> list[Members]:
+        """The ops and kernels the roofline's points group, per level (analyses/roofline.py):
+        the roofline and the widget's point members read them."""
+        from gpuprofile.analyses.roofline import member_sets
+
+        return member_sets(self.trace, self.op_costs, self.kernel_costs)
+
+    @cached_property
     def roofline(self) -> Roofline:
         from gpuprofile.analyses.roofline import roofline
 
-        return roofline(self.trace, self.hardware, self.op_costs, self.kernel_costs)
+        return roofline(
+            self.trace, self.hardware, self.op_costs, self.kernel_costs, self.roofline_members
+        )
 
     @cached_property
     def idle_gaps(self) -> pd.DataFrame:
