@@ -3,6 +3,12 @@
 Each property is a pure function of (trace, hardware), memoised so that ten detectors reading
 the same roofline or idle gaps do not recompute them. The detectors read an Analysis
 (detectors/); it knows none of them.
+
+This is the cache of derived facts: a fact that views and detectors share (decoded inputs, op
+costs, the roofline's member sets, communication overlap, carry-over) is a property here, not a
+module-level memo. What stays in analyses/memo.py's per_trace is a function of the Trace alone
+that code holding no Analysis asks as well (clock alignment before the Analysis exists, the
+widget's range requests, views given a trace).
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
 
 if TYPE_CHECKING:
+    from gpuprofile.analyses.carry_over import CarryOver
+    from gpuprofile.analyses.comm_overlap import CommOverlap
     from gpuprofile.analyses.gauges import Gauge
     from gpuprofile.analyses.job import Job
     from gpuprofile.analyses.recorded import RecordedInputs
@@ -49,6 +57,22 @@ class Analysis:
         if len(self.trace.ranks) < 2:
             return pd.DataFrame(columns=list(COLUMNS))
         return match_collectives(self.trace)
+
+    @cached_property
+    def comm_overlap(self) -> dict[int, CommOverlap | None]:
+        """Per rank: its communication and how much compute hid it (analyses/comm_overlap.py);
+        the communication detector and the report's distributed section both read it."""
+        from gpuprofile.analyses.comm_overlap import comm_overlap
+
+        return {rank: comm_overlap(self.trace, rank) for rank in self.trace.ranks}
+
+    @cached_property
+    def carry_over(self) -> list[CarryOver]:
+        """GPU work of earlier steps that ran inside the recorded window, per rank that has
+        any (analyses/carry_over.py)."""
+        from gpuprofile.analyses.carry_over import carry_over
+
+        return carry_over(self.trace)
 
     @cached_property
     def recorded_inputs(self) -> RecordedInputs:

@@ -17,7 +17,6 @@ import numpy as np
 
 from gpuprofile.analyses.gpu_time import gpu_activity
 from gpuprofile.analyses.intervals import IntervalSet
-from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.steps import is_step
 from gpuprofile.trace.model import Trace
 
@@ -31,7 +30,6 @@ class GpuStep:
     idle_ns: int
 
 
-@per_trace
 def gpu_steps(trace: Trace, rank: int) -> list[GpuStep]:
     """The GPU span of each step marker of one rank.
 
