@@ -77,7 +77,7 @@ class Analysis:
     @cached_property
     def recorded_inputs(self) -> RecordedInputs:
         """Every op's Input Dims, Input type and Concrete Inputs, each distinct text decoded
-        once (analyses/recorded.py): FLOPs, attention and tensor cores read them."""
+        once (analyses/recorded.py): FLOPs and attention read them."""
         from gpuprofile.analyses.recorded import recorded_inputs
 
         return recorded_inputs(self.trace.ops)

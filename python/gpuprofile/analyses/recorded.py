@@ -84,19 +84,24 @@ class RecordedInputs:
     """Every op's Input Dims, Input type and Concrete Inputs, decoded once per distinct text.
 
     ``codes[column]`` holds, per ops row, the position of its text among the column's distinct
-    texts (-1: none recorded); ``values[column]`` each distinct text's list (None: it is not a
-    JSON list). The columns are "input_dims", "input_types" and "concrete_inputs". Made once per
-    trace by ``Analysis.recorded_inputs``: flops, attention and tensor cores read these lists
-    rather than decoding the texts again.
+    texts (-1: none recorded); ``values[column]`` (an object array) each distinct text's list
+    (None: it is not a JSON list), then a None that code -1 reads. The columns are
+    "input_dims", "input_types" and "concrete_inputs". Made once per trace by
+    ``Analysis.recorded_inputs``: flops and attention read these lists rather than decoding
+    the texts again.
     """
 
     codes: Mapping[str, np.ndarray]
-    values: Mapping[str, list[list[Any] | None]]
+    values: Mapping[str, np.ndarray]
 
     def of(self, column: str, row: int) -> list[Any] | None:
         """The row's decoded list; None when it recorded none or it is not a JSON list."""
-        code = int(self.codes[column][row])
-        return self.values[column][code] if code >= 0 else None
+        value: list[Any] | None = self.values[column][self.codes[column][row]]
+        return value
+
+    def rows_of(self, column: str, rows: np.ndarray) -> np.ndarray:
+        """of() for each of rows, as an object array."""
+        return np.asarray(self.values[column][self.codes[column][rows]])
 
     def recorded(self, column: str, row: int) -> bool:
         """Whether the row recorded this column at all (a text, decodable or not)."""
@@ -109,11 +114,14 @@ INPUT_COLUMNS = ("input_dims", "input_types", "concrete_inputs")
 def recorded_inputs(ops: pd.DataFrame) -> RecordedInputs:
     """The ops table's recorded inputs, each distinct text decoded once (see RecordedInputs)."""
     codes: dict[str, np.ndarray] = {}
-    values: dict[str, list[list[Any] | None]] = {}
+    values: dict[str, np.ndarray] = {}
     for column in INPUT_COLUMNS:
         texts = ops[column].to_numpy() if column in ops.columns else np.full(len(ops), None)
         labels, uniques = pd.factorize(texts)
-        labels.flags.writeable = False
-        codes[column] = labels
-        values[column] = [decoded_list(text) for text in uniques.tolist()]
+        decoded = np.full(len(uniques) + 1, None, dtype=object)  # the last: code -1
+        for i, text in enumerate(uniques.tolist()):
+            decoded[i] = decoded_list(text)  # one by one: numpy would nest lists into arrays
+        for array in (labels, decoded):
+            array.flags.writeable = False
+        codes[column], values[column] = labels, decoded
     return RecordedInputs(codes, values)

@@ -205,7 +205,7 @@ class _Thread:
         self.start = ops["start_ns"].to_numpy(np.int64)[rows]
         self.end = self.start + ops["dur_ns"].to_numpy(np.int64)[rows]
         self.dims, self.types, self.concrete = (
-            [inputs.of(column, r) for r in rows.tolist()] for column in recorded.INPUT_COLUMNS
+            inputs.rows_of(column, rows) for column in recorded.INPUT_COLUMNS
         )
         # Parents by position among rows (position: of each of them in rows, -1 for other
         # rows); a parent elsewhere (not a cpu_op of the thread) is none.
