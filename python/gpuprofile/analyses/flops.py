@@ -47,7 +47,6 @@ time of outermost aten ops (cpu_ops with no cpu_op ancestor) spent inside counte
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -406,7 +405,6 @@ def _concrete(entry: Any) -> Any:
     return _concrete_text(entry) if isinstance(entry, str) else entry
 
 
-@functools.lru_cache(maxsize=4096)
 def _concrete_text(text: str) -> Any:
     if text == "":
         return None
