@@ -32,7 +32,6 @@ import pandas as pd
 
 from gpuprofile.analyses.intervals import merged_blocks
 from gpuprofile.analyses.kernel_kind import COMPUTE, is_comm_op, kernel_kinds
-from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.steps import step_numbers
 from gpuprofile.trace.model import NO_ID, Trace
 
@@ -63,7 +62,6 @@ class Pipeline:
     bottleneck_rank: int
 
 
-@per_trace
 def compute_events(trace: Trace) -> pd.DataFrame:
     """Every rank's compute (see the module docstring): rank, start_ns, end_ns, at_ns (the
     time that places it in a step), table, id, name. Kept per trace (bubbles and stragglers
@@ -120,18 +118,18 @@ def step_spans(trace: Trace) -> pd.DataFrame:
     )
 
 
-def bubbles(trace: Trace, collectives: pd.DataFrame) -> list[Step]:
+def bubbles(trace: Trace, collectives: pd.DataFrame, events: pd.DataFrame) -> list[Step]:
     """Per recorded step (matched across ranks by N), the job's window and each rank's
     compute, wait and bubble fraction.
 
     Parameters:
         trace: a trace of two ranks or more, clocks aligned.
         collectives: ``match_collectives(trace)`` (its waits are counted per step).
+        events: ``compute_events(trace)``.
 
     Returns:
         The steps in order; [] when no rank computes.
     """
-    events = compute_events(trace)
     if events.empty:
         return []
     spans = step_spans(trace)
