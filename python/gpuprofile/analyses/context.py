@@ -117,7 +117,15 @@ class Analysis:
         """Every GPU idle interval in each rank's window, with the cause it is attributed to."""
         from gpuprofile.analyses.idle import idle_gaps
 
-        return idle_gaps(self.trace)
+        return idle_gaps(self.trace, self.blocking_calls)
+
+    @cached_property
+    def blocking_calls(self) -> pd.DataFrame:
+        """Runtime calls that make the host wait or copy, with their cause (analyses/idle.py):
+        the idle gaps and the sync-stall detector read them."""
+        from gpuprofile.analyses.idle import blocking_calls
+
+        return blocking_calls(self.trace)
 
     @cached_property
     def job(self) -> Job | None:

@@ -71,7 +71,7 @@ for step, batch in enumerate(loader):
 def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
     gaps = analysis.idle_gaps
-    calls = idle.blocking_calls(trace)
+    calls = analysis.blocking_calls
     calls = calls[calls["cause"] == idle.SYNCHRONIZATION]
     hints = []
     for rank in trace.ranks:
