@@ -48,7 +48,7 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
-# The JS unit tests, then the type check of js/model/ (tsconfig.json).
+# The JS unit tests, then the type check of all of js/ (tsconfig.json, js/model/tsconfig.json).
 js-test: setup
 	node --test js/
 	npm run --silent typecheck

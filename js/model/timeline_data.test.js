@@ -7,8 +7,8 @@ import { MIN_SPAN_NS, prepareTimeline } from "./timeline_data.js";
 
 const LANES = [
   { id: 0, kind: "cpu", group: "rank 0 · CPU", label: "thread 1", rows: 1 },
-  { id: 1, kind: "gpu", group: "rank 0 · GPU 0", label: "stream 7", rows: 1 },
-  { id: 9, kind: "gpu", label: "loose" },
+  { id: 1, kind: "gpu", group: "key-0-gpu", group_label: "GPU 0", label: "stream 7", title: "rank 0 · GPU 0 · stream 7", rows: 1 },
+  { id: 9, kind: "gpu", label: "loose", title: "loose" },
 ];
 
 function sample(extra = {}) {
@@ -108,12 +108,12 @@ test("an event's name by index, by id from the overview or the detail window, or
 
 test("a kept selection is found again in new data by lane, start and duration", () => {
   const d = prepareTimeline(sample());
-  const ev = d.findAgain({ label: "stream 7", group: "rank 0 · GPU 0", start_ns: 40, dur_ns: 5000 });
+  const ev = d.findAgain({ label: "stream 7", group: "key-0-gpu", start_ns: 40, dur_ns: 5000 });
   assert.deepEqual([ev.id, ev.lane, ev.start_ns, ev.dur_ns, ev.name], [2, 1, 40, 5000, 2]);
-  assert.equal(d.findAgain({ label: "stream 7", group: "rank 0 · GPU 0", start_ns: 41, dur_ns: 5000 }), null);
-  assert.equal(d.findAgain({ label: "stream 8", group: "rank 0 · GPU 0", start_ns: 40, dur_ns: 5000 }), null);
+  assert.equal(d.findAgain({ label: "stream 7", group: "key-0-gpu", start_ns: 41, dur_ns: 5000 }), null);
+  assert.equal(d.findAgain({ label: "stream 8", group: "key-0-gpu", start_ns: 40, dur_ns: 5000 }), null);
   // A merged overview has no single events to find.
   const merged = sample();
   merged.table.meta.merged = true;
-  assert.equal(prepareTimeline(merged).findAgain({ label: "stream 7", group: "rank 0 · GPU 0", start_ns: 40, dur_ns: 5000 }), null);
+  assert.equal(prepareTimeline(merged).findAgain({ label: "stream 7", group: "key-0-gpu", start_ns: 40, dur_ns: 5000 }), null);
 });

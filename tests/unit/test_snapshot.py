@@ -96,7 +96,7 @@ def test_pictures_are_drawn(hostile: Profile) -> None:
     # One lane per stream (7 and 8), then the CPU thread, in that order.
     kernels = hostile.trace.kernels
     labels = re.findall(r">([^<>]+)</text>", timeline)
-    assert labels[:3] == ["r0 GPU 0 stream 7", "r0 GPU 0 stream 8", "r0 CPU thread 1"]
+    assert labels[:3] == ["GPU 0 · stream 7", "GPU 0 · stream 8", "CPU · thread 1"]
     # Each kernel's middle is a coloured pixel on its stream's row, and the gap before the
     # first kernel is white (computed here from the kernels table, not by the module).
     image = lane_image(timeline)
@@ -115,8 +115,12 @@ def test_pictures_are_drawn(hostile: Profile) -> None:
         255,
         255,
     )
-    points = [p for p in hostile.report()["roofline"]["points"] if p.get("intensity")]
-    assert roofline.count("<circle") == len(points)
+    # The points of the first level (ops) whose FLOPs, bytes and rate are all known and positive.
+    points = hostile.report()["roofline"]["points"]
+    level = "op" if any(p["level"] == "op" and p.get("flops") for p in points) else "kernel"
+    known = ("flops", "bytes", "intensity", "achieved_flops_per_s")
+    drawn = [p for p in points if p["level"] == level and all((p.get(k) or 0) > 0 for k in known)]
+    assert drawn and roofline.count('<circle class="point"') == len(drawn)
 
 
 def test_a_million_kernels_stay_under_the_limit() -> None:
@@ -143,7 +147,7 @@ def test_a_million_kernels_stay_under_the_limit() -> None:
     assert size <= LIMIT, size
     assert "and 56 more ranks" in markup and "288 more hints" in markup
     # The timeline shows every stream of both ranks though they hold 2M kernels.
-    assert pictures(markup)["gp-snapshot-timeline"].count("GPU 0 stream") == 16
+    assert pictures(markup)["gp-snapshot-timeline"].count("GPU 0 · stream") == 16
 
 
 def test_busy_shading_matches_an_independent_count() -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gpuprofile.report.html import REPORT_STYLE, esc, gauges_html, hints_html, roofline_caption
 from gpuprofile.report.html import summary_html as page_summary_html
 from gpuprofile.report.html_diff import baseline_html
+from gpuprofile.report.roofline_geometry import plot_status
 from gpuprofile.report.snapshot_svg import roofline_svg, timeline_svg
 from gpuprofile.units import (
     format_count,
@@ -211,8 +212,9 @@ def _gauge_bars(report: dict[str, Any]) -> str:
 
 
 def _points_table(report: dict[str, Any], limit: int = 8) -> str:
-    """The heaviest roofline points by time, as the picture cannot name them."""
-    points = [p for p in (report.get("roofline") or {}).get("points", []) if p.get("intensity")]
+    """The heaviest roofline points by time, as the picture cannot name them: those it can plot
+    (``plot_status``, the rule every roofline view shares)."""
+    points = [p for p in (report.get("roofline") or {}).get("points", []) if not plot_status(p)]
     points = sorted(points, key=lambda p: -(p.get("time_ns") or 0))[:limit]
     if not points:
         return ""
