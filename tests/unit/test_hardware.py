@@ -9,8 +9,8 @@ import pytest
 
 import gpuprofile
 from gpuprofile.hardware.match import hardware_for_device, hardware_for_trace, identify
-from gpuprofile.hardware.model import PRECISIONS
 from gpuprofile.hardware.tables import datasheet, specs, user_hardware
+from gpuprofile.trace.precisions import PRECISIONS
 from helpers.kineto_docs import document, kernel, write
 
 T = 1e12

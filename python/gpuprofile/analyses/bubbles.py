@@ -25,7 +25,6 @@ is the one that computes longest per step.
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,11 +32,8 @@ import pandas as pd
 
 from gpuprofile.analyses.intervals import merged_blocks
 from gpuprofile.analyses.kernel_kind import COMPUTE, is_comm_op, kernel_kinds
-from gpuprofile.analyses.memo import per_trace
-from gpuprofile.analyses.names import categorical, codes, per_category
+from gpuprofile.analyses.steps import step_numbers
 from gpuprofile.trace.model import NO_ID, Trace
-
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -66,7 +62,6 @@ class Pipeline:
     bottleneck_rank: int
 
 
-@per_trace
 def compute_events(trace: Trace) -> pd.DataFrame:
     """Every rank's compute (see the module docstring): rank, start_ns, end_ns, at_ns (the
     time that places it in a step), table, id, name. Kept per trace (bubbles and stragglers
@@ -107,18 +102,10 @@ def _events(rows: pd.DataFrame, table: str, at: np.ndarray) -> pd.DataFrame:
     )
 
 
-def _step_number(name: str) -> int:
-    """N of a ProfilerStep#N annotation; -1 for any other name."""
-    found = _STEP.match(name)
-    return int(found.group(1)) if found else -1
-
-
 def step_spans(trace: Trace) -> pd.DataFrame:
     """Per rank and step: rank, step, start_ns, end_ns of its ProfilerStep#N annotations."""
     ops = trace.ops
-    # The step number of each distinct name once, not a regular expression per op.
-    names = categorical(ops["name"])
-    step = per_category(names, "profiler_step", _step_number, np.int64, -1)[codes(names)]
+    step = step_numbers(ops["name"])
     marked = step >= 0
     rows = ops[marked]
     return pd.DataFrame(
@@ -131,18 +118,18 @@ def step_spans(trace: Trace) -> pd.DataFrame:
     )
 
 
-def bubbles(trace: Trace, collectives: pd.DataFrame) -> list[Step]:
+def bubbles(trace: Trace, collectives: pd.DataFrame, events: pd.DataFrame) -> list[Step]:
     """Per recorded step (matched across ranks by N), the job's window and each rank's
     compute, wait and bubble fraction.
 
     Parameters:
         trace: a trace of two ranks or more, clocks aligned.
         collectives: ``match_collectives(trace)`` (its waits are counted per step).
+        events: ``compute_events(trace)``.
 
     Returns:
         The steps in order; [] when no rank computes.
     """
-    events = compute_events(trace)
     if events.empty:
         return []
     spans = step_spans(trace)

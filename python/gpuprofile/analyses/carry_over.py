@@ -26,7 +26,6 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.intervals import union_length
-from gpuprofile.analyses.memo import per_trace
 from gpuprofile.trace.model import Trace
 
 GPU_TABLES = ("kernels", "memcpy", "memset")
@@ -45,7 +44,6 @@ class CarryOver:
     end_ns: int
 
 
-@per_trace
 def carry_over(trace: Trace) -> list[CarryOver]:
     """The carry-over of each rank that has any (module docstring for the rule).
 

@@ -30,6 +30,7 @@ import pandas as pd
 
 from gpuprofile.analyses import recorded
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
+from gpuprofile.analyses.lookups import id_index, op_parents
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import categorical, codes, per_category
 from gpuprofile.trace.model import NO_ID, Trace
@@ -171,11 +172,10 @@ def _launching_collective(trace: Trace, op_ids: np.ndarray) -> tuple[np.ndarray,
     peers = np.full(len(op_ids), NO_ID, dtype=np.int64)
     if not len(ops):
         return out, peers
-    index = pd.Index(ops["id"].to_numpy())
-    at = index.get_indexer(op_ids)
+    at = id_index(trace, "ops").get_indexer(pd.Index(op_ids))
     names = ops["name"].astype(str).to_numpy()
     concrete = ops["concrete_inputs"].to_numpy()
-    parents = index.get_indexer(ops["parent"].to_numpy())
+    parents = op_parents(trace)
     for i in np.flatnonzero(at >= 0):
         row, found = at[i], -1
         for _ in range(_LAUNCH_DEPTH + 1):

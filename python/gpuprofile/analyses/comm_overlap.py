@@ -19,7 +19,6 @@ from gpuprofile.analyses.flops import outermost_cpu_ops
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE, kernel_kinds
 from gpuprofile.analyses.lookups import rank_table
-from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import matches
 from gpuprofile.trace.model import Trace
 
@@ -52,7 +51,6 @@ class CommOverlap:
         return self.overlapped_ns / self.comm_ns if self.comm_ns else None
 
 
-@per_trace
 def comm_overlap(trace: Trace, rank: int) -> CommOverlap | None:
     """The rank's communication and how much compute hid it; None when it has none."""
     kernels = rank_table(trace, "kernels", rank)

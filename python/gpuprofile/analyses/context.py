@@ -3,6 +3,12 @@
 Each property is a pure function of (trace, hardware), memoised so that ten detectors reading
 the same roofline or idle gaps do not recompute them. The detectors read an Analysis
 (detectors/); it knows none of them.
+
+This is the cache of derived facts: a fact that views and detectors share (decoded inputs, op
+costs, the roofline's member sets, communication overlap, carry-over) is a property here, not a
+module-level memo. What stays in analyses/memo.py's per_trace is a function of the Trace alone
+that code holding no Analysis asks as well (clock alignment before the Analysis exists, the
+widget's range requests, views given a trace).
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
 
 if TYPE_CHECKING:
+    from gpuprofile.analyses.carry_over import CarryOver
+    from gpuprofile.analyses.comm_overlap import CommOverlap
     from gpuprofile.analyses.gauges import Gauge
     from gpuprofile.analyses.job import Job
-    from gpuprofile.analyses.roofline import Roofline
+    from gpuprofile.analyses.recorded import RecordedInputs
+    from gpuprofile.analyses.roofline import Members, Roofline
 
 
 class Analysis:
@@ -50,11 +59,35 @@ class Analysis:
         return match_collectives(self.trace)
 
     @cached_property
+    def comm_overlap(self) -> dict[int, CommOverlap | None]:
+        """Per rank: its communication and how much compute hid it (analyses/comm_overlap.py);
+        the communication detector and the report's distributed section both read it."""
+        from gpuprofile.analyses.comm_overlap import comm_overlap
+
+        return {rank: comm_overlap(self.trace, rank) for rank in self.trace.ranks}
+
+    @cached_property
+    def carry_over(self) -> list[CarryOver]:
+        """GPU work of earlier steps that ran inside the recorded window, per rank that has
+        any (analyses/carry_over.py)."""
+        from gpuprofile.analyses.carry_over import carry_over
+
+        return carry_over(self.trace)
+
+    @cached_property
+    def recorded_inputs(self) -> RecordedInputs:
+        """Every op's Input Dims, Input type and Concrete Inputs, each distinct text decoded
+        once (analyses/recorded.py): FLOPs and attention read them."""
+        from gpuprofile.analyses.recorded import recorded_inputs
+
+        return recorded_inputs(self.trace.ops)
+
+    @cached_property
     def op_costs(self) -> pd.DataFrame:
         """Per op: FLOPs and minimal bytes from recorded shapes (see analyses/flops.py)."""
         from gpuprofile.analyses.flops import op_costs
 
-        return op_costs(self.trace)
+        return op_costs(self.trace, self.recorded_inputs)
 
     @cached_property
     def kernel_costs(self) -> pd.DataFrame:
@@ -64,17 +97,35 @@ class Analysis:
         return kernel_costs(self.trace, self.op_costs)
 
     @cached_property
+    def roofline_members(self) -> list[Members]:
+        """The ops and kernels the roofline's points group, per level (analyses/roofline.py):
+        the roofline and the widget's point members read them."""
+        from gpuprofile.analyses.roofline import member_sets
+
+        return member_sets(self.trace, self.op_costs, self.kernel_costs)
+
+    @cached_property
     def roofline(self) -> Roofline:
         from gpuprofile.analyses.roofline import roofline
 
-        return roofline(self.trace, self.hardware, self.op_costs, self.kernel_costs)
+        return roofline(
+            self.trace, self.hardware, self.op_costs, self.kernel_costs, self.roofline_members
+        )
 
     @cached_property
     def idle_gaps(self) -> pd.DataFrame:
         """Every GPU idle interval in each rank's window, with the cause it is attributed to."""
         from gpuprofile.analyses.idle import idle_gaps
 
-        return idle_gaps(self.trace)
+        return idle_gaps(self.trace, self.blocking_calls)
+
+    @cached_property
+    def blocking_calls(self) -> pd.DataFrame:
+        """Runtime calls that make the host wait or copy, with their cause (analyses/idle.py):
+        the idle gaps and the sync-stall detector read them."""
+        from gpuprofile.analyses.idle import blocking_calls
+
+        return blocking_calls(self.trace)
 
     @cached_property
     def job(self) -> Job | None:

@@ -47,7 +47,6 @@ time of outermost aten ops (cpu_ops with no cpu_op ancestor) spent inside counte
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -58,11 +57,9 @@ import pandas as pd
 
 from gpuprofile.analyses import recorded, torch_flops
 from gpuprofile.analyses.kernel_kind import is_compute
-from gpuprofile.analyses.lookups import op_parents, read_only
+from gpuprofile.analyses.lookups import op_parents, outermost_with, read_only
 from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.op_formulas import (
-    DTYPES,
-    ITEMSIZE,
     MISSING,
     Arg,
     Estimate,
@@ -70,8 +67,16 @@ from gpuprofile.analyses.op_formulas import (
     own_formula,
 )
 from gpuprofile.trace.model import NO_ID, Trace
+from gpuprofile.trace.precisions import (
+    INPUT_TYPES,
+    ITEMSIZE,
+    LOW_PRECISIONS,
+    NCU_PRECISIONS,
+    PRECISIONS,
+)
 
-_TENSOR_CORE_DTYPES = ("fp16", "bf16", "fp32", "fp8", "int8")
+# fp32 reaches tensor cores as TF32; the low precisions as they are.
+_TENSOR_CORE_DTYPES = ("fp32", *LOW_PRECISIONS)
 
 
 @dataclass(frozen=True)
@@ -87,10 +92,15 @@ class _Cost:
     tensor_core_roof: str
 
 
-def op_costs(trace: Trace) -> pd.DataFrame:
-    """Per op, index-aligned by op id: FLOPs, bytes, dtype and tensor-core facts (see above)."""
+def op_costs(trace: Trace, inputs: recorded.RecordedInputs | None = None) -> pd.DataFrame:
+    """Per op, index-aligned by op id: FLOPs, bytes, dtype and tensor-core facts (see above).
+
+    inputs: the ops' recorded inputs decoded (``Analysis.recorded_inputs``); None: decode them
+    here."""
     ops = trace.ops
-    codes, described = _describe_rows(ops)
+    codes, described = _describe_rows(
+        ops, inputs if inputs is not None else recorded.recorded_inputs(ops)
+    )
 
     def values(field: str, dtype: Any) -> np.ndarray:
         return np.asarray(np.array([getattr(c, field) for c in described], dtype=dtype)[codes])
@@ -113,7 +123,7 @@ def op_costs(trace: Trace) -> pd.DataFrame:
         )
 
     ids = ops["id"].to_numpy()
-    top = _outermost_with(np.isfinite(flops), _parent_positions(trace))
+    top = outermost_with(np.isfinite(flops), op_parents(trace))
     index = pd.Index(ids, name="op_id")
     return pd.DataFrame(
         {
@@ -144,7 +154,9 @@ def _with_label(column: pd.Categorical, rows: np.ndarray, label: str) -> pd.Cate
     return column
 
 
-def _describe_rows(ops: pd.DataFrame) -> tuple[np.ndarray, list[_Cost]]:
+def _describe_rows(
+    ops: pd.DataFrame, inputs: recorded.RecordedInputs
+) -> tuple[np.ndarray, list[_Cost]]:
     """Per op, the position of its description in the list; each distinct description once.
 
     Traces repeat a few thousand (name, shapes) combinations over and over, and most ops (python
@@ -152,27 +164,22 @@ def _describe_rows(ops: pd.DataFrame) -> tuple[np.ndarray, list[_Cost]]:
     """
     names = ops["name"].cat
     name_codes = names.codes.to_numpy().astype(np.int64)
-    dims = ops["input_dims"].to_numpy()
-    shaped = np.flatnonzero(pd.notna(dims))
+    shaped = np.flatnonzero(inputs.codes["input_dims"] >= 0)
     # torch (about 1 s to import) only when some op recorded shapes for a formula to use.
     with_torch = bool(len(shaped))
-    described = [_describe(str(n), None, None, None, with_torch) for n in names.categories]
+    described = [_describe(str(n), None, with_torch) for n in names.categories]
     codes = name_codes.copy()
     if not len(shaped):
         return codes, described
-    columns = [dims, ops["input_types"].to_numpy()]
-    if "concrete_inputs" in ops.columns:
-        columns.append(ops["concrete_inputs"].to_numpy())
     key = name_codes[shaped]
-    for column in columns:
-        labels, uniques = pd.factorize(column[shaped])
-        key = pd.factorize(key * (len(uniques) + 1) + (labels + 1))[0]
+    for column in recorded.INPUT_COLUMNS:
+        labels = inputs.codes[column][shaped]
+        key = pd.factorize(key * (len(inputs.values[column]) + 1) + (labels + 1))[0]
     first = np.unique(key, return_index=True)[1]
     rows = shaped[first]
-    concrete = columns[2][rows] if len(columns) > 2 else [None] * len(rows)
     described += [
-        _describe(str(n), d, t, c, with_torch)
-        for n, d, t, c in zip(ops["name"].to_numpy()[rows], dims[rows], columns[1][rows], concrete)
+        _describe(str(n), _parse_args(inputs, int(row)), with_torch)
+        for n, row in zip(ops["name"].to_numpy()[rows], rows.tolist())
     ]
     codes[shaped] = len(names.categories) + key
     return codes, described
@@ -239,7 +246,8 @@ def _is_amount(values: np.ndarray) -> np.ndarray:
         return np.asarray(np.isfinite(values) & (values >= 0))
 
 
-_PRECISIONS = ("fp64", "fp32", "fp16")
+# In PRECISIONS order: a tie goes to the wider precision.
+_MEASURED = tuple(p for p in PRECISIONS if p in NCU_PRECISIONS.values())
 
 
 def _measured_dtypes(metrics: np.ndarray, measured: np.ndarray, dtype: np.ndarray) -> np.ndarray:
@@ -248,7 +256,7 @@ def _measured_dtypes(metrics: np.ndarray, measured: np.ndarray, dtype: np.ndarra
     out = np.asarray(dtype, dtype=object).copy()
     for i in np.flatnonzero(measured):
         counts = metrics[i] if isinstance(metrics[i], dict) else {}
-        per = {p: recorded.number(counts.get(f"{p}_flops")) or 0.0 for p in _PRECISIONS}
+        per = {p: recorded.number(counts.get(f"{p}_flops")) or 0.0 for p in _MEASURED}
         if not out[i] and any(v > 0 for v in per.values()):
             out[i] = max(per, key=lambda p: per[p])
     return out
@@ -286,44 +294,15 @@ def outermost_cpu_ops(trace: Trace) -> np.ndarray:
     user wrote, not the ones they call, nor annotations or Python frames around them. Kept per
     trace (read-only): coverage, each rank's communication hint and range requests ask."""
     is_op = (trace.ops["category"] == "cpu_op").to_numpy()
-    return read_only(_outermost_with(is_op, _parent_positions(trace)) == np.arange(len(is_op)))
-
-
-def _parent_positions(trace: Trace) -> np.ndarray:
-    parent = trace.ops["parent"].to_numpy()
-    return np.where(parent == NO_ID, -1, op_parents(trace))
-
-
-def _outermost_with(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
-    """Per row, the position of its outermost ancestor-or-self with flag set, else -1."""
-    # Pointer doubling: best[i] is the outermost flagged row on the path from i up to, not
-    # including, jump[i]; each pass doubles the path, so stacks 50 deep take 6 passes.
-    best = np.where(flag, np.arange(len(flag)), -1)
-    jump = parent.copy()
-    rows = np.flatnonzero(jump >= 0)
-    while len(rows):
-        above = jump[rows]
-        higher = best[above]
-        found = higher >= 0
-        best[rows[found]] = higher[found]
-        jump[rows] = jump[above]
-        rows = rows[jump[rows] >= 0]
-    return best
+    return read_only(outermost_with(is_op, op_parents(trace)) == np.arange(len(is_op)))
 
 
 # --- one distinct (name, shapes, types, concrete inputs) ------------------------------------
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _describe(
-    name: str,
-    dims: str | None,
-    types: str | None,
-    concrete: str | None,
-    with_torch: bool,
-) -> _Cost:
+def _describe(name: str, parsed: list[Arg] | str | None, with_torch: bool) -> _Cost:
+    """One distinct (name, recorded inputs): parsed is _parse_args' answer (None: no shapes)."""
     registry = torch_flops.registry() if with_torch else {}
-    parsed = _parse_args(dims, types, concrete)
     args = parsed if isinstance(parsed, list) else None
     dtype = dominant_dtype(args) if args is not None else ""
     family, gemm = _gemm_dims(name, args or [])
@@ -383,18 +362,16 @@ def _checked(estimate: Estimate) -> Estimate | str:
     return Estimate(estimate.flops, math.nan)
 
 
-def _parse_args(
-    dims: str | None, types: str | None, concrete: str | None
-) -> list[Arg] | str | None:
-    """The recorded inputs; None when no shapes were recorded, a reason when an input's dims
-    are not a shape a tensor can have (analyses/recorded.py)."""
-    if dims is None:
+def _parse_args(inputs: recorded.RecordedInputs, row: int) -> list[Arg] | str | None:
+    """The row's recorded inputs; None when no shapes were recorded, a reason when an input's
+    dims are not a shape a tensor can have (analyses/recorded.py)."""
+    if not inputs.recorded("input_dims", row):
         return None
-    shapes = recorded.decoded_list(dims)
+    shapes = inputs.of("input_dims", row)
     if shapes is None:
         return "the recorded Input Dims are not a JSON list"
-    kinds = recorded.decoded_list(types)
-    values = recorded.decoded_list(concrete)
+    kinds = inputs.of("input_types", row)
+    values = inputs.of("concrete_inputs", row)
     args = []
     for i, dims_i in enumerate(shapes):
         kind = kinds[i] if kinds is not None and i < len(kinds) else None
@@ -405,11 +382,13 @@ def _parse_args(
         if flat and checked is None:
             return f"input {i}'s dims {_clipped(dims_i)} are not a tensor's shape"
         # Without "Input type", a non-empty list of ints is taken for a tensor's dims.
-        tensor = checked is not None and (kind in DTYPES if kind is not None else bool(checked))
+        tensor = checked is not None and (
+            kind in INPUT_TYPES if kind is not None else bool(checked)
+        )
         value = _concrete(values[i]) if values is not None and i < len(values) else MISSING
         if tensor:
             assert checked is not None
-            dtype = DTYPES[kind][0] if kind else ""
+            dtype = INPUT_TYPES[kind][0] if kind else ""
             args.append(Arg(checked, dtype, value))
         else:
             args.append(Arg(None, "", value))
@@ -426,7 +405,6 @@ def _concrete(entry: Any) -> Any:
     return _concrete_text(entry) if isinstance(entry, str) else entry
 
 
-@functools.lru_cache(maxsize=4096)
 def _concrete_text(text: str) -> Any:
     if text == "":
         return None
@@ -490,6 +468,6 @@ def _aligned(dims: tuple[int, ...], dtype: str) -> bool:
 def _tensor_core_roof(family: str | None, dtype: str) -> str:
     if family is None:
         return ""
-    if dtype in ("bf16", "fp16", "fp8", "int8"):
+    if dtype in LOW_PRECISIONS:
         return dtype
     return "tf32" if dtype == "fp32" and family == "conv" else ""

@@ -11,17 +11,14 @@ in the whole-window figures only.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpuprofile.analyses.gpu_time import gpu_activity
 from gpuprofile.analyses.intervals import IntervalSet
-from gpuprofile.analyses.memo import per_trace
+from gpuprofile.analyses.steps import is_step
 from gpuprofile.trace.model import Trace
-
-STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
 
 
 @dataclass(frozen=True)
@@ -33,7 +30,6 @@ class GpuStep:
     idle_ns: int
 
 
-@per_trace
 def gpu_steps(trace: Trace, rank: int) -> list[GpuStep]:
     """The GPU span of each step marker of one rank.
 
@@ -47,8 +43,7 @@ def gpu_steps(trace: Trace, rank: int) -> list[GpuStep]:
     """
     marks = trace.gpu_annotations
     marks = marks[marks["rank"].to_numpy() == rank]
-    names = marks["name"].astype(str)
-    marks = marks[names.str.match(STEP_MARKER).to_numpy(bool)]
+    marks = marks[is_step(marks["name"])]
     if marks.empty:
         return []
     start = marks["start_ns"].to_numpy(np.int64)

@@ -59,7 +59,6 @@ import pandas as pd
 from gpuprofile.analyses.gpu_time import gpu_activity
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.lookups import cpu_op_tree, host_threads, rank_rows
-from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import matches, strings
 from gpuprofile.analyses.patterns import (
     COLLECTIVE_OP,
@@ -99,9 +98,12 @@ LAUNCH_LATENCY_NS = 50_000
 _COLUMNS = ("rank", "start_ns", "end_ns", "dur_ns", "cause", "op_id", "runtime_id")
 
 
-def idle_gaps(trace: Trace) -> pd.DataFrame:
-    """One row per GPU idle gap: rank, start_ns, end_ns, dur_ns, cause, op_id, runtime_id."""
-    calls = _blocking_calls(trace)
+def idle_gaps(trace: Trace, calls: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per GPU idle gap: rank, start_ns, end_ns, dur_ns, cause, op_id, runtime_id.
+
+    calls: blocking_calls(trace) (``Analysis.blocking_calls``); None: found here."""
+    if calls is None:
+        calls = blocking_calls(trace)
     frames = [_rank_gaps(trace, rank, calls) for rank in trace.ranks]
     frames = [f for f in frames if len(f)]
     if not frames:
@@ -125,15 +127,9 @@ def blocking_calls(trace: Trace) -> pd.DataFrame:
     Columns: runtime (row position), rank, start_ns, end_ns, cause (synchronization or
     host-device-copy), blocking (bool), op and inner_op (positions in trace.ops of the
     outermost aten op and the innermost cpu_op around the call, or NO_ID), copy_kind (kind
-    of the correlated memcpy, or "").
+    of the correlated memcpy, or "". ``Analysis.blocking_calls`` keeps it for idle_gaps
+    and the sync-stall detector.
     """
-    return _blocking_calls(trace).copy()
-
-
-@per_trace
-def _blocking_calls(trace: Trace) -> pd.DataFrame:
-    """blocking_calls, computed once per trace for idle_gaps and the detectors: never modified
-    (blocking_calls hands out copies)."""
     runtime = trace.runtime
     sync = matches(runtime["name"], SYNC_CALL)
     sync_copy = matches(runtime["name"], SYNC_COPY_CALL)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.bubbles import Pipeline, Step, bubbles, pipeline
+from gpuprofile.analyses.bubbles import Pipeline, Step, bubbles, compute_events, pipeline
 from gpuprofile.analyses.stragglers import Straggler, stragglers
 from gpuprofile.trace.meta import world_size
 from gpuprofile.trace.model import NO_ID, Trace
@@ -61,13 +61,15 @@ def job(
     present = tuple(trace.ranks)
     world = world_size(trace.meta)
     expected = range(world) if world is not None else range(max(present, default=-1) + 1)
-    steps = bubbles(trace, collectives)
+    # What each rank computed, found once for the bubbles and the stragglers.
+    compute = compute_events(trace)
+    steps = bubbles(trace, collectives, compute)
     return Job(
         world_size=world,
         ranks_present=present,
         missing_ranks=tuple(r for r in expected if r not in present),
         steps=tuple(steps),
-        stragglers=tuple(stragglers(trace, collectives, idle_gaps)),
+        stragglers=tuple(stragglers(trace, collectives, idle_gaps, compute)),
         pipeline=pipeline(steps, collectives),
         collectives=tuple(summarize(collectives, link_roof_bytes_per_s)),
     )

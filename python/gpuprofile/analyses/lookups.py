@@ -1,6 +1,9 @@
 """Lookups on a trace's tables that several analyses need, computed once per Trace.
 
-The arrays are shared between callers, so they are read-only.
+The arrays are shared between callers, so they are read-only. The op tree is asked here: each
+op's parent row (op_parents; an op's depth is the trace's own ``ops.depth`` column), and the
+ancestor queries every analysis walks the tree with (outermost_with, has_ancestor,
+innermost_with), so none climbs parents by hand.
 """
 
 from __future__ import annotations
@@ -15,14 +18,53 @@ from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import matches
 from gpuprofile.trace.codes import shared_codes
 from gpuprofile.trace.links import THREAD
-from gpuprofile.trace.model import Trace
+from gpuprofile.trace.model import NO_ID, Trace
 
 
 @per_trace
 def op_parents(trace: Trace) -> np.ndarray:
     """Per ops row, the row position of its parent (by id), -1 when the trace has none."""
-    ops = trace.ops
-    return read_only(pd.Index(ops["id"].to_numpy()).get_indexer(ops["parent"].to_numpy()))
+    parent = trace.ops["parent"].to_numpy()
+    found = id_index(trace, "ops").get_indexer(pd.Index(parent))
+    return read_only(np.where(parent == NO_ID, -1, found))
+
+
+def outermost_with(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per row, the position of its outermost ancestor-or-self with flag set, else -1.
+
+    parent: per row, its parent's position (-1 at a root), as op_parents gives, or the same
+    over a subset of rows (positions within it)."""
+    # Pointer doubling: best[i] is the outermost flagged row on the path from i up to, not
+    # including, jump[i]; each pass doubles the path, so stacks 50 deep take 6 passes.
+    best = np.where(flag, np.arange(len(flag)), -1)
+    jump = parent.copy()
+    rows = np.flatnonzero(jump >= 0)
+    while len(rows):
+        above = jump[rows]
+        higher = best[above]
+        found = higher >= 0
+        best[rows[found]] = higher[found]
+        jump[rows] = jump[above]
+        rows = rows[jump[rows] >= 0]
+    return best
+
+
+def has_ancestor(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per row, whether a strict ancestor (its parent, or the parent's ancestors) has flag set."""
+    above = outermost_with(flag, parent)
+    return np.asarray((parent >= 0) & (above[np.maximum(parent, 0)] >= 0))
+
+
+def innermost_with(flag: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per row of rows, the position of its innermost ancestor-or-self with flag set, else -1."""
+    at = np.asarray(rows, dtype=np.int64).copy()
+    climbing = np.flatnonzero(at >= 0)
+    while len(climbing):
+        here = at[climbing]
+        climbing = climbing[~flag[here]]  # found: stop there
+        at[climbing] = parent[at[climbing]]
+        climbing = climbing[at[climbing] >= 0]
+    return at
 
 
 @per_trace

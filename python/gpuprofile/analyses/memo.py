@@ -1,4 +1,11 @@
-"""Memoising pure per-trace analyses, so detectors can share them without passing them around."""
+"""Memoising pure per-trace lookups that code without an Analysis asks too.
+
+Analysis (context.py) is the cache of derived facts; per_trace is kept only for functions of
+the Trace alone (row lookups, per-rank spans, GPU time) that are also asked where no Analysis
+exists: align_clocks runs before it (and matches collectives on the very trace the Analysis
+then keeps when no shift is needed), and the widget's range requests and some views hold only a
+Trace. Moving those onto the Analysis means passing it through every such caller.
+"""
 
 from __future__ import annotations
 

@@ -35,30 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# Kineto's "Input type" strings for tensors -> (our dtype name, bytes per element).
-DTYPES: dict[str, tuple[str, int]] = {
-    "float": ("fp32", 4),
-    "double": ("fp64", 8),
-    "c10::Half": ("fp16", 2),
-    "c10::BFloat16": ("bf16", 2),
-    "c10::Float8_e4m3fn": ("fp8", 1),
-    "c10::Float8_e5m2": ("fp8", 1),
-    "c10::Float8_e4m3fnuz": ("fp8", 1),
-    "c10::Float8_e5m2fnuz": ("fp8", 1),
-    "c10::Float8_e8m0fnu": ("fp8", 1),
-    "signed char": ("int8", 1),
-    "unsigned char": ("uint8", 1),
-    "short int": ("int16", 2),
-    "int": ("int32", 4),
-    "long int": ("int64", 8),
-    "long": ("int64", 8),  # older Kineto versions
-    "bool": ("bool", 1),
-    "c10::complex<c10::Half>": ("complex32", 4),
-    "c10::complex<float>": ("complex64", 8),
-    "c10::complex<double>": ("complex128", 16),
-}
-ITEMSIZE = {name: size for name, size in DTYPES.values()}
-FLOATING = ("fp64", "fp32", "bf16", "fp16", "fp8")
+from gpuprofile.trace.precisions import FLOATING, ITEMSIZE
 
 TRANSCENDENTAL = 4
 SOFTMAX = 8

@@ -10,9 +10,13 @@ is a list of whole numbers of zero or more whose product a tensor could have. An
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import numpy as np
+import pandas as pd
 
 # More elements than any tensor holds (2**53 fp8 bytes is 8 PiB), and the limit below which
 # element counts, byte counts and FLOPs stay exact in float64 and int64.
@@ -66,3 +70,58 @@ def number(value: Any) -> float | None:
     except OverflowError:  # an int past float's range
         return None
     return result if math.isfinite(result) else None
+
+
+def tensor_shape(entry: Any) -> tuple[int, ...] | None:
+    """The dims of one Input Dims entry that is a tensor with at least one dim; None for a
+    scalar ([]), a TensorList, a value that is no shape, or no entry."""
+    dims = shape(entry)
+    return dims if dims else None
+
+
+@dataclass(frozen=True)
+class RecordedInputs:
+    """Every op's Input Dims, Input type and Concrete Inputs, decoded once per distinct text.
+
+    ``codes[column]`` holds, per ops row, the position of its text among the column's distinct
+    texts (-1: none recorded); ``values[column]`` (an object array) each distinct text's list
+    (None: it is not a JSON list), then a None that code -1 reads. The columns are
+    "input_dims", "input_types" and "concrete_inputs". Made once per trace by
+    ``Analysis.recorded_inputs``: flops and attention read these lists rather than decoding
+    the texts again.
+    """
+
+    codes: Mapping[str, np.ndarray]
+    values: Mapping[str, np.ndarray]
+
+    def of(self, column: str, row: int) -> list[Any] | None:
+        """The row's decoded list; None when it recorded none or it is not a JSON list."""
+        value: list[Any] | None = self.values[column][self.codes[column][row]]
+        return value
+
+    def rows_of(self, column: str, rows: np.ndarray) -> np.ndarray:
+        """of() for each of rows, as an object array."""
+        return np.asarray(self.values[column][self.codes[column][rows]])
+
+    def recorded(self, column: str, row: int) -> bool:
+        """Whether the row recorded this column at all (a text, decodable or not)."""
+        return bool(self.codes[column][row] >= 0)
+
+
+INPUT_COLUMNS = ("input_dims", "input_types", "concrete_inputs")
+
+
+def recorded_inputs(ops: pd.DataFrame) -> RecordedInputs:
+    """The ops table's recorded inputs, each distinct text decoded once (see RecordedInputs)."""
+    codes: dict[str, np.ndarray] = {}
+    values: dict[str, np.ndarray] = {}
+    for column in INPUT_COLUMNS:
+        texts = ops[column].to_numpy() if column in ops.columns else np.full(len(ops), None)
+        labels, uniques = pd.factorize(texts)
+        decoded = np.full(len(uniques) + 1, None, dtype=object)  # the last: code -1
+        for i, text in enumerate(uniques.tolist()):
+            decoded[i] = decoded_list(text)  # one by one: numpy would nest lists into arrays
+        for array in (labels, decoded):
+            array.flags.writeable = False
+        codes[column], values[column] = labels, decoded
+    return RecordedInputs(codes, values)

@@ -39,7 +39,6 @@ columns are NaN: run gpuprofile's calibrate() or pass a Hardware.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -51,6 +50,7 @@ from gpuprofile.analyses.names import per_category, strings
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.codes import first_seen_codes
 from gpuprofile.trace.model import NO_ID, Trace
+from gpuprofile.trace.precisions import TENSOR_CORE_PRECISIONS
 
 MAX_EVENT_IDS = 50
 # Work measured at more than this multiple of its roof did not run against that roof, or its
@@ -65,7 +65,6 @@ _ROOF_NUMBERS = (
     "peak_flops_per_s", "ridge_intensity", "attainable_flops_per_s", "pct_of_roof",
     "time_at_roof_ns", "saved_ns",
 )  # fmt: skip
-TENSOR_CORE_ROOFS = ("tf32", "fp16", "bf16", "fp8", "int8")
 COLUMNS = (
     "key", "level", "name", "shapes", "rank", "count", "time_ns", "known_time_ns",
     "bytes_time_ns", "flops", "bytes", "flops_source", "bytes_source", "precision", "tensor_cores",
@@ -87,11 +86,15 @@ class Roofline:
 
 
 def roofline(
-    trace: Trace, hardware: Hardware, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame
+    trace: Trace,
+    hardware: Hardware,
+    op_costs: pd.DataFrame,
+    kernel_costs: pd.DataFrame,
+    sets: list[Members],
 ) -> Roofline:
+    """The roofline of a trace; sets: member_sets() of the same trace and cost tables."""
     from gpuprofile.analyses.flops import coverage
 
-    sets = _member_sets(trace, op_costs, kernel_costs)
     groups = [_aggregate(m) for m in sets]
     points = pd.concat(groups, ignore_index=True) if groups else _empty()
     if _spans_ranks(sets):
@@ -122,7 +125,7 @@ def _over_roof_notes(points: pd.DataFrame, hardware: Hardware) -> tuple[str, ...
 
 
 @dataclass(frozen=True)
-class _Members:
+class Members:
     """One row per op or kernel that belongs to a point, as arrays: a DataFrame per member set
     costs more than the aggregation itself on traces with 10^4 kernels. Texts (name, shapes,
     dtype, tensor_core_roof) stay in their table until a point needs one."""
@@ -143,7 +146,7 @@ class _Members:
 
 def _op_members(
     trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame, gpu: bool
-) -> _Members:
+) -> Members:
     """One row per op that is a point's member, with its time; ops in ascending id order on GPU
     traces, in trace order on CPU ones."""
     if gpu:
@@ -163,7 +166,7 @@ def _op_members(
     # None (no shapes recorded) and "" are one group, as fillna("") made them.
     shapes = op_costs["shapes"].to_numpy()[rows]
     shape_code = pd.factorize(np.where(pd.isna(shapes), "", shapes))[0]
-    return _Members(
+    return Members(
         level="op",
         table=op_costs,
         rows=rows,
@@ -179,9 +182,9 @@ def _op_members(
     )
 
 
-def _kernel_members(kernel_costs: pd.DataFrame) -> _Members:
+def _kernel_members(kernel_costs: pd.DataFrame) -> Members:
     n = len(kernel_costs)
-    return _Members(
+    return Members(
         level="kernel",
         table=kernel_costs,
         rows=np.arange(n),
@@ -207,12 +210,10 @@ class PointMembers:
     time_ns: np.ndarray
 
 
-def point_members(
-    trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame, keys: set[str]
-) -> dict[str, PointMembers]:
+def point_members(sets: list[Members], keys: set[str]) -> dict[str, PointMembers]:
     """All members of the points with the given keys (roofline() keeps only the heaviest
-    MAX_EVENT_IDS ids per point), grouped and keyed exactly as roofline() does."""
-    sets = _member_sets(trace, op_costs, kernel_costs)
+    MAX_EVENT_IDS ids per point), grouped and keyed exactly as roofline() does; sets:
+    member_sets() (``Analysis.roofline_members``)."""
     multi_rank = _spans_ranks(sets)
     out: dict[str, PointMembers] = {}
     for members in sets:
@@ -247,35 +248,10 @@ def _name_codes(names: pd.Series) -> np.ndarray:
     return pd.factorize(strings(names), use_na_sentinel=False)[0]
 
 
-def _member_sets(
-    trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame
-) -> list[_Members]:
+def member_sets(trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame) -> list[Members]:
     """The members of the points at each level: ops, and kernels on GPU traces (none empty).
-    Made once for a trace and its cost tables: roofline() and the widget's point_members()
-    both ask (the widget's marks for millions of events paid for them twice)."""
-    made = _MADE.setdefault(trace, {})
-    key = (id(op_costs), id(kernel_costs))
-    if key in made:
-        op_ref, kernel_ref, sets = made[key]
-        if op_ref() is op_costs and kernel_ref() is kernel_costs:  # not ids reused
-            return sets
-    sets = _make_member_sets(trace, op_costs, kernel_costs)
-    made[key] = (weakref.ref(op_costs), weakref.ref(kernel_costs), sets)
-    return sets
-
-
-# trace -> (id of op costs, id of kernel costs) -> (their weak references, the member sets)
-_MADE: weakref.WeakKeyDictionary[
-    Trace,
-    dict[
-        tuple[int, int], tuple[weakref.ref[pd.DataFrame], weakref.ref[pd.DataFrame], list[_Members]]
-    ],
-] = weakref.WeakKeyDictionary()
-
-
-def _make_member_sets(
-    trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame
-) -> list[_Members]:
+    Made once per Analysis (``Analysis.roofline_members``): roofline() and the widget's
+    point_members() both read them (the widget's marks for millions of events paid twice)."""
     gpu = len(kernel_costs) > 0
     sets = [_op_members(trace, op_costs, kernel_costs, gpu)]
     if gpu:
@@ -283,7 +259,7 @@ def _make_member_sets(
     return [m for m in sets if len(m.id)]
 
 
-def _spans_ranks(sets: list[_Members]) -> bool:
+def _spans_ranks(sets: list[Members]) -> bool:
     """Points of several ranks: each point's key then says its rank."""
     return len(np.unique(np.concatenate([m.rank for m in sets]))) > 1 if sets else False
 
@@ -292,7 +268,7 @@ def _ranked_keys(keys: Iterable[str], ranks: Iterable[int] | np.ndarray) -> list
     return [f"{k}|rank={r}" for k, r in zip(keys, np.asarray(ranks).tolist(), strict=True)]
 
 
-def _point_names(members: _Members, first: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def _point_names(members: Members, first: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Name, shapes and key of the points whose first members are at ``first`` (before any
     rank suffix): "op:NAME|SHAPES" for ops, "kernel:NAME" for kernels."""
     name = _texts(members, "name", first)
@@ -303,12 +279,12 @@ def _point_names(members: _Members, first: np.ndarray) -> tuple[np.ndarray, np.n
     return name, np.full(len(first), "", dtype=object), [f"kernel:{nm}" for nm in name]
 
 
-def _texts(members: _Members, column: str, at: np.ndarray) -> np.ndarray:
+def _texts(members: Members, column: str, at: np.ndarray) -> np.ndarray:
     """str() of members' column at member positions, as .astype(str) writes them."""
     return strings(members.table[column].iloc[members.rows[at]])
 
 
-def _aggregate(members: _Members) -> pd.DataFrame:
+def _aggregate(members: Members) -> pd.DataFrame:
     """Points from members: sums over the members with known FLOPs; facts of the heaviest."""
     # Heaviest first, members with known FLOPs ahead: a group's first row is its heaviest known
     # one. np.lexsort is stable, so ties keep the members' order.
@@ -426,7 +402,7 @@ def _with_roofs(points: pd.DataFrame, hardware: Hardware) -> pd.DataFrame:
         roof=np.where(valid, np.where(compute, roof_key, "dram"), np.full(n, None)),
         # The compute roof a point is held to, memory-bound or not (gauges weigh by it).
         compute_roof=np.where(valid, roof_key, np.full(n, None)),
-        tensor_cores=compute & np.isin(roof_key, TENSOR_CORE_ROOFS),
+        tensor_cores=compute & np.isin(roof_key, TENSOR_CORE_PRECISIONS),
         peak_flops_per_s=np.where(valid, peak, np.nan),
         ridge_intensity=np.where(valid, ridge, np.nan),
         attainable_flops_per_s=np.where(valid, attainable, np.nan),

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.bubbles import compute_events
 from gpuprofile.analyses.idle import DATA_LOADING, HOST_LAUNCH_BOUND
 from gpuprofile.analyses.names import matches, short_kernel_name
 from gpuprofile.analyses.patterns import LOADER_OP
@@ -44,13 +43,16 @@ class Straggler:
     delay_ns: int
 
 
-def stragglers(trace: Trace, collectives: pd.DataFrame, idle_gaps: pd.DataFrame) -> list[Straggler]:
+def stragglers(
+    trace: Trace, collectives: pd.DataFrame, idle_gaps: pd.DataFrame, compute: pd.DataFrame
+) -> list[Straggler]:
     """Ranks that made others wait, most wait caused first.
 
     Parameters:
         trace: the aligned trace.
         collectives: ``match_collectives(trace)``.
         idle_gaps: ``idle.idle_gaps(trace)`` (GPU idle gaps with their causes).
+        compute: ``bubbles.compute_events(trace)``.
 
     Returns:
         One Straggler per rank that caused any wait, largest wait caused first.
@@ -70,9 +72,8 @@ def stragglers(trace: Trace, collectives: pd.DataFrame, idle_gaps: pd.DataFrame)
         wait_caused_ns=("caused", "sum"), arrived_last=("caused", "size"), delay_ns=("delay", "sum")
     )
     per_rank = per_rank.sort_values("wait_caused_ns", ascending=False, kind="stable")
-    compute = compute_events(trace) if len(trace.ranks) > 1 else None
     # Every rank's totals once: each explained straggler is weighed against the same ones.
-    totals = _rank_totals(trace, compute, idle_gaps) if compute is not None else None
+    totals = _rank_totals(trace, compute, idle_gaps) if len(trace.ranks) > 1 else None
     out = []
     rows = zip(per_rank.index.tolist(), per_rank.to_dict("records"), strict=True)
     for i, (rank, row) in enumerate(rows):

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpuprofile.hardware.cache import cache_path, host_cpu_name, read_cache, write_cache
-from gpuprofile.hardware.model import PRECISIONS, Hardware
+from gpuprofile.hardware.model import Hardware
+from gpuprofile.trace.precisions import PRECISIONS
 from gpuprofile.units import UNKNOWN, format_bytes_per_s, format_flops_per_s, format_fraction
 
 if TYPE_CHECKING:

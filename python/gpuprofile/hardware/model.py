@@ -7,10 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuprofile.trace.precisions import PRECISIONS
+
 SOURCES = ("datasheet", "estimated", "calibrated", "user", "unknown")
-# Dense peak FLOP/s by math unit. Tensor-core rates under "tf32", "fp16", "bf16", "fp8",
-# "int8" (ops/s); "fp32" and "fp64" are the vector (non-tensor-core) rates.
-PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
 
 @dataclass(frozen=True)

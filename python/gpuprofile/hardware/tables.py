@@ -25,7 +25,8 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from gpuprofile.hardware.model import PRECISIONS, Hardware
+from gpuprofile.hardware.model import Hardware
+from gpuprofile.trace.precisions import PRECISIONS
 
 TERA = 1e12
 GIGA = 1e9

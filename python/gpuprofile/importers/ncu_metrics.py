@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuprofile.importers.ncu_csv import Launch, Value
+from gpuprofile.trace.precisions import NCU_PRECISIONS
 
 _MISSING = frozenset({"", "n/a", "N/A", "NA", "-", "--", "nan", "(!)"})
 _THOUSANDS = re.compile(r"^[-+]?\d{1,3}(,\d{3})+(\.\d*)?([eE][-+]?\d+)?$")
@@ -31,7 +32,6 @@ _SECONDS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond":
 _HERTZ = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
 # Base units that take a decimal prefix ("Kbyte", "Mcycle", "Ginst"); others are counts.
 _COUNTED = ("byte", "cycle", "inst", "warp", "sector", "request", "thread", "block", "flop")
-PRECISIONS = {"f": "fp32", "d": "fp64", "h": "fp16"}
 _SASS = "smsp__sass_thread_inst_executed_op_{p}{op}_pred_on.sum"
 # Above this tensor-pipe use the SASS counts miss the launch's matrix work.
 _TENSOR_BUSY_PCT = 0.5
@@ -226,7 +226,7 @@ def _dram_bytes(m: LaunchMetrics, named: dict[str, float], seconds: float) -> fl
 
 def _flops(m: LaunchMetrics, named: dict[str, float]) -> float:
     total, any_counted = 0.0, False
-    for letter, precision in PRECISIONS.items():
+    for letter, precision in NCU_PRECISIONS.items():
         add, mul, fma = (m.get(_SASS.format(p=letter, op=op)) for op in ("add", "mul", "fma"))
         if not any(math.isfinite(v) for v in (add, mul, fma)):
             continue

@@ -10,7 +10,6 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.carry_over import carry_over
 from gpuprofile.analyses.clock import ONE_HOST
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import run_detectors
@@ -110,7 +109,7 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
             *_clock_notice(analysis),
             *_device_notice(trace),
             *({"kind": "roofline", "text": note} for note in roofline.notes),
-            *carry_over_notices(carry_over(trace), len(trace.ranks)),
+            *carry_over_notices(analysis.carry_over, len(trace.ranks)),
         ],
         "hardware": analysis.hardware.to_dict(),
         "gauges": [gauge.to_dict() for gauge in analysis.gauges],

@@ -24,6 +24,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses import recorded
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.importers.kineto_format import counter_name
 from gpuprofile.report.lanes import gpu_group, rank_label, stream_label
@@ -269,12 +270,12 @@ def _op_args(rows: pd.DataFrame) -> Any:
 
 
 def _json_value(text: str, cache: dict[str, Any]) -> Any:
-    """The JSON text an importer kept (Input Dims), as the value it was; as text if not JSON."""
+    """The JSON text an importer kept (Input Dims), as the value it was; as text if not JSON.
+    Decoded as every analysis decodes it (analyses/recorded.py), once per distinct text."""
     if text not in cache:
-        try:
-            cache[text] = msgspec.Raw(msgspec.json.encode(msgspec.json.decode(text)))
-        except msgspec.DecodeError:
-            cache[text] = text
+        value = recorded.decode(text)
+        is_json = value is not None or text.strip() == "null"
+        cache[text] = msgspec.Raw(msgspec.json.encode(value)) if is_json else text
     return cache[text]
 
 

@@ -4,13 +4,12 @@ store keeps of a run whose trace it did not keep, so a stored run diffs like a l
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from gpuprofile.analyses.names import matches
+from gpuprofile.analyses.steps import is_step
 from gpuprofile.report.diff_match import NameRow, NameRows, Rows
 from gpuprofile.report.schema import Report
 from gpuprofile.trace.model import Trace
@@ -19,8 +18,6 @@ DIGEST_SCHEMA = "gpuprofile.digest/1"
 # Rows of a table whose op-tree place a digest keeps (the longest first): a kernel's place costs
 # a pass over the kernels, and rows past these are small enough that "only in a / b" is fair.
 PLACED_ROWS = 500
-
-_STEP_OP = re.compile(r"ProfilerStep#\d+$")
 
 
 @dataclass(frozen=True)
@@ -80,7 +77,7 @@ def step_times(trace: Trace, report: Report) -> tuple[np.ndarray, str | None]:
     """
     gpu = [s.window_ns for r in report.ranks if r.gpu for s in r.gpu.steps]
     ops = trace.ops
-    host = matches(ops["name"], _STEP_OP, anchored=True) if len(ops) else np.zeros(0, dtype=bool)
+    host = is_step(ops["name"]) if len(ops) else np.zeros(0, dtype=bool)
     # Kineto can put fewer markers on the GPU than the host recorded steps (on an H200 with
     # torch 2.11, one marker for a window of 25 steps): the GPU's markers then hide steps,
     # and the host's ranges are the steps.

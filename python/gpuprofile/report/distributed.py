@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from gpuprofile.analyses.bubbles import mean_bubble
-from gpuprofile.analyses.comm_overlap import comm_overlap
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.roofline import OVER_ROOF
 
@@ -88,7 +87,7 @@ def rank_job_report(analysis: Analysis, rank: int) -> dict[str, Any] | None:
     if job is None:
         return None
     collectives = analysis.collectives
-    overlap = comm_overlap(analysis.trace, rank)
+    overlap = analysis.comm_overlap[rank]
     facts = analysis.trace.meta.ranks.get(rank)
     return {
         "clock_offset_ns": facts.clock_offset_ns if facts is not None else 0,

@@ -158,5 +158,5 @@ def _all_point_members(
         return {}
     from gpuprofile.analyses.roofline import point_members
 
-    found = point_members(trace, analysis.op_costs, analysis.kernel_costs, keys)
+    found = point_members(analysis.roofline_members, keys)
     return {k: (m.table, m.ids, m.time_ns) for k, m in found.items()}

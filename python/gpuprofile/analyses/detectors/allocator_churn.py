@@ -31,6 +31,7 @@ from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import ALLOC_CALL
+from gpuprofile.analyses.steps import is_step
 from gpuprofile.analyses.summary import span_ns, wall_ns
 from gpuprofile.analyses.thresholds import (
     FRAGMENTATION_RATIO,
@@ -41,7 +42,6 @@ from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_bytes, format_time
 
 WARMUP_SHARE = 0.10
-_STEP = re.compile(r"^ProfilerStep#\d+$")
 _WARMUP = re.compile(r"warm[-_ ]?up", re.IGNORECASE)
 
 
@@ -63,7 +63,7 @@ def steady_start(trace: Trace, rank: int) -> int:
     warmup = matches(ops["name"], _WARMUP)
     if warmup.any():
         return int((ops["start_ns"] + ops["dur_ns"]).to_numpy()[warmup].max())
-    steps = np.sort(ops["start_ns"].to_numpy()[matches(ops["name"], _STEP)])
+    steps = np.sort(ops["start_ns"].to_numpy()[is_step(ops["name"])])
     if len(steps) >= 2:
         return int(steps[1])
     start, end = span_ns(trace, rank)

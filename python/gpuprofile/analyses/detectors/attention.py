@@ -29,11 +29,12 @@ import pandas as pd
 from gpuprofile.analyses import recorded
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
-from gpuprofile.analyses.lookups import host_threads, op_parents
+from gpuprofile.analyses.lookups import has_ancestor, host_threads, op_parents
 from gpuprofile.analyses.names import categorical, per_category, strings
 from gpuprofile.analyses.names import codes as name_codes
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.trace.model import Trace
+from gpuprofile.trace.precisions import INPUT_TYPES
 from gpuprofile.units import format_bytes, format_time
 
 MATMULS = frozenset(("aten::matmul", "aten::bmm", "aten::baddbmm"))
@@ -49,14 +50,6 @@ TRIANGLE_OPS = frozenset(("aten::triu", "aten::tril", "aten::triu_", "aten::tril
 SOFTMAXES = frozenset(("aten::softmax", "aten::_softmax", "aten::_safe_softmax"))
 MIN_KEYS = 128  # shorter score rows are cheap enough that fusing them matters little
 FUSED_MARKERS = ("flash", "efficient", "cudnn", "overrideable", "fused")
-ELEMENT_BYTES = {
-    "float": 4,
-    "double": 8,
-    "c10::BFloat16": 2,
-    "c10::Half": 2,
-    "c10::Float8_e4m3fn": 1,
-    "c10::Float8_e5m2": 1,
-}
 
 FIX = (
     "Replace the hand-written q @ k.transpose(-2, -1) -> softmax -> @ v with "
@@ -135,7 +128,7 @@ class Occurrence:
 
 def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
-    found = occurrences(trace)
+    found = occurrences(trace, analysis.recorded_inputs)
     hints = []
     for rank in trace.ranks:
         for math in (False, True):
@@ -145,7 +138,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     return hints
 
 
-def occurrences(trace: Trace) -> list[Occurrence]:
+def occurrences(trace: Trace, inputs: recorded.RecordedInputs) -> list[Occurrence]:
     ops = trace.ops
     cpu = (ops["category"] == "cpu_op").to_numpy()
     if not cpu.any():
@@ -168,7 +161,7 @@ def occurrences(trace: Trace) -> list[Occurrence]:
     position = np.full(len(ops), -1, dtype=np.int64)  # of a row within its thread's rows
     for lo, hi in itertools.pairwise(bounds):
         position[rows[lo:hi]] = np.arange(hi - lo)
-        thread_ops = _Thread(trace, rows[lo:hi], position)
+        thread_ops = _Thread(trace, inputs, rows[lo:hi], position)
         position[rows[lo:hi]] = -1
         rank_of = int(ops["rank"].to_numpy()[rows[lo]])
         timing = kernel_ns if rank_of in gpu_ranks else None
@@ -199,15 +192,21 @@ def _matches_name(names: pd.Series, test: str) -> np.ndarray:
 class _Thread:
     """The aten ops of one thread, ordered by start, with the lookups the patterns need."""
 
-    def __init__(self, trace: Trace, rows: np.ndarray, position: np.ndarray) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        inputs: recorded.RecordedInputs,
+        rows: np.ndarray,
+        position: np.ndarray,
+    ) -> None:
         ops = trace.ops
         self.ids = ops["id"].to_numpy()[rows]
         self.names = strings(ops["name"])[rows]
         self.start = ops["start_ns"].to_numpy(np.int64)[rows]
         self.end = self.start + ops["dur_ns"].to_numpy(np.int64)[rows]
-        self.dims = ops["input_dims"].to_numpy()[rows]
-        self.types = ops["input_types"].to_numpy()[rows]
-        self.concrete = ops["concrete_inputs"].to_numpy()[rows]
+        self.dims, self.types, self.concrete = (
+            inputs.rows_of(column, rows) for column in recorded.INPUT_COLUMNS
+        )
         # Parents by position among rows (position: of each of them in rows, -1 for other
         # rows); a parent elsewhere (not a cpu_op of the thread) is none.
         parent = op_parents(trace)[rows]
@@ -226,12 +225,7 @@ class _Thread:
         self._kernel_ns: np.ndarray | None = None
 
     def _has_ancestor(self, flag: np.ndarray) -> np.ndarray:
-        found = np.zeros(len(self.ids), dtype=bool)
-        ancestor = self.parent.copy()
-        while (alive := ancestor >= 0).any():
-            found |= alive & flag[np.maximum(ancestor, 0)]
-            ancestor = np.where(alive, self.parent[np.maximum(ancestor, 0)], -1)
-        return found
+        return has_ancestor(flag, self.parent)
 
     def inside(self, start: int, end: int) -> np.ndarray:
         """Positions of ops that start at or after start and end by end."""
@@ -339,7 +333,7 @@ class _Thread:
     def sdpa_mask(self, position: int, inner: np.ndarray) -> str:
         """An SDPA call's own arguments: is_causal (the 6th, in Concrete Inputs), attn_mask
         (the 4th input's dims), or a triangle built inside it (the math path's causal mask)."""
-        concrete = _json_list(self.concrete[position])
+        concrete = self.concrete[position] or []
         if len(concrete) > 5 and str(concrete[5]) == "True":
             return CAUSAL
         if any(self.names[p] in TRIANGLE_OPS for p in inner.tolist()):
@@ -352,11 +346,12 @@ class _Thread:
         math: bool,
         positions: tuple[int, ...],
         scores: list[int],
-        types: str | None,
+        types: list[object] | None,
         removable: int,
     ) -> Occurrence:
         batch = int(np.prod(scores[:-2])) if len(scores) > 2 else 1
-        element = ELEMENT_BYTES.get(_first_type(types), 4)
+        # A score dtype the table does not size is taken for fp32.
+        element = INPUT_TYPES.get(_first_type(types), ("fp32", 4))[1]
         return Occurrence(
             rank=rank,
             math=math,
@@ -435,48 +430,41 @@ def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
     )
 
 
-def _json_list(raw: str | None) -> list[object]:
-    return recorded.decoded_list(raw) or []
-
-
-def _inputs_ending(raw: str | None, tail: list[int]) -> int:
+def _inputs_ending(dims: list[object] | None, tail: list[int]) -> int:
     """How many tensor inputs (of two dims or more) end in these dims."""
     return sum(
-        1
-        for d in _json_list(raw)
-        if isinstance(d, list) and len(d) >= 2 and d[-len(tail) :] == tail
+        1 for d in dims or [] if isinstance(d, list) and len(d) >= 2 and d[-len(tail) :] == tail
     )
 
 
-def _tensor_dims(raw: str | None, index: int) -> list[int] | None:
+def _tensor_dims(dims: list[object] | None, index: int) -> list[int] | None:
     """The dims of the index-th input, when it is a tensor with recorded dims."""
-    dims = recorded.decoded_list(raw)
     if dims is None or len(dims) <= index:
         return None
-    tensor = recorded.shape(dims[index])
+    tensor = recorded.tensor_shape(dims[index])
     return list(tensor) if tensor else None
 
 
-def _matmul_operands(name: str, raw: str | None) -> tuple[list[int], list[int]] | None:
+def _matmul_operands(name: str, dims: list[object] | None) -> tuple[list[int], list[int]] | None:
     first = 1 if name == "aten::baddbmm" else 0
-    a, b = _tensor_dims(raw, first), _tensor_dims(raw, first + 1)
+    a, b = _tensor_dims(dims, first), _tensor_dims(dims, first + 1)
     if a is None or b is None or len(a) < 2 or len(b) < 2:
         return None
     return a, b
 
 
-def _produces(name: str, raw: str | None, queries: int, keys: int) -> bool:
+def _produces(name: str, dims: list[object] | None, queries: int, keys: int) -> bool:
     """[.., L, d] x [.., d, S] -> [.., L, S]."""
-    operands = _matmul_operands(name, raw)
+    operands = _matmul_operands(name, dims)
     if operands is None:
         return False
     a, b = operands
     return a[-2] == queries and b[-1] == keys and a[-1] == b[-2]
 
 
-def _consumes(name: str, raw: str | None, queries: int, keys: int) -> bool:
+def _consumes(name: str, dims: list[object] | None, queries: int, keys: int) -> bool:
     """[.., L, S] x [.., S, d]."""
-    operands = _matmul_operands(name, raw)
+    operands = _matmul_operands(name, dims)
     if operands is None:
         return False
     a, b = operands
@@ -488,6 +476,5 @@ def _is_fused_or_math(name: str) -> bool:
     return any(m in lowered for m in FUSED_MARKERS) or "attention_math" in lowered
 
 
-def _first_type(raw: str | None) -> str:
-    types = recorded.decoded_list(raw)
+def _first_type(types: list[object] | None) -> str:
     return types[0] if types and isinstance(types[0], str) else ""

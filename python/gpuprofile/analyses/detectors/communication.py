@@ -11,7 +11,7 @@ import re
 
 import pandas as pd
 
-from gpuprofile.analyses.comm_overlap import CommOverlap, comm_overlap
+from gpuprofile.analyses.comm_overlap import CommOverlap
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import Hint, heaviest_events
@@ -70,7 +70,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
     hints = []
     for rank in trace.ranks:
-        found = comm_overlap(trace, rank)
+        found = analysis.comm_overlap[rank]
         if found is None:
             continue
         hint = _gpu_hint(trace, rank, found) if found.on_gpu else _cpu_hint(trace, rank, found)

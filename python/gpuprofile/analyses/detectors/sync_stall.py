@@ -28,7 +28,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import AUTOTUNE_TEXT, SYNC, Fix, pick, pick_text
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
-from gpuprofile.analyses.lookups import id_index
+from gpuprofile.analyses.lookups import id_index, innermost_with, op_parents
 from gpuprofile.analyses.names import strings
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.thresholds import worth_reporting
@@ -72,7 +72,7 @@ for step, batch in enumerate(loader):
 def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
     gaps = analysis.idle_gaps
-    calls = idle.blocking_calls(trace)
+    calls = analysis.blocking_calls
     calls = calls[calls["cause"] == idle.SYNCHRONIZATION]
     hints = []
     for rank in trace.ranks:
@@ -194,7 +194,6 @@ def _sources(trace: Trace, stalls: pd.DataFrame) -> pd.DataFrame:
 def user_frames(trace: Trace, positions: list[int]) -> dict[int, str | None]:
     """Per op row: the innermost Python frame outside torch that encloses it, if any."""
     ops = trace.ops
-    parent = pd.Index(ops["id"].to_numpy()).get_indexer(ops["parent"].to_numpy())
     is_frame = (ops["category"] == "python_function").to_numpy()
     names = ops["name"].astype("category")
     user = np.array(
@@ -204,10 +203,8 @@ def user_frames(trace: Trace, positions: list[int]) -> dict[int, str | None]:
         ]
         + [False]
     )[names.cat.codes.to_numpy()]
-    out: dict[int, str | None] = {}
-    for position in positions:
-        at = position
-        while at >= 0 and not (is_frame[at] and user[at]):
-            at = int(parent[at])
-        out[position] = str(names.iloc[at]) if at >= 0 else None
-    return out
+    found = innermost_with(is_frame & user, op_parents(trace), np.asarray(positions, np.int64))
+    return {
+        p: str(names.iloc[at]) if at >= 0 else None
+        for p, at in zip(positions, found.tolist(), strict=True)
+    }

@@ -75,11 +75,11 @@ from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.trace.model import Trace
+from gpuprofile.trace.precisions import LOW_PRECISIONS
 from gpuprofile.units import format_flops_per_s, format_fraction, format_time
 
 UNKNOWN_HARDWARE_SPEEDUP = 2.0
 MISALIGNED_SHARE = 0.25
-HALF_PRECISIONS = ("bf16", "fp16", "fp8", "int8")
 TOP_SHAPES = 3
 TOP_KERNELS = 3
 # Tensor-core precisions a fp32 kernel can move to, most alike to fp32 first: TF32 keeps the
@@ -140,7 +140,7 @@ def _shape_findings(
     # allow_tf32 was on by default before torch 1.12: trust the kernels over the default.
     tc = on_tensor_cores.reindex(mine["op_id"]).fillna(False).to_numpy(bool)
     fp32 = mine[(mine["dtype"] == "fp32") & (mine["tensor_core_roof"] == "") & ~tc]
-    half = mine[mine["dtype"].isin(HALF_PRECISIONS) & ~mine["dims_aligned"]]
+    half = mine[mine["dtype"].isin(LOW_PRECISIONS) & ~mine["dims_aligned"]]
     return fp32, half
 
 
@@ -249,7 +249,7 @@ def tensor_core_gain(
     """
     peaks: Mapping[str, float] = hardware.peak_flops
     fp32 = peaks.get("fp32")
-    target = next((p for p in ("tf32", "bf16", "fp16") if peaks.get(p)), None)
+    target = next((p for p in TENSOR_CORE_TARGETS if peaks.get(p)), None)
     if not hardware.known or not fp32 or target is None:
         return time_ns * (1.0 - 1.0 / UNKNOWN_HARDWARE_SPEEDUP), ""
     dram = hardware.dram_bytes_per_s or np.inf
@@ -429,7 +429,7 @@ def _tensor_shapes(raw: str) -> str:
     dims = recorded.decoded_list(raw)
     if dims is None:
         return raw
-    tensors = [d for d in dims if recorded.is_number_list(d) and recorded.shape(d) is not None]
+    tensors = [list(t) for t in map(recorded.tensor_shape, dims) if t]
     return " x ".join(str(t) for t in tensors) if tensors else raw
 
 
