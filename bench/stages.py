@@ -25,12 +25,12 @@ from typing import Any
 # (module, function, stage): the reader's steps, in the order they run.
 STAGES = (
     ("gpuprofile.importers.source", "_gunzip", "gunzip"),
-    ("gpuprofile.importers.kineto_parts", "read_trace_bytes", "read + gunzip"),
-    ("gpuprofile.importers.kineto_parts", "decode_bytes", "decode (msgspec)"),
-    ("gpuprofile.importers.kineto", "_sort_events", "events to tables"),
-    ("gpuprofile.importers.kineto", "make_table", "tables (pandas)"),
-    ("gpuprofile.importers.kineto", "with_nesting", "op nesting"),
-    ("gpuprofile.importers.kineto", "launching_ops", "kernel -> op links"),
+    ("gpuprofile.importers.kineto.parts", "read_trace_bytes", "read + gunzip"),
+    ("gpuprofile.importers.kineto.parts", "decode_bytes", "decode (msgspec)"),
+    ("gpuprofile.importers.kineto.trace", "_sort_events", "events to tables"),
+    ("gpuprofile.importers.kineto.trace", "make_table", "tables (pandas)"),
+    ("gpuprofile.importers.kineto.trace", "with_nesting", "op nesting"),
+    ("gpuprofile.importers.kineto.trace", "launching_ops", "kernel -> op links"),
 )
 
 
@@ -50,7 +50,8 @@ def stage_seconds(path: Path, repeat: int = 3) -> dict[str, float]:
     import importlib
 
     import gpuprofile
-    from gpuprofile.importers import kineto, kineto_parts
+    from gpuprofile.importers.kineto import parts as kineto_parts
+    from gpuprofile.importers.kineto import trace as kineto
 
     totals: dict[str, float] = {}
     for module_name, function, stage in STAGES:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gpuprofile.importers import kineto_parts
+from gpuprofile.importers.kineto import parts as kineto_parts
 from helpers.fingerprint import RECORD, fingerprint
 from traces.conftest import TRACES
 

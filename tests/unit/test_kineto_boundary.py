@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import gpuprofile
-from gpuprofile.importers import kineto_parts
 from gpuprofile.importers.kineto import load_kineto
-from gpuprofile.importers.kineto_format import MAX_NESTING
+from gpuprofile.importers.kineto import parts as kineto_parts
+from gpuprofile.importers.kineto.decode import MAX_NESTING
 from gpuprofile.report.notices import notices
 from gpuprofile.trace.model import NO_ID, Trace
 from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write

@@ -322,7 +322,7 @@ def test_nesting_too_deep_is_a_trace_format_error(tmp_path: Path) -> None:
 def test_raw_errors_met_reading_name_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raised: BaseException, problem: str
 ) -> None:
-    import gpuprofile.importers.kineto_parts as parts
+    import gpuprofile.importers.kineto.parts as parts
 
     def fails(path: Path) -> bytes:
         raise raised

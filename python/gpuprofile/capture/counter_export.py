@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpuprofile.importers.kineto_format import counter_name
+from gpuprofile.importers.kineto.decode import counter_name
 
 # The tail of a Kineto file after its traceEvents list: "]" then only simple "key": value
 # pairs up to the closing brace (torch 2.x writes `],"traceName": "..." }`).

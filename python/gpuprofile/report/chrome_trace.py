@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.errors import GpuprofileError
-from gpuprofile.importers.kineto_format import counter_name
+from gpuprofile.importers.kineto.decode import counter_name
 from gpuprofile.trace.model import NO_ID, Trace
 
 # The categories GPU tables are written in (Kineto's names).

@@ -12,8 +12,8 @@ from typing import Any
 import msgspec
 
 from gpuprofile.errors import TraceFormatError
-from gpuprofile.importers.kineto_checks import Findings, loose_events
-from gpuprofile.importers.kineto_format import (
+from gpuprofile.importers.kineto.check import Findings, loose_events
+from gpuprofile.importers.kineto.decode import (
     LIST_DECODER,
     LOOSE_LIST_DECODER,
     Document,

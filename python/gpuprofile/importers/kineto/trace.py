@@ -20,10 +20,8 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from gpuprofile.errors import TraceFormatError
-from gpuprofile.importers.job_files import job_files, job_ranks
-from gpuprofile.importers.job_files import same_job as _same_job
-from gpuprofile.importers.kineto_checks import REJECTED, Findings, Shapes, checked_times
-from gpuprofile.importers.kineto_columns import (
+from gpuprofile.importers.kineto.check import REJECTED, Findings, Shapes, checked_times
+from gpuprofile.importers.kineto.columns import (
     as_id,
     counter_columns,
     device_summary,
@@ -36,14 +34,14 @@ from gpuprofile.importers.kineto_columns import (
     op_columns,
     runtime_columns,
 )
-from gpuprofile.importers.kineto_format import (
+from gpuprofile.importers.kineto.decode import (
     FLOW_PHASES,
     GPU_ANNOTATION,
     Document,
     Event,
     table_of,
 )
-from gpuprofile.importers.kineto_header import (
+from gpuprofile.importers.kineto.header import (
     base_time,
     device_list,
     distributed_info,
@@ -51,7 +49,9 @@ from gpuprofile.importers.kineto_header import (
     scalar,
     steps_entry,
 )
-from gpuprofile.importers.kineto_parts import WholeDocumentNeeded, event_parts
+from gpuprofile.importers.kineto.parts import WholeDocumentNeeded, event_parts
+from gpuprofile.importers.kineto.read import job_files, job_ranks
+from gpuprofile.importers.kineto.read import same_job as _same_job
 from gpuprofile.importers.parallel import map_files
 from gpuprofile.trace.links import launching_ops, with_nesting
 from gpuprofile.trace.merge import merge

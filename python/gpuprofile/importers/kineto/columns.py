@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofile.importers.kineto_checks import Findings, Shapes
-from gpuprofile.importers.kineto_format import (
+from gpuprofile.importers.kineto.check import Findings, Shapes
+from gpuprofile.importers.kineto.decode import (
     NO_ARGS,
     OP_CATEGORY,
     Args,
