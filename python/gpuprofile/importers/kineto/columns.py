@@ -8,17 +8,17 @@ from typing import Any
 import numpy as np
 
 from gpuprofile.importers.kineto.check import Findings, Shapes
-from gpuprofile.importers.kineto.decode import (
+from gpuprofile.importers.kineto.decode import float_column
+from gpuprofile.importers.kineto.format import (
     NO_ARGS,
     OP_CATEGORY,
     Args,
     Event,
-    float_column,
     split_counter_name,
 )
 from gpuprofile.trace.model import NO_ID
 
-Times = tuple[np.ndarray, np.ndarray]  # (ts, dur) in ns, checked (kineto_checks.checked_times)
+Times = tuple[np.ndarray, np.ndarray]  # (ts, dur) in ns, checked (check.checked_times)
 _I32 = 2**31
 
 

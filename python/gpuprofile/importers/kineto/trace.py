@@ -1,11 +1,6 @@
-"""PyTorch profiler / Kineto Chrome-trace JSON (also written by vLLM, HTA's tests, TraceLens, ...).
-
-msgspec decodes only the fields we use into typed structs, so a trace is never materialised as
-Python dicts; unknown keys are skipped by the decoder. Every variant seen in the wild maps onto
-the same tables: old capitalized categories (``Kernel``, ``Runtime``, ``Operator``), top-level
-list documents, ``computeProperties``, absolute and ``baseTimeNanoseconds``-relative time, int
-and float ``ts``, AMD/HIP names, and CUPTI range-profiler traces (which hold no kernel timeline).
-"""
+"""The Kineto reader's last stage, trace: a rank's files taken through the earlier stages (read,
+decode, check, columns) into one Trace with its tables and meta; a job's ranks read each so and
+merged."""
 
 from __future__ import annotations
 
@@ -20,7 +15,13 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from gpuprofile.errors import TraceFormatError
-from gpuprofile.importers.kineto.check import REJECTED, Findings, Shapes, checked_times
+from gpuprofile.importers.kineto.check import (
+    REJECTED,
+    Findings,
+    Shapes,
+    checked_times,
+    loose_events,
+)
 from gpuprofile.importers.kineto.columns import (
     as_id,
     counter_columns,
@@ -34,7 +35,8 @@ from gpuprofile.importers.kineto.columns import (
     op_columns,
     runtime_columns,
 )
-from gpuprofile.importers.kineto.decode import (
+from gpuprofile.importers.kineto.decode import WholeDocumentNeeded, event_parts
+from gpuprofile.importers.kineto.format import (
     FLOW_PHASES,
     GPU_ANNOTATION,
     Document,
@@ -49,10 +51,10 @@ from gpuprofile.importers.kineto.header import (
     scalar,
     steps_entry,
 )
-from gpuprofile.importers.kineto.parts import WholeDocumentNeeded, event_parts
 from gpuprofile.importers.kineto.read import job_files, job_ranks
 from gpuprofile.importers.kineto.read import same_job as _same_job
 from gpuprofile.importers.parallel import map_files
+from gpuprofile.importers.source import read_trace_bytes
 from gpuprofile.trace.links import launching_ops, with_nesting
 from gpuprofile.trace.merge import merge
 from gpuprofile.trace.meta import RankMeta, Source, TraceMeta
@@ -124,8 +126,14 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
     skipped: Counter[str] = Counter()
     findings = Findings()
     doc: Document[Any] | None = None
+
+    def loose(items: list[Any], first: int) -> list[Event]:
+        return loose_events(items, first, findings)
+
     for path in paths:
-        header, events_parts, parted = event_parts(path, findings, whole=whole)
+        raw = read_trace_bytes(path)
+        header, events_parts, parted = event_parts(path, raw, loose, whole=whole)
+        del raw  # a file decoded whole is let go now; one read in parts, after its last part
         if doc is None:
             doc = header
         elif base_time(header.baseTimeNanoseconds) != base_time(doc.baseTimeNanoseconds):
