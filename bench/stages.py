@@ -27,7 +27,7 @@ STAGES = (
     ("gpuprofile.importers.source", "_gunzip", "gunzip"),
     ("gpuprofile.importers.kineto.trace", "read_trace_bytes", "read + gunzip"),
     ("gpuprofile.importers.kineto.decode", "decode_bytes", "decode (msgspec)"),
-    ("gpuprofile.importers.kineto.trace", "_sort_events", "events to tables"),
+    ("gpuprofile.importers.kineto.trace", "sort_events", "events to tables"),
     ("gpuprofile.importers.kineto.trace", "make_table", "tables (pandas)"),
     ("gpuprofile.importers.kineto.trace", "with_nesting", "op nesting"),
     ("gpuprofile.importers.kineto.trace", "launching_ops", "kernel -> op links"),
