@@ -1,3 +1,4 @@
+// @ts-check
 // anywidget entry point: the report header, gauges, hints and roofline, then the timeline, and
 // the links between them (a hint's evidence, a roofline point or a row of the top kernels or
 // top ops outlines its events on the timeline and zooms there). Views render; the numbers all
@@ -21,20 +22,42 @@ import { renderSummary, renderTextReport, totalCounts, COUNT_KEYS } from "./view
 import { node } from "./views/dom.js";
 import { createTimeline } from "./views/timeline/timeline.js";
 
+/** @typedef {import("./views/report_types.js").Report} Report */
+/** @typedef {import("./views/timeline/timeline.js").Timeline} Timeline */
+/** @typedef {import("./model/marks.js").EventRow} EventRow */
+/**
+ * The part of anywidget's model the widget uses: traits by name (their change events), and the
+ * custom messages js/model/source.js sends and hears.
+ * @typedef {{get: (name: string) => any, on: (event: string, fn: (...args: any[]) => void) => void,
+ *   off: (event: string, fn: (...args: any[]) => void) => void,
+ *   send: (content: object) => void}} Model
+ */
+/**
+ * The panels above the timeline, rebuilt with each report.
+ * @typedef {{gauges: ReturnType<typeof createGauges>, hints: ReturnType<typeof createHints>,
+ *   roofline: ReturnType<typeof createRoofline>, ranks: ReturnType<typeof createRankSteps>,
+ *   baseline: ReturnType<typeof createBaseline>}} Panels
+ */
+
 const TIMELINE_TRAITS = [
   "events", "counters", "marks", "lanes", "names", "name_kinds", "kinds", "span_ns",
   "total_events", "complete", "opening_view",
 ];
 
+/** @param {{model: Model, el: HTMLElement}} args */
 function render({ model, el }) {
   const root = node("div", "gpuprofile");
   root.dataset.gpuprofile = "loading";
   el.appendChild(root);
 
   const source = createRemoteSource(model);
+  /** @type {Report} */
   let summary = {};
+  /** @type {HTMLElement | null} */
   let summaryEl = null;
-  let panels = null; // {gauges, hints, roofline, ranks}
+  /** @type {Panels | null} */
+  let panels = null;
+  /** @type {Timeline | null} */
   let timeline = null;
   let marks = indexMarks(null);
   const live = createLive(model.get("live"));
@@ -44,7 +67,12 @@ function render({ model, el }) {
   const textSlot = node("div");
   root.append(live.el, panelSlot, timelineSlot, textSlot);
 
-  /** Outline `rows` (and shade `windows`) on the timeline; zoom to [start, end] if given. */
+  /**
+   * Outline `rows` (and shade `windows`) on the timeline; zoom to [start, end] if given.
+   * @param {EventRow[]} rows
+   * @param {string} label
+   * @param {{total?: number | null, windows?: [number, number][], zoom?: [number, number] | null}} [opts]
+   */
   function show(rows, label, { total, windows = [], zoom = null } = {}) {
     if (!timeline) return;
     if (rows.length || windows.length) timeline.highlight(rows, label, { windows, total });
@@ -52,6 +80,12 @@ function render({ model, el }) {
     if (zoom && zoom[1] > zoom[0]) timeline.zoomTo(zoom[0], zoom[1]);
   }
 
+  /**
+   * @param {number} group a marks group (-1: none)
+   * @param {string} label
+   * @param {((rows: EventRow[]) => [number, number] | null) | null} zoom where to zoom, from the rows
+   * @param {[number, number][]} [windows]
+   */
   function showMarks(group, label, zoom, windows = []) {
     if (!timeline || group < 0) return;
     const rows = marks.rowsOf(group);
@@ -60,6 +94,7 @@ function render({ model, el }) {
 
   // A row of the top kernels or top ops: the kernel lists that name's instances on that rank.
   let namedToken = 0;
+  /** @param {import("./views/summary.js").NamePick} pick */
   function onSelectName({ table, name, rank }) {
     const mine = ++namedToken;
     source.named(table, name, rank).then(
@@ -75,18 +110,24 @@ function render({ model, el }) {
     );
   }
 
+  /**
+   * @param {number} i a hint
+   * @param {number} j its evidence
+   */
   function onEvidence(i, j) {
     const hint = (summary.hints || [])[i] || {};
     const evidence = (hint.evidence || [])[j] || {};
     const label = [hint.title, evidence.label].filter(Boolean).join(": ");
     const windows = evidence.windows || [];
     showMarks(evidenceGroup(marks.groups, i, j), label, (rows) => {
+      /** @type {[number, number][]} */
       const around = windows.length ? windows : rows.map((r) => [r.start_ns, r.start_ns + r.dur_ns]);
       return envelope(around) || [0, 0];
     }, windows);
     timelineSlot.scrollIntoView?.({ block: "nearest", behavior: "smooth" });
   }
 
+  /** @param {number} k a roofline point */
   function onSelectPoint(k) {
     const point = ((summary.roofline || {}).points || [])[k] || {};
     const group = pointGroup(marks.groups, k);
@@ -99,7 +140,7 @@ function render({ model, el }) {
     const roofline = createRoofline(summary, { onSelectPoint });
     const hints = createHints(summary, {
       onEvidence,
-      onSelectHint: (i) => roofline.highlightPoints(((summary.hints || [])[i] || {}).related || []),
+      onSelectHint: (/** @type {number} */ i) => roofline.highlightPoints(((summary.hints || [])[i] || {}).related || []),
     });
     const gauges = createGauges(summary);
     // A multi-rank job: the rank x step view; a click on a rank focuses the timeline on it.
@@ -116,6 +157,7 @@ function render({ model, el }) {
     }
   }
 
+  /** @param {number} rank */
   function onFocusRank(rank) {
     if (!timeline) return;
     timeline.focusRank(rank);
@@ -157,7 +199,8 @@ function render({ model, el }) {
       counters = decodeTable(model.get("counters"));
       marks = indexMarks(decodeTable(model.get("marks")));
     } catch (err) {
-      timelineSlot.replaceChildren(node("div", "gp-error", `gpuprofile: cannot read the timeline: ${err.message}`));
+      const why = /** @type {Error} */ (err).message;
+      timelineSlot.replaceChildren(node("div", "gp-error", `gpuprofile: cannot read the timeline: ${why}`));
       root.dataset.gpuprofile = "error";
       return;
     }

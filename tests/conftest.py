@@ -4,22 +4,40 @@ helpers package beside this file."""
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
+
+from helpers import home
 
 # Before torch is imported anywhere: torch's default of 2 threads on a shared 2-core box makes
 # tiny workloads 100x slower when another process runs.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import pytest
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing import globalipapp
+# Before anything imports gpuprofile, IPython or torch: the session's HOME and XDG folders are
+# temporary ones (kernels and subprocesses the tests start inherit them), so calibrate(), the
+# history and every tool's caches stay out of the user's. The user's gpuprofile folders are
+# recorded now and compared when the session ends (pytest_sessionfinish).
+_REAL = home.gpuprofile_folders(dict(os.environ))
+_REAL_STATE = {name: home.state(path) for name, path in _REAL.items()}
+_ROOT = Path(tempfile.mkdtemp(prefix="gpuprofile-test-home-"))
+atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)
+home.isolate(_ROOT)
+# Every capture is recorded in the history: the suite's runs go to a store of its own.
+os.environ["GPUPROFILE_HISTORY"] = str(_ROOT / "history.sqlite")
 
-# Every capture is recorded in the history: the suite's runs go to a store of its own (kernels
-# and subprocesses the tests start inherit it), never into the user's data folder.
-_HISTORY = tempfile.mkdtemp(prefix="gpuprofile-test-history-")
-os.environ["GPUPROFILE_HISTORY"] = os.path.join(_HISTORY, "history.sqlite")
-atexit.register(shutil.rmtree, _HISTORY, ignore_errors=True)
+import pytest  # noqa: E402
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from IPython.testing import globalipapp  # noqa: E402
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The suite fails when it changed the user's own gpuprofile folders."""
+    changed = [n for n, path in _REAL.items() if home.state(path) != _REAL_STATE[n]]
+    if changed:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        where = ", ".join(f"{n} ({_REAL[n]})" for n in changed)
+        print(f"\nFAILED: the suite changed the user's {where}", file=sys.stderr)
 
 
 @pytest.fixture(scope="session")

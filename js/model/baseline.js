@@ -4,7 +4,7 @@
 // the kernels and ops that moved most, and the hints fixed / new / kept, and spells the numbers
 // (format.js). No DOM; unit-tested.
 
-import { formatCount, formatDeltaTime, formatFraction, formatSI, formatTime, num } from "./format.js";
+import { formatCount, formatDeltaTime, formatSI, formatTime, num } from "./format.js";
 
 /**
  * One before/after bar: widths are shares (0..1) of the larger of the two; tone says whether
@@ -108,29 +108,6 @@ export function runName(side) {
 }
 
 /**
- * What the median step's change is worth, as the text report says it: the bootstrap interval
- * of after/before and the diff's verdict ("faster", "slower", "within noise"), or why there is
- * none.
- * @param {any} step the diff's summary.step_ns
- * @returns {{verdict: string, text: string} | null}
- */
-export function stepNoise(step) {
-  if (!step || !step.count) return null;
-  const counts = `${formatCount(step.count.a)} vs ${formatCount(step.count.b)} steps`;
-  const interval = Array.isArray(step.interval) ? step.interval.map(num) : null;
-  if (!interval || interval[0] === null || interval[1] === null) {
-    return { verdict: "", text: `${counts}: too few for a noise interval` };
-  }
-  const [lo, hi] = /** @type {number[]} */ (interval);
-  const verdict = String(step.verdict ?? ""); // the diff says it (report/diff.py)
-  const confidence = formatFraction(num(step.confidence), 0);
-  return {
-    verdict,
-    text: `step time ${verdict}: ${confidence} interval of after/before ${formatSI(lo)}x to ${formatSI(hi)}x over ${counts}`,
-  };
-}
-
-/**
  * The baseline panel's content, or null when the report holds no baseline.
  * @param {any} summary the report (summary trait)
  * @returns {BaselineView | null}
@@ -172,6 +149,17 @@ export function baselineView(summary) {
     hints,
     counts,
     notes: Array.isArray(diff.notes) ? diff.notes.map(String) : [],
-    noise: stepNoise(s.step_ns),
+    // Python words the verdict once (report/diff_text.py step_noise_view); shown as given.
+    noise: noiseOf(summary.step_noise),
   };
+}
+
+/**
+ * The widget data's step verdict and sentence, or null.
+ * @param {any} noise summary.step_noise
+ * @returns {{verdict: string, text: string} | null}
+ */
+function noiseOf(noise) {
+  if (!noise || typeof noise.text !== "string") return null;
+  return { verdict: String(noise.verdict ?? ""), text: noise.text };
 }

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { baselineView, runName, stepNoise, TOP_ROWS } from "./baseline.js";
+import { baselineView, runName, TOP_ROWS } from "./baseline.js";
 
 // A diff document as Python writes it (gpuprofile.diff/1), small enough to check by hand.
 function diff() {
@@ -89,17 +89,12 @@ test("hints: every entry marked with its group, counted", () => {
   assert.deepEqual(view.notes, ["a note"]);
 });
 
-test("the step verdict is the diff's, with its interval", () => {
-  const step = (interval, verdict) => ({ a: 10, b: 6, delta: -4, ratio: 0.6, count: { a: 20, b: 20 }, interval, confidence: 0.95, verdict });
-  assert.equal(stepNoise(step([0.55, 0.65], "faster")).verdict, "faster");
-  assert.equal(stepNoise(step([1.2, 1.4], "slower")).verdict, "slower");
-  assert.equal(stepNoise(step([0.9, 1.1], "within noise")).verdict, "within noise");
-  assert.match(stepNoise(step([0.55, 0.65], "faster")).text, /step time faster: 95% interval of after\/before 0\.550x to 0\.650x over 20 vs 20 steps/);
-  const few = stepNoise({ ...step(null), count: { a: 2, b: 1 } });
-  assert.equal(few.verdict, "");
-  assert.match(few.text, /2 vs 1 steps: too few for a noise interval/);
-  assert.equal(stepNoise(null), null);
-  assert.equal(baselineView({ baseline: diff() }).noise, null); // step_ns null: nothing to say
+test("the step verdict and its sentence are Python's, shown as given", () => {
+  const noise = { verdict: "faster", text: "95% interval of b/a 0.550x to 0.650x over 20 steps vs 20: faster" };
+  assert.deepEqual(baselineView({ baseline: diff(), step_noise: noise }).noise, noise);
+  const few = { verdict: "", text: "2 steps vs 1: too few for a noise interval" };
+  assert.deepEqual(baselineView({ baseline: diff(), step_noise: few }).noise, few);
+  assert.equal(baselineView({ baseline: diff(), step_noise: null }).noise, null); // no steps: nothing to say
 });
 
 test("a recorded baseline is named by its run and label", () => {

@@ -3,13 +3,16 @@
 // point of a plotted row, counter lanes' sample ranges, and highlight marks grouped per lane.
 // No DOM; unit-tested.
 
-import { laneRanks, subgroupLabel } from "./ranks.js";
+import { laneRanks } from "./ranks.js";
 import { hitRow, upperBound } from "./segments.js";
 
 /** @typedef {import("./segments.js").SegmentIndex} SegmentIndex */
 /**
- * A lane as Python sends it (the `lanes` trait): a CPU thread, a GPU stream or a counter.
- * @typedef {{id: number, rank?: number, kind?: string, group?: string, label?: string, rows?: number, unit?: string, min?: number, max?: number}} Lane
+ * A lane as Python sends it (the `lanes` trait): a CPU thread, a GPU stream or a counter, with
+ * rank, device, stream (or pid, tid) as fields; `group` is its group's key, `group_label` the
+ * group's name under its rank ("GPU 0"), `title` the lane in one line ("rank 1 · GPU 1 ·
+ * stream 7"), all from gpuprofile/report/lanes.py.
+ * @typedef {{id: number, rank?: number, kind?: string, group?: string, group_label?: string, label?: string, title?: string, rows?: number, unit?: string, min?: number, max?: number, device?: number, stream?: number, pid?: number, tid?: number}} Lane
  */
 /**
  * A row of the vertical layout: a rank's header, a group's header, a lane, or a collapsed group's
@@ -32,7 +35,7 @@ import { hitRow, upperBound } from "./segments.js";
  * h, lanes: [lane...]}, plus `entryOfLane` (lane id -> the entry where that lane is drawn).
  *
  * Lanes of more than one rank (lane.rank; a rank's lanes are contiguous): each rank starts with
- * a "rank" header over its groups (whose headers are labelled without the "rank N · " prefix);
+ * a "rank" header over its groups (whose headers say lane.group_label: "GPU 3", not the key);
  * a rank in `collapsedRanks` shows one summary row of its GPU lanes (its CPU lanes when it has
  * no GPU lane), and its other lanes are drawn on its header.
  * @param {Lane[]} lanes
@@ -62,7 +65,7 @@ export function groupLayout(lanes, collapsed = new Set(), dims = {}, collapsedRa
       while (j < members.length && (members[j].group ?? "") === group) j++;
       const own = members.slice(k, j);
       const isCollapsed = group !== "" && collapsed.has(group);
-      const label = byRank ? subgroupLabel(group, rank) : group;
+      const label = own[0].group_label ?? group;
       /** @type {LayoutEntry | null} */
       let header = null;
       if (group !== "") {

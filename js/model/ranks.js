@@ -67,17 +67,6 @@ export function laneRanks(lanes) {
 }
 
 /**
- * A lane group's name under its rank's header: "rank 3 · GPU 3" -> "GPU 3".
- * @param {string} group
- * @param {number | undefined} rank
- * @returns {string}
- */
-export function subgroupLabel(group, rank) {
-  const prefix = `rank ${rank} · `;
-  return rank !== undefined && group.startsWith(prefix) ? group.slice(prefix.length) : group;
-}
-
-/**
  * The straggler to mark: the first of report.distributed.stragglers when it caused any wait.
  * @param {any} summary the report
  * @returns {{rank: number, waitCausedNs: number, arrivedLast: number | null, cause: string} | null}

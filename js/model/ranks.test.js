@@ -2,18 +2,21 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { groupLayout, hitEntry } from "./lanes.js";
-import { collectiveLinks, collectiveRows, initiallyCollapsed, laneRanks, rankStepGrid, stragglerOf, subgroupLabel } from "./ranks.js";
+import { collectiveLinks, collectiveRows, initiallyCollapsed, laneRanks, rankStepGrid, stragglerOf } from "./ranks.js";
 import { createTimelineState } from "./timeline_state.js";
 import { buildSegmentIndex } from "./segments.js";
 import { segmentTable } from "./segment_fixtures.js";
 
-/** Lanes as widget/timeline.py lays out a job: per rank GPU streams, CPU threads, counters. */
+/**
+ * Lanes as widget/timeline.py lays out a job: per rank GPU streams, CPU threads, counters. The
+ * group keys here are opaque on purpose: headers must say group_label, never parse the key.
+ */
 function jobLanes(ranks, { streams = 2, threads = 1, counters = 1 } = {}) {
   const lanes = [];
   for (let r = 0; r < ranks; r++) {
-    for (let s = 0; s < streams; s++) lanes.push({ id: lanes.length, rank: r, kind: "gpu", group: `rank ${r} · GPU ${r}`, label: `stream ${s}`, rows: 1 });
-    for (let t = 0; t < threads; t++) lanes.push({ id: lanes.length, rank: r, kind: "cpu", group: `rank ${r} · CPU`, label: `thread ${t}`, rows: 3 });
-    for (let c = 0; c < counters; c++) lanes.push({ id: lanes.length, rank: r, kind: "counter", group: `rank ${r} · counters`, label: "memory" });
+    for (let s = 0; s < streams; s++) lanes.push({ id: lanes.length, rank: r, kind: "gpu", group: `key-${r}-gpu`, group_label: `GPU ${r}`, label: `stream ${s}`, rows: 1 });
+    for (let t = 0; t < threads; t++) lanes.push({ id: lanes.length, rank: r, kind: "cpu", group: `key-${r}-cpu`, group_label: "CPU", label: `thread ${t}`, rows: 3 });
+    for (let c = 0; c < counters; c++) lanes.push({ id: lanes.length, rank: r, kind: "counter", group: `key-${r}-counters`, group_label: "counters", label: "memory" });
   }
   return lanes;
 }
@@ -23,9 +26,6 @@ const dims = { rowH: 10, pad: 2, headerH: 15, counterH: 30 };
 test("ranks of the lanes, and group names under a rank's header", () => {
   assert.deepEqual(laneRanks(jobLanes(3)), [0, 1, 2]);
   assert.deepEqual(laneRanks([{ id: 0 }, { id: 1, rank: 5 }]), [5]);
-  assert.equal(subgroupLabel("rank 3 · GPU 3", 3), "GPU 3");
-  assert.equal(subgroupLabel("rank 13 · CPU", 1), "rank 13 · CPU"); // another rank's prefix stays
-  assert.equal(subgroupLabel("CPU", undefined), "CPU");
 });
 
 test("a job's layout: a header per rank over its groups; a collapsed rank is one row of its GPU lanes", () => {
@@ -52,10 +52,10 @@ test("a job's layout: a header per rank over its groups; a collapsed rank is one
   // A rank without GPU lanes collapses to its CPU threads.
   const cpuOnly = groupLayout(jobLanes(2, { streams: 0 }), new Set(), dims, new Set([0, 1]));
   assert.equal(cpuOnly.entries[1].label, "1 CPU thread");
-  // One rank: no rank headers, group names as they are.
+  // One rank: no rank headers, group names as Python gives them.
   const single = groupLayout(jobLanes(1), new Set(), dims, new Set([0]));
   assert.deepEqual(single.entries.map((e) => e.kind), ["header", "lane", "lane", "header", "lane", "header", "lane"]);
-  assert.equal(single.entries[0].label, "rank 0 · GPU 0");
+  assert.equal(single.entries[0].label, "GPU 0");
 });
 
 test("a collapsed rank's row hits the events of all its GPU streams", () => {

@@ -70,13 +70,13 @@ export function prepareTimeline(data) {
   const nameText = (nameIdx) => (nameIdx >= 0 && nameIdx < names.length ? String(names[nameIdx]) : "");
 
   /**
-   * "group · label" of a lane, for tooltips and details.
+   * A lane in one line, for tooltips and details: its title as Python words it
+   * (gpuprofile/report/lanes.py lane_title).
    * @param {number} laneId
    */
   function laneText(laneId) {
     const lane = laneById.get(laneId);
-    if (!lane) return `lane ${laneId}`;
-    return [lane.group, lane.label].filter(Boolean).join(" · ");
+    return lane && lane.title ? lane.title : `lane ${laneId}`;
   }
 
   /**

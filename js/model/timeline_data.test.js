@@ -4,11 +4,12 @@ import assert from "node:assert/strict";
 import { colorIndex } from "./colors.js";
 import { segmentTable } from "./segment_fixtures.js";
 import { MIN_SPAN_NS, prepareTimeline } from "./timeline_data.js";
+import { selectionRecord, selectionToKeep } from "./timeline_state.js";
 
 const LANES = [
   { id: 0, kind: "cpu", group: "rank 0 · CPU", label: "thread 1", rows: 1 },
-  { id: 1, kind: "gpu", group: "rank 0 · GPU 0", label: "stream 7", rows: 1 },
-  { id: 9, kind: "gpu", label: "loose" },
+  { id: 1, kind: "gpu", group: "key-0-gpu", group_label: "GPU 0", label: "stream 7", title: "rank 0 · GPU 0 · stream 7", rows: 1 },
+  { id: 9, kind: "gpu", label: "loose", title: "loose" },
 ];
 
 function sample(extra = {}) {
@@ -108,12 +109,31 @@ test("an event's name by index, by id from the overview or the detail window, or
 
 test("a kept selection is found again in new data by lane, start and duration", () => {
   const d = prepareTimeline(sample());
-  const ev = d.findAgain({ label: "stream 7", group: "rank 0 · GPU 0", start_ns: 40, dur_ns: 5000 });
+  const ev = d.findAgain({ label: "stream 7", group: "key-0-gpu", start_ns: 40, dur_ns: 5000 });
   assert.deepEqual([ev.id, ev.lane, ev.start_ns, ev.dur_ns, ev.name], [2, 1, 40, 5000, 2]);
-  assert.equal(d.findAgain({ label: "stream 7", group: "rank 0 · GPU 0", start_ns: 41, dur_ns: 5000 }), null);
-  assert.equal(d.findAgain({ label: "stream 8", group: "rank 0 · GPU 0", start_ns: 40, dur_ns: 5000 }), null);
+  assert.equal(d.findAgain({ label: "stream 7", group: "key-0-gpu", start_ns: 41, dur_ns: 5000 }), null);
+  assert.equal(d.findAgain({ label: "stream 8", group: "key-0-gpu", start_ns: 40, dur_ns: 5000 }), null);
   // A merged overview has no single events to find.
   const merged = sample();
   merged.table.meta.merged = true;
-  assert.equal(prepareTimeline(merged).findAgain({ label: "stream 7", group: "rank 0 · GPU 0", start_ns: 40, dur_ns: 5000 }), null);
+  assert.equal(prepareTimeline(merged).findAgain({ label: "stream 7", group: "key-0-gpu", start_ns: 40, dur_ns: 5000 }), null);
+});
+
+test("a live refill keeps the selected event though its id moved: held by lane and time, found again", () => {
+  // The refill adds a window's events; the CPU lane, sorted first, grows, so every GPU event's
+  // id (its position) moves up by two.
+  const before = prepareTimeline(sample());
+  const chosen = selectionRecord({ id: 2, lane: 1, start_ns: 40, dur_ns: 5000 });
+  const kept = selectionToKeep(chosen, before.laneById);
+  const { table } = segmentTable([
+    { lane: 0, row: 0, start: 0, dur: 100, name: 0 },
+    { lane: 0, row: 1, start: 10, dur: 20, name: 1 },
+    { lane: 0, row: 0, start: 6000, dur: 100, name: 0 },
+    { lane: 0, row: 1, start: 6010, dur: 20, name: 1 },
+    { lane: 1, row: 0, start: 40, dur: 5000, name: 2 },
+    { lane: 1, row: 0, start: 6040, dur: 5000, name: 2 },
+  ]);
+  const after = prepareTimeline(sample({ table, span: 12000 }));
+  const found = after.findAgain(kept);
+  assert.deepEqual([found.id, found.lane, found.start_ns, found.dur_ns], [4, 1, 40, 5000]);
 });

@@ -1,3 +1,4 @@
+// @ts-check
 // The baseline panel: the profile against the run it was compared with (report.baseline, the
 // diff). Before/after bars of wall, GPU busy, idle (by cause) and the median step; the kernels and
 // ops that moved most with their before, after and delta; the hints marked fixed, new or kept.
@@ -12,9 +13,13 @@ import "./baseline.css";
 import { baselineView } from "../model/baseline.js";
 import { node } from "./dom.js";
 
+/** @typedef {import("../model/baseline.js").Bar} Bar */
+/** @typedef {import("../model/baseline.js").DeltaRow} DeltaRow */
+/** @typedef {import("../model/baseline.js").HintMark} HintMark */
+
 /**
- * @param {Object} summary the report (summary trait)
- * @returns {{el: HTMLElement | null, destroy: () => void}}
+ * @param {import("./report_types.js").Report | null | undefined} summary the report (summary trait)
+ * @returns {import("./report_types.js").Panel}
  */
 export function createBaseline(summary) {
   const view = baselineView(summary);
@@ -43,10 +48,12 @@ export function createBaseline(summary) {
   }
   body.append(bars);
   const tables = node("div", "gp-baseline-tables");
-  for (const [key, title, rows, total] of [
+  /** @type {[string, string, DeltaRow[], number][]} */
+  const deltas = [
     ["kernels", "Kernels", view.kernels, view.kernelsTotal],
     ["ops", "Ops", view.ops, view.opsTotal],
-  ]) {
+  ];
+  for (const [key, title, rows, total] of deltas) {
     if (rows.length) tables.append(deltaTable(key, title, rows, total));
   }
   body.append(tables);
@@ -59,6 +66,7 @@ export function createBaseline(summary) {
   };
 }
 
+/** @param {Bar[]} bars */
 function barsTable(bars) {
   const t = node("table", "gp-table gp-baseline-bars");
   const head = t.createTHead().insertRow();
@@ -71,7 +79,9 @@ function barsTable(bars) {
     tr.dataset.bar = b.key;
     tr.append(node("td", "gp-baseline-label", b.label));
     const cell = node("td", "gp-baseline-pair");
-    for (const [cls, width, text] of [["gp-baseline-a", b.aWidth, `before: ${b.aText}`], ["gp-baseline-b", b.bWidth, `after: ${b.bText}`]]) {
+    /** @type {[string, number, string][]} */
+    const pair = [["gp-baseline-a", b.aWidth, `before: ${b.aText}`], ["gp-baseline-b", b.bWidth, `after: ${b.bText}`]];
+    for (const [cls, width, text] of pair) {
       const bar = node("div", `gp-baseline-bar ${cls}`);
       bar.style.width = `${(100 * width).toFixed(1)}%`;
       bar.title = text;
@@ -85,6 +95,12 @@ function barsTable(bars) {
   return t;
 }
 
+/**
+ * @param {string} key
+ * @param {string} title
+ * @param {DeltaRow[]} rows
+ * @param {number} total
+ */
 function deltaTable(key, title, rows, total) {
   const section = node("div", "gp-top");
   section.append(node("div", "gp-subtitle", `${title} that moved most (${rows.length} of ${total})`));
@@ -108,6 +124,7 @@ function deltaTable(key, title, rows, total) {
   return section;
 }
 
+/** @param {HintMark[]} hints */
 function hintList(hints) {
   const section = node("div", "gp-baseline-hints");
   if (!hints.length) {

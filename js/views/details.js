@@ -1,3 +1,4 @@
+// @ts-check
 // The details panel of a selected timeline event: name, kind, timings, the trace's fields, and
 // the related events (the runtime call that launched it, its op, the kernels it launched) as
 // buttons that jump there. Every string from the trace goes in through textContent.
@@ -5,12 +6,15 @@
 import { formatInstant, formatTime, num } from "../model/format.js";
 import { button, node } from "./dom.js";
 
+/** @typedef {import("../model/source.js").EventRef} EventRef */
+/** @typedef {import("../model/source.js").EventDetails} EventDetails */
+/** An event to jump to: one the details name, or a rank's part of a collective. @typedef {EventRef | import("../model/ranks.js").CollectiveRank} JumpTarget */
+
 /**
- * @param {{onJump?: (ev) => void, onClose?: () => void, laneLabel?: (laneId) => string}} hooks
- * @returns {{el, showLoading(ev, name), show(details), showCollective(view), showMessage(title, text), hide(), destroy()}}
+ * @param {{onJump?: (ev: JumpTarget) => void, onClose?: () => void, laneLabel?: (laneId: number) => string}} hooks
  */
 export function createDetails(hooks = {}) {
-  const laneLabel = hooks.laneLabel ?? ((id) => `lane ${id}`);
+  const laneLabel = hooks.laneLabel ?? ((/** @type {number} */ id) => `lane ${id}`);
   const el = node("div", "gp-details");
   el.hidden = true;
   const head = node("div", "gp-details-head");
@@ -25,6 +29,7 @@ export function createDetails(hooks = {}) {
     hooks.onClose?.();
   });
 
+  /** @param {{start_ns: unknown, dur_ns: unknown}} ev */
   function timings(ev) {
     const start = num(ev.start_ns);
     const dur = num(ev.dur_ns);
@@ -32,6 +37,7 @@ export function createDetails(hooks = {}) {
     return `${formatTime(dur)} · from ${formatInstant(start)} to ${formatInstant(end)}`;
   }
 
+  /** @param {EventRef} ev */
   function evButton(ev) {
     const b = node("button", "gp-details-ev");
     b.type = "button";
@@ -42,6 +48,10 @@ export function createDetails(hooks = {}) {
     return b;
   }
 
+  /**
+   * @param {string} label
+   * @param {Node[]} children
+   */
   function section(label, children) {
     const s = node("div", "gp-details-section");
     s.append(node("div", "gp-details-label", label));
@@ -51,11 +61,16 @@ export function createDetails(hooks = {}) {
 
   return {
     el,
+    /**
+     * @param {{start_ns: unknown, dur_ns: unknown}} ev
+     * @param {unknown} name
+     */
     showLoading(ev, name) {
       el.hidden = false;
       title.textContent = String(name ?? "");
       body.replaceChildren(node("div", "gp-details-line", timings(ev)), node("div", "gp-muted", "loading details…"));
     },
+    /** @param {EventDetails} d */
     show(d) {
       el.hidden = false;
       title.textContent = String(d.name ?? "");
@@ -85,7 +100,10 @@ export function createDetails(hooks = {}) {
         section(label, [list]);
       }
     },
-    /** The same collective on every rank ({heading, rows}, ranks.js collectiveRows). */
+    /**
+     * The same collective on every rank ({heading, rows}, ranks.js collectiveRows).
+     * @param {NonNullable<ReturnType<typeof import("../model/ranks.js").collectiveRows>>} view
+     */
     showCollective(view) {
       const list = node("div", "gp-details-list gp-details-collective");
       for (const r of view.rows) {
@@ -93,9 +111,10 @@ export function createDetails(hooks = {}) {
         b.type = "button";
         b.dataset.rank = String(r.rank);
         b.append(node("span", "gp-details-ev-name", r.text), node("span", "gp-details-ev-meta", r.meta));
-        if (r.ev) {
+        const ev = r.ev;
+        if (ev) {
           b.title = "Select and zoom to this rank's part";
-          b.addEventListener("click", () => hooks.onJump?.(r.ev));
+          b.addEventListener("click", () => hooks.onJump?.(ev));
         } else {
           b.disabled = true;
           b.title = "This rank's event is not on the timeline";
@@ -104,6 +123,10 @@ export function createDetails(hooks = {}) {
       }
       section(view.heading, [list]);
     },
+    /**
+     * @param {unknown} heading
+     * @param {unknown} text
+     */
     showMessage(heading, text) {
       el.hidden = false;
       title.textContent = String(heading ?? "");

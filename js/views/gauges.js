@@ -1,3 +1,4 @@
+// @ts-check
 // Gauges: GPU busy, DRAM bandwidth, FLOP/s, host link, peak memory, each against its roof
 // (report["gauges"]). A gauge with an unknown value or roof says so with its note; it never draws
 // a bar it cannot fill honestly. Strings reach the DOM through textContent only.
@@ -9,6 +10,11 @@ import "./gauges.css";
 import { gaugeReading, gaugesByRank, ROOF_SOURCE_WORDS } from "../model/format.js";
 import { node } from "./dom.js";
 
+/** @typedef {import("./report_types.js").Report} Report */
+/** Roof sources in words, by the report's name for them. @type {Record<string, string | undefined>} */
+const SOURCE_WORDS = ROOF_SOURCE_WORDS;
+
+/** @param {Report} g one of the report's gauges */
 function gaugeEl(g) {
   const r = gaugeReading(g);
   const box = node("div", "gp-gauge");
@@ -24,7 +30,7 @@ function gaugeEl(g) {
   head.appendChild(node("span", "gp-gauge-value", r.valueText));
   box.appendChild(head);
 
-  if (r.known) {
+  if (r.known && r.value !== null && r.roof !== null && r.fill !== null) {
     const bar = node("div", "gp-gauge-bar");
     bar.setAttribute("role", "meter");
     bar.setAttribute("aria-valuemin", "0");
@@ -49,7 +55,7 @@ function gaugeEl(g) {
   } else {
     roofLine.appendChild(node("span", "gp-gauge-pct", "value and roof unknown"));
   }
-  const source = g.roof_source === "unknown" ? null : (ROOF_SOURCE_WORDS[g.roof_source] ?? g.roof_source);
+  const source = g.roof_source === "unknown" ? null : (SOURCE_WORDS[g.roof_source] ?? g.roof_source);
   // Labels from the report often name their source already ("... (datasheet)").
   const named = source && String(g.roof_label ?? "").includes(String(g.roof_source));
   const roofName = [g.roof_label, named ? null : source]
@@ -67,6 +73,10 @@ function gaugeEl(g) {
   return box;
 }
 
+/**
+ * @param {HTMLElement} root
+ * @param {Report} summary
+ */
 function render(root, summary) {
   const gauges = summary ? summary.gauges : undefined;
   root.replaceChildren();
@@ -96,12 +106,16 @@ function render(root, summary) {
   }
 }
 
-/** The gauges panel for a report; update(summary) redraws in place. */
+/**
+ * The gauges panel for a report; update(summary) redraws in place.
+ * @param {Report | null | undefined} summary
+ */
 export function createGauges(summary) {
   const root = node("div", "gp-gauges");
   render(root, summary || {});
   return {
     el: root,
+    /** @param {Report | null | undefined} next */
     update(next) {
       render(root, next || {});
     },

@@ -1,3 +1,4 @@
+// @ts-check
 // The hints panel: report["hints"] in their ranked order, each a <details> that opens on its
 // explanation, numbers, fix steps, fix code (with a Copy button), how the gain was estimated, and
 // its evidence as buttons that take the timeline there. Hint texts go through textContent only.
@@ -12,7 +13,12 @@ import { button, node } from "./dom.js";
 
 const COPIED_MS = 1500;
 
-/** Copy text: the async clipboard API where the page may use it, else a selected textarea. */
+/** @typedef {import("./report_types.js").Report} Report */
+
+/**
+ * Copy text: the async clipboard API where the page may use it, else a selected textarea.
+ * @param {string} text
+ */
 async function copyText(text) {
   try {
     if (navigator.clipboard && window.isSecureContext) {
@@ -42,23 +48,26 @@ async function copyText(text) {
 
 const LEVELS = ["high", "medium", "low"]; // severities and confidences alike
 
+/** @param {Report} hint */
 function severityOf(hint) {
   const s = hint && hint.severity;
   return LEVELS.includes(s) ? s : "low";
 }
 
 /**
- * @param summary the report (summary trait)
- * @param hooks {onEvidence(i, j), onSelectHint(i)}: onSelectHint when the user opens hint i,
- *   onEvidence when they click evidence j of hint i.
  * Returns {el, open(i), destroy}; open(i) expands hint i from code without calling the hooks.
+ * @param {Report | null | undefined} summary the report (summary trait)
+ * @param {{onEvidence?: (i: number, j: number) => void, onSelectHint?: (i: number) => void}} [hooks]
+ *   onSelectHint when the user opens hint i, onEvidence when they click evidence j of hint i.
  */
 export function createHints(summary, hooks = {}) {
   summary = summary || {};
   const hints = Array.isArray(summary.hints) ? summary.hints : [];
   const multiRank = (summary.ranks || []).length > 1;
+  /** @type {Set<ReturnType<typeof setTimeout>>} */
   const timers = new Set();
-  const quiet = new Set(); // hints open() expanded: their next toggle event calls no hook
+  /** @type {Set<number>} hints open() expanded: their next toggle event calls no hook */
+  const quiet = new Set();
 
   const root = node("div", "gp-hintlist");
   root.dataset.hints = String(hints.length);
@@ -69,8 +78,9 @@ export function createHints(summary, hooks = {}) {
   }
 
   const list = node("ol", "gp-hl-list");
+  /** @type {HTMLDetailsElement[]} */
   const items = [];
-  hints.forEach((hint, i) => {
+  hints.forEach((/** @type {Report | null} */ hint, /** @type {number} */ i) => {
     hint = hint || {};
     const li = node("li", "gp-hl-item");
     li.dataset.hint = String(i);
@@ -155,7 +165,7 @@ export function createHints(summary, hooks = {}) {
     if (evidence.length) {
       body.appendChild(node("div", "gp-hl-subtitle", "Evidence"));
       const row = node("div", "gp-hl-evidence");
-      evidence.forEach((e, j) => {
+      evidence.forEach((/** @type {Report | null} */ e, /** @type {number} */ j) => {
         const b = button(evidenceText(e), undefined, "gp-button gp-hl-evidence-button");
         b.dataset.evidence = `${i}:${j}`;
         const where = [e && e.table, e && e.rank != null && multiRank ? `rank ${e.rank}` : null].filter(Boolean);
@@ -187,6 +197,7 @@ export function createHints(summary, hooks = {}) {
 
   return {
     el: root,
+    /** @param {number} i */
     open(i) {
       const details = items[i];
       if (!details) return;

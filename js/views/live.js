@@ -1,3 +1,4 @@
+// @ts-check
 // The live panel: while the cell runs, elapsed time, steps and the sampler's latest readings
 // (GPU utilization, memory, power, process CPU and RSS), which sources are missing and why, and
 // what went wrong showing recorded steps, if anything did.
@@ -11,9 +12,17 @@ import { formatElapsed, readingView, readingsByDevice } from "../model/live.js";
 import { formatCount } from "../model/format.js";
 import { node } from "./dom.js";
 
+/**
+ * The live trait, as Python's sampler sets it (widget/live.py).
+ * @typedef {{running?: boolean, building?: boolean, elapsed_s?: number, steps?: number,
+ *   readings?: import("../model/live.js").Reading[], missing?: Record<string, string>, errors?: string[]}} LiveState
+ */
+
+/** @param {LiveState | null | undefined} live */
 export function createLive(live) {
   const el = node("div", "gp-live");
 
+  /** @param {LiveState | null | undefined} next */
   function update(next) {
     const state = next || {};
     el.hidden = !state.readings && !state.running && !state.missing;
@@ -52,7 +61,7 @@ export function createLive(live) {
         const row = node("div", "gp-live-reading");
         row.dataset.reading = `${r.name}@${r.device ?? -1}`;
         row.dataset.value = String(r.value ?? "");
-        row.append(node("span", "gp-live-name", r.name), node("span", "gp-live-value", view.text));
+        row.append(node("span", "gp-live-name", String(r.name ?? "")), node("span", "gp-live-value", view.text));
         if (view.fill !== null) {
           const bar = node("span", "gp-live-bar");
           const fill = node("span", "gp-live-fill");

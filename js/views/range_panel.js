@@ -1,19 +1,30 @@
+// @ts-check
 // The panel under the plot for a drag-selected time range: its bounds and length, zoom and close
 // buttons, and what source.range says about it per rank (GPU busy share, top kernels and ops).
 
 import "./range_panel.css";
 import { formatCount, formatFraction, formatInstant, formatPercent, formatTime } from "../model/format.js";
+import { elideMiddle, topRows } from "../model/top_rows.js";
 import { button, node } from "./dom.js";
 
+/** @typedef {import("../model/view.js").View} View */
 /**
- * @param {{source: {range?}|null, onZoom: (range) => void, onClose: () => void,
- *   isDestroyed: () => boolean}} opts
+ * One rank's part of a range, as Python's range reply sends it (widget/ranges.py).
+ * @typedef {{rank: unknown, gpu_busy_pct?: number | null, gpu_busy_ns?: number, kernels?: number,
+ *   top_kernels?: TopRow[], top_ops?: TopRow[]}} RangeRank
+ */
+/** @typedef {{name?: unknown, count: number, total_ns: number}} TopRow */
+
+/**
+ * @param {{source: Pick<import("./timeline/timeline.js").TimelineSource, "range"> | null,
+ *   onZoom: (range: View) => void, onClose: () => void, isDestroyed: () => boolean}} opts
  */
 export function createRangePanel({ source, onZoom, onClose, isDestroyed }) {
   const el = node("div", "gp-popover gp-range-panel");
   el.hidden = true;
   let token = 0;
 
+  /** @param {View} range */
   function head(range) {
     const h = node("div", "gp-range-head");
     const res = (range.end - range.start) / 1000;
@@ -26,15 +37,19 @@ export function createRangePanel({ source, onZoom, onClose, isDestroyed }) {
     return h;
   }
 
+  /**
+   * @param {string} title
+   * @param {TopRow[]} rows
+   */
   function topTable(title, rows) {
     const wrap = node("div", "gp-range-top");
     wrap.append(node("div", "gp-details-label", title));
     const t = node("table", "gp-table");
     const tb = node("tbody");
-    for (const row of rows) {
+    for (const row of topRows(rows)) {
       const tr = node("tr");
-      tr.append(node("td", "gp-name", String(row.name ?? "")), node("td", "gp-num", `${formatCount(row.count)}×`), node("td", "gp-num", formatTime(row.total_ns)));
-      tr.firstChild.title = String(row.name ?? "");
+      tr.append(node("td", "gp-name", elideMiddle(String(row.name ?? ""))), node("td", "gp-num", `${formatCount(row.count)}×`), node("td", "gp-num", formatTime(row.total_ns)));
+      /** @type {HTMLElement} */ (tr.firstChild).title = String(row.name ?? "");
       tb.append(tr);
     }
     t.append(tb);
@@ -42,6 +57,10 @@ export function createRangePanel({ source, onZoom, onClose, isDestroyed }) {
     return wrap;
   }
 
+  /**
+   * @param {View} range
+   * @param {{recorded_ns?: unknown, ranks?: RangeRank[]} | null | undefined} r the source's reply
+   */
   function render(range, r) {
     const parts = [head(range)];
     // A --steps trace was recorded in windows: say how little of the range that may be.
@@ -66,7 +85,10 @@ export function createRangePanel({ source, onZoom, onClose, isDestroyed }) {
     el.replaceChildren(...parts);
   }
 
-  /** Show the selected range {start, end} (the timeline state's) and ask the source about it. */
+  /**
+   * Show the selected range {start, end} (the timeline state's) and ask the source about it.
+   * @param {View} range
+   */
   function set(range) {
     const mine = ++token;
     el.hidden = false;

@@ -1,3 +1,4 @@
+// @ts-check
 // The rank x step view of a multi-rank job: per rank (rows) and recorded step (columns) the
 // shares of the step's window the rank spent computing, waiting in collectives, and not
 // computing (its bubble), as a bar and as numbers, the cell tinted by the bubble; the mean over
@@ -10,7 +11,7 @@ import { rankStepGrid, stragglerOf } from "../model/ranks.js";
 import { button, node } from "./dom.js";
 
 /**
- * @param {Object} summary the report (its `distributed` field)
+ * @param {import("./report_types.js").Report | null | undefined} summary the report (its `distributed` field)
  * @param {{onFocusRank?: (rank: number) => void}} hooks
  * @returns {{el: HTMLElement | null, showFocused: (rank: number | null) => void, destroy: () => void}}
  */
@@ -84,7 +85,10 @@ export function createRankSteps(summary, hooks = {}) {
   };
 }
 
-/** A cell: a bar of compute, wait and the rest of the bubble, the three shares, a tint by the bubble. */
+/**
+ * A cell: a bar of compute, wait and the rest of the bubble, the three shares, a tint by the bubble.
+ * @param {import("../model/ranks.js").StepCell} c
+ */
 function cellEl(c) {
   const td = node("td", "gp-ranks-cell");
   td.title = c.title;
@@ -92,7 +96,9 @@ function cellEl(c) {
   const bar = node("div", "gp-ranks-bar");
   const compute = c.compute ?? 0;
   const wait = Math.min(c.wait ?? 0, Math.max(0, 1 - compute));
-  for (const [cls, share] of [["gp-ranks-compute", compute], ["gp-ranks-wait", wait]]) {
+  /** @type {[string, number][]} */
+  const shares = [["gp-ranks-compute", compute], ["gp-ranks-wait", wait]];
+  for (const [cls, share] of shares) {
     const part = node("div", cls);
     part.style.width = `${(100 * share).toFixed(1)}%`;
     bar.append(part);

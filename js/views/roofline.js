@@ -1,7 +1,9 @@
+// @ts-check
 // The roofline panel: an SVG log-log chart (FLOP/byte against FLOP/s) of report["roofline"]
 // points over the roofs of report["hardware"], a coverage badge, a hover card, a details box for
-// the selected point with the hints that name it, and the points that cannot be plotted. The
-// chart's axes and roofs are roofline_chart.js's; this module draws the points in it.
+// the selected point with the hints that name it, and the points that cannot be plotted. Python
+// lays the chart out (summary.roofline_layout: roofs, axes, which points are plotted and where,
+// the sentences); roofline_chart.js draws its axes and roofs, this module its points.
 // Trace strings (op and kernel names, shapes) reach the DOM only through textContent.
 //
 // For browser tests: the root carries data-chart ("drawn", or "none" when no point can be
@@ -13,24 +15,19 @@
 
 import "./roofline.css";
 import { formatFraction, formatTime } from "../model/format.js";
-import {
-  boundOf,
-  emptyChartReason,
-  hintsForPoint,
-  levelsOf,
-  plotStatus,
-  pointFacts,
-  pointRadius,
-  resolvePoints,
-  roofsOf,
-  uncoveredShare,
-} from "../model/roofline.js";
+import { hintsForPoint, pointFacts, resolvePoints, uncoveredShare } from "../model/roofline.js";
 import { button, node } from "./dom.js";
 import { buildChart } from "./roofline_chart.js";
-import { roofList, s } from "./roofline_roofs.js";
+import { s } from "./roofline_roofs.js";
 
+/** @typedef {import("../model/roofline.js").RooflineLayout} RooflineLayout */
+/** @typedef {import("../model/roofline.js").RooflinePoint} RooflinePoint */
+/** @typedef {{title?: string, kind?: string, gain_ns?: unknown, related?: unknown}} Hint */
+
+/** @type {Record<string, string>} */
 const LEVEL_WORDS = { op: "ops", kernel: "kernels" };
 
+/** @param {[string, string][]} rows */
 function factsTable(rows) {
   const t = node("table", "gp-rl-facts");
   const body = t.createTBody();
@@ -42,10 +39,12 @@ function factsTable(rows) {
   return t;
 }
 
+/** @param {RooflinePoint} p */
 function pointTitle(p) {
   return String(p.name ?? p.key ?? "point");
 }
 
+/** @param {unknown} coverage */
 function coverageBadge(coverage) {
   const share = uncoveredShare(coverage);
   const badge = node("span", "gp-rl-coverage");
@@ -78,16 +77,19 @@ function legend() {
 }
 
 /**
- * @param summary the report (summary trait)
- * @param hooks {onSelectPoint(k)}: called when the user selects a point (click, Enter), not on
- *   select() from code, so a caller that selects a point programmatically cannot loop.
+ * @param {{roofline?: {points?: RooflinePoint[], coverage?: unknown}, hints?: Hint[],
+ *   roofline_layout?: RooflineLayout} | null} summary the summary trait: the report and its
+ *   roofline's layout
+ * @param {{onSelectPoint?: (i: number) => void}} [hooks] onSelectPoint: called when the user
+ *   selects a point (click, Enter), not on select() from code, so a caller that selects a point
+ *   programmatically cannot loop.
  */
 export function createRoofline(summary, hooks = {}) {
   summary = summary || {};
   const points = (summary.roofline && summary.roofline.points) || [];
   const hints = summary.hints || [];
-  const hardware = summary.hardware || {};
-  const roofs = roofsOf(hardware);
+  const layout = summary.roofline_layout;
+  const places = layout ? layout.points : [];
 
   const root = node("div", "gp-roofline");
   root.dataset.selectedPoint = "";
@@ -97,32 +99,30 @@ export function createRoofline(summary, hooks = {}) {
   head.appendChild(node("span", "gp-panel-title", "Roofline"));
   head.appendChild(coverageBadge(summary.roofline && summary.roofline.coverage));
   // Nothing to plot: one line says why, in place of an empty chart (and of its legend).
-  const status = points.map(plotStatus);
-  const empty = emptyChartReason(points, status, summary.roofline && summary.roofline.missing_flops);
+  const empty = layout ? layout.empty : "Nothing to plot: the roofline was not laid out.";
   root.dataset.chart = empty ? "none" : "drawn";
   if (!empty) head.appendChild(legend());
   root.appendChild(head);
 
-  if (!roofs.complete) {
-    const drawn = roofs.memory || roofs.compute.length ? "partly drawn" : "not drawn";
-    const why = [`Roofs ${drawn}: ${roofs.missing.join(", ")}.`];
-    if (hardware.notes) why.push(String(hardware.notes));
-    root.appendChild(node("div", "gp-rl-message", why.join(" ")));
-  }
+  if (layout && layout.roofs_missing) root.appendChild(node("div", "gp-rl-message", layout.roofs_missing));
 
+  /** @type {number[]} */
   const plotted = [];
+  /** @type {number[]} */
   const unplotted = [];
-  status.forEach((st, i) => (st.plotted ? plotted : unplotted).push(i));
+  places.forEach((place, i) => (place.plotted ? plotted : unplotted).push(i));
   root.dataset.unplotted = String(unplotted.length);
 
   // The chart: axes and roofs, and the points of one level at a time in its point layer.
-  const chart = empty ? null : buildChart(points, roofs);
-  const maxTime = Math.max(0, ...points.map((p) => Number(p.time_ns) || 0));
+  const chart = empty || !layout ? null : buildChart(layout);
+  /** @type {Map<number, SVGElement>} */
   const circles = new Map();
   // Ops and the kernels they launch carry the same FLOPs, bytes and time: drawn together they
   // sit on top of each other. One level at a time; the switch shows when both are there.
-  const levels = levelsOf(points, status);
+  const levels = layout ? layout.levels : [];
+  /** @type {string | null} */
   let level = levels[0] ?? null;
+  /** @type {Set<number>} */
   let highlighted = new Set();
 
   function drawPoints() {
@@ -131,20 +131,21 @@ export function createRoofline(summary, hooks = {}) {
     root.dataset.points = String(circles.size);
     root.dataset.level = level ?? "";
   }
-  function drawCircles({ pointLayer, x, y }) {
+  /** @param {{pointLayer: SVGElement}} chart */
+  function drawCircles({ pointLayer }) {
     pointLayer.replaceChildren();
     // Largest first, so small points stay on top and clickable.
     const order = plotted
-      .filter((i) => level === null || (points[i].level ?? "") === level)
-      .map((i) => ({ i, r: pointRadius(points[i].time_ns, maxTime) }))
-      .sort((a, b) => b.r - a.r);
-    for (const { i, r } of order) {
+      .filter((i) => level === null || places[i].level === level)
+      .sort((a, b) => places[b].r - places[a].r);
+    for (const i of order) {
       const p = points[i];
+      const place = places[i];
       const c = s("circle", {
-        cx: x.map(Number(p.intensity)),
-        cy: y.map(Number(p.achieved_flops_per_s)),
-        r,
-        class: `gp-rl-point gp-bound-${boundOf(p)}`,
+        cx: place.x,
+        cy: place.y,
+        r: place.r,
+        class: `gp-rl-point gp-bound-${place.bound}`,
         tabindex: 0,
         role: "button",
         "data-point": i,
@@ -155,13 +156,14 @@ export function createRoofline(summary, hooks = {}) {
       circles.set(i, c);
     }
   }
+  /** @type {Map<string, HTMLButtonElement>} */
   const levelButtons = new Map();
   if (levels.length > 1) {
     const box = node("span", "gp-rl-levels");
     box.setAttribute("role", "group");
     box.setAttribute("aria-label", "points drawn");
     for (const lv of levels) {
-      const b = button(LEVEL_WORDS[lv] ?? lv, undefined, "gp-rl-level");
+      const b = /** @type {HTMLButtonElement} */ (button(LEVEL_WORDS[lv] ?? lv, undefined, "gp-rl-level"));
       b.dataset.levelButton = lv;
       b.addEventListener("click", () => setLevel(lv));
       levelButtons.set(lv, b);
@@ -169,6 +171,7 @@ export function createRoofline(summary, hooks = {}) {
     }
     head.insertBefore(box, head.querySelector(".gp-rl-legend"));
   }
+  /** @param {string | null} lv */
   function setLevel(lv) {
     level = lv;
     for (const [key, b] of levelButtons) b.setAttribute("aria-pressed", String(key === lv));
@@ -177,8 +180,11 @@ export function createRoofline(summary, hooks = {}) {
     markSelected();
   }
 
-  root.appendChild(chart ? chart.el : node("div", "gp-muted gp-rl-empty", empty));
-  root.appendChild(roofList(roofs, hardware));
+  root.appendChild(chart ? chart.el : node("div", "gp-muted gp-rl-empty", empty ?? ""));
+  const roofList = node("div", "gp-rl-roofs-list", layout ? layout.roofs_text : "");
+  const citation = /** @type {{hardware?: {citation?: unknown}}} */ (summary).hardware?.citation;
+  if (citation) roofList.title = String(citation);
+  root.appendChild(roofList);
 
   const details = node("div", "gp-rl-details");
   details.hidden = true;
@@ -187,9 +193,7 @@ export function createRoofline(summary, hooks = {}) {
   // Points that cannot sit on log-log axes, listed so their time is not silently dropped.
   if (unplotted.length) {
     const box = node("details", "gp-rl-unplotted");
-    const time = unplotted.reduce((acc, i) => acc + (Number(points[i].time_ns) || 0), 0);
-    const what = `${unplotted.length} points not plotted (${formatTime(time)}): FLOPs or bytes unknown or zero`;
-    box.appendChild(node("summary", "", what));
+    box.appendChild(node("summary", "", layout?.unplotted ?? ""));
     const list = node("ul", "");
     for (const i of unplotted) {
       const li = node("li", "");
@@ -197,7 +201,7 @@ export function createRoofline(summary, hooks = {}) {
       b.dataset.unplottedPoint = String(i);
       b.addEventListener("click", () => userSelect(i));
       li.appendChild(b);
-      li.appendChild(node("span", "gp-muted", ` ${formatTime(points[i].time_ns)} · ${status[i].reason}`));
+      li.appendChild(node("span", "gp-muted", ` ${formatTime(points[i].time_ns)} · ${places[i].reason}`));
       list.appendChild(li);
     }
     box.appendChild(list);
@@ -205,12 +209,13 @@ export function createRoofline(summary, hooks = {}) {
   }
 
   // Hover card.
+  /** @param {number} i */
   function showTip(i) {
     const p = points[i];
     const c = circles.get(i);
-    if (!p || !c) return;
+    if (!p || !c || !chart) return;
     const tip = chart.tip;
-    tip.replaceChildren(node("div", "gp-rl-tip-name", pointTitle(p)), factsTable(pointFacts(p)));
+    tip.replaceChildren(node("div", "gp-rl-tip-name", pointTitle(p)), factsTable(pointFacts(p, places[i].note)));
     tip.hidden = false;
     const box = chart.el.getBoundingClientRect();
     const dot = c.getBoundingClientRect();
@@ -224,11 +229,13 @@ export function createRoofline(summary, hooks = {}) {
     if (chart) chart.tip.hidden = true;
   }
 
+  /** @type {number | null} */
   let selected = null;
+  /** @param {number | null} i */
   function renderDetails(i) {
-    const p = points[i];
+    const p = i === null ? undefined : points[i];
     details.replaceChildren();
-    if (!p) {
+    if (!p || i === null) {
       details.hidden = true;
       return;
     }
@@ -238,8 +245,8 @@ export function createRoofline(summary, hooks = {}) {
     close.addEventListener("click", () => select(null));
     top.appendChild(close);
     details.appendChild(top);
-    if (!status[i].plotted) details.appendChild(node("div", "gp-muted", `not plotted: ${status[i].reason}`));
-    details.appendChild(factsTable(pointFacts(p)));
+    if (!places[i].plotted) details.appendChild(node("div", "gp-muted", `not plotted: ${places[i].reason}`));
+    details.appendChild(factsTable(pointFacts(p, places[i].note)));
     const related = hintsForPoint(hints, p.key);
     if (related.length) {
       details.appendChild(node("div", "gp-rl-subtitle", related.length === 1 ? "Hint" : "Hints"));
@@ -260,8 +267,8 @@ export function createRoofline(summary, hooks = {}) {
 
   function markSelected() {
     for (const c of circles.values()) c.classList.remove("gp-rl-selected");
-    if (selected !== null && circles.has(selected)) {
-      const c = circles.get(selected);
+    const c = selected === null ? undefined : circles.get(selected);
+    if (c && chart) {
       c.classList.add("gp-rl-selected");
       chart.pointLayer.appendChild(c); // on top of its neighbours
     }
@@ -270,26 +277,31 @@ export function createRoofline(summary, hooks = {}) {
   /**
    * Select point k (index or key; null clears), switching to its level if it is drawn at the
    * other one. Does not call hooks.onSelectPoint.
+   * @param {number | string | null | undefined} k
    */
   function select(k) {
     const [i] = k === null || k === undefined ? [] : resolvePoints(points, [k]);
     selected = i === undefined ? null : i;
     root.dataset.selectedPoint = selected === null ? "" : String(selected);
-    const lv = selected === null ? null : points[selected].level;
-    if (selected !== null && status[selected].plotted && levelButtons.has(lv) && lv !== level) setLevel(lv);
+    const lv = selected === null ? null : places[selected].level;
+    if (selected !== null && lv !== null && places[selected].plotted && levelButtons.has(lv) && lv !== level) setLevel(lv);
     else markSelected();
     renderDetails(selected);
   }
 
+  /** @param {number} i */
   function userSelect(i) {
     select(i);
     if (typeof hooks.onSelectPoint === "function") hooks.onSelectPoint(i);
   }
 
-  /** Ring the given points (indexes or keys) and dim the others; [] clears. */
+  /**
+   * Ring the given points (indexes or keys) and dim the others; [] clears.
+   * @param {Iterable<unknown> | null | undefined} keysOrIndexes
+   */
   function highlightPoints(keysOrIndexes) {
     highlighted = new Set(resolvePoints(points, keysOrIndexes || []));
-    const lv = [...highlighted].map((i) => points[i].level).find((l) => levelButtons.has(l));
+    const lv = [...highlighted].map((i) => places[i].level).find((l) => levelButtons.has(l));
     if (lv !== undefined && lv !== level && ![...highlighted].some((i) => circles.has(i))) setLevel(lv);
     for (const [i, c] of circles) c.classList.toggle("gp-rl-highlight", highlighted.has(i));
     root.classList.toggle("gp-rl-highlighting", highlighted.size > 0);
@@ -297,24 +309,30 @@ export function createRoofline(summary, hooks = {}) {
   }
 
   // One set of listeners on the layer, not one per circle.
+  /** @param {Event} ev */
   const pointOf = (ev) => {
-    const t = ev.target;
+    const t = /** @type {SVGElement | null} */ (ev.target);
     return t && t.dataset && t.dataset.point !== undefined ? Number(t.dataset.point) : null;
   };
+  /** @param {Event} ev */
   const onOver = (ev) => {
     const i = pointOf(ev);
     if (i !== null) showTip(i);
   };
+  /** @param {Event} ev */
   const onOut = (ev) => {
     if (pointOf(ev) !== null) hideTip();
   };
+  /** @param {Event} ev */
   const onClick = (ev) => {
     const i = pointOf(ev);
     if (i !== null) userSelect(i);
   };
+  /** @param {Event} ev */
   const onKey = (ev) => {
     const i = pointOf(ev);
-    if (i !== null && (ev.key === "Enter" || ev.key === " ")) {
+    const key = /** @type {KeyboardEvent} */ (ev).key;
+    if (i !== null && (key === "Enter" || key === " ")) {
       ev.preventDefault();
       userSelect(i);
     }

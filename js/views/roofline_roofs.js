@@ -1,107 +1,73 @@
-// The roofline chart's roofs: the memory slope, a flat line per compute peak with its ridge,
-// their labels placed by js/model/roof_labels.js so none covers another, and the roofs as one
-// line of text under the chart. SVG helpers shared with roofline.js and roofline_chart.js.
+// @ts-check
+// The roofline chart's roofs as Python laid them out (summary.roofline_layout): each roof's
+// line, each ridge with its drop line, and the labels where the layout put them (clear of every
+// other label and line). SVG helpers shared with roofline.js and roofline_chart.js.
 
-import { formatFlopsPerS, formatIntensity, ROOF_SOURCE_WORDS } from "../model/format.js";
-import { computeRoofLabel, layoutRoofLabels, memoryRoofLabel, ridgeLabel } from "../model/roof_labels.js";
-import { memoryPolyline, roofPolyline } from "../model/roofline.js";
-import { node } from "./dom.js";
+/** @typedef {import("../model/roofline.js").RooflineLayout} RooflineLayout */
+/** @typedef {import("../model/roofline.js").Label} Label */
+/** @typedef {import("../model/roofline.js").Pair} Pair */
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 
+/**
+ * An SVG element with attributes, its text set through textContent.
+ * @param {string} tag
+ * @param {Record<string, unknown>} [attrs]
+ * @param {unknown} [text]
+ * @returns {SVGElement}
+ */
 export function s(tag, attrs = {}, text) {
-  const el = document.createElementNS(SVG_NS, tag);
+  const el = /** @type {SVGElement} */ (document.createElementNS(SVG_NS, tag));
   for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
   if (text !== undefined) el.textContent = String(text);
   return el;
 }
 
-/** SVG text set through textContent; `rotate` (degrees) turns it about its anchor. */
-export function svgText(x, y, text, { rotate, ...attrs } = {}) {
-  const el = s("text", { x, y, ...attrs }, text);
-  if (rotate) el.setAttribute("transform", `rotate(${Number(rotate).toFixed(1)} ${x} ${y})`);
+/**
+ * A layout label as SVG text: its anchor, rotation and font size as laid out (the font size
+ * inline, so no stylesheet makes the text larger than the box it was placed by).
+ * @param {Label} label
+ * @param {string} className
+ * @returns {SVGElement}
+ */
+export function labelText(label, className) {
+  const el = s("text", { x: label.x, y: label.y, class: className }, label.text);
+  if (label.anchor !== "start") el.setAttribute("text-anchor", label.anchor);
+  if (label.angle) el.setAttribute("transform", `rotate(${label.angle.toFixed(1)} ${label.x} ${label.y})`);
+  el.style.fontSize = `${label.font}px`;
   return el;
 }
 
-function polylineAttr(line, x, y) {
-  return line.map(([a, b]) => `${x.map(a).toFixed(1)},${y.map(b).toFixed(1)}`).join(" ");
+/**
+ * @param {Pair[]} path
+ * @returns {string}
+ */
+function points(path) {
+  return path.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(" ");
 }
 
 /**
- * The roofs as an SVG group.
- * @param roofs roofsOf(hardware)
- * @param domains the chart's {x, y} data domains
- * @param x the x scale (logScale)
- * @param y the y scale
- * @param plot the plot's {left, right, top, bottom} in px
+ * The roofs, ridges and their labels as an SVG group.
+ * @param {RooflineLayout} layout
+ * @returns {SVGElement}
  */
-export function drawRoofs(roofs, domains, x, y, plot) {
+export function drawRoofs(layout) {
   const g = s("g", { class: "gp-rl-roofs" });
-  const bw = roofs.memory ? roofs.memory.bandwidth : null;
-  // The memory roof's label runs along the slope of the highest compute roof, or of the memory
-  // roof drawn alone.
-  let slopeLine = [];
-  if (bw && !roofs.compute.length) {
-    slopeLine = memoryPolyline(bw, domains.x, domains.y);
-    if (slopeLine.length) {
-      g.appendChild(s("polyline", { points: polylineAttr(slopeLine, x, y), class: "gp-rl-roof", "data-roof": "dram" }));
-    }
+  for (const roof of layout.roofs) {
+    if (roof.path.length < 2) continue;
+    const line = s("polyline", { points: points(roof.path), class: "gp-rl-roof", "data-roof": roof.key });
+    line.appendChild(s("title", {}, roof.title));
+    g.appendChild(line);
   }
-  const compute = [];
-  const ridges = [];
-  let highest = -Infinity;
-  for (const roof of roofs.compute) {
-    const line = roofPolyline(roof.peak, bw, domains.x, domains.y);
-    if (roof.peak > highest) {
-      highest = roof.peak;
-      slopeLine = line;
-    }
-    if (!line.length) continue;
-    const poly = s("polyline", { points: polylineAttr(line, x, y), class: "gp-rl-roof", "data-roof": roof.key });
-    poly.appendChild(s("title", {}, `${roof.key}: ${formatFlopsPerS(roof.peak)}`));
-    g.appendChild(poly);
-    compute.push({ text: computeRoofLabel(roof), y: y.map(roof.peak) });
-    if (roof.ridge !== null && roof.ridge >= domains.x[0] && roof.ridge <= domains.x[1]) {
-      const rx = x.map(roof.ridge);
-      const ry = y.map(roof.peak);
-      g.appendChild(s("line", { x1: rx, x2: rx, y1: ry, y2: plot.bottom, class: "gp-rl-ridge-drop" }));
-      const mark = s("circle", { cx: rx, cy: ry, r: 3, class: "gp-rl-ridge" });
-      mark.appendChild(s("title", {}, `${roof.key} ridge: ${formatIntensity(roof.ridge)}`));
-      g.appendChild(mark);
-      ridges.push({ text: ridgeLabel(roof.ridge), x: rx });
-    }
+  for (const ridge of layout.ridges) {
+    const [[x1, y1], [x2, y2]] = ridge.drop;
+    g.appendChild(s("line", { x1, y1, x2, y2, class: "gp-rl-ridge-drop" }));
+    const mark = s("circle", { cx: ridge.at[0], cy: ridge.at[1], r: 3, class: "gp-rl-ridge" });
+    mark.appendChild(s("title", {}, ridge.title));
+    g.appendChild(mark);
   }
-  let slope = null;
-  if (bw && slopeLine.length >= 2) {
-    const [a, b] = slopeLine;
-    slope = { text: memoryRoofLabel(bw), x0: x.map(a[0]), y0: y.map(a[1]), x1: x.map(b[0]), y1: y.map(b[1]) };
-  }
-  const labels = layoutRoofLabels({ plot, compute, ridges, slope });
-  const text = (label, className) =>
-    svgText(label.x, label.y, label.text, {
-      rotate: label.angle,
-      class: className,
-      ...(label.anchor === "end" ? { "text-anchor": "end" } : {}),
-    });
-  for (const label of labels.compute) g.appendChild(text(label, "gp-rl-roof-label"));
-  if (labels.slope) g.appendChild(text(labels.slope, "gp-rl-roof-label"));
-  for (const label of labels.ridges) if (label.shown) g.appendChild(text(label, "gp-rl-ridge-label"));
+  for (const roof of layout.roofs) if (roof.label) g.appendChild(labelText(roof.label, "gp-rl-roof-label"));
+  if (layout.memory_label) g.appendChild(labelText(layout.memory_label, "gp-rl-roof-label"));
+  for (const ridge of layout.ridges) if (ridge.label) g.appendChild(labelText(ridge.label, "gp-rl-ridge-label"));
   return g;
-}
-
-/** The roofs in one line of text, with their source ("Roofs of NVIDIA H100 (datasheet): ..."). */
-export function roofList(roofs, hardware) {
-  const box = node("div", "gp-rl-roofs-list");
-  if (!roofs.memory && !roofs.compute.length) return box;
-  const source = ROOF_SOURCE_WORDS[hardware.source] ?? hardware.source;
-  const parts = [];
-  if (roofs.memory) parts.push(memoryRoofLabel(roofs.memory.bandwidth));
-  for (const r of roofs.compute) {
-    const ridge = r.ridge !== null ? `, ridge at ${formatIntensity(r.ridge)}` : "";
-    parts.push(`${computeRoofLabel(r)}${ridge}`);
-  }
-  const name = `${hardware.name ?? "this GPU"}${source ? ` (${source})` : ""}`;
-  box.textContent = `Roofs of ${name}: ${parts.join(" · ")}`;
-  if (hardware.citation) box.title = String(hardware.citation);
-  return box;
 }

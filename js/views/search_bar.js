@@ -1,3 +1,4 @@
+// @ts-check
 // The timeline's name search: a box (plain text or regex), previous/next stepping through the
 // matches the source lists, and a status line. The names that match dim everything else on the
 // canvas; the timeline reads them through `mask()` each frame.
@@ -9,9 +10,19 @@ import { button, node } from "./dom.js";
 
 const SEARCH_DEBOUNCE_MS = 200;
 
+/** @typedef {import("../model/decode.js").Table} Table */
+/** @typedef {import("../model/marks.js").EventRow} EventRow */
 /**
- * @param {{names: string[], source: {search?}|null, root: HTMLElement,
- *   onChange: () => void, onMatch: (ev) => void, isDestroyed: () => boolean}} opts
+ * The search under way: its pattern, the names it matches (mask), how many events match and the
+ * list the source sent (null until it answers), the match stepped to, an error, and a step asked
+ * for before the list came.
+ * @typedef {{pattern: string, regex: boolean, mask: Uint8Array | null, count: number | null,
+ *   list: Table | null, k: number, error: string | null, pendingStep: number}} Search
+ */
+
+/**
+ * @param {{names: ArrayLike<unknown>, source: Pick<import("./timeline/timeline.js").TimelineSource, "search"> | null,
+ *   root: HTMLElement, onChange: () => void, onMatch: (ev: EventRow) => void, isDestroyed: () => boolean}} opts
  *   root carries data-search-count; onMatch gets the stepped-to event {id, lane, row, start_ns, dur_ns}
  */
 export function createSearchBar({ names, source, root, onChange, onMatch, isDestroyed }) {
@@ -29,7 +40,8 @@ export function createSearchBar({ names, source, root, onChange, onMatch, isDest
   const status = node("span", "gp-search-status");
   el.append(input, regexLabel, prevButton, nextButton, status);
 
-  let search = null; // {pattern, regex, mask, count, list, k, error, pendingStep}
+  /** @type {Search | null} */
+  let search = null;
   let token = 0;
   let timer = 0;
 
@@ -59,39 +71,42 @@ export function createSearchBar({ names, source, root, onChange, onMatch, isDest
       return;
     }
     const matcher = compileMatcher(pattern, regex);
-    search = {
+    const error = matcher && "error" in matcher ? matcher.error : null;
+    /** @type {Search} */
+    const started = {
       pattern,
       regex,
-      mask: matcher && !matcher.error ? matchNames(names, matcher).mask : null,
+      mask: matcher && !error ? matchNames(names, matcher).mask : null,
       count: null,
       list: null,
       k: -1,
-      error: matcher?.error ?? null,
+      error,
       pendingStep: 0,
     };
+    search = started;
     if (!source?.search) {
-      search.count = 0;
-      if (!search.error) search.error = "search needs the kernel (no source)";
+      started.count = 0;
+      if (!started.error) started.error = "search needs the kernel (no source)";
     } else {
       source.search(pattern, regex).then(
         (reply) => {
           if (isDestroyed() || mine !== token) return;
-          search.count = Number(reply.count) || 0;
-          search.list = reply.table ?? null;
-          search.error = null;
-          if (Array.isArray(reply.names)) search.mask = maskFromIndexes(names.length, reply.names);
-          root.dataset.searchCount = String(search.count);
-          const step = search.pendingStep;
-          search.pendingStep = 0;
+          started.count = Number(reply.count) || 0;
+          started.list = reply.table ?? null;
+          started.error = null;
+          if (Array.isArray(reply.names)) started.mask = maskFromIndexes(names.length, reply.names);
+          root.dataset.searchCount = String(started.count);
+          const step = started.pendingStep;
+          started.pendingStep = 0;
           if (step) stepTo(step);
           showStatus();
           onChange();
         },
         (err) => {
           if (isDestroyed() || mine !== token) return;
-          search.error = err.message;
-          search.count = 0;
-          search.mask = null;
+          started.error = err.message;
+          started.count = 0;
+          started.mask = null;
           root.dataset.searchCount = "0";
           showStatus();
           onChange();
@@ -102,6 +117,7 @@ export function createSearchBar({ names, source, root, onChange, onMatch, isDest
     onChange();
   }
 
+  /** @param {number} dir 1: the next match, -1: the previous */
   function stepTo(dir) {
     if (!search || search.pattern !== input.value || search.regex !== regexBox.checked) {
       run();
@@ -119,6 +135,7 @@ export function createSearchBar({ names, source, root, onChange, onMatch, isDest
     showStatus();
   }
 
+  /** @param {KeyboardEvent} e */
   function onKey(e) {
     if (e.key === "Enter") {
       e.preventDefault();

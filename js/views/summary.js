@@ -1,3 +1,4 @@
+// @ts-check
 // The report header: counts, GPU time per rank, top kernels. Every string that comes from a
 // trace (kernel names, device names, paths) goes through textContent, never through HTML parsing.
 // Hints are not listed here: the hints panel (views/hints.js) shows them.
@@ -5,14 +6,24 @@
 import { formatBytes, formatBytesPerS, formatCount, formatFraction, formatPercent, formatTime, ratio } from "../model/format.js";
 import { node } from "./dom.js";
 
+/** @typedef {import("./report_types.js").Report} Report */
+/** @typedef {"kernels" | "memcpy" | "memset" | "ops" | "runtime"} CountKey */
+/** A named row of a rank's top kernels or top ops, as the report has it. @typedef {{name?: unknown, count?: unknown, total_ns?: unknown}} TopItem */
+/** @typedef {{table: "kernels" | "ops", name: string, rank: number}} NamePick */
+
+/** @type {readonly CountKey[]} */
 export const COUNT_KEYS = ["kernels", "memcpy", "memset", "ops"];
 
-/** Sum summary.ranks[].counts over ranks for the keys the header shows. */
+/**
+ * Sum summary.ranks[].counts over ranks for the keys the header shows.
+ * @param {Report | null | undefined} summary
+ * @returns {Record<CountKey, number>}
+ */
 export function totalCounts(summary) {
   const totals = { kernels: 0, memcpy: 0, memset: 0, ops: 0, runtime: 0 };
   for (const rank of (summary && summary.ranks) || []) {
     const counts = (rank && rank.counts) || {};
-    for (const key of Object.keys(totals)) {
+    for (const key of /** @type {CountKey[]} */ (Object.keys(totals))) {
       const v = Number(counts[key]);
       if (Number.isFinite(v)) totals[key] += v;
     }
@@ -20,6 +31,11 @@ export function totalCounts(summary) {
   return totals;
 }
 
+/**
+ * @param {string[]} headers
+ * @param {unknown[][]} rows
+ * @param {number} [numericFrom] the first column of numbers (right-aligned)
+ */
 function table(headers, rows, numericFrom = 1) {
   const t = node("table", "gp-table");
   const head = t.createTHead().insertRow();
@@ -43,7 +59,12 @@ function table(headers, rows, numericFrom = 1) {
   return t;
 }
 
-// A row that shows its name on the timeline when clicked, or on Enter or Space.
+/**
+ * A row that shows its name on the timeline when clicked, or on Enter or Space.
+ * @param {HTMLTableRowElement} tr
+ * @param {string} label
+ * @param {() => void} pick
+ */
 function pickable(tr, label, pick) {
   tr.tabIndex = 0;
   tr.setAttribute("role", "button");
@@ -62,6 +83,14 @@ function pickable(tr, label, pick) {
 // against wall time. Without a denominator the column is left out (nested ops overlap, so a
 // share of the listed rows' sum would mislead). Row i carries data-top "<id>:i"; with `pick`,
 // it calls pick(i, row) when chosen.
+/**
+ * @param {string} title
+ * @param {TopItem[] | null | undefined} items
+ * @param {unknown} denominator ns
+ * @param {string} shareLabel
+ * @param {{id?: string, pick?: ((i: number, tr: HTMLTableRowElement) => void) | null}} [opts]
+ * @param {number} [limit]
+ */
 function topTable(title, items, denominator, shareLabel, { id = "", pick = null } = {}, limit = 10) {
   const section = node("div", "gp-top");
   section.appendChild(node("div", "gp-subtitle", title));
@@ -78,24 +107,36 @@ function topTable(title, items, denominator, shareLabel, { id = "", pick = null 
   const headers = ["name", "count", "total"];
   if (withShare) headers.push(shareLabel);
   const t = table(headers, rows);
+  const listed = items;
   [...t.tBodies[0].rows].forEach((tr, i) => {
     tr.dataset.top = `${id}:${i}`;
-    const label = `show every ${items[i].name ?? ""} on the timeline, zoomed to the longest`;
+    const label = `show every ${listed[i].name ?? ""} on the timeline, zoomed to the longest`;
     if (pick) pickable(tr, label, () => pick(i, tr));
   });
   section.appendChild(t);
   return section;
 }
 
+/**
+ * @param {Report} rank one of the report's ranks
+ * @param {boolean} multi whether the job has several ranks
+ * @param {((pick: NamePick) => void) | undefined} onSelectName
+ */
 function rankSection(rank, multi, onSelectName) {
   const box = node("div", "gp-rank");
-  const devices = (rank.devices || []).map((d) => (d && d.name) || "").filter(Boolean);
+  const devices = (rank.devices || []).map((/** @type {{name?: string} | null} */ d) => (d && d.name) || "").filter(Boolean);
   const title = [multi ? `rank ${rank.rank}` : null, devices.join(", ") || null]
     .filter(Boolean)
     .join(" · ");
   if (title) box.appendChild(node("div", "gp-rank-title", title));
 
   const stats = node("div", "gp-stats");
+  /**
+   * @param {string} label
+   * @param {string} value
+   * @param {string} [extra]
+   * @param {string} [title]
+   */
   const stat = (label, value, extra, title) => {
     const s = node("div", "gp-stat");
     s.dataset.stat = label;
@@ -125,11 +166,15 @@ function rankSection(rank, multi, onSelectName) {
 
   const tops = node("div", "gp-tops");
   // A chosen row is marked (one at a time in the whole summary) and handed to onSelectName.
+  /**
+   * @param {"kernels" | "ops"} table
+   * @param {TopItem[]} items
+   */
   const choose = (table, items) => ({
     id: `${table}:${rank.rank}`,
     pick: typeof onSelectName === "function"
-      ? (i, tr) => {
-        const root = tr.closest(".gp-summary");
+      ? (/** @type {number} */ i, /** @type {HTMLTableRowElement} */ tr) => {
+        const root = /** @type {HTMLElement | null} */ (tr.closest(".gp-summary"));
         for (const other of root ? root.querySelectorAll(".gp-top-selected") : []) other.classList.remove("gp-top-selected");
         tr.classList.add("gp-top-selected");
         if (root) root.dataset.selectedTop = tr.dataset.top;
@@ -142,7 +187,7 @@ function rankSection(rank, multi, onSelectName) {
   box.appendChild(tops);
 
   if (rank.copies && rank.copies.length) {
-    const rows = rank.copies.map((c) => [
+    const rows = rank.copies.map((/** @type {Report} */ c) => [
       c.kind ?? "",
       formatCount(c.count),
       formatBytes(c.bytes),
@@ -163,6 +208,8 @@ function rankSection(rank, multi, onSelectName) {
  * of the top kernels or top ops (click, Enter) calls it with {table: "kernels" | "ops", name,
  * rank}. For browser tests: each such row carries data-top ("kernels:rank:i"), the root
  * data-selected-top (the same, of the row chosen last).
+ * @param {Report | null | undefined} summary
+ * @param {{onSelectName?: (pick: NamePick) => void}} [hooks]
  */
 export function renderSummary(summary, hooks = {}) {
   summary = summary || {};
@@ -196,7 +243,10 @@ export function renderSummary(summary, hooks = {}) {
   return root;
 }
 
-/** The plain-text report, collapsed (for reading or copying), or null when there is none. */
+/**
+ * The plain-text report, collapsed (for reading or copying), or null when there is none.
+ * @param {Report | null | undefined} summary
+ */
 export function renderTextReport(summary) {
   if (!summary || !summary.text) return null;
   const details = node("details", "gp-text");

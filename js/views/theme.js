@@ -1,14 +1,23 @@
+// @ts-check
 // Canvas colors from JupyterLab's CSS variables (with fallbacks), read where the canvas lives so a
 // theme switch shows on the next frame.
 
 import { colorIsDark } from "../model/colors.js";
 
+/**
+ * @param {CSSStyleDeclaration} style
+ * @param {string} name
+ * @param {string} fallback
+ */
 function cssVar(style, name, fallback) {
   const v = style.getPropertyValue(name).trim();
   return v || fallback;
 }
 
-/** Dark theme: JupyterLab says so on <body>; otherwise judge by the background's luminance. */
+/**
+ * Dark theme: JupyterLab says so on <body>; otherwise judge by the background's luminance.
+ * @param {string} bg
+ */
 function isDark(bg) {
   const flag = document.body?.dataset?.jpThemeLight;
   if (flag === "false") return true;
@@ -16,6 +25,9 @@ function isDark(bg) {
   return colorIsDark(bg);
 }
 
+/** @typedef {ReturnType<typeof themeColors>} Theme */
+
+/** @param {Element} el */
 export function themeColors(el) {
   const st = getComputedStyle(el);
   const bg = cssVar(st, "--jp-layout-color0", "#ffffff");

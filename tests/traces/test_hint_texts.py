@@ -130,3 +130,20 @@ def test_fp32_simt_kernels_on_v100_by_name(traces: Any) -> None:
     assert hint.numbers["tensor_core_precision"] == "fp16"
     assert hint.confidence == "low"
     assert "GradScaler" in hint.code
+
+
+# A finding folded across ranks says on how many distinct ranks of how many it was met.
+FOLDED = re.compile(r" on (\d+) of (\d+) ranks, worst rank \d+$")
+
+
+@pytest.mark.parametrize("name", (*FIXTURES, "hta_v100_16gb_train_rank1_of2.json.gz"))
+def test_each_finding_is_said_once_and_folds_count_distinct_ranks(name: str) -> None:
+    # The V100 trace is one rank with two tensor-core findings (fp32 kernels by name, fp32
+    # matmuls by shape): folded by kind alone they were one, "on 2 of 1 ranks".
+    hints = hints_of(name)
+    assert all(h.subject for h in hints), [h.kind for h in hints if not h.subject]
+    assert len({(h.key, h.rank) for h in hints}) == len(hints), [h.title for h in hints]
+    for hint in hints:
+        folded = FOLDED.search(hint.title)
+        if folded:
+            assert 2 <= int(folded[1]) <= int(folded[2]), hint.title

@@ -24,6 +24,7 @@ from gpuprofile.analyses.detectors import (
     allocator_churn,
     data_loading,
     gpu_idle,
+    judged,
     pageable_copy,
     run_detectors,
     sync_stall,
@@ -259,7 +260,7 @@ def test_data_loading_on_a_single_process_loader() -> None:
     # A data-loading gap is at least half covered by the loader.
     assert hint.gain_ns <= 2 * covered_us * US
     assert hint.gain_ns >= 0.01 * wall_us * US
-    assert hint.severity == "high"  # 287 ms of a 1.07 s run
+    assert judged(hint).severity == "high"  # 287 ms of a 1.07 s run
 
 
 def test_data_loading_silent_when_workers_keep_up() -> None:
@@ -361,7 +362,7 @@ def test_allocator_churn_in_ddp_resnet18() -> None:
     hint = next(iter(allocator_churn.detect(analysis_of(name))))
     assert hint.numbers["calls"] == len(late)
     assert hint.gain_ns <= sum(e["dur"] for e in late) * US + len(late)
-    assert hint.severity == "high"
+    assert judged(hint).severity == "high"
     assert hint.title.startswith(f"{len(late)} hipFree/hipMalloc calls after warm-up")
 
 

@@ -362,6 +362,13 @@ def test_hint_cards_hold_their_text_and_copy_leaves_the_code_visible(
                 }
                 const copy = card.querySelector('.gp-hl-copy');
                 const pre = card.querySelector('.gp-hl-code pre');
+                // The code stays inside the card, every line whole: long ones wrap.
+                if (pre) {
+                    const p = box(pre);
+                    if (p.right > c.right + 0.5 || pre.scrollWidth > pre.clientWidth + 1) {
+                        out.push(`hint ${card.dataset.hint}: code is clipped on the right`);
+                    }
+                }
                 if (copy && pre) {
                     const a = box(copy), b = box(pre);
                     const apart = a.right <= b.left || b.right <= a.left

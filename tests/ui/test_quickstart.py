@@ -68,6 +68,18 @@ def test_quickstart_widget(page, run_notebook, artifacts_dir: Path) -> None:
     page.mouse.up()
     panel.wait_for(state="visible", timeout=10_000)
     assert view(page) == (start2, end2)
+    # Its top tables: one row per name, each shown apart from the others and not cut short
+    # (names that share a long prefix, as autograd's, once read as one repeated row).
+    panel.locator(".gp-range-top").first.wait_for(timeout=30_000)
+    tables = panel.locator(".gp-range-top").evaluate_all(
+        "ts => ts.map(t => [...t.querySelectorAll('.gp-name')].map(e =>"
+        " [e.textContent, e.title, e.scrollWidth > e.clientWidth + 1]))"
+    )
+    assert tables and all(tables), tables
+    for rows in tables:
+        assert len({shown for shown, _, _ in rows}) == len(rows), rows
+        assert len({full for _, full, _ in rows}) == len(rows), rows
+        assert not any(cut for _, _, cut in rows), rows
     page.keyboard.press("Escape")
     panel.wait_for(state="hidden", timeout=10_000)
 

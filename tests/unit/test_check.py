@@ -102,6 +102,28 @@ def test_a_clear_regression_exits_1_with_its_interval_above_the_limit(
     assert (verdict["baseline"], verdict["run"]) == (str(base), str(run))
 
 
+def test_one_gpu_marker_for_a_window_of_steps_uses_the_host_steps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As an H200 with torch 2.11 recorded a --steps window: 10 host ProfilerStep ranges but one
+    GPU marker over the whole window. The steps are the host's 10, so the check has an interval."""
+    rng = np.random.default_rng(11)
+    base_us, run_us = jittered(rng, 1000, 0.01), jittered(rng, 1200, 0.01)
+    paths = []
+    for name, steps in (("run", run_us), ("base", base_us)):
+        doc = step_doc(steps)
+        markers = [e for e in doc["traceEvents"] if e.get("cat") == "gpu_user_annotation"]
+        first, last = markers[0], markers[-1]
+        first["dur"] = last["ts"] + last["dur"] - first["ts"]  # one marker spans the window
+        doc["traceEvents"] = [e for e in doc["traceEvents"] if e not in markers[1:]]
+        paths.append(write(tmp_path / f"{name}.json.gz", doc, gz=True))
+    code, verdict, _ = run_check(paths[0], paths[1], "5%", capsys)
+    assert code == 1
+    assert verdict["method"] == "bootstrap"
+    assert verdict["interval"] == pytest.approx(list(bootstrap(ns(run_us), ns(base_us))), rel=1e-12)
+    assert "host ProfilerStep ranges" in verdict["text"]
+
+
 def test_no_change_with_jitter_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rng = np.random.default_rng(8)
     base_us, run_us = jittered(rng, 1000, 0.01), jittered(rng, 1000, 0.01)

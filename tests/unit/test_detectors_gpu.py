@@ -16,12 +16,14 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import (
     attention,
     communication,
+    judged,
     launch_overhead,
     low_occupancy,
     roofline_bound,
     tensor_cores,
 )
-from gpuprofile.analyses.hints import KINDS, MAX_EVIDENCE_EVENTS, Hint, severity_for
+from gpuprofile.analyses.hints import KINDS, MAX_EVIDENCE_EVENTS, Hint
+from gpuprofile.analyses.thresholds import severity_for
 from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.model import Trace
@@ -82,7 +84,7 @@ def test_launch_overhead_fires_on_gaps_between_small_kernels(tmp_path: Path) -> 
     # 29 gaps of 23 - 3 = 20 us, each less the 1 us a graph replay keeps.
     assert hint.gain_ns == 29 * (20 - 1) * US
     wall = (100 + 29 * 23 + 3 - 95) * US
-    assert hint.severity == severity_for(hint.gain_ns, wall) == "high"
+    assert judged(hint).severity == severity_for(hint.gain_ns, wall) == "high"
     assert hint.numbers["small_kernels"] == 30
     assert hint.numbers["launch_calls"] == 30
     assert hint.numbers["launch_ns_for_small_kernels"] == 30 * 4 * US
@@ -154,7 +156,7 @@ def test_low_occupancy_fires_on_a_half_empty_grid_and_a_tail(tmp_path: Path) -> 
     assert hint.numbers["sm_count"] == 108
     assert hint.numbers["kernels_underfilled"] == 1
     assert hint.numbers["kernels_tail"] == 1
-    assert hint.severity == severity_for(hint.gain_ns, (3405 - 100) * US)
+    assert judged(hint).severity == severity_for(hint.gain_ns, (3405 - 100) * US)
     ids = set(trace.kernels.loc[trace.kernels["name"].isin(["reduce_kernel", "gemm_tail"]), "id"])
     assert set(hint.evidence[0].event_ids) == ids
 
@@ -195,7 +197,7 @@ def test_communication_fires_on_exposed_nccl_time(tmp_path: Path) -> None:
     assert hint.numbers["gpu_window_ns"] == 800 * US
     assert hint.numbers["comm_share_pct"] == 50.0
     assert hint.numbers["top_collectives"] == "AllReduce x1 (400 µs)"
-    assert hint.severity == "high"
+    assert judged(hint).severity == "high"
 
 
 @pytest.mark.parametrize(
@@ -348,7 +350,7 @@ def test_tensor_cores_fires_on_fp32_matmul(tmp_path: Path) -> None:
     assert hint.gain_ns == pytest.approx(at_fp32 - at_tf32, abs=1)
     assert hint.numbers["tensor_core_precision"] == "tf32"
     assert hint.confidence == "medium"
-    assert hint.severity == severity_for(hint.gain_ns, 1100 * US)
+    assert judged(hint).severity == severity_for(hint.gain_ns, 1100 * US)
     assert "[1024, 1024] x [1024, 1024]" in hint.explanation
     assert any("set_float32_matmul_precision" in step for step in hint.fix)
     [op_id] = trace.ops.loc[trace.ops["name"] == "aten::mm", "id"]

@@ -18,12 +18,14 @@ from gpuprofile.analyses.detectors import (
     allocator_churn,
     data_loading,
     gpu_idle,
+    judged,
     pageable_copy,
     sync_stall,
     without_repeats,
 )
 from gpuprofile.analyses.fixes import ALLOCATOR_FIX
-from gpuprofile.analyses.hints import Hint, severity_for
+from gpuprofile.analyses.hints import Hint
+from gpuprofile.analyses.thresholds import severity_for
 from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.meta import RankMeta, TraceMeta
@@ -104,7 +106,7 @@ def test_gpu_idle_fires_on_a_sync_stall(tmp_path: Path) -> None:
     assert hint.numbers["idle_ns"] == idle_ns
     assert hint.numbers["window_ns"] == window_ns
     assert hint.numbers["synchronization_ns"] == idle_ns
-    assert hint.severity == severity_for(idle_ns, wall(events))
+    assert judged(hint).severity == severity_for(idle_ns, wall(events))
     assert "28.0 µs" in hint.explanation and "130 µs" in hint.explanation
     assert any(".item()" in step for step in hint.fix)
     (gaps,) = [e for e in hint.evidence if e.table == "kernels"]
@@ -152,7 +154,7 @@ def test_sync_stall_names_the_op_and_the_python_line(tmp_path: Path) -> None:
     assert hint.numbers["top_where"] == "aten::item in train.py(42): step"
     assert "aten::item in train.py(42): step" in hint.explanation
     assert "cudaStreamSynchronize x1" in hint.explanation
-    assert hint.severity == severity_for(28 * US, wall(events))
+    assert judged(hint).severity == severity_for(28 * US, wall(events))
     runtime_ids = {i for e in hint.evidence if e.table == "runtime" for i in e.event_ids}
     sync_id = analysis.trace.runtime.loc[
         analysis.trace.runtime["name"] == "cudaStreamSynchronize", "id"
@@ -197,7 +199,7 @@ def test_data_loading_fires_when_the_gpu_waits_for_the_loader(tmp_path: Path) ->
     assert hint.numbers["workers"] == "no"
     assert any("num_workers" in step for step in hint.fix)
     assert "persistent_workers=True" in hint.code and "prefetch_factor" in hint.code
-    assert hint.severity == severity_for(gap_ns, wall(events))
+    assert judged(hint).severity == severity_for(gap_ns, wall(events))
 
 
 def test_data_loading_silent_when_the_gpu_stays_busy(tmp_path: Path) -> None:
@@ -280,7 +282,7 @@ def test_pageable_copy_without_a_pinned_reference_assumes_half_the_time(tmp_path
     assert hint.numbers["blocked_idle_ns"] == 0
     assert hint.gain_ns == 1000 * US
     assert "assumed 2x" in hint.gain_method
-    assert hint.severity == severity_for(1000 * US, wall(events))
+    assert judged(hint).severity == severity_for(1000 * US, wall(events))
     assert any("pin_memory" in step for step in hint.fix)
 
 
@@ -318,7 +320,7 @@ def test_pinned_copy_on_the_compute_stream(tmp_path: Path) -> None:
     hint = only(pageable_copy.detect(analyse(tmp_path, events)))
     assert hint.title == "1 host-device copy shares the compute stream (200 µs)"
     assert hint.gain_ns == 200 * US
-    assert hint.severity == severity_for(200 * US, wall(events))
+    assert judged(hint).severity == severity_for(200 * US, wall(events))
     assert any("separate stream" in step for step in hint.fix)
 
 
@@ -344,7 +346,7 @@ def test_allocator_churn_counts_calls_after_the_first_step(tmp_path: Path) -> No
     assert hint.numbers["calls"] == 2
     assert hint.gain_ns == (300 + 200) * US
     assert hint.title == "2 cudaMalloc/cudaFree calls after warm-up cost 500 µs"
-    assert hint.severity == severity_for(500 * US, wall(events))
+    assert judged(hint).severity == severity_for(500 * US, wall(events))
     assert hint.confidence == "high"
     assert any("expandable_segments:True" in step for step in hint.fix)
     (calls,) = hint.evidence
@@ -364,7 +366,7 @@ def test_allocator_churn_reports_growth_and_fragmentation(tmp_path: Path) -> Non
     )
     hint = only(allocator_churn.detect(analyse(tmp_path, events)))
     assert hint.gain_ns == 0  # memory, not time
-    assert hint.severity == "low"
+    assert judged(hint).severity == "low"
     assert hint.numbers["reserved_growth_bytes"] == 2 * GIB
     assert hint.numbers["reserved_bytes"] == 4 * GIB
     assert hint.numbers["peak_allocated_bytes"] == 1 * GIB

@@ -166,6 +166,11 @@ def test_ops_match_by_name_and_by_place_in_the_tree(pair: Any, diffed: gpuprofil
     assert rows["aten::add"]["matched_by"] == "only in b"
     # Annotations are not ranked ops (the report's top_ops neither).
     assert not any(name.startswith("ProfilerStep") for name in rows)
+    # The note counts the rows so matched, as a count of rows ("1 row", not "1 rows").
+    document_ = diffed.to_dict()
+    paired = [r for t in ("kernels", "ops") for r in document_[t] if r["matched_by"] == "position"]
+    assert len(paired) == 2
+    assert "2 rows matched by place in the op tree (the names differ)" in document_["notes"]
 
 
 def test_summary_from_the_documents(pair: Any, diffed: gpuprofile.Diff) -> None:

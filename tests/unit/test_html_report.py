@@ -106,26 +106,33 @@ def test_cli_html_into_a_missing_directory_is_one_line(
 
 def test_roofline_draws_the_dram_and_compute_roofs() -> None:
     bandwidth, peak = 2.0e12, 60.0e12
+    counts = {"flops": 1e9, "bytes": 1e8, "level": "op"}
     points = [
-        {"name": "a", "intensity": 4.0, "achieved_flops_per_s": 5.0e12, "time_ns": 10,
-         "precision": "fp32"},
-        {"name": "b", "intensity": 200.0, "achieved_flops_per_s": 40.0e12, "time_ns": 30,
-         "precision": "fp32"},
-    ]  # fmt: skip
+        {"name": "a", "intensity": 4.0, "achieved_flops_per_s": 5.0e12, "time_ns": 10, **counts},
+        {"name": "b", "intensity": 200.0, "achieved_flops_per_s": 40.0e12, "time_ns": 30, **counts},
+        {"name": "no FLOPs", "intensity": 4.0, "achieved_flops_per_s": 5.0e12, "flops": None},
+    ]
     report = {
-        "hardware": {"dram_bytes_per_s": bandwidth, "peak_flops": {"fp32": peak, "bf16": 1e15}},
+        "hardware": {
+            "source": "user",
+            "dram_bytes_per_s": bandwidth,
+            "peak_flops": {"fp32": peak, "bf16": 1e15},
+        },
         "roofline": {"points": points},
     }
     figure = roofline_figure(report)
     assert figure is not None
     lines = [r for r in figure.renderers if type(r.glyph).__name__ == "Line"]
-    assert len(lines) == 1  # only the precision the points use
+    assert len(lines) == 3  # every roof the widget draws (fp32, bf16), and the DRAM slope named
+    slope = lines[2].data_source.data
+    for x, y in zip(slope["x"], slope["y"]):
+        assert y == pytest.approx(bandwidth * x)
     xs, ys = lines[0].data_source.data["x"], lines[0].data_source.data["y"]
     for x, y in zip(xs, ys):
         assert y == pytest.approx(min(bandwidth * x, peak))
     assert peak / bandwidth in xs  # the ridge
-    scatter = next(r for r in figure.renderers if type(r.glyph).__name__ == "Scatter")
-    assert list(scatter.data_source.data["x"]) == [4.0, 200.0]
+    scatter = [r for r in figure.renderers if type(r.glyph).__name__ == "Scatter"][-1]
+    assert list(scatter.data_source.data["x"]) == [4.0, 200.0]  # the point without FLOPs is not
 
 
 def test_a_job_gets_its_ranks_table(tmp_path: Path) -> None:
@@ -148,3 +155,17 @@ def test_a_job_gets_its_ranks_table(tmp_path: Path) -> None:
     for (_, wall), rank in zip(rows, (0, 1)):
         assert wall == format_time(walls[rank] * 1000)
     assert ranks_html(gpuprofile.load(job / "rank0.json").report()) == ""
+
+
+def test_source_line_names_a_capture_once() -> None:
+    from gpuprofile.report.html import summary_html
+
+    def source_line(source: dict[str, str | None]) -> str:
+        page = summary_html({"source": source, "hardware": {}, "ranks": [], "notices": []})
+        return page.split("<p>Source: ", 1)[1].split("<br>", 1)[0]
+
+    # A capture has no path: "capture", not "capture (capture)".
+    assert source_line({"format": "capture", "path": None, "version": None}) == "capture"
+    assert source_line({"format": "kineto", "path": "/t/a.json", "version": "1.0"}) == (
+        "/t/a.json (kineto, 1.0)"
+    )

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pytest
 import torch
 
 import gpuprofile
@@ -319,3 +320,33 @@ def test_live_refills_never_run_while_a_window_records() -> None:
     for refill_start, refill_end in busy:
         for start, end in windows:
             assert refill_end <= start or end <= refill_start, refill_start - start
+
+
+def test_refills_cross_whole_while_the_busy_kernel_cannot_answer_for_detail(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the cell runs, the kernel answers no detail-window request: an overview shown then
+    could not be zoomed into, nor a selected event found again in it (the browser keeps a
+    selection across refills by finding it in whole data). So refills cross whole past the
+    profile's detail threshold, up to LIVE_DETAIL_THRESHOLD."""
+    from gpuprofile.widget import live
+    from gpuprofile.widget.widget import ProfileWidget, show_result
+
+    recorded = window(0, kernels=7)
+    events = len(recorded.ops) + len(recorded.runtime) + len(recorded.kernels)
+    # The profile's threshold below this window's events: shown after the cell, an overview.
+    monkeypatch.setattr(show_result, "__kwdefaults__", {"detail_threshold": events - 1})
+
+    def refilled(live_threshold: int) -> ProfileWidget:
+        monkeypatch.setattr(live, "LIVE_DETAIL_THRESHOLD", live_threshold)
+        widget = ProfileWidget()
+        feed = LiveFeed(widget, read=merge)
+        feed.start()
+        feed.show_window(recorded, None)
+        wait_until(lambda: widget.total_events >= events, timeout=30)
+        feed.finish()
+        assert widget.total_events == events
+        return widget
+
+    assert refilled(live.LIVE_DETAIL_THRESHOLD).complete is True
+    assert refilled(events - 1).complete is False  # past the live limit: an overview after all

@@ -6,6 +6,7 @@ import base64
 import html
 import io
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,28 @@ def test_snapshot_says_what_the_report_says(hostile: Profile) -> None:
     assert "gpuprofile.show" not in text_of(render_snapshot(report, hostile.trace))
 
 
+def test_snapshot_promises_what_show_gives(hostile: Profile, tmp_path: Path) -> None:
+    """A run recorded without its trace: show() gives the report, not the widget, and the
+    snapshot says so; with --keep-trace it gives the interactive view."""
+    from gpuprofile.show import show
+    from gpuprofile.store.history import History
+
+    store = History(tmp_path / "history.sqlite")
+    for keep in (False, True):
+        profile = Profile(hostile.trace)  # the module's profile stays unrecorded
+        run = profile.save(keep_trace=keep, history=store)
+        text = " ".join(text_of(profile.snapshot_html(run.id)).split())
+        shown = show(run)
+        if keep:
+            assert f'For the interactive view, run gpuprofile.show("{run.id}") in a cell' in text
+            assert isinstance(shown, Profile)
+        else:
+            assert f'gpuprofile.show("{run.id}") shows this report again' in text
+            assert "kept no trace" in text and "--keep-trace" in text
+            assert "interactive view" not in text
+            assert "trace not kept" in repr(shown)  # the report, not a Profile
+
+
 def test_trace_names_stay_text_and_nothing_runs(hostile: Profile) -> None:
     markup = render_snapshot(hostile.report(), hostile.trace)
     assert re.search(r"<script", markup, re.I) is None
@@ -96,7 +119,7 @@ def test_pictures_are_drawn(hostile: Profile) -> None:
     # One lane per stream (7 and 8), then the CPU thread, in that order.
     kernels = hostile.trace.kernels
     labels = re.findall(r">([^<>]+)</text>", timeline)
-    assert labels[:3] == ["r0 GPU 0 stream 7", "r0 GPU 0 stream 8", "r0 CPU thread 1"]
+    assert labels[:3] == ["GPU 0 · stream 7", "GPU 0 · stream 8", "CPU · thread 1"]
     # Each kernel's middle is a coloured pixel on its stream's row, and the gap before the
     # first kernel is white (computed here from the kernels table, not by the module).
     image = lane_image(timeline)
@@ -115,8 +138,12 @@ def test_pictures_are_drawn(hostile: Profile) -> None:
         255,
         255,
     )
-    points = [p for p in hostile.report()["roofline"]["points"] if p.get("intensity")]
-    assert roofline.count("<circle") == len(points)
+    # The points of the first level (ops) whose FLOPs, bytes and rate are all known and positive.
+    points = hostile.report()["roofline"]["points"]
+    level = "op" if any(p["level"] == "op" and p.get("flops") for p in points) else "kernel"
+    known = ("flops", "bytes", "intensity", "achieved_flops_per_s")
+    drawn = [p for p in points if p["level"] == level and all((p.get(k) or 0) > 0 for k in known)]
+    assert drawn and roofline.count('<circle class="point"') == len(drawn)
 
 
 def test_a_million_kernels_stay_under_the_limit() -> None:
@@ -143,7 +170,7 @@ def test_a_million_kernels_stay_under_the_limit() -> None:
     assert size <= LIMIT, size
     assert "and 56 more ranks" in markup and "288 more hints" in markup
     # The timeline shows every stream of both ranks though they hold 2M kernels.
-    assert pictures(markup)["gp-snapshot-timeline"].count("GPU 0 stream") == 16
+    assert pictures(markup)["gp-snapshot-timeline"].count("GPU 0 · stream") == 16
 
 
 def test_busy_shading_matches_an_independent_count() -> None:
@@ -180,3 +207,24 @@ def test_a_notebook_gets_the_widget_then_the_snapshot(hostile: Profile) -> None:
     assert snapshot["text/plain"] == hostile.text()
     assert snapshot["text/html"] == hostile.snapshot_html("r1")
     assert metadata == {"gpuprofile": {"snapshot": True, "run_id": "r1"}}
+
+
+def test_gauge_roofs_are_not_parenthesized_twice() -> None:
+    """A roof's label ends in its source ("... (calibrated)"): the text report and the
+    snapshot name it after the percentage, never inside another pair of parentheses."""
+    from gpuprofile.report.snapshot import _gauge_bars
+    from gpuprofile.report.text import _gauge_lines
+
+    label = "CPU Xeon (2 threads) DRAM bandwidth (calibrated)"
+    gauge = {
+        "key": "dram", "label": "DRAM bandwidth", "rank": 0, "value": 5e9, "unit": "B/s",
+        "roof": 2e10, "roof_label": label, "roof_source": "calibrated", "fraction": 0.25,
+        "note": "over the 1.00 ms of 1.00 ms whose bytes are known",
+    }  # fmt: skip
+    (line,) = _gauge_lines([gauge], 0)
+    assert line == (
+        f"  DRAM bandwidth: 5.00 GB/s of 20.0 GB/s (25%), roof: {label}; {gauge['note']}"
+    )
+    cells = text_of(_gauge_bars({"gauges": [gauge]}))
+    assert f"25% of 20.0 GB/s, roof: {label}" in cells
+    assert "))" not in line and "))" not in cells

@@ -1,3 +1,4 @@
+// @ts-check
 // Geometry of the timeline canvas, shared by the layout that stacks lanes and hit-tests them and
 // the painters that draw them (tests/ui/widget_page.py keeps AXIS_H, HEADER_H and labelWidth in
 // step); and the canvas's width as last drawn, with its label column and plot widths.
@@ -9,10 +10,15 @@ export const HEADER_H = 20;
 export const COUNTER_H = 36;
 export const DIMS = { axisH: AXIS_H, rowH: ROW_H, pad: LANE_PAD, headerH: HEADER_H, counterH: COUNTER_H };
 
-/** Width of the lane label column for a canvas `cssW` px wide. */
+/**
+ * Width of the lane label column for a canvas `cssW` px wide.
+ * @param {number} cssW
+ */
 export function labelWidth(cssW) {
   return Math.round(Math.min(220, Math.max(110, cssW * 0.2)));
 }
+
+/** @typedef {ReturnType<typeof createCanvasDims>} CanvasDims */
 
 /** The canvas's CSS width as last drawn (0 before the first frame) and the columns it holds. */
 export function createCanvasDims() {
@@ -30,7 +36,10 @@ export function createCanvasDims() {
     plotWidth() {
       return Math.max(1, cssW - labelW);
     },
-    /** Take the canvas's width for this frame; says whether it changed. */
+    /**
+     * Take the canvas's width for this frame; says whether it changed.
+     * @param {number} width
+     */
     measure(width) {
       const changed = width !== cssW;
       cssW = width;
@@ -40,7 +49,13 @@ export function createCanvasDims() {
   };
 }
 
-/** Cut text to maxWidth px with an ellipsis, estimating from the cached full width (no loop). */
+/**
+ * Cut text to maxWidth px with an ellipsis, estimating from the cached full width (no loop).
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {string} text
+ * @param {number} maxWidth
+ * @param {Map<string, number>} cache text -> its full width in px
+ */
 export function fitText(ctx, text, maxWidth, cache) {
   if (maxWidth <= 8) return "";
   let full = cache.get(text);

@@ -1,3 +1,4 @@
+// @ts-check
 // The counter lanes of the timeline canvas: step charts (a value holds from its sample until the
 // next), filled below, with the lane's maximum written at its top left.
 
@@ -9,8 +10,12 @@ import { AXIS_H } from "./canvas.js";
 /**
  * Counter lanes among the visible layout `entries` as step charts, scaled to the lane's range
  * (its declared min/max, stretched to the samples), one point per pixel column at most.
- * @param f the frame state (see paint.js)
- * @param {{counters: Map, counterTimes, counterValues, span: number}} data
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {import("./paint.js").Frame} f the frame state
+ * @param {import("../../model/lanes.js").LayoutEntry[]} entries
+ * @param {import("../theme.js").Theme} c
+ * @param {{counters: Map<number, import("../../model/lanes.js").CounterInfo>,
+ *   counterTimes?: ArrayLike<number> | null, counterValues?: ArrayLike<number> | null, span: number}} data
  */
 export function drawCounters(ctx, f, entries, c, data) {
   const { counters, counterTimes, counterValues, span } = data;
@@ -30,13 +35,15 @@ export function drawCounters(ctx, f, entries, c, data) {
       ctx.fillText("no samples", labelW + 6, y + entry.h / 2);
       continue;
     }
-    const lo = Number.isFinite(lane.min) ? Math.min(lane.min, info.min) : Math.min(0, info.min);
-    let hi = Number.isFinite(lane.max) ? Math.max(lane.max, info.max) : info.max;
+    const lo = typeof lane.min === "number" && Number.isFinite(lane.min) ? Math.min(lane.min, info.min) : Math.min(0, info.min);
+    let hi = typeof lane.max === "number" && Number.isFinite(lane.max) ? Math.max(lane.max, info.max) : info.max;
     if (!(hi > lo)) hi = lo + 1;
     const top = y + 5;
     const base = y + entry.h - 3;
     const scaleY = (base - top) / (hi - lo);
+    /** @param {number} v */
     const yOf = (v) => base - (v - lo) * scaleY;
+    /** @param {number} t */
     const xOf = (t) => {
       const x = timeToX(t, view, plotW);
       return labelW + (x < -1 ? -1 : x > plotW + 1 ? plotW + 1 : x);
@@ -48,6 +55,10 @@ export function drawCounters(ctx, f, entries, c, data) {
     // One point per pixel column (its max) when samples are denser than pixels.
     let px = NaN;
     let pv = 0;
+    /**
+     * @param {number} x
+     * @param {number} v
+     */
     const emit = (x, v) => {
       const yv = yOf(v);
       ctx.lineTo(x, prevY);

@@ -1,3 +1,4 @@
+// @ts-check
 // Mouse and keyboard on the timeline: hover (tooltip, details prefetched after a dwell), ctrl+wheel
 // zoom and shift/horizontal-wheel pan, drag to pan (middle button, alt, or on the axis) or to
 // select a range, click to select an event or toggle a lane group, double-click to zoom to an
@@ -13,7 +14,23 @@ const HOVER_DWELL_MS = 150;
 export const RANK_ARROW_PX = 22;
 const DRAG_THRESHOLD_PX = 4;
 
-function isTyping(target) {
+/** @typedef {import("../../model/view.js").View} View */
+/** @typedef {import("../../model/segments.js").TimelineEvent} TimelineEvent */
+/**
+ * Event details cached by id (js/model/details_cache.js).
+ * @typedef {{has: (id: number) => boolean, get: (id: number) => EventDetails | undefined,
+ *   fetch: (id: number) => Promise<EventDetails>}} DetailsCache
+ */
+/** @typedef {import("../../model/source.js").EventDetails} EventDetails */
+/**
+ * A drag under way: panning the view and the lanes, or selecting a range from t0.
+ * @typedef {{mode: "pan", x: number, y: number, view: View, scrollTop: number, id: number}
+ *   | {mode: "select", x: number, y: number, t0: number, moved: boolean, id: number, point: {x: number, y: number}}} Drag
+ */
+
+/** @param {EventTarget | null} eventTarget a key's target: an element, when it is one of ours */
+function isTyping(eventTarget) {
+  const target = /** @type {HTMLElement | null} */ (eventTarget);
   const tag = target?.tagName;
   return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || target?.isContentEditable;
 }
@@ -23,20 +40,20 @@ function isTyping(target) {
  * @param {HTMLElement} opts.el the timeline's root (keys)
  * @param {HTMLCanvasElement} opts.canvas
  * @param {HTMLElement} opts.scroller the plot's vertical scroller
- * @param {{show, hide, hidden: boolean}} opts.tooltip
- * @param {{has, fetch}} opts.detailsCache
+ * @param {ReturnType<typeof import("./tooltip.js").createTooltip>} opts.tooltip
+ * @param {DetailsCache} opts.detailsCache
  * @param {boolean} opts.canFetchDetails whether hovering may prefetch details
- * @param {Map} opts.laneById
- * @param {Object} opts.state the timeline's state: view, span, minSpan, the range's draft
- * @param {(view) => void} opts.setView
+ * @param {Map<number, import("../../model/lanes.js").Lane>} opts.laneById
+ * @param {import("./paint.js").TimelineState} opts.state the timeline's state: view, span, minSpan, the range's draft
+ * @param {(view: View) => void} opts.setView
  * @param {{labelW: number, plotWidth: () => number}} opts.dims the canvas's columns
- * @param {{entryAt, hitTest, toggleGroup}} opts.layout the layout entry at a canvas y, and
- *   {ev, lane} or {counter} at a canvas point
- * @param {(ev) => void} opts.onSelect a click on an event
+ * @param {Pick<ReturnType<typeof import("./layout.js").createLayout>, "entryAt" | "hitTest" | "toggleGroup">} opts.layout
+ *   the layout entry at a canvas y, and {ev, lane} or {counter} at a canvas point
+ * @param {(ev: TimelineEvent) => void} opts.onSelect a click on an event
  * @param {() => void} opts.onClickEmpty a click on nothing
  * @param {(rank: number) => void} opts.onToggleRank a click on a rank header's arrow
  * @param {(rank: number) => void} opts.onFocusRank a click on the rest of a rank's header
- * @param {(start, end) => void} opts.onRange a range dragged out
+ * @param {(start: number, end: number) => void} opts.onRange a range dragged out
  * @param {() => boolean} opts.onEscape clears something, and says whether it did
  * @param {() => void} opts.schedule repaint
  * @param {() => boolean} opts.isDestroyed
@@ -49,24 +66,30 @@ export function attachTimelineInput(opts) {
   const labelWidth = () => dims.labelW;
   const plotWidth = () => dims.plotWidth();
   const { entryAt, hitTest } = layout;
-  let mouseX = null; // plot x of the pointer, for W/S anchoring
-  let lastPointer = null; // {clientX, clientY} for re-rendering the tooltip
-  let hover = null; // event under the pointer
+  /** @type {number | null} plot x of the pointer, for W/S anchoring */
+  let mouseX = null;
+  /** @type {{clientX: number, clientY: number} | null} for re-rendering the tooltip */
+  let lastPointer = null;
+  /** @type {TimelineEvent | null} the event under the pointer */
+  let hover = null;
+  /** @type {Drag | null} */
   let drag = null;
   let dwellTimer = 0;
 
+  /** @param {MouseEvent} e */
   function localPoint(e) {
     const r = canvas.getBoundingClientRect();
     return { x: e.clientX - r.left, y: e.clientY - r.top };
   }
 
+  /** @param {MouseEvent} e */
   function updateHover(e) {
     const p = localPoint(e);
     const labelW = labelWidth();
     mouseX = p.x >= labelW ? p.x - labelW : null;
     lastPointer = { clientX: e.clientX, clientY: e.clientY };
     const hit = hitTest(p.x, p.y);
-    const ev = hit?.ev ?? null;
+    const ev = hit && "ev" in hit ? hit.ev : null;
     const changed = (ev?.id ?? null) !== (hover?.id ?? null) || (ev && hover && (ev.start_ns !== hover.start_ns || ev.lane !== hover.lane));
     hover = ev;
     if (hit) tooltip.show(hit, e.clientX, e.clientY, getView(), el);
@@ -76,11 +99,12 @@ export function attachTimelineInput(opts) {
     clearTimeout(dwellTimer);
     if (ev && ev.id >= 0 && canFetchDetails && !detailsCache.has(ev.id)) {
       const id = ev.id;
+      const lane = laneById.get(ev.lane);
       dwellTimer = setTimeout(() => {
         detailsCache.fetch(id).then(
           () => {
             if (isDestroyed() || hover?.id !== id || tooltip.hidden || !lastPointer) return;
-            tooltip.show({ ev: hover, lane: laneById.get(hover.lane) }, lastPointer.clientX, lastPointer.clientY, getView(), el);
+            tooltip.show({ ev: hover, lane }, lastPointer.clientX, lastPointer.clientY, getView(), el);
           },
           () => {},
         );
@@ -102,6 +126,7 @@ export function attachTimelineInput(opts) {
     return mouseX === null ? null : xToTime(mouseX, getView(), plotWidth());
   }
 
+  /** @param {WheelEvent} e */
   function onWheel(e) {
     const view = getView();
     const unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
@@ -120,6 +145,7 @@ export function attachTimelineInput(opts) {
     // A plain vertical wheel scrolls the lanes natively (and the page at the ends).
   }
 
+  /** @param {PointerEvent} e */
   function onPointerDown(e) {
     scroller.focus({ preventScroll: true });
     const p = localPoint(e);
@@ -149,6 +175,7 @@ export function attachTimelineInput(opts) {
     if (panning) canvas.classList.add("gp-dragging");
   }
 
+  /** @param {PointerEvent} e */
   function onPointerMove(e) {
     if (!drag) {
       updateHover(e);
@@ -169,6 +196,7 @@ export function attachTimelineInput(opts) {
     schedule();
   }
 
+  /** @param {PointerEvent} e */
   function onPointerUp(e) {
     if (!drag) return;
     const d = drag;
@@ -184,18 +212,20 @@ export function attachTimelineInput(opts) {
       return;
     }
     const hit = hitTest(d.point.x, d.point.y);
-    if (hit?.ev) opts.onSelect(hit.ev);
+    if (hit && "ev" in hit) opts.onSelect(hit.ev);
     else opts.onClickEmpty();
     updateHover(e);
   }
 
+  /** @param {MouseEvent} e */
   function onDoubleClick(e) {
     const p = localPoint(e);
     const hit = hitTest(p.x, p.y);
-    if (!hit?.ev) return;
+    if (!hit || !("ev" in hit)) return;
     setView(viewForEvent(hit.ev.start_ns, hit.ev.dur_ns, span, minSpan, 0.1));
   }
 
+  /** @param {KeyboardEvent} e */
   function onKeyDown(e) {
     if (isTyping(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
     if (e.key === "Escape") {

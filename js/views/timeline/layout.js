@@ -1,3 +1,4 @@
+// @ts-check
 // The timeline's vertical layout: lane groups stacked (collapsed ones as one summary row) in a
 // scroller as tall as they need up to MAX_VIEWPORT_H, a lane scrolled into sight, and what lies
 // under a canvas point. The arithmetic is js/model/lanes.js and js/model/hit.js; this module
@@ -11,13 +12,13 @@ const MAX_VIEWPORT_H = 560;
 
 /**
  * @param {Object} opts
- * @param {Object} opts.data prepareTimeline()'s result
- * @param {Object} opts.state the timeline's state (view, collapsed groups)
+ * @param {import("../../model/timeline_data.js").PreparedTimeline} opts.data prepareTimeline()'s result
+ * @param {import("./paint.js").TimelineState} opts.state the timeline's state (view, collapsed groups)
  * @param {{labelW: number, plotWidth: () => number}} opts.dims the canvas's columns
  * @param {HTMLElement} opts.scroller the plot's vertical scroller
  * @param {HTMLCanvasElement} opts.canvas
  * @param {HTMLElement} opts.spacer what makes the scroller as tall as the lanes
- * @param {() => Object|null} opts.getDetail the detail window held, or null
+ * @param {() => import("../../model/timeline_data.js").DetailWindow | null} opts.getDetail the detail window held, or null
  * @param {() => void} opts.schedule repaint
  */
 export function createLayout({ data, state, dims, scroller, canvas, spacer, getDetail, schedule }) {
@@ -40,12 +41,16 @@ export function createLayout({ data, state, dims, scroller, canvas, spacer, getD
     schedule();
   }
 
+  /** @param {string} group */
   function toggleGroup(group) {
     state.toggleGroup(group);
     relayout();
   }
 
-  /** Click on a rank's header: collapse or expand it. */
+  /**
+   * Click on a rank's header: collapse or expand it.
+   * @param {number} rank
+   */
   function toggleRank(rank) {
     state.toggleRank(rank);
     relayout();
@@ -54,6 +59,7 @@ export function createLayout({ data, state, dims, scroller, canvas, spacer, getD
   /**
    * Focus on a rank (the others collapsed, its header scrolled to the top); focusing on the
    * rank already focused on expands every rank again. Returns the rank focused on, or null.
+   * @param {number} rank
    */
   function focusRank(rank) {
     const focused = state.focusRank(rank, data.ranks);
@@ -63,7 +69,11 @@ export function createLayout({ data, state, dims, scroller, canvas, spacer, getD
     return focused;
   }
 
-  /** Scroll so the lane (or, given a row, that row of it) is in sight, expanding its group and rank. */
+  /**
+   * Scroll so the lane (or, given a row, that row of it) is in sight, expanding its group and rank.
+   * @param {number} laneId
+   * @param {number | null} [row]
+   */
   function ensureLaneVisible(laneId, row = null) {
     let entry = layout.entryOfLane.get(laneId);
     if (!entry) return;
@@ -74,18 +84,26 @@ export function createLayout({ data, state, dims, scroller, canvas, spacer, getD
       if (rankOpened || groupOpened) {
         relayout();
         entry = layout.entryOfLane.get(laneId);
+        if (!entry) return;
       }
     }
     const next = scrollTopToShow(entry, row, scroller.scrollTop, viewportH - AXIS_H, DIMS);
     if (next !== scroller.scrollTop) scroller.scrollTop = next;
   }
 
-  /** The layout entry at canvas height py, or null. */
+  /**
+   * The layout entry at canvas height py, or null.
+   * @param {number} py
+   */
   function entryAt(py) {
     return entryAtY(layout.entries, py, scroller.scrollTop, AXIS_H);
   }
 
-  /** What is under a canvas point: {ev, lane} for events, {counter} for counter lanes, or null. */
+  /**
+   * What is under a canvas point: {ev, lane} for events, {counter} for counter lanes, or null.
+   * @param {number} px
+   * @param {number} py
+   */
   function hitTest(px, py) {
     const g = {
       entries: layout.entries,

@@ -1,3 +1,4 @@
+// @ts-check
 // What the timeline draws over its events: highlight marks, hover and selection outlines, flow
 // arrows and the selected range; then the lane label column and the time axis on top. All read
 // the frame state `f` the timeline fills before each paint (see paint.js).
@@ -6,16 +7,28 @@ import { formatTime } from "../../model/format.js";
 import { timeToX } from "../../model/view.js";
 import { AXIS_H, fitText, HEADER_H, LANE_PAD, ROW_H } from "./canvas.js";
 
-/** Screen rectangle of an event ({lane, row, start_ns, dur_ns}); null when its lane is not laid out. */
+/** @typedef {import("./paint.js").Frame} Frame */
+/** @typedef {import("../theme.js").Theme} Theme */
+/** @typedef {import("../../model/lanes.js").Lane} Lane */
+/** @typedef {import("../../model/lanes.js").LayoutEntry} LayoutEntry */
+
+/**
+ * Screen rectangle of an event ({lane, row, start_ns, dur_ns}); null when its lane is not laid out.
+ * @param {Frame} f
+ * @param {Map<number, Lane>} laneById
+ * @param {{lane: number, row?: number, start_ns: number, dur_ns: number}} ev
+ * @param {number} [minW] px
+ */
 function eventRect(f, laneById, ev, minW = 3) {
   const { layout, labelW, view, plotW, scrollTop } = f;
   const entry = layout.entryOfLane.get(ev.lane);
   if (!entry) return null;
   const lane = laneById.get(ev.lane);
   const y0 = AXIS_H + entry.y - scrollTop;
+  /** @type {number} */
   let y;
   let h = ROW_H - 2;
-  if (entry.kind === "lane") y = y0 + LANE_PAD + Math.min(ev.row | 0, (lane?.rows ?? 1) - 1) * ROW_H + 1;
+  if (entry.kind === "lane") y = y0 + LANE_PAD + Math.min(/** @type {number} */ (ev.row) | 0, (lane?.rows ?? 1) - 1) * ROW_H + 1;
   else if (entry.kind === "summary") y = y0 + LANE_PAD + 1;
   else { y = y0 + 2; h = HEADER_H - 4; }
   let x0 = timeToX(ev.start_ns, view, plotW);
@@ -30,7 +43,13 @@ function eventRect(f, laneById, ev, minW = 3) {
   return { x: labelW + x0, y, w: x1 - x0, h };
 }
 
-/** Highlight marks, hover and selection outlines, flow arrows, the selected range. */
+/**
+ * Highlight marks, hover and selection outlines, flow arrows, the selected range.
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {Frame} f
+ * @param {Theme} c
+ * @param {Map<number, Lane>} laneById
+ */
 export function drawOverlays(ctx, f, c, laneById) {
   const { layout, labelW, view, plotW, viewportH, scrollTop, marks, hover, selected, flows } = f;
   ctx.save();
@@ -131,7 +150,15 @@ export function drawOverlays(ctx, f, c, laneById) {
   ctx.restore();
 }
 
-/** The lane label column: group headers, badges and lane names, row separators. */
+/**
+ * The lane label column: group headers, badges and lane names, row separators.
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {Frame} f
+ * @param {Theme} c
+ * @param {string} font
+ * @param {LayoutEntry[]} entries the visible ones
+ * @param {Map<string, number>} textWidths fitText's cache
+ */
 export function drawLabels(ctx, f, c, font, entries, textWidths) {
   const { cssW, labelW, viewportH, scrollTop } = f;
   ctx.fillStyle = c.labelBg;
@@ -191,6 +218,13 @@ export function drawLabels(ctx, f, c, font, entries, textWidths) {
  * A rank's header across the label column and the plot: its arrow (a click there collapses or
  * expands it), "rank N" and its lane count, "focused" when the others are collapsed for it, and
  * the straggler's mark (the rank the others waited for most).
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {Frame} f
+ * @param {Theme} c
+ * @param {string} font
+ * @param {LayoutEntry} entry
+ * @param {number} y px
+ * @param {Map<string, number>} textWidths
  */
 function drawRankHeader(ctx, f, c, font, entry, y, textWidths) {
   const { cssW } = f;
@@ -223,7 +257,15 @@ function drawRankHeader(ctx, f, c, font, entry, y, textWidths) {
   ctx.font = font;
 }
 
-/** The time axis strip: headline, ticks and their labels, the selected range's length. */
+/**
+ * The time axis strip: headline, ticks and their labels, the selected range's length.
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {Frame} f
+ * @param {Theme} c
+ * @param {ReturnType<typeof import("../../model/view.js").axisTicks>} ticks
+ * @param {string} headline
+ * @param {Map<string, number>} textWidths
+ */
 export function drawAxis(ctx, f, c, ticks, headline, textWidths) {
   const { cssW, labelW, view, plotW } = f;
   ctx.fillStyle = c.bg;

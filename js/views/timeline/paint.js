@@ -1,3 +1,4 @@
+// @ts-check
 // Painting the timeline canvas: lane backgrounds and grid, events (level of detail per pixel,
 // search dimming, labels in the boxes that fit them), counter step charts (counters.js), then
 // the overlays, label column and axis of overlays.js. Per-frame scratch (boxes, paths, labels) is
@@ -15,13 +16,28 @@ import { drawAxis, drawLabels, drawOverlays } from "./overlays.js";
 
 const LABEL_MIN_PX = 28;
 
+/** @typedef {import("../../model/timeline_data.js").PreparedTimeline} PreparedTimeline */
+/** @typedef {import("../../model/segments.js").SegmentIndex} SegmentIndex */
+/** @typedef {import("../../model/lanes.js").LayoutEntry} LayoutEntry */
+/** @typedef {import("../../model/lanes.js").Lane} Lane */
+/** @typedef {import("../theme.js").Theme} Theme */
+/** @typedef {ReturnType<typeof import("../../model/timeline_state.js").createTimelineState>} TimelineState */
 /**
- * @param {Object} data what stays fixed for the timeline's life: prepareTimeline()'s result
- *   (overview, counters, counterTimes, counterValues, lanes, laneById, totalEvents, span,
- *   nameText, colorOf, emptyText)
- * @returns {{paint: (ctx, f, c, font) => void}} f, the frame state: {view, layout, cssW, labelW,
- *   plotW, viewportH, scrollTop, detail, pendingWindow, mask, marks, hover, selected, flows, range,
- *   straggler, focusedRank}
+ * The frame state the timeline fills before each paint (timeline.js, render.js), read by the
+ * painters: the view, the layout and the canvas's sizes (px), the detail window held and the one
+ * asked for, the search mask, and what is highlighted, hovered, selected and marked.
+ * @typedef {{view: import("../../model/view.js").View, layout: import("../../model/lanes.js").Layout,
+ *   cssW: number, labelW: number, plotW: number, viewportH: number, scrollTop: number,
+ *   detail: import("../../model/timeline_data.js").DetailWindow | null,
+ *   pendingWindow: import("./windows.js").PendingWindow | null, mask: Uint8Array | null,
+ *   marks: TimelineState["marks"], hover: import("../../model/segments.js").TimelineEvent | null,
+ *   selected: TimelineState["selected"], flows: TimelineState["flows"], range: TimelineState["range"],
+ *   straggler: number | null, focusedRank: number | null}} Frame
+ */
+
+/**
+ * @param {PreparedTimeline} data what stays fixed for the timeline's life: prepareTimeline()'s result
+ * @returns {{paint: (ctx: CanvasRenderingContext2D, f: Frame, c: Theme, font: string) => void}}
  */
 export function createTimelinePainter(data) {
   const { overview, laneById, totalEvents, nameText, colorOf, emptyText } = data;
@@ -31,13 +47,27 @@ export function createTimelinePainter(data) {
   const countsLoading = `${counts} · loading detail…`;
   const textWidths = new Map();
   const boxes = createBoxes(4096);
+  /** @type {(Path2D | null)[]} */
   const paths = new Array(PALETTE_SIZE).fill(null);
   let labels = { n: 0, x: new Float64Array(1024), y: new Float64Array(1024), w: new Float64Array(1024), name: new Int32Array(1024) };
-  let f = null; // the frame being painted
+  // The frame being painted: set for the length of paint(), dropped after it.
+  let f = /** @type {Frame} */ (/** @type {unknown} */ (null));
 
+  /**
+   * @param {number} x
+   * @param {number} y
+   * @param {number} w
+   * @param {number} nameIdx
+   */
   function pushLabel(x, y, w, nameIdx) {
     if (labels.n === labels.x.length) {
       const cap = labels.n * 2;
+      /**
+       * @template {Float64Array | Int32Array} A
+       * @param {A} a
+       * @param {new (n: number) => A} T
+       * @returns {A}
+       */
       const grow = (a, T) => { const b = new T(cap); b.set(a); return b; };
       labels = { n: labels.n, x: grow(labels.x, Float64Array), y: grow(labels.y, Float64Array), w: grow(labels.w, Float64Array), name: grow(labels.name, Int32Array) };
     }
@@ -48,9 +78,13 @@ export function createTimelinePainter(data) {
     labels.name[i] = nameIdx;
   }
 
-  /** The entries on screen, and the index of the first (lane shading alternates by index). */
+  /**
+   * The entries on screen, and the index of the first (lane shading alternates by index).
+   * @param {number} scrollTop
+   */
   function visibleEntries(scrollTop) {
     const { layout, viewportH } = f;
+    /** @type {LayoutEntry[]} */
     const entries = [];
     const bottom = scrollTop + viewportH - AXIS_H;
     const first = firstEntryAt(layout.entries, scrollTop);
@@ -62,6 +96,10 @@ export function createTimelinePainter(data) {
     return { first, entries };
   }
 
+  /**
+   * @param {LayoutEntry} entry
+   * @returns {Lane[]}
+   */
   function eventLanesOf(entry) {
     if (entry.kind === "summary") return entry.lanes;
     if (entry.kind === "lane" && entry.lanes[0].kind !== "counter") return entry.lanes;
@@ -69,7 +107,12 @@ export function createTimelinePainter(data) {
   }
 
   // Block summaries of the search mask, per table index, rebuilt when the mask changes.
+  /** @type {WeakMap<SegmentIndex, {mask: Uint8Array, blocks: Uint8Array}>} */
   const maskBlockCache = new WeakMap();
+  /**
+   * @param {SegmentIndex} index
+   * @param {Uint8Array} mask
+   */
   function maskBlocksFor(index, mask) {
     const hit = maskBlockCache.get(index);
     if (hit && hit.mask === mask) return hit.blocks;
@@ -78,7 +121,17 @@ export function createTimelinePainter(data) {
     return blocks;
   }
 
-  /** Events of `index` overlapping [t0, t1], clipped to that stretch of the plot. */
+  /**
+   * Events of `index` overlapping [t0, t1], clipped to that stretch of the plot.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {SegmentIndex} index
+   * @param {number} t0
+   * @param {number} t1
+   * @param {LayoutEntry[]} entries
+   * @param {number} scrollTop
+   * @param {number} plotW
+   * @param {Theme} c
+   */
   function drawEvents(ctx, index, t0, t1, entries, scrollTop, plotW, c) {
     const { labelW, view, viewportH } = f;
     const xa = labelW + Math.max(0, timeToX(t0, view, plotW));
@@ -106,7 +159,7 @@ export function createTimelinePainter(data) {
             if (k1 <= k0) continue;
             boxes.n = 0;
             lodRow(index, k0, k1, view, plotW, 1, boxes, mask, maskBlocks);
-            const by = y + LANE_PAD + (summary ? 0 : Math.min(r, lane.rows - 1)) * ROW_H + 1;
+            const by = y + LANE_PAD + (summary ? 0 : Math.min(r, (lane.rows ?? 1) - 1)) * ROW_H + 1;
             for (let b = 0; b < boxes.n; b++) {
               const x = labelW + boxes.x0[b];
               const w = Math.max(1, boxes.x1[b] - boxes.x0[b]);
@@ -140,7 +193,13 @@ export function createTimelinePainter(data) {
     ctx.restore();
   }
 
-  /** Paint one frame; ctx is already scaled to CSS pixels, filled with the background. */
+  /**
+   * Paint one frame; ctx is already scaled to CSS pixels, filled with the background.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {Frame} frame
+   * @param {Theme} c
+   * @param {string} font
+   */
   function paint(ctx, frame, c, font) {
     f = frame;
     const { view, labelW, plotW, viewportH, scrollTop, detail } = f;
@@ -181,7 +240,7 @@ export function createTimelinePainter(data) {
       ctx.fillText(emptyText, labelW + 12, AXIS_H + ROW_H);
     }
     drawAxis(ctx, f, c, ticks, f.pendingWindow ? countsLoading : counts, textWidths);
-    f = null;
+    f = /** @type {Frame} */ (/** @type {unknown} */ (null));
   }
 
   return { paint };

@@ -1,18 +1,21 @@
+// @ts-check
 // Frames of the timeline: at most one per animation frame, the canvas sized to its box and the
 // device's pixel ratio, the theme's colours read where the canvas lives, then the painter
 // (paint.js) over the frame state. Redraws when the box is resized or the pixel ratio changes.
 
 import { themeColors } from "../theme.js";
 
+/** @typedef {import("./paint.js").Frame} Frame */
+
 /**
  * @param {Object} opts
  * @param {HTMLElement} opts.el the timeline's root (theme, data-draw-ms)
  * @param {HTMLElement} opts.scroller the plot's vertical scroller (its width is the canvas's)
  * @param {HTMLCanvasElement} opts.canvas
- * @param {{cssW: number, labelW: number, plotWidth: () => number, measure: (w: number) => boolean}} opts.dims
- * @param {{current: Object, viewportH: number}} opts.layout
- * @param {{paint: (ctx, f, c, font) => void}} opts.painter
- * @param {(f: Object) => void} opts.fillFrame sets the frame's state fields (see paint.js)
+ * @param {import("./canvas.js").CanvasDims} opts.dims
+ * @param {{current: import("../../model/lanes.js").Layout, viewportH: number}} opts.layout
+ * @param {ReturnType<typeof import("./paint.js").createTimelinePainter>} opts.painter
+ * @param {(f: Frame) => void} opts.fillFrame sets the frame's state fields the renderer does not
  * @param {() => void} opts.onWidthChange the canvas's width changed
  * @param {() => void} opts.onFirstPaint
  * @param {() => boolean} opts.isDestroyed
@@ -20,7 +23,8 @@ import { themeColors } from "../theme.js";
 export function createRenderer({ el, scroller, canvas, dims, layout, painter, fillFrame, onWidthChange, onFirstPaint, isDestroyed }) {
   let frame = 0;
   let painted = false;
-  const paintFrame = {}; // the painter's view of the state, refilled each frame
+  // The painter's view of the state, refilled each frame: by draw() and fillFrame, before paint().
+  const paintFrame = /** @type {Frame} */ ({});
 
   function schedule() {
     if (frame || isDestroyed()) return;

@@ -1,3 +1,4 @@
+// @ts-check
 // Selecting on the timeline: an event (the details panel, its details fetched from the source,
 // flow arrows to and from it), a time range (the range panel) and highlights (a hint's evidence,
 // a roofline point's instances), and clearing them as a user expects (a click on nothing,
@@ -9,19 +10,24 @@ import { collectiveLinks, collectiveRows } from "../../model/ranks.js";
 import { flowsOf, launchFlows } from "../../model/timeline_state.js";
 import { viewForEvent } from "../../model/view.js";
 
+/** @typedef {import("../../model/source.js").EventDetails} EventDetails */
+/** @typedef {import("../../model/timeline_state.js").Selected} Selected */
+/** @typedef {import("../../model/timeline_data.js").EventKey} EventKey */
+/** An event to select: its place and timing, and its name (an index) or count when known. @typedef {Parameters<import("./paint.js").TimelineState["select"]>[0] & EventKey} SelectableEvent */
+
 /**
  * @param {Object} opts
  * @param {HTMLElement} opts.el the timeline's root (data-selected-id, data-highlight-*)
- * @param {Object} opts.state the timeline's state
- * @param {Object} opts.data prepareTimeline()'s result (names, kinds)
- * @param {Object|null} opts.source answers details (js/model/source.js), or null
- * @param {{get, fetch}} opts.detailsCache
- * @param {{show, showLoading, showMessage, hide}} opts.details the details panel
- * @param {{showHighlight, hideHighlight}} opts.toolbar
- * @param {{set, clear}} opts.rangePanel
- * @param {{ensureLaneVisible}} opts.layout
- * @param {() => Object|null} opts.getDetail the detail window held, or null
- * @param {(view) => void} opts.setView
+ * @param {import("./paint.js").TimelineState} opts.state the timeline's state
+ * @param {import("../../model/timeline_data.js").PreparedTimeline} opts.data prepareTimeline()'s result (names, kinds)
+ * @param {import("./timeline.js").TimelineSource | null} opts.source answers details (js/model/source.js), or null
+ * @param {import("./input.js").DetailsCache} opts.detailsCache
+ * @param {ReturnType<typeof import("../details.js").createDetails>} opts.details the details panel
+ * @param {Pick<ReturnType<typeof import("./toolbar.js").createToolbar>, "showHighlight" | "hideHighlight">} opts.toolbar
+ * @param {Pick<ReturnType<typeof import("../range_panel.js").createRangePanel>, "set" | "clear">} opts.rangePanel
+ * @param {Pick<ReturnType<typeof import("./layout.js").createLayout>, "ensureLaneVisible">} opts.layout
+ * @param {() => import("../../model/timeline_data.js").DetailWindow | null} opts.getDetail the detail window held, or null
+ * @param {(view: import("../../model/view.js").View) => void} opts.setView
  * @param {() => void} opts.schedule repaint
  * @param {() => boolean} opts.isDestroyed
  */
@@ -29,7 +35,11 @@ export function createSelection(opts) {
   const { el, state, data, source, detailsCache, details, toolbar, rangePanel, layout } = opts;
   const { getDetail, setView, schedule, isDestroyed } = opts;
 
-  /** Select an event ({id, lane, row, start_ns, dur_ns, name?, count?}); zoom: go and show it. */
+  /**
+   * Select an event ({id, lane, row, start_ns, dur_ns, name?, count?}); zoom: go and show it.
+   * @param {SelectableEvent} ev
+   * @param {{zoom?: boolean}} [opts]
+   */
   function selectEvent(ev, { zoom = false } = {}) {
     const selected = state.select(ev);
     const name = data.evName(ev, getDetail());
@@ -64,6 +74,7 @@ export function createSelection(opts) {
     );
   }
 
+  /** @param {EventDetails} d */
   function showFlows(d) {
     state.setFlows(flowsOf(d));
     if (d.launch) {
@@ -80,7 +91,10 @@ export function createSelection(opts) {
     schedule();
   }
 
-  /** The same collective on the other ranks: listed in the details, linked on the timeline. */
+  /**
+   * The same collective on the other ranks: listed in the details, linked on the timeline.
+   * @param {number} id
+   */
   function showCollective(id) {
     el.dataset.collectiveRanks = "0";
     if (!source?.collective) return;
@@ -88,7 +102,7 @@ export function createSelection(opts) {
       (info) => {
         if (isDestroyed() || !state.isSelected(id)) return;
         const rows = collectiveRows(info);
-        if (!rows) return;
+        if (!rows || !info) return;
         details.showCollective(rows);
         state.addFlows(collectiveLinks(info));
         el.dataset.flows = String(state.flows.length);
@@ -110,6 +124,9 @@ export function createSelection(opts) {
   /**
    * Outline events and shade time windows (a hint's evidence, a roofline point's instances).
    * total: how many events there are when `list` holds only the longest of them.
+   * @param {Parameters<import("./paint.js").TimelineState["highlight"]>[0]} list
+   * @param {string} label
+   * @param {{windows?: [number, number][], total?: number | null}} [opts]
    */
   function highlight(list, label, { windows = [], total = null } = {}) {
     const { marks, longest } = state.highlight(list, label, windows);
@@ -129,7 +146,11 @@ export function createSelection(opts) {
     schedule();
   }
 
-  /** Select the time range [a, b] (either order) and ask the range panel to describe it. */
+  /**
+   * Select the time range [a, b] (either order) and ask the range panel to describe it.
+   * @param {number} a
+   * @param {number} b
+   */
   function setRange(a, b) {
     rangePanel.set(state.setRange(a, b));
     schedule();

@@ -1,3 +1,4 @@
+// @ts-check
 // The timeline: a canvas with a lane label column, a time axis, lane groups in the order Python
 // sends them (per rank: GPU device streams, CPU threads, counters) that collapse, sub-rows for
 // nested ops and overlapping kernels, step charts for counters; Perfetto-style navigation
@@ -40,18 +41,26 @@ import { createWindowLoader } from "./windows.js";
 
 const DETAILS_CACHE = 500;
 
+/** @typedef {ReturnType<typeof import("../../model/source.js").createRemoteSource>} RemoteSource */
 /**
- * @param {{lanes, names, nameKinds, kinds, span, table, counters, complete, totalEvents}} data
+ * What the timeline asks of the Python kernel (js/model/source.js); each part may be missing.
+ * @typedef {Partial<Pick<RemoteSource, "window" | "details" | "range" | "search" | "collective">>} TimelineSource
+ */
+/** @typedef {ReturnType<typeof createTimeline>} Timeline */
+
+/**
+ * @param {import("../../model/timeline_data.js").TimelineInput} data
  *   table: the decoded segment table (complete, or the merged overview); counters: decoded
  * @param {{onPaint?: () => void, onFocusRank?: (rank: number | null) => void,
- *   source?: {window, details, range, search, collective}}} hooks
+ *   source?: TimelineSource}} hooks
  */
 export function createTimeline(data, hooks = {}) {
   const d = prepareTimeline(data);
   const { span, lanes } = d;
   const state = createTimelineState({ span, minSpan: d.minSpan });
   state.collapseRanks(initiallyCollapsed(d.ranks));
-  let straggler = null; // the rank marked as the straggler (setStraggler)
+  /** @type {number | null} the rank marked as the straggler (setStraggler) */
+  let straggler = null;
   // Details, ranges and searches are answered by the Python kernel (js/model/source.js).
   const source = hooks.source ?? null;
   let destroyed = false;
@@ -104,7 +113,9 @@ export function createTimeline(data, hooks = {}) {
     onClose: () => selection.clearRange(),
     isDestroyed,
   });
-  const detailsCache = createDetailsCache(source?.details ? (id) => source.details(id) : null, DETAILS_CACHE);
+  const fetchDetails = source?.details;
+  /** @type {import("./input.js").DetailsCache} */
+  const detailsCache = createDetailsCache(fetchDetails ? (id) => fetchDetails(id) : null, DETAILS_CACHE);
   const tooltip = createTooltip({
     laneText: d.laneText,
     nameText: d.nameText,
@@ -128,7 +139,10 @@ export function createTimeline(data, hooks = {}) {
   };
   showCollapsedRanks();
 
-  /** Focus on a rank (or, when it is the one focused on, show every rank again). */
+  /**
+   * Focus on a rank (or, when it is the one focused on, show every rank again).
+   * @param {number} rank
+   */
   function focusRank(rank) {
     const focused = layout.focusRank(rank);
     showCollapsedRanks();
@@ -136,6 +150,7 @@ export function createTimeline(data, hooks = {}) {
     return focused;
   }
 
+  /** @param {import("../../model/view.js").View} next */
   function setView(next) {
     const view = state.setView(next);
     el.dataset.viewStartNs = String(view.start);
@@ -229,12 +244,19 @@ export function createTimeline(data, hooks = {}) {
     zoomed: () => state.zoomed(),
     /** The selected event as new data of the same run can find it again (ids change). */
     selection: () => selectionToKeep(state.selected, d.laneById),
-    /** Select again the event a selection() of earlier data named, if this data holds it. */
+    /**
+     * Select again the event a selection() of earlier data named, if this data holds it.
+     * @param {NonNullable<ReturnType<typeof selectionToKeep>>} sel
+     */
     restoreSelection(sel) {
       const ev = d.findAgain(sel);
       if (ev) selection.selectEvent(ev);
     },
     setView,
+    /**
+     * @param {number} start ns
+     * @param {number} end ns
+     */
     zoomTo(start, end) {
       setView({ start, end });
     },
@@ -243,7 +265,10 @@ export function createTimeline(data, hooks = {}) {
     focusRank,
     /** The rank focused on (the others collapsed), or null. */
     focusedRank: () => state.focusedRank,
-    /** Mark a rank's header as the straggler's (null: none). */
+    /**
+     * Mark a rank's header as the straggler's (null: none).
+     * @param {unknown} rank
+     */
     setStraggler(rank) {
       straggler = typeof rank === "number" ? rank : null;
       el.dataset.straggler = straggler === null ? "" : String(straggler);

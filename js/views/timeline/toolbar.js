@@ -1,9 +1,12 @@
+// @ts-check
 // The timeline's toolbar: reset zoom, the visible range in words, the search box, the highlight
 // chip (what hints or roofline points are outlined, with a close button), a status line for
 // load errors, and the key help.
 
 import { formatCount, formatInstant, formatTime } from "../../model/format.js";
 import { button, node } from "../dom.js";
+
+/** @typedef {import("../../model/view.js").View} View */
 
 /** @param {{searchEl: HTMLElement, onReset: () => void, onClearHighlight: () => void}} opts */
 export function createToolbar({ searchEl, onReset, onClearHighlight }) {
@@ -24,18 +27,31 @@ export function createToolbar({ searchEl, onReset, onClearHighlight }) {
 
   return {
     el,
+    /**
+     * @param {View} view
+     * @param {number} span ns, the whole trace
+     */
     showView(view, span) {
       const res = (view.end - view.start) / 1000;
       rangeText.textContent = `${formatInstant(view.start, res)} – ${formatInstant(view.end, res)} (${formatTime(view.end - view.start)} of ${formatTime(span)})`;
     },
+    /**
+     * @param {string} text
+     * @param {boolean} [bad] a failure: shown as one, and cleared by the next success
+     */
     setStatus(text, bad = false) {
       status.textContent = text;
       status.classList.toggle("gp-bad", bad);
     },
     statusIsBad: () => status.classList.contains("gp-bad"),
+    /**
+     * @param {string} label
+     * @param {number} count events outlined
+     * @param {{total?: number | null, windows?: number}} [opts] total: of which `count` are the longest
+     */
     showHighlight(label, count, { total = null, windows = 0 } = {}) {
       const parts = [];
-      if (count || !windows) parts.push(total > count ? `longest ${formatCount(count)} of ${formatCount(total)}` : formatCount(count));
+      if (count || !windows) parts.push(total !== null && total > count ? `longest ${formatCount(count)} of ${formatCount(total)}` : formatCount(count));
       if (windows) parts.push(`${formatCount(windows)} window${windows === 1 ? "" : "s"}`);
       chipText.textContent = `highlighting ${label} (${parts.join(", ")})`;
       chip.hidden = false;

@@ -1,30 +1,47 @@
+// @ts-check
 // The hover tooltip of the timeline: an event's name, kind and duration, start, lane, how many
 // events a merged box stands for, and its shapes once its details are known; or a counter's value.
 
 import { formatCount, formatInstant, formatReading, formatTime } from "../../model/format.js";
 import { node } from "../dom.js";
 
+/** @typedef {import("../../model/view.js").View} View */
+/** @typedef {import("../../model/hit.js").Hit} Hit */
+/** @typedef {import("../../model/source.js").EventDetails} EventDetails */
+
+/** @param {EventDetails | undefined} d */
 function shapesOf(d) {
   for (const [label, text] of d?.fields ?? []) if (/dims|shape/i.test(String(label))) return String(text);
   return null;
 }
 
 /**
- * @param {{laneText: (laneId) => string, nameText: (nameIdx) => string,
- *   kindName: (nameIdx) => string, detailsOf: (id) => object|undefined}} opts
+ * @param {{laneText: (laneId: number) => string, nameText: (nameIdx: number) => string,
+ *   kindName: (nameIdx: number) => string, detailsOf: (id: number) => EventDetails | undefined}} opts
  */
 export function createTooltip({ laneText, nameText, kindName, detailsOf }) {
   const el = node("div", "gp-popover gp-tooltip");
   el.hidden = true;
 
+  /**
+   * @param {string} text
+   * @param {string} [className]
+   */
   function line(text, className) {
     el.appendChild(node("div", className, text));
   }
 
-  /** Show what `hit` is ({ev} or {counter}) near the pointer, inside `container`. */
+  /**
+   * Show what `hit` is ({ev} or {counter}) near the pointer, inside `container`.
+   * @param {Hit} hit
+   * @param {number} clientX
+   * @param {number} clientY
+   * @param {View} view
+   * @param {Element} container
+   */
   function show(hit, clientX, clientY, view, container) {
     el.replaceChildren();
-    if (hit.counter) {
+    if ("counter" in hit) {
       const { lane, time, value } = hit.counter;
       line(String(lane.label ?? ""), "gp-tooltip-name");
       line(`${formatReading(value, lane.unit ?? "")} from ${formatInstant(time, (view.end - view.start) / 1000)}`);

@@ -75,11 +75,13 @@ class Evidence:
             raise ValueError("an evidence window ends before it starts")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Hint:
     kind: str
     title: str
-    severity: str
+    # Set by the findings pipeline (detectors.run_detectors) from gain_ns / basis_ns and the
+    # cut-offs in analyses/thresholds.py; "" until then.
+    severity: str = ""
     gain_ns: int  # estimated time a fix gives back
     gain_method: str  # how gain_ns was estimated, in a sentence
     confidence: str
@@ -90,20 +92,33 @@ class Hint:
     evidence: tuple[Evidence, ...] = ()
     rank: int | None = None  # None: the hint is about the whole run
     related: tuple[str, ...] = field(default=())  # roofline point keys this hint concerns
+    # What the finding is about, within its kind and rank: an op pattern, a copy path, a set of
+    # kernels. Two findings with one key on one rank say one thing; on several ranks, they are
+    # folded into one job finding. Kept out of to_dict: the report names hints by position.
+    subject: str = ""
+    # The time gain_ns is a share of, for its severity: the rank's wall time, the steps'
+    # windows, an engine's layer time. Kept out of to_dict, like subject.
+    basis_ns: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"hint kind {self.kind!r} is not one of {KINDS}")
-        if self.severity not in SEVERITIES:
+        if self.severity and self.severity not in SEVERITIES:
             raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
         if self.confidence not in CONFIDENCES:
             raise ValueError(f"confidence {self.confidence!r} is not one of {CONFIDENCES}")
         if self.gain_ns < 0:
             raise ValueError("gain_ns is a time given back: it cannot be negative")
 
+    @property
+    def key(self) -> tuple[str, str]:
+        """The finding's identity across ranks: its kind and its subject."""
+        return (self.kind, self.subject)
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["numbers"] = dict(self.numbers)
+        del out["subject"], out["basis_ns"]
         return out
 
 
@@ -111,12 +126,6 @@ def ranked(hints: Iterable[Hint]) -> list[Hint]:
     """Largest gain first; ties by confidence, then kind, so the order is stable."""
     confidence_order = {c: i for i, c in enumerate(CONFIDENCES)}
     return sorted(hints, key=lambda h: (-h.gain_ns, confidence_order[h.confidence], h.kind))
-
-
-def severity_for(gain_ns: int, wall_ns: int) -> str:
-    """High when a fix gives back at least 10% of the run, medium from 2%."""
-    share = gain_ns / wall_ns if wall_ns > 0 else 0.0
-    return "high" if share >= 0.10 else "medium" if share >= 0.02 else "low"
 
 
 def rank_prefix(trace_ranks: Iterable[int], rank: int) -> str:

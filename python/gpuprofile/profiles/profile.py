@@ -282,7 +282,8 @@ class Profile:
         Returns the HTML fragment (no script, every trace name escaped)."""
         from gpuprofile.report.snapshot import render_snapshot
 
-        return render_snapshot(self.report(), self.trace, run_id=run_id)
+        kept = self._run is not None and self._run.id == run_id and bool(self._run.trace_path)
+        return render_snapshot(self.report(), self.trace, run_id=run_id, trace_kept=kept)
 
     def __repr__(self) -> str:
         # One line, from what is already known: no analysis, no report.

@@ -26,6 +26,7 @@ import pandas as pd
 
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.importers.kineto import GPU_CATEGORY, counter_name
+from gpuprofile.report.lanes import gpu_group, rank_label, stream_label
 from gpuprofile.trace.model import NO_ID, Trace
 
 FLOW_CATEGORY = "ac2g"
@@ -179,11 +180,11 @@ class Lanes:
             name = thread_names.get(f"{pid}/{tid}") or f"thread {tid}"
             lanes.names[lane] = name if len(pids) < 2 else f"{name} (pid {pid})"
         for (device, stream), lane in gpu.items():
-            lanes.names[lane] = f"GPU {device} stream {stream}"
+            lanes.names[lane] = f"{gpu_group(device)} {stream_label(stream)}"
         return lanes
 
     def metadata(self, rank: int) -> Iterator[bytes]:
-        yield _meta("process_name", rank, 0, {"name": f"rank {rank}"})
+        yield _meta("process_name", rank, 0, {"name": rank_label(rank)})
         yield _meta("process_sort_index", rank, 0, {"sort_index": rank})
         for order, (lane, name) in enumerate(sorted(self.names.items())):
             yield _meta("thread_name", rank, lane, {"name": name})

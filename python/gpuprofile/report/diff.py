@@ -17,6 +17,7 @@ import numpy as np
 from gpuprofile.report.diff_match import Match, match_rows
 from gpuprofile.report.diff_side import DiffSide
 from gpuprofile.report.regression import CONFIDENCE, MIN_STEPS, bootstrap_ratio_interval
+from gpuprofile.units import format_count
 
 SCHEMA = "gpuprofile.diff/1"
 # A roofline point moved when its % of roof or achieved FLOP/s changed by more than this.
@@ -72,7 +73,7 @@ def diff_runs(a: DiffSide, b: DiffSide) -> Diff:
     by_position = sum(m.matched_by == "position" for m in [*kernels, *ops])
     if by_position:
         notes.append(
-            f"{by_position} rows whose names differ were matched by their place in the op tree"
+            f"{format_count(by_position, 'row')} matched by place in the op tree (the names differ)"
         )
     document = {
         "schema": SCHEMA,

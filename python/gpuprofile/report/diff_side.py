@@ -78,13 +78,15 @@ def step_times(trace: Trace, report: dict[str, Any]) -> tuple[np.ndarray, str | 
         ("gpu step markers", "host ProfilerStep ranges", "recorded windows"; None when empty).
     """
     gpu = [s["window_ns"] for r in report["ranks"] if r["gpu"] for s in r["gpu"]["steps"]]
-    if gpu:
-        return np.asarray(gpu, dtype=float), "gpu step markers"
     ops = trace.ops
-    if len(ops):
-        steps = matches(ops["name"], _STEP_OP, anchored=True)
-        if steps.any():
-            return ops["dur_ns"].to_numpy()[steps].astype(float), "host ProfilerStep ranges"
+    host = matches(ops["name"], _STEP_OP, anchored=True) if len(ops) else np.zeros(0, dtype=bool)
+    # Kineto can put fewer markers on the GPU than the host recorded steps (on an H200 with
+    # torch 2.11, one marker for a window of 25 steps): the GPU's markers then hide steps,
+    # and the host's ranges are the steps.
+    if gpu and len(gpu) >= int(host.sum()):
+        return np.asarray(gpu, dtype=float), "gpu step markers"
+    if host.any():
+        return ops["dur_ns"].to_numpy()[host].astype(float), "host ProfilerStep ranges"
     windows = [w.end_ns - w.start_ns for w in trace.meta.windows]
     if windows:
         return np.asarray(windows, dtype=float), "recorded windows"

@@ -109,16 +109,26 @@ def _ratio(ratio: float | None) -> str:
 
 
 def step_noise(step: dict[str, Any]) -> str:
-    """What the step-time ratio is worth: its bootstrap interval, or why there is none."""
+    """What the step-time ratio is worth: its bootstrap interval, or why there is none. The one
+    wording of it: the text, the HTML diff and the widget (``step_noise_view``) all show this."""
     counts = f"{format_count(step['count']['a'], 'step')} vs {format_count(step['count']['b'])}"
     interval = step["interval"]
     if interval is None:
-        return f"({counts}: too few for a noise interval)"
+        return f"{counts}: too few for a noise interval"
     lo, hi = interval
     return (
-        f"({format_fraction(step['confidence'], 0)} interval of b/a {format_si(lo)}x to "
-        f"{format_si(hi)}x over {counts}: {step['verdict']})"
+        f"{format_fraction(step['confidence'], 0)} interval of b/a {format_si(lo)}x to "
+        f"{format_si(hi)}x over {counts}: {step['verdict']}"
     )
+
+
+def step_noise_view(diff: dict[str, Any] | None) -> dict[str, str] | None:
+    """For the widget's baseline panel: the diff's step verdict ("faster", "slower", "within
+    noise", "" without an interval) and ``step_noise``'s sentence; None without steps."""
+    step = ((diff or {}).get("summary") or {}).get("step_ns")
+    if not step or not step.get("count"):
+        return None
+    return {"verdict": str(step.get("verdict") or ""), "text": step_noise(step)}
 
 
 def _summary_lines(summary: dict[str, Any]) -> list[str]:
@@ -126,7 +136,7 @@ def _summary_lines(summary: dict[str, Any]) -> list[str]:
     lines = [_summary_line(label, summary[key]) for key, label in _SUMMARY]
     if summary["step_ns"] is not None:
         lines.append(_summary_line("step (median)", summary["step_ns"]))
-        lines.append(f"  {'':<28}{step_noise(summary['step_ns'])}")
+        lines.append(f"  {'':<28}({step_noise(summary['step_ns'])})")
     return lines
 
 

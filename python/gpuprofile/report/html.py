@@ -79,9 +79,13 @@ def summary_html(report: dict[str, Any]) -> str:
         parts.append(
             f'<div class="notice">{esc(notice.get("kind"))}: {esc(notice.get("text"))}</div>'
         )
+    # A capture has no path: its format alone ("capture"), not "capture (capture)".
+    what = esc(source.get("format")) + (
+        f", {esc(source['version'])}" if source.get("version") else ""
+    )
+    where = f"{esc(source.get('path'))} ({what})" if source.get("path") else what
     parts.append(
-        f"<p>Source: {esc(source.get('path') or 'capture')} ({esc(source.get('format'))}"
-        f"{', ' + esc(source['version']) if source.get('version') else ''})<br>"
+        f"<p>Source: {where}<br>"
         f"Hardware: {esc(hardware.get('name') or 'unknown')} "
         f"({esc(hardware.get('source') or 'unknown')})</p>"
     )

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpuprofile.report.lanes import gpu_group, gpu_lane_order, is_single, lane_title, stream_label
+from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.units import (
     format_count,
     format_flops_per_s,
@@ -56,12 +58,21 @@ def timeline_figure(trace: Trace, limit: int = MAX_TIMELINE_KERNELS) -> tuple[Fi
         )
     else:
         note = f"{format_count(total, 'kernel')}; drag to pan, wheel to zoom, hover for details."
-    ranks = kernels["rank"].to_numpy()
-    devices = kernels["device"].to_numpy()
-    streams = kernels["stream"].to_numpy()
-    lanes = [f"rank {r} · GPU {d} · stream {s}" for r, d, s in zip(ranks, devices, streams)]
-    lane_order = sorted(set(zip(ranks.tolist(), devices.tolist(), streams.tolist())))
-    factors = [f"rank {r} · GPU {d} · stream {s}" for r, d, s in lane_order]
+    keys = list(
+        zip(
+            kernels["rank"].tolist(), kernels["device"].tolist(), kernels["stream"].tolist(),
+            strict=True,
+        )
+    )  # fmt: skip
+    single = is_single(trace.ranks)
+
+    def title(key: tuple[int, int, int]) -> str:
+        rank, device, stream = key
+        return lane_title(rank, gpu_group(device), stream_label(stream), single)
+
+    titles = {key: title(key) for key in gpu_lane_order(keys)}
+    lanes = [titles[key] for key in keys]
+    factors = list(titles.values())
     start = kernels["start_ns"].to_numpy(dtype=np.int64)
     dur = kernels["dur_ns"].to_numpy(dtype=np.int64)
     names = kernels["name"].astype(str).to_numpy()
@@ -101,60 +112,59 @@ def timeline_figure(trace: Trace, limit: int = MAX_TIMELINE_KERNELS) -> tuple[Fi
 
 
 def roofline_figure(report: dict[str, Any]) -> Figure | None:
-    """The report's roofline points on log-log axes (FLOP/byte against FLOP/s) under the DRAM
-    roof and the compute roof of each precision the points use, with hover.
+    """The report's roofline as ``roofline_layout`` lays it out for every renderer, on log-log
+    axes (FLOP/byte against FLOP/s) with zoom and hover: its axis ranges, its roofs (named in
+    the legend, where bokeh keeps labels apart), their ridges, and the plotted points of its
+    first level (ops, else kernels).
 
     Parameters:
         report: a ``gpuprofile.report/1`` dict.
-    Returns the figure, or None when no point has both an intensity and a rate."""
-    from bokeh.models import ColumnDataSource, HoverTool
+    Returns the figure, or None when no point can be plotted."""
+    from bokeh.models import ColumnDataSource, HoverTool, Range1d
     from bokeh.plotting import figure
 
-    points = [
-        p
-        for p in (report.get("roofline") or {}).get("points", [])
-        if (p.get("intensity") or 0) > 0 and (p.get("achieved_flops_per_s") or 0) > 0
-    ]
-    if not points:
+    layout = roofline_layout(report)
+    all_points = (report.get("roofline") or {}).get("points") or []
+    level = layout.levels[0] if layout.levels else None
+    drawn = [i for i, place in enumerate(layout.points) if place.plotted and place.level == level]
+    if not drawn:
         return None
-    hardware = report.get("hardware") or {}
-    bandwidth = hardware.get("dram_bytes_per_s")
-    peaks = hardware.get("peak_flops") or {}
-    intensities = [float(p["intensity"]) for p in points]
-    x_low, x_high = min(intensities) / 10, max(intensities) * 10
+    points = [all_points[i] for i in drawn]
     fig = figure(
         x_axis_type="log",
         y_axis_type="log",
+        x_range=Range1d(start=layout.x.domain[0], end=layout.x.domain[1]),
+        y_range=Range1d(start=layout.y.domain[0], end=layout.y.domain[1]),
         height=450,
         sizing_mode="stretch_width",
-        x_axis_label="arithmetic intensity (FLOP/byte)",
-        y_axis_label="achieved FLOP/s",
+        x_axis_label=layout.x.title.text,
+        y_axis_label=layout.y.title.text,
         title="Roofline",
         tools="pan,wheel_zoom,box_zoom,reset,save",
     )
-    precisions = sorted({p.get("precision") for p in points if p.get("precision") in peaks})
-    if not precisions and peaks:
-        precisions = [max(peaks, key=lambda k: peaks[k] or 0)]
-    for i, precision in enumerate(precisions):
-        peak = peaks.get(precision)
-        if not peak:
+    for i, roof in enumerate(layout.roofs):
+        if not roof.line:
             continue
-        if bandwidth:
-            ridge = peak / bandwidth
-            xs = [min(x_low, ridge / 10), ridge, max(x_high, ridge * 10)]
-            ys = [bandwidth * xs[0], peak, peak]
-        else:
-            xs, ys = [x_low, x_high], [peak, peak]
-        fig.line(xs, ys, line_width=2, color=_PALETTE[i % len(_PALETTE)],
-                 legend_label=f"{precision} roof")  # fmt: skip
-    if bandwidth and not precisions:
-        fig.line([x_low, x_high], [bandwidth * x_low, bandwidth * x_high], line_width=2,
-                 legend_label="DRAM roof")  # fmt: skip
+        xs, ys = zip(*roof.line, strict=True)
+        fig.line(list(xs), list(ys), line_width=2, color=_PALETTE[i % len(_PALETTE)],
+                 legend_label=roof.label.text if roof.label else roof.title)  # fmt: skip
+    if layout.memory_line:
+        # Drawn again under the compute roofs that climb it, for the legend to name it.
+        xs, ys = zip(*layout.memory_line, strict=True)
+        name = layout.memory_label.text if layout.memory_label else "DRAM"
+        fig.line(list(xs), list(ys), line_width=2, color="#555555", line_dash="dashed",
+                 legend_label=name)  # fmt: skip
+    if layout.ridges:
+        fig.scatter(
+            [r.intensity for r in layout.ridges], [r.peak for r in layout.ridges],
+            size=6, color="#555555",
+        )  # fmt: skip
     source = ColumnDataSource(
         {
-            "x": intensities,
+            "x": [float(p["intensity"]) for p in points],
             "y": [float(p["achieved_flops_per_s"]) for p in points],
-            "size": [6 + 14 * _share(p, points) for p in points],
+            # The layout's radius (px) as a diameter.
+            "size": [2 * layout.points[i].r for i in drawn],
             "name": [str(p.get("name")) for p in points],
             "shapes": [str(p.get("shapes") or "") for p in points],
             "intensity": [format_intensity(p["intensity"]) for p in points],
@@ -163,9 +173,10 @@ def roofline_figure(report: dict[str, Any]) -> Figure | None:
             "time": [format_time(p.get("time_ns")) for p in points],
         }
     )
-    fig.scatter("x", "y", size="size", source=source, alpha=0.7, color="#d62728")
+    dots = fig.scatter("x", "y", size="size", source=source, alpha=0.7, color="#d62728")
     fig.add_tools(
         HoverTool(
+            renderers=[dots],
             tooltips=[
                 ("name", "@name"),
                 ("shapes", "@shapes"),
@@ -173,14 +184,9 @@ def roofline_figure(report: dict[str, Any]) -> Figure | None:
                 ("intensity", "@intensity"),
                 ("achieved", "@rate"),
                 ("of roof", "@pct"),
-            ]
+            ],
         )
     )
     if fig.legend:
         fig.legend.location = "bottom_right"
     return fig
-
-
-def _share(point: dict[str, Any], points: list[dict[str, Any]]) -> float:
-    heaviest = max((p.get("time_ns") or 0) for p in points) or 1
-    return float((point.get("time_ns") or 0) / heaviest)

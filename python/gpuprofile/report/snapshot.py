@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gpuprofile.report.html import REPORT_STYLE, esc, gauges_html, hints_html, roofline_caption
 from gpuprofile.report.html import summary_html as page_summary_html
 from gpuprofile.report.html_diff import baseline_html
+from gpuprofile.report.roofline_geometry import plot_status
 from gpuprofile.report.snapshot_svg import roofline_svg, timeline_svg
 from gpuprofile.units import (
     format_count,
@@ -58,7 +59,11 @@ _BAR = "display:inline-block;width:160px;height:10px;background:#eee;margin-righ
 
 
 def render_snapshot(
-    report: dict[str, Any], trace: Trace | None, *, run_id: str | None = None
+    report: dict[str, Any],
+    trace: Trace | None,
+    *,
+    run_id: str | None = None,
+    trace_kept: bool = False,
 ) -> str:
     """The profile as one static HTML fragment of at most ``LIMIT`` bytes.
 
@@ -66,14 +71,16 @@ def render_snapshot(
         report: the ``gpuprofile.report/1`` dict.
         trace: the Trace it was built from (its kernels and ops draw the timeline); None: no
             timeline picture.
-        run_id: the run's id in the history, if recorded: the snapshot then says how to get
-            the interactive view back (``gpuprofile.show(run_id)``).
+        run_id: the run's id in the history, if recorded: the snapshot then says what
+            ``gpuprofile.show(run_id)`` brings back.
+        trace_kept: whether the run kept its trace (``--keep-trace``): ``show`` then brings
+            the interactive view back, else this report only.
     Returns the HTML text (escaped throughout; no script)."""
     bounded = _bounded(report)
     timeline, timeline_note = timeline_svg(trace)
     roofline, roofline_note = roofline_svg(report)
     sections = [
-        _header(run_id),
+        _header(run_id, trace_kept),
         page_summary_html(bounded).replace("<h1>gpuprofile report</h1>", "", 1),
         _more_ranks(report),
         _steps_html(bounded),
@@ -101,11 +108,17 @@ def _size(sections: list[str]) -> int:
     return sum(len(s.encode("utf-8")) for s in sections) + len(REPORT_STYLE) + len(_ARRANGE) + 200
 
 
-def _header(run_id: str | None) -> str:
+def _header(run_id: str | None, trace_kept: bool) -> str:
     line = "<h1>gpuprofile</h1><p><i>Static snapshot of this profile, as the notebook keeps it."
     if run_id is not None:
-        call = esc(f'gpuprofile.show("{run_id}")')
-        line += f" For the interactive view, run <code>{call}</code> in a cell."
+        call = "<code>" + esc(f'gpuprofile.show("{run_id}")') + "</code>"
+        # Promise only what show() gives: without a kept trace, the report and no timeline.
+        line += (
+            f" For the interactive view, run {call} in a cell."
+            if trace_kept
+            else f" {call} shows this report again; the run kept no trace, so for the "
+            "interactive timeline profile with <code>%%gpuprofile --keep-trace</code>."
+        )
     return line + "</i></p>"
 
 
@@ -201,7 +214,8 @@ def _gauge_bars(report: dict[str, Any]) -> str:
                 f'width:{width:.1f}%;background:#1f77b4"></span></span>'
             )
             roof = "" if g.get("roof") is None else format_reading(g["roof"], g["unit"])
-            of_roof = esc(f"{format_fraction(fraction, 0)} of {roof} ({g.get('roof_label')})")
+            # The roof's label ends in its source, "(datasheet)": not in parentheses again.
+            of_roof = esc(f"{format_fraction(fraction, 0)} of {roof}, roof: {g.get('roof_label')}")
         label = f"rank {g.get('rank')} {g.get('label')}" if several else str(g.get("label"))
         rows.append(
             f"<tr><td>{esc(label)}</td><td>{bar}<b>{esc(value)}</b></td><td>{of_roof}</td>"
@@ -211,8 +225,9 @@ def _gauge_bars(report: dict[str, Any]) -> str:
 
 
 def _points_table(report: dict[str, Any], limit: int = 8) -> str:
-    """The heaviest roofline points by time, as the picture cannot name them."""
-    points = [p for p in (report.get("roofline") or {}).get("points", []) if p.get("intensity")]
+    """The heaviest roofline points by time, as the picture cannot name them: those it can plot
+    (``plot_status``, the rule every roofline view shares)."""
+    points = [p for p in (report.get("roofline") or {}).get("points", []) if not plot_status(p)]
     points = sorted(points, key=lambda p: -(p.get("time_ns") or 0))[:limit]
     if not points:
         return ""

@@ -9,14 +9,24 @@ event; the roofline draws at most ``MAX_POINTS`` points. Every string that reach
 from __future__ import annotations
 
 import base64
-import math
 import struct
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from gpuprofile.report.html import esc
+from gpuprofile.report.lanes import (
+    CPU_GROUP,
+    display_order,
+    gpu_group,
+    is_single,
+    lane_title,
+    stream_label,
+    thread_label,
+)
+from gpuprofile.report.roof_labels import Label
+from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.units import format_flops_per_s, format_intensity, format_time
 
 if TYPE_CHECKING:
@@ -55,30 +65,30 @@ def _busy_per_pixel(start: np.ndarray, end: np.ndarray, edges: np.ndarray) -> np
 
 
 def _lanes(trace: Trace) -> tuple[list[tuple[str, str, pd.DataFrame]], int]:
-    """(label, color, events) per lane: GPU streams first, then CPU threads; the busiest
-    ``MAX_LANES``. Also returns how many lanes there were in all."""
-    lanes: list[tuple[int, str, str, pd.DataFrame]] = []
+    """(label, color, events) per lane, in the timeline's order (``display_order``): the
+    busiest ``MAX_LANES``, GPU streams before CPU threads. Also returns how many lanes there
+    were in all."""
+    lanes: list[tuple[tuple[int, ...], int, str, str, pd.DataFrame]] = []
+    single = is_single(trace.ranks)
     kernels = trace.kernels
     if len(kernels):
-        for (rank, device, stream), group in kernels.groupby(
-            ["rank", "device", "stream"], observed=True, sort=True
-        ):
-            label = f"r{rank} GPU {device} stream {stream}"
-            lanes.append((int(group["dur_ns"].sum()), label, _COLOR, group))
+        for key, group in kernels.groupby(["rank", "device", "stream"], observed=True, sort=True):
+            rank, device, stream = (int(k) for k in cast(tuple[int, int, int], key))
+            label = lane_title(rank, gpu_group(device), stream_label(stream), single)
+            order = display_order(rank, "gpu", device, stream)
+            lanes.append((order, int(group["dur_ns"].sum()), label, _COLOR, group))
     ops = trace.ops
     if len(ops):
-        for (rank, tid), group in ops.groupby(["rank", "tid"], observed=True, sort=True):
+        for key, group in ops.groupby(["rank", "tid"], observed=True, sort=True):
+            rank, tid = (int(k) for k in cast(tuple[int, int], key))
             # Nested ops overlap; the top ones say how busy the thread was.
-            label = f"r{rank} CPU thread {tid}"
-            lanes.append((int(group["dur_ns"].max()), label, _CPU_COLOR, group))
-    gpu = [lane for lane in lanes if lane[2] == _COLOR]
-    cpu = [lane for lane in lanes if lane[2] != _COLOR]
-    gpu.sort(key=lambda lane: -lane[0])
-    cpu.sort(key=lambda lane: -lane[0])
-    kept = (gpu + cpu)[:MAX_LANES]
-    # Shown in the order they were found (GPU streams by rank, device, stream; then threads).
-    kept.sort(key=lambda lane: next(i for i, other in enumerate(lanes) if other is lane))
-    return [(label, color, events) for _, label, color, events in kept], len(lanes)
+            label = lane_title(rank, CPU_GROUP, thread_label(tid), single)
+            order = display_order(rank, "cpu", tid)
+            lanes.append((order, int(group["dur_ns"].max()), label, _CPU_COLOR, group))
+    # The busiest GPU streams first, then the busiest threads, up to MAX_LANES.
+    kept = sorted(lanes, key=lambda lane: (lane[3] != _COLOR, -lane[1]))[:MAX_LANES]
+    kept.sort(key=lambda lane: lane[0])
+    return [(label, color, events) for _, _, label, color, events in kept], len(lanes)
 
 
 def timeline_svg(trace: Trace | None) -> tuple[str, str]:
@@ -175,84 +185,77 @@ def as_img(svg: str, css_class: str, alt: str) -> str:
 
 
 def roofline_svg(report: dict[str, Any]) -> tuple[str, str]:
-    """The report's roofline on log-log axes: the roofs of the precisions its points use and
-    the heaviest ``MAX_POINTS`` points, each with its name, intensity and rate as a tooltip.
+    """The report's roofline as ``roofline_layout`` lays it out for every renderer: axes, roofs,
+    ridges and their labels, and the heaviest ``MAX_POINTS`` plotted points of the first level
+    (ops, else kernels: an op and its kernels would sit on top of each other), each with its
+    name, intensity and rate as a tooltip.
 
     Parameters:
         report: a ``gpuprofile.report/1`` dict.
     Returns (svg markup or "", a one-line note)."""
-    points = [
-        p
-        for p in (report.get("roofline") or {}).get("points", [])
-        if (p.get("intensity") or 0) > 0 and (p.get("achieved_flops_per_s") or 0) > 0
-    ]
-    if not points:
+    layout = roofline_layout(report)
+    points = (report.get("roofline") or {}).get("points") or []
+    level = layout.levels[0] if layout.levels else None
+    drawn = [i for i, place in enumerate(layout.points) if place.plotted and place.level == level]
+    if not drawn:
         return "", "No roofline points (no op or kernel with known FLOPs and bytes)."
-    total = len(points)
-    points = sorted(points, key=lambda p: -(p.get("time_ns") or 0))[:MAX_POINTS]
-    hardware = report.get("hardware") or {}
-    bandwidth = hardware.get("dram_bytes_per_s")
-    peaks = hardware.get("peak_flops") or {}
-    roofs = [
-        (k, float(peaks[k])) for k in sorted({p.get("precision") for p in points} & set(peaks))
-    ]
-    roofs = [(k, v) for k, v in roofs if v > 0]
-    xs = [float(p["intensity"]) for p in points]
-    ys = [float(p["achieved_flops_per_s"]) for p in points]
-    x_lo, x_hi = math.log10(min(xs) / 10), math.log10(max(xs) * 10)
-    y_top = max(ys + [v for _, v in roofs])
-    y_lo, y_hi = math.log10(min(ys) / 10), math.log10(y_top * 2)
-    w, h, left, bottom = 520, 300, 90, 30
-
-    def px(x: float) -> float:
-        return left + (math.log10(x) - x_lo) / (x_hi - x_lo) * w
-
-    def py(y: float) -> float:
-        # Clipped to the plot: a roof's slant can start below the lowest point.
-        share = (math.log10(max(y, 1e-30)) - y_lo) / (y_hi - y_lo)
-        return 10 + h - min(max(share, 0.0), 1.0) * h
-
+    total = len(drawn)
+    drawn = sorted(drawn, key=lambda i: -(points[i].get("time_ns") or 0))[:MAX_POINTS]
+    plot = layout.plot
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + w + 150}" '
-        f'height="{h + bottom + 10}">',
-        f'<rect x="{left}" y="10" width="{w}" height="{h}" fill="none" stroke="#bbb"/>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{layout.width}" height="{layout.height}" '
+        f'viewBox="0 0 {layout.width} {layout.height}">'
     ]
-    for i, (precision, peak) in enumerate(roofs):
+    for t in layout.x.ticks:
+        parts.append(_line((t.at, plot.top), (t.at, plot.bottom), _GRID))
+    for t in layout.y.ticks:
+        parts.append(_line((plot.left, t.at), (plot.right, t.at), _GRID))
+    parts.append(
+        f'<rect x="{plot.left:.1f}" y="{plot.top:.1f}" width="{plot.right - plot.left:.1f}" '
+        f'height="{plot.bottom - plot.top:.1f}" fill="none" stroke="#bbb"/>'
+    )
+    for i, roof in enumerate(layout.roofs):
         color = _ROOF_COLORS[i % len(_ROOF_COLORS)]
-        a, b = 10**x_lo, 10**x_hi
-        line = [(a, peak), (b, peak)]
-        if bandwidth:
-            # The slanted DRAM roof up to the ridge point, flat after it.
-            ridge = min(max(peak / bandwidth, a), b)
-            line = [(a, min(bandwidth * a, peak)), (ridge, peak), (b, peak)]
-        coords = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in line)
+        coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in roof.path)
         parts.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="2"/>')
-        parts.append(
-            f'<text x="{left + w + 6}" y="{py(peak) + 4:.1f}" {_TEXT}>{esc(precision)} roof '
-            f"{esc(format_flops_per_s(peak))}</text>"
+    for ridge in layout.ridges:
+        parts.append(_line(*ridge.drop, 'stroke="#999" stroke-dasharray="3 3"'))
+        parts.append(f'<circle cx="{ridge.at[0]:.1f}" cy="{ridge.at[1]:.1f}" r="3" fill="#555"/>')
+    for i in sorted(drawn, key=lambda i: -layout.points[i].r):
+        place, p = layout.points[i], points[i]
+        tip = (
+            f"{p.get('name')}: {format_intensity(p.get('intensity'))}, "
+            f"{format_flops_per_s(p.get('achieved_flops_per_s'))}"
         )
-    heaviest = max((p.get("time_ns") or 0) for p in points) or 1
-    for p, x, y in zip(points, xs, ys):
-        r = 3 + 7 * (p.get("time_ns") or 0) / heaviest
         parts.append(
-            f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="{r:.1f}" fill="#d62728" '
-            'fill-opacity="0.6"/>'
+            f'<circle class="point" cx="{place.x:.1f}" cy="{place.y:.1f}" r="{place.r:.1f}" '
+            f'fill="#d62728" fill-opacity="0.6"><title>{esc(tip)}</title></circle>'
         )
-    axis = f'y="{h + 26}" {_TEXT}'
-    parts.append(f'<text x="{left}" {axis}>{esc(format_intensity(10**x_lo))}</text>')
-    parts.append(
-        f'<text x="{left + w}" text-anchor="end" {axis}>{esc(format_intensity(10**x_hi))}</text>'
-    )
-    parts.append(
-        f'<text x="{left + w / 2}" text-anchor="middle" {axis}>arithmetic intensity</text>'
-    )
-    parts.append(
-        f'<text x="{left - 4}" y="16" text-anchor="end" {_TEXT}>'
-        f"{esc(format_flops_per_s(10**y_hi))}</text>"
-        f'<text x="{left - 4}" y="{h + 10}" text-anchor="end" {_TEXT}>'
-        f"{esc(format_flops_per_s(10**y_lo))}</text>"
-    )
+    labels: list[Label | None] = [t.label for axis in (layout.x, layout.y) for t in axis.ticks]
+    labels += [layout.x.title, layout.y.title, layout.memory_label]
+    labels += [r.label for r in layout.roofs] + [r.label for r in layout.ridges]
+    parts += [_text(lb) for lb in labels if lb is not None]
     parts.append("</svg>")
-    shown = f"the {len(points)} heaviest of {total} points" if total > len(points) else ""
-    note = f"{shown or f'{total} points'}; dot size: time. The heaviest:"
+    what = {"op": "ops", "kernel": "kernels"}.get(level or "", "points")
+    shown = f"the {len(drawn)} heaviest of {total} {what}" if total > len(drawn) else ""
+    note = f"{shown or f'{total} {what}'}; dot size: time. The heaviest:"
     return as_img("".join(parts), "gp-snapshot-roofline", "roofline"), note
+
+
+_GRID = 'stroke="#eee"'
+
+
+def _line(a: tuple[float, float], b: tuple[float, float], style: str) -> str:
+    return f'<line x1="{a[0]:.1f}" y1="{a[1]:.1f}" x2="{b[0]:.1f}" y2="{b[1]:.1f}" {style}/>'
+
+
+def _text(label: Label) -> str:
+    """A layout label as SVG text, at the font size it was placed by."""
+    turn = (
+        f' transform="rotate({label.angle:.1f} {label.x:.1f} {label.y:.1f})"' if label.angle else ""
+    )
+    return (
+        f'<text x="{label.x:.1f}" y="{label.y:.1f}" text-anchor="{label.anchor}"{turn} '
+        f'font-family="system-ui,sans-serif" font-size="{label.font:g}" fill="#333">'
+        f"{esc(label.text)}</text>"
+    )

@@ -253,9 +253,10 @@ def _gauge_lines(gauges: list[dict[str, Any]], rank: int) -> list[str]:
     for gauge in gauges:
         if gauge["rank"] != rank or gauge["key"] == "gpu-busy":  # busy is on the GPU line
             continue
+        # The roof's label ends in its source, "(datasheet)": not inside parentheses again.
         roof = (
-            f" of {format_reading(gauge['roof'], gauge['unit'])} ({gauge['roof_label']}, "
-            f"{format_fraction(gauge['fraction'], 0)})"
+            f" of {format_reading(gauge['roof'], gauge['unit'])} "
+            f"({format_fraction(gauge['fraction'], 0)}), roof: {gauge['roof_label']}"
             if gauge.get("fraction") is not None
             else ""
         )

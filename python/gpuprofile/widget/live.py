@@ -28,6 +28,11 @@ from gpuprofile.trace.samples import Reading
 from gpuprofile.widget.widget import show_trace
 
 W = TypeVar("W")
+# While the cell runs, the kernel's main thread answers no request of the browser (detail
+# windows, an event's details): a merged overview could not be zoomed into, nor a selected event
+# found again in it, until the cell ends. So refills cross whole up to this many events (about
+# 17 bytes each); past it, as an overview.
+LIVE_DETAIL_THRESHOLD = 1_000_000
 
 
 class WindowRefills(Generic[W]):
@@ -181,7 +186,7 @@ class LiveFeed:
         if self.refills is None:
 
             def fill(trace: Trace) -> None:
-                show_trace(self.widget, trace, hardware)
+                show_trace(self.widget, trace, hardware, detail_threshold=LIVE_DETAIL_THRESHOLD)
 
             self.refills = WindowRefills(fill, self.read, self.busy_share)
         self.refills.add(window)

@@ -16,6 +16,15 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from gpuprofile.report.lanes import (
+    COUNTER_GROUP,
+    CPU_GROUP,
+    gpu_group,
+    group_key,
+    lane_title,
+    stream_label,
+    thread_label,
+)
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 from gpuprofile.trace.nesting import nest, overlap_rows
 from gpuprofile.widget.encoding import smallest_uint
@@ -245,30 +254,38 @@ def _layout(
         lanes.append(info)
         return int(info["id"])
 
+    # "group" is a group's identity (collapsing keys on it); "group_label" is what its header
+    # says under its rank's header. Names come from report/lanes.py, as in every other view.
     for rank in ranks:
-        prefix = "" if single else f"rank {rank} · "
         facts = trace.meta.ranks.get(rank)
         thread_names = facts.thread_names if facts is not None else {}
+
+        def grouped(group: str, label: str, rank: int = rank) -> dict[str, Any]:
+            return {
+                "group": group_key(rank, group, single),
+                "group_label": group,
+                "label": label,
+                "title": lane_title(rank, group, label, single),
+            }
+
         for i in np.flatnonzero(gpu[:, 0] == rank).tolist():
             _, device, stream = gpu[i].tolist()
             gpu_lane[i] = add(
-                {"rank": rank, "kind": "gpu", "group": f"{prefix}GPU {device}",
-                 "label": f"stream {stream}", "rows": 1, "device": device, "stream": stream}
+                {"rank": rank, "kind": "gpu", **grouped(gpu_group(device), stream_label(stream)),
+                 "rows": 1, "device": device, "stream": stream}
             )  # fmt: skip
         for i in np.flatnonzero(cpu[:, 0] == rank).tolist():
             _, pid, tid = cpu[i].tolist()
-            thread = thread_names.get(f"{pid}/{tid}")
-            # Kineto writes some 32-bit thread ids as signed numbers; the OS shows them unsigned.
-            label = str(thread) if thread else f"thread {tid % 2**32}"
+            label = thread_label(tid, thread_names.get(f"{pid}/{tid}"))
             cpu_lane[i] = add(
-                {"rank": rank, "kind": "cpu", "group": f"{prefix}CPU", "label": label,
-                 "rows": 1, "tid": tid % 2**32}
+                {"rank": rank, "kind": "cpu", **grouped(CPU_GROUP, label),
+                 "rows": 1, "pid": pid, "tid": tid % 2**32}
             )  # fmt: skip
         for j, (counter_rank, label, device, unit) in enumerate(counters):
             if counter_rank == rank:
                 counter_lane[j] = add(
-                    {"rank": rank, "kind": "counter", "group": f"{prefix}counters",
-                     "label": label, "rows": 1, "device": device, "unit": unit}
+                    {"rank": rank, "kind": "counter", **grouped(COUNTER_GROUP, label),
+                     "rows": 1, "device": device, "unit": unit}
                 )  # fmt: skip
     return lanes, cpu_lane, gpu_lane, counter_lane
 

@@ -12,6 +12,8 @@ import traitlets
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.report.build import build_report
+from gpuprofile.report.diff_text import step_noise_view
+from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.report.text import render_text
 from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.marks import marks_columns
@@ -29,9 +31,12 @@ class ProfileWidget(anywidget.AnyWidget):
     _esm = _STATIC / "widget.js"
     _css = _STATIC / "widget.css"
 
-    # The report dict (gpuprofile.report/1) plus "partial" and "text".
+    # The report dict (gpuprofile.report/1) plus "partial", "text", "roofline_layout" (the chart
+    # as report/roofline_layout.py lays it out: the widget draws it as given) and "step_noise"
+    # (the baseline's step verdict and its sentence, report/diff_text.py).
     summary = traitlets.Dict().tag(sync=True)
-    # Display order; {"id", "rank", "kind": "cpu"|"gpu"|"counter", "group", "label", "rows", ...}.
+    # Display order; {"id", "rank", "kind": "cpu"|"gpu"|"counter", "group" (the group's key),
+    # "group_label" (its name under the rank), "label", "rows", "device", "stream", "pid", "tid"}.
     lanes: traitlets.List[dict[str, object]] = traitlets.List().tag(sync=True)
     # Symbol table: "name" columns hold indexes into it; name_kinds[i] indexes kinds.
     names = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -78,11 +83,19 @@ def make_widget(
     return widget
 
 
-def show_trace(widget: ProfileWidget, trace: Trace, hardware: Hardware | None = None) -> None:
+def show_trace(
+    widget: ProfileWidget,
+    trace: Trace,
+    hardware: Hardware | None = None,
+    *,
+    detail_threshold: int = DETAIL_THRESHOLD,
+) -> None:
     """Fill a widget with a trace, analysed against ``hardware`` (None: its datasheet)."""
     analysis = Analysis(trace, hardware)
     report = build_report(analysis)
-    show_result(widget, report, render_text(report), trace, analysis)
+    show_result(
+        widget, report, render_text(report), trace, analysis, detail_threshold=detail_threshold
+    )
 
 
 def show_result(
@@ -99,7 +112,13 @@ def show_result(
     instances; without, the heaviest ones the report names. Traces of more than
     ``detail_threshold`` events cross as an overview, with detail fetched on demand. The
     browser redraws once, as one state update."""
-    summary = {**report, "text": text}
+    # Beside the report, what Python composes once and the browser draws or shows as text.
+    summary = {
+        **report,
+        "text": text,
+        "roofline_layout": roofline_layout(report).to_dict(),
+        "step_noise": step_noise_view(report.get("baseline")),
+    }
     data = timeline_data(trace)
     state = {
         "summary": summary,

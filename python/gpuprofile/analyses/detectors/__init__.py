@@ -1,5 +1,8 @@
 """Detectors: one module each, each a pure function of an Analysis returning Hints; none
-imports another. Running them all, and leaving out what two of them say twice, is done here."""
+imports another. Each finding has a key (its kind and subject). The one pipeline that runs
+them all, says each key once per rank, leaves out what two of them say twice, labels ranks and
+folds a finding met on several ranks is here; what is worth reporting and how severe it is
+comes from the one table in analyses/thresholds.py."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from dataclasses import replace
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, rank_prefix, ranked
+from gpuprofile.analyses.thresholds import severity_for
 from gpuprofile.units import format_time
 
 # Module names under gpuprofile.analyses.detectors, each defining detect(analysis) -> list[Hint].
@@ -40,40 +44,68 @@ def detector(name: str) -> Callable[[Analysis], list[Hint]]:
 
 
 def run_detectors(analysis: Analysis) -> list[Hint]:
-    """Every detector's hints, ranked by gain, each said once, per-rank titles naming the rank
-    in a multi-rank trace, and a hint met on several ranks of a job said once for the job."""
-    ranks = analysis.trace.ranks
+    """Every detector's findings, through the one pipeline (``findings``)."""
     hints = [hint for name in DETECTORS for hint in detector(name)(analysis)]
-    return ranked(folded([_with_rank(h, ranks) for h in without_repeats(hints)], ranks))
+    return findings(hints, analysis.trace.ranks)
+
+
+def findings(hints: list[Hint], ranks: list[int]) -> list[Hint]:
+    """Detectors' hints as one ranked list: each with its severity, the idle hint that repeats
+    a specific one left out, each key said once per rank, per-rank titles naming the rank in a
+    multi-rank trace, and a finding met on several ranks of a job said once for the job.
+    Severity, and whether a finding is worth reporting at all (which each detector asks of the
+    time it measured its gain against), come from the table in analyses/thresholds.py."""
+    said_once = once_per_rank(without_repeats([judged(h) for h in hints]))
+    return ranked(folded([_with_rank(h, ranks) for h in said_once], ranks))
+
+
+def judged(hint: Hint) -> Hint:
+    """The hint with its severity: its gain's share of the time it is measured against."""
+    return replace(hint, severity=severity_for(hint.gain_ns, hint.basis_ns))
+
+
+def once_per_rank(hints: list[Hint]) -> list[Hint]:
+    """One finding per key and rank: where two say the same thing about the same subject on
+    one rank, the one that claims more gain is kept (its evidence is the larger), in the
+    order the detectors gave them."""
+    best: dict[tuple[tuple[str, str], int | None], Hint] = {}
+    for hint in hints:
+        at = (hint.key, hint.rank)
+        if at not in best or hint.gain_ns > best[at].gain_ns:
+            best[at] = hint
+    kept = {id(h) for h in best.values()}
+    return [h for h in hints if id(h) in kept]
 
 
 def folded(hints: list[Hint], ranks: list[int]) -> list[Hint]:
-    """Hints of one kind on several ranks become one job hint: the worst rank's, titled "on
-    N of M ranks, worst rank R", its gain the worst rank's (ranks run side by side, so fixing
-    it everywhere gives back about the worst one's time), the others' gains in its text."""
-    by_kind: dict[str, list[Hint]] = {}
+    """Findings of one key on several distinct ranks become one job finding: the worst rank's,
+    titled "on N of M ranks, worst rank R", its gain the worst rank's (ranks run side by side,
+    so fixing it everywhere gives back about the worst one's time), the others' gains in its
+    text. Findings of one kind about different subjects stay apart, on one rank or many."""
+    by_key: dict[tuple[str, str], list[Hint]] = {}
     for hint in hints:
         if hint.rank is not None:
-            by_kind.setdefault(hint.kind, []).append(hint)
-    out = [h for h in hints if h.rank is None or len(by_kind[h.kind]) < 2]
-    for kind_hints in by_kind.values():
-        if len(kind_hints) < 2:
+            by_key.setdefault(hint.key, []).append(hint)
+    out = [h for h in hints if h.rank is None or len({g.rank for g in by_key[h.key]}) < 2]
+    for key_hints in by_key.values():
+        on_ranks = len({h.rank for h in key_hints})
+        if on_ranks < 2:
             continue
-        worst = max(kind_hints, key=lambda h: h.gain_ns)
+        worst = max(key_hints, key=lambda h: h.gain_ns)
         prefix = rank_prefix(ranks, worst.rank) if worst.rank is not None else ""
         others = ", ".join(
             f"rank {h.rank}: {format_time(h.gain_ns)}"
-            for h in sorted(kind_hints, key=lambda h: -h.gain_ns)
+            for h in sorted(key_hints, key=lambda h: -h.gain_ns)
         )
         out.append(
             replace(
                 worst,
                 title=(
-                    f"{worst.title.removeprefix(prefix)} on {len(kind_hints)} of {len(ranks)} "
+                    f"{worst.title.removeprefix(prefix)} on {on_ranks} of {len(ranks)} "
                     f"ranks, worst rank {worst.rank}"
                 ),
                 explanation=f"Rank {worst.rank}: {worst.explanation} Per rank: {others}.",
-                numbers={**worst.numbers, "ranks": len(kind_hints), "worst_rank": worst.rank or 0},
+                numbers={**worst.numbers, "ranks": on_ranks, "worst_rank": worst.rank or 0},
                 rank=None,
             )
         )

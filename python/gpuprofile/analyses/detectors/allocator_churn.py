@@ -8,10 +8,10 @@ cudaFree synchronizes the whole device. Steady state begins after the last op wh
 warm-up (record_function("warmup")), else at the second ProfilerStep when the trace has two
 or more, else after the first WARMUP_SHARE of the rank's span.
 
-Signs, per rank: steady-state allocator calls, reserved memory that still grows in steady
-state (the memory table's total_reserved; each step up is a new segment), and fragmentation
-(reserved at least FRAGMENTATION_RATIO times the peak allocated, and at least
-MIN_WASTE_BYTES more). Gain: the union of the steady-state allocator calls' durations, the
+Signs, per rank: steady-state allocator calls, reserved memory that still grows in steady state
+(the memory table's total_reserved; each step up is a new segment), and fragmentation (reserved
+at least FRAGMENTATION_RATIO times the peak allocated, and at least MIN_WASTE_BYTES more; both
+in analyses/thresholds.py). Gain: the union of the steady-state allocator calls' durations, the
 host time they block (a cudaFree also drains the GPU, which the gpu-idle hint measures); growth
 and fragmentation alone give back no time (gain 0), they cost memory.
 """
@@ -26,19 +26,21 @@ import pandas as pd
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes import ALLOCATOR_CODE, ALLOCATOR_FIX
 from gpuprofile.analyses.fixes_by_framework import ALLOCATOR, Fix, pick
-from gpuprofile.analyses.hints import Evidence, Hint, heaviest_events, severity_for
+from gpuprofile.analyses.hints import Evidence, Hint, heaviest_events
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import ALLOC_CALL
 from gpuprofile.analyses.summary import span_ns, wall_ns
+from gpuprofile.analyses.thresholds import (
+    FRAGMENTATION_RATIO,
+    MIN_STEADY_ALLOCATOR_CALLS,
+    MIN_WASTE_BYTES,
+)
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_bytes, format_time
 
 WARMUP_SHARE = 0.10
-MIN_CALLS = 2
-FRAGMENTATION_RATIO = 1.5
-MIN_WASTE_BYTES = 1 << 30
 _STEP = re.compile(r"^ProfilerStep#\d+$")
 _WARMUP = re.compile(r"warm[-_ ]?up", re.IGNORECASE)
 
@@ -74,7 +76,7 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
     rows = alloc & (runtime["rank"] == rank).to_numpy() & (runtime["start_ns"] >= steady).to_numpy()
     calls = runtime[rows]
     growth, fragmentation = _memory_signs(trace.memory, rank, steady)
-    churn = len(calls) >= MIN_CALLS
+    churn = len(calls) >= MIN_STEADY_ALLOCATOR_CALLS
     if not churn and growth == 0 and fragmentation is None:
         return None
     start = calls["start_ns"].to_numpy(np.int64)
@@ -111,13 +113,14 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
     what = "allocator calls" if churn else "reserved memory growth" if growth else "fragmentation"
     return Hint(
         kind="allocator-churn",
+        subject="allocator calls after warm-up",
         title=(
             f"{len(calls)} {'/'.join(map(str, per_name.index[:2]))} calls after warm-up "
             f"cost {format_time(gain)}"
             if churn
             else f"Device memory: {what} after warm-up"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             "Union of the durations of allocator calls after warm-up: the host time they "

@@ -28,7 +28,7 @@ import pandas as pd
 
 from gpuprofile.analyses import recorded
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.lookups import host_threads, op_parents
 from gpuprofile.analyses.names import categorical, per_category, strings
 from gpuprofile.analyses.names import codes as name_codes
@@ -397,12 +397,13 @@ def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
     device = "GPU kernel" if (trace.kernels["rank"] == rank).any() else "CPU"
     return Hint(
         kind="attention-unfused",
+        subject="SDPA math path" if math else "hand-written attention",
         title=(
             f"SDPA math path at {length_text} (x{len(found)})"
             if math
             else f"Unfused attention at {length_text} (x{len(found)})"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=int(gain),
         gain_method=(
             f"{device} time of {removed}: a fused attention kernel keeps the score matrix on "

@@ -14,15 +14,14 @@ import pandas as pd
 from gpuprofile.analyses.comm_overlap import CommOverlap, comm_overlap
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
+from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_percent, format_time
 
-# Exposed communication below this share of the rank's wall time is not worth a hint.
-MIN_EXPOSED_SHARE = 0.01
 # "ncclKernel_AllReduce_RING_LL_Sum_float(...)", "ncclDevKernel_AllGather_RING_LL(...)".
 _COLLECTIVE = re.compile(r"^(?:nccl|rccl)\w*?Kernel_([A-Za-z]+)")
 
@@ -93,7 +92,7 @@ def _gpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
     comm, comm_ns, overlapped, exposed = _figures(found)
     comm_sum = int(comm["dur_ns"].sum())
     wall = wall_ns(trace, rank)
-    if exposed < MIN_EXPOSED_SHARE * wall or exposed <= 0:
+    if not worth_reporting("communication", exposed, wall):
         return None
     window = gpu_time(trace, rank)
     window_ns = window.window_ns if window is not None else wall
@@ -111,8 +110,9 @@ def _gpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
     exposed_pct = 100.0 * exposed / comm_ns if comm_ns else 0.0
     return Hint(
         kind="communication",
+        subject="GPU collectives",
         title=f"{format_time(exposed)} of collectives not hidden by compute",
-        severity=severity_for(exposed, wall),
+        basis_ns=wall,
         gain_ns=int(exposed),
         gain_method=(
             "Exposed collective time: the union of NCCL/RCCL kernel intervals minus the part "
@@ -147,14 +147,15 @@ def _gpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
 def _cpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
     comm, comm_ns, overlapped, exposed = _figures(found)
     wall = wall_ns(trace, rank)
-    if exposed < MIN_EXPOSED_SHARE * wall or exposed <= 0:
+    if not worth_reporting("communication", exposed, wall):
         return None
     counts = comm["name"].astype(str).value_counts()
     top = ", ".join(f"{name} x{count}" for name, count in counts.head(4).items())
     return Hint(
         kind="communication",
+        subject="CPU collectives",
         title=f"{format_time(exposed)} of CPU collectives (gloo) not overlapped",
-        severity=severity_for(exposed, wall),
+        basis_ns=wall,
         gain_ns=int(exposed),
         gain_method=(
             "Exposed collective time on the CPU: the union of gloo:/c10d:: intervals minus "

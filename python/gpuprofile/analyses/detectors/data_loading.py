@@ -14,8 +14,8 @@ which run on the main thread and so stop everything else). Gain: that time, as a
 worker processes prepare batches while the main thread computes, but on a CPU they compete with
 the computation for cores, so confidence is medium.
 
-Fires when the gain is at least MIN_GAIN_SHARE of the rank's wall time (MIN_CPU_SHARE without
-a GPU, where the loop's own Python is also host time).
+Fires when the gain is a large enough share of the rank's wall time (the table in
+analyses/thresholds.py: more without a GPU, where the loop's own Python is also host time).
 """
 
 from __future__ import annotations
@@ -28,16 +28,15 @@ import pandas as pd
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Hint, heaviest_events, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Hint, heaviest_events
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import LOADER_OP
 from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_count, format_fraction, format_time
 
-MIN_GAIN_SHARE = 0.01
-MIN_CPU_SHARE = 0.05
 _MULTIPROCESS = "_MultiProcessingDataLoaderIter"
 
 FIX_SINGLE = (
@@ -96,7 +95,7 @@ def _gpu_hint(
 ) -> Hint | None:
     gain = int(stalls["dur_ns"].sum())
     wall = wall_ns(trace, rank)
-    if gain == 0 or gain < MIN_GAIN_SHARE * wall:
+    if not worth_reporting("data-loading", gain, wall):
         return None
     largest = stalls.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns")
     windows = tuple(zip(largest["start_ns"].tolist(), largest["end_ns"].tolist(), strict=True))
@@ -127,7 +126,7 @@ def _cpu_hint(trace: Trace, rank: int, loader: pd.DataFrame) -> Hint | None:
     start = loader["start_ns"].to_numpy(np.int64)
     gain = union_length(start, start + loader["dur_ns"].to_numpy(np.int64))
     wall = wall_ns(trace, rank)
-    if gain == 0 or gain < MIN_CPU_SHARE * wall:
+    if not worth_reporting("data-loading/cpu", gain, wall):
         return None
     return _hint(
         trace,
@@ -177,8 +176,9 @@ def _hint(
         calls_evidence = replace(calls_evidence, windows=windows)
     return Hint(
         kind="data-loading",
+        subject="DataLoader",
         title=title,
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=gain_method,
         confidence=confidence,

@@ -1,12 +1,13 @@
 """GPU idle time and what the host was doing meanwhile (analyses/idle.py attributes each gap).
 
-Fires per rank when the GPU is idle for at least MIN_IDLE_SHARE of its window (first to last
-GPU activity). Gain: the idle time of the causes that a change on the host fills (sync stalls,
-data loading, host-device copies, launch-bound stretches). It is an upper bound: a fix can at
-most make those gaps disappear. Collective waits (the communication detector's business: they
-depend on the other ranks) and gaps no host activity explains are reported but not counted.
-The fix shown is the one for the cause with the most idle time; when that is host-launch-bound
-and the host spent most of it inside cudaMalloc/cudaFree, the fix is the allocator's.
+Fires per rank when the GPU is idle for a large enough share of its window (first to last GPU
+activity; analyses/thresholds.py). Gain: the idle time of the causes that a change on the host
+fills (sync stalls, data loading, host-device copies, launch-bound stretches). It is an upper
+bound: a fix can at most make those gaps disappear. Collective waits (the communication
+detector's business: they depend on the other ranks) and gaps no host activity explains are
+reported but not counted. The fix shown is the one for the cause with the most idle time; when
+that is host-launch-bound and the host spent most of it inside cudaMalloc/cudaFree, the fix is
+the allocator's.
 """
 
 from __future__ import annotations
@@ -29,15 +30,15 @@ from gpuprofile.analyses.fixes_by_framework import (
     pick,
 )
 from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import ALLOC_CALL
 from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.trace.model import NO_ID, Trace
 from gpuprofile.units import format_fraction, format_time
 
-MIN_IDLE_SHARE = 0.05  # of the GPU window
 MOST_ALLOCATOR = 0.5  # launch-bound idle spent in cudaMalloc/cudaFree: the allocator's fix
 TOP_GAPS = 10
 ADDRESSABLE = (
@@ -159,7 +160,7 @@ def detect(analysis: Analysis) -> list[Hint]:
 def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
     trace = analysis.trace
     breakdown = gpu_time(trace, rank)
-    if breakdown is None or breakdown.idle_ns < MIN_IDLE_SHARE * breakdown.window_ns:
+    if breakdown is None or not worth_reporting("gpu-idle", breakdown.idle_ns, breakdown.window_ns):
         return None
     by_cause = gaps.groupby("cause", observed=True)["dur_ns"].sum()
     by_cause = by_cause[by_cause > 0].sort_values(ascending=False, kind="stable")
@@ -175,8 +176,9 @@ def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
     dominant_share = by_cause.iloc[0] / breakdown.idle_ns
     return Hint(
         kind="gpu-idle",
+        subject="GPU idle time",
         title=f"GPU idle {format_fraction(share, 0)} of the window, {mostly}",
-        severity=severity_for(gain, wall_ns(trace, rank)),
+        basis_ns=wall_ns(trace, rank),
         gain_ns=gain,
         gain_method=(
             "Sum of the idle gaps whose cause a host-side change removes (synchronization, "

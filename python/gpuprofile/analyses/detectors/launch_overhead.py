@@ -38,19 +38,18 @@ import pandas as pd
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import categorical, matches, per_category, short_kernel_name
 from gpuprofile.analyses.names import codes as names_codes
 from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.thresholds import MIN_KERNELS_FOR_GRAPHS, worth_reporting
 from gpuprofile.trace.model import NO_ID, Trace
 from gpuprofile.units import format_percent, format_time
 
 SMALL_KERNEL_NS = 10_000
 GRAPH_GAP_NS = 1_000
 MAX_LAUNCH_GAP_NS = 100_000
-MIN_KERNELS = 20  # fewer launches make no pattern worth a graph
-MIN_GAIN_SHARE = 0.01  # of the rank's wall time
 NGRAM_LENGTHS = (2, 3, 4)
 TOP_SEQUENCES = 3
 LAUNCH_CALL = re.compile(
@@ -98,7 +97,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     hints = []
     for rank in trace.ranks:
         kernels = rank_table(trace, "kernels", rank)
-        if len(kernels) < MIN_KERNELS:
+        if len(kernels) < MIN_KERNELS_FOR_GRAPHS:
             continue
         hint = _hint(trace, rank, kernels, analysis.idle_gaps)
         if hint is not None:
@@ -212,7 +211,7 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame) ->
     counted = host_bound_gaps(trace, rank, gaps)
     gain = int(counted["removable_ns"].sum())
     wall = wall_ns(trace, rank)
-    if gain <= 0 or gain < MIN_GAIN_SHARE * wall:
+    if not worth_reporting("launch-overhead", gain, wall):
         return None
     small = kernels[kernels["dur_ns"] < SMALL_KERNEL_NS]
     launches = _launch_calls(trace, rank)
@@ -265,10 +264,11 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame) ->
     )
     return Hint(
         kind="launch-overhead",
+        subject="kernel launches",
         title=(
             f"GPU idle {format_time(idle_ns)} in {len(counted)} gaps waiting for kernel launches"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             "Sum of the GPU idle gaps whose cause is the host launching (analyses/idle.py: "

@@ -1,8 +1,9 @@
 """Load imbalance: one rank computes longer than the others in each step, and they wait.
 
 Per recorded step (analyses/bubbles.py): the busiest rank's compute minus the median rank's.
-Fires when, summed over steps, that is at least MIN_SHARE of the steps' windows. Gain: that
-sum: with the work spread evenly every rank would finish with the median one.
+Fires when, summed over steps, that is a large enough share of the steps' windows (the table in
+analyses/thresholds.py). Gain: that sum: with the work spread evenly every rank would finish
+with the median one.
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import Hint, severity_for
+from gpuprofile.analyses.hints import Hint
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_count, format_time
-
-MIN_SHARE = 0.05
 
 FIX = (
     "Give every rank the same work: shard embedding tables, experts or sequences by cost, "
@@ -39,18 +39,19 @@ def detect(analysis: Analysis) -> list[Hint]:
         windows += step.end_ns - step.start_ns
         rank = step.ranks[top].rank
         busiest[rank] = busiest.get(rank, 0) + 1
-    if windows <= 0 or excess < MIN_SHARE * windows:
+    if windows <= 0 or not worth_reporting("load-imbalance", excess, windows):
         return []
     rank = max(busiest, key=lambda r: busiest[r])
     steps = len(job.steps)
     return [
         Hint(
             kind="load-imbalance",
+            subject="compute per step",
             title=(
                 f"Ranks compute unevenly: the busiest computes {format_time(excess / steps)} "
                 "more per step than the median rank"
             ),
-            severity=severity_for(excess, windows),
+            basis_ns=windows,
             gain_ns=excess,
             gain_method=(
                 "Per step, the busiest rank's compute minus the median rank's, summed over "

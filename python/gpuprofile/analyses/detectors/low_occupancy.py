@@ -30,12 +30,13 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import OCCUPANCY, Fix, pick
-from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
+from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
 from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import short_kernel_name
 from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_count, format_percent, format_time
@@ -44,7 +45,6 @@ MIN_KERNEL_NS = 10_000
 # A kernel counts when at least this share of its waves' capacity sat idle.
 MIN_IDLE_SHARE = 0.25
 ACHIEVABLE = 0.5
-MIN_GAIN_SHARE = 0.01  # of the rank's wall time
 LOW_OCCUPANCY_PCT = 25.0
 # More SMs than any GPU has (hundreds today): a launch whose SM count exceeds it is corrupt.
 MAX_SMS = 2**16
@@ -178,7 +178,7 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
     ]
     wall = wall_ns(trace, rank)
     gain = int(ACHIEVABLE * hits["idle_ns"].sum())
-    if hits.empty or gain < MIN_GAIN_SHARE * wall:
+    if hits.empty or not worth_reporting("low-occupancy", gain, wall):
         return None
     under = hits[hits["underfilled"]]
     tail = hits[~hits["underfilled"]]
@@ -216,8 +216,9 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
     )
     return Hint(
         kind="low-occupancy",
+        subject="under-filled kernels",
         title=f"{format_count(len(hits), 'kernel')} leave SMs idle ({sms} SMs)",
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             "Half the idle SM capacity of each kernel of 10 µs or more, from launch "

@@ -23,15 +23,14 @@ import pandas as pd
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COPY_STREAM, PAGEABLE, Fix, pick
-from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
+from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.thresholds import MIN_PAGEABLE_BYTES, worth_reporting
 from gpuprofile.trace.model import HOST_DEVICE_KINDS, Trace
 from gpuprofile.units import format_bytes, format_bytes_per_s, format_time
 
 MIN_COPY_BYTES = 64 * 1024
-MIN_PAGEABLE_BYTES = 1 << 20  # in all, per rank
-MIN_GAIN_SHARE = 0.01  # of the wall time, for compute-stream copies
 PAGEABLE_SLOWDOWN = 2.0  # pinned / pageable rate when nothing better is known
 
 FIX_PAGEABLE = (
@@ -118,11 +117,12 @@ def _pageable(
     )
     return Hint(
         kind="pageable-copy",
+        subject="pageable copies",
         title=(
             f"{len(slow)} pageable {'copy' if len(slow) == 1 else 'copies'} "
             f"({format_bytes(total_bytes)}) took {format_time(total_ns)}"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             "Copy time above the pinned rate ("
@@ -172,16 +172,17 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | Non
     serial = pinned[on_compute]
     gain = int(serial["dur_ns"].sum())
     wall = wall_ns(trace, rank)
-    if gain == 0 or gain < MIN_GAIN_SHARE * wall:
+    if not worth_reporting("pageable-copy", gain, wall):
         return None
     streams = sorted(set(serial["stream"].tolist()))
     return Hint(
         kind="pageable-copy",
+        subject="pinned copies on the compute stream",
         title=(
             f"{len(serial)} host-device {'copy shares' if len(serial) == 1 else 'copies share'}"
             f" the compute stream ({format_time(gain)})"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             "Duration of pinned host-device copies on a stream that also runs kernels: on a "

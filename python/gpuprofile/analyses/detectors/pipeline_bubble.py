@@ -1,17 +1,16 @@
 """Pipeline bubbles beyond the schedule's own (analyses/bubbles.py).
 
 A pipeline of p stages and m microbatches idles (p-1)/(m+p-1) of each step by design (GPipe,
-1F1B). Fires when the stages' measured mean bubble fraction exceeds that by at least
-MIN_EXCESS. Gain: the excess share of the steps' windows.
+1F1B). Fires when the stages' measured mean bubble fraction exceeds that by enough (the table
+in analyses/thresholds.py). Gain: the excess share of the steps' windows.
 """
 
 from __future__ import annotations
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import Hint, severity_for
+from gpuprofile.analyses.hints import Hint
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_fraction, format_time
-
-MIN_EXCESS = 0.05
 
 FIX = (
     "Balance the stages: the bottleneck stage computes longest; move layers from it to its "
@@ -29,18 +28,19 @@ def detect(analysis: Analysis) -> list[Hint]:
         return []
     pipe = job.pipeline
     excess = pipe.bubble_fraction - pipe.theoretical_bubble_fraction
-    if excess < MIN_EXCESS:
+    if not worth_reporting("pipeline-bubble", excess, 1.0):
         return []
     windows = sum(step.end_ns - step.start_ns for step in job.steps)
     gain = int(excess * windows)
     return [
         Hint(
             kind="pipeline-bubble",
+            subject="pipeline schedule",
             title=(
                 f"Pipeline stages idle {format_fraction(pipe.bubble_fraction)} of each step, "
                 f"{format_fraction(excess)} beyond the schedule's own bubble"
             ),
-            severity=severity_for(gain, windows),
+            basis_ns=windows,
             gain_ns=gain,
             gain_method=(
                 "The stages' mean bubble fraction minus (p-1)/(m+p-1), times the steps' windows."

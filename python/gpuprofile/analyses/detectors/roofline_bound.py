@@ -23,8 +23,9 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COMPUTE_BOUND, MEMORY_BOUND, Fix, pick
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import (
@@ -39,7 +40,6 @@ from gpuprofile.units import (
 FAR_PCT = 50.0
 ACHIEVABLE = 0.8
 MIN_CALL_NS = 10_000
-MIN_GAIN_SHARE = 0.01  # of the rank's wall time
 TOP_POINTS = 3
 MAX_RELATED = 50
 
@@ -120,7 +120,7 @@ def _hint(
 ) -> Hint | None:
     gain = int(rows["gain_ns"].sum())
     wall = wall_ns(trace, rank)
-    if gain <= 0 or gain < MIN_GAIN_SHARE * wall:
+    if not worth_reporting(f"{bound}-bound", gain, wall):
         return None
     rows = rows[rows["gain_ns"] > 0]
     time_ns = int(rows["known_time_ns"].sum())
@@ -142,12 +142,13 @@ def _hint(
     heaviest = "; ".join(_describe(r, memory) for r in top)
     return Hint(
         kind="memory-bound" if memory else "compute-bound",
+        subject="ops far below their roof",
         title=(
             f"{format_count(len(rows), f'{bound}-bound op')} at "
             f"{format_percent(mean_pct, 0)} of "
             f"{'DRAM bandwidth' if memory else 'compute peak'}"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             f"Per op (name and shapes) at or below {format_percent(FAR_PCT, 0)} of its roof, its "

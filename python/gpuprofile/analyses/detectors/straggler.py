@@ -1,9 +1,9 @@
 """A straggler: the rank the others wait for in collectives (analyses/stragglers.py).
 
-Fires for the rank that causes the most wait when the delay it adds to the job (per
-collective it arrives last at, its arrival minus the one before) is at least MIN_SHARE of the
-job's wall time. Gain: that delay, the job time the collectives would end sooner had it
-arrived with the others.
+Fires for the rank that causes the most wait when the delay it adds to the job (per collective
+it arrives last at, its arrival minus the one before) is a large enough share of the job's wall
+time (the table in analyses/thresholds.py). Gain: that delay, the job time the collectives
+would end sooner had it arrived with the others.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from __future__ import annotations
 import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_count, format_time
-
-MIN_SHARE = 0.01
 
 FIX = (
     "Find what the straggler does that the others do not: compare its timeline with another "
@@ -36,7 +35,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     worst = job.stragglers[0]
     trace = analysis.trace
     wall = max(wall_ns(trace, rank) for rank in trace.ranks)
-    if worst.delay_ns < MIN_SHARE * wall or worst.delay_ns <= 0:
+    if not worth_reporting("straggler", worst.delay_ns, wall):
         return []
     others = ", ".join(
         f"rank {s.rank} ({format_time(s.wait_caused_ns)})" for s in job.stragglers[1:4]
@@ -46,11 +45,12 @@ def detect(analysis: Analysis) -> list[Hint]:
     return [
         Hint(
             kind="straggler",
+            subject=f"rank {worst.rank}",
             title=(
                 f"Rank {worst.rank} is the straggler: the others wait "
                 f"{format_time(worst.wait_caused_ns)} for it"
             ),
-            severity=severity_for(worst.delay_ns, wall),
+            basis_ns=wall,
             gain_ns=worst.delay_ns,
             gain_method=(
                 "Per collective the rank arrived last at, its arrival minus the previous "

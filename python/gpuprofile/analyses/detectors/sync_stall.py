@@ -12,7 +12,8 @@ not get it back.
 Sources are grouped by the aten op that synchronized (aten::item, aten::to, aten::nonzero...)
 and, when the trace has Python stacks (with_stack=True), by the innermost Python frame outside
 torch that enclosed it ("train.py(42): step"; the number is the line Kineto records for the
-frame). Fires per rank when the gain is at least MIN_GAIN_SHARE of the rank's wall time.
+frame). Fires per rank when the gain is a large enough share of the rank's wall time
+(analyses/thresholds.py).
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import AUTOTUNE_TEXT, SYNC, Fix, pick, pick_text
 from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint, severity_for
+from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.lookups import id_index
 from gpuprofile.analyses.names import strings
 from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.trace.model import NO_ID, Trace
 from gpuprofile.units import format_fraction, format_time
 
-MIN_GAIN_SHARE = 0.01  # of the rank's wall time
 TOP_SOURCES = 5
 # Frames that are not the user's code: the line to show is the caller outside them.
 _NOT_USER_FRAME = re.compile(r"^(torch/|<built-in|nn\.Module: |<string>|threading\.py)")
@@ -78,7 +79,7 @@ def detect(analysis: Analysis) -> list[Hint]:
         stalls = gaps[(gaps["rank"] == rank) & (gaps["cause"] == idle.SYNCHRONIZATION)]
         gain = int(stalls["dur_ns"].sum())
         wall = wall_ns(trace, rank)
-        if gain == 0 or gain < MIN_GAIN_SHARE * wall:
+        if not worth_reporting("sync-stall", gain, wall):
             continue
         hints.append(_hint(trace, rank, stalls, calls[calls["rank"] == rank], gain, wall))
     return hints
@@ -126,11 +127,12 @@ def _hint(
         )
     return Hint(
         kind="sync-stall",
+        subject="synchronizing calls",
         title=(
             f"Syncs leave the GPU idle {format_fraction(gain / window, 0)} of the window, "
             f"most in {top_op}"
         ),
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             "GPU idle attributed to synchronization (sync activity covering most of the gap, "

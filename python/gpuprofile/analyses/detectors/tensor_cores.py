@@ -66,12 +66,12 @@ from gpuprofile.analyses.hints import (
     Evidence,
     Hint,
     heaviest_events,
-    severity_for,
 )
 from gpuprofile.analyses.lookups import rank_rows, rows_by_id
 from gpuprofile.analyses.names import matches, short_kernel_name, strings
 from gpuprofile.analyses.patterns import FP32_SIMT_KERNEL, TENSOR_CORE_KERNEL
 from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.trace.model import Trace
@@ -79,7 +79,6 @@ from gpuprofile.units import format_flops_per_s, format_fraction, format_time
 
 UNKNOWN_HARDWARE_SPEEDUP = 2.0
 MISALIGNED_SHARE = 0.25
-MIN_GAIN_SHARE = 0.005  # of the rank's wall time
 HALF_PRECISIONS = ("bf16", "fp16", "fp8", "int8")
 TOP_SHAPES = 3
 TOP_KERNELS = 3
@@ -174,7 +173,7 @@ def _named_fp32_hint(
     tc_rate = float(peaks[target])
     time_ns = int(kernels["dur_ns"].sum())
     gain = int(time_ns * max(1.0 - fp32_rate / tc_rate, 0.0))
-    if gain <= 0 or gain < MIN_GAIN_SHARE * wall:
+    if not worth_reporting("tensor-cores-unused", gain, wall):
         return None
     short = [short_kernel_name(str(n)) for n in strings(names)[simt]]
     top = (
@@ -193,8 +192,9 @@ def _named_fp32_hint(
     rates = f"{format_flops_per_s(tc_rate)} against {format_flops_per_s(fp32_rate)} fp32"
     return Hint(
         kind="tensor-cores-unused",
+        subject="fp32 kernels by name",
         title=f"{len(kernels)} fp32 GEMM/convolution kernels run without tensor cores",
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             f"Kernel time x (1 - fp32 rate / {target.upper()} tensor-core rate) on "
@@ -279,7 +279,7 @@ def _fp32_hint(
     )
     ops = ops.assign(saved_ns=saved)
     gain = int(ops["saved_ns"].sum())
-    if gain <= 0 or gain < MIN_GAIN_SHARE * wall:
+    if not worth_reporting("tensor-cores-unused", gain, wall):
         return None
     time_ns = int(ops["time_ns"].sum())
     flops = float(np.nansum(ops["flops"].to_numpy(np.float64)))
@@ -307,8 +307,9 @@ def _fp32_hint(
         confidence = "low"
     return Hint(
         kind="tensor-cores-unused",
+        subject="fp32 matmuls",
         title=f"{len(ops)} fp32 matmuls run without tensor cores",
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=method,
         confidence=confidence,
@@ -339,14 +340,15 @@ def _alignment_hint(
         return None
     time_ns = int(ops["time_ns"].sum())
     gain = int(MISALIGNED_SHARE * time_ns)
-    if gain <= 0 or gain < MIN_GAIN_SHARE * wall:
+    if not worth_reporting("tensor-cores-unused", gain, wall):
         return None
     ops = ops.assign(saved_ns=ops["time_ns"] * MISALIGNED_SHARE)
     dtypes = ", ".join(sorted(set(ops["dtype"])))
     return Hint(
         kind="tensor-cores-unused",
+        subject="dims not multiples of 8",
         title=f"{len(ops)} {dtypes} matmuls with dims not multiples of 8",
-        severity=severity_for(gain, wall),
+        basis_ns=wall,
         gain_ns=gain,
         gain_method=(
             f"A quarter of these ops' GPU time ({format_fraction(MISALIGNED_SHARE, 0)}): "

@@ -5,11 +5,11 @@ faster reduced-precision tactic, when the layer has no such implementation, or w
 constraint or missing INT8 scale kept it there. The engine graph (``--exportLayerInfo``) says
 each layer's precision (its first output's datatype); without it this detector is silent.
 
-Fires when compute layers (not reformats or copies) writing FP32 take at least MIN_SHARE of
-the layers' summed time in an engine whose other compute layers run in FP16/BF16/FP8/INT8.
-Gain per layer, against the engine's main reduced precision P and the device's roofs:
-convolution and matrix layers are taken as compute-bound, time x (1 - FP32 rate / P
-tensor-core rate); the others as memory-bound, half their time (P moves half the bytes or
+Fires when compute layers (not reformats or copies) writing FP32 take a large enough share
+(analyses/thresholds.py) of the layers' summed time in an engine whose other compute layers run
+in FP16/BF16/FP8/INT8. Gain per layer, against the engine's main reduced precision P and the
+device's roofs: convolution and matrix layers are taken as compute-bound, time x (1 - FP32 rate
+/ P tensor-core rate); the others as memory-bound, half their time (P moves half the bytes or
 fewer). Without both rates for the device, half of every fallback's time. Confidence medium
 with the device's rates, low without: no FLOP or byte counts are recorded per layer, so which
 bound holds is an assumption.
@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
+from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.inference import REDUCED_PRECISIONS, layers, precision_mix
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_fraction, format_time
 
-MIN_SHARE = 0.01
 MEMORY_BOUND_SPEEDUP = 2.0
 # Layer types (and fused names) that run convolutions or matrix products.
 MATH_LAYER = re.compile(r"conv|gemm|matmul|matrixmultiply|fullyconnected|deconv", re.IGNORECASE)
@@ -63,7 +63,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     if reduced.empty or fallback.empty or total <= 0:
         return []
     fallback_ns = int(fallback["dur_ns"].sum())
-    if fallback_ns < MIN_SHARE * total:
+    if not worth_reporting("precision-fallback", fallback_ns, total):
         return []
     target = str(reduced.groupby("precision")["dur_ns"].sum().idxmax())
     peaks = analysis.hardware.peak_flops
@@ -101,11 +101,12 @@ def detect(analysis: Analysis) -> list[Hint]:
     return [
         Hint(
             kind="precision-fallback",
+            subject="FP32 layers",
             title=(
                 f"{count} FP32 {'layer' if count == 1 else 'layers'} in a {target} engine take "
                 f"{format_fraction(fallback_ns / total)} of an inference"
             ),
-            severity=severity_for(gain_ns, total),
+            basis_ns=total,
             gain_ns=gain_ns,
             gain_method=method,
             confidence=confidence,

@@ -6,21 +6,21 @@ and outputs when their I/O formats differ from what the first and last layers us
 layers whose chosen tactics disagree. They compute nothing. Layers are told by their type in
 the engine graph (Reformat, Shuffle, Copy, ...), else by TensorRT's reformat names.
 
-Fires when those layers hold at least MIN_SHARE of the layers' summed time (one average
-inference). Gain: their time, the upper bound reached when every one is removed; an I/O
-reformat removed with ``--inputIOFormats`` moves its conversion to whoever writes the input
-(often fused into a preprocessing kernel), an internal one may not go away at all. Confidence
-medium when the engine graph gave the layer types, low when they were told by name.
+Fires when those layers hold a large enough share of the layers' summed time (one average
+inference; analyses/thresholds.py). Gain: their time, the upper bound reached when every one is
+removed; an I/O reformat removed with ``--inputIOFormats`` moves its conversion to whoever
+writes the input (often fused into a preprocessing kernel), an internal one may not go away at
+all. Confidence medium when the engine graph gave the layer types, low when they were told by
+name.
 """
 
 from __future__ import annotations
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.hints import Hint, heaviest_events, severity_for
+from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.inference import layers
+from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_fraction, format_time
-
-MIN_SHARE = 0.03
 
 FIX = (
     "Give the engine its inputs and outputs in the format and precision its first and last "
@@ -49,7 +49,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     moving = table[table["moves_data"] & (table["dur_ns"] > 0)]
     gain = int(moving["dur_ns"].sum())
     share = gain / total
-    if share < MIN_SHARE:
+    if not worth_reporting("reformat-overhead", share, 1.0):
         return []
     by_type = table["type"].notna().any()
     heaviest = moving.nlargest(1, "dur_ns").iloc[0]
@@ -58,11 +58,12 @@ def detect(analysis: Analysis) -> list[Hint]:
     return [
         Hint(
             kind="reformat-overhead",
+            subject="reformat layers",
             title=(
                 f"{count} reformat/copy {'layer takes' if count == 1 else 'layers take'} "
                 f"{format_fraction(share)} of an inference ({format_time(gain)})"
             ),
-            severity=severity_for(gain, total),
+            basis_ns=total,
             gain_ns=gain,
             gain_method=(
                 "The summed average time of the engine's reformat, copy and shuffle layers "

@@ -1,0 +1,74 @@
+"""The one table of what makes a finding worth reporting, and how severe it is.
+
+Detectors measure; whether what they measured is worth a user's attention, and how urgent it
+is, is decided by the figures here, so they can be read, compared and tuned side by side
+instead of hiding in sixteen modules. A detector asks ``worth_reporting`` with its entry and
+the time its gain is a share of (the rank's wall time, the GPU window, the steps' windows),
+before it spends time writing the finding's text; the pipeline (``detectors.findings``) sets
+each finding's severity with ``severity_for`` and then ranks, labels and folds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+# Severity: a fix that gives back a tenth of the run changes how the run feels (high); a
+# fiftieth is still worth a change in a day's work (medium); less is housekeeping (low).
+HIGH_SHARE = 0.10
+MEDIUM_SHARE = 0.02
+
+# Smallest gain worth a finding, as a share of the time the detector measures it against.
+MIN_GAIN_SHARE: Mapping[str, float] = MappingProxyType(
+    {
+        # Of the GPU window: a few percent of idle is the normal cost of launching and
+        # synchronizing at all; from a twentieth it has a cause worth naming.
+        "gpu-idle": 0.05,
+        # Of the rank's wall time, for findings whose gain is time the trace measured and a
+        # known fix removes: a hundredth is small but still a change the user can make.
+        "launch-overhead": 0.01,
+        "memory-bound": 0.01,
+        "compute-bound": 0.01,
+        "sync-stall": 0.01,
+        "data-loading": 0.01,
+        "low-occupancy": 0.01,
+        "pageable-copy": 0.01,
+        "communication": 0.01,
+        "straggler": 0.01,
+        # Half a percent: turning on TF32 or bf16 is one line, so even a small gain is worth it.
+        "tensor-cores-unused": 0.005,
+        # Without a GPU the loader's time is host time beside the loop's own Python, which
+        # workers only partly take away (they compete for the same cores): a twentieth.
+        "data-loading/cpu": 0.05,
+        # Of the steps' windows: schedules and partitions never balance exactly; a twentieth
+        # beyond the ideal is a stage or a rank worth moving work off.
+        "pipeline-bubble": 0.05,
+        "load-imbalance": 0.05,
+        # Of an engine's summed layer time: one FP32 layer among many is a choice; a
+        # hundredth of the time is a fallback worth checking.
+        "precision-fallback": 0.01,
+        # Reformat layers exist in every engine; from three percent they cost a measurable
+        # share of inference.
+        "reformat-overhead": 0.03,
+    }
+)
+
+# Counts and sizes under which a pattern is not yet a finding, whatever its time.
+MIN_KERNELS_FOR_GRAPHS = 20  # fewer launches make no pattern worth capturing as a CUDA graph
+MIN_PAGEABLE_BYTES = 1 << 20  # per rank: less pageable traffic costs microseconds in all
+MIN_STEADY_ALLOCATOR_CALLS = 2  # one cudaMalloc after warm-up can be a late first use
+# Fragmentation: reserved at least this multiple of allocated, and by at least this many
+# bytes (a small model's caching allocator holds spare blocks by design).
+FRAGMENTATION_RATIO = 1.5
+MIN_WASTE_BYTES = 1 << 30
+
+
+def worth_reporting(finding: str, gain: float, basis: float) -> bool:
+    """Whether a gain (ns, or a share when basis is 1) is worth a finding of this entry."""
+    return gain > 0 and gain >= MIN_GAIN_SHARE[finding] * basis
+
+
+def severity_for(gain_ns: int, basis_ns: int) -> str:
+    """High when a fix gives back at least HIGH_SHARE of the basis, medium from MEDIUM_SHARE."""
+    share = gain_ns / basis_ns if basis_ns > 0 else 0.0
+    return "high" if share >= HIGH_SHARE else "medium" if share >= MEDIUM_SHARE else "low"

@@ -1,0 +1,66 @@
+"""Timeline lanes as every view names and orders them: the widget's timeline
+(``widget/timeline.py``), the bokeh page, the SVG snapshot and the Chrome trace export.
+
+A lane is a GPU stream (rank, device, stream) or a CPU thread (rank, pid, tid); lanes group by
+rank, then by device ("GPU 0") or "CPU". Views receive rank, device and stream as fields and
+these names for display; no view parses a name back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+SEP = " · "
+
+
+def rank_label(rank: int) -> str:
+    return f"rank {rank}"
+
+
+def gpu_group(device: int) -> str:
+    """A GPU's lane group under its rank: "GPU 0"."""
+    return f"GPU {device}"
+
+
+CPU_GROUP = "CPU"
+COUNTER_GROUP = "counters"
+
+
+def stream_label(stream: int) -> str:
+    return f"stream {stream}"
+
+
+def thread_label(tid: int, name: str | None = None) -> str:
+    """A CPU thread by its name where the trace gives one, else its id as the OS shows it
+    (Kineto writes some 32-bit ids as signed numbers)."""
+    return name or f"thread {tid % 2**32}"
+
+
+def group_key(rank: int, group: str, single: bool) -> str:
+    """A lane group's identity across the timeline (what collapsing a group keys on): its name,
+    qualified by its rank in a job of several."""
+    return group if single else f"{rank_label(rank)}{SEP}{group}"
+
+
+def lane_title(rank: int, group: str, label: str, single: bool) -> str:
+    """A lane in one line, for views without a rank header: "rank 1 · GPU 1 · stream 7"."""
+    return SEP.join(([] if single else [rank_label(rank)]) + [group, label])
+
+
+_KIND_ORDER = {"gpu": 0, "cpu": 1, "counter": 2}
+
+
+def display_order(rank: int, kind: str, *ids: int) -> tuple[int, ...]:
+    """Where a lane goes, as a sort key: by rank; within a rank GPU streams (by device, stream)
+    first, what a GPU profile is read for, then CPU threads, then counters."""
+    return (rank, _KIND_ORDER[kind], *ids)
+
+
+def gpu_lane_order(lanes: Iterable[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """GPU lanes (rank, device, stream) in display order: by rank, device, then stream."""
+    return sorted(set(lanes))
+
+
+def is_single(ranks: Sequence[int] | set[int]) -> bool:
+    """Whether a trace's lanes need no rank to tell them apart."""
+    return len(set(ranks)) <= 1
