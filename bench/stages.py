@@ -25,12 +25,12 @@ from typing import Any
 # (module, function, stage): the reader's steps, in the order they run.
 STAGES = (
     ("gpuprofile.importers.source", "_gunzip", "gunzip"),
-    ("gpuprofile.importers.kineto_parts", "read_trace_bytes", "read + gunzip"),
-    ("gpuprofile.importers.kineto_parts", "decode_bytes", "decode (msgspec)"),
-    ("gpuprofile.importers.kineto", "_sort_events", "events to tables"),
-    ("gpuprofile.importers.kineto", "make_table", "tables (pandas)"),
-    ("gpuprofile.importers.kineto", "with_nesting", "op nesting"),
-    ("gpuprofile.importers.kineto", "launching_ops", "kernel -> op links"),
+    ("gpuprofile.importers.kineto.trace", "read_trace_bytes", "read + gunzip"),
+    ("gpuprofile.importers.kineto.decode", "decode_bytes", "decode (msgspec)"),
+    ("gpuprofile.importers.kineto.trace", "sort_events", "events to tables"),
+    ("gpuprofile.importers.kineto.trace", "make_table", "tables (pandas)"),
+    ("gpuprofile.importers.kineto.trace", "with_nesting", "op nesting"),
+    ("gpuprofile.importers.kineto.trace", "launching_ops", "kernel -> op links"),
 )
 
 
@@ -50,7 +50,8 @@ def stage_seconds(path: Path, repeat: int = 3) -> dict[str, float]:
     import importlib
 
     import gpuprofile
-    from gpuprofile.importers import kineto, kineto_parts
+    from gpuprofile.importers.kineto import decode
+    from gpuprofile.importers.kineto import trace as kineto
 
     totals: dict[str, float] = {}
     for module_name, function, stage in STAGES:
@@ -60,8 +61,8 @@ def stage_seconds(path: Path, repeat: int = 3) -> dict[str, float]:
         kineto._BUILDERS[table] = _timed(totals, "columns", build)
     # A file over PART_BYTES is decoded in parts: its outline, then each part's events.
     for name, stage in (("_OUTLINE_DECODER", "decode: outline"), ("LIST_DECODER", "decode: parts")):
-        decoder = getattr(kineto_parts, name)
-        setattr(kineto_parts, name, SimpleNamespace(decode=_timed(totals, stage, decoder.decode)))
+        decoder = getattr(decode, name)
+        setattr(decode, name, SimpleNamespace(decode=_timed(totals, stage, decoder.decode)))
     best: dict[str, float] | None = None
     for _ in range(repeat):
         totals.clear()

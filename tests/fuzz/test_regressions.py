@@ -101,8 +101,8 @@ def _raw_bytes(replace: bytes, by: bytes) -> Callable[[Path], Path]:
 
 OP, RUNTIME, KERNEL = 0, 2, 3
 KINETO: dict[str, Callable[[Path], Path]] = {
-    # OverflowError in importers/kineto_columns.py (_ints, op_columns, _gpu_columns,
-    # runtime_columns) and importers/kineto.py: ids past int64.
+    # OverflowError in importers/kineto/columns.py (_ints, op_columns, _gpu_columns,
+    # runtime_columns) and importers/kineto/trace.py: ids past int64.
     "kernel stream 2**63": _kineto(_set(KERNEL, "args", "stream", value=2**63)),
     "kernel device 2**64": _kineto(_set(KERNEL, "args", "device", value=2**64)),
     "kernel pid 1e30": _kineto(_set(KERNEL, "pid", value=10**30)),
@@ -166,7 +166,7 @@ KINETO: dict[str, Callable[[Path], Path]] = {
     "kernel name true": _kineto(_set(KERNEL, "name", value=True)),
     "op name a list": _kineto(_set(OP, "name", value=["aten::mm"])),
     "cat a list": _kineto(_set(KERNEL, "cat", value=["kernel"])),
-    # UnicodeDecodeError in importers/kineto_columns.py (_raw_text): bytes that are not UTF-8.
+    # UnicodeDecodeError in importers/kineto/columns.py (_raw_text): bytes that are not UTF-8.
     "name with invalid UTF-8": _raw_bytes(b"sgemm_64x64", b"sgemm\xff64x64"),
     "Concrete Inputs with invalid UTF-8": _raw_bytes(
         b'"Concrete Inputs": ["", ""]', b'"Concrete Inputs": ["", "[\xff\xfe, 16]"]'

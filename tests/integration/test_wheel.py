@@ -34,5 +34,5 @@ def test_wheel_contains_the_built_bundle(tmp_path: Path) -> None:
         shipped = archive.read("gpuprofile/widget/static/widget.js")
     assert "gpuprofile/widget/static/widget.css" in names
     assert shipped == bundle.read_bytes()
-    assert "gpuprofile/importers/kineto.py" in names
+    assert "gpuprofile/importers/kineto/trace.py" in names
     assert "gpuprofile/hardware/specs.json" in names

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gpuprofile.importers import kineto_parts
+from gpuprofile.importers.kineto import decode as kineto_decode
 from helpers.fingerprint import RECORD, fingerprint
 from traces.conftest import TRACES
 
@@ -55,7 +55,7 @@ def test_read_in_parts_reproduces_recorded_results(
     expected = recorded.get(kineto_path.name)
     if expected is None:
         pytest.skip("not recorded (test_every_case_recorded says so)")
-    monkeypatch.setattr(kineto_parts, "PART_BYTES", 0)
-    monkeypatch.setattr(kineto_parts, "PART_EVENTS", 5000)
+    monkeypatch.setattr(kineto_decode, "PART_BYTES", 0)
+    monkeypatch.setattr(kineto_decode, "PART_EVENTS", 5000)
     differences = changed(expected, fingerprint(kineto_path, TRACES))
     assert not differences, "\n".join(differences)

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import gpuprofile
-from gpuprofile.importers import kineto_parts
+from gpuprofile.importers.kineto import decode as kineto_decode
 from gpuprofile.importers.kineto import load_kineto
-from gpuprofile.importers.kineto_format import MAX_NESTING
+from gpuprofile.importers.kineto.decode import MAX_NESTING
 from gpuprofile.report.notices import notices
 from gpuprofile.trace.model import NO_ID, Trace
 from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
@@ -26,8 +26,8 @@ from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
 def read(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every case read whole, and in parts of 2 events (as files over PART_BYTES are)."""
     if request.param == "parts":
-        monkeypatch.setattr(kineto_parts, "PART_BYTES", 0)
-        monkeypatch.setattr(kineto_parts, "PART_EVENTS", 2)
+        monkeypatch.setattr(kineto_decode, "PART_BYTES", 0)
+        monkeypatch.setattr(kineto_decode, "PART_EVENTS", 2)
     return str(request.param)
 
 

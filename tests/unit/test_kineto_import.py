@@ -224,7 +224,7 @@ def test_nanoseconds_written_below_2_43_us_survive_the_float_decode(tmp_path: Pa
 def test_exact_ns_is_the_nearest_nanosecond_of_the_binary_value() -> None:
     from decimal import ROUND_FLOOR, Decimal
 
-    from gpuprofile.importers.kineto_format import exact_ns
+    from gpuprofile.importers.kineto.decode import exact_ns
 
     rng = np.random.default_rng(3)
     values = np.concatenate(

@@ -322,12 +322,12 @@ def test_nesting_too_deep_is_a_trace_format_error(tmp_path: Path) -> None:
 def test_raw_errors_met_reading_name_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raised: BaseException, problem: str
 ) -> None:
-    import gpuprofile.importers.kineto_parts as parts
+    import gpuprofile.importers.kineto.trace as reader
 
     def fails(path: Path) -> bytes:
         raise raised
 
-    monkeypatch.setattr(parts, "read_trace_bytes", fails)
+    monkeypatch.setattr(reader, "read_trace_bytes", fails)
     path = _trace(tmp_path)
     with pytest.raises(TraceFormatError) as info:
         gpuprofile.load(path)

@@ -16,8 +16,7 @@ from gpuprofile.analyses.idle import idle_gaps
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.windows import recorded_span, within_one_window
 from gpuprofile.errors import TraceFormatError
-from gpuprofile.importers.kineto import load_kineto, load_kineto_windows
-from gpuprofile.importers.kineto_format import scan_extent
+from gpuprofile.importers.kineto import load_kineto, load_kineto_windows, scan_extent
 from gpuprofile.importers.windows import RecordedWindow, read_windows
 from gpuprofile.trace.merge import merge
 from gpuprofile.trace.meta import TraceMeta, Window

@@ -1,7 +1,7 @@
 """The sampler's counters written into the Chrome trace torch exported (``--export``).
 
 Perfetto and chrome://tracing then show them as counter tracks beside the profiler's events,
-and gpuprofile reads them back as counters (importers/kineto.py). Each sample is a ``"ph": "C"``
+and gpuprofile reads them back as counters (importers/kineto/). Each sample is a ``"ph": "C"``
 event whose name carries its unit ("process CPU [%]"), whose ``id`` is its device when it has
 one, and whose ``args.value`` is the reading.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpuprofile.importers.kineto_format import counter_name
+from gpuprofile.importers.kineto import counter_name
 
 # The tail of a Kineto file after its traceEvents list: "]" then only simple "key": value
 # pairs up to the closing brace (torch 2.x writes `],"traceName": "..." }`).

@@ -27,7 +27,7 @@ from gpuprofile.capture.options import WARMUP, StepSchedule
 from gpuprofile.capture.read_back import empty_capture
 from gpuprofile.capture.steps import StepCounter
 from gpuprofile.errors import GpuprofileError
-from gpuprofile.importers.kineto_format import scan_extent
+from gpuprofile.importers.kineto import scan_extent
 from gpuprofile.importers.windows import RecordedWindow, read_windows
 from gpuprofile.trace.meta import Dropped, Schedule, Window
 from gpuprofile.trace.model import Trace

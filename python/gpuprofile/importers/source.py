@@ -35,7 +35,6 @@ except ImportError:  # pragma: no cover - every platform gpuprofile is tested on
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
-TRACE_SUFFIXES = (".json", ".json.gz")
 
 # Far above any trace seen (the shared ones hold up to 62 MB of JSON; reading takes about 2x
 # the JSON in memory), far below what a bomb or a device would feed.
@@ -248,22 +247,6 @@ def reading(path: object) -> Iterator[None]:
         raise TraceFormatError(path, "nested too deeply to read (arrays or objects)") from None
     except MemoryError:
         raise TraceFormatError(path, "this machine ran out of memory reading it") from None
-
-
-def trace_files(directory: Path) -> list[Path]:
-    """The trace files in a directory (one per rank), sorted by name: every entry named like
-    one but a directory, so that a FIFO or a link to nowhere among them is refused by name
-    when read, not passed over."""
-    try:
-        entries = list(os.scandir(directory))
-        files = sorted(
-            Path(e.path) for e in entries if e.name.endswith(TRACE_SUFFIXES) and not e.is_dir()
-        )
-    except OSError as exc:
-        raise _os_error(directory, exc) from None
-    if not files:
-        raise TraceFormatError(directory, "directory holds no trace files (*.json, *.json.gz)")
-    return files
 
 
 _BYTE_POSITION = re.compile(r"\(byte (\d+)\)")

@@ -26,17 +26,10 @@ import pandas as pd
 
 from gpuprofile.analyses import recorded
 from gpuprofile.errors import GpuprofileError
-from gpuprofile.importers.kineto_format import counter_name
+from gpuprofile.importers.kineto import GPU_CATEGORY, counter_name
 from gpuprofile.report.lanes import gpu_group, rank_label, stream_label
 from gpuprofile.trace.model import NO_ID, Trace
 
-# The categories GPU tables are written in (Kineto's names).
-GPU_CATEGORY = {
-    "kernels": "kernel",
-    "memcpy": "gpu_memcpy",
-    "memset": "gpu_memset",
-    "gpu_annotations": "gpu_user_annotation",
-}
 FLOW_CATEGORY = "ac2g"
 _encode = msgspec.json.Encoder().encode
 

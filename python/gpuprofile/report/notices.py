@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from gpuprofile.analyses.carry_over import CarryOver
-from gpuprofile.importers.kineto_format import PROFILER_MARKERS
+from gpuprofile.importers.kineto import PROFILER_MARKERS
 from gpuprofile.trace.meta import Dropped, TraceMeta, world_size
 from gpuprofile.units import format_count, format_time
 

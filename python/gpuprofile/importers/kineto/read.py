@@ -1,15 +1,17 @@
-"""A job's trace files and their ranks: from a directory, a list or a glob; ranks as the
-traces declare them, else as their file names say."""
+"""The Kineto reader's read stage: a job's trace files and their ranks, from a directory, a list
+or a glob; ranks as the traces declare them, else as their file names say. Each file's text is
+read by source.read_trace_bytes, which every format shares."""
 
 from __future__ import annotations
 
 import glob
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from gpuprofile.errors import TraceFormatError
-from gpuprofile.importers.source import trace_files
+from gpuprofile.importers.source import reading
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_time
 
@@ -18,6 +20,7 @@ DEFAULT_RANK_REGEX = r"(?:rank|worker)[-_]?(\d+)"
 # Traces of one job are recorded within seconds of each other; further apart they are two runs.
 SAME_JOB_WITHIN_NS = 3600 * 10**9
 _GLOB = re.compile(r"[*?\[]")
+TRACE_SUFFIXES = (".json", ".json.gz")
 
 
 def job_files(path: str | Path | Sequence[str | Path]) -> tuple[list[Path], str | None]:
@@ -136,3 +139,17 @@ def same_job(files: Sequence[Path], traces: Sequence[Trace]) -> None:
                 f"traces of different runs: {files[first].name} and {files[last].name} were "
                 f"recorded {apart} apart",
             )
+
+
+def trace_files(directory: Path) -> list[Path]:
+    """The trace files in a directory (one per rank), sorted by name: every entry named like
+    one but a directory, so that a FIFO or a link to nowhere among them is refused by name
+    when read, not passed over."""
+    with reading(directory):
+        entries = list(os.scandir(directory))
+        files = sorted(
+            Path(e.path) for e in entries if e.name.endswith(TRACE_SUFFIXES) and not e.is_dir()
+        )
+    if not files:
+        raise TraceFormatError(directory, "directory holds no trace files (*.json, *.json.gz)")
+    return files

@@ -17,7 +17,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from gpuprofile.importers.kineto_format import Args, Event, exact_ns, float_column, nesting_limit
+from gpuprofile.importers.kineto.decode import exact_ns, float_column, nesting_limit
+from gpuprofile.importers.kineto.format import Args, Event
 
 # Times and durations whose nanoseconds reach this are refused: a difference of two times, or
 # a time plus a duration, then stays within int64. 2**62 ns is 146 years, so absolute Unix

@@ -1,24 +1,30 @@
-"""Kineto events of one table -> typed column arrays for the Trace model."""
+"""The Kineto reader's columns stage: which table each event goes into (``sort_events``), and
+the events of one table as typed column arrays for the Trace model."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-from gpuprofile.importers.kineto_checks import Findings, Shapes
-from gpuprofile.importers.kineto_format import (
+from gpuprofile.importers.kineto.check import REJECTED, Findings, Shapes
+from gpuprofile.importers.kineto.decode import float_column
+from gpuprofile.importers.kineto.format import (
+    FLOW_PHASES,
+    GPU_ANNOTATION,
     NO_ARGS,
     OP_CATEGORY,
     Args,
     Event,
-    float_column,
     split_counter_name,
+    table_of,
 )
 from gpuprofile.trace.model import NO_ID
 
-Times = tuple[np.ndarray, np.ndarray]  # (ts, dur) in ns, checked (kineto_checks.checked_times)
+Times = tuple[np.ndarray, np.ndarray]  # (ts, dur) in ns, checked (check.checked_times)
 _I32 = 2**31
 
 
@@ -353,3 +359,81 @@ def _compute_capability(props: dict[str, Any]) -> str | None:
     major = props.get("computeMajor", props.get("major"))
     minor = props.get("computeMinor", props.get("minor"))
     return f"{major}.{minor}" if major is not None and minor is not None else None
+
+
+# --- which table each event goes into ---------------------------------------------------------
+
+
+def sort_events(
+    events: list[Event],
+) -> tuple[dict[str, list[Event]], list[Event], list[Event], dict[str, str], Counter[str]]:
+    """The events of each table in file order; the counter samples; the GPU annotations; the
+    threads' names; and what was skipped, by kind, in the order first met.
+
+    Timeline events are routed by their (phase, category) pair in C-level passes (each pair's
+    route worked out once); only the other events (instants, counters, metadata, unknown
+    categories) are looked at one by one.
+    """
+    route = _Routes()
+    event_route = np.fromiter(map(route.__getitem__, map(_PH_CAT, events)), np.int8, len(events))
+    buckets: dict[str, list[Event]] = {
+        table: [events[i] for i in np.flatnonzero(event_route == k).tolist()]
+        for k, table in enumerate(_TABLES)
+    }
+    counters: list[Event] = []
+    # Apart from the buckets: they span GPU work already in them, so they leave the trace's
+    # origin (and scan_extent's, which shares table_of) where the timeline tables put it.
+    gpu_annotations: list[Event] = []
+    thread_names: dict[str, str] = {}
+    skipped: Counter[str] = Counter()
+    for i in np.flatnonzero(event_route == _ONE_BY_ONE).tolist():
+        event = events[i]
+        ph = event.ph
+        if table_of(ph, event.cat, event.name) == "memory":
+            buckets["memory"].append(event)
+        elif ph == "X" and event.cat == GPU_ANNOTATION:
+            gpu_annotations.append(event)
+        elif ph == "X":
+            skipped[event.cat or "(no category)"] += 1
+        elif ph in ("i", "I"):
+            skipped[f"instant {event.name}"] += 1
+        elif ph == "C":
+            value = event.args.value if event.args is not None else None
+            # A comparison, not float(): an integer of any size compares, NaN never passes.
+            if (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and -1e308 < value < 1e308
+            ):
+                counters.append(event)
+            else:
+                skipped[f"counter {event.name} without a numeric 'value'"] += 1
+        elif ph == REJECTED:
+            continue  # counted when it was read
+        elif ph == "M":
+            if event.name == "thread_name" and event.args is not None and event.args.name:
+                thread_names[f"{event.pid}/{event.tid}"] = event.args.name
+        else:
+            skipped[f"phase {ph or '(none)'}"] += 1
+    return buckets, counters, gpu_annotations, thread_names, skipped
+
+
+_PH_CAT = attrgetter("ph", "cat")
+
+
+class _Routes(dict[tuple[str, str], int]):
+    """(phase, category) -> its route: a timeline table's index in _TABLES, _FLOW or
+    _ONE_BY_ONE; each pair's route is worked out the first time it is met."""
+
+    def __missing__(self, pair: tuple[str, str]) -> int:
+        ph, cat = pair
+        table = table_of(ph, cat, "") if ph == "X" else None
+        route = _TABLES.index(table) if table else _FLOW if ph in FLOW_PHASES else _ONE_BY_ONE
+        self[pair] = route
+        return route
+
+
+# The timeline tables an event's (phase, category) alone decides, in the order the importer
+# builds them; then the two other routes of sort_events.
+_TABLES = ("ops", "kernels", "memcpy", "memset", "runtime", "memory")
+_FLOW, _ONE_BY_ONE = len(_TABLES), len(_TABLES) + 1

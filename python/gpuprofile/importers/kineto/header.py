@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from gpuprofile.importers.kineto_checks import Findings
+from gpuprofile.importers.kineto.check import Findings
 from gpuprofile.trace import properties
 from gpuprofile.trace.meta import StepsEntry
 

@@ -1,7 +1,13 @@
-"""The Kineto Chrome-trace format as msgspec structs: only the fields gpuprofile reads.
+"""The Kineto reader's decode stage: a file's JSON text as its header and its events, typed
+(format.py's structs), whole or, for a large file, a part at a time.
 
-msgspec decodes straight into these typed structs, so a trace is never materialised as Python
-dicts; unknown keys are skipped by the decoder.
+A large file is never held as decoded events all at once: its text is scanned once into each
+event's raw JSON (a fraction of a full decode), and each part of events is decoded, turned into
+columns by the later stages and let go before the next. Small files are decoded whole. Where an
+event's values do not fit the typed structs, the events are decoded as plain values and handed
+to the ``loose`` function the caller gives (check.loose_events, passed in by trace.py, so that
+this stage imports no later one). Times keep their nanoseconds (``exact_ns``, a second exact
+decode where float64 loses them), and no JSON nests deeper than ``MAX_NESTING``.
 """
 
 from __future__ import annotations
@@ -13,153 +19,15 @@ from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from types import FrameType
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import msgspec
 import numpy as np
 
 from gpuprofile.errors import TraceFormatError
-from gpuprofile.importers.source import locate, read_trace_bytes
+from gpuprofile.importers.kineto.format import Document, Event
+from gpuprofile.importers.source import locate
 
-
-class Args(msgspec.Struct, gc=False):
-    external_id: int | None = msgspec.field(name="External id", default=None)
-    legacy_external_id: int | None = msgspec.field(name="external id", default=None)
-    correlation: int | None = None
-    device: int | None = None
-    stream: int | str | None = None
-    bytes: int | str | None = None
-    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=msgspec.Raw())
-    legacy_input_dims: msgspec.Raw = msgspec.field(name="Input dims", default=msgspec.Raw())
-    input_types: msgspec.Raw = msgspec.field(name="Input type", default=msgspec.Raw())
-    concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=msgspec.Raw())
-    # Triton launches write grid as a string; only lists carry dimensions we can use.
-    grid: list[int] | str | None = None
-    block: list[int] | str | None = None
-    registers_per_thread: int | None = msgspec.field(name="registers per thread", default=None)
-    shared_memory: int | None = msgspec.field(name="shared memory", default=None)
-    blocks_per_sm: float | None = msgspec.field(name="blocks per SM", default=None)
-    occupancy: float | None = msgspec.field(name="est. achieved occupancy %", default=None)
-    alloc_bytes: int | None = msgspec.field(name="Bytes", default=None)
-    total_allocated: int | None = msgspec.field(name="Total Allocated", default=None)
-    total_reserved: int | None = msgspec.field(name="Total Reserved", default=None)
-    device_type: int | None = msgspec.field(name="Device Type", default=None)
-    device_id: int | None = msgspec.field(name="Device Id", default=None)
-    name: str | None = None  # process_name / thread_name metadata
-    # Communication args (record_param_comms ops, NCCL kernels since torch 2.3). Any: their
-    # types vary between torch versions ("Process Group Name" is "0" or 0).
-    collective: Any = msgspec.field(name="Collective name", default=None)
-    process_group: Any = msgspec.field(name="Process Group Name", default=None)
-    group_ranks: Any = msgspec.field(name="Process Group Ranks", default=None)
-    seq: Any = msgspec.field(name="Seq", default=None)
-    in_elems: Any = msgspec.field(name="In msg nelems", default=None)
-    out_elems: Any = msgspec.field(name="Out msg nelems", default=None)
-    dtype: Any = None
-    # A counter ("ph": "C") sample, as gpuprofile exports them. Any: other events use the key
-    # for anything, and a trace that loaded before must still load.
-    value: Any = None
-
-
-NO_ARGS = Args()
-
-
-class Event(msgspec.Struct, gc=False):
-    ph: str = ""
-    cat: str = ""
-    name: str = ""
-    pid: int | str = 0
-    tid: int | str = 0
-    ts: int | float | None = None
-    dur: int | float | None = None
-    id: Any = None  # a counter's series (gpuprofile: the device); flows use it too, loosely
-    args: Args | None = None
-
-
-E = TypeVar("E")
-
-
-class Document(msgspec.Struct, Generic[E], gc=False):
-    """A trace's header and its events: decoded (Event) or, read in parts, as raw JSON text.
-
-    The header's fields are Any: each is checked where it is read (kineto_header.py), so
-    that one of an unexpected type is unknown, with a notice, not the whole file refused."""
-
-    traceEvents: list[E]
-    schemaVersion: Any = None
-    deviceProperties: Any = None
-    computeProperties: Any = None
-    distributedInfo: Any = None
-    baseTimeNanoseconds: Any = None
-    record_shapes: Any = None
-    profile_memory: Any = None
-    with_stack: Any = None
-    with_flops: Any = None
-    cupti_version: Any = None
-    cuda_runtime_version: Any = None
-    cuda_driver_version: Any = None
-    roctracer_version: Any = None
-    hip_runtime_version: Any = None
-    host_name: Any = None
-    # gpuprofile's own entry in a --steps export: {"windows": [...], "steps": {...}}. Any: a
-    # trace of someone else's with such a key must still load.
-    gpuprofile: Any = None
-
-
-# Kineto category -> our table; old (2020-2021) traces capitalize categories.
-TABLE_OF_CATEGORY = {
-    "kernel": "kernels",
-    "Kernel": "kernels",
-    "gpu_memcpy": "memcpy",
-    "Memcpy": "memcpy",
-    "gpu_memset": "memset",
-    "Memset": "memset",
-    "cuda_runtime": "runtime",
-    "Runtime": "runtime",
-    "cuda_driver": "runtime",
-    "cpu_op": "ops",
-    "Operator": "ops",
-    "user_annotation": "ops",
-    "python_function": "ops",
-}
-OP_CATEGORY = {"Operator": "cpu_op"}
-# record_function ranges on the GPU timeline: read into their own table (gpu_annotations).
-GPU_ANNOTATION = "gpu_user_annotation"
-# Allocator events are instants of this name.
-MEMORY_EVENT = "[memory]"
-# The profiler's own bookkeeping, in every torch.profiler trace (as RankMeta.skipped names
-# them): its window's span and the instants that mark a window's start and end. Not read, and
-# no loss: the report does not list them among the events not read.
-PROFILER_MARKERS = frozenset(
-    ("Trace", "instant Iteration Start: PyTorch Profiler", "instant Record Window End")
-)
-
-
-def table_of(ph: str, cat: str, name: str) -> str | None:
-    """The table an event of this phase, category and name goes into ("memory" for allocator
-    events); None for every other event (counters and metadata are read apart, flows skipped).
-    The one rule the importer and ``scan_extent`` share."""
-    if ph == "X":
-        return TABLE_OF_CATEGORY.get(cat)
-    if name == MEMORY_EVENT and ph in ("i", "I"):
-        return "memory"
-    return None
-
-
-# A counter's unit rides in its name, "GPU utilization [%]": Chrome-trace counters carry
-# numbers only, and Perfetto shows the name as the track's title.
-def counter_name(name: str, unit: str) -> str:
-    return f"{name} [{unit}]" if unit else name
-
-
-def split_counter_name(text: str) -> tuple[str, str]:
-    """``counter_name``'s inverse: (name, unit), unit "" when the name carries none."""
-    if text.endswith("]") and " [" in text:
-        name, unit = text[:-1].rsplit(" [", 1)
-        return name, unit
-    return text, ""
-
-
-FLOW_PHASES = frozenset("sftbe")
 _DOCUMENT_DECODER = msgspec.json.Decoder(Document[Event])
 LIST_DECODER = msgspec.json.Decoder(list[Event])
 
@@ -383,35 +251,77 @@ def nesting_problem(raw: bytes) -> str:
     )
 
 
-class _Stamp(msgspec.Struct, gc=False):
-    ph: str = ""
-    cat: str = ""
-    name: str = ""
-    ts: int | float | None = None
-    dur: int | float | None = None
+# Files of more JSON than this are read in parts: below, what the imports and the report take
+# outweighs the events, and a whole decode is as fast.
+PART_BYTES = 16 * 2**20
+# Events per part. On the shared traces of 35-62 MB, parts of 10,000 events took as long as a
+# whole decode and peaked at 2.1x the JSON (4.4x whole; 2.5x with parts of 25,000).
+PART_EVENTS = 10_000
+
+# (index of the part's first event in the file, the part's events)
+Part = tuple[int, list[Event]]
 
 
-class _Stamps(msgspec.Struct, gc=False):
-    traceEvents: list[_Stamp]
-    baseTimeNanoseconds: int | None = None
+class WholeDocumentNeeded(Exception):
+    """Some ts needs the whole document to be kept to the nanosecond (_keep_nanoseconds
+    rebases every ts on the earliest): read the file whole."""
 
 
-_STAMPS_DECODER = msgspec.json.Decoder(_Stamps)
+_OUTLINE_DECODER = msgspec.json.Decoder(Document[msgspec.Raw])
+_RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
 
 
-def scan_extent(path: Path) -> tuple[int, int, int] | None:
-    """(timeline events, start, end) of a Kineto file torch wrote, start and end absolute ns:
-    the first start and the last end of the events the importer puts into tables (so start is
-    the Trace's origin_ns); None when it has none. Decodes only those fields: a fraction of
-    reading the file."""
-    with nesting_limit():
-        doc = _STAMPS_DECODER.decode(read_trace_bytes(path))
-    stamped = [e for e in doc.traceEvents if e.ts is not None and table_of(e.ph, e.cat, e.name)]
-    if not stamped:
-        return None
-    # As the importer does: ts and dur each to whole nanoseconds, then added.
-    ts = exact_ns(np.array([float(e.ts) for e in stamped]))  # type: ignore[arg-type]
-    dur = exact_ns(np.array([float(e.dur or 0) if e.ph == "X" else 0.0 for e in stamped]))
-    base = doc.baseTimeNanoseconds or 0
-    events = sum(e.ph == "X" for e in stamped)
-    return events, base + int(ts.min()), base + int((ts + dur).max())
+def event_parts(
+    path: Path, raw: bytes, loose: Loose, whole: bool = False
+) -> tuple[Document[Any], Iterator[Part], bool]:
+    """The file's header (its traceEvents left empty) and its events in parts, in file order.
+
+    Args:
+        path: the Kineto trace file (.json or .json.gz) ``raw`` was read from, named in errors.
+        raw: its JSON text (source.read_trace_bytes).
+        loose: makes Events of a part's events decoded as plain values (with the index of the
+            part's first event), where some value does not fit the typed structs.
+        whole: decode the file whole, whatever its size.
+    Returns:
+        The header; an iterator of (index of the first event, events), which raises
+        TraceFormatError for a damaged file (located as a whole decode locates it) and
+        WholeDocumentNeeded where the file must be read with ``whole=True``; and whether the
+        file is read in parts.
+    """
+    if whole or len(raw) <= PART_BYTES:
+        doc = decode_bytes(path, raw, loose)
+        events, doc.traceEvents = doc.traceEvents, []
+        return doc, iter([(0, events)]), False
+    try:
+        with nesting_limit():
+            if raw.lstrip()[:1] == b"[":
+                outline: Document[Any] = Document(traceEvents=_RAW_LIST_DECODER.decode(raw))
+            else:
+                outline = _OUTLINE_DECODER.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        decode_bytes(path, raw)  # raises the error located in the file
+        raise TraceFormatError(path, "not a Chrome/Kineto trace") from None
+    except RecursionError:
+        raise TraceFormatError(path, nesting_problem(raw)) from None
+    texts, outline.traceEvents = outline.traceEvents, []
+    return outline, _decoded(path, raw, texts, loose), True
+
+
+def _decoded(path: Path, raw: bytes, texts: list[msgspec.Raw], loose: Loose) -> Iterator[Part]:
+    for first in range(0, len(texts), PART_EVENTS):
+        part = b"[" + b",".join(texts[first : first + PART_EVENTS]) + b"]"
+        try:
+            with nesting_limit():
+                try:
+                    events = LIST_DECODER.decode(part)
+                except msgspec.ValidationError:
+                    events = loose(LOOSE_LIST_DECODER.decode(part), first)
+        except RecursionError:
+            raise TraceFormatError(path, nesting_problem(raw)) from None
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            decode_bytes(path, raw)  # raises the error located in the file
+            raise TraceFormatError(path, "an event could not be decoded") from None
+        del part
+        if needs_exact_times(events):
+            raise WholeDocumentNeeded
+        yield first, events

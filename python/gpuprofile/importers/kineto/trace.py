@@ -1,17 +1,11 @@
-"""PyTorch profiler / Kineto Chrome-trace JSON (also written by vLLM, HTA's tests, TraceLens, ...).
-
-msgspec decodes only the fields we use into typed structs, so a trace is never materialised as
-Python dicts; unknown keys are skipped by the decoder. Every variant seen in the wild maps onto
-the same tables: old capitalized categories (``Kernel``, ``Runtime``, ``Operator``), top-level
-list documents, ``computeProperties``, absolute and ``baseTimeNanoseconds``-relative time, int
-and float ``ts``, AMD/HIP names, and CUPTI range-profiler traces (which hold no kernel timeline).
-"""
+"""The Kineto reader's last stage, trace: a rank's files taken through the earlier stages (read,
+decode, check, columns) into one Trace with its tables and meta; a job's ranks read each so and
+merged."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +14,8 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from gpuprofile.errors import TraceFormatError
-from gpuprofile.importers.job_files import job_files, job_ranks
-from gpuprofile.importers.job_files import same_job as _same_job
-from gpuprofile.importers.kineto_checks import REJECTED, Findings, Shapes, checked_times
-from gpuprofile.importers.kineto_columns import (
+from gpuprofile.importers.kineto.check import Findings, Shapes, checked_times, loose_events
+from gpuprofile.importers.kineto.columns import (
     as_id,
     counter_columns,
     device_summary,
@@ -35,15 +27,11 @@ from gpuprofile.importers.kineto_columns import (
     memset_columns,
     op_columns,
     runtime_columns,
+    sort_events,
 )
-from gpuprofile.importers.kineto_format import (
-    FLOW_PHASES,
-    GPU_ANNOTATION,
-    Document,
-    Event,
-    table_of,
-)
-from gpuprofile.importers.kineto_header import (
+from gpuprofile.importers.kineto.decode import WholeDocumentNeeded, event_parts
+from gpuprofile.importers.kineto.format import Document, Event
+from gpuprofile.importers.kineto.header import (
     base_time,
     device_list,
     distributed_info,
@@ -51,8 +39,10 @@ from gpuprofile.importers.kineto_header import (
     scalar,
     steps_entry,
 )
-from gpuprofile.importers.kineto_parts import WholeDocumentNeeded, event_parts
+from gpuprofile.importers.kineto.read import job_files, job_ranks
+from gpuprofile.importers.kineto.read import same_job as _same_job
 from gpuprofile.importers.parallel import map_files
+from gpuprofile.importers.source import read_trace_bytes
 from gpuprofile.trace.links import launching_ops, with_nesting
 from gpuprofile.trace.merge import merge
 from gpuprofile.trace.meta import RankMeta, Source, TraceMeta
@@ -124,8 +114,14 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
     skipped: Counter[str] = Counter()
     findings = Findings()
     doc: Document[Any] | None = None
+
+    def loose(items: list[Any], first: int) -> list[Event]:
+        return loose_events(items, first, findings)
+
     for path in paths:
-        header, events_parts, parted = event_parts(path, findings, whole=whole)
+        raw = read_trace_bytes(path)
+        header, events_parts, parted = event_parts(path, raw, loose, whole=whole)
+        del raw  # a file decoded whole is let go now; one read in parts, after its last part
         if doc is None:
             doc = header
         elif base_time(header.baseTimeNanoseconds) != base_time(doc.baseTimeNanoseconds):
@@ -135,7 +131,7 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
         shapes = Shapes(findings)
         named = f"{path.name} " if len(paths) > 1 else ""
         for first, events in events_parts:
-            buckets, counters, annotations, names, part_skipped = _sort_events(events)
+            buckets, counters, annotations, names, part_skipped = sort_events(events)
             thread_names.update(names)
             skipped.update(part_skipped)
             buckets.update(counters=counters, gpu_annotations=annotations)
@@ -325,80 +321,7 @@ def _deduplicated(
     return kept
 
 
-def _sort_events(
-    events: list[Event],
-) -> tuple[dict[str, list[Event]], list[Event], list[Event], dict[str, str], Counter[str]]:
-    """The events of each table in file order; the counter samples; the GPU annotations; the
-    threads' names; and what was skipped, by kind, in the order first met.
-
-    Timeline events are routed by their (phase, category) pair in C-level passes (each pair's
-    route worked out once); only the other events (instants, counters, metadata, unknown
-    categories) are looked at one by one.
-    """
-    route = _Routes()
-    event_route = np.fromiter(map(route.__getitem__, map(_PH_CAT, events)), np.int8, len(events))
-    buckets: dict[str, list[Event]] = {
-        table: [events[i] for i in np.flatnonzero(event_route == k).tolist()]
-        for k, table in enumerate(_TABLES)
-    }
-    counters: list[Event] = []
-    # Apart from the buckets: they span GPU work already in them, so they leave the trace's
-    # origin (and scan_extent's, which shares table_of) where the timeline tables put it.
-    gpu_annotations: list[Event] = []
-    thread_names: dict[str, str] = {}
-    skipped: Counter[str] = Counter()
-    for i in np.flatnonzero(event_route == _ONE_BY_ONE).tolist():
-        event = events[i]
-        ph = event.ph
-        if table_of(ph, event.cat, event.name) == "memory":
-            buckets["memory"].append(event)
-        elif ph == "X" and event.cat == GPU_ANNOTATION:
-            gpu_annotations.append(event)
-        elif ph == "X":
-            skipped[event.cat or "(no category)"] += 1
-        elif ph in ("i", "I"):
-            skipped[f"instant {event.name}"] += 1
-        elif ph == "C":
-            value = event.args.value if event.args is not None else None
-            # A comparison, not float(): an integer of any size compares, NaN never passes.
-            if (
-                isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and -1e308 < value < 1e308
-            ):
-                counters.append(event)
-            else:
-                skipped[f"counter {event.name} without a numeric 'value'"] += 1
-        elif ph == REJECTED:
-            continue  # counted when it was read
-        elif ph == "M":
-            if event.name == "thread_name" and event.args is not None and event.args.name:
-                thread_names[f"{event.pid}/{event.tid}"] = event.args.name
-        else:
-            skipped[f"phase {ph or '(none)'}"] += 1
-    return buckets, counters, gpu_annotations, thread_names, skipped
-
-
-_PH_CAT = attrgetter("ph", "cat")
-
-
-class _Routes(dict[tuple[str, str], int]):
-    """(phase, category) -> its route: a timeline table's index in _TABLES, _FLOW or
-    _ONE_BY_ONE; each pair's route is worked out the first time it is met."""
-
-    def __missing__(self, pair: tuple[str, str]) -> int:
-        ph, cat = pair
-        table = table_of(ph, cat, "") if ph == "X" else None
-        route = _TABLES.index(table) if table else _FLOW if ph in FLOW_PHASES else _ONE_BY_ONE
-        self[pair] = route
-        return route
-
-
 _TIMELINE = frozenset(("ops", "kernels", "memcpy", "memset", "runtime", "memory"))
-# The timeline tables an event's (phase, category) alone decides, in the order the importer
-# builds them; then the two other routes of _sort_events.
-_TABLES = ("ops", "kernels", "memcpy", "memset", "runtime", "memory")
-_FLOW, _ONE_BY_ONE = len(_TABLES), len(_TABLES) + 1
 
 
 def _numbered(table: str, columns: dict[str, Any], rank: int) -> dict[str, Any]:
