@@ -35,6 +35,8 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 )
 def test_the_hint_fires_and_the_fix_shrinks_it(notebook: str, kind: str, cache_dir: Path) -> None:
     result = run_scenario(notebook, cache_dir)
+    found = {k: h["gain_ns"] for k, h in result["before"]["hints"].items()}
+    assert kind in found, f"{notebook}: no {kind} finding; the findings and their gains: {found}"
     before = result["before"]["hints"][kind]
     assert before["gain_ns"] > 0
     after = result["after"]["hints"].get(kind)
