@@ -117,6 +117,10 @@ export function createSelection(opts) {
   function clearSelection() {
     state.clearSelection();
     el.dataset.selectedId = "";
+    // The collective shown was the selection's: a test (or a user's script) reading these
+    // after the next click must not see the last selection's ranks.
+    el.dataset.collectiveRanks = "0";
+    el.dataset.collectiveLast = "";
     details.hide();
     schedule();
   }
