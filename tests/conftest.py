@@ -32,12 +32,21 @@ from IPython.testing import globalipapp  # noqa: E402
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The suite fails when it changed the user's own gpuprofile folders."""
+    """Under CI=true (a machine where nothing else runs) the suite fails when the user's own
+    gpuprofile folders changed during it; elsewhere it says so, since a notebook the user runs
+    beside the suite records its cells there too, and that is not the suite's doing."""
     changed = [n for n, path in _REAL.items() if home.state(path) != _REAL_STATE[n]]
     if changed:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
         where = ", ".join(f"{n} ({_REAL[n]})" for n in changed)
-        print(f"\nFAILED: the suite changed the user's {where}", file=sys.stderr)
+        if os.environ.get("CI") == "true":
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            print(f"\nFAILED: the suite changed the user's {where}", file=sys.stderr)
+        else:
+            print(
+                f"\nWARNING: the user's {where} changed during the suite: by the suite, or by "
+                "another process (a notebook) using gpuprofile meanwhile",
+                file=sys.stderr,
+            )
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from stat import S_ISREG
 
 # What the suite points elsewhere, and the folder under the temporary root each one gets.
 FOLDERS = {
@@ -16,6 +17,23 @@ FOLDERS = {
     "XDG_CONFIG_HOME": "config",
     "XDG_STATE_HOME": "state",
 }
+# Tools' own folder variables, which win over HOME: a user who exports one would have the suite
+# write there. Unset, each tool falls back to the suite's HOME and XDG folders. (The browser
+# tests set the JUPYTER_* ones to folders of their own.)
+OVERRIDES = (
+    "TORCH_HOME",
+    "IPYTHONDIR",
+    "MPLCONFIGDIR",
+    "JUPYTER_CONFIG_DIR",
+    "JUPYTER_DATA_DIR",
+    "JUPYTER_RUNTIME_DIR",
+    "JUPYTERLAB_SETTINGS_DIR",
+    "JUPYTERLAB_WORKSPACES_DIR",
+)
+
+# HOME as the session found it, before isolate() (the user's home where the system knows no
+# home for the uid).
+REAL_HOME = Path(os.environ.get("HOME") or Path.home())
 
 # A file or folder's state: None when absent, else (relative path, size, mtime_ns) of every file.
 State = tuple[tuple[str, int, int], ...] | None
@@ -23,29 +41,41 @@ State = tuple[tuple[str, int, int], ...] | None
 
 def gpuprofile_folders(env: dict[str, str]) -> dict[str, Path]:
     """Where gpuprofile keeps its things under this environment (hardware/cache.py,
-    store/location.py): the calibration cache, and the history's folder when
-    GPUPROFILE_HISTORY does not choose another."""
+    store/location.py): the calibration cache, and the history's folder (GPUPROFILE_HISTORY's
+    when it names one)."""
     home = Path(env.get("HOME") or Path.home())
     cache = Path(env.get("XDG_CACHE_HOME") or home / ".cache")
     data = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")
-    return {"calibration cache": cache / "gpuprofile", "history": data / "gpuprofile"}
+    chosen = env.get("GPUPROFILE_HISTORY")
+    history = Path(chosen).parent if chosen else data / "gpuprofile"
+    return {"calibration cache": cache / "gpuprofile", "history": history}
 
 
 def state(path: Path) -> State:
-    """Every file under path (or path itself) with its size and modification time."""
+    """Every file under path (or path itself) with its size and modification time. A file that
+    goes while it is read (SQLite's -wal and -shm files come and go with every reader) is left
+    out, never an error."""
     if not path.exists():
         return None
-    if path.is_file():
-        st = path.stat()
-        return (("", st.st_size, st.st_mtime_ns),)
-    files = sorted(p for p in path.rglob("*") if p.is_file())
-    return tuple((str(p.relative_to(path)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    found = []
+    for file in sorted([path] if path.is_file() else path.rglob("*")):
+        try:
+            st = file.stat()
+        except OSError:
+            continue
+        if S_ISREG(st.st_mode):
+            found.append(
+                (str(file.relative_to(path)) if file != path else "", st.st_size, st.st_mtime_ns)
+            )
+    return tuple(found)
 
 
 def isolate(root: Path) -> dict[str, Path]:
     """Point HOME and the XDG folders at fresh folders under root (in os.environ, so kernels
     and subprocesses the tests start inherit them); returns them by variable."""
     chosen = {}
+    for variable in OVERRIDES:
+        os.environ.pop(variable, None)
     for variable, name in FOLDERS.items():
         folder = root / name
         folder.mkdir(parents=True, exist_ok=True)
