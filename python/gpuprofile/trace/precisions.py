@@ -45,3 +45,11 @@ INPUT_TYPES: dict[str, tuple[str, int]] = {
 }
 # Bytes per element of each dtype name above.
 ITEMSIZE = {name: size for name, size in INPUT_TYPES.values()}
+# c10 ScalarType names (record_param_comms' "dtype") -> the dtype names above.
+SCALAR_TYPES = {
+    "Float": "fp32", "Double": "fp64", "Half": "fp16", "BFloat16": "bf16", "Int": "int32",
+    "Long": "int64", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
+    "ComplexFloat": "complex64", "ComplexDouble": "complex128", "ComplexHalf": "complex32",
+    "Float8_e4m3fn": "fp8", "Float8_e5m2": "fp8", "Float8_e4m3fnuz": "fp8",
+    "Float8_e5m2fnuz": "fp8",
+}  # fmt: skip

@@ -23,6 +23,7 @@ from gpuprofile.importers.kineto.format import (
     table_of,
 )
 from gpuprofile.trace.model import NO_ID
+from gpuprofile.trace.precisions import ITEMSIZE, SCALAR_TYPES
 
 Times = tuple[np.ndarray, np.ndarray]  # (ts, dur) in ns, checked (check.checked_times)
 _I32 = 2**31
@@ -129,11 +130,7 @@ def op_columns(
 
 
 # Bytes per element of the dtypes record_param_comms names (c10 ScalarType names).
-_DTYPE_BYTES = {
-    "Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Int": 4, "Long": 8, "Short": 2,
-    "Char": 1, "Byte": 1, "Bool": 1, "ComplexFloat": 8, "ComplexDouble": 16, "ComplexHalf": 4,
-    "Float8_e4m3fn": 1, "Float8_e5m2": 1, "Float8_e4m3fnuz": 1, "Float8_e5m2fnuz": 1,
-}  # fmt: skip
+_DTYPE_BYTES = {scalar: ITEMSIZE[dtype] for scalar, dtype in SCALAR_TYPES.items()}
 
 
 def comm_columns(args: Sequence[Args], findings: Findings) -> dict[str, Any]:
