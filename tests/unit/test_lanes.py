@@ -70,3 +70,26 @@ def test_the_widget_and_the_snapshot_order_lanes_alike() -> None:
     kinds = [0 if " · GPU " in label else 1 for label in labels]
     assert list(zip(ranks, kinds, strict=True)) == sorted(zip(ranks, kinds, strict=True))
     assert set(ranks) == {0, 1}
+
+
+def test_the_snapshot_names_cpu_threads_as_the_widget_does() -> None:
+    """Threads the trace names ("pid/tid" -> name in the rank's meta) read the same in the
+    snapshot as in the widget, and two processes' threads of one id stay two lanes."""
+    from dataclasses import replace
+
+    import msgspec
+
+    from gpuprofile.report.snapshot_svg import _lanes
+
+    trace = synthetic_trace(40, streams=1, memory_events=0)
+    ops = trace.ops.copy()
+    ops.loc[ops.index[: len(ops) // 2], "pid"] = 7  # the same tid in a second process
+    tid = int(ops["tid"].iloc[0])
+    named = msgspec.structs.replace(
+        trace.meta.ranks[0], thread_names={f"7/{tid}": "pt_main_thread"}
+    )
+    trace = replace(trace, ops=ops).with_meta(ranks={**trace.meta.ranks, 0: named})
+    widget = {lane["title"] for lane in timeline_data(trace).lanes if lane["kind"] == "cpu"}
+    snapshot = {label for label, _, _ in _lanes(trace)[0] if label.startswith("CPU")}
+    assert len(widget) == 2 and "CPU · pt_main_thread" in widget
+    assert snapshot == widget

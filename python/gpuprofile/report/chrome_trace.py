@@ -27,7 +27,7 @@ import pandas as pd
 from gpuprofile.analyses import recorded
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.importers.kineto import GPU_CATEGORY, counter_name
-from gpuprofile.report.lanes import gpu_group, rank_label, stream_label
+from gpuprofile.report.lanes import gpu_group, rank_label, stream_label, thread_label
 from gpuprofile.trace.model import NO_ID, Trace
 
 FLOW_CATEGORY = "ac2g"
@@ -178,7 +178,7 @@ class Lanes:
         thread_names = known.thread_names if known is not None else {}
         pids = {pid for pid, _ in threads}
         for (pid, tid), lane in cpu.items():
-            name = thread_names.get(f"{pid}/{tid}") or f"thread {tid}"
+            name = thread_label(tid, thread_names.get(f"{pid}/{tid}"))
             lanes.names[lane] = name if len(pids) < 2 else f"{name} (pid {pid})"
         for (device, stream), lane in gpu.items():
             lanes.names[lane] = f"{gpu_group(device)} {stream_label(stream)}"

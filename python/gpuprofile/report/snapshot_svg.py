@@ -80,10 +80,12 @@ def _lanes(trace: Trace) -> tuple[list[tuple[str, str, pd.DataFrame]], int]:
             lanes.append((order, int(group["dur_ns"].sum()), label, _COLOR, group))
     ops = trace.ops
     if len(ops):
-        for key, group in ops.groupby(["rank", "tid"], observed=True, sort=True):
-            rank, tid = (int(k) for k in cast(tuple[int, int], key))
+        for key, group in ops.groupby(["rank", "pid", "tid"], observed=True, sort=True):
+            rank, pid, tid = (int(k) for k in cast(tuple[int, int, int], key))
+            facts = trace.meta.ranks.get(rank)
+            name = facts.thread_names.get(f"{pid}/{tid}") if facts is not None else None
             # Nested ops overlap; the top ones say how busy the thread was.
-            label = lane_title(rank, CPU_GROUP, thread_label(tid), single)
+            label = lane_title(rank, CPU_GROUP, thread_label(tid, name), single)
             order = display_order(rank, "cpu", tid)
             lanes.append((order, int(group["dur_ns"].max()), label, _CPU_COLOR, group))
     # The busiest GPU streams first, then the busiest threads, up to MAX_LANES.
