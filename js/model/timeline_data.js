@@ -76,7 +76,9 @@ export function prepareTimeline(data) {
    */
   function laneText(laneId) {
     const lane = laneById.get(laneId);
-    return lane && lane.title ? lane.title : `lane ${laneId}`;
+    if (!lane) return `lane ${laneId}`;
+    // A notebook saved by an older version keeps lanes without a title: name them as it did.
+    return lane.title || [lane.group, lane.label].filter(Boolean).join(" · ") || `lane ${laneId}`;
   }
 
   /**

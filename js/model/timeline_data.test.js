@@ -77,6 +77,8 @@ test("names, kinds and lane labels as tooltips and details show them", () => {
   assert.equal(d.laneText(1), "rank 0 · GPU 0 · stream 7");
   assert.equal(d.laneText(9), "loose");
   assert.equal(d.laneText(4), "lane 4");
+  // Lane 0 has no title, as in a notebook saved by an older version: its group and label.
+  assert.equal(d.laneText(0), "rank 0 · CPU · thread 1");
   // Colours by name within the band of the name's kind; out-of-range indexes as an empty kernel.
   assert.equal(d.colorOf(0), colorIndex("aten::mm", "op"));
   assert.equal(d.colorOf(1), colorIndex("aten::add", "op"));
