@@ -119,14 +119,18 @@ export function prepareTimeline(data) {
   }
 
   /**
-   * The event a selectionToKeep() of earlier data names, if this data holds it; else null.
+   * The event a selectionToKeep() of earlier data names, if this data holds it: in the
+   * overview, or, where the overview merges events, in a detail window of it; else null.
    * @param {{label?: string, group?: string, start_ns: number, dur_ns: number}} sel
+   * @param {DetailWindow | null} [detail]
    */
-  function findAgain(sel) {
+  function findAgain(sel, detail = null) {
     const lane = lanes.find((l) => l.label === sel.label && l.group === sel.group);
-    if (!lane || overview.merged) return null;
-    const r = rowAt(overview, table, lane.id, sel.start_ns, sel.dur_ns);
-    return r >= 0 ? eventAt(overview, table, r) : null;
+    if (!lane) return null;
+    const held = !overview.merged ? { index: overview, table } : detail && !detail.index.merged ? detail : null;
+    if (!held) return null;
+    const r = rowAt(held.index, held.table, lane.id, sel.start_ns, sel.dur_ns);
+    return r >= 0 ? eventAt(held.index, held.table, r) : null;
   }
 
   return {

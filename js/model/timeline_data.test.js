@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 
 import { colorIndex } from "./colors.js";
 import { segmentTable } from "./segment_fixtures.js";
+import { buildSegmentIndex } from "./segments.js";
 import { MIN_SPAN_NS, prepareTimeline } from "./timeline_data.js";
 import { selectionRecord, selectionToKeep } from "./timeline_state.js";
 
@@ -119,6 +120,25 @@ test("a kept selection is found again in new data by lane, start and duration", 
   const merged = sample();
   merged.table.meta.merged = true;
   assert.equal(prepareTimeline(merged).findAgain({ label: "stream 7", group: "key-0-gpu", start_ns: 40, dur_ns: 5000 }), null);
+});
+
+test("a kept selection the merged overview cannot hold is found in a detail window", () => {
+  // The whole profile after a live run: a merged overview (past Python's detail threshold),
+  // then the window the kernel sends once it answers again, holding single events.
+  const merged = sample();
+  merged.table.meta.merged = true;
+  const d = prepareTimeline(merged);
+  const sel = { label: "stream 7", group: "key-0-gpu", start_ns: 40, dur_ns: 5000 };
+  const { table } = segmentTable([
+    { lane: 1, row: 0, start: 30, dur: 5, name: 2 },
+    { lane: 1, row: 0, start: 40, dur: 5000, name: 2 },
+  ]);
+  const detail = { index: buildSegmentIndex(table), table, start: 0, end: 6000 };
+  const found = d.findAgain(sel, detail);
+  assert.deepEqual([found.lane, found.start_ns, found.dur_ns, found.name], [1, 40, 5000, 2]);
+  // A window that merges its events holds none to find either.
+  table.meta.merged = true;
+  assert.equal(d.findAgain(sel, { index: buildSegmentIndex(table), table, start: 0, end: 6000 }), null);
 });
 
 test("a live refill keeps the selected event though its id moved: held by lane and time, found again", () => {

@@ -161,6 +161,22 @@ export function createTimeline(data, hooks = {}) {
   }
 
   if (d.loadError) toolbar.setStatus(d.loadError, true);
+  /**
+   * A selection of earlier data (a refill) that this data's merged overview cannot hold: found
+   * again in the first detail window that covers it.
+   * @type {NonNullable<ReturnType<typeof selectionToKeep>> | null}
+   */
+  let keptSelection = null;
+  function findKeptSelection() {
+    const detail = windows.detail;
+    if (!keptSelection || !detail) return;
+    const sel = keptSelection;
+    if (sel.start_ns < detail.start || sel.start_ns > detail.end) return; // not in this window
+    keptSelection = null;
+    const ev = d.findAgain(sel, detail);
+    if (ev && state.selected === null) selection.selectEvent(ev);
+  }
+
   const windows = createWindowLoader({
     enabled: !d.complete,
     source,
@@ -169,7 +185,10 @@ export function createTimeline(data, hooks = {}) {
     overviewBins: Number(d.table.meta?.bins) || undefined,
     getView: () => state.view,
     plotWidth: () => (dims.cssW > 0 ? dims.plotWidth() : 0),
-    onChange: schedule,
+    onChange: () => {
+      findKeptSelection();
+      schedule();
+    },
     onRequest: (count) => {
       el.dataset.windowRequests = String(count);
     },
@@ -251,6 +270,7 @@ export function createTimeline(data, hooks = {}) {
     restoreSelection(sel) {
       const ev = d.findAgain(sel);
       if (ev) selection.selectEvent(ev);
+      else if (!d.complete) keptSelection = sel; // the next detail window may hold it
     },
     setView,
     /**
