@@ -156,7 +156,7 @@ export function baselineView(summary) {
 
 /**
  * The widget data's step verdict and sentence, or null.
- * @param {any} noise summary.step_noise
+ * @param {import("./report_types.js").StepNoise | null | undefined} noise summary.step_noise
  * @returns {{verdict: string, text: string} | null}
  */
 function noiseOf(noise) {
