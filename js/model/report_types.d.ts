@@ -408,5 +408,32 @@ export interface StepNoise {
   verdict: string;
 }
 
+/**
+ * A lane of the widget's timeline (widget/timeline.py builds them; the widget sends them as
+ * builtins, and schema_gen types them for the JS). ``group`` is its group's identity
+ * (collapsing keys on it), ``group_label`` what the group's header says under its rank's,
+ * ``title`` the lane in one line. A GPU lane has device and stream, a CPU lane pid and tid, a
+ * counter lane device, unit and its finite extremes (None: no finite sample); the fields a
+ * kind lacks are left out of its JSON. Mutable: ``rows`` (sub-rows) and a counter's extremes
+ * are known only once its events are laid out.
+ */
+export interface Lane {
+  id: number;
+  rank: number;
+  kind: "counter" | "cpu" | "gpu";
+  group: string;
+  group_label: string;
+  label: string;
+  title: string;
+  rows: number;
+  device?: number | null;
+  stream?: number | null;
+  pid?: number | null;
+  tid?: number | null;
+  unit?: string | null;
+  min?: number | null;
+  max?: number | null;
+}
+
 /** The widget's summary: the report and what the widget adds (widget/widget.py). */
 export type Summary = Partial<Report> & SummaryExtras;

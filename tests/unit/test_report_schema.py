@@ -28,8 +28,8 @@ STRUCTS = {
     and issubclass(value, msgspec.Struct)
     and value.__module__ == schema.__name__
 }
-# What the widget's summary adds beside the report (report/widget_summary.py): typed in the
-# .d.ts, absent from the report's JSON Schema.
+# What the widget's summary adds beside the report (report/widget_summary.py), and its lanes:
+# typed in the .d.ts, absent from the report's JSON Schema.
 EXTRAS = {
     "SummaryExtras": ["text", "roofline_layout", "step_noise"],
     "StepNoise": ["verdict", "text"],
@@ -43,6 +43,9 @@ EXTRAS = {
     "Roof": ["key", "peak", "ridge", "line", "path", "title", "label"],
     "Ridge": ["roof", "intensity", "peak", "at", "drop", "title", "label"],
     "PointPlace": ["plotted", "reason", "x", "y", "r", "bound", "level", "note"],
+    # The widget's lanes trait (report/lanes.py).
+    "Lane": ["id", "rank", "kind", "group", "group_label", "label", "title", "rows", "device",
+             "stream", "pid", "tid", "unit", "min", "max"],
 }  # fmt: skip
 
 

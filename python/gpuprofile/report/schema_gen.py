@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from gpuprofile.report.lanes import Lane
 from gpuprofile.report.schema import SCHEMA, Report
 from gpuprofile.report.widget_summary import SummaryExtras
 
@@ -41,9 +42,9 @@ def json_schema() -> dict[str, Any]:
 def typescript() -> str:
     """One TypeScript interface per Struct, from the JSON Schema: what the widget's JSDoc
     imports (``import("./report_types.js").Report``). Beside the report's, the types of what
-    the widget's summary adds to it (report/widget_summary.py), which are no part of the
-    report's JSON Schema."""
-    _, definitions = msgspec.json.schema_components([Report, SummaryExtras])
+    the widget's summary adds to it (report/widget_summary.py) and of its timeline's lanes
+    (report/lanes.py), which are no part of the report's JSON Schema."""
+    _, definitions = msgspec.json.schema_components([Report, SummaryExtras, Lane])
     out = [_HEADER.rstrip("\n")]
     for name, definition in definitions.items():
         out.append("")

@@ -128,7 +128,7 @@ def show_result(
     data = timeline_data(trace)
     state = {
         "summary": summary,
-        "lanes": data.lanes,
+        "lanes": msgspec.to_builtins(data.lanes),
         "names": data.names,
         "name_kinds": data.name_kinds,
         "events": encode_table(*overview_columns(data, detail_threshold)),
