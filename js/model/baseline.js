@@ -109,11 +109,12 @@ export function runName(side) {
 
 /**
  * The baseline panel's content, or null when the report holds no baseline.
- * @param {any} summary the report (summary trait)
+ * @param {import("./report_types.js").Summary | null | undefined} summary the summary trait
  * @returns {BaselineView | null}
  */
 export function baselineView(summary) {
-  const diff = summary && summary.baseline;
+  // The diff document (gpuprofile.diff/1) has no generated types yet: read loosely, checked below.
+  const diff = /** @type {any} */ (summary && summary.baseline);
   if (!diff || typeof diff !== "object" || !diff.summary) return null;
   const s = diff.summary;
   const bars = [];
@@ -150,13 +151,13 @@ export function baselineView(summary) {
     counts,
     notes: Array.isArray(diff.notes) ? diff.notes.map(String) : [],
     // Python words the verdict once (report/diff_text.py step_noise_view); shown as given.
-    noise: noiseOf(summary.step_noise),
+    noise: noiseOf(summary?.step_noise),
   };
 }
 
 /**
  * The widget data's step verdict and sentence, or null.
- * @param {any} noise summary.step_noise
+ * @param {import("./report_types.js").StepNoise | null | undefined} noise summary.step_noise
  * @returns {{verdict: string, text: string} | null}
  */
 function noiseOf(noise) {

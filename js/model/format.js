@@ -10,8 +10,9 @@
 export const UNKNOWN = "–";
 
 /**
- * One entry of report["gauges"], as Python sends it (any field may be missing or null).
- * @typedef {{key?: string, unit?: string, value?: unknown, roof?: unknown, fraction?: unknown, rank?: unknown, note?: string, [field: string]: unknown}} Gauge
+ * One entry of report["gauges"], as Python sends it (report_types.d.ts, generated from the
+ * Structs); any field may be missing, as in older saved reports.
+ * @typedef {Partial<import("./report_types.js").Gauge>} Gauge
  */
 
 /** Where a roof's numbers come from (Hardware.source, or "trace" for device properties). */

@@ -11,8 +11,9 @@ import { hitRow, upperBound } from "./segments.js";
  * A lane as Python sends it (the `lanes` trait): a CPU thread, a GPU stream or a counter, with
  * rank, device, stream (or pid, tid) as fields; `group` is its group's key, `group_label` the
  * group's name under its rank ("GPU 0"), `title` the lane in one line ("rank 1 · GPU 1 ·
- * stream 7"), all from gpuprofile/report/lanes.py.
- * @typedef {{id: number, rank?: number, kind?: string, group?: string, group_label?: string, label?: string, title?: string, rows?: number, unit?: string, min?: number, max?: number, device?: number, stream?: number, pid?: number, tid?: number}} Lane
+ * stream 7"), all from gpuprofile/report/lanes.py, whose Lane Struct report_types.d.ts is
+ * generated from.
+ * @typedef {import("./report_types.js").Lane} Lane
  */
 /**
  * A row of the vertical layout: a rank's header, a group's header, a lane, or a collapsed group's

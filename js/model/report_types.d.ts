@@ -289,5 +289,151 @@ export interface StepRank {
   bubble_fraction: number | null;
 }
 
-/** The widget's summary: the report and its text (widget/widget.py). */
-export type Summary = Partial<Report> & {text?: string};
+/**
+ * Beside the report: its text; the roofline chart laid out; the baseline's step verdict. A
+ * timeline alone (no report) carries only ``text``. The widget sends it through
+ * ``msgspec.to_builtins`` (the layout's dataclasses become dicts).
+ */
+export interface SummaryExtras {
+  roofline_layout?: RooflineLayout;
+  step_noise?: StepNoise | null;
+  text?: string;
+}
+
+export interface RooflineLayout {
+  width: number;
+  height: number;
+  plot: Plot;
+  x: Axis;
+  y: Axis;
+  roofs: Roof[];
+  memory_label: Label | null;
+  memory_line: [number, number][];
+  ridges: Ridge[];
+  points: PointPlace[];
+  levels: string[];
+  empty: string | null;
+  roofs_missing: string | null;
+  roofs_text: string;
+  unplotted: string | null;
+}
+
+/**
+ * The plot area inside the chart, px.
+ */
+export interface Plot {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+}
+
+export interface Axis {
+  domain: [number, number];
+  ticks: Tick[];
+  title: Label;
+}
+
+export interface Tick {
+  value: number;
+  at: number;
+  label: Label;
+}
+
+/**
+ * A label as SVG draws it: text, baseline anchor (x, y), text-anchor, rotation in degrees
+ * about the anchor, font size in px; ``box`` is its padded box's corners on the chart.
+ */
+export interface Label {
+  text: string;
+  x: number;
+  y: number;
+  anchor: "end" | "middle" | "start";
+  angle: number;
+  font: number;
+  box: [number, number][];
+}
+
+/**
+ * A roof: ``key`` is "dram" for the memory roof drawn alone, else the precisions sharing a
+ * compute peak ("fp16/bf16"). ``line`` in data space and ``path`` in px are clipped to the
+ * plot: up the memory slope to the ridge, then flat; [] when it lies outside.
+ */
+export interface Roof {
+  key: string;
+  peak: number | null;
+  ridge: number | null;
+  line: [number, number][];
+  path: [number, number][];
+  title: string;
+  label: Label | null;
+}
+
+/**
+ * Where a compute roof meets the memory roof, with a drop line to the x axis. ``label`` is
+ * None where it would cover a line or a label: ``title`` (the tooltip) still says it.
+ */
+export interface Ridge {
+  roof: string;
+  intensity: number;
+  peak: number;
+  at: [number, number];
+  drop: [[number, number], [number, number]];
+  title: string;
+  label: Label | null;
+}
+
+/**
+ * A report point on the chart, at the same index as in ``Report.roofline.points``:
+ * ``x``, ``y`` (px) and ``r`` when plotted, else why not; ``note`` a sentence the point's
+ * details add (above the DRAM roof).
+ */
+export interface PointPlace {
+  plotted: boolean;
+  reason: string;
+  x: number | null;
+  y: number | null;
+  r: number;
+  bound: string;
+  level: string;
+  note: string | null;
+}
+
+/**
+ * The widget's ``summary.step_noise`` (a TypedDict: the widget's trait takes it as is, and
+ * schema_gen types it for the JS).
+ */
+export interface StepNoise {
+  text: string;
+  verdict: string;
+}
+
+/**
+ * A lane of the widget's timeline (widget/timeline.py builds them; the widget sends them as
+ * builtins, and schema_gen types them for the JS). ``group`` is its group's identity
+ * (collapsing keys on it), ``group_label`` what the group's header says under its rank's,
+ * ``title`` the lane in one line. A GPU lane has device and stream, a CPU lane pid and tid, a
+ * counter lane device, unit and its finite extremes (None: no finite sample); the fields a
+ * kind lacks are left out of its JSON. Mutable: ``rows`` (sub-rows) and a counter's extremes
+ * are known only once its events are laid out.
+ */
+export interface Lane {
+  id: number;
+  rank: number;
+  kind: "counter" | "cpu" | "gpu";
+  group: string;
+  group_label: string;
+  label: string;
+  title: string;
+  rows: number;
+  device?: number | null;
+  stream?: number | null;
+  pid?: number | null;
+  tid?: number | null;
+  unit?: string | null;
+  min?: number | null;
+  max?: number | null;
+}
+
+/** The widget's summary: the report and what the widget adds (widget/widget.py). */
+export type Summary = Partial<Report> & SummaryExtras;

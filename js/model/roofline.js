@@ -23,25 +23,11 @@ import {
  */
 /** @typedef {[number, number]} Pair an [x, y] point in px */
 /**
- * A label as SVG draws it: baseline anchor, text-anchor, rotation in degrees, font in px.
- * @typedef {{text: string, x: number, y: number, anchor: "start" | "middle" | "end", angle: number, font: number, box: Pair[]}} Label
- */
-/**
- * The chart laid out by Python (summary.roofline_layout, RooflineLayout.to_dict()): px of a
- * width x height chart; points at the indexes of report["roofline"]["points"].
- * @typedef {{
- *   width: number, height: number,
- *   plot: {left: number, top: number, right: number, bottom: number},
- *   x: {domain: Pair, ticks: {value: number, at: number, label: Label}[], title: Label},
- *   y: {domain: Pair, ticks: {value: number, at: number, label: Label}[], title: Label},
- *   roofs: {key: string, peak: number | null, ridge: number | null, path: Pair[], title: string, label: Label | null}[],
- *   memory_label: Label | null, memory_line: Pair[],
- *   ridges: {roof: string, at: Pair, drop: [Pair, Pair], title: string, label: Label | null}[],
- *   points: {plotted: boolean, reason: string, x: number | null, y: number | null, r: number,
- *     bound: "memory" | "compute" | "unknown", level: string, note: string | null}[],
- *   levels: string[], empty: string | null, roofs_missing: string | null, roofs_text: string,
- *   unplotted: string | null,
- * }} RooflineLayout
+ * The chart laid out by Python (summary.roofline_layout; report/roofline_layout.py, typed in
+ * report_types.d.ts by the generator): px of a width x height chart; points at the indexes of
+ * report["roofline"]["points"]. Label: a label as SVG draws it.
+ * @typedef {import("./report_types.js").RooflineLayout} RooflineLayout
+ * @typedef {import("./report_types.js").Label} Label
  */
 
 /**

@@ -11,10 +11,11 @@ import { gaugeReading, gaugesByRank, ROOF_SOURCE_WORDS } from "../model/format.j
 import { node } from "./dom.js";
 
 /** @typedef {import("./report_types.js").Report} Report */
+/** @typedef {import("../model/format.js").Gauge} Gauge */
 /** Roof sources in words, by the report's name for them. @type {Record<string, string | undefined>} */
 const SOURCE_WORDS = ROOF_SOURCE_WORDS;
 
-/** @param {Report} g one of the report's gauges */
+/** @param {Gauge} g one of the report's gauges */
 function gaugeEl(g) {
   const r = gaugeReading(g);
   const box = node("div", "gp-gauge");
@@ -55,7 +56,7 @@ function gaugeEl(g) {
   } else {
     roofLine.appendChild(node("span", "gp-gauge-pct", "value and roof unknown"));
   }
-  const source = g.roof_source === "unknown" ? null : (SOURCE_WORDS[g.roof_source] ?? g.roof_source);
+  const source = g.roof_source == null || g.roof_source === "unknown" ? null : (SOURCE_WORDS[g.roof_source] ?? g.roof_source);
   // Labels from the report often name their source already ("... (datasheet)").
   const named = source && String(g.roof_label ?? "").includes(String(g.roof_source));
   const roofName = [g.roof_label, named ? null : source]

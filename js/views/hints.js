@@ -14,6 +14,8 @@ import { button, node } from "./dom.js";
 const COPIED_MS = 1500;
 
 /** @typedef {import("./report_types.js").Report} Report */
+/** A hint as the report has it, fields possibly missing (older saved reports). @typedef {Partial<import("../model/report_types.js").Hint>} Hint */
+/** @typedef {import("../model/report_types.js").Evidence} Evidence */
 
 /**
  * Copy text: the async clipboard API where the page may use it, else a selected textarea.
@@ -48,9 +50,9 @@ async function copyText(text) {
 
 const LEVELS = ["high", "medium", "low"]; // severities and confidences alike
 
-/** @param {Report} hint */
+/** @param {Hint} hint */
 function severityOf(hint) {
-  const s = hint && hint.severity;
+  const s = (hint && hint.severity) ?? "";
   return LEVELS.includes(s) ? s : "low";
 }
 
@@ -80,7 +82,7 @@ export function createHints(summary, hooks = {}) {
   const list = node("ol", "gp-hl-list");
   /** @type {HTMLDetailsElement[]} */
   const items = [];
-  hints.forEach((/** @type {Report | null} */ hint, /** @type {number} */ i) => {
+  hints.forEach((/** @type {Hint | null} */ hint, /** @type {number} */ i) => {
     hint = hint || {};
     const li = node("li", "gp-hl-item");
     li.dataset.hint = String(i);
@@ -94,7 +96,7 @@ export function createHints(summary, hooks = {}) {
     const gain = node("span", "gp-hl-gain", `up to ${formatTime(hint.gain_ns)}`);
     gain.title = "estimated time a fix gives back";
     head.appendChild(gain);
-    const confidence = LEVELS.includes(hint.confidence) ? hint.confidence : "unknown";
+    const confidence = LEVELS.includes(hint.confidence ?? "") ? hint.confidence : "unknown";
     head.appendChild(node("span", `gp-hl-confidence gp-hl-confidence-${confidence}`, `${confidence} confidence`));
     if (multiRank && hint.rank !== null && hint.rank !== undefined) {
       head.appendChild(node("span", "gp-hl-chip", `rank ${hint.rank}`));
@@ -165,7 +167,7 @@ export function createHints(summary, hooks = {}) {
     if (evidence.length) {
       body.appendChild(node("div", "gp-hl-subtitle", "Evidence"));
       const row = node("div", "gp-hl-evidence");
-      evidence.forEach((/** @type {Report | null} */ e, /** @type {number} */ j) => {
+      evidence.forEach((/** @type {Evidence | null} */ e, /** @type {number} */ j) => {
         const b = button(evidenceText(e), undefined, "gp-button gp-hl-evidence-button");
         b.dataset.evidence = `${i}:${j}`;
         const where = [e && e.table, e && e.rank != null && multiRank ? `rank ${e.rank}` : null].filter(Boolean);

@@ -20,9 +20,7 @@ import { button, node } from "./dom.js";
 import { buildChart } from "./roofline_chart.js";
 import { s } from "./roofline_roofs.js";
 
-/** @typedef {import("../model/roofline.js").RooflineLayout} RooflineLayout */
 /** @typedef {import("../model/roofline.js").RooflinePoint} RooflinePoint */
-/** @typedef {{title?: string, kind?: string, gain_ns?: unknown, related?: unknown}} Hint */
 
 /** @type {Record<string, string>} */
 const LEVEL_WORDS = { op: "ops", kernel: "kernels" };
@@ -77,9 +75,8 @@ function legend() {
 }
 
 /**
- * @param {{roofline?: {points?: RooflinePoint[], coverage?: unknown}, hints?: Hint[],
- *   roofline_layout?: RooflineLayout} | null} summary the summary trait: the report and its
- *   roofline's layout
+ * @param {import("./report_types.js").Report | null} summary the summary trait: the report
+ *   and its roofline's layout
  * @param {{onSelectPoint?: (i: number) => void}} [hooks] onSelectPoint: called when the user
  *   selects a point (click, Enter), not on select() from code, so a caller that selects a point
  *   programmatically cannot loop.

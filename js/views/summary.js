@@ -7,6 +7,8 @@ import { formatBytes, formatBytesPerS, formatCount, formatFraction, formatPercen
 import { node } from "./dom.js";
 
 /** @typedef {import("./report_types.js").Report} Report */
+/** @typedef {import("../model/report_types.js").RankReport} RankReport */
+/** @typedef {import("../model/report_types.js").Copies} Copies */
 /** @typedef {"kernels" | "memcpy" | "memset" | "ops" | "runtime"} CountKey */
 /** A named row of a rank's top kernels or top ops, as the report has it. @typedef {{name?: unknown, count?: unknown, total_ns?: unknown}} TopItem */
 /** @typedef {{table: "kernels" | "ops", name: string, rank: number}} NamePick */
@@ -118,13 +120,13 @@ function topTable(title, items, denominator, shareLabel, { id = "", pick = null 
 }
 
 /**
- * @param {Report} rank one of the report's ranks
+ * @param {RankReport} rank one of the report's ranks
  * @param {boolean} multi whether the job has several ranks
  * @param {((pick: NamePick) => void) | undefined} onSelectName
  */
 function rankSection(rank, multi, onSelectName) {
   const box = node("div", "gp-rank");
-  const devices = (rank.devices || []).map((/** @type {{name?: string} | null} */ d) => (d && d.name) || "").filter(Boolean);
+  const devices = (rank.devices || []).map((d) => (d && d.name) || "").filter(Boolean);
   const title = [multi ? `rank ${rank.rank}` : null, devices.join(", ") || null]
     .filter(Boolean)
     .join(" · ");
@@ -187,7 +189,7 @@ function rankSection(rank, multi, onSelectName) {
   box.appendChild(tops);
 
   if (rank.copies && rank.copies.length) {
-    const rows = rank.copies.map((/** @type {Report} */ c) => [
+    const rows = rank.copies.map((/** @type {Copies} */ c) => [
       c.kind ?? "",
       formatCount(c.count),
       formatBytes(c.bytes),

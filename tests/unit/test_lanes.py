@@ -10,7 +10,7 @@ from helpers.synthetic import synthetic_trace
 def test_a_job_s_lanes_carry_their_fields_and_names_without_parsing() -> None:
     trace = synthetic_trace(200, streams=2, ranks=2, memory_events=0)
     lanes = timeline_data(trace).lanes
-    gpu = [lane for lane in lanes if lane["kind"] == "gpu"]
+    gpu = [lane for lane in lanes if lane.kind == "gpu"]
     # One lane per (rank, device, stream) of the kernels table, in that order.
     expected = sorted(
         set(
@@ -19,34 +19,34 @@ def test_a_job_s_lanes_carry_their_fields_and_names_without_parsing() -> None:
             )
         )
     )
-    assert [(lane["rank"], lane["device"], lane["stream"]) for lane in gpu] == expected
+    assert [(lane.rank, lane.device, lane.stream) for lane in gpu] == expected
     for lane in gpu:
-        rank, device, stream = lane["rank"], lane["device"], lane["stream"]
+        rank, device, stream = lane.rank, lane.device, lane.stream
         # The header under the rank says the group alone; the title says all of it.
-        assert lane["group_label"] == f"GPU {device}"
-        assert lane["label"] == f"stream {stream}"
-        assert lane["title"] == f"rank {rank} · GPU {device} · stream {stream}"
+        assert lane.group_label == f"GPU {device}"
+        assert lane.label == f"stream {stream}"
+        assert lane.title == f"rank {rank} · GPU {device} · stream {stream}"
     for lane in lanes:
-        assert "rank" not in lane["group_label"]
+        assert "rank" not in lane.group_label
     # Groups of different ranks stay apart (collapsing one keeps the other open).
-    keys = {(lane["rank"], lane["group_label"]): lane["group"] for lane in lanes}
+    keys = {(lane.rank, lane.group_label): lane.group for lane in lanes}
     assert len(set(keys.values())) == len(keys)
 
 
 def test_one_rank_s_lanes_do_not_name_the_rank() -> None:
     trace = synthetic_trace(50, streams=2, memory_events=0)
-    gpu = [lane for lane in timeline_data(trace).lanes if lane["kind"] == "gpu"]
-    assert [lane["title"] for lane in gpu] == [
-        f"GPU {lane['device']} · stream {lane['stream']}" for lane in gpu
+    gpu = [lane for lane in timeline_data(trace).lanes if lane.kind == "gpu"]
+    assert [lane.title for lane in gpu] == [
+        f"GPU {lane.device} · stream {lane.stream}" for lane in gpu
     ]
-    assert all(lane["group"] == lane["group_label"] for lane in gpu)
+    assert all(lane.group == lane.group_label for lane in gpu)
 
 
 def test_the_bokeh_page_names_lanes_as_the_widget_does() -> None:
     trace = synthetic_trace(100, streams=2, ranks=2, memory_events=0)
     figure, _ = timeline_figure(trace)
     assert figure is not None
-    widget = [lane["title"] for lane in timeline_data(trace).lanes if lane["kind"] == "gpu"]
+    widget = [lane.title for lane in timeline_data(trace).lanes if lane.kind == "gpu"]
     # Bokeh lists categorical factors bottom-up: the first lane is drawn at the top.
     assert list(reversed(figure.y_range.factors)) == widget
 
@@ -59,7 +59,12 @@ def test_the_widget_and_the_snapshot_order_lanes_alike() -> None:
     widget = timeline_data(trace).lanes
     # Per rank: GPU streams by (device, stream), then CPU threads, then counters.
     keys = [
-        (lane["rank"], kind_rank[lane["kind"]], lane.get("device", -1), lane.get("stream", -1))
+        (
+            lane.rank,
+            kind_rank[lane.kind],
+            -1 if lane.device is None else lane.device,
+            -1 if lane.stream is None else lane.stream,
+        )
         for lane in widget
     ]
     assert keys == sorted(keys)
@@ -89,7 +94,7 @@ def test_the_snapshot_names_cpu_threads_as_the_widget_does() -> None:
         trace.meta.ranks[0], thread_names={f"7/{tid}": "pt_main_thread"}
     )
     trace = replace(trace, ops=ops).with_meta(ranks={**trace.meta.ranks, 0: named})
-    widget = {lane["title"] for lane in timeline_data(trace).lanes if lane["kind"] == "cpu"}
+    widget = {lane.title for lane in timeline_data(trace).lanes if lane.kind == "cpu"}
     snapshot = {label for label, _, _ in _lanes(trace)[0] if label.startswith("CPU")}
     assert len(widget) == 2 and "CPU · pt_main_thread" in widget
     assert snapshot == widget

@@ -18,6 +18,7 @@ from gpuprofile.report import schema
 from gpuprofile.report.build import plain_report
 from gpuprofile.report.schema import decode_report, report_json, to_report
 from gpuprofile.report.schema_gen import REPO, SCHEMA_FILE, TYPES_FILE, generated, stale
+from gpuprofile.report.widget_summary import SummaryExtras
 from helpers.synthetic import synthetic_trace
 
 STRUCTS = {
@@ -27,6 +28,33 @@ STRUCTS = {
     and issubclass(value, msgspec.Struct)
     and value.__module__ == schema.__name__
 }
+# What the widget's summary adds beside the report (report/widget_summary.py), and its lanes:
+# typed in the .d.ts, absent from the report's JSON Schema.
+EXTRAS = {
+    "SummaryExtras": ["text", "roofline_layout", "step_noise"],
+    "StepNoise": ["verdict", "text"],
+    "RooflineLayout": ["width", "height", "plot", "x", "y", "roofs", "memory_label",
+                       "memory_line", "ridges", "points", "levels", "empty", "roofs_missing",
+                       "roofs_text", "unplotted"],
+    "Plot": ["left", "top", "right", "bottom"],
+    "Axis": ["domain", "ticks", "title"],
+    "Tick": ["value", "at", "label"],
+    "Label": ["text", "x", "y", "anchor", "angle", "font", "box"],
+    "Roof": ["key", "peak", "ridge", "line", "path", "title", "label"],
+    "Ridge": ["roof", "intensity", "peak", "at", "drop", "title", "label"],
+    "PointPlace": ["plotted", "reason", "x", "y", "r", "bound", "level", "note"],
+    # The widget's lanes trait (report/lanes.py).
+    "Lane": ["id", "rank", "kind", "group", "group_label", "label", "title", "rows", "device",
+             "stream", "pid", "tid", "unit", "min", "max"],
+}  # fmt: skip
+
+
+def _interfaces(types: str) -> dict[str, list[str]]:
+    """Each interface of the .d.ts with its keys, in order."""
+    return {
+        name: [line.strip().split(":")[0].rstrip("?").strip('"') for line in body.splitlines()]
+        for name, body in re.findall(r"export interface (\w+) \{\n(.*?)\n\}", types, re.S)
+    }
 
 
 def test_the_generated_files_are_up_to_date() -> None:
@@ -48,17 +76,24 @@ def test_a_changed_or_missing_file_is_stale(tmp_path: Path) -> None:
 def test_every_struct_and_field_is_in_both_files() -> None:
     files = generated()
     document = json.loads(files[SCHEMA_FILE])
-    interfaces = dict(re.findall(r"export interface (\w+) \{\n(.*?)\n\}", files[TYPES_FILE], re.S))
-    assert set(document["$defs"]) == set(interfaces) == set(STRUCTS)
+    interfaces = _interfaces(files[TYPES_FILE])
+    assert set(document["$defs"]) == set(STRUCTS)
+    assert set(interfaces) == set(STRUCTS) | set(EXTRAS)
     for name, struct in STRUCTS.items():
         # The JSON names (TopKernel.kind is "class" in JSON), read off the Struct itself.
         names = [f.encode_name for f in msgspec.structs.fields(struct)]
         assert list(document["$defs"][name]["properties"]) == names, name
-        keys = [
-            line.strip().split(":")[0].rstrip("?").strip('"')
-            for line in interfaces[name].splitlines()
-        ]
-        assert keys == names, name
+        assert interfaces[name] == names, name
+    for name, keys in EXTRAS.items():
+        assert sorted(interfaces[name]) == sorted(keys), name
+
+
+def test_the_widget_summary_is_the_report_and_its_typed_extras() -> None:
+    types = generated()[TYPES_FILE]
+    assert "export type Summary = Partial<Report> & SummaryExtras;\n" in types
+    assert "  step_noise?: StepNoise | null;\n" in types  # None without a baseline's steps
+    assert '  anchor: "end" | "middle" | "start";\n' in types  # a Literal, spelled out
+    assert "  drop: [[number, number], [number, number]];\n" in types
 
 
 def test_nullable_fields_are_nullable_in_typescript() -> None:
@@ -120,6 +155,14 @@ def test_the_report_json_follows_the_schema_by_hand(profile: Profile) -> None:
     assert report["ranks"] and report["roofline"]["points"] and report["gauges"]
     assert any(e["windows"] for h in report["hints"] for e in h["evidence"])
     walk(report, document)
+
+    # The widget's summary: the report, then the extras following their own types.
+    summary = json.loads(json.dumps(profile.widget().summary))
+    extras = {key: summary.pop(key) for key in EXTRAS["SummaryExtras"]}
+    assert summary == report
+    assert extras["roofline_layout"]["points"]  # the synthetic trace has no roofs
+    (extras_spec,), definitions = msgspec.json.schema_components([SummaryExtras])
+    walk(extras, extras_spec)
 
 
 def test_the_structs_keep_every_key_build_report_gathers(profile: Profile) -> None:

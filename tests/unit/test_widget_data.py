@@ -120,14 +120,14 @@ def test_timeline_lanes_rows_and_names(tmp_path: Path) -> None:
     )
     data = timeline_data(gpuprofile.load(path).trace)
     # GPU streams first, then CPU threads (as Nsight Systems lays them out).
-    assert [(lane["group"], lane["label"]) for lane in data.lanes] == [
+    assert [(lane.group, lane.label) for lane in data.lanes] == [
         ("GPU 0", "stream 7"),
         ("GPU 0", "stream 9"),
         ("CPU", "thread 1"),
     ]
-    assert [lane["kind"] for lane in data.lanes] == ["gpu", "gpu", "cpu"]
-    assert [lane["rows"] for lane in data.lanes] == [2, 1, 3]
-    assert [lane["id"] for lane in data.lanes] == [0, 1, 2]
+    assert [lane.kind for lane in data.lanes] == ["gpu", "gpu", "cpu"]
+    assert [lane.rows for lane in data.lanes] == [2, 1, 3]
+    assert [lane.id for lane in data.lanes] == [0, 1, 2]
     names = [data.names[i] for i in data.name]
     rows = dict(zip(names, data.row.tolist(), strict=True))
     assert rows["outer"] == 0 and rows["inner"] == 1 and rows["cudaLaunchKernel"] == 2
@@ -147,17 +147,17 @@ def test_groups_per_rank_are_contiguous_and_in_order() -> None:
     # Per rank: its GPU streams first, then its CPU threads, then its counters.
     trace = synthetic_trace(50, ranks=2, streams=2)
     data = timeline_data(trace)
-    groups = [lane["group"] for lane in data.lanes]
+    groups = [lane.group for lane in data.lanes]
     assert groups == [
         "rank 0 · GPU 0", "rank 0 · GPU 0", "rank 0 · CPU", "rank 0 · counters",
         "rank 1 · GPU 0", "rank 1 · GPU 0", "rank 1 · CPU", "rank 1 · counters",
     ]  # fmt: skip
-    assert [lane["rank"] for lane in data.lanes] == [0, 0, 0, 0, 1, 1, 1, 1]
-    assert [lane.get("stream") for lane in data.lanes[:4]] == [7, 8, None, None]
+    assert [lane.rank for lane in data.lanes] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert [lane.stream for lane in data.lanes[:4]] == [7, 8, None, None]
     # Every event sits in a lane of its own rank.
     for kind, table in enumerate(KIND_TABLES):
         rows = np.flatnonzero(data.kind == kind)
-        lane_rank = np.array([data.lanes[lane]["rank"] for lane in data.lane[rows]])
+        lane_rank = np.array([data.lanes[lane].rank for lane in data.lane[rows]])
         expected = trace.table(table)["rank"].to_numpy()[data.source[rows]]
         np.testing.assert_array_equal(lane_rank, expected)
 
@@ -203,7 +203,7 @@ def test_cpu_rows_are_call_depths_and_never_overlap() -> None:
     ]
     ops = _ops([(1, nested), (2, loose)])
     data = timeline_data(Trace(ops=ops, meta=TraceMeta(ranks={0: RankMeta()})))
-    assert len(nested) > 1000 and max(lane["rows"] for lane in data.lanes) > 3
+    assert len(nested) > 1000 and max(lane.rows for lane in data.lanes) > 3
     starts = ops["start_ns"].to_numpy()
     ends = starts + ops["dur_ns"].to_numpy()
     tids = ops["tid"].to_numpy()
@@ -254,7 +254,7 @@ def test_overview_of_a_large_trace_is_merged_and_bounded() -> None:
     table = encode_table(*overview_columns(data))
     decoded, meta = decode_table(table), decode_meta(table)
     assert meta["merged"] is True and meta["view"] == [0.0, data.span_ns]
-    lane_rows = sum(lane["rows"] for lane in data.lanes if lane["kind"] != "counter")
+    lane_rows = sum(lane.rows for lane in data.lanes if lane.kind != "counter")
     # At most one box per bin and lane row, plus events longer than a bin (at most as many
     # again per row: they do not overlap within a row).
     assert len(decoded["count"]) <= 2 * tables.OVERVIEW_BINS * lane_rows
@@ -306,20 +306,20 @@ def test_counters_hold_memory_in_use_and_sampled_gauges() -> None:
         counters=counters, meta=base.meta,
     )  # fmt: skip
     data = timeline_data(trace)
-    lanes = [lane for lane in data.lanes if lane["kind"] == "counter"]
-    assert [lane["label"] for lane in lanes] == ["memory in use · GPU 0", "SM clock · GPU 0"]
-    assert [lane["unit"] for lane in lanes] == ["B", "MHz"]
+    lanes = [lane for lane in data.lanes if lane.kind == "counter"]
+    assert [lane.label for lane in lanes] == ["memory in use · GPU 0", "SM clock · GPU 0"]
+    assert [lane.unit for lane in lanes] == ["B", "MHz"]
     table = encode_table(*tables.counter_columns(data))
     decoded, meta = decode_table(table), decode_meta(table)
     (memory_lane, _, n_memory), (clock_lane, _, n_clock) = meta["segments"]
-    assert (memory_lane, clock_lane) == (lanes[0]["id"], lanes[1]["id"])
+    assert (memory_lane, clock_lane) == (lanes[0].id, lanes[1].id)
     memory = base.memory.sort_values("time_ns")
     np.testing.assert_array_equal(decoded["value"][:n_memory], memory["total_allocated"])
     np.testing.assert_array_equal(decoded["time_ns"][:n_memory], memory["time_ns"])
-    assert lanes[0]["max"] == memory["total_allocated"].max()
+    assert lanes[0].max == memory["total_allocated"].max()
     clock = decoded["value"][n_memory:]
     assert n_clock <= tables.COUNTER_POINTS
-    assert clock.max() == 996 and lanes[1]["max"] == 996 and lanes[1]["min"] == 0
+    assert clock.max() == 996 and lanes[1].max == 996 and lanes[1].min == 0
     assert (np.diff(decoded["time_ns"][n_memory:]) > 0).all()
 
 
@@ -355,7 +355,7 @@ def test_make_widget_without_analysis_still_marks() -> None:
 def test_the_overview_stays_within_its_budget_however_many_lane_rows() -> None:
     # 8 ranks x 8 streams: ~150 lane rows, each of which would take up to 8192 boxes alone.
     data = timeline_data(synthetic_trace(60_000, ranks=8, streams=8))
-    lane_rows = sum(lane["rows"] for lane in data.lanes if lane["kind"] != "counter")
+    lane_rows = sum(lane.rows for lane in data.lanes if lane.kind != "counter")
     assert lane_rows * tables.OVERVIEW_BINS > 4 * tables.OVERVIEW_BOXES
     columns, meta = overview_columns(data)
     assert meta["merged"] and meta["bins"] == tables.OVERVIEW_BOXES // lane_rows

@@ -83,7 +83,7 @@ def _gid(source: Source, name: str, rank: int) -> int:
     data = source.data
     for gid in range(data.total):
         lane = data.lanes[int(data.lane[gid])]
-        if data.names[int(data.name[gid])] == name and lane["rank"] == rank:
+        if data.names[int(data.name[gid])] == name and lane.rank == rank:
             return gid
     raise AssertionError(f"no {name} on rank {rank}")
 
@@ -111,7 +111,7 @@ def test_a_clicked_collective_lists_every_rank_with_its_arrival_and_wait(job: An
             # Each rank's row points at that rank's all-reduce kernel on the timeline.
             gid = row["id"]
             assert gid == _gid(source, ALLREDUCE, row["rank"])
-            assert source.data.lanes[row["lane"]]["rank"] == row["rank"]
+            assert source.data.lanes[row["lane"]].rank == row["rank"]
             assert source.data.kind[gid] == KINDS.index("kernel")
             assert row["start_ns"] == source.data.start[gid]
             assert row["dur_ns"] == (END_US - ARRIVALS_US[row["rank"]]) * 1000
@@ -250,7 +250,7 @@ def test_64_ranks_lay_out_as_contiguous_rank_groups_within_the_overview_budget()
     data = timeline_data(trace)
     columns, meta = overview_columns(data, detail_threshold=100_000)
     elapsed = time.perf_counter() - t0
-    ranks = [lane["rank"] for lane in data.lanes]
+    ranks = [lane.rank for lane in data.lanes]
     assert ranks == sorted(ranks) and sorted(set(ranks)) == list(range(64))
     # The overview is merged (too many events to send) and bounded by its box budget.
     assert meta["merged"] and len(columns["start_ns"]) <= OVERVIEW_BOXES + data.total // 100

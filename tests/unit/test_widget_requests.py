@@ -106,7 +106,7 @@ def test_window_over_the_limit_is_merged(
     columns, meta = decode_table(table), decode_meta(table)
     assert meta["merged"] is True
     assert int(columns["count"].sum()) == len(_overlapping(synthetic.trace, t0, t1))
-    rows = sum(lane["rows"] for lane in synthetic.data.lanes)
+    rows = sum(lane.rows for lane in synthetic.data.lanes)
     assert len(columns["count"]) <= 2 * (2 * 50) * rows
 
 
@@ -172,7 +172,7 @@ def test_details_of_ops_and_calls_list_what_they_launched(linked: Source) -> Non
     assert call["kind"] == "runtime" and call["op"]["name"] == "inner"
     assert [k["name"] for k in call["kernels"]] == ["gemm"]
     gemm = call["kernels"][0]
-    (stream,) = [lane["id"] for lane in data.lanes if lane["kind"] == "gpu"]
+    (stream,) = [lane.id for lane in data.lanes if lane.kind == "gpu"]
     assert gemm["lane"] == stream and gemm["row"] == 0
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from gpuprofile.analyses.names import short_kernel_name
 from gpuprofile.units import (
@@ -122,7 +122,15 @@ def step_noise(step: dict[str, Any]) -> str:
     )
 
 
-def step_noise_view(diff: dict[str, Any] | None) -> dict[str, str] | None:
+class StepNoise(TypedDict):
+    """The widget's ``summary.step_noise`` (a TypedDict: the widget's trait takes it as is, and
+    schema_gen types it for the JS)."""
+
+    verdict: str
+    text: str
+
+
+def step_noise_view(diff: dict[str, Any] | None) -> StepNoise | None:
     """For the widget's baseline panel: the diff's step verdict ("faster", "slower", "within
     noise", "" without an interval) and ``step_noise``'s sentence; None without steps."""
     step = ((diff or {}).get("summary") or {}).get("step_ns")

@@ -9,8 +9,37 @@ these names for display; no view parses a name back.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import msgspec
 
 SEP = " · "
+
+
+class Lane(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A lane of the widget's timeline (widget/timeline.py builds them; the widget sends them as
+    builtins, and schema_gen types them for the JS). ``group`` is its group's identity
+    (collapsing keys on it), ``group_label`` what the group's header says under its rank's,
+    ``title`` the lane in one line. A GPU lane has device and stream, a CPU lane pid and tid, a
+    counter lane device, unit and its finite extremes (None: no finite sample); the fields a
+    kind lacks are left out of its JSON. Mutable: ``rows`` (sub-rows) and a counter's extremes
+    are known only once its events are laid out."""
+
+    id: int
+    rank: int
+    kind: Literal["gpu", "cpu", "counter"]
+    group: str
+    group_label: str
+    label: str
+    title: str
+    rows: int
+    device: int | None = None
+    stream: int | None = None
+    pid: int | None = None
+    tid: int | None = None
+    unit: str | None = None
+    min: float | None = None
+    max: float | None = None
 
 
 def rank_label(rank: int) -> str:

@@ -16,7 +16,9 @@ from typing import Any
 
 import msgspec
 
+from gpuprofile.report.lanes import Lane
 from gpuprofile.report.schema import SCHEMA, Report
+from gpuprofile.report.widget_summary import SummaryExtras
 
 REPO = Path(__file__).resolve().parents[3]
 SCHEMA_FILE = Path("docs") / "report.schema.json"
@@ -39,8 +41,10 @@ def json_schema() -> dict[str, Any]:
 
 def typescript() -> str:
     """One TypeScript interface per Struct, from the JSON Schema: what the widget's JSDoc
-    imports (``import("./report_types.js").Report``)."""
-    definitions: dict[str, Any] = json_schema()["$defs"]
+    imports (``import("./report_types.js").Report``). Beside the report's, the types of what
+    the widget's summary adds to it (report/widget_summary.py) and of its timeline's lanes
+    (report/lanes.py), which are no part of the report's JSON Schema."""
+    _, definitions = msgspec.json.schema_components([Report, SummaryExtras, Lane])
     out = [_HEADER.rstrip("\n")]
     for name, definition in definitions.items():
         out.append("")
@@ -53,8 +57,10 @@ def typescript() -> str:
             out.append(f"  {_key(field)}{optional}: {_ts(spec)};")
         out.append("}")
     out.append("")
-    out.append("/** The widget's summary: the report and its text (widget/widget.py). */")
-    out.append("export type Summary = Partial<Report> & {text?: string};")
+    out.append(
+        "/** The widget's summary: the report and what the widget adds (widget/widget.py). */"
+    )
+    out.append("export type Summary = Partial<Report> & SummaryExtras;")
     return "\n".join(out) + "\n"
 
 
@@ -64,6 +70,8 @@ def _ts(spec: dict[str, Any]) -> str:
     if "anyOf" in spec:
         # int | float are both "number": said once.
         return " | ".join(dict.fromkeys(_ts(s) for s in spec["anyOf"]))
+    if "enum" in spec:  # a Literal
+        return " | ".join(json.dumps(value) for value in spec["enum"])
     kind = spec.get("type")
     if kind in ("integer", "number"):
         return "number"

@@ -74,7 +74,7 @@ def _fields(source: Source, gid: int, kind: int, record: pd.Series) -> list[list
     if kind not in CPU_KINDS:
         fields += [("device", int(record["device"])), ("stream", int(record["stream"]))]
     else:
-        fields += [("thread", lane["label"]), ("category", record["category"])]
+        fields += [("thread", lane.label), ("category", record["category"])]
     if kind == KINDS.index("op"):
         fields += [
             ("Input Dims", record["input_dims"]),

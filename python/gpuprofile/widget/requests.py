@@ -75,9 +75,9 @@ def range_summary(source: Source, message: Mapping[str, Any]) -> Reply:
     # A --steps trace was recorded in windows: shares are of the recorded part of the range.
     recorded = recorded_ns(source.trace, t0, t1)
     ranks = []
-    for rank in sorted({int(lane["rank"]) for lane in data.lanes} | set(source.trace.ranks)):
-        gpu_lanes = [x["id"] for x in data.lanes if x["rank"] == rank and x["kind"] == "gpu"]
-        cpu_lanes = [x["id"] for x in data.lanes if x["rank"] == rank and x["kind"] == "cpu"]
+    for rank in sorted({lane.rank for lane in data.lanes} | set(source.trace.ranks)):
+        gpu_lanes = [x.id for x in data.lanes if x.rank == rank and x.kind == "gpu"]
+        cpu_lanes = [x.id for x in data.lanes if x.rank == rank and x.kind == "cpu"]
         gpu = window_ids(data, t0, t1, gpu_lanes)
         g_start, g_end = _clipped(data, gpu, t0, t1)
         # Busy: the union over streams, as the report's GPU time (analyses/intervals.py).
@@ -215,7 +215,7 @@ def named(source: Source, message: Mapping[str, Any]) -> Reply:
     name = str(message.get("name", ""))
     rank = int(number(message, "rank"))
     codes = [i for i, n in enumerate(data.names) if n == name and data.name_kinds[i] == kind]
-    lane_rank = cached(data, "lane_rank", lambda: np.array([x["rank"] for x in data.lanes]))
+    lane_rank = cached(data, "lane_rank", lambda: np.array([x.rank for x in data.lanes]))
     ids = np.flatnonzero(np.isin(data.name, codes) & (lane_rank[data.lane] == rank))
     dur = data.end[ids] - data.start[ids]
     heaviest = int(ids[np.argmax(dur)]) if len(ids) else None

@@ -90,7 +90,7 @@ def merged_columns(
     bin_of = np.clip((start[short] - t0) / width, 0, bins - 1).astype(np.int64)
     short_ids = short if every else ids[short]
     # A box per lane row and bin, numbered in that order: lane rows are numbered across lanes.
-    first_row = np.r_[0, np.cumsum([int(lane["rows"]) for lane in data.lanes])]
+    first_row = np.r_[0, np.cumsum([lane.rows for lane in data.lanes])]
     box = (first_row[data.lane[short_ids]] + data.row[short_ids]) * bins + bin_of
     boxes = int(first_row[-1]) * bins
     if boxes > 4 * len(box) + 2**16:  # a wide window of many rows: number the boxes in use
@@ -174,7 +174,7 @@ def overview_columns(
 
 def overview_bins(data: TimelineData) -> int:
     """Bins across the span for the overview: OVERVIEW_BINS, fewer when lane rows are many."""
-    lane_rows = sum(int(lane["rows"]) for lane in data.lanes if lane["kind"] != "counter")
+    lane_rows = sum(lane.rows for lane in data.lanes if lane.kind != "counter")
     return max(MIN_BINS, min(OVERVIEW_BINS, OVERVIEW_BOXES // max(lane_rows, 1)))
 
 

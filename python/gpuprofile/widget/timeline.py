@@ -11,7 +11,7 @@ per lane, per counter series or per cluster of overlapping events, never per eve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,7 @@ import pandas as pd
 from gpuprofile.report.lanes import (
     COUNTER_GROUP,
     CPU_GROUP,
+    Lane,
     gpu_group,
     group_key,
     lane_title,
@@ -47,7 +48,7 @@ class CounterSeries:
 class TimelineData:
     """All timeline events in global-id order, as columns, with their lanes and names."""
 
-    lanes: list[dict[str, Any]]
+    lanes: list[Lane]
     names: list[str]
     name_kinds: list[int]
     start: np.ndarray  # float64 ns from the trace start
@@ -76,7 +77,7 @@ class TimelineData:
     @property
     def max_rows(self) -> int:
         """Sub-rows of the lane with the most (1 without events)."""
-        return max((lane["rows"] for lane in self.lanes), default=1)
+        return max((lane.rows for lane in self.lanes), default=1)
 
     @property
     def row_dtype(self) -> type[np.unsignedinteger[Any]]:
@@ -109,9 +110,9 @@ def timeline_data(trace: Trace) -> TimelineData:
     bounds = np.searchsorted(lane, np.arange(len(lanes) + 1))
     row, max_end = _rows(lanes, bounds, start, end)
     for info in lanes:
-        lo, hi = bounds[info["id"]], bounds[info["id"] + 1]
-        if info["kind"] != "counter":
-            info["rows"] = int(row[lo:hi].max()) + 1 if hi > lo else 1
+        lo, hi = bounds[info.id], bounds[info.id + 1]
+        if info.kind != "counter":
+            info.rows = int(row[lo:hi].max()) + 1 if hi > lo else 1
     counters = [
         CounterSeries(lane=int(lane_id), time_ns=t, value=v)
         for lane_id, (_, t, v) in zip(counter_lane, counter_series, strict=True)
@@ -122,8 +123,8 @@ def timeline_data(trace: Trace) -> TimelineData:
         if len(series.time_ns):
             span = max(span, float(series.time_ns[-1]))
         finite = series.value[np.isfinite(series.value)]
-        lanes[series.lane]["min"] = float(finite.min()) if len(finite) else None
-        lanes[series.lane]["max"] = float(finite.max()) if len(finite) else None
+        lanes[series.lane].min = float(finite.min()) if len(finite) else None
+        lanes[series.lane].max = float(finite.max()) if len(finite) else None
     return TimelineData(
         lanes=lanes,
         names=names.names,
@@ -237,22 +238,17 @@ def _layout(
     cpu: np.ndarray,
     gpu: np.ndarray,
     counters: list[tuple[int, str, int, str]],
-) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, list[int]]:
+) -> tuple[list[Lane], np.ndarray, np.ndarray, list[int]]:
     """Lanes in display order, and the lane id of each CPU triple, GPU triple and counter series.
 
     Per rank: GPU streams per device first (what a GPU profile is read for, and where Nsight
     puts them), then CPU threads (their Python stacks can be hundreds of rows deep), then
     counters."""
     ranks = sorted(set(cpu[:, 0].tolist()) | set(gpu[:, 0].tolist()) | {c[0] for c in counters})
-    lanes: list[dict[str, Any]] = []
+    lanes: list[Lane] = []
     cpu_lane = np.zeros(len(cpu), np.int32)
     gpu_lane = np.zeros(len(gpu), np.int32)
     counter_lane = [0] * len(counters)
-
-    def add(info: dict[str, Any]) -> int:
-        info = {"id": len(lanes), **info}
-        lanes.append(info)
-        return int(info["id"])
 
     # "group" is a group's identity (collapsing keys on it); "group_label" is what its header
     # says under its rank's header. Names come from report/lanes.py, as in every other view.
@@ -260,33 +256,26 @@ def _layout(
         facts = trace.meta.ranks.get(rank)
         thread_names = facts.thread_names if facts is not None else {}
 
-        def grouped(group: str, label: str, rank: int = rank) -> dict[str, Any]:
-            return {
-                "group": group_key(rank, group, single),
-                "group_label": group,
-                "label": label,
-                "title": lane_title(rank, group, label, single),
-            }
+        def add(kind: Literal["gpu", "cpu", "counter"], group: str, label: str,
+                rank: int = rank, **ids: Any) -> int:  # fmt: skip
+            lanes.append(
+                Lane(id=len(lanes), rank=rank, kind=kind, group=group_key(rank, group, single),
+                     group_label=group, label=label, title=lane_title(rank, group, label, single),
+                     rows=1, **ids)
+            )  # fmt: skip
+            return len(lanes) - 1
 
         for i in np.flatnonzero(gpu[:, 0] == rank).tolist():
             _, device, stream = gpu[i].tolist()
-            gpu_lane[i] = add(
-                {"rank": rank, "kind": "gpu", **grouped(gpu_group(device), stream_label(stream)),
-                 "rows": 1, "device": device, "stream": stream}
-            )  # fmt: skip
+            gpu_lane[i] = add("gpu", gpu_group(device), stream_label(stream), device=device,
+                              stream=stream)  # fmt: skip
         for i in np.flatnonzero(cpu[:, 0] == rank).tolist():
             _, pid, tid = cpu[i].tolist()
             label = thread_label(tid, thread_names.get(f"{pid}/{tid}"))
-            cpu_lane[i] = add(
-                {"rank": rank, "kind": "cpu", **grouped(CPU_GROUP, label),
-                 "rows": 1, "pid": pid, "tid": tid % 2**32}
-            )  # fmt: skip
+            cpu_lane[i] = add("cpu", CPU_GROUP, label, pid=pid, tid=tid % 2**32)
         for j, (counter_rank, label, device, unit) in enumerate(counters):
             if counter_rank == rank:
-                counter_lane[j] = add(
-                    {"rank": rank, "kind": "counter", **grouped(COUNTER_GROUP, label),
-                     "rows": 1, "device": device, "unit": unit}
-                )  # fmt: skip
+                counter_lane[j] = add("counter", COUNTER_GROUP, label, device=device, unit=unit)
     return lanes, cpu_lane, gpu_lane, counter_lane
 
 
@@ -315,7 +304,7 @@ def _order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 
 def _rows(
-    lanes: list[dict[str, Any]], bounds: np.ndarray, start: np.ndarray, end: np.ndarray
+    lanes: list[Lane], bounds: np.ndarray, start: np.ndarray, end: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Row of each event in its lane, and the running max of end per lane.
 
@@ -324,13 +313,13 @@ def _rows(
     row = np.zeros(len(start), np.int32)
     max_end = np.empty_like(end)
     for info in lanes:
-        lo, hi = int(bounds[info["id"]]), int(bounds[info["id"] + 1])
+        lo, hi = int(bounds[info.id]), int(bounds[info.id + 1])
         if hi == lo:
             continue
         s, e = start[lo:hi], end[lo:hi]
         running = np.maximum.accumulate(e)
         max_end[lo:hi] = running
-        if info["kind"] == "cpu":
+        if info.kind == "cpu":
             row[lo:hi] = _cpu_rows(s, e, running)
         else:
             row[lo:hi] = _gpu_rows(s, e, _clusters(s, running))

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anywidget
+import msgspec
 import traitlets
 
 from gpuprofile.analyses.context import Analysis
@@ -16,6 +17,7 @@ from gpuprofile.report.diff_text import step_noise_view
 from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.report.schema import Report, report_json
 from gpuprofile.report.text import render_text
+from gpuprofile.report.widget_summary import SummaryExtras
 from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.marks import marks_columns
 from gpuprofile.widget.requests import Source, handle
@@ -115,19 +117,18 @@ def show_result(
     ``detail_threshold`` events cross as an overview, with detail fetched on demand. The
     browser redraws once, as one state update."""
     # Beside the report, what Python composes once and the browser draws or shows as text.
-    if report is None:  # a timeline alone
-        summary: dict[str, Any] = {"text": text}
-    else:
-        summary = {
-            **report_json(report),
-            "text": text,
-            "roofline_layout": roofline_layout(report).to_dict(),
-            "step_noise": step_noise_view(report.baseline or None),
-        }
+    extras: SummaryExtras = {"text": text}
+    if report is not None:  # else a timeline alone
+        extras["roofline_layout"] = roofline_layout(report)
+        extras["step_noise"] = step_noise_view(report.baseline or None)
+    summary: dict[str, Any] = {
+        **(report_json(report) if report is not None else {}),
+        **msgspec.to_builtins(extras),
+    }
     data = timeline_data(trace)
     state = {
         "summary": summary,
-        "lanes": data.lanes,
+        "lanes": msgspec.to_builtins(data.lanes),
         "names": data.names,
         "name_kinds": data.name_kinds,
         "events": encode_table(*overview_columns(data, detail_threshold)),
