@@ -54,11 +54,11 @@ def test_nsys_shows_pytorch() -> None:
 
 def test_pick() -> None:
     torch_fix = Fix(ALLOCATOR_FIX, ALLOCATOR_CODE)
-    assert pick(_trace("kineto"), torch_fix, ALLOCATOR) is torch_fix
-    assert pick(_trace("nsys"), torch_fix, ALLOCATOR) is ALLOCATOR["cuda"]
-    assert pick(_trace("xplane"), torch_fix, ALLOCATOR) is ALLOCATOR["jax"]
-    assert pick(_trace("tensorrt"), torch_fix, ALLOCATOR) is ALLOCATOR["cuda"]
-    assert pick(_trace("tensorrt"), torch_fix, PAGEABLE) is PAGEABLE["tensorrt"]
+    assert pick(framework(_trace("kineto")), torch_fix, ALLOCATOR) is torch_fix
+    assert pick(framework(_trace("nsys")), torch_fix, ALLOCATOR) is ALLOCATOR["cuda"]
+    assert pick(framework(_trace("xplane")), torch_fix, ALLOCATOR) is ALLOCATOR["jax"]
+    assert pick(framework(_trace("tensorrt")), torch_fix, ALLOCATOR) is ALLOCATOR["cuda"]
+    assert pick(framework(_trace("tensorrt")), torch_fix, PAGEABLE) is PAGEABLE["tensorrt"]
 
 
 def _texts(hint: dict[str, Any]) -> str:

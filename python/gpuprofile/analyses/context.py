@@ -26,6 +26,7 @@ from gpuprofile.trace.model import Trace
 if TYPE_CHECKING:
     from gpuprofile.analyses.carry_over import CarryOver
     from gpuprofile.analyses.comm_overlap import CommOverlap
+    from gpuprofile.analyses.framework import Framework
     from gpuprofile.analyses.gauges import Gauge
     from gpuprofile.analyses.job import Job
     from gpuprofile.analyses.recorded import RecordedInputs
@@ -47,6 +48,14 @@ class Analysis:
         # A job's ranks on one clock first: every wait, bubble and timeline reads aligned time.
         self.trace, self.alignment = align_clocks(trace)
         self.hardware = hardware if hardware is not None else hardware_for_trace(trace)
+
+    @cached_property
+    def framework(self) -> Framework:
+        """The framework that wrote the profiled program (analyses/framework.py): every
+        detector's fix speaks its language (fixes_by_framework.pick)."""
+        from gpuprofile.analyses.framework import framework
+
+        return framework(self.trace)
 
     @cached_property
     def collectives(self) -> pd.DataFrame:

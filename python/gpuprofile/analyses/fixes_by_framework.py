@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from gpuprofile.analyses.framework import framework
-from gpuprofile.trace.model import Trace
+from gpuprofile.analyses.framework import Framework
 
 
 class Fix(NamedTuple):
@@ -23,18 +22,16 @@ class Fix(NamedTuple):
     code: str
 
 
-def pick(trace: Trace, pytorch: Fix, others: Mapping[str, Fix]) -> Fix:
-    """The fix for this trace's framework: ``pytorch`` for PyTorch programs, else its entry in
-    ``others``, else the CUDA one."""
-    kind = framework(trace)
+def pick(kind: Framework, pytorch: Fix, others: Mapping[str, Fix]) -> Fix:
+    """The fix for a program of framework ``kind`` (``Analysis.framework``): ``pytorch`` for
+    PyTorch programs, else its entry in ``others``, else the CUDA one."""
     if kind == "pytorch":
         return pytorch
     return others.get(kind) or others["cuda"]
 
 
-def pick_text(trace: Trace, pytorch: str, others: Mapping[str, str]) -> str:
+def pick_text(kind: Framework, pytorch: str, others: Mapping[str, str]) -> str:
     """As :func:`pick`, for one fix sentence."""
-    kind = framework(trace)
     if kind == "pytorch":
         return pytorch
     return others.get(kind) or others["cuda"]

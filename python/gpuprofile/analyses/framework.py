@@ -18,7 +18,6 @@ from typing import Literal
 
 import pandas as pd
 
-from gpuprofile.analyses.memo import per_trace
 from gpuprofile.trace.model import Trace
 
 Framework = Literal["pytorch", "jax", "tensorrt", "cuda"]
@@ -34,9 +33,9 @@ _TORCH_KERNEL = r"at::native|at::cuda"
 _TORCH_THREAD = ("pt_autograd", "pt_main_thread")
 
 
-@per_trace
 def framework(trace: Trace) -> Framework:
-    """The framework of the profiled program (see the module docstring for the rule)."""
+    """The framework of the profiled program (see the module docstring for the rule). Not
+    memoised: detectors read it once, as ``Analysis.framework``."""
     known = _BY_FORMAT.get(trace.meta.source.format)
     if known is not None:
         return known

@@ -58,7 +58,7 @@ import pandas as pd
 
 from gpuprofile.analyses.gpu_time import gpu_activity
 from gpuprofile.analyses.intervals import IntervalSet
-from gpuprofile.analyses.lookups import cpu_op_tree, host_threads, rank_rows
+from gpuprofile.analyses.lookups import cpu_op_tree, rank_rows
 from gpuprofile.analyses.names import matches, strings
 from gpuprofile.analyses.patterns import (
     COLLECTIVE_OP,
@@ -138,7 +138,7 @@ def blocking_calls(trace: Trace) -> pd.DataFrame:
     # Copies between host and device; device-to-device ones are ordinary GPU work.
     copy = matches(runtime["name"], COPY_CALL) & np.isin(copy_kind, HOST_DEVICE_KINDS)
     # A sync right after an HtoD copy call on the same thread finishes that copy.
-    thread = host_threads(trace)[1]
+    thread = cpu_op_tree(trace).runtime_thread
     order = np.lexsort((runtime["start_ns"].to_numpy(), thread))
     previous = np.full(len(runtime), -1, np.int64)
     threads = thread[order]
@@ -190,7 +190,7 @@ def ops_around(trace: Trace, calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     op_end, is_cpu_op, is_aten, parent = tree.end, tree.is_cpu_op, tree.is_aten, tree.parent
     call_start = runtime["start_ns"].to_numpy()[calls]
     call_end = call_start + runtime["dur_ns"].to_numpy()[calls]
-    call_thread = host_threads(trace)[1][calls]
+    call_thread = tree.runtime_thread[calls]
     for thread in np.unique(call_thread):
         lo, hi = np.searchsorted(tree.thread, [thread, thread + 1])
         on = tree.by_thread[lo:hi]

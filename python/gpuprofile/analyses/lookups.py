@@ -67,24 +67,20 @@ def innermost_with(flag: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> np
     return at
 
 
-@per_trace
-def host_threads(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """Per ops row and per runtime row: one integer per (rank, pid, tid), the same in both."""
-    op_thread, runtime_thread = shared_codes([trace.ops, trace.runtime], THREAD)
-    return read_only(op_thread), read_only(runtime_thread)
-
-
 @dataclass(frozen=True)
 class CpuOpTree:
     """Per ops row: start, end, cpu_op or not, aten cpu_op or not, parent position (-1 if
-    none); and the cpu_op rows ordered by (thread, start), with each one's thread, so that
-    searchsorted finds a thread's ops and the op running at a time."""
+    none), host thread; per runtime row, its host thread (one integer per (rank, pid, tid),
+    the same in both tables); and the cpu_op rows ordered by (thread, start), with each one's
+    thread, so that searchsorted finds a thread's ops and the op running at a time."""
 
     start: np.ndarray
     end: np.ndarray
     is_cpu_op: np.ndarray
     is_aten: np.ndarray
     parent: np.ndarray
+    op_thread: np.ndarray
+    runtime_thread: np.ndarray
     by_thread: np.ndarray
     thread: np.ndarray
 
@@ -95,19 +91,33 @@ def cpu_op_tree(trace: Trace) -> CpuOpTree:
     start = ops["start_ns"].to_numpy()
     is_cpu_op = (ops["category"] == "cpu_op").to_numpy()
     cpu_rows = np.flatnonzero(is_cpu_op)
-    op_thread = host_threads(trace)[0][cpu_rows]
+    # The threads are kept here, not in a cache of their own: whoever asks them also walks
+    # this tree (idle's blocking calls, attention's ops on one thread).
+    op_thread, runtime_thread = shared_codes([ops, trace.runtime], THREAD)
+    cpu_thread = op_thread[cpu_rows]
     # By thread, then start; ties in row order (lexsort is stable).
-    order = np.lexsort((start[cpu_rows], op_thread))
+    order = np.lexsort((start[cpu_rows], cpu_thread))
     tree = CpuOpTree(
         start=start,
         end=start + ops["dur_ns"].to_numpy(),
         is_cpu_op=is_cpu_op,
         is_aten=is_cpu_op & matches(ops["name"], re.compile(r"^aten::")),
         parent=op_parents(trace),
+        op_thread=op_thread,
+        runtime_thread=runtime_thread,
         by_thread=cpu_rows[order],
-        thread=op_thread[order],
+        thread=cpu_thread[order],
     )
-    for array in (tree.start, tree.end, tree.is_cpu_op, tree.is_aten, tree.by_thread, tree.thread):
+    for array in (
+        tree.start,
+        tree.end,
+        tree.is_cpu_op,
+        tree.is_aten,
+        tree.op_thread,
+        tree.runtime_thread,
+        tree.by_thread,
+        tree.thread,
+    ):
         read_only(array)
     return tree
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuprofile.analyses.memo import per_trace
 from gpuprofile.trace.model import Trace
 
 
-@per_trace
 def recorded_windows(trace: Trace) -> np.ndarray | None:
     """(k, 2) int64 [start, end) of each recorded window, in time order; None when the trace
-    was recorded whole (``meta.windows`` is empty)."""
+    was recorded whole (``meta.windows`` is empty). Not memoised: sorting the few windows a
+    schedule records costs less than a cache lookup."""
     spans = [(window.start_ns, window.end_ns) for window in trace.meta.windows]
     if not spans:
         return None

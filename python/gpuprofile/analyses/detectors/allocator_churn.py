@@ -26,6 +26,7 @@ import pandas as pd
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes import ALLOCATOR_CODE, ALLOCATOR_FIX
 from gpuprofile.analyses.fixes_by_framework import ALLOCATOR, Fix, pick
+from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import Evidence, Hint, heaviest_events
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.lookups import rank_table
@@ -50,7 +51,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     alloc = matches(trace.runtime["name"], ALLOC_CALL)
     hints = []
     for rank in trace.ranks:
-        hint = _hint(trace, rank, alloc)
+        hint = _hint(trace, rank, alloc, analysis.framework)
         if hint is not None:
             hints.append(hint)
     return hints
@@ -70,7 +71,7 @@ def steady_start(trace: Trace, rank: int) -> int:
     return start + int(WARMUP_SHARE * (end - start))
 
 
-def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
+def _hint(trace: Trace, rank: int, alloc: np.ndarray, kind: Framework) -> Hint | None:
     steady = steady_start(trace, rank)
     runtime = trace.runtime
     rows = alloc & (runtime["rank"] == rank).to_numpy() & (runtime["start_ns"] >= steady).to_numpy()
@@ -139,7 +140,7 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray) -> Hint | None:
             "reserved_bytes": fragmentation[0] if fragmentation else 0,
             "peak_allocated_bytes": fragmentation[1] if fragmentation else 0,
         },
-        **pick(trace, Fix(ALLOCATOR_FIX, ALLOCATOR_CODE), ALLOCATOR)._asdict(),
+        **pick(kind, Fix(ALLOCATOR_FIX, ALLOCATOR_CODE), ALLOCATOR)._asdict(),
         evidence=tuple(evidence),
         rank=rank,
     )

@@ -29,7 +29,7 @@ import pandas as pd
 from gpuprofile.analyses import recorded
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
-from gpuprofile.analyses.lookups import has_ancestor, host_threads, op_parents
+from gpuprofile.analyses.lookups import cpu_op_tree, has_ancestor, op_parents
 from gpuprofile.analyses.names import categorical, per_category, strings
 from gpuprofile.analyses.names import codes as name_codes
 from gpuprofile.analyses.summary import wall_ns
@@ -145,7 +145,7 @@ def occurrences(trace: Trace, inputs: recorded.RecordedInputs) -> list[Occurrenc
         return []
     # Only threads with a softmax or an SDPA call can hold either pattern: skip the rest early.
     relevant = cpu & _matches_name(ops["name"], "relevant")
-    thread = host_threads(trace)[0]
+    thread = cpu_op_tree(trace).op_thread
     rows = np.flatnonzero(cpu & np.isin(thread, thread[relevant]))
     if not len(rows):
         return []

@@ -29,6 +29,7 @@ from gpuprofile.analyses.fixes_by_framework import (
     Fix,
     pick,
 )
+from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.intervals import IntervalSet
@@ -168,7 +169,7 @@ def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
     gain = int(sum(int(by_cause.get(c, 0)) for c in ADDRESSABLE))
     share = breakdown.idle_ns / breakdown.window_ns
     largest = gaps.nlargest(TOP_GAPS, "dur_ns")
-    mostly, steps, code, notes, extra = _diagnosis(trace, rank, gaps, by_cause)
+    mostly, steps, code, notes, extra = _diagnosis(trace, rank, gaps, by_cause, analysis.framework)
     parts = ", ".join(
         f"{cause} {format_time(int(ns))} ({format_fraction(ns / breakdown.idle_ns, 0)})"
         for cause, ns in by_cause.items()
@@ -213,12 +214,12 @@ def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
 
 
 def _diagnosis(
-    trace: Trace, rank: int, gaps: pd.DataFrame, by_cause: pd.Series
+    trace: Trace, rank: int, gaps: pd.DataFrame, by_cause: pd.Series, kind: Framework
 ) -> tuple[str, tuple[str, ...], str, str, dict[str, int]]:
     """Title phrase, fix steps, code and extra sentences for the dominant cause."""
     dominant = str(by_cause.index[0])
     mostly = MOSTLY[dominant]
-    steps, code = pick(trace, Fix(*FIXES[dominant]), OTHER_FRAMEWORKS[dominant])
+    steps, code = pick(kind, Fix(*FIXES[dominant]), OTHER_FRAMEWORKS[dominant])
     notes = ""
     launch_bound = gaps[gaps["cause"] == idle.HOST_LAUNCH_BOUND]
     in_allocator = _allocator_ns(trace, rank, launch_bound)
@@ -231,7 +232,7 @@ def _diagnosis(
         if dominant == idle.HOST_LAUNCH_BOUND and in_allocator >= MOST_ALLOCATOR * int(
             launch_bound["dur_ns"].sum()
         ):
-            steps, code = pick(trace, Fix(ALLOCATOR_FIX, ALLOCATOR_CODE), ALLOCATOR)
+            steps, code = pick(kind, Fix(ALLOCATOR_FIX, ALLOCATOR_CODE), ALLOCATOR)
     other = gaps[gaps["cause"] == idle.OTHER]
     queued = int(other.loc[other["runtime_id"] != NO_ID, "dur_ns"].sum())
     if queued:
@@ -242,7 +243,7 @@ def _diagnosis(
             "on the host."
         )
         if dominant == idle.OTHER and queued >= 0.5 * int(by_cause.iloc[0]):
-            steps, code = pick(trace, Fix(QUEUED_FIX, ""), IDLE_QUEUED)
+            steps, code = pick(kind, Fix(QUEUED_FIX, ""), IDLE_QUEUED)
             mostly = QUEUED
     return mostly, steps, code, notes, {"allocator_ns": in_allocator, "queued_other_ns": queued}
 

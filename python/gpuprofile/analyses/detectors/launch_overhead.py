@@ -38,6 +38,7 @@ import pandas as pd
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
+from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import categorical, matches, per_category, short_kernel_name
@@ -99,7 +100,7 @@ def detect(analysis: Analysis) -> list[Hint]:
         kernels = rank_table(trace, "kernels", rank)
         if len(kernels) < MIN_KERNELS_FOR_GRAPHS:
             continue
-        hint = _hint(trace, rank, kernels, analysis.idle_gaps)
+        hint = _hint(trace, rank, kernels, analysis.idle_gaps, analysis.framework)
         if hint is not None:
             hints.append(hint)
     return hints
@@ -207,7 +208,9 @@ def host_bound_gaps(trace: Trace, rank: int, gaps: pd.DataFrame) -> pd.DataFrame
     return mine.assign(removable_ns=np.maximum(mine["dur_ns"].to_numpy(np.int64) - GRAPH_GAP_NS, 0))
 
 
-def _hint(trace: Trace, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame) -> Hint | None:
+def _hint(
+    trace: Trace, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame, kind: Framework
+) -> Hint | None:
     counted = host_bound_gaps(trace, rank, gaps)
     gain = int(counted["removable_ns"].sum())
     wall = wall_ns(trace, rank)
@@ -287,9 +290,9 @@ def _hint(trace: Trace, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame) ->
         ),
         numbers=numbers,
         **(
-            pick(trace, Fix((GRAPHED_FIX, *FIX[1:]), GRAPHED_CODE), GRAPHED)
+            pick(kind, Fix((GRAPHED_FIX, *FIX[1:]), GRAPHED_CODE), GRAPHED)
             if graph_launches
-            else pick(trace, Fix(FIX, CODE), LAUNCH)
+            else pick(kind, Fix(FIX, CODE), LAUNCH)
         )._asdict(),
         evidence=_evidence(trace, rank, counted),
         rank=rank,

@@ -30,6 +30,7 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import OCCUPANCY, Fix, pick
+from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
@@ -73,7 +74,7 @@ def detect(analysis: Analysis) -> list[Hint]:
         table = kernel_waves(trace, rank, analysis.hardware.sm_count)
         if table.empty:
             continue
-        hint = _hint(trace, rank, table)
+        hint = _hint(trace, rank, table, analysis.framework)
         if hint is not None:
             hints.append(hint)
     return hints
@@ -161,7 +162,7 @@ def overlapped_share(trace: Trace, rank: int, kernels: pd.DataFrame) -> np.ndarr
     return np.asarray(np.where(dur > 0, covered / np.maximum(dur, 1), 0.0))
 
 
-def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
+def _hint(trace: Trace, rank: int, table: pd.DataFrame, kind: Framework) -> Hint | None:
     qualifies = (
         (table["dur_ns"] >= MIN_KERNEL_NS)
         & (table["idle"] >= MIN_IDLE_SHARE)
@@ -247,7 +248,7 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame) -> Hint | None:
             "time_below_25pct_occupancy_pct": round(low_occ_pct, 1),
             "kernels_beside_other_streams": len(beside),
         },
-        **pick(trace, Fix(FIX, ""), OCCUPANCY)._asdict(),
+        **pick(kind, Fix(FIX, ""), OCCUPANCY)._asdict(),
         evidence=(
             heaviest_events(
                 hits, "kernels", rank, "kernels with idle SMs, most idle time first", by="idle_ns"

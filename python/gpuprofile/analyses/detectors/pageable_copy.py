@@ -23,6 +23,7 @@ import pandas as pd
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COPY_STREAM, PAGEABLE, Fix, pick
+from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.summary import wall_ns
@@ -81,7 +82,7 @@ def detect(analysis: Analysis) -> list[Hint]:
         hint = _pageable(analysis, rank, copies, pageable.to_numpy(), blocked)
         if hint is not None:
             hints.append(hint)
-        hint = _compute_stream(trace, rank, copies[copies["pinned"]])
+        hint = _compute_stream(trace, rank, copies[copies["pinned"]], analysis.framework)
         if hint is not None:
             hints.append(hint)
     return hints
@@ -144,7 +145,7 @@ def _pageable(
             "staging_ns": staging_ns,
             "blocked_idle_ns": blocked_ns,
         },
-        **pick(trace, Fix(FIX_PAGEABLE, CODE_PAGEABLE), PAGEABLE)._asdict(),
+        **pick(analysis.framework, Fix(FIX_PAGEABLE, CODE_PAGEABLE), PAGEABLE)._asdict(),
         evidence=(heaviest_events(slow, "memcpy", rank, "pageable copies"),),
         rank=rank,
     )
@@ -161,7 +162,7 @@ def _pinned_rate(pinned: pd.DataFrame, analysis: Analysis) -> tuple[float | None
     return None, f"assumed {PAGEABLE_SLOWDOWN:g}x the pageable rate"
 
 
-def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | None:
+def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame, kind: Framework) -> Hint | None:
     kernels = rank_table(trace, "kernels", rank)
     compute = set(zip(kernels["device"].tolist(), kernels["stream"].tolist(), strict=True))
     on_compute = np.fromiter(
@@ -196,7 +197,7 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame) -> Hint | Non
             "that stream could overlap them."
         ),
         numbers={"copies": len(serial), "bytes": int(serial["bytes"].sum()), "copy_ns": gain},
-        **pick(trace, Fix(FIX_STREAM, CODE_STREAM), COPY_STREAM)._asdict(),
+        **pick(kind, Fix(FIX_STREAM, CODE_STREAM), COPY_STREAM)._asdict(),
         evidence=(heaviest_events(serial, "memcpy", rank, "copies on the compute stream"),),
         rank=rank,
     )

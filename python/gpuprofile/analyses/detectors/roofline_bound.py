@@ -23,6 +23,7 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COMPUTE_BOUND, MEMORY_BOUND, Fix, pick
+from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.thresholds import worth_reporting
@@ -86,7 +87,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     hints = []
     for _, rows in far.groupby(["rank", "bound"], sort=True):
         rank, bound = int(rows["rank"].iloc[0]), str(rows["bound"].iloc[0])
-        hint = _hint(trace, rank, bound, rows, hardware)
+        hint = _hint(trace, rank, bound, rows, hardware, analysis.framework)
         if hint is not None:
             hints.append(hint)
     return hints
@@ -116,7 +117,12 @@ def _fp32_matmul_keys(points: pd.DataFrame, op_costs: pd.DataFrame) -> set[str]:
 
 
 def _hint(
-    trace: Trace, rank: int, bound: str, rows: pd.DataFrame, hardware: Hardware
+    trace: Trace,
+    rank: int,
+    bound: str,
+    rows: pd.DataFrame,
+    hardware: Hardware,
+    kind: Framework,
 ) -> Hint | None:
     gain = int(rows["gain_ns"].sum())
     wall = wall_ns(trace, rank)
@@ -172,9 +178,9 @@ def _hint(
             "roof": "dram" if memory else ",".join(sorted(set(rows["roof"].dropna()))),
         },
         **(
-            pick(trace, Fix(MEMORY_FIX, MEMORY_CODE), MEMORY_BOUND)
+            pick(kind, Fix(MEMORY_FIX, MEMORY_CODE), MEMORY_BOUND)
             if memory
-            else pick(trace, Fix(COMPUTE_FIX, COMPUTE_CODE), COMPUTE_BOUND)
+            else pick(kind, Fix(COMPUTE_FIX, COMPUTE_CODE), COMPUTE_BOUND)
         )._asdict(),
         evidence=_evidence(trace, rank, rows),
         rank=rank,

@@ -26,6 +26,7 @@ import pandas as pd
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import AUTOTUNE_TEXT, SYNC, Fix, pick, pick_text
+from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.lookups import id_index, innermost_with, op_parents
@@ -81,16 +82,24 @@ def detect(analysis: Analysis) -> list[Hint]:
         wall = wall_ns(trace, rank)
         if not worth_reporting("sync-stall", gain, wall):
             continue
-        hints.append(_hint(trace, rank, stalls, calls[calls["rank"] == rank], gain, wall))
+        hints.append(
+            _hint(trace, rank, stalls, calls[calls["rank"] == rank], gain, wall, analysis.framework)
+        )
     return hints
 
 
 def _hint(
-    trace: Trace, rank: int, stalls: pd.DataFrame, calls: pd.DataFrame, gain: int, wall: int
+    trace: Trace,
+    rank: int,
+    stalls: pd.DataFrame,
+    calls: pd.DataFrame,
+    gain: int,
+    wall: int,
+    kind: Framework,
 ) -> Hint:
     breakdown = gpu_time(trace, rank)
     window = breakdown.window_ns if breakdown is not None else wall
-    chosen = pick(trace, Fix(FIX, CODE), SYNC)
+    chosen = pick(kind, Fix(FIX, CODE), SYNC)
     sources = _sources(trace, stalls)
     top = sources.iloc[0]
     top_op, top_where = str(top["op"]), str(top["where"])
@@ -157,7 +166,7 @@ def _hint(
             "top_op": top_op,
             "top_where": top_where,
         },
-        fix=(pick_text(trace, AUTOTUNE, AUTOTUNE_TEXT), *chosen.fix)
+        fix=(pick_text(kind, AUTOTUNE, AUTOTUNE_TEXT), *chosen.fix)
         if _AUTOTUNING.search(top_op)
         else chosen.fix,
         code=chosen.code,

@@ -61,6 +61,7 @@ from gpuprofile.analyses.fixes_by_framework import (
     pick,
     pick_text,
 )
+from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import (
     MAX_EVIDENCE_EVENTS,
     Evidence,
@@ -113,12 +114,12 @@ def detect(analysis: Analysis) -> list[Hint]:
             fp32, half = _shape_findings(analysis, rank, *by_op)
             judged = fp32["op_id"].to_numpy(np.int64)
             for hint, ops in (
-                (_fp32_hint(trace, rank, fp32, kernel_costs, analysis.hardware, wall), fp32),
-                (_alignment_hint(trace, rank, half, kernel_costs, wall), half),
+                (_fp32_hint(trace, rank, fp32, kernel_costs, analysis, wall), fp32),
+                (_alignment_hint(trace, rank, half, kernel_costs, wall, analysis.framework), half),
             ):
                 if hint is not None:
                     hints.append(replace(hint, related=_point_keys(analysis, rank, ops)))
-        named = _named_fp32_hint(trace, rank, kernel_costs, judged, analysis.hardware, wall)
+        named = _named_fp32_hint(trace, rank, kernel_costs, judged, analysis, wall)
         if named is not None:
             hints.append(named)
     return hints
@@ -149,12 +150,13 @@ def _named_fp32_hint(
     rank: int,
     kernel_costs: pd.DataFrame | None,
     judged_ops: np.ndarray,
-    hardware: Hardware,
+    analysis: Analysis,
     wall: int,
 ) -> Hint | None:
     """fp32 SIMT GEMM/convolution kernels found by name alone (traces without shapes: nsys,
     ncu, Kineto without record_shapes; fp32 convolutions, which the shape path leaves to
     cuDNN). Kernels of ops the shape path flagged are its own: never counted twice."""
+    hardware, kind = analysis.hardware, analysis.framework
     peaks: Mapping[str, float] = hardware.peak_flops
     fp32_rate = peaks.get("fp32")
     target = next((p for p in TENSOR_CORE_TARGETS if peaks.get(p)), None)
@@ -187,7 +189,7 @@ def _named_fp32_hint(
         f"{name} x{int(n)}, {format_time(float(ns))}"
         for name, n, ns in zip(top.index, top["count"], top["sum"])
     )
-    cast = pick_text(trace, "autocast", {"cuda": "casting"})
+    cast = pick_text(kind, "autocast", {"cuda": "casting"})
     switch = f"{cast} to {target}" if target != "tf32" else "TF32 (same storage, one switch)"
     rates = f"{format_flops_per_s(tc_rate)} against {format_flops_per_s(fp32_rate)} fp32"
     return Hint(
@@ -217,8 +219,8 @@ def _named_fp32_hint(
             "tensor_core_flops_per_s": tc_rate,
             "saved_ns": gain,
         },
-        fix=(*_precision_fix(trace, target).fix, pick_text(trace, CONV_TF32_FIX, CONV_TF32)),
-        code=_precision_fix(trace, target).code,
+        fix=(*_precision_fix(kind, target).fix, pick_text(kind, CONV_TF32_FIX, CONV_TF32)),
+        code=_precision_fix(kind, target).code,
         evidence=(
             heaviest_events(
                 kernels, "kernels", rank, "fp32 SIMT GEMM/convolution kernels, longest first"
@@ -266,11 +268,12 @@ def _fp32_hint(
     rank: int,
     ops: pd.DataFrame,
     kernel_costs: pd.DataFrame,
-    hardware: Hardware,
+    analysis: Analysis,
     wall: int,
 ) -> Hint | None:
     if ops.empty:
         return None
+    hardware, kind = analysis.hardware, analysis.framework
     saved, target = tensor_core_gain(
         ops["flops"].to_numpy(np.float64),
         ops["bytes"].to_numpy(np.float64),
@@ -316,7 +319,7 @@ def _fp32_hint(
         explanation=(
             f"{len(ops)} matmul/attention ops ran in fp32 on the vector units for "
             f"{format_time(time_ns)} of GPU time at {format_flops_per_s(achieved)}"
-            f"{pick_text(trace, TF32_DEFAULT_NOTE, {'cuda': ''})}.{roof_text} "
+            f"{pick_text(kind, TF32_DEFAULT_NOTE, {'cuda': ''})}.{roof_text} "
             f"Heaviest: {shapes}."
         ),
         numbers={
@@ -327,14 +330,19 @@ def _fp32_hint(
             "tensor_core_precision": target or "unknown",
             "saved_ns": gain,
         },
-        **_precision_fix(trace, target)._asdict(),
+        **_precision_fix(kind, target)._asdict(),
         evidence=_evidence(rank, ops, kernel_costs, trace),
         rank=rank,
     )
 
 
 def _alignment_hint(
-    trace: Trace, rank: int, ops: pd.DataFrame, kernel_costs: pd.DataFrame, wall: int
+    trace: Trace,
+    rank: int,
+    ops: pd.DataFrame,
+    kernel_costs: pd.DataFrame,
+    wall: int,
+    kind: Framework,
 ) -> Hint | None:
     if ops.empty:
         return None
@@ -367,16 +375,16 @@ def _alignment_hint(
             "saved_ns": gain,
             "misaligned_shapes": _top_shapes(ops, with_time=False),
         },
-        **pick(trace, Fix(ALIGN_FIX, ALIGN_CODE), ALIGN)._asdict(),
+        **pick(kind, Fix(ALIGN_FIX, ALIGN_CODE), ALIGN)._asdict(),
         evidence=_evidence(rank, ops, kernel_costs, trace),
         rank=rank,
     )
 
 
-def _precision_fix(trace: Trace, target: str | None) -> Fix:
+def _precision_fix(kind: Framework, target: str | None) -> Fix:
     if target == "fp16":
-        return pick(trace, Fix(FP16_FIX, FP16_CODE), FP16)
-    return pick(trace, Fix(FP32_FIX, FP32_CODE), FP32)
+        return pick(kind, Fix(FP16_FIX, FP16_CODE), FP16)
+    return pick(kind, Fix(FP32_FIX, FP32_CODE), FP32)
 
 
 def _tensor_core_share(kernel_costs: pd.DataFrame) -> pd.Series:
