@@ -109,14 +109,22 @@ def _external_ids(args: Sequence[Args], findings: Findings) -> np.ndarray:
     )
 
 
+def _threads(bucket: list[Event], findings: Findings) -> dict[str, Any]:
+    """The pid and tid columns of any host-side table (ids as Kineto writes them, checked)."""
+    n = len(bucket)
+    return {
+        "pid": ints((as_id(e.pid) for e in bucket), n, findings, "pids"),
+        "tid": ints((as_id(e.tid) for e in bucket), n, findings, "tids"),
+    }
+
+
 def op_columns(
     bucket: list[Event], times: Times, findings: Findings, shapes: Shapes
 ) -> dict[str, Any]:
     start, dur = times
     args = [e.args or NO_ARGS for e in bucket]
     return {
-        "pid": ints((as_id(e.pid) for e in bucket), len(bucket), findings, "pids"),
-        "tid": ints((as_id(e.tid) for e in bucket), len(bucket), findings, "tids"),
+        **_threads(bucket, findings),
         "name": [e.name for e in bucket],
         "category": [OP_CATEGORY.get(e.cat, e.cat) for e in bucket],
         "start_ns": start,
@@ -280,8 +288,7 @@ def runtime_columns(
     args = [e.args or NO_ARGS for e in bucket]
     n = len(bucket)
     return {
-        "pid": ints((as_id(e.pid) for e in bucket), n, findings, "pids"),
-        "tid": ints((as_id(e.tid) for e in bucket), n, findings, "tids"),
+        **_threads(bucket, findings),
         "name": [e.name for e in bucket],
         "category": [OP_CATEGORY.get(e.cat, e.cat) for e in bucket],
         "start_ns": start,
@@ -323,8 +330,7 @@ def memory_columns(
     n = len(bucket)
     return {
         "time_ns": start,
-        "pid": ints((as_id(e.pid) for e in bucket), n, findings, "pids"),
-        "tid": ints((as_id(e.tid) for e in bucket), n, findings, "tids"),
+        **_threads(bucket, findings),
         # Device Type 0 is the CPU: report host memory as device -1.
         "device": _checked_ints(
             (a.device_id if a.device_type not in (None, 0) else -1 for a in args),
