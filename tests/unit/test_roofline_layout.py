@@ -9,6 +9,7 @@ import math
 from importlib.resources import files
 from typing import Any
 
+import msgspec
 import pytest
 
 from gpuprofile.hardware.tables import datasheet
@@ -198,4 +199,6 @@ def test_the_widget_gets_the_layout_beside_the_report_not_in_it() -> None:
     sent = json.loads(json.dumps(widget.summary["roofline_layout"]))  # plain JSON-able data
     assert len(sent["points"]) == len(report["roofline"]["points"])
     assert "roofline_layout" not in report
-    assert sent == json.loads(json.dumps(roofline_layout(profile.typed_report()).to_dict()))
+    assert sent == json.loads(
+        json.dumps(msgspec.to_builtins(roofline_layout(profile.typed_report())))
+    )

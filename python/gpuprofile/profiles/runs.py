@@ -13,6 +13,7 @@ from gpuprofile.errors import GpuprofileError, HistoryError, TraceFormatError
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.importers.formats import read_trace
 from gpuprofile.profiles.profile import Profile
+from gpuprofile.report.schema import HardwareRoofs
 from gpuprofile.store.history import StoredRun, open_history
 
 if TYPE_CHECKING:
@@ -76,8 +77,8 @@ def _recorded_hardware(run: StoredRun) -> Hardware | None:
     """The roofs the run was analysed against when recorded (a calibration, your own), so it
     reads the same again; None: the trace's datasheet, as then."""
     try:
-        recorded = run.typed_report().hardware
-    except HistoryError:
+        recorded = msgspec.convert(run.report().get("hardware"), HardwareRoofs)
+    except msgspec.ValidationError:
         return None  # a report from another version: the datasheet, as for any trace
     if recorded.source in ("unknown", "datasheet"):
         return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 from typing import Any
 
@@ -24,7 +23,7 @@ from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wa
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.report.distributed import job_report, rank_job_report
 from gpuprofile.report.notices import carry_over_notices, notices
-from gpuprofile.report.schema import SCHEMA, Report, to_report
+from gpuprofile.report.schema import SCHEMA, Report, jsonable, to_report
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_time
 
@@ -129,7 +128,7 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         if meta.inference is None
         else {**meta.inference, "precision_mix": precision_mix(trace)},
     }
-    plain: dict[str, Any] = _jsonable(report)
+    plain: dict[str, Any] = jsonable(report)
     return plain
 
 
@@ -178,20 +177,6 @@ def _device_notice(trace: Trace) -> list[dict[str, str]]:
             ),
         }
     ]
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON types throughout, so report() equals what --format json prints: tuples become
-    lists, numpy scalars Python numbers, and NaN (JSON has none) null, meaning unknown."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _roofline_points(points: Any, limit: int) -> list[dict[str, Any]]:

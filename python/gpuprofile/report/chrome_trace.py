@@ -24,7 +24,6 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses import recorded
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.importers.kineto import GPU_CATEGORY, counter_name
 from gpuprofile.report.lanes import gpu_group, rank_label, stream_label, thread_label
@@ -264,11 +263,12 @@ def _op_args(rows: pd.DataFrame) -> Any:
 
 def _json_value(text: str, cache: dict[str, Any]) -> Any:
     """The JSON text an importer kept (Input Dims), as the value it was; as text if not JSON.
-    Decoded as every analysis decodes it (analyses/recorded.py), once per distinct text."""
+    Once per distinct text."""
     if text not in cache:
-        value = recorded.decode(text)
-        is_json = value is not None or text.strip() == "null"
-        cache[text] = msgspec.Raw(msgspec.json.encode(value)) if is_json else text
+        try:
+            cache[text] = msgspec.Raw(msgspec.json.encode(msgspec.json.decode(text)))
+        except (msgspec.DecodeError, RecursionError):
+            cache[text] = text
     return cache[text]
 
 

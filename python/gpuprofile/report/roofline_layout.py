@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from gpuprofile.report.roof_labels import (
     ASCENT,
@@ -158,10 +157,6 @@ class RooflineLayout:
     roofs_missing: str | None  # which roofs could not be drawn, and why
     roofs_text: str  # every roof in one line, with its source
     unplotted: str | None  # the points left off the chart, in one line
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able data for the widget."""
-        return asdict(self)
 
 
 def _segments(path: Sequence[Pt]) -> list[tuple[Pt, Pt]]:

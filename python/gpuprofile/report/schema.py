@@ -324,15 +324,19 @@ def report_json(report: Report) -> dict[str, Any]:
     """The report in plain JSON types, as ``Profile.report()`` and ``--format json`` give it:
     lists for tuples (to_builtins keeps an evidence window a tuple), NaN (JSON has none) as
     null, meaning unknown."""
-    plain: dict[str, Any] = _plain(msgspec.to_builtins(report))
+    plain: dict[str, Any] = jsonable(msgspec.to_builtins(report))
     return plain
 
 
-def _plain(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """Plain JSON types throughout, so report() equals what --format json prints: tuples become
+    lists, numpy scalars Python numbers, and NaN (JSON has none) null, meaning unknown."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [jsonable(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars
+        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
