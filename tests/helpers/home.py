@@ -40,15 +40,20 @@ State = tuple[tuple[str, int, int], ...] | None
 
 
 def gpuprofile_folders(env: dict[str, str]) -> dict[str, Path]:
-    """Where gpuprofile keeps its things under this environment (hardware/cache.py,
-    store/location.py): the calibration cache, and the history's folder (GPUPROFILE_HISTORY's
-    when it names one)."""
-    home = Path(env.get("HOME") or Path.home())
-    cache = Path(env.get("XDG_CACHE_HOME") or home / ".cache")
-    data = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")
-    chosen = env.get("GPUPROFILE_HISTORY")
-    history = Path(chosen).parent if chosen else data / "gpuprofile"
-    return {"calibration cache": cache / "gpuprofile", "history": history}
+    """Where gpuprofile keeps its things under this environment: its own answers
+    (hardware/cache.py, store/location.py), asked with ``env`` as the whole environment. The
+    history's folder is left out when GPUPROFILE_HISTORY says off."""
+    from unittest import mock
+
+    from gpuprofile.hardware.cache import cache_dir
+    from gpuprofile.store.location import history_path
+
+    with mock.patch.dict(os.environ, env, clear=True):
+        folders = {"calibration cache": cache_dir()}
+        history = history_path()
+    if history is not None:
+        folders["history"] = history.parent
+    return folders
 
 
 def state(path: Path) -> State:
