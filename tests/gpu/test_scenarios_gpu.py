@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from helpers.scenarios import run_scenario
 
@@ -28,8 +29,12 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             # Seen on an H200: each op of the unfused chain runs at 100-111% of the DRAM roof
             # (4M floats sit in its 60 MB L2), so no op is memory-bound below its roof; the
             # waste is the chain's extra round trips, which no detector names yet (a fusion
-            # finding). Not strict: a GPU whose ops run below the roof does give the hint.
-            marks=pytest.mark.xfail(reason="ops at the DRAM roof on fast GPUs: no fusion finding"),
+            # finding). Expected to fail on Hopper and newer only (the one kind seen), and not
+            # strict there: elsewhere the hint must fire.
+            marks=pytest.mark.xfail(
+                torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0),
+                reason="ops at the DRAM roof on an H200: no fusion finding yet",
+            ),
         ),
     ],
 )
