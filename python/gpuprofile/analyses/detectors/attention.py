@@ -213,9 +213,9 @@ class _Thread:
         self.parent = np.where(parent >= 0, position[np.maximum(parent, 0)], -1)
         self.is_matmul = _matches_name(ops["name"], "matmul")[rows]
         self.is_softmax = _matches_name(ops["name"], "softmax")[rows]
-        self.outer_matmul = self.is_matmul & ~self._has_ancestor(self.is_matmul)
-        self.outer_softmax = self.is_softmax & ~self._has_ancestor(self.is_softmax)
-        self.in_sdpa = self._has_ancestor(_matches_name(ops["name"], "sdpa")[rows])
+        self.outer_matmul = self.is_matmul & ~has_ancestor(self.is_matmul, self.parent)
+        self.outer_softmax = self.is_softmax & ~has_ancestor(self.is_softmax, self.parent)
+        self.in_sdpa = has_ancestor(_matches_name(ops["name"], "sdpa")[rows], self.parent)
         self.sdpa_candidates = np.flatnonzero(
             _matches_name(ops["name"], "sdpa_math_candidate")[rows]
         )
@@ -223,9 +223,6 @@ class _Thread:
         triangles = self.start[_matches_name(ops["name"], "triangle")[rows]]
         self.first_triangle = int(triangles.min()) if len(triangles) else np.iinfo(np.int64).max
         self._kernel_ns: np.ndarray | None = None
-
-    def _has_ancestor(self, flag: np.ndarray) -> np.ndarray:
-        return has_ancestor(flag, self.parent)
 
     def inside(self, start: int, end: int) -> np.ndarray:
         """Positions of ops that start at or after start and end by end."""

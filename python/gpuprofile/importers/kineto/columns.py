@@ -255,10 +255,11 @@ def _bytes_of(args: Sequence[Args], findings: Findings) -> np.ndarray:
 def memcpy_columns(
     bucket: list[Event], times: Times, findings: Findings, _shapes: Shapes
 ) -> dict[str, Any]:
-    columns, args = _gpu_columns(bucket, times, findings)
+    columns = memset_columns(bucket, times, findings, _shapes)
+    bytes_ = columns.pop("bytes")  # the table's column order: kind and pinned before bytes
     columns["kind"] = [_memcpy_kind(e.name) for e in bucket]
     columns["pinned"] = np.fromiter(("Pinned" in e.name for e in bucket), bool, len(bucket))
-    columns["bytes"] = _bytes_of(args, findings)
+    columns["bytes"] = bytes_
     return columns
 
 
