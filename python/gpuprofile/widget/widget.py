@@ -11,6 +11,7 @@ import msgspec
 import traitlets
 
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.errors import GpuprofileError
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.report.build import build_report
 from gpuprofile.report.diff_text import step_noise_view
@@ -30,9 +31,21 @@ if TYPE_CHECKING:
 _STATIC = Path(__file__).parent / "static"
 
 
+def built(name: str, folder: Path = _STATIC) -> Path:
+    """A file of the widget's JS build. A source checkout has none until ``make setup`` (or
+    ``npm run build``) made them: say so, rather than anywidget's bare "File not found"."""
+    path = folder / name
+    if not path.is_file():
+        raise GpuprofileError(
+            f"the notebook widget is not built ({path} is missing): run `make setup`, or "
+            "`npm run build` in the gpuprofile checkout, then restart the kernel"
+        )
+    return path
+
+
 class ProfileWidget(anywidget.AnyWidget):
-    _esm = _STATIC / "widget.js"
-    _css = _STATIC / "widget.css"
+    _esm = built("widget.js")
+    _css = built("widget.css")
 
     # The report's JSON (report/schema.py; js/model/report_types.d.ts's Summary) plus "text",
     # "roofline_layout" (the chart as report/roofline_layout.py lays it out: the widget draws it
