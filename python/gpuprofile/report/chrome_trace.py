@@ -26,7 +26,14 @@ import pandas as pd
 
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.importers.kineto import GPU_CATEGORY, counter_name
-from gpuprofile.report.lanes import gpu_group, rank_label, stream_label, thread_label
+from gpuprofile.report.lanes import (
+    LaneKey,
+    gpu_group,
+    lane_order,
+    rank_label,
+    stream_label,
+    thread_label,
+)
 from gpuprofile.trace.model import NO_ID, Trace
 
 FLOW_CATEGORY = "ac2g"
@@ -144,53 +151,63 @@ def _rows_of(frame: pd.DataFrame, rank: int) -> pd.DataFrame:
 
 class Lanes:
     """A rank's threads: each CPU (pid, tid) and each GPU (device, stream), with the tid it
-    has in the file. CPU threads keep their tid where it is unique in the rank; GPU streams
-    are numbered after the largest CPU tid, so the two never meet."""
+    has in the file, and those tids in ``lane_order`` (the order the threads are shown in).
+    CPU threads keep their tid where it is unique in the rank; GPU streams are numbered after
+    the largest CPU tid, so the two never meet."""
 
     def __init__(self, cpu: dict[tuple[int, int], int], gpu: dict[tuple[int, int], int]) -> None:
         self.cpu = cpu
         self.gpu = gpu
-        self.names: dict[int, str] = {}
+        self.names: dict[int, str] = {}  # by tid, in lane_order
 
     @classmethod
     def of(cls, trace: Trace, rank: int) -> Lanes:
-        threads: set[tuple[int, int]] = set()
+        threads: set[tuple[int, int]] = set()  # distinct before keyed: tables of millions
         for table in ("ops", "runtime"):
             rows = _rows_of(trace.table(table), rank)
             threads.update(zip(rows["pid"].tolist(), rows["tid"].tolist()))
-        cpu: dict[tuple[int, int], int] = {}
-        used: set[int] = set()
-        spare = max((t for _, t in threads), default=0) + 1
-        for pid, tid in sorted(threads):
-            lane = tid
-            if tid in used or tid < 0:  # another process's thread of the same id, or none
-                lane, spare = spare, spare + 1
-            cpu[(pid, tid)] = lane
-            used.add(lane)
         streams: set[tuple[int, int]] = set()
         for table in GPU_CATEGORY:
             rows = _rows_of(trace.table(table), rank)
             streams.update(zip(rows["device"].tolist(), rows["stream"].tolist()))
-        gpu = {lane: spare + i for i, lane in enumerate(sorted(streams))}
-        lanes = cls(cpu, gpu)
+        order = lane_order(
+            [LaneKey(rank, "cpu", ids) for ids in threads]
+            + [LaneKey(rank, "gpu", ids) for ids in streams]
+        )
+        lanes = cls({}, {})
+        used: set[int] = set()
+        spare = max((t for _, t in threads), default=0) + 1
+        for pid, tid in (key.ids for key in order if key.kind == "cpu"):
+            lane = tid
+            if tid in used or tid < 0:  # another process's thread of the same id, or none
+                lane, spare = spare, spare + 1
+            lanes.cpu[(pid, tid)] = lane
+            used.add(lane)
+        for device, stream in (key.ids for key in order if key.kind == "gpu"):
+            lanes.gpu[(device, stream)], spare = spare, spare + 1
         known = trace.meta.ranks.get(rank)
         thread_names = known.thread_names if known is not None else {}
         pids = {pid for pid, _ in threads}
-        for (pid, tid), lane in cpu.items():
-            name = thread_label(tid, thread_names.get(f"{pid}/{tid}"))
-            lanes.names[lane] = name if len(pids) < 2 else f"{name} (pid {pid})"
-        for (device, stream), lane in gpu.items():
-            lanes.names[lane] = f"{gpu_group(device)} {stream_label(stream)}"
+        for key in order:
+            if key.kind == "cpu":
+                pid, tid = key.ids
+                name = thread_label(tid, thread_names.get(f"{pid}/{tid}"))
+                lanes.names[lanes.cpu[(pid, tid)]] = (
+                    name if len(pids) < 2 else f"{name} (pid {pid})"
+                )
+            else:
+                device, stream = key.ids
+                lanes.names[lanes.gpu[(device, stream)]] = (
+                    f"{gpu_group(device)} {stream_label(stream)}"
+                )
         return lanes
 
     def metadata(self, rank: int) -> Iterator[bytes]:
         yield _meta("process_name", rank, 0, {"name": rank_label(rank)})
         yield _meta("process_sort_index", rank, 0, {"sort_index": rank})
-        for order, (lane, name) in enumerate(sorted(self.names.items())):
+        for order, (lane, name) in enumerate(self.names.items()):
             yield _meta("thread_name", rank, lane, {"name": name})
-            # CPU threads above GPU streams, as Kineto orders them.
-            gpu = lane in self.gpu.values()
-            yield _meta("thread_sort_index", rank, lane, {"sort_index": order + gpu * 1_000_000})
+            yield _meta("thread_sort_index", rank, lane, {"sort_index": order})
 
 
 def _meta(name: str, pid: int, tid: int, args: dict[str, Any]) -> bytes:

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpuprofile.report.lanes import gpu_group, gpu_lane_order, is_single, lane_title, stream_label
+from gpuprofile.report.lanes import (
+    LaneKey,
+    gpu_group,
+    is_single,
+    lane_order,
+    lane_title,
+    stream_label,
+)
 from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.report.schema import Report
 from gpuprofile.units import (
@@ -59,19 +66,20 @@ def timeline_figure(trace: Trace, limit: int = MAX_TIMELINE_KERNELS) -> tuple[Fi
         )
     else:
         note = f"{format_count(total, 'kernel')}; drag to pan, wheel to zoom, hover for details."
-    keys = list(
-        zip(
+    keys = [
+        LaneKey(rank, "gpu", (device, stream))
+        for rank, device, stream in zip(
             kernels["rank"].tolist(), kernels["device"].tolist(), kernels["stream"].tolist(),
             strict=True,
         )
-    )  # fmt: skip
+    ]  # fmt: skip
     single = is_single(trace.ranks)
 
-    def title(key: tuple[int, int, int]) -> str:
-        rank, device, stream = key
-        return lane_title(rank, gpu_group(device), stream_label(stream), single)
+    def title(key: LaneKey) -> str:
+        device, stream = key.ids
+        return lane_title(key.rank, gpu_group(device), stream_label(stream), single)
 
-    titles = {key: title(key) for key in gpu_lane_order(keys)}
+    titles = {key: title(key) for key in lane_order(keys)}
     lanes = [titles[key] for key in keys]
     factors = list(titles.values())
     start = kernels["start_ns"].to_numpy(dtype=np.int64)

@@ -1,15 +1,16 @@
 """Timeline lanes as every view names and orders them: the widget's timeline
 (``widget/timeline.py``), the bokeh page, the SVG snapshot and the Chrome trace export.
 
-A lane is a GPU stream (rank, device, stream) or a CPU thread (rank, pid, tid); lanes group by
-rank, then by device ("GPU 0") or "CPU". Views receive rank, device and stream as fields and
-these names for display; no view parses a name back.
+A lane is a GPU stream (rank, device, stream), a CPU thread (rank, pid, tid) or a counter
+series; ``lane_order`` is the one place that orders them. Lanes group by rank, then by device
+("GPU 0"), "CPU" or "counters". Views receive rank, device and stream as fields and these names
+for display; no view parses a name back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import msgspec
 
@@ -76,18 +77,28 @@ def lane_title(rank: int, group: str, label: str, single: bool) -> str:
     return SEP.join(([] if single else [rank_label(rank)]) + [group, label])
 
 
+LaneKind = Literal["gpu", "cpu", "counter"]
 _KIND_ORDER = {"gpu": 0, "cpu": 1, "counter": 2}
 
 
-def display_order(rank: int, kind: str, *ids: int) -> tuple[int, ...]:
-    """Where a lane goes, as a sort key: by rank; within a rank GPU streams (by device, stream)
-    first, what a GPU profile is read for, then CPU threads, then counters."""
-    return (rank, _KIND_ORDER[kind], *ids)
+class LaneKey(NamedTuple):
+    """A lane before it is named: its rank, its kind and its ids within the rank, (device,
+    stream) for a GPU stream, (pid, tid) for a CPU thread as the trace records them, (its
+    position among the counter series,) for a counter."""
+
+    rank: int
+    kind: LaneKind
+    ids: tuple[int, ...]
 
 
-def gpu_lane_order(lanes: Iterable[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """GPU lanes (rank, device, stream) in display order: by rank, device, then stream."""
-    return sorted(set(lanes))
+def lane_order(keys: Iterable[LaneKey]) -> list[LaneKey]:
+    """The distinct lanes of ``keys`` (repeats allowed: one per event will do) in the order
+    every view shows them, the widget's timeline, the bokeh page, the SVG snapshot and the
+    Chrome export alike: by rank; within a rank GPU streams (by device, then stream) first,
+    what a GPU profile is read for and where Nsight puts them, then CPU threads (by pid, then
+    tid; their Python stacks can be hundreds of rows deep), then counters in their series'
+    order."""
+    return sorted(set(keys), key=lambda key: (key.rank, _KIND_ORDER[key.kind], key.ids))
 
 
 def is_single(ranks: Sequence[int] | set[int]) -> bool:

@@ -18,9 +18,10 @@ import numpy as np
 from gpuprofile.report.html import esc
 from gpuprofile.report.lanes import (
     CPU_GROUP,
-    display_order,
+    LaneKey,
     gpu_group,
     is_single,
+    lane_order,
     lane_title,
     stream_label,
     thread_label,
@@ -66,32 +67,31 @@ def _busy_per_pixel(start: np.ndarray, end: np.ndarray, edges: np.ndarray) -> np
 
 
 def _lanes(trace: Trace) -> tuple[list[tuple[str, str, pd.DataFrame]], int]:
-    """(label, color, events) per lane, in the timeline's order (``display_order``): the
-    busiest ``MAX_LANES``, GPU streams before CPU threads. Also returns how many lanes there
-    were in all."""
-    lanes: list[tuple[tuple[int, ...], int, str, str, pd.DataFrame]] = []
+    """(label, color, events) per lane, in ``lane_order``: the busiest ``MAX_LANES``, GPU
+    streams before CPU threads. Also returns how many lanes there were in all."""
+    # Per lane: how busy it is (what picks the lanes drawn), its label, color and events.
+    lanes: dict[LaneKey, tuple[int, str, str, pd.DataFrame]] = {}
     single = is_single(trace.ranks)
     kernels = trace.kernels
     if len(kernels):
         for key, group in kernels.groupby(["rank", "device", "stream"], observed=True, sort=True):
             rank, device, stream = (int(k) for k in cast(tuple[int, int, int], key))
             label = lane_title(rank, gpu_group(device), stream_label(stream), single)
-            order = display_order(rank, "gpu", device, stream)
-            lanes.append((order, int(group["dur_ns"].sum()), label, _COLOR, group))
+            busy = int(group["dur_ns"].sum())
+            lanes[LaneKey(rank, "gpu", (device, stream))] = (busy, label, _COLOR, group)
     ops = trace.ops
     if len(ops):
         for key, group in ops.groupby(["rank", "pid", "tid"], observed=True, sort=True):
             rank, pid, tid = (int(k) for k in cast(tuple[int, int, int], key))
             facts = trace.meta.ranks.get(rank)
             name = facts.thread_names.get(f"{pid}/{tid}") if facts is not None else None
-            # Nested ops overlap; the top ones say how busy the thread was.
             label = lane_title(rank, CPU_GROUP, thread_label(tid, name), single)
-            order = display_order(rank, "cpu", tid)
-            lanes.append((order, int(group["dur_ns"].max()), label, _CPU_COLOR, group))
+            # Nested ops overlap; the top ones say how busy the thread was.
+            busy = int(group["dur_ns"].max())
+            lanes[LaneKey(rank, "cpu", (pid, tid))] = (busy, label, _CPU_COLOR, group)
     # The busiest GPU streams first, then the busiest threads, up to MAX_LANES.
-    kept = sorted(lanes, key=lambda lane: (lane[3] != _COLOR, -lane[1]))[:MAX_LANES]
-    kept.sort(key=lambda lane: lane[0])
-    return [(label, color, events) for _, _, label, color, events in kept], len(lanes)
+    busiest = sorted(lanes, key=lambda k: (k.kind != "gpu", -lanes[k][0]))[:MAX_LANES]
+    return [lanes[key][1:] for key in lane_order(busiest)], len(lanes)
 
 
 def timeline_svg(trace: Trace | None) -> tuple[str, str]:

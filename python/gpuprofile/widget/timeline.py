@@ -11,7 +11,7 @@ per lane, per counter series or per cluster of overlapping events, never per eve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -20,8 +20,10 @@ from gpuprofile.report.lanes import (
     COUNTER_GROUP,
     CPU_GROUP,
     Lane,
+    LaneKey,
     gpu_group,
     group_key,
+    lane_order,
     lane_title,
     stream_label,
     thread_label,
@@ -185,7 +187,7 @@ def _events(trace: Trace, kind: int, names: _Names) -> dict[str, np.ndarray]:
 
 def _lane_keys(parts: list[dict[str, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """Per event of the tables' ``parts`` (concatenated), the index of its (rank, pid|device,
-    tid|stream) in the returned array of distinct triples, which is sorted."""
+    tid|stream) in the returned array of distinct triples (lane_order orders them as lanes)."""
     n = sum(len(p["start"]) for p in parts)
     # One int64 key whose order is the triples' order (mixed radix of order-keeping column
     # codes), so one pass finds the distinct lanes; threads and streams are few.
@@ -239,43 +241,43 @@ def _layout(
     gpu: np.ndarray,
     counters: list[tuple[int, str, int, str]],
 ) -> tuple[list[Lane], np.ndarray, np.ndarray, list[int]]:
-    """Lanes in display order, and the lane id of each CPU triple, GPU triple and counter series.
-
-    Per rank: GPU streams per device first (what a GPU profile is read for, and where Nsight
-    puts them), then CPU threads (their Python stacks can be hundreds of rows deep), then
-    counters."""
-    ranks = sorted(set(cpu[:, 0].tolist()) | set(gpu[:, 0].tolist()) | {c[0] for c in counters})
+    """Lanes in ``lane_order``, and the lane id of each CPU triple, GPU triple and counter
+    series. Names come from report/lanes.py, as in every other view: "group" is a group's
+    identity (collapsing keys on it), "group_label" what its header says under its rank's."""
+    cpu_rows = {
+        LaneKey(rank, "cpu", (pid, tid)): i for i, (rank, pid, tid) in enumerate(cpu.tolist())
+    }
+    gpu_rows = {LaneKey(rank, "gpu", (d, s)): i for i, (rank, d, s) in enumerate(gpu.tolist())}
+    counter_keys = [LaneKey(c[0], "counter", (j,)) for j, c in enumerate(counters)]
     lanes: list[Lane] = []
     cpu_lane = np.zeros(len(cpu), np.int32)
     gpu_lane = np.zeros(len(gpu), np.int32)
     counter_lane = [0] * len(counters)
-
-    # "group" is a group's identity (collapsing keys on it); "group_label" is what its header
-    # says under its rank's header. Names come from report/lanes.py, as in every other view.
-    for rank in ranks:
-        facts = trace.meta.ranks.get(rank)
-        thread_names = facts.thread_names if facts is not None else {}
-
-        def add(kind: Literal["gpu", "cpu", "counter"], group: str, label: str,
-                rank: int = rank, **ids: Any) -> int:  # fmt: skip
-            lanes.append(
-                Lane(id=len(lanes), rank=rank, kind=kind, group=group_key(rank, group, single),
-                     group_label=group, label=label, title=lane_title(rank, group, label, single),
-                     rows=1, **ids)
-            )  # fmt: skip
-            return len(lanes) - 1
-
-        for i in np.flatnonzero(gpu[:, 0] == rank).tolist():
-            _, device, stream = gpu[i].tolist()
-            gpu_lane[i] = add("gpu", gpu_group(device), stream_label(stream), device=device,
-                              stream=stream)  # fmt: skip
-        for i in np.flatnonzero(cpu[:, 0] == rank).tolist():
-            _, pid, tid = cpu[i].tolist()
-            label = thread_label(tid, thread_names.get(f"{pid}/{tid}"))
-            cpu_lane[i] = add("cpu", CPU_GROUP, label, pid=pid, tid=tid % 2**32)
-        for j, (counter_rank, label, device, unit) in enumerate(counters):
-            if counter_rank == rank:
-                counter_lane[j] = add("counter", COUNTER_GROUP, label, device=device, unit=unit)
+    ids: dict[str, Any]  # the fields of a lane of its kind
+    for key in lane_order([*gpu_rows, *cpu_rows, *counter_keys]):
+        rank = key.rank
+        if key.kind == "gpu":
+            device, stream = key.ids
+            gpu_lane[gpu_rows[key]] = len(lanes)
+            group, label = gpu_group(device), stream_label(stream)
+            ids = {"device": device, "stream": stream}
+        elif key.kind == "cpu":
+            pid, tid = key.ids
+            cpu_lane[cpu_rows[key]] = len(lanes)
+            facts = trace.meta.ranks.get(rank)
+            name = facts.thread_names.get(f"{pid}/{tid}") if facts is not None else None
+            group, label = CPU_GROUP, thread_label(tid, name)
+            ids = {"pid": pid, "tid": tid % 2**32}
+        else:
+            (j,) = key.ids
+            counter_lane[j] = len(lanes)
+            _, label, device, unit = counters[j]
+            group, ids = COUNTER_GROUP, {"device": device, "unit": unit}
+        lanes.append(
+            Lane(id=len(lanes), rank=rank, kind=key.kind, group=group_key(rank, group, single),
+                 group_label=group, label=label, title=lane_title(rank, group, label, single),
+                 rows=1, **ids)
+        )  # fmt: skip
     return lanes, cpu_lane, gpu_lane, counter_lane
 
 
