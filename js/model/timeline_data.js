@@ -133,6 +133,19 @@ export function prepareTimeline(data) {
     return r >= 0 ? eventAt(held.index, held.table, r) : null;
   }
 
+  /**
+   * Whether findAgain(sel, detail) can tell if this data holds the event: the overview holds
+   * single events, or the detail window does and covers part of the event's time (a window
+   * holds every event that overlaps it, one that began before it too, as a long step).
+   * @param {{start_ns: number, dur_ns: number}} sel
+   * @param {DetailWindow | null} [detail]
+   */
+  function canFind(sel, detail = null) {
+    if (!overview.merged) return true;
+    if (!detail || detail.index.merged) return false;
+    return sel.start_ns <= detail.end && sel.start_ns + sel.dur_ns >= detail.start;
+  }
+
   return {
     names,
     table,
@@ -157,6 +170,7 @@ export function prepareTimeline(data) {
     nameIndexOf,
     evName,
     tablesAt,
+    canFind,
     findAgain,
   };
 }

@@ -141,6 +141,35 @@ test("a kept selection the merged overview cannot hold is found in a detail wind
   assert.equal(d.findAgain(sel, { index: buildSegmentIndex(table), table, start: 0, end: 6000 }), null);
 });
 
+test("a kept selection waits for a detail window of single events that overlaps it", () => {
+  // A long event (a ProfilerStep from 40 to 5040 ns) selected while zoomed into its middle:
+  // the window of that view begins after the event does, and holds it all the same.
+  const merged = sample();
+  merged.table.meta.merged = true;
+  const d = prepareTimeline(merged);
+  const sel = { label: "stream 7", group: "key-0-gpu", start_ns: 40, dur_ns: 5000 };
+  const { table } = segmentTable([{ lane: 1, row: 0, start: 40, dur: 5000, name: 2 }]);
+  const inside = { index: buildSegmentIndex(table), table, start: 2000, end: 3000 };
+  assert.equal(d.canFind(sel, inside), true);
+  assert.deepEqual([d.findAgain(sel, inside)?.start_ns, d.findAgain(sel, inside)?.dur_ns], [40, 5000]);
+  // Windows that end before it starts or begin after it ends (40 + 5000), or none: not yet.
+  assert.equal(d.canFind(sel, { ...inside, start: 0, end: 39 }), false);
+  assert.equal(d.canFind(sel, { ...inside, start: 5041, end: 9000 }), false);
+  assert.equal(d.canFind(sel, null), false);
+  // The window's edges touch it: it holds it (Python's window_ids: end >= t0, start <= t1).
+  assert.equal(d.canFind(sel, { ...inside, start: 5040, end: 9000 }), true);
+  // A window of merged boxes cannot tell.
+  const { table: boxes } = segmentTable([{ lane: 1, row: 0, start: 40, dur: 5000, name: 2 }]);
+  boxes.meta.merged = true;
+  assert.equal(d.canFind(sel, { index: buildSegmentIndex(boxes), table: boxes, start: 2000, end: 3000 }), false);
+  // A window over it without the event: it is gone, and the selection with it (null, no error).
+  const gone = { label: "stream 7", group: "key-0-gpu", start_ns: 41, dur_ns: 5000 };
+  assert.equal(d.canFind(gone, inside), true);
+  assert.equal(d.findAgain(gone, inside), null);
+  // Data whose overview holds single events can always answer.
+  assert.equal(prepareTimeline(sample()).canFind(sel, null), true);
+});
+
 test("a live refill keeps the selected event though its id moved: held by lane and time, found again", () => {
   // The refill adds a window's events; the CPU lane, sorted first, grows, so every GPU event's
   // id (its position) moves up by two.

@@ -11,7 +11,15 @@ from IPython.display import display
 
 from gpuprofile.capture.options import OPTIONS, CaptureOptions
 from gpuprofile.errors import GpuprofileError, OptionError, ProfilerBusyError
-from gpuprofile.profiles import Profile, in_kernel, record, remember, resolve_side, widget_outputs
+from gpuprofile.profiles import (
+    Profile,
+    in_kernel,
+    record,
+    remember,
+    resolve_side,
+    snapshot_output,
+    widget_output,
+)
 from gpuprofile.report.diff_side import DiffSide
 from gpuprofile.store.origin import cell_id, cell_origin
 
@@ -222,7 +230,9 @@ class _LiveOutput:
             _widget_of_cell[cell] = widget
         self.feed = LiveFeed(widget)
         self.feed.start()
-        self.handle: Any = display(self.feed.widget, display_id=True)
+        # Shown as it will stay: become() fills this widget and never updates the output.
+        data, metadata = widget_output(widget)
+        self.handle: Any = display(data, metadata=metadata, raw=True, display_id=True)
 
     def withdraw(self) -> None:
         """Nothing to show after all: the widget goes, and the output with it."""
@@ -230,10 +240,10 @@ class _LiveOutput:
         self.handle.update({"text/plain": ""}, raw=True)
 
     def become(self, result: Profile) -> None:
-        """The output becomes the profile's: the same widget, filled; then a second output,
-        the static snapshot that a saved notebook keeps (naming the run the history recorded),
-        with the text report for notebooks read without widgets (nbconvert, CI logs)."""
+        """The output becomes the profile's: the same widget, filled in the view on the page
+        (the user's zoom and selection stay); then a second output, the static snapshot that a
+        saved notebook keeps (naming the run the history recorded), with the text report for
+        notebooks read without widgets (nbconvert, CI logs)."""
         result.fill_widget(self.feed.widget)
-        (widget, metadata), (snapshot, snapshot_metadata) = widget_outputs(result)
-        self.handle.update(widget, metadata=metadata, raw=True)
-        display(snapshot, metadata=snapshot_metadata, raw=True)
+        snapshot, metadata = snapshot_output(result)
+        display(snapshot, metadata=metadata, raw=True)

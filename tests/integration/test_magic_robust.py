@@ -124,6 +124,14 @@ def test_a_magic_nested_as_the_cells_body_shows_only_the_error(
         return Handle()
 
     monkeypatch.setattr(gpuprofile.magic, "display", display)
+    lives: list[Any] = []
+
+    class Watched(gpuprofile.magic._LiveOutput):
+        def __init__(self, cell: str | None) -> None:
+            super().__init__(cell)
+            lives.append((self.feed.widget, self.feed.widget.model_id))
+
+    monkeypatch.setattr(gpuprofile.magic, "_LiveOutput", Watched)
     last_before = gpuprofile.profiles.block._last
     result = run(shell, "%%gpuprofile\n%%gpuprofile\nx_inner = 1\n")
     assert not result.success and "x_inner" not in shell.user_ns
@@ -131,7 +139,9 @@ def test_a_magic_nested_as_the_cells_body_shows_only_the_error(
     printed = out + err
     assert len([line for line in printed.splitlines() if PROFILER_BUSY in line]) == 1, printed
     assert "Traceback" not in printed
-    (widget,) = shown  # the live widget, shown while the cell ran
+    (output,) = shown  # the live widget, shown while the cell ran
+    ((widget, model_id),) = lives
+    assert output["application/vnd.jupyter.widget-view+json"]["model_id"] == model_id
     assert widget.comm is None  # closed
     assert updates == [(({"text/plain": ""},), {"raw": True})]  # the output emptied
     assert gpuprofile.profiles.block._last is last_before  # no profile of nothing to come back to

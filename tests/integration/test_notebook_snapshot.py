@@ -12,6 +12,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from gpuprofile.profiles import WIDGET_TEXT
+
 CELLS = (
     "%load_ext gpuprofile",
     # Hand-written attention over 256 keys: the attention detector knows it by its ops and
@@ -47,6 +49,9 @@ def test_executed_notebook_converts_with_its_snapshot(tmp_path: Path) -> None:
     assert [o["output_type"] for o in outputs] == ["display_data", "display_data"]
     widget, snapshot = outputs
     assert "application/vnd.jupyter.widget-view+json" in widget["data"]
+    # Shown so from the cell's start (the live widget's output is never updated): one line for
+    # text readers, the report being the next output.
+    assert "".join(widget["data"]["text/plain"]) == WIDGET_TEXT
     # The run the history recorded (tests/conftest.py gives the suite its own history).
     meta = snapshot["metadata"]["gpuprofile"]
     assert meta["snapshot"] is True and re.fullmatch(r"[0-9a-f]{8}", meta["run_id"])

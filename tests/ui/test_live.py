@@ -143,6 +143,20 @@ print("GPUPROFILE_CELL_DONE")
 """
 
 
+# The selected event as the details pane names it: its title, and its duration and start from
+# the timings line ("dur · from start to end"). Ids change from one refill to the next, the
+# event's name and times do not; its end is left out: while the cell runs the pane shows the
+# timeline table's duration (float32), once it ends the trace's own.
+_SELECTED = """() => {
+    const id = document.querySelector('.gpuprofile .gp-timeline')?.dataset.selectedId;
+    const pane = document.querySelector('.gpuprofile .gp-details');
+    if (!id || id === '-1' || !pane || pane.hidden) return null;
+    const timings = [...pane.querySelectorAll('.gp-details-line')]
+        .map((l) => l.textContent.match(/^(.+ · from .+) to /)).find(Boolean);
+    return {title: pane.querySelector('.gp-details-title').textContent, timings: timings?.[1]};
+}"""
+
+
 def test_timeline_grows_step_by_step(
     page, jupyterlab: str, notebook_dir: Path, artifacts_dir: Path
 ) -> None:
@@ -158,6 +172,7 @@ def test_timeline_grows_step_by_step(
     # (events, whole data?, selected id) after a refill
     kept_selections: list[tuple[int, str | None, str | None]] = []
     selected_before: str | None = None
+    shown_before: dict | None = None  # the details pane of the selection, at the last refill
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         state = page.evaluate(
@@ -184,6 +199,8 @@ def test_timeline_grows_step_by_step(
                 page.keyboard.press("w")
             if view(page) != whole:
                 zoomed = (view(page), state["events"])
+                # The widget's element, marked: a view drawn afresh would not carry the mark.
+                page.evaluate("() => { document.querySelector('.gpuprofile').dataset.seen = 'y'; }")
         elif zoomed is not None and not selected_before:
             # ... and selects an event, which later refills must keep selected.
             box = plot(page)
@@ -196,6 +213,7 @@ def test_timeline_grows_step_by_step(
             complete = page.locator(TIMELINE).first.get_attribute("data-complete")
             selected = page.locator(TIMELINE).first.get_attribute("data-selected-id")
             kept_selections.append((state["events"], complete, selected))
+            shown_before = page.evaluate(_SELECTED)
         time.sleep(0.25)
     page.locator(".gpuprofile").first.screenshot(path=str(artifacts_dir / "live-steps.png"))
     events = [e for e, _ in counts]
@@ -224,3 +242,14 @@ def test_timeline_grows_step_by_step(
     # The report names the steps the windows recorded.
     steps_notice = page.locator('.gpuprofile .gp-notice[data-notice="steps"]').first
     assert steps_notice.inner_text().startswith("STEPS: recorded ")
+    # The cell ended and its widget was filled with the profile: the same view on the page (not
+    # a new one), still at the user's zoom, with the same event selected.
+    assert page.locator(".gpuprofile").count() == 1
+    assert page.locator(".gpuprofile").first.get_attribute("data-seen") == "y"
+    assert shown_before and shown_before["timings"], shown_before
+    # Its details come once the kernel, free again, answers for them.
+    deadline = time.monotonic() + 30
+    while (shown_after := page.evaluate(_SELECTED)) != shown_before and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert shown_after == shown_before
+    assert view(page) == zoomed[0], (zoomed[0], view(page))

@@ -259,9 +259,13 @@ def test_magic_with_steps_streams_windows_to_the_widget(
     # A kernel makes the magic show a live widget; record its refills as they happen.
     monkeypatch.setattr(shell, "kernel", object(), raising=False)
     shown: list[Any] = []
-    # The display handle the magic updates (then the snapshot is displayed below it).
-    output = SimpleNamespace(update=lambda data, **_: shown.append(data))
-    monkeypatch.setattr(gpuprofile.magic, "display", lambda *a, **k: output)
+    updated: list[Any] = []
+
+    def display(data: Any, **_: Any) -> SimpleNamespace:
+        shown.append(data)
+        return SimpleNamespace(update=lambda data, **_: updated.append(data))
+
+    monkeypatch.setattr(gpuprofile.magic, "display", display)
     lives: list[Any] = []
     refills: list[tuple[int, int]] = []
     # The cell waits for each window to be shown before going on: refills run on their own
@@ -307,10 +311,13 @@ def test_magic_with_steps_streams_windows_to_the_widget(
     assert live.widget.live["running"] is False
     assert live.widget.live["steps"] == 6
     assert live.widget.total_events == profile.widget().total_events
-    # The cell's output became the profile's widget, once.
-    (widget_output,) = shown
+    # The live widget, shown first, became the profile's widget: filled in place, its output
+    # never updated (JupyterLab would draw a new view, losing the user's zoom and selection).
+    widget_output, snapshot = shown
     view = widget_output["application/vnd.jupyter.widget-view+json"]
     assert view["model_id"] == live.widget.model_id and profile.widget() is live.widget
+    assert updated == []
+    assert snapshot["text/plain"] == profile.text()
     assert not profiler_running()
     assert optimizer_hooks() == hooks and step_state._active is None
     # The thread that showed the windows ended with the cell.

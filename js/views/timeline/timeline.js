@@ -162,16 +162,16 @@ export function createTimeline(data, hooks = {}) {
 
   if (d.loadError) toolbar.setStatus(d.loadError, true);
   /**
-   * A selection of earlier data (a refill) that this data's merged overview cannot hold: found
-   * again in the first detail window that covers it.
+   * A selection of earlier data (a refill, or the live data before the whole profile) that this
+   * data's merged overview cannot hold: looked for in the first detail window of single events
+   * that covers part of it, and dropped if that window does not hold it.
    * @type {NonNullable<ReturnType<typeof selectionToKeep>> | null}
    */
   let keptSelection = null;
   function findKeptSelection() {
     const detail = windows.detail;
-    if (!keptSelection || !detail) return;
     const sel = keptSelection;
-    if (sel.start_ns < detail.start || sel.start_ns > detail.end) return; // not in this window
+    if (!sel || !d.canFind(sel, detail)) return; // a later window may hold it
     keptSelection = null;
     const ev = d.findAgain(sel, detail);
     if (ev && state.selected === null) selection.selectEvent(ev);

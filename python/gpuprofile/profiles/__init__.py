@@ -8,6 +8,8 @@ from gpuprofile.profiles.profile import (
     Profile,
     in_kernel,
     show_outputs,
+    snapshot_output,
+    widget_output,
     widget_outputs,
 )
 from gpuprofile.profiles.runs import RunRef, resolve_run, resolve_side
@@ -24,5 +26,7 @@ __all__ = [
     "resolve_run",
     "resolve_side",
     "show_outputs",
+    "snapshot_output",
+    "widget_output",
     "widget_outputs",
 ]

@@ -350,14 +350,27 @@ def widget_outputs(
         run_id: the run's id in the history, named in the snapshot; None: the one the
             profile was recorded as, if it was.
     Returns ((widget data, metadata), (snapshot data, metadata))."""
-    if run_id is None and profile.run is not None:
-        run_id = profile.run.id
-    bundle: Any = profile.widget()._repr_mimebundle_()
+    return widget_output(profile.widget()), snapshot_output(profile, run_id)
+
+
+def widget_output(widget: ProfileWidget) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A widget's output (data, metadata): its view, and one line for text readers. The same
+    while its cell runs and after: an output updated in place is drawn afresh by JupyterLab, and
+    the view the user zoomed and selected in would be lost."""
+    bundle: Any = widget._repr_mimebundle_()
     data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
     # The text report lives in the snapshot's output; one copy is enough for text readers.
-    widget = {**data, "text/plain": WIDGET_TEXT}
+    return {**data, "text/plain": WIDGET_TEXT}, metadata
+
+
+def snapshot_output(
+    profile: Profile, run_id: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The snapshot's output (data, metadata), named by ``run_id`` as in ``widget_outputs``."""
+    if run_id is None and profile.run is not None:
+        run_id = profile.run.id
     snapshot = {"text/html": profile.snapshot_html(run_id), "text/plain": profile.text()}
-    return (widget, metadata), (snapshot, {"gpuprofile": {"snapshot": True, "run_id": run_id}})
+    return snapshot, {"gpuprofile": {"snapshot": True, "run_id": run_id}}
 
 
 WIDGET_TEXT = "gpuprofile widget (interactive while its kernel runs; the report is the next output)"
