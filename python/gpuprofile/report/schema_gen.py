@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -113,29 +114,32 @@ def generated() -> dict[Path, str]:
     }
 
 
-def stale(root: Path = REPO) -> list[Path]:
-    """The generated files under ``root`` that differ from what the Structs give."""
+def stale(root: Path = REPO, files: Mapping[Path, str] | None = None) -> list[Path]:
+    """The generated files under ``root`` that differ from what they should hold (by default
+    this module's: what the Structs give)."""
     return [
         path
-        for path, text in generated().items()
+        for path, text in (generated() if files is None else files).items()
         if not (root / path).exists() or (root / path).read_text(encoding="utf-8") != text
     ]
 
 
-def main(argv: list[str]) -> int:
+def run_generator(argv: list[str], files: Mapping[Path, str], root: Path, usage: str) -> int:
+    """A generator's command line: --write writes the files, --check exits 1 when any is
+    stale; else the usage, exit 2. This module's, and widget/wire.py's."""
     if argv == ["--write"]:
-        for path, text in generated().items():
-            (REPO / path).write_text(text, encoding="utf-8")
+        for path, text in files.items():
+            (root / path).write_text(text, encoding="utf-8")
             print(f"wrote {path}")
         return 0
     if argv == ["--check"]:
-        old = stale()
+        old = stale(root, files)
         for path in old:
-            print(f"{path} is stale: python -m gpuprofile.report.schema_gen --write")
+            print(f"{path} is stale: regenerate it with --write")
         return 1 if old else 0
-    print(__doc__)
+    print(usage)
     return 2
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run_generator(sys.argv[1:], generated(), REPO, __doc__ or ""))
