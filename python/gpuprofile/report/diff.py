@@ -64,7 +64,7 @@ class Diff:
         """The diff as a compact plain-text table."""
         from gpuprofile.report.diff_text import render_diff
 
-        return render_diff(self.to_dict())
+        return render_diff(self.document)
 
     def __str__(self) -> str:
         return self.text()

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprofile.errors import GpuprofileError
-from gpuprofile.report.diff import diff_json
 from gpuprofile.report.html_diff import baseline_html
 from gpuprofile.report.schema import RankReport, Report
 from gpuprofile.units import (
@@ -259,7 +258,7 @@ def render_html(report: Report, trace: Trace, *, title: str = "gpuprofile report
         div(summary_html(report) + ranks_html(report) + gauges_html(report)),
     ]
     if report.baseline:
-        items.append(div(baseline_html(diff_json(report.baseline))))
+        items.append(div(baseline_html(report.baseline)))
     items += [
         div(f"<h2>Kernel timeline</h2><p>{esc(timeline_note)}</p>"),
     ]

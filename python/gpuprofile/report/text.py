@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from gpuprofile.analyses.measured import MEASURED_METRICS
-from gpuprofile.report.diff import diff_json
 from gpuprofile.report.diff_text import render_baseline
 from gpuprofile.report.schema import (
     Gauge,
@@ -101,7 +100,7 @@ def render_text(report: Report) -> str:
     lines.extend(_inference_lines(report.inference))
     lines.extend(_roofline_lines(report.roofline))
     if report.baseline:
-        lines.extend(render_baseline(diff_json(report.baseline)))
+        lines.extend(render_baseline(report.baseline))
     # Names are escaped where printed; this catches trace text inside hints and notices.
     return printable("\n".join(lines), lines=True)
 

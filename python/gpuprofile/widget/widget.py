@@ -13,7 +13,6 @@ import traitlets
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.report.build import build_report
-from gpuprofile.report.diff import diff_json
 from gpuprofile.report.diff_text import step_noise_view
 from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.report.schema import Report, report_json
@@ -122,7 +121,7 @@ def show_result(
     if report is not None:  # else a timeline alone
         extras["roofline_layout"] = roofline_layout(report)
         extras["step_noise"] = step_noise_view(
-            diff_json(report.baseline) if report.baseline else None
+            report.baseline.summary.step_ns if report.baseline else None
         )
     summary: dict[str, Any] = {
         **(report_json(report) if report is not None else {}),
