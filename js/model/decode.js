@@ -14,6 +14,11 @@
 import { WIRE_TABLES } from "./wire_tables.js";
 
 /** @typedef {import("./wire_tables.js").WireColumns} WireColumns */
+/**
+ * A decoded table of a kind the widget is sent (decodeWire), its columns typed.
+ * @template {keyof WireColumns} K
+ * @typedef {{n: number, columns: WireColumns[K], meta: TableMeta}} WireTable
+ */
 
 const TYPES = {
   float64: Float64Array,
@@ -116,7 +121,7 @@ export function decodeTable(input) {
  * @template {keyof WireColumns} K
  * @param {DataView|ArrayBuffer|Uint8Array|null|undefined} input
  * @param {K} kind
- * @returns {{n: number, columns: WireColumns[K], meta: TableMeta}}
+ * @returns {WireTable<K>}
  */
 export function decodeWire(input, kind) {
   const table = decodeTable(input);

@@ -8,6 +8,7 @@ import { decodeWire } from "./decode.js";
 
 /** @typedef {import("./decode.js").Table} Table */
 /** @typedef {import("./wire_tables.js").WireColumns} WireColumns */
+/** @typedef {import("./decode.js").WireTable<"event_list">} EventList */
 /**
  * A custom message from the widget: JSON, so its fields are what Python put there.
  * @typedef {{type?: string, request?: number, view?: string, error?: unknown, [field: string]: any}} Message
@@ -152,7 +153,7 @@ export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
     /**
      * @param {string} pattern
      * @param {boolean} regex
-     * @returns {Promise<{count: number, names: number[], table: Table}>}
+     * @returns {Promise<{count: number, names: number[], table: EventList}>}
      */
     search(pattern, regex) {
       return ask("search", { pattern, regex: Boolean(regex) }, (msg, buffers) => ({
@@ -168,7 +169,7 @@ export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
      * @param {"kernels" | "ops"} table
      * @param {string} name
      * @param {number} rank
-     * @returns {Promise<{count: number, heaviest: number | null, table: Table}>}
+     * @returns {Promise<{count: number, heaviest: number | null, table: EventList}>}
      */
     named(table, name, rank) {
       return ask("named", { table, name, rank }, (msg, buffers) => ({
