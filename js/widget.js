@@ -8,7 +8,7 @@
 // data-kernels / data-memcpy / data-memset / data-ops (summed over ranks) and data-partial.
 
 import "./widget.css";
-import { decodeTable } from "./model/decode.js";
+import { decodeWire } from "./model/decode.js";
 import { envelope, eventRows, evidenceGroup, indexMarks, pointGroup, zoomSpan } from "./model/marks.js";
 import { createRemoteSource } from "./model/source.js";
 import { createBaseline } from "./views/baseline.js";
@@ -195,9 +195,9 @@ function render({ model, el }) {
     let table;
     let counters;
     try {
-      table = decodeTable(model.get("events"));
-      counters = decodeTable(model.get("counters"));
-      marks = indexMarks(decodeTable(model.get("marks")));
+      table = decodeWire(model.get("events"), "events");
+      counters = decodeWire(model.get("counters"), "counters");
+      marks = indexMarks(decodeWire(model.get("marks"), "marks"));
     } catch (err) {
       const why = /** @type {Error} */ (err).message;
       timelineSlot.replaceChildren(node("div", "gp-error", `gpuprofile: cannot read the timeline: ${why}`));

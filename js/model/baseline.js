@@ -6,6 +6,11 @@
 
 import { formatCount, formatDeltaTime, formatSI, formatTime, num } from "./format.js";
 
+/** @typedef {import("./report_types.js").DiffChange} DiffChange */
+/** @typedef {import("./report_types.js").DiffIdleChange} DiffIdleChange */
+/** @typedef {import("./report_types.js").DiffRow} DiffRow */
+/** @typedef {import("./report_types.js").DiffRun} DiffRun */
+
 /**
  * One before/after bar: widths are shares (0..1) of the larger of the two; tone says whether
  * the time grew ("worse"), shrank ("better") or stayed ("").
@@ -31,12 +36,12 @@ import { formatCount, formatDeltaTime, formatSI, formatTime, num } from "./forma
 
 /** Rows of each delta table shown (the diff sorts them by |delta|). */
 export const TOP_ROWS = 8;
-const SUMMARY_BARS = [
+const SUMMARY_BARS = /** @type {const} */ ([
   ["wall_ns", "wall"],
   ["busy_ns", "GPU busy"],
   ["idle_ns", "GPU idle"],
   ["step_ns", "step (median)"],
-];
+]);
 const GROUPS = /** @type {const} */ (["fixed", "new", "kept"]);
 
 /**
@@ -52,14 +57,14 @@ function tone(delta) {
 /**
  * @param {string} key
  * @param {string} label
- * @param {any} change {a, b, delta, ratio?}
+ * @param {DiffChange | DiffIdleChange} change a step's change is a DiffChange and more
  * @returns {Bar}
  */
 function bar(key, label, change) {
   const a = num(change.a);
   const b = num(change.b);
   const top = Math.max(a ?? 0, b ?? 0);
-  const ratio = num(change.ratio);
+  const ratio = "ratio" in change ? num(change.ratio) : null; // an idle cause has none
   return {
     key,
     label,
@@ -76,17 +81,17 @@ function bar(key, label, change) {
 }
 
 /**
- * @param {any[]} rows the diff's kernels or ops
+ * @param {DiffRow[]} rows the diff's kernels or ops
  * @returns {DeltaRow[]}
  */
 function deltaRows(rows) {
   return rows
-    .filter((r) => num(r && r.delta_ns))
+    .filter((r) => num(r.delta_ns))
     .slice(0, TOP_ROWS)
     .map((r) => ({
-      name: String(r.name ?? ""),
+      name: r.name,
       // Matched by position (another vendor or library): b's own name; else only in a / b.
-      matched: r.matched_by === "position" ? String(r.b_name ?? "") : r.matched_by === "name" ? "" : String(r.matched_by ?? ""),
+      matched: r.matched_by === "position" ? (r.b_name ?? "") : r.matched_by === "name" ? "" : r.matched_by,
       aText: formatTime(r.a_ns),
       bText: formatTime(r.b_ns),
       deltaText: formatDeltaTime(r.delta_ns),
@@ -98,11 +103,11 @@ function deltaRows(rows) {
 
 /**
  * A recorded run as the history names it: "run 1a2b3c4d (label)"; "" when not recorded.
- * @param {any} side the diff's a or b
+ * @param {DiffRun | null | undefined} side the diff's a or b
  * @returns {string}
  */
 export function runName(side) {
-  const run = side && side.run;
+  const run = side?.run;
   if (!run || !run.id) return "";
   return `run ${run.id}${run.label ? ` (${run.label})` : ""}`;
 }
@@ -113,35 +118,38 @@ export function runName(side) {
  * @returns {BaselineView | null}
  */
 export function baselineView(summary) {
-  // The diff document (gpuprofile.diff/1) has no generated types yet: read loosely, checked below.
-  const diff = /** @type {any} */ (summary && summary.baseline);
-  if (!diff || typeof diff !== "object" || !diff.summary) return null;
+  // The diff document (gpuprofile.diff/1, typed from report/diff_schema.py).
+  const diff = summary?.baseline;
+  if (!diff || !diff.summary) return null;
   const s = diff.summary;
   const bars = [];
-  for (const [key, label] of SUMMARY_BARS) if (s[key]) bars.push(bar(key, label, s[key]));
+  for (const [key, label] of SUMMARY_BARS) {
+    const change = s[key];
+    if (change) bars.push(bar(key, label, change));
+  }
   for (const [cause, change] of Object.entries(s.idle_by_cause || {})) {
-    if (num(change && change.a) || num(change && change.b)) bars.push(bar(`idle:${cause}`, `idle: ${cause}`, change));
+    if (num(change.a) || num(change.b)) bars.push(bar(`idle:${cause}`, `idle: ${cause}`, change));
   }
   /** @type {HintMark[]} */
   const hints = [];
   const counts = { fixed: 0, new: 0, kept: 0 };
   for (const group of GROUPS) {
-    const entries = (diff.hints && Array.isArray(diff.hints[group])) ? diff.hints[group] : [];
+    const entries = diff.hints?.[group] ?? [];
     counts[group] = entries.length;
     for (const e of entries) {
       hints.push({
         group,
-        kind: String(e.kind ?? ""),
-        title: String(e.title ?? ""),
+        kind: e.kind,
+        title: e.title,
         gainText: `gain ${formatTime(e.a_gain_ns)} → ${formatTime(e.b_gain_ns)}`,
       });
     }
   }
-  const a = diff.a || {};
-  const kernels = Array.isArray(diff.kernels) ? diff.kernels : [];
-  const ops = Array.isArray(diff.ops) ? diff.ops : [];
+  const a = diff.a;
+  const kernels = diff.kernels ?? [];
+  const ops = diff.ops ?? [];
   return {
-    baseline: `${[runName(a), a.path].filter(Boolean).join(", ") || "a capture"}${a.format ? ` (${a.format})` : ""}`,
+    baseline: `${[runName(a), a?.path].filter(Boolean).join(", ") || "a capture"}${a?.format ? ` (${a.format})` : ""}`,
     bars,
     kernels: deltaRows(kernels),
     ops: deltaRows(ops),
@@ -149,7 +157,7 @@ export function baselineView(summary) {
     opsTotal: ops.length,
     hints,
     counts,
-    notes: Array.isArray(diff.notes) ? diff.notes.map(String) : [],
+    notes: diff.notes ?? [],
     // Python words the verdict once (report/diff_text.py step_noise_view); shown as given.
     noise: noiseOf(summary?.step_noise),
   };

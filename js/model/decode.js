@@ -8,7 +8,17 @@
 //   then each column's little-endian values at its byte offset (from the buffer start).
 //
 // Pure: no DOM. The result's typed arrays view the input's memory when the alignment allows,
-// otherwise they hold a copy.
+// otherwise they hold a copy. decodeWire also checks a table's columns against its kind in
+// wire_tables.js (generated from python/gpuprofile/widget/wire.py) and types them.
+
+import { WIRE_TABLES } from "./wire_tables.js";
+
+/** @typedef {import("./wire_tables.js").WireColumns} WireColumns */
+/**
+ * A decoded table of a kind the widget is sent (decodeWire), its columns typed.
+ * @template {keyof WireColumns} K
+ * @typedef {{n: number, columns: WireColumns[K], meta: TableMeta}} WireTable
+ */
 
 const TYPES = {
   float64: Float64Array,
@@ -102,6 +112,39 @@ export function decodeTable(input) {
     }
   }
   return { n, columns, meta };
+}
+
+/**
+ * Decode a GPT1 table the widget is sent, of a kind wire.py defines (its `events`, `counters`
+ * and `marks` traits, a window, a list of events): its columns are that kind's, in order and
+ * of the dtypes it allows. No table at all (an empty buffer) is one of no rows.
+ * @template {keyof WireColumns} K
+ * @param {DataView|ArrayBuffer|Uint8Array|null|undefined} input
+ * @param {K} kind
+ * @returns {WireTable<K>}
+ */
+export function decodeWire(input, kind) {
+  const table = decodeTable(input);
+  const spec = /** @type {Record<string, Dtype[]>} */ (WIRE_TABLES[kind]);
+  if (toDataView(input).byteLength === 0) {
+    for (const [name, dtypes] of Object.entries(spec)) {
+      if (!name.endsWith("?")) table.columns[name] = new TYPES[dtypes[0]](0);
+    }
+  }
+  const names = Object.keys(table.columns);
+  const expected = Object.keys(spec).filter((c) => !c.endsWith("?") || names.includes(c.slice(0, -1)));
+  const listed = expected.map((c) => c.replace(/\?$/, ""));
+  if (names.join(",") !== listed.join(",")) {
+    throw new Error(`GPT1 ${kind} table: columns ${names.join(", ") || "none"}, not ${listed.join(", ")}`);
+  }
+  expected.forEach((c, k) => {
+    const dtype = DTYPE_OF.get(table.columns[listed[k]].constructor);
+    if (!dtype || !spec[c].includes(dtype)) {
+      throw new Error(`GPT1 ${kind} table: column ${listed[k]} is ${dtype}, not ${spec[c].join(" or ")}`);
+    }
+  });
+  // Checked just above against what the typedef is generated from.
+  return { ...table, columns: /** @type {WireColumns[K]} */ (/** @type {unknown} */ (table.columns)) };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { decodeTable, encodeTable } from "./decode.js";
+import { decodeTable, decodeWire, encodeTable } from "./decode.js";
 
 // Build a GPT1 buffer by hand, the way encoding.py lays it out: magic, uint32 LE header length,
 // a JSON header padded with spaces, then each column at an 8-aligned offset from the start.
@@ -169,4 +169,36 @@ test("encodeTable round-trips through decodeTable and matches the hand-built lay
   for (const spec of header.columns) assert.equal(spec.offset % 8, 0);
   assert.equal(decodeTable(encodeTable({})).n, 0);
   assert.throws(() => encodeTable({ a: [1, 2] }), /not a supported typed array/);
+});
+
+// decodeWire: the kinds of python/gpuprofile/widget/wire.py, written out here by hand.
+const eventList = () => ({
+  id: Uint32Array.from([7]), lane: Uint16Array.from([1]), row: Uint16Array.from([0]),
+  start_ns: Float64Array.from([5]), dur_ns: Float32Array.from([2]),
+});
+
+test("decodeWire: a table of its kind decodes; an optional column may be there or not", () => {
+  const list = decodeWire(encodeTable(eventList()), "event_list");
+  assert.deepEqual(Object.keys(list.columns), ["id", "lane", "row", "start_ns", "dur_ns"]);
+  assert.deepEqual(Array.from(list.columns.id), [7]);
+  const events = { start_ns: Float64Array.from([1]), dur_ns: Float32Array.from([1]), name: Uint32Array.from([3]), row: Uint8Array.from([0]) };
+  assert.equal(decodeWire(encodeTable(events), "events").columns.count, undefined);
+  const merged = decodeWire(encodeTable({ ...events, count: Uint32Array.from([9]) }), "events");
+  assert.deepEqual(Array.from(merged.columns.count ?? []), [9]);
+});
+
+test("decodeWire: no table at all is one of no rows, with every column empty", () => {
+  const empty = decodeWire(null, "counters");
+  assert.equal(empty.n, 0);
+  assert.ok(empty.columns.time_ns instanceof Float64Array && empty.columns.time_ns.length === 0);
+  assert.ok(empty.columns.value instanceof Float64Array);
+});
+
+test("decodeWire: a column missing, added, moved or of another dtype is refused", () => {
+  const { row, ...noRow } = eventList();
+  assert.throws(() => decodeWire(encodeTable(noRow), "event_list"), /event_list table: columns id, lane, start_ns, dur_ns, not id, lane, row, start_ns, dur_ns/);
+  assert.throws(() => decodeWire(encodeTable({ ...eventList(), extra: Uint8Array.from([1]) }), "event_list"), /columns/);
+  assert.throws(() => decodeWire(encodeTable({ row, ...noRow }), "event_list"), /columns row, id/);
+  assert.throws(() => decodeWire(encodeTable({ ...eventList(), dur_ns: Float64Array.from([2]) }), "event_list"), /column dur_ns is float64, not float32/);
+  assert.throws(() => decodeWire(encodeTable({ time_ns: Float64Array.from([1]), value: Float64Array.from([1]) }), "marks"), /marks table/);
 });

@@ -8,28 +8,32 @@
  */
 /** An event as the timeline's highlight() takes it. @typedef {{id: number, lane: number, row: number, start_ns: number, dur_ns: number}} EventRow */
 /** @typedef {EventRow & {name: number}} MarkRow */
+/** @typedef {import("./wire_tables.js").EventListColumns} EventListColumns */
+/** @typedef {import("./wire_tables.js").MarksColumns} MarksColumns */
+/** @typedef {import("./decode.js").TableMeta} TableMeta */
 
 /**
- * Row r of an event table's columns (id, lane, row, start_ns, dur_ns; no row column: row 0).
- * @param {Record<string, import("./decode.js").Column>} columns
+ * Row r of an event list's or the marks' columns (wire_tables.js; a table made without a row
+ * column puts events on row 0).
+ * @param {EventListColumns} c
  * @param {number} r
  * @returns {EventRow}
  */
-export function eventRow(columns, r) {
-  const c = columns;
+export function eventRow(c, r) {
   return { id: c.id[r], lane: c.lane[r], row: c.row ? c.row[r] : 0, start_ns: c.start_ns[r], dur_ns: c.dur_ns[r] };
 }
 
 /**
- * @param {import("./decode.js").Table | null | undefined} table decoded marks table
+ * @param {{n: number, columns: MarksColumns, meta: TableMeta} | null | undefined} table the
+ *   decoded marks table
  * @returns {{groups: MarkGroup[], rowsOf: (g: number) => MarkRow[]}}
  */
 export function indexMarks(table) {
+  if (!table) return { groups: [], rowsOf: () => [] };
   /** @type {MarkGroup[]} */
-  const groups = (table && table.meta && table.meta.groups) || [];
-  const n = (table && table.n) || 0;
-  /** @type {Record<string, import("./decode.js").Column>} */
-  const c = (table && table.columns) || {};
+  const groups = table.meta.groups || [];
+  const n = table.n;
+  const c = table.columns;
   // Rows are grouped by group number: one pass finds each group's [lo, hi).
   const lo = new Int32Array(groups.length).fill(-1);
   const hi = new Int32Array(groups.length).fill(-1);
@@ -56,15 +60,13 @@ export function indexMarks(table) {
 /**
  * The rows of an event table (search hits, the instances of a name) as the timeline's
  * highlight() takes them.
- * @param {import("./decode.js").Table | null | undefined} table
+ * @param {{n: number, columns: EventListColumns} | null | undefined} table
  * @returns {EventRow[]}
  */
 export function eventRows(table) {
-  const n = (table && table.n) || 0;
-  /** @type {Record<string, import("./decode.js").Column>} */
-  const c = (table && table.columns) || {};
+  if (!table) return [];
   const out = [];
-  for (let r = 0; r < n; r++) out.push(eventRow(c, r));
+  for (let r = 0; r < table.n; r++) out.push(eventRow(table.columns, r));
   return out;
 }
 

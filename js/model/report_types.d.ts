@@ -1,4 +1,4 @@
-// Generated from python/gpuprofile/report/schema.py by
+// Generated from python/gpuprofile/report/schema.py and diff_schema.py by
 // `python -m gpuprofile.report.schema_gen --write`: do not edit by hand.
 // The widget's summary is the report (gpuprofile.report/1) as JSON, plus its text.
 
@@ -17,7 +17,7 @@ export interface Report {
   ranks: RankReport[];
   distributed: Job | null;
   inference: Record<string, unknown> | null;
-  baseline?: Record<string, unknown>;
+  baseline?: DiffDocument;
 }
 
 export interface Source {
@@ -287,6 +287,150 @@ export interface StepRank {
   compute_ns: number;
   wait_ns: number;
   bubble_fraction: number | null;
+}
+
+/**
+ * Run b against run a (a: the baseline).
+ */
+export interface DiffDocument {
+  schema: string;
+  a: DiffRun;
+  b: DiffRun;
+  summary: DiffSummary;
+  kernels: DiffRow[];
+  ops: DiffRow[];
+  hints: DiffHints;
+  roofline: DiffPoint[];
+  notes: string[];
+}
+
+/**
+ * One side of the diff: what was read, its ranks and devices, its recorded run.
+ */
+export interface DiffRun {
+  path: string | null;
+  format: string;
+  ranks: number;
+  devices: string[];
+  run: DiffRunName | null;
+}
+
+/**
+ * How the history names a recorded run (store/history.py ``Run.name()``).
+ */
+export interface DiffRunName {
+  id: string;
+  label: string | null;
+  time: number;
+}
+
+/**
+ * Whole-job totals; a GPU figure is None for a run without a GPU timeline.
+ */
+export interface DiffSummary {
+  wall_ns: DiffChange;
+  busy_ns: DiffChange;
+  idle_ns: DiffChange;
+  step_ns: DiffStepChange | null;
+  idle_by_cause: Record<string, DiffIdleChange>;
+}
+
+/**
+ * A figure in a and in b: delta = b - a, ratio = b / a (None when a is 0 or unknown).
+ */
+export interface DiffChange {
+  a: number | null;
+  b: number | null;
+  delta: number | null;
+  ratio: number | null;
+}
+
+/**
+ * The median step of each run (DiffChange's fields), the steps each side has, and the
+ * bootstrap interval of b/a's ratio of median steps with its verdict: both None with too
+ * few steps on a side.
+ */
+export interface DiffStepChange {
+  a: number | null;
+  b: number | null;
+  delta: number | null;
+  ratio: number | null;
+  source: DiffPair;
+  count: DiffCounts;
+  interval: number[] | null;
+  confidence: number;
+  verdict: "faster" | "slower" | "within noise" | null;
+}
+
+/**
+ * Where each side's steps came from; None without steps.
+ */
+export interface DiffPair {
+  a: string | null;
+  b: string | null;
+}
+
+export interface DiffCounts {
+  a: number;
+  b: number;
+}
+
+/**
+ * GPU idle time of one cause in a and in b, in ns.
+ */
+export interface DiffIdleChange {
+  a: number;
+  b: number;
+  delta: number;
+}
+
+/**
+ * A kernel or op in both runs (or one), its time and count in each.
+ */
+export interface DiffRow {
+  name: string;
+  a_ns: number;
+  b_ns: number;
+  delta_ns: number;
+  a_count: number;
+  b_count: number;
+  matched_by: "name" | "only in a" | "only in b" | "position";
+  b_name: string | null;
+}
+
+export interface DiffHints {
+  fixed: DiffHint[];
+  new: DiffHint[];
+  kept: DiffHint[];
+}
+
+/**
+ * A hint fixed, new or kept: its key across runs and its title and gain in each.
+ */
+export interface DiffHint {
+  key: string;
+  kind: string;
+  title: string;
+  a_title: string | null;
+  b_title: string | null;
+  a_gain_ns: number | null;
+  b_gain_ns: number | null;
+}
+
+/**
+ * A roofline point (by key) whose % of roof or achieved FLOP/s moved.
+ */
+export interface DiffPoint {
+  key: string;
+  a: DiffPointFigures;
+  b: DiffPointFigures;
+}
+
+export interface DiffPointFigures {
+  pct_of_roof: number | null;
+  achieved_flops_per_s: number | null;
+  time_ns: number;
+  count: number;
 }
 
 /**

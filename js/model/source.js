@@ -4,9 +4,11 @@
 // collective on every rank (window, details, range, search, named, collective -> Promise), asked
 // of the Python widget over anywidget's custom messages (the contract's "Messages"). Pure: no DOM.
 
-import { decodeTable } from "./decode.js";
+import { decodeWire } from "./decode.js";
 
 /** @typedef {import("./decode.js").Table} Table */
+/** @typedef {import("./wire_tables.js").WireColumns} WireColumns */
+/** @typedef {import("./decode.js").WireTable<"event_list">} EventList */
 /**
  * A custom message from the widget: JSON, so its fields are what Python put there.
  * @typedef {{type?: string, request?: number, view?: string, error?: unknown, [field: string]: any}} Message
@@ -101,11 +103,12 @@ export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
   }
 
   /**
+   * @template {keyof WireColumns} K
    * @param {Buffer[]} buffers
-   * @returns {Table}
+   * @param {K} kind the table's kind (wire_tables.js)
    */
-  function tableFrom(buffers) {
-    return decodeTable(buffers[0] ?? null);
+  function tableFrom(buffers, kind) {
+    return decodeWire(buffers[0] ?? null, kind);
   }
 
   return {
@@ -125,7 +128,7 @@ export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
         }
       }
       return ask("window", { start, end, width: Math.round(width) }, (msg, buffers) => {
-        const table = tableFrom(buffers);
+        const table = tableFrom(buffers, "events");
         if (!Array.isArray(table.meta.view)) table.meta.view = [msg.start ?? start, msg.end ?? end];
         if (table.meta.merged === undefined) table.meta.merged = Boolean(msg.merged);
         return table;
@@ -150,13 +153,13 @@ export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
     /**
      * @param {string} pattern
      * @param {boolean} regex
-     * @returns {Promise<{count: number, names: number[], table: Table}>}
+     * @returns {Promise<{count: number, names: number[], table: EventList}>}
      */
     search(pattern, regex) {
       return ask("search", { pattern, regex: Boolean(regex) }, (msg, buffers) => ({
         count: msg.count ?? 0,
         names: msg.names ?? [],
-        table: tableFrom(buffers),
+        table: tableFrom(buffers, "event_list"),
       }));
     },
     /**
@@ -166,13 +169,13 @@ export function createRemoteSource(model, { timeoutMs = 60000 } = {}) {
      * @param {"kernels" | "ops"} table
      * @param {string} name
      * @param {number} rank
-     * @returns {Promise<{count: number, heaviest: number | null, table: Table}>}
+     * @returns {Promise<{count: number, heaviest: number | null, table: EventList}>}
      */
     named(table, name, rank) {
       return ask("named", { table, name, rank }, (msg, buffers) => ({
         count: msg.count ?? 0,
         heaviest: msg.heaviest ?? null,
-        table: tableFrom(buffers),
+        table: tableFrom(buffers, "event_list"),
       }));
     },
     /**

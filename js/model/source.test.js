@@ -85,7 +85,7 @@ test("remote: a window without meta.view takes the reply's start/end", async () 
   const model = fakeModel();
   const source = createRemoteSource(model, { timeoutMs: 0 });
   const p = source.window(10, 20, 100);
-  const bytes = encodeTable({ start_ns: Float64Array.from([12]), dur_ns: Float32Array.from([1]), name: Uint16Array.from([0]), count: Uint32Array.from([4]) }, { segments: [[2, -1, 1]] });
+  const bytes = encodeTable({ start_ns: Float64Array.from([12]), dur_ns: Float32Array.from([1]), name: Uint16Array.from([0]), row: Uint8Array.from([0]), count: Uint32Array.from([4]) }, { segments: [[2, -1, 1]] });
   model.reply({ type: "window", request: 1, start: 10, end: 20, merged: true }, [bytes]);
   const table = await p;
   assert.deepEqual(table.meta.view, [10, 20]);

@@ -10,14 +10,14 @@ import { button, node } from "./dom.js";
 
 const SEARCH_DEBOUNCE_MS = 200;
 
-/** @typedef {import("../model/decode.js").Table} Table */
+/** @typedef {import("../model/decode.js").WireTable<"event_list">} EventList */
 /** @typedef {import("../model/marks.js").EventRow} EventRow */
 /**
  * The search under way: its pattern, the names it matches (mask), how many events match and the
  * list the source sent (null until it answers), the match stepped to, an error, and a step asked
  * for before the list came.
  * @typedef {{pattern: string, regex: boolean, mask: Uint8Array | null, count: number | null,
- *   list: Table | null, k: number, error: string | null, pendingStep: number}} Search
+ *   list: EventList | null, k: number, error: string | null, pendingStep: number}} Search
  */
 
 /**

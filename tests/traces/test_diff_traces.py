@@ -9,14 +9,17 @@ is read once for the module.
 from __future__ import annotations
 
 import gzip
+import json
 import re
 from collections import defaultdict
 from typing import Any
 
+import jsonschema
 import orjson
 import pytest
 
 import gpuprofile
+from gpuprofile.report.schema_gen import DIFF_SCHEMA_FILE, generated
 from helpers.prerequisites import SHARED_TRACES, require_trace
 
 pytestmark = pytest.mark.traces
@@ -152,3 +155,14 @@ def test_every_hint_is_fixed_new_or_kept(runs: dict[str, Any]) -> None:
     assert {e["b_title"] for e in hints["new"] + hints["kept"]} == b_titles
     assert all(e["b_gain_ns"] is None for e in hints["fixed"])
     assert all(e["a_gain_ns"] is None for e in hints["new"])
+
+
+def test_the_diff_follows_its_generated_schema(runs: dict[str, Any]) -> None:
+    """docs/diff.schema.json, read by jsonschema (not msgspec), on this real pair: the JSON
+    printed by `gpuprofile diff --format json` has what the schema says, sections included."""
+    diff = json.loads(json.dumps(runs["diff"]))
+    step = diff["summary"]["step_ns"]
+    assert step["interval"] and step["verdict"] and diff["roofline"] and diff["notes"]
+    document = json.loads(generated()[DIFF_SCHEMA_FILE])
+    jsonschema.Draft202012Validator.check_schema(document)
+    jsonschema.Draft202012Validator(document).validate(diff)

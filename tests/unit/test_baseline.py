@@ -143,7 +143,7 @@ def test_html_section_bars_and_rows(pair: tuple[Path, Path]) -> None:
     from gpuprofile.report.html_diff import baseline_html
 
     before, after = pair
-    section = baseline_html(gpuprofile.diff(before, after).to_dict())
+    section = baseline_html(gpuprofile.diff(before, after).document)
     # wall 2.25 ms -> 510 us (from the events: the pageable copy ends at 2.1 ms + 100 + 50 us).
     assert 'data-bar="wall"' in section and "2.25 ms" in section and "510 µs" in section
     assert "-1.74 ms" in section

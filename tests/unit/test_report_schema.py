@@ -1,6 +1,7 @@
-"""The report contract (report/schema.py) and the files generated from it: the JSON Schema in
-docs/ and the widget's types in js/model/ are what the Structs give, and a report survives
-JSON and back unchanged."""
+"""The report contract (report/schema.py), the diff's (report/diff_schema.py) and the files
+generated from them: the JSON Schemas in docs/ and the widget's types in js/model/ are what the
+Structs give, a report survives JSON and back unchanged, and a real diff's JSON follows its
+schema (checked by jsonschema, not by msgspec)."""
 
 from __future__ import annotations
 
@@ -10,24 +11,41 @@ import re
 import shutil
 from pathlib import Path
 
+import jsonschema
 import msgspec
 import pytest
 
+import gpuprofile
 from gpuprofile.profiles import Profile
-from gpuprofile.report import schema
+from gpuprofile.report import diff_schema, schema
 from gpuprofile.report.build import plain_report
 from gpuprofile.report.schema import decode_report, report_json, to_report
-from gpuprofile.report.schema_gen import REPO, SCHEMA_FILE, TYPES_FILE, generated, stale
+from gpuprofile.report.schema_gen import (
+    DIFF_SCHEMA_FILE,
+    REPO,
+    SCHEMA_FILE,
+    TYPES_FILE,
+    generated,
+    stale,
+)
 from gpuprofile.report.widget_summary import SummaryExtras
+from helpers.baseline_pair import write_pair
 from helpers.synthetic import synthetic_trace
 
-STRUCTS = {
-    name: value
-    for name, value in vars(schema).items()
-    if inspect.isclass(value)
-    and issubclass(value, msgspec.Struct)
-    and value.__module__ == schema.__name__
-}
+
+def _structs(module: object) -> dict[str, type[msgspec.Struct]]:
+    return {
+        name: value
+        for name, value in vars(module).items()
+        if inspect.isclass(value)
+        and issubclass(value, msgspec.Struct)
+        and value.__module__ == getattr(module, "__name__", None)
+    }
+
+
+DIFF_STRUCTS = _structs(diff_schema)
+# A report's baseline is a diff: the report's JSON Schema holds the diff's Structs too.
+STRUCTS = {**_structs(schema), **DIFF_STRUCTS}
 # What the widget's summary adds beside the report (report/widget_summary.py), and its lanes:
 # typed in the .d.ts, absent from the report's JSON Schema.
 EXTRAS = {
@@ -62,7 +80,7 @@ def test_the_generated_files_are_up_to_date() -> None:
 
 
 def test_a_changed_or_missing_file_is_stale(tmp_path: Path) -> None:
-    for path in (SCHEMA_FILE, TYPES_FILE):
+    for path in (SCHEMA_FILE, DIFF_SCHEMA_FILE, TYPES_FILE):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / path, tmp_path / path)
     assert stale(tmp_path) == []
@@ -71,6 +89,9 @@ def test_a_changed_or_missing_file_is_stale(tmp_path: Path) -> None:
     assert stale(tmp_path) == [TYPES_FILE]
     (tmp_path / SCHEMA_FILE).unlink()
     assert stale(tmp_path) == [SCHEMA_FILE, TYPES_FILE]
+    diff_file = tmp_path / DIFF_SCHEMA_FILE
+    diff_file.write_text(diff_file.read_text().replace('"b_name"', '"b_label"'))
+    assert stale(tmp_path) == [SCHEMA_FILE, DIFF_SCHEMA_FILE, TYPES_FILE]
 
 
 def test_every_struct_and_field_is_in_both_files() -> None:
@@ -78,6 +99,13 @@ def test_every_struct_and_field_is_in_both_files() -> None:
     document = json.loads(files[SCHEMA_FILE])
     interfaces = _interfaces(files[TYPES_FILE])
     assert set(document["$defs"]) == set(STRUCTS)
+    diff_document = json.loads(files[DIFF_SCHEMA_FILE])
+    assert diff_document["title"] == "gpuprofile.diff/1"
+    assert diff_document["$ref"] == "#/$defs/DiffDocument"
+    assert set(diff_document["$defs"]) == set(DIFF_STRUCTS)
+    for name, struct in DIFF_STRUCTS.items():
+        names = [f.encode_name for f in msgspec.structs.fields(struct)]
+        assert list(diff_document["$defs"][name]["properties"]) == names, name
     assert set(interfaces) == set(STRUCTS) | set(EXTRAS)
     for name, struct in STRUCTS.items():
         # The JSON names (TopKernel.kind is "class" in JSON), read off the Struct itself.
@@ -102,7 +130,9 @@ def test_nullable_fields_are_nullable_in_typescript() -> None:
     assert "  coverage: number | null;\n" in interfaces
     assert "  windows: [number, number][];\n" in interfaces  # an evidence window's [start, end)
     assert '  "class": string;\n' in interfaces or "  class: string;\n" in interfaces
-    assert "  baseline?: Record<string, unknown>;\n" in interfaces  # absent without one
+    assert "  baseline?: DiffDocument;\n" in interfaces  # absent without one
+    assert "  step_ns: DiffStepChange | null;\n" in interfaces  # None without steps on a side
+    assert '  matched_by: "name" | "only in a" | "only in b" | "position";\n' in interfaces
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +202,42 @@ def test_the_structs_keep_every_key_build_report_gathers(profile: Profile) -> No
     assert json.dumps(report_json(to_report(plain))) == json.dumps(plain)
     plain["hints"][0]["new_field"] = 1  # what a new field without its Struct field gives
     assert json.dumps(report_json(to_report(plain))) != json.dumps(plain)
+
+
+@pytest.fixture(scope="module")
+def baselined(tmp_path_factory: pytest.TempPathFactory) -> Profile:
+    """after.json against before.json (helpers/baseline_pair.py): two Kineto traces whose
+    diff has a fixed hint, moved kernels and ops."""
+    before, after = write_pair(tmp_path_factory.mktemp("pair"))
+    return gpuprofile.load(after).with_baseline(gpuprofile.load(before))
+
+
+def _validator(path: Path) -> jsonschema.protocols.Validator:
+    document = json.loads(generated()[path])
+    validator_class = jsonschema.validators.validator_for(document)
+    validator_class.check_schema(document)
+    return validator_class(document)
+
+
+def test_a_real_diff_follows_the_diff_schema(baselined: Profile) -> None:
+    diff = json.loads(json.dumps(baselined.report()["baseline"]))
+    assert diff["kernels"] and diff["ops"] and diff["hints"]["fixed"]
+    validator = _validator(DIFF_SCHEMA_FILE)
+    validator.validate(diff)
+
+    # What the schema must refuse: a missing key, a matched_by it does not list, a string count.
+    del diff["summary"]["wall_ns"]["ratio"]
+    diff["kernels"][0]["matched_by"] = "by luck"
+    diff["ops"][0]["a_count"] = "3"
+    errors = {tuple(e.absolute_path): e.validator for e in validator.iter_errors(diff)}
+    assert errors == {
+        ("summary", "wall_ns"): "required",
+        ("kernels", 0, "matched_by"): "enum",
+        ("ops", 0, "a_count"): "type",
+    }
+
+
+def test_a_report_with_a_baseline_follows_the_report_schema(baselined: Profile) -> None:
+    report = json.loads(json.dumps(baselined.report()))
+    assert report["baseline"]["schema"] == "gpuprofile.diff/1"
+    _validator(SCHEMA_FILE).validate(report)

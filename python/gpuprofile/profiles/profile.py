@@ -134,7 +134,7 @@ class Profile:
                 # The side diff_side() and the history read too: made once.
                 self._side = side_of_trace(self.trace, report)
                 changes = diff_runs(self._baseline, self._side)
-                report = msgspec.structs.replace(report, baseline=changes.to_dict())
+                report = msgspec.structs.replace(report, baseline=changes.document)
             self._report = report
         return self._report
 

@@ -16,12 +16,30 @@ import msgspec
 import numpy as np
 
 from gpuprofile.report.diff_match import Match, match_rows
+from gpuprofile.report.diff_schema import (
+    SCHEMA,
+    DiffChange,
+    DiffCounts,
+    DiffDocument,
+    DiffHint,
+    DiffHints,
+    DiffIdleChange,
+    DiffPair,
+    DiffPoint,
+    DiffPointFigures,
+    DiffRow,
+    DiffRun,
+    DiffRunName,
+    DiffStepChange,
+    DiffSummary,
+    Number,
+    Verdict,
+)
 from gpuprofile.report.diff_side import DiffSide
 from gpuprofile.report.regression import CONFIDENCE, MIN_STEPS, bootstrap_ratio_interval
 from gpuprofile.report.schema import Hint, Report, RooflinePoint
 from gpuprofile.units import format_count
 
-SCHEMA = "gpuprofile.diff/1"
 # A roofline point moved when its % of roof or achieved FLOP/s changed by more than this.
 ROOFLINE_MOVE = 0.10
 
@@ -29,18 +47,18 @@ ROOFLINE_MOVE = 0.10
 @dataclass(frozen=True)
 class Diff:
     """Run b against run a (a: the baseline). ``to_dict()`` is the ``gpuprofile.diff/1``
-    document, ``text()`` (also ``str(diff)``) its plain-text table. Made by
+    document as JSON, ``text()`` (also ``str(diff)``) its plain-text table. Made by
     ``gpuprofile.diff(a, b)``.
 
     Parameters:
-        document: the diff document (what ``to_dict()`` returns).
+        document: the diff document (report/diff_schema.py).
     """
 
-    document: dict[str, Any]
+    document: DiffDocument
 
     def to_dict(self) -> dict[str, Any]:
         """The diff as plain JSON types (schema gpuprofile.diff/1, docs/diff.md)."""
-        return self.document
+        return diff_json(self.document)
 
     def text(self) -> str:
         """The diff as a compact plain-text table."""
@@ -77,41 +95,43 @@ def diff_runs(a: DiffSide, b: DiffSide) -> Diff:
         notes.append(
             f"{format_count(by_position, 'row')} matched by place in the op tree (the names differ)"
         )
-    document = {
-        "schema": SCHEMA,
-        "a": _side(a),
-        "b": _side(b),
-        "summary": _summary(a, b),
-        "kernels": _table(kernels),
-        "ops": _table(ops),
-        "hints": _hints(a_report.hints, b_report.hints, with_rank=min(ranks) > 1),
-        "roofline": _roofline_moved(a_report, b_report),
-        "notes": notes,
-    }
+    document = DiffDocument(
+        schema=SCHEMA,
+        a=_side(a),
+        b=_side(b),
+        summary=_summary(a, b),
+        kernels=_table(kernels),
+        ops=_table(ops),
+        hints=_hints(a_report.hints, b_report.hints, with_rank=min(ranks) > 1),
+        roofline=_roofline_moved(a_report, b_report),
+        notes=notes,
+    )
     return Diff(document)
 
 
-def _side(side: DiffSide) -> dict[str, Any]:
+def diff_json(document: DiffDocument) -> dict[str, Any]:
+    """The diff document in plain JSON types, keys in the Structs' field order."""
+    plain: dict[str, Any] = msgspec.to_builtins(document)
+    return plain
+
+
+def _side(side: DiffSide) -> DiffRun:
     report = side.report
     devices = sorted({d.name for r in report.ranks for d in r.devices if d.name})
-    return {
-        "path": report.source.path,
-        "format": report.source.format,
-        "ranks": len(report.ranks),
-        "devices": devices,
-        "run": side.run,
-    }
+    return DiffRun(
+        path=report.source.path,
+        format=report.source.format,
+        ranks=len(report.ranks),
+        devices=devices,
+        run=msgspec.convert(side.run, DiffRunName) if side.run is not None else None,
+    )
 
 
-def _change(a: float | None, b: float | None) -> dict[str, Any]:
-    """{a, b, delta, ratio}: delta = b - a, ratio = b / a (None when a is 0 or unknown)."""
-    known = a is not None and b is not None
-    return {
-        "a": a,
-        "b": b,
-        "delta": b - a if known else None,  # type: ignore[operator]
-        "ratio": b / a if known and a else None,  # type: ignore[operator]
-    }
+def _change(a: Number | None, b: Number | None) -> DiffChange:
+    """delta = b - a, ratio = b / a (None when a is 0 or unknown)."""
+    if a is None or b is None:
+        return DiffChange(a, b, None, None)
+    return DiffChange(a, b, b - a, b / a if a else None)
 
 
 def _gpu_total(report: Report, key: str) -> int | None:
@@ -121,52 +141,54 @@ def _gpu_total(report: Report, key: str) -> int | None:
     return sum(int(getattr(g, key)) for g in gpus) if gpus else None
 
 
-def _summary(a: DiffSide, b: DiffSide) -> dict[str, Any]:
+def _summary(a: DiffSide, b: DiffSide) -> DiffSummary:
     a_report, b_report = a.report, b.report
     a_step, a_from = _median_step(a)
     b_step, b_from = _median_step(b)
-    both_steps = a_step is not None and b_step is not None
     causes = sorted({*a_report.idle_by_cause, *b_report.idle_by_cause})
     idle_by_cause = {}
     for cause in causes:
         a_ns = int(a_report.idle_by_cause.get(cause, 0))
         b_ns = int(b_report.idle_by_cause.get(cause, 0))
-        idle_by_cause[cause] = {"a": a_ns, "b": b_ns, "delta": b_ns - a_ns}
-    return {
-        "wall_ns": _change(
+        idle_by_cause[cause] = DiffIdleChange(a_ns, b_ns, b_ns - a_ns)
+    return DiffSummary(
+        wall_ns=_change(
             sum(r.wall_ns for r in a_report.ranks),
             sum(r.wall_ns for r in b_report.ranks),
         ),
-        "busy_ns": _change(_gpu_total(a_report, "busy_ns"), _gpu_total(b_report, "busy_ns")),
-        "idle_ns": _change(_gpu_total(a_report, "idle_ns"), _gpu_total(b_report, "idle_ns")),
+        busy_ns=_change(_gpu_total(a_report, "busy_ns"), _gpu_total(b_report, "busy_ns")),
+        idle_ns=_change(_gpu_total(a_report, "idle_ns"), _gpu_total(b_report, "idle_ns")),
         # The median step of each run, over every rank's steps; None unless both have steps.
-        "step_ns": {
-            **_change(a_step, b_step),
-            "source": {"a": a_from, "b": b_from},
-            **_step_interval(a, b),
-        }
-        if both_steps
+        step_ns=_step_change(a, b, _change(a_step, b_step), DiffPair(a_from, b_from))
+        if a_step is not None and b_step is not None
         else None,
-        "idle_by_cause": idle_by_cause,
-    }
+        idle_by_cause=idle_by_cause,
+    )
 
 
-def _step_interval(a: DiffSide, b: DiffSide) -> dict[str, Any]:
-    """The steps each side has, the bootstrap interval of b/a's ratio of median steps (as the
-    CI gate computes it) and its verdict: "faster" (wholly below 1), "slower" (wholly above)
-    or "within noise"; both None with fewer than MIN_STEPS positive steps on a side."""
+def _step_change(a: DiffSide, b: DiffSide, median: DiffChange, source: DiffPair) -> DiffStepChange:
+    """The median step's change and the steps each side has, the bootstrap interval of b/a's
+    ratio of median steps (as the CI gate computes it) and its verdict: "faster" (wholly below
+    1), "slower" (wholly above) or "within noise"; both None with fewer than MIN_STEPS positive
+    steps on a side."""
     a_steps, b_steps = a.positive_steps, b.positive_steps
-    interval, verdict = None, None
+    interval: list[float] | None = None
+    verdict: Verdict | None = None
     if min(len(a_steps), len(b_steps)) >= MIN_STEPS:
-        interval = list(bootstrap_ratio_interval(b_steps, a_steps))
+        interval = [float(x) for x in bootstrap_ratio_interval(b_steps, a_steps)]
         # Said once here; the text, the page and the widget read it.
         verdict = "faster" if interval[1] < 1 else "slower" if interval[0] > 1 else "within noise"
-    return {
-        "count": {"a": len(a_steps), "b": len(b_steps)},
-        "interval": interval,
-        "confidence": CONFIDENCE,
-        "verdict": verdict,
-    }
+    return DiffStepChange(
+        a=median.a,
+        b=median.b,
+        delta=median.delta,
+        ratio=median.ratio,
+        source=source,
+        count=DiffCounts(len(a_steps), len(b_steps)),
+        interval=interval,
+        confidence=CONFIDENCE,
+        verdict=verdict,
+    )
 
 
 def _median_step(side: DiffSide) -> tuple[float | None, str | None]:
@@ -174,27 +196,27 @@ def _median_step(side: DiffSide) -> tuple[float | None, str | None]:
     return (float(np.median(side.steps)), side.steps_from) if len(side.steps) else (None, None)
 
 
-def _table(pairs: list[Match]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+def _table(pairs: list[Match]) -> list[DiffRow]:
+    rows: list[DiffRow] = []
     for pair in pairs:
         a_ns = pair.a.total_ns if pair.a else 0
         b_ns = pair.b.total_ns if pair.b else 0
         named = pair.a or pair.b
         assert named is not None
         rows.append(
-            {
-                "name": named.name,
-                "a_ns": a_ns,
-                "b_ns": b_ns,
-                "delta_ns": b_ns - a_ns,
-                "a_count": pair.a.count if pair.a else 0,
-                "b_count": pair.b.count if pair.b else 0,
-                "matched_by": pair.matched_by,
+            DiffRow(
+                name=named.name,
+                a_ns=a_ns,
+                b_ns=b_ns,
+                delta_ns=b_ns - a_ns,
+                a_count=pair.a.count if pair.a else 0,
+                b_count=pair.b.count if pair.b else 0,
+                matched_by=pair.matched_by,
                 # The name in b when it differs (rows matched by position); else None.
-                "b_name": pair.b.name if pair.a and pair.b and pair.b.name != pair.a.name else None,
-            }
+                b_name=pair.b.name if pair.a and pair.b and pair.b.name != pair.a.name else None,
+            )
         )
-    rows.sort(key=lambda r: (-abs(r["delta_ns"]), -max(r["a_ns"], r["b_ns"]), r["name"]))
+    rows.sort(key=lambda r: (-abs(r.delta_ns), -max(r.a_ns, r.b_ns), r.name))
     return rows
 
 
@@ -222,28 +244,28 @@ def _singular(word: str) -> str:
     return word
 
 
-def _hints(a_hints: list[Hint], b_hints: list[Hint], *, with_rank: bool) -> dict[str, Any]:
+def _hints(a_hints: list[Hint], b_hints: list[Hint], *, with_rank: bool) -> DiffHints:
     a_by, b_by = _by_key(a_hints, with_rank), _by_key(b_hints, with_rank)
-    out: dict[str, list[dict[str, Any]]] = {"fixed": [], "new": [], "kept": []}
+    out: dict[str, list[DiffHint]] = {"fixed": [], "new": [], "kept": []}
     for key in [*a_by, *(k for k in b_by if k not in a_by)]:
         a, b = a_by.get(key), b_by.get(key)
         group = "kept" if a and b else "fixed" if a else "new"
         shown = b or a
         assert shown is not None
         out[group].append(
-            {
-                "key": key,
-                "kind": shown.kind,
-                "title": shown.title,
-                "a_title": a.title if a else None,
-                "b_title": b.title if b else None,
-                "a_gain_ns": a.gain_ns if a else None,
-                "b_gain_ns": b.gain_ns if b else None,
-            }
+            DiffHint(
+                key=key,
+                kind=shown.kind,
+                title=shown.title,
+                a_title=a.title if a else None,
+                b_title=b.title if b else None,
+                a_gain_ns=a.gain_ns if a else None,
+                b_gain_ns=b.gain_ns if b else None,
+            )
         )
     for entries in out.values():
-        entries.sort(key=lambda e: -max(e["a_gain_ns"] or 0, e["b_gain_ns"] or 0))
-    return out
+        entries.sort(key=lambda e: -max(e.a_gain_ns or 0, e.b_gain_ns or 0))
+    return DiffHints(**out)
 
 
 def _by_key(hints: list[Hint], with_rank: bool) -> dict[str, Hint]:
@@ -259,10 +281,7 @@ def _by_key(hints: list[Hint], with_rank: bool) -> dict[str, Hint]:
     return out
 
 
-_POINT_FIELDS = ("pct_of_roof", "achieved_flops_per_s", "time_ns", "count")
-
-
-def _roofline_moved(a_report: Report, b_report: Report) -> list[dict[str, Any]]:
+def _roofline_moved(a_report: Report, b_report: Report) -> list[DiffPoint]:
     """Points of both runs' rooflines (same key) whose % of roof or achieved FLOP/s changed
     by more than ROOFLINE_MOVE of a's value."""
     b_points = {p.key: p for p in b_report.roofline.points}
@@ -276,12 +295,14 @@ def _roofline_moved(a_report: Report, b_report: Report) -> list[dict[str, Any]]:
             (a.achieved_flops_per_s, b.achieved_flops_per_s),
         )
         if _moved(*pct) or _moved(*flops):
-            moved.append({"key": a.key, "a": _point_figures(a), "b": _point_figures(b)})
+            moved.append(DiffPoint(a.key, _point_figures(a), _point_figures(b)))
     return moved
 
 
-def _point_figures(point: RooflinePoint) -> dict[str, Any]:
-    return {f: getattr(point, f) for f in _POINT_FIELDS}
+def _point_figures(point: RooflinePoint) -> DiffPointFigures:
+    return DiffPointFigures(
+        point.pct_of_roof, point.achieved_flops_per_s, point.time_ns, point.count
+    )
 
 
 def _moved(a: float | None, b: float | None) -> bool:

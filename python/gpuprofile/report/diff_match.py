@@ -19,6 +19,7 @@ import pandas as pd
 
 from gpuprofile.analyses.names import codes, strings
 from gpuprofile.analyses.summary import TOP_OP_CATEGORIES
+from gpuprofile.report.diff_schema import MatchedBy
 from gpuprofile.trace.model import NO_ID, Trace
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
@@ -192,7 +193,7 @@ class Match:
 
     a: NameRow | None
     b: NameRow | None
-    matched_by: str  # "name" | "position" | "only in a" | "only in b"
+    matched_by: MatchedBy
 
 
 def match_rows(a: Rows, b: Rows) -> list[Match]:

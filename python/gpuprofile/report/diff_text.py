@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from gpuprofile.analyses.names import short_kernel_name
+from gpuprofile.report.diff_schema import (
+    DiffChange,
+    DiffDocument,
+    DiffHints,
+    DiffIdleChange,
+    DiffRow,
+    DiffRun,
+    DiffStepChange,
+    DiffSummary,
+)
 from gpuprofile.units import (
     format_count,
     format_delta_time,
@@ -16,43 +26,41 @@ from gpuprofile.units import (
 )
 
 TOP_ROWS = 10
-_SUMMARY = (("wall_ns", "wall"), ("busy_ns", "GPU busy"), ("idle_ns", "GPU idle"))
 
 
-def render_diff(diff: dict[str, Any]) -> str:
+def render_diff(diff: DiffDocument) -> str:
     """The diff document as text: the two runs, the summary with deltas and ratios, the
     kernels and ops that moved most, the hints fixed / new / kept, the roofline points that
     moved, and the notes."""
     lines = [
         "gpuprofile diff (b against a)",
-        f"  a: {_side(diff['a'])}",
-        f"  b: {_side(diff['b'])}",
-        *(f"  note: {note}" for note in diff["notes"]),
+        f"  a: {_side(diff.a)}",
+        f"  b: {_side(diff.b)}",
+        *(f"  note: {note}" for note in diff.notes),
         "",
         f"  {'':<28}{'a':>11}{'b':>11}{'delta':>12}{'b/a':>8}",
     ]
-    summary = diff["summary"]
-    lines += _summary_lines(summary)
-    for cause, change in summary["idle_by_cause"].items():
-        lines.append(_summary_line(f"  idle: {cause}", {**change, "ratio": None}))
-    for table, title in (("kernels", "Kernels"), ("ops", "Ops")):
-        lines.extend(_rows(diff[table], title))
-    lines.extend(_hints(diff["hints"]))
-    if diff["roofline"]:
-        lines += ["", f"Roofline points that moved ({len(diff['roofline'])}):"]
-        for point in diff["roofline"][:TOP_ROWS]:
-            a, b = point["a"], point["b"]
+    lines += _summary_lines(diff.summary)
+    for cause, change in diff.summary.idle_by_cause.items():
+        lines.append(_summary_line(f"  idle: {cause}", change))
+    lines.extend(_rows(diff.kernels, "Kernels"))
+    lines.extend(_rows(diff.ops, "Ops"))
+    lines.extend(_hints(diff.hints))
+    if diff.roofline:
+        lines += ["", f"Roofline points that moved ({len(diff.roofline)}):"]
+        for point in diff.roofline[:TOP_ROWS]:
+            a, b = point.a, point.b
             lines.append(
-                f"  {format_percent(a['pct_of_roof'])} -> {format_percent(b['pct_of_roof'])} "
-                f"of roof, {format_si(a['achieved_flops_per_s'], 'FLOP/s')} -> "
-                f"{format_si(b['achieved_flops_per_s'], 'FLOP/s')}  "
-                f"{printable(short_kernel_name(point['key'], 80))}"
+                f"  {format_percent(a.pct_of_roof)} -> {format_percent(b.pct_of_roof)} "
+                f"of roof, {format_si(a.achieved_flops_per_s, 'FLOP/s')} -> "
+                f"{format_si(b.achieved_flops_per_s, 'FLOP/s')}  "
+                f"{printable(short_kernel_name(point.key, 80))}"
             )
     # Names are escaped where printed; this catches trace text inside hint titles.
     return printable("\n".join(lines), lines=True) + "\n"
 
 
-def render_baseline(diff: dict[str, Any], rows: int = 3) -> list[str]:
+def render_baseline(diff: DiffDocument, rows: int = 3) -> list[str]:
     """The short "Against baseline" section of a profile's text report: the summary with
     deltas, the kernels that moved most, and the hints fixed and new.
 
@@ -65,60 +73,58 @@ def render_baseline(diff: dict[str, Any], rows: int = 3) -> list[str]:
     """
     lines = [
         "",
-        f"Against baseline {_side(diff['a'])}:",
+        f"Against baseline {_side(diff.a)}:",
         f"  {'':<28}{'before':>11}{'after':>11}{'delta':>12}{'b/a':>8}",
     ]
-    lines += [line.rstrip() for line in _summary_lines(diff["summary"])]
-    table = "kernels" if diff["kernels"] else "ops"
-    moved = [row for row in diff[table] if row["delta_ns"]][:rows]
+    lines += [line.rstrip() for line in _summary_lines(diff.summary)]
+    table, table_rows = ("kernels", diff.kernels) if diff.kernels else ("ops", diff.ops)
+    moved = [row for row in table_rows if row.delta_ns][:rows]
     if moved:
         lines.append(f"  {table} that moved most:")
     for row in moved:
-        counts = f"x{format_count(row['a_count'])} -> {format_count(row['b_count'])}"
+        counts = f"x{format_count(row.a_count)} -> {format_count(row.b_count)}"
         lines.append(
-            f"  {format_delta_time(row['delta_ns']):>11}  {format_time(row['a_ns'])} -> "
-            f"{format_time(row['b_ns'])}  {counts}  {printable(short_kernel_name(row['name'], 60))}"
+            f"  {format_delta_time(row.delta_ns):>11}  {format_time(row.a_ns)} -> "
+            f"{format_time(row.b_ns)}  {counts}  {printable(short_kernel_name(row.name, 60))}"
         )
-    for group in ("fixed", "new"):
-        entries = diff["hints"][group]
-        titles = "; ".join(entry["title"] for entry in entries[:rows])
+    for group, entries in (("fixed", diff.hints.fixed), ("new", diff.hints.new)):
+        titles = "; ".join(entry.title for entry in entries[:rows])
         more = f" (+{len(entries) - rows} more)" if len(entries) > rows else ""
         lines.append(f"  hints {group}: {titles or 'none'}{more}")
-    kept = len(diff["hints"]["kept"])
+    kept = len(diff.hints.kept)
     lines.append(f"  hints kept: {format_count(kept) if kept else 'none'}")
     return lines
 
 
-def run_name(side: dict[str, Any]) -> str | None:
+def run_name(side: DiffRun) -> str | None:
     """A recorded run as the history names it: "run 1a2b3c4d (label)"; None: not recorded."""
-    run = side.get("run")
-    if not run:
+    run = side.run
+    if run is None:
         return None
-    return f"run {run['id']}" + (f" ({run['label']})" if run.get("label") else "")
+    return f"run {run.id}" + (f" ({run.label})" if run.label else "")
 
 
-def _side(side: dict[str, Any]) -> str:
+def _side(side: DiffRun) -> str:
     named = run_name(side)
-    where = ", ".join(w for w in (named, side["path"]) if w) or "(captured)"
-    devices = ", ".join(side["devices"]) or "no GPU named"
-    return f"{where} ({side['format']}, {format_count(side['ranks'], 'rank')}, {devices})"
+    where = ", ".join(w for w in (named, side.path) if w) or "(captured)"
+    devices = ", ".join(side.devices) or "no GPU named"
+    return f"{where} ({side.format}, {format_count(side.ranks, 'rank')}, {devices})"
 
 
 def _ratio(ratio: float | None) -> str:
     return "" if ratio is None else f"{format_si(ratio)}x"
 
 
-def step_noise(step: dict[str, Any]) -> str:
+def step_noise(step: DiffStepChange) -> str:
     """What the step-time ratio is worth: its bootstrap interval, or why there is none. The one
     wording of it: the text, the HTML diff and the widget (``step_noise_view``) all show this."""
-    counts = f"{format_count(step['count']['a'], 'step')} vs {format_count(step['count']['b'])}"
-    interval = step["interval"]
-    if interval is None:
+    counts = f"{format_count(step.count.a, 'step')} vs {format_count(step.count.b)}"
+    if step.interval is None:
         return f"{counts}: too few for a noise interval"
-    lo, hi = interval
+    lo, hi = step.interval
     return (
-        f"{format_fraction(step['confidence'], 0)} interval of b/a {format_si(lo)}x to "
-        f"{format_si(hi)}x over {counts}: {step['verdict']}"
+        f"{format_fraction(step.confidence, 0)} interval of b/a {format_si(lo)}x to "
+        f"{format_si(hi)}x over {counts}: {step.verdict}"
     )
 
 
@@ -130,32 +136,37 @@ class StepNoise(TypedDict):
     text: str
 
 
-def step_noise_view(diff: dict[str, Any] | None) -> StepNoise | None:
+def step_noise_view(step: DiffStepChange | None) -> StepNoise | None:
     """For the widget's baseline panel: the diff's step verdict ("faster", "slower", "within
-    noise", "" without an interval) and ``step_noise``'s sentence; None without steps."""
-    step = ((diff or {}).get("summary") or {}).get("step_ns")
-    if not step or not step.get("count"):
+    noise", "" without an interval) and ``step_noise``'s sentence; None without steps (the
+    diff's ``summary.step_ns``)."""
+    if step is None:
         return None
-    return {"verdict": str(step.get("verdict") or ""), "text": step_noise(step)}
+    return {"verdict": step.verdict or "", "text": step_noise(step)}
 
 
-def _summary_lines(summary: dict[str, Any]) -> list[str]:
+def _summary_lines(summary: DiffSummary) -> list[str]:
     """Wall, GPU busy and idle, and the median step with what its change is worth."""
-    lines = [_summary_line(label, summary[key]) for key, label in _SUMMARY]
-    if summary["step_ns"] is not None:
-        lines.append(_summary_line("step (median)", summary["step_ns"]))
-        lines.append(f"  {'':<28}({step_noise(summary['step_ns'])})")
+    lines = [
+        _summary_line("wall", summary.wall_ns),
+        _summary_line("GPU busy", summary.busy_ns),
+        _summary_line("GPU idle", summary.idle_ns),
+    ]
+    if summary.step_ns is not None:
+        lines.append(_summary_line("step (median)", summary.step_ns))
+        lines.append(f"  {'':<28}({step_noise(summary.step_ns)})")
     return lines
 
 
-def _summary_line(label: str, change: dict[str, Any]) -> str:
+def _summary_line(label: str, change: DiffChange | DiffStepChange | DiffIdleChange) -> str:
+    ratio = None if isinstance(change, DiffIdleChange) else change.ratio  # a cause has none
     return (
-        f"  {label:<28}{format_time(change['a']):>11}{format_time(change['b']):>11}"
-        f"{format_delta_time(change['delta']):>12}{_ratio(change['ratio']):>8}"
+        f"  {label:<28}{format_time(change.a):>11}{format_time(change.b):>11}"
+        f"{format_delta_time(change.delta):>12}{_ratio(ratio):>8}"
     )
 
 
-def _rows(rows: list[dict[str, Any]], title: str) -> list[str]:
+def _rows(rows: list[DiffRow], title: str) -> list[str]:
     if not rows:
         return []
     shown = rows[:TOP_ROWS]
@@ -165,27 +176,26 @@ def _rows(rows: list[dict[str, Any]], title: str) -> list[str]:
         f"  {'delta':>11}{'a':>11}{'b':>11}{'count a -> b':>18}  name",
     ]
     for row in shown:
-        counts = f"{format_count(row['a_count'])} -> {format_count(row['b_count'])}"
-        name = printable(short_kernel_name(row["name"], 60))
-        if row["matched_by"] == "position":
-            name += f" ~ {printable(short_kernel_name(row['b_name'], 40))} (by position)"
-        elif row["matched_by"] != "name":
-            name += f" ({row['matched_by']})"
+        counts = f"{format_count(row.a_count)} -> {format_count(row.b_count)}"
+        name = printable(short_kernel_name(row.name, 60))
+        if row.matched_by == "position":
+            name += f" ~ {printable(short_kernel_name(row.b_name or '', 40))} (by position)"
+        elif row.matched_by != "name":
+            name += f" ({row.matched_by})"
         lines.append(
-            f"  {format_delta_time(row['delta_ns']):>11}{format_time(row['a_ns']):>11}"
-            f"{format_time(row['b_ns']):>11}{counts:>18}  {name}"
+            f"  {format_delta_time(row.delta_ns):>11}{format_time(row.a_ns):>11}"
+            f"{format_time(row.b_ns):>11}{counts:>18}  {name}"
         )
     return lines
 
 
-def _hints(hints: dict[str, list[dict[str, Any]]]) -> list[str]:
+def _hints(hints: DiffHints) -> list[str]:
     lines: list[str] = []
-    for group in ("fixed", "new", "kept"):
-        entries = hints[group]
+    for group, entries in (("fixed", hints.fixed), ("new", hints.new), ("kept", hints.kept)):
         if not entries:
             continue
         lines += ["", f"Hints {group} ({len(entries)}):"]
         for entry in entries[:TOP_ROWS]:
-            gains = f"gain {format_time(entry['a_gain_ns'])} -> {format_time(entry['b_gain_ns'])}"
-            lines.append(f"  [{entry['kind']}] {entry['title']}  ({gains})")
+            gains = f"gain {format_time(entry.a_gain_ns)} -> {format_time(entry.b_gain_ns)}"
+            lines.append(f"  [{entry.kind}] {entry.title}  ({gains})")
     return lines

@@ -9,6 +9,15 @@ from html import escape
 from typing import Any
 
 from gpuprofile.analyses.names import short_kernel_name
+from gpuprofile.report.diff_schema import (
+    DiffChange,
+    DiffDocument,
+    DiffHints,
+    DiffIdleChange,
+    DiffRow,
+    DiffStepChange,
+    DiffSummary,
+)
 from gpuprofile.report.diff_text import run_name, step_noise
 from gpuprofile.units import format_count, format_delta_time, format_si, format_time
 
@@ -25,7 +34,6 @@ _STYLE = """
 .gp-report .mark.kept{background:#757575}
 </style>
 """
-_BARS = (("wall_ns", "wall"), ("busy_ns", "GPU busy"), ("idle_ns", "GPU idle"))
 _BAR_PX = 240
 
 
@@ -34,7 +42,7 @@ def esc(value: Any) -> str:
     return escape(str(value), quote=True)
 
 
-def baseline_html(diff: dict[str, Any]) -> str:
+def baseline_html(diff: DiffDocument) -> str:
     """The section for a diff (a: the baseline, b: this profile).
 
     Parameters:
@@ -43,22 +51,22 @@ def baseline_html(diff: dict[str, Any]) -> str:
     Returns:
         Escaped HTML, its own style included (each bokeh Div is a shadow root).
     """
-    side = diff["a"]
-    where = ", ".join(w for w in (run_name(side), side.get("path")) if w) or "a capture"
+    side = diff.a
+    where = ", ".join(w for w in (run_name(side), side.path) if w) or "a capture"
     parts = [
         _STYLE,
         "<h2>Against baseline</h2>",
-        f"<p>Baseline: {esc(where)} ({esc(side.get('format'))}, "
-        f"{esc(format_count(side.get('ranks'), 'rank'))}). "
+        f"<p>Baseline: {esc(where)} ({esc(side.format)}, "
+        f"{esc(format_count(side.ranks, 'rank'))}). "
         "Grey: before (the baseline), blue: after (this profile).</p>",
     ]
-    parts += [f"<p>Note: {esc(note)}</p>" for note in diff.get("notes") or []]
-    parts.append(_bars(diff["summary"]))
-    if diff["summary"].get("step_ns"):
-        parts.append(f'<p data-noise="">{esc(step_noise(diff["summary"]["step_ns"]))}</p>')
-    for table, title in (("kernels", "Kernels"), ("ops", "Ops")):
-        parts.append(_delta_table(diff.get(table) or [], title))
-    parts.append(_hints(diff["hints"]))
+    parts += [f"<p>Note: {esc(note)}</p>" for note in diff.notes]
+    parts.append(_bars(diff.summary))
+    if diff.summary.step_ns:
+        parts.append(f'<p data-noise="">{esc(step_noise(diff.summary.step_ns))}</p>')
+    parts.append(_delta_table(diff.kernels, "Kernels"))
+    parts.append(_delta_table(diff.ops, "Ops"))
+    parts.append(_hints(diff.hints))
     return "".join(parts)
 
 
@@ -67,18 +75,22 @@ def _tone(delta: float | None) -> str:
     return "" if not delta else "worse" if delta > 0 else "better"
 
 
-def _bars(summary: dict[str, Any]) -> str:
-    rows = [(label, summary[key]) for key, label in _BARS]
-    if summary.get("step_ns"):
-        rows.append(("step (median)", summary["step_ns"]))
-    for cause, change in (summary.get("idle_by_cause") or {}).items():
-        if change.get("a") or change.get("b"):
-            rows.append((f"idle: {cause}", change))
+def _bars(summary: DiffSummary) -> str:
+    rows: list[tuple[str, DiffChange | DiffStepChange | DiffIdleChange]] = [
+        ("wall", summary.wall_ns),
+        ("GPU busy", summary.busy_ns),
+        ("GPU idle", summary.idle_ns),
+    ]
+    if summary.step_ns:
+        rows.append(("step (median)", summary.step_ns))
+    for cause, idle in summary.idle_by_cause.items():
+        if idle.a or idle.b:
+            rows.append((f"idle: {cause}", idle))
     body = []
     for label, change in rows:
-        a, b = change.get("a") or 0, change.get("b") or 0
+        a, b = change.a or 0, change.b or 0
         top = max(a, b) or 1
-        ratio = change.get("ratio")
+        ratio = None if isinstance(change, DiffIdleChange) else change.ratio  # a cause has none
         bars = "".join(
             f'<div class="bar {cls}" style="width:{round(_BAR_PX * value / top)}px" '
             f'title="{cls}: {esc(format_time(value))}"></div>'
@@ -86,18 +98,18 @@ def _bars(summary: dict[str, Any]) -> str:
         )
         body.append(
             f'<tr data-bar="{esc(label)}"><td>{esc(label)}</td><td>{bars}</td>'
-            f'<td class="n">{esc(format_time(change.get("a")))}</td>'
-            f'<td class="n">{esc(format_time(change.get("b")))}</td>'
-            f'<td class="n {_tone(change.get("delta"))}">'
-            f"{esc(format_delta_time(change.get('delta')))}</td>"
+            f'<td class="n">{esc(format_time(change.a))}</td>'
+            f'<td class="n">{esc(format_time(change.b))}</td>'
+            f'<td class="n {_tone(change.delta)}">'
+            f"{esc(format_delta_time(change.delta))}</td>"
             f'<td class="n">{esc("" if ratio is None else format_si(ratio) + "x")}</td></tr>'
         )
     head = "".join(f"<th>{h}</th>" for h in ("", "", "before", "after", "delta", "after/before"))
     return f'<table class="bars"><tr>{head}</tr>{"".join(body)}</table>'
 
 
-def _delta_table(rows: list[dict[str, Any]], title: str) -> str:
-    moved = [row for row in rows if row["delta_ns"]][:TOP_ROWS]
+def _delta_table(rows: list[DiffRow], title: str) -> str:
+    moved = [row for row in rows if row.delta_ns][:TOP_ROWS]
     if not moved:
         return ""
     head = "".join(
@@ -105,28 +117,28 @@ def _delta_table(rows: list[dict[str, Any]], title: str) -> str:
     )
     body = []
     for row in moved:
-        name = short_kernel_name(row["name"], 100)
-        if row.get("matched_by") not in (None, "name"):
-            name += f" ({row['b_name'] or row['matched_by']})"
+        name = short_kernel_name(row.name, 100)
+        if row.matched_by != "name":
+            name += f" ({row.b_name or row.matched_by})"
         body.append(
-            f"<tr><td>{esc(name)}</td><td class=n>{esc(format_time(row['a_ns']))}</td>"
-            f"<td class=n>{esc(format_time(row['b_ns']))}</td>"
-            f'<td class="n {_tone(row["delta_ns"])}">{esc(format_delta_time(row["delta_ns"]))}</td>'
-            f"<td class=n>{esc(format_count(row['a_count']))} → "
-            f"{esc(format_count(row['b_count']))}</td></tr>"
+            f"<tr><td>{esc(name)}</td><td class=n>{esc(format_time(row.a_ns))}</td>"
+            f"<td class=n>{esc(format_time(row.b_ns))}</td>"
+            f'<td class="n {_tone(row.delta_ns)}">{esc(format_delta_time(row.delta_ns))}</td>'
+            f"<td class=n>{esc(format_count(row.a_count))} → "
+            f"{esc(format_count(row.b_count))}</td></tr>"
         )
     caption = f"{title} that moved most ({len(moved)} of {format_count(len(rows))})"
     return f"<h3>{esc(caption)}</h3><table>{''.join([f'<tr>{head}</tr>', *body])}</table>"
 
 
-def _hints(hints: dict[str, list[dict[str, Any]]]) -> str:
+def _hints(hints: DiffHints) -> str:
     items = []
-    for group in ("fixed", "new", "kept"):
-        for entry in hints.get(group) or []:
-            gain = f"gain {format_time(entry['a_gain_ns'])} → {format_time(entry['b_gain_ns'])}"
+    for group, entries in (("fixed", hints.fixed), ("new", hints.new), ("kept", hints.kept)):
+        for entry in entries:
+            gain = f"gain {format_time(entry.a_gain_ns)} → {format_time(entry.b_gain_ns)}"
             items.append(
                 f'<li data-hint="{group}"><span class="mark {group}">{group}</span>'
-                f"{esc(entry['title'])} <span>({esc(entry['kind'])}, {esc(gain)})</span></li>"
+                f"{esc(entry.title)} <span>({esc(entry.kind)}, {esc(gain)})</span></li>"
             )
     if not items:
         return "<h3>Hints</h3><p>Neither run has hints.</p>"

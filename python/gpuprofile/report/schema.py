@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from gpuprofile.report.diff_schema import DiffDocument
+
 SCHEMA = "gpuprofile.report/1"
 
 Number = int | float
@@ -307,7 +309,7 @@ class Report(msgspec.Struct, frozen=True):
     # An inference engine's profile (TensorRT, TraceMeta.inference) with its precision_mix.
     inference: dict[str, Any] | None
     # The diff against a baseline run (gpuprofile.diff/1); absent without one.
-    baseline: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    baseline: DiffDocument | msgspec.UnsetType = msgspec.UNSET
 
 
 def to_report(plain: dict[str, Any]) -> Report:

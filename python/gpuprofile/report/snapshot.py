@@ -18,6 +18,10 @@ import copy
 import statistics
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
+from gpuprofile.report.diff import diff_json
+from gpuprofile.report.diff_schema import DiffDocument
 from gpuprofile.report.html import REPORT_STYLE, esc, gauges_html, hints_html, roofline_caption
 from gpuprofile.report.html import summary_html as page_summary_html
 from gpuprofile.report.html_diff import baseline_html
@@ -86,7 +90,7 @@ def render_snapshot(
         _more_ranks(report),
         _steps_html(bounded),
         # The diff against a baseline (%%gpuprofile --baseline): the point of the cell.
-        baseline_html(_walk(report.baseline, MAX_TEXT)) if report.baseline else "",
+        baseline_html(_bounded_diff(report.baseline)) if report.baseline else "",
         _gauge_bars(bounded) or gauges_html(bounded),
         f"<h2>Timeline</h2><p>{esc(timeline_note)}</p>{timeline}",
         f"<h2>Roofline</h2>{roofline_caption(bounded)}<p>{esc(roofline_note)}</p>"
@@ -150,6 +154,11 @@ def _bounded(report: Report) -> Report:
     out["source"] = _walk(plain["source"], MAX_TEXT)
     out["hardware"] = _walk(plain["hardware"], MAX_TEXT)
     return to_report(out)
+
+
+def _bounded_diff(diff: DiffDocument) -> DiffDocument:
+    """The diff with each text cut to MAX_TEXT, as the report's sections are."""
+    return msgspec.convert(_walk(diff_json(diff), MAX_TEXT), DiffDocument)
 
 
 def _walk(value: Any, limit: int) -> Any:

@@ -21,12 +21,12 @@ from gpuprofile.analyses.flops import outermost_cpu_ops
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.windows import recorded_ns
 from gpuprofile.widget.collectives import collective
-from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.event_details import details
 from gpuprofile.widget.marks import MAX_POINT_MARKS, gid_mask
 from gpuprofile.widget.request_args import BadRequest, Reply, Source, cached, number, span
 from gpuprofile.widget.tables import event_columns, merged_columns, segment_columns, window_ids
 from gpuprofile.widget.timeline import KINDS, TimelineData
+from gpuprofile.widget.wire import encode_wire
 
 __all__ = ["DETAIL_LIMIT", "SEARCH_LIMIT", "Source", "handle"]
 
@@ -65,7 +65,7 @@ def window(source: Source, message: Mapping[str, Any]) -> Reply:
         columns, meta = merged_columns(data, ids, (t0, t1), max(1, min(2 * width, MAX_BINS)))
     return (
         {"start": t0, "end": t1, "merged": meta["merged"]},
-        [encode_table(columns, meta)],
+        [encode_wire("events", columns, meta)],
     )
 
 
@@ -151,7 +151,9 @@ def search(source: Source, message: Mapping[str, Any]) -> Reply:
     else:
         time_order = cached(data, "time_order", lambda: np.argsort(data.start, kind="stable"))
         ids = _first_matches(data, time_order, lut, min(count, SEARCH_LIMIT))
-    return {"count": count, "names": hit_names}, [encode_table(event_columns(data, ids))]
+    return {"count": count, "names": hit_names}, [
+        encode_wire("event_list", event_columns(data, ids))
+    ]
 
 
 def _regex_hits(names: list[str], pattern: str) -> list[int]:
@@ -222,7 +224,7 @@ def named(source: Source, message: Mapping[str, Any]) -> Reply:
     kept = ids[np.argsort(-dur, kind="stable")[:MAX_POINT_MARKS]]
     kept = kept[np.argsort(data.start[kept], kind="stable")]
     reply = {"count": len(ids), "heaviest": heaviest}
-    return reply, [encode_table(event_columns(data, kept))]
+    return reply, [encode_wire("event_list", event_columns(data, kept))]
 
 
 HANDLERS: dict[str, Callable[[Source, Mapping[str, Any]], Reply]] = {

@@ -19,11 +19,11 @@ from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.report.schema import Report, report_json
 from gpuprofile.report.text import render_text
 from gpuprofile.report.widget_summary import SummaryExtras
-from gpuprofile.widget.encoding import encode_table
 from gpuprofile.widget.marks import marks_columns
 from gpuprofile.widget.requests import Source, handle
 from gpuprofile.widget.tables import DETAIL_THRESHOLD, counter_columns, overview_columns
 from gpuprofile.widget.timeline import KINDS, opening_view, timeline_data
+from gpuprofile.widget.wire import encode_wire
 
 if TYPE_CHECKING:
     from gpuprofile.trace.model import Trace
@@ -133,7 +133,9 @@ def show_result(
     extras: SummaryExtras = {"text": text}
     if report is not None:  # else a timeline alone
         extras["roofline_layout"] = roofline_layout(report)
-        extras["step_noise"] = step_noise_view(report.baseline or None)
+        extras["step_noise"] = step_noise_view(
+            report.baseline.summary.step_ns if report.baseline else None
+        )
     summary: dict[str, Any] = {
         **(report_json(report) if report is not None else {}),
         **msgspec.to_builtins(extras),
@@ -144,9 +146,9 @@ def show_result(
         "lanes": msgspec.to_builtins(data.lanes),
         "names": data.names,
         "name_kinds": data.name_kinds,
-        "events": encode_table(*overview_columns(data, detail_threshold)),
-        "counters": encode_table(*counter_columns(data)),
-        "marks": encode_table(*marks_columns(data, trace, report, analysis)),
+        "events": encode_wire("events", *overview_columns(data, detail_threshold)),
+        "counters": encode_wire("counters", *counter_columns(data)),
+        "marks": encode_wire("marks", *marks_columns(data, trace, report, analysis)),
         "span_ns": data.span_ns,
         "opening_view": opening_view(data),
         "total_events": data.total,
