@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses import lookups
 from gpuprofile.analyses.clock import align_clocks
-from gpuprofile.analyses.lookups import NO_ROWS, CpuOpTree
 from gpuprofile.hardware.match import hardware_for_trace
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
@@ -84,16 +84,12 @@ class Analysis:
 
     def id_index(self, table: str) -> pd.Index:
         """The ids of a table's rows, as an Index for looking rows up by id (get_indexer)."""
-        from gpuprofile.analyses.lookups import id_index
-
-        return _once(self._id_index, table, lambda t: id_index(self.trace, t))
+        return _once(self._id_index, table, lambda t: lookups.id_index(self.trace, t))
 
     def rank_rows(self, table: str, rank: int) -> np.ndarray:
         """The row positions of a rank's rows in a table, in row order (read-only)."""
-        from gpuprofile.analyses.lookups import rows_per_rank
-
-        per_rank = _once(self._rows_per_rank, table, lambda t: rows_per_rank(self.trace, t))
-        return per_rank.get(rank, NO_ROWS)
+        per_rank = _once(self._rows_per_rank, table, lambda t: lookups.rows_per_rank(self.trace, t))
+        return per_rank.get(rank, lookups.NO_ROWS)
 
     def rank_table(self, table: str, rank: int) -> pd.DataFrame:
         """``frame[frame["rank"] == rank]`` of a table (the same rows and index): detectors
@@ -107,16 +103,12 @@ class Analysis:
     @cached_property
     def op_parents(self) -> np.ndarray:
         """Per ops row, the row position of its parent, -1 when the trace has none."""
-        from gpuprofile.analyses.lookups import op_parents
-
-        return op_parents(self.trace, self.id_index("ops"))
+        return lookups.op_parents(self.trace, self.id_index("ops"))
 
     @cached_property
-    def cpu_op_tree(self) -> CpuOpTree:
+    def cpu_op_tree(self) -> lookups.CpuOpTree:
         """The ops' times, kinds, parents and host threads (lookups.CpuOpTree)."""
-        from gpuprofile.analyses.lookups import cpu_op_tree
-
-        return cpu_op_tree(self.trace, self.op_parents)
+        return lookups.cpu_op_tree(self.trace, self.op_parents)
 
     @cached_property
     def outermost_cpu_ops(self) -> np.ndarray:
@@ -158,7 +150,8 @@ class Analysis:
     @cached_property
     def collectives(self) -> pd.DataFrame:
         """Collectives matched across ranks, one row per (instance, rank): arrivals, ends,
-        waits (see analyses/collectives.py); empty on one rank."""
+        waits (see analyses/collectives.py); empty on one rank. Clock alignment reads them
+        first (__init__), and they stay when no clock moved."""
         from gpuprofile.analyses.collectives import COLUMNS, match_collectives
 
         if len(self.trace.ranks) < 2:

@@ -178,10 +178,10 @@ def rows_per_rank(trace: Trace, table: str) -> dict[int, np.ndarray]:
     }
 
 
-NO_ROWS = np.zeros(0, np.int64)
-NO_ROWS.flags.writeable = False
-
-
 def read_only(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
+
+
+# A rank's rows of a table it has none in (Analysis.rank_rows).
+NO_ROWS = read_only(np.zeros(0, np.int64))
