@@ -97,7 +97,7 @@ class Analysis:
         return _once(
             self._rank_table,
             (table, rank),
-            lambda key: self.trace.table(table).iloc[self.rank_rows(*key)],
+            lambda _: self.trace.table(table).iloc[self.rank_rows(table, rank)],
         )
 
     @cached_property
