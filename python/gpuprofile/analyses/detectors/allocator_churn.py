@@ -26,7 +26,6 @@ import pandas as pd
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes import ALLOCATOR_CODE, ALLOCATOR_FIX
 from gpuprofile.analyses.fixes_by_framework import ALLOCATOR, Fix, pick
-from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import Evidence, Hint, heaviest_events
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.names import matches
@@ -49,7 +48,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     alloc = matches(trace.runtime["name"], ALLOC_CALL)
     hints = []
     for rank in trace.ranks:
-        hint = _hint(analysis, rank, alloc, analysis.framework)
+        hint = _hint(analysis, rank, alloc)
         if hint is not None:
             hints.append(hint)
     return hints
@@ -69,8 +68,8 @@ def steady_start(analysis: Analysis, rank: int) -> int:
     return start + int(WARMUP_SHARE * (end - start))
 
 
-def _hint(analysis: Analysis, rank: int, alloc: np.ndarray, kind: Framework) -> Hint | None:
-    trace = analysis.trace
+def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
+    trace, kind = analysis.trace, analysis.framework
     steady = steady_start(analysis, rank)
     runtime = trace.runtime
     rows = alloc & (runtime["rank"] == rank).to_numpy() & (runtime["start_ns"] >= steady).to_numpy()

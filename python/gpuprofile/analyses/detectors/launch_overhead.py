@@ -38,7 +38,6 @@ import pandas as pd
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
-from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.names import categorical, matches, per_category, short_kernel_name
 from gpuprofile.analyses.names import codes as names_codes
@@ -98,7 +97,7 @@ def detect(analysis: Analysis) -> list[Hint]:
         kernels = analysis.rank_table("kernels", rank)
         if len(kernels) < MIN_KERNELS_FOR_GRAPHS:
             continue
-        hint = _hint(analysis, rank, kernels, analysis.idle_gaps, analysis.framework)
+        hint = _hint(analysis, rank, kernels, analysis.idle_gaps)
         if hint is not None:
             hints.append(hint)
     return hints
@@ -206,10 +205,8 @@ def host_bound_gaps(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> pd.Dat
     return mine.assign(removable_ns=np.maximum(mine["dur_ns"].to_numpy(np.int64) - GRAPH_GAP_NS, 0))
 
 
-def _hint(
-    analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame, kind: Framework
-) -> Hint | None:
-    trace = analysis.trace
+def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame) -> Hint | None:
+    trace, kind = analysis.trace, analysis.framework
     counted = host_bound_gaps(analysis, rank, gaps)
     gain = int(counted["removable_ns"].sum())
     wall = analysis.wall_ns(rank)

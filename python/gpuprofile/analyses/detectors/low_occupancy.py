@@ -30,7 +30,6 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import OCCUPANCY, Fix, pick
-from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
@@ -72,7 +71,7 @@ def detect(analysis: Analysis) -> list[Hint]:
         table = kernel_waves(analysis, rank, analysis.hardware.sm_count)
         if table.empty:
             continue
-        hint = _hint(analysis, rank, table, analysis.framework)
+        hint = _hint(analysis, rank, table)
         if hint is not None:
             hints.append(hint)
     return hints
@@ -161,7 +160,8 @@ def overlapped_share(analysis: Analysis, rank: int, kernels: pd.DataFrame) -> np
     return np.asarray(np.where(dur > 0, covered / np.maximum(dur, 1), 0.0))
 
 
-def _hint(analysis: Analysis, rank: int, table: pd.DataFrame, kind: Framework) -> Hint | None:
+def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
+    kind = analysis.framework
     qualifies = (
         (table["dur_ns"] >= MIN_KERNEL_NS)
         & (table["idle"] >= MIN_IDLE_SHARE)
