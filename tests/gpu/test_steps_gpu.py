@@ -11,8 +11,7 @@ from pathlib import Path
 import torch
 
 import gpuprofile
-from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.idle import idle_gaps
+from gpuprofile.analyses.context import Analysis
 
 
 def test_windows_on_a_gpu_keep_their_kernels_and_leave_the_gaps_out(tmp_path: Path) -> None:
@@ -36,10 +35,11 @@ def test_windows_on_a_gpu_keep_their_kernels_and_leave_the_gaps_out(tmp_path: Pa
     assert per_window[0] >= 20 and len(set(per_window)) == 1 and sum(per_window) == len(kernels)
     assert (kernels["op_id"] >= 0).all()
     # Idle gaps lie within windows: none reaches into the time between two windows.
-    gaps = idle_gaps(trace)
+    analysis = Analysis(trace)
+    gaps = analysis.idle_gaps
     for (_, end), (start, _) in itertools.pairwise(windows):
         assert not ((gaps["start_ns"] < start) & (gaps["end_ns"] > end)).any()
-    breakdown = gpu_time(trace, 0)
+    breakdown = analysis.gpu_time(0)
     assert breakdown is not None
     assert int(gaps["dur_ns"].sum()) == breakdown.idle_ns
     # The export is one trace that reads back as the same profile.

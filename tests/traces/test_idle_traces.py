@@ -29,8 +29,7 @@ from gpuprofile.analyses.detectors import (
     run_detectors,
     sync_stall,
 )
-from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.idle import CAUSES, idle_by_cause, idle_gaps
+from gpuprofile.analyses.idle import CAUSES, idle_by_cause
 from gpuprofile.hardware.model import UNKNOWN
 from gpuprofile.importers.kineto import load_kineto
 from helpers.prerequisites import SHARED_TRACES, require_trace
@@ -95,10 +94,11 @@ def analysis_of(name: str) -> Analysis:
 
 def test_gaps_partition_the_idle_time(kineto_path: Path) -> None:
     trace = load_kineto(kineto_path)
-    gaps = idle_gaps(trace)
+    analysis = Analysis(trace, UNKNOWN)
+    gaps = analysis.idle_gaps
     totals = idle_by_cause(gaps)
     for rank in trace.ranks:
-        breakdown = gpu_time(trace, rank)
+        breakdown = analysis.gpu_time(rank)
         mine = gaps[gaps["rank"] == rank]
         if breakdown is None:
             assert mine.empty

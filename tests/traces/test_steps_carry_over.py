@@ -135,7 +135,10 @@ def test_steps_equal_the_raw_spans_and_clipped_busy(case: tuple[str, Raw, Any]) 
         clipped = [(max(s, start), min(e, end)) for s, e in intervals if s < end and e > start]
         busy = union(clipped)
         expected.append((step["name"], end - start, busy, end - start - busy))
-    ours = [(s.name, s.window_ns, s.busy_ns, s.idle_ns) for s in gpu_steps(trace, trace.ranks[0])]
+    ours = [
+        (s.name, s.window_ns, s.busy_ns, s.idle_ns)
+        for s in gpu_steps(Analysis(trace), trace.ranks[0])
+    ]
     assert sorted(ours) == sorted(expected)
 
 

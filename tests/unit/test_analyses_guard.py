@@ -282,7 +282,7 @@ def test_odd_launch_facts_do_not_crash_the_occupancy_detector(
 
     profile = load(tmp_path, events(**launch))
     answered(profile)
-    table = low_occupancy.kernel_waves(profile.trace, 0, 108)
+    table = low_occupancy.kernel_waves(profile.analysis, 0, 108)
     if len(table):
         assert (table["blocks"] >= 1).all() and (table["sms"] >= 1).all()
         assert ((table["idle"] >= 0) & (table["idle"] <= 1)).all()

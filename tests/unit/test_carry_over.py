@@ -129,7 +129,7 @@ def test_steps_window_busy_and_idle_with_gaps(tmp_path: Path) -> None:
         ]
     )
     trace = load_kineto(write(tmp_path / "t.json", doc))
-    steps = gpu_steps(trace, 0)
+    steps = gpu_steps(Analysis(trace), 0)
     assert [(s.name, s.window_ns, s.busy_ns, s.idle_ns) for s in steps] == [
         ("ProfilerStep#1", 20_000, 8_000 + 8_000, 4_000),
         ("ProfilerStep#2", 10_000, 1_000, 9_000),
@@ -147,7 +147,7 @@ def test_steps_window_busy_and_idle_with_gaps(tmp_path: Path) -> None:
 
 def test_no_gpu_step_markers_gives_an_empty_list(tmp_path: Path) -> None:
     trace = load_kineto(write(tmp_path / "t.json", backlog_doc()["traceEvents"][:4]))
-    assert gpu_steps(trace, 0) == []
+    assert gpu_steps(Analysis(trace), 0) == []
     assert report_json(build_report(Analysis(trace)))["ranks"][0]["gpu"]["steps"] == []
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.flops import coverage, kernel_costs, op_costs
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.model import NO_ID, Trace
@@ -27,7 +28,7 @@ def shaped(name: str, ts: float, dur: float, dims: list, types: list, **extra: A
 
 def costs_of(tmp_path: Path, events: list[dict]) -> tuple[Trace, Any]:
     trace = load_kineto(write(tmp_path / "t.json", document(events)))
-    return trace, op_costs(trace)
+    return trace, op_costs(Analysis(trace))
 
 
 # --- against torch.profiler's own FLOP counts ------------------------------------------------
@@ -58,7 +59,7 @@ def capture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Trace, Any, dict]
         if event.flops:
             theirs.setdefault((event.name, json.dumps(event.input_shapes)), set()).add(event.flops)
     trace = load_kineto(path)
-    return trace, op_costs(trace), theirs
+    return trace, op_costs(Analysis(trace)), theirs
 
 
 def ours_by_shapes(costs: Any, name: str) -> dict[str, set[float]]:
@@ -248,7 +249,7 @@ def test_measured_flops_win(tmp_path: Path) -> None:
     )
     ops = trace.ops.copy()
     ops["flops"] = [123.0]
-    costs = op_costs(Trace(ops=ops, meta=trace.meta))
+    costs = op_costs(Analysis(Trace(ops=ops, meta=trace.meta)))
     assert costs["flops"].tolist() == [123.0]
     assert costs["flops_source"].astype(str).tolist() == ["measured"]
 
@@ -300,7 +301,7 @@ def test_kernels_split_their_ops_costs_by_duration(tmp_path: Path) -> None:
     assert kernels.loc["relu_kernel", "flops_source"] == "unknown"
     assert kernels.loc["relu_kernel", "cost_op_id"] == NO_ID
     # Compute-kernel time with known FLOPs: 40 of 60 us (NCCL is no compute).
-    assert coverage(trace, costs, kernel_costs(trace, costs)) == pytest.approx(40 / 60)
+    assert coverage(Analysis(trace), costs, kernel_costs(trace, costs)) == pytest.approx(40 / 60)
 
 
 def test_cpu_only_coverage(tmp_path: Path) -> None:
@@ -316,15 +317,15 @@ def test_cpu_only_coverage(tmp_path: Path) -> None:
     ]
     trace, costs = costs_of(tmp_path, events)
     assert trace.kernels.empty
-    assert coverage(trace, costs, kernel_costs(trace, costs)) == pytest.approx(80 / 120)
+    assert coverage(Analysis(trace), costs, kernel_costs(trace, costs)) == pytest.approx(80 / 120)
 
 
 def test_empty_trace() -> None:
     trace = Trace()
-    costs = op_costs(trace)
+    costs = op_costs(Analysis(trace))
     kernels = kernel_costs(trace, costs)
     assert costs.empty and kernels.empty
-    assert math.isnan(coverage(trace, costs, kernels))
+    assert math.isnan(coverage(Analysis(trace), costs, kernels))
 
 
 # --- with Concrete Inputs ---------------------------------------------------------------------
@@ -383,8 +384,8 @@ def test_index_is_the_op_id(tmp_path: Path) -> None:
 
 def test_kernels_without_ops(tmp_path: Path) -> None:
     trace = load_kineto(write(tmp_path / "t.json", document([kernel("k", 0, 4, corr=1)])))
-    costs = op_costs(trace)
+    costs = op_costs(Analysis(trace))
     kernels = kernel_costs(trace, costs)
     assert len(kernels) == 1 and math.isnan(kernels["flops"].iloc[0])
     assert kernels["flops_source"].tolist() == ["unknown"]
-    assert coverage(trace, costs, kernels) == 0.0
+    assert coverage(Analysis(trace), costs, kernels) == 0.0

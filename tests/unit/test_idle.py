@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.idle import CAUSES, idle_by_cause, idle_gaps
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.idle import CAUSES, idle_by_cause
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.model import NO_ID, Trace
@@ -36,7 +36,7 @@ def copy(kind: str, ts: float, dur: float, nbytes: int, corr: int, *, pinned: bo
 
 
 def one_gap(trace: Trace) -> dict:
-    gaps = idle_gaps(trace)
+    gaps = Analysis(trace).idle_gaps
     assert len(gaps) == 1, gaps
     return gaps.iloc[0].to_dict()
 
@@ -58,7 +58,7 @@ def test_gaps_are_the_holes_between_merged_gpu_activity(tmp_path: Path) -> None:
             kernel("c", 50, 10, 3),
         ],
     )
-    gaps = idle_gaps(trace)
+    gaps = Analysis(trace).idle_gaps
     assert gaps[["start_ns", "end_ns", "dur_ns"]].values.tolist() == [
         [20 * US, 30 * US, 10 * US],
         [35 * US, 50 * US, 15 * US],
@@ -71,7 +71,7 @@ def test_gaps_are_the_holes_between_merged_gpu_activity(tmp_path: Path) -> None:
 
 def test_no_gpu_activity_gives_no_gaps(tmp_path: Path) -> None:
     trace = load(tmp_path, [cpu_op("aten::mm", 0, 10)])
-    gaps = idle_gaps(trace)
+    gaps = Analysis(trace).idle_gaps
     assert gaps.empty
     assert list(gaps.columns) == [
         "rank",
@@ -277,8 +277,9 @@ def test_sum_over_causes_is_the_idle_time(tmp_path: Path) -> None:
         events += [runtime("cudaLaunchKernel", 10 * i, 1, i + 1), kernel("K", 10 * i + 3, 4, i + 1)]
     events.append(annotation("enumerate(DataLoader)#x.__next__", 100, 80))
     trace = load(tmp_path, events)
-    totals = idle_by_cause(idle_gaps(trace))
-    breakdown = gpu_time(trace, 0)
+    analysis = Analysis(trace)
+    totals = idle_by_cause(analysis.idle_gaps)
+    breakdown = analysis.gpu_time(0)
     assert breakdown is not None
     assert sum(totals[0].values()) == breakdown.idle_ns
     # By hand: K0 ends at 7, kernel i runs [10i+3, 10i+7): gaps of 6 us, 29 of them.

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import gpuprofile
+from gpuprofile.analyses import collectives
 from gpuprofile.analyses.collectives import collective_of
 from gpuprofile.analyses.job import bus_factor
 from gpuprofile.analyses.kernel_kind import kernel_kind
+from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.errors import TraceFormatError
 from helpers.kineto_docs import document, kernel, write
 
@@ -314,3 +317,46 @@ def test_a_trimmed_trace_matches_by_nearest_end_not_by_order(tmp_path: Path) -> 
     pairs = matched.groupby("instance")["rank"].size()
     assert sorted(pairs.tolist()) == [2, 2, 2]  # steps 0, 2 and 4
     assert analysis.alignment.residual_ns == 0
+
+
+def _counting_matches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the calls of match_collectives (one per trace whose collectives are matched)."""
+    calls: list[int] = []
+    real = collectives.match_collectives
+
+    def counted(facts: Lookups) -> pd.DataFrame:
+        calls.append(1)
+        return real(facts)
+
+    monkeypatch.setattr(collectives, "match_collectives", counted)
+    return calls
+
+
+def test_collectives_are_matched_once_when_no_clock_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(SKEW_NS, 1, 0)  # every rank on one clock already
+    for rank in range(3):
+        write(tmp_path / f"rank{rank}.json", _rank_doc(rank))
+    calls = _counting_matches(monkeypatch)
+    analysis = gpuprofile.load(tmp_path).analysis
+    assert analysis.alignment.offsets_ns == {}
+    assert analysis.job is not None and len(analysis.collectives) == 2 * 3
+    # The alignment's matches are the Analysis's: the trace it kept is the one they were of.
+    assert len(calls) == 1
+
+
+def test_facts_after_a_clock_moves_are_of_the_aligned_trace(
+    job_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _counting_matches(monkeypatch)
+    analysis = gpuprofile.load(job_dir).analysis
+    assert analysis.alignment.offsets_ns == {0: 0, 1: -7_000_000, 2: 0}
+    matched = analysis.collectives
+    # Matched again on the aligned clocks: each all-reduce ends at one instant on all ranks
+    # (rank 1's own clock put its ends 7 ms later).
+    assert len(calls) == 2
+    assert matched.groupby("instance")["end_ns"].nunique().tolist() == [1, 1]
+    # Every rank's first kernel starts the step at the same instant.
+    starts = {rank: analysis.gpu_time(rank) for rank in range(3)}
+    assert len({gpu.start_ns for gpu in starts.values() if gpu is not None}) == 1

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import gpuprofile
+from gpuprofile.analyses.context import Analysis
 from gpuprofile.capture.guard import profiler_running
 from gpuprofile.capture.sampler import THREAD_NAME, Sampler
 from gpuprofile.capture.sources import CPU_SPAN_S, NvmlSource, PsutilSource
@@ -432,7 +433,7 @@ def test_nvml_source_fails_instead_of_raising(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_sampled_report_of_a_trace_without_a_sampler_is_none() -> None:
-    assert _sampled(Trace(meta=TraceMeta(ranks={0: RankMeta()})), 0) is None
+    assert _sampled(Analysis(Trace(meta=TraceMeta(ranks={0: RankMeta()}))), 0) is None
 
 
 def test_magic_interval_option(shell: Any) -> None:

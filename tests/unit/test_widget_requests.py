@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import gpuprofile
+from gpuprofile.analyses.context import Analysis
 from gpuprofile.profiles import Profile
 from gpuprofile.trace.meta import Window
 from gpuprofile.trace.model import Trace
@@ -437,6 +438,28 @@ def test_marks_of_roofline_points_hold_every_instance(monkeypatch: pytest.Monkey
     got = source.data.end[gids] - source.data.start[gids]
     assert sorted(got.tolist()) == sorted(durations.nlargest(10).tolist())
     assert (np.diff(columns["start_ns"][columns["group"] == group]) >= 0).all()
+
+
+def test_requests_read_the_analysis_the_widget_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = synthetic_trace(200)
+    analysis = Analysis(trace)
+    source = Source(data=timeline_data(trace), trace=trace, analysis=analysis)
+
+    def second_analysis(*_: Any) -> None:
+        raise AssertionError("a request made an Analysis of its own")
+
+    monkeypatch.setattr(Analysis, "__init__", second_analysis)
+    reply, _ = _ask(source, type="range", start=0, end=1e9)
+    (rank,) = reply["range"]["ranks"]
+    assert rank["top_ops"] and source.analysis is analysis
+    # Without one (a live view), the first request that needs one makes it, once.
+    monkeypatch.undo()
+    bare = _source(trace)
+    _ask(bare, type="range", start=0, end=1e9)
+    made = bare.analysis
+    assert made is not None and made.trace is trace
+    _ask(bare, type="range", start=0, end=1e8)
+    assert bare.analysis is made
 
 
 def test_the_widget_answers_messages(tmp_path: Path) -> None:

@@ -11,9 +11,7 @@ import pytest
 import torch
 
 import gpuprofile
-from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.idle import idle_gaps
-from gpuprofile.analyses.summary import wall_ns
+from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.windows import recorded_span, within_one_window
 from gpuprofile.errors import TraceFormatError
 from gpuprofile.importers.kineto import load_kineto, load_kineto_windows, scan_extent
@@ -79,11 +77,12 @@ def test_merged_windows_leave_the_time_between_them_out_of_wall_and_idle(tmp_pat
     parts = [window_trace(i, tmp_path) for i in range(3)]
     spans = [span(c) for c in parts]
     merged = merge(parts)
+    analysis = Analysis(merged)
     # Each window's span, computed on its own trace: the wall is their sum.
-    assert wall_ns(merged, 0) == sum(end - start for start, end in spans)
-    breakdown = gpu_time(merged, 0)
+    assert analysis.wall_ns(0) == sum(end - start for start, end in spans)
+    breakdown = analysis.gpu_time(0)
     assert breakdown is not None
-    gaps = idle_gaps(merged)
+    gaps = analysis.idle_gaps
     assert int(gaps["dur_ns"].sum()) == breakdown.idle_ns
     # No gap reaches into the time between two windows (each starts 1 s after the one before).
     for i, ((_, end), (start, _)) in enumerate(itertools.pairwise(spans)):

@@ -124,7 +124,7 @@ def bubbles(trace: Trace, collectives: pd.DataFrame, events: pd.DataFrame) -> li
 
     Parameters:
         trace: a trace of two ranks or more, clocks aligned.
-        collectives: ``match_collectives(trace)`` (its waits are counted per step).
+        collectives: ``Analysis.collectives`` (its waits are counted per step).
         events: ``compute_events(trace)``.
 
     Returns:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.collectives import SYNCHRONIZING, match_collectives
+from gpuprofile.analyses.collectives import SYNCHRONIZING
 from gpuprofile.trace.merge import shifted_ranks
 from gpuprofile.trace.model import NO_ID, Trace
 
@@ -52,16 +52,17 @@ class Alignment:
     collectives: int
 
 
-def align_clocks(trace: Trace) -> tuple[Trace, Alignment]:
+def align_clocks(trace: Trace, matched: pd.DataFrame) -> tuple[Trace, Alignment]:
     """The trace with its ranks' clocks aligned, and how.
 
     Parameters:
         trace: a trace of one or more ranks, on its ranks' own clocks.
+        matched: its collectives, ``collectives.match_collectives`` (``Analysis.collectives``).
 
     Returns:
         (the aligned trace, a new Trace unless nothing moved; the ``Alignment``).
     """
-    ends = _synchronizing_ends(trace)
+    ends = _synchronizing_ends(trace, matched)
     before = _residual(ends)
     if _one_host(trace):
         return trace, Alignment(ONE_HOST, before, {}, len(ends))
@@ -80,12 +81,11 @@ def align_clocks(trace: Trace) -> tuple[Trace, Alignment]:
     return aligned, Alignment(COLLECTIVE_ENDS, after, offsets, len(ends))
 
 
-def _synchronizing_ends(trace: Trace) -> pd.DataFrame:
+def _synchronizing_ends(trace: Trace, matched: pd.DataFrame) -> pd.DataFrame:
     """Instances (rows) x ranks (columns): the end of each synchronizing collective whose end
     is known, NaN where a rank lacks it."""
     if len(trace.ranks) < 2:
         return pd.DataFrame()
-    matched = match_collectives(trace)
     rows = matched[matched["name"].isin(SYNCHRONIZING) & (matched["end_ns"] != NO_ID)]
     if rows.empty:
         return pd.DataFrame()

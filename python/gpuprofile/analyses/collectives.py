@@ -30,10 +30,9 @@ import pandas as pd
 
 from gpuprofile.analyses import recorded
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
-from gpuprofile.analyses.lookups import id_index, op_parents
-from gpuprofile.analyses.memo import per_trace
+from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.names import categorical, codes, per_category
-from gpuprofile.trace.model import NO_ID, Trace
+from gpuprofile.trace.model import NO_ID
 
 COLUMNS = (
     "instance",
@@ -87,22 +86,21 @@ def collective_of(name: str) -> str:
     return letters or "unknown"
 
 
-@per_trace
-def match_collectives(trace: Trace) -> pd.DataFrame:
+def match_collectives(facts: Lookups) -> pd.DataFrame:
     """One row per (instance, rank) of every collective met on two ranks or more.
 
     Parameters:
-        trace: a multi-rank trace, its clocks aligned (``analyses.clock.align_clocks``).
+        facts: a multi-rank trace and its lookups (an Analysis, whose ``collectives`` these
+            are: clock alignment reads them, then the job).
 
     Returns:
         A frame of ``COLUMNS``: instance (numbered from 0 in order of first arrival), group
         (process group name, "" unknown), name (``collective_of``), rank, table ("kernels" or
         "ops") and event_id, arrival_ns and end_ns (-1: unknown), wait_ns, last (this rank
         arrived last), bytes (-1 unknown), group_size and peer (the other rank of a send or
-        receive, -1 otherwise). Made once per trace (clock alignment and the job read it) and
-        shared: never modified.
+        receive, -1 otherwise).
     """
-    events = comm_events(trace)
+    events = comm_events(facts)
     collectives = _collective_instances(events[~events["name"].isin(POINT_TO_POINT)])
     pairs = _point_to_point(events[events["name"].isin(POINT_TO_POINT)])
     rows = pd.concat([collectives, pairs], ignore_index=True)
@@ -117,15 +115,16 @@ def match_collectives(trace: Trace) -> pd.DataFrame:
     return rows.loc[:, list(COLUMNS)]
 
 
-def comm_events(trace: Trace) -> pd.DataFrame:
+def comm_events(facts: Lookups) -> pd.DataFrame:
     """Every rank's communication events (see the module docstring), one frame: rank, table,
     event_id, group, name, seq, arrival_ns, end_ns, bytes, group_size, peer."""
+    trace = facts.trace
     frames = []
     gpu_ranks = set(trace.kernels["rank"].unique().tolist())
     kernels = trace.kernels
     if len(kernels):
         comm = kernels[kernel_kinds(kernels["name"]) == COMMUNICATION]
-        frames.append(_kernel_events(trace, comm))
+        frames.append(_kernel_events(facts, comm))
     ops = trace.ops
     cpu_ranks = [r for r in trace.ranks if r not in gpu_ranks]
     if cpu_ranks and len(ops):
@@ -134,9 +133,9 @@ def comm_events(trace: Trace) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else _empty_events()
 
 
-def _kernel_events(trace: Trace, comm: pd.DataFrame) -> pd.DataFrame:
+def _kernel_events(facts: Lookups, comm: pd.DataFrame) -> pd.DataFrame:
     recorded = comm["collective"].astype(str).to_numpy()
-    launched, peers = _launching_collective(trace, comm["op_id"].to_numpy())
+    launched, peers = _launching_collective(facts, comm["op_id"].to_numpy())
     guessed = _collectives_of(comm["name"])
     names = np.where(
         recorded != "",
@@ -161,21 +160,21 @@ def _kernel_events(trace: Trace, comm: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _launching_collective(trace: Trace, op_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _launching_collective(facts: Lookups, op_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per kernel, the collective its launching op names ("" where none), and the peer of a
     send or receive (-1 unknown): the kernel's op, or the ops around it up to the c10d call
     (``c10d::send`` > ``record_param_comms`` > ``nccl:send``), which holds the peer in its
     concrete inputs when shapes were recorded. ``c10d::alltoall_base_`` launches ``SendRecv``
     kernels: they are all-to-all."""
-    ops = trace.ops
+    ops = facts.trace.ops
     out = np.full(len(op_ids), "", dtype=object)
     peers = np.full(len(op_ids), NO_ID, dtype=np.int64)
     if not len(ops):
         return out, peers
-    at = id_index(trace, "ops").get_indexer(pd.Index(op_ids))
+    at = facts.id_index("ops").get_indexer(pd.Index(op_ids))
     names = ops["name"].astype(str).to_numpy()
     concrete = ops["concrete_inputs"].to_numpy()
-    parents = op_parents(trace)
+    parents = facts.op_parents
     for i in np.flatnonzero(at >= 0):
         row, found = at[i], -1
         for _ in range(_LAUNCH_DEPTH + 1):

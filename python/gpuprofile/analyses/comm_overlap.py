@@ -15,12 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.flops import outermost_cpu_ops
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE, kernel_kinds
-from gpuprofile.analyses.lookups import rank_table
+from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.names import matches
-from gpuprofile.trace.model import Trace
 
 _CPU_COLLECTIVE = re.compile(r"^(gloo:|c10d::)")
 
@@ -51,9 +49,11 @@ class CommOverlap:
         return self.overlapped_ns / self.comm_ns if self.comm_ns else None
 
 
-def comm_overlap(trace: Trace, rank: int) -> CommOverlap | None:
-    """The rank's communication and how much compute hid it; None when it has none."""
-    kernels = rank_table(trace, "kernels", rank)
+def comm_overlap(facts: Lookups, rank: int) -> CommOverlap | None:
+    """The rank's communication and how much compute hid it; None when it has none.
+    facts: the trace and its lookups (``Analysis.comm_overlap`` keeps each rank's)."""
+    trace = facts.trace
+    kernels = facts.rank_table("kernels", rank)
     if len(kernels):
         kinds = kernel_kinds(kernels["name"])
         comm = kernels[kinds == COMMUNICATION]
@@ -75,7 +75,7 @@ def comm_overlap(trace: Trace, rank: int) -> CommOverlap | None:
     comm = ops[is_comm]
     if comm.empty:
         return None
-    compute = ops[~is_comm & outermost_cpu_ops(trace)[mine]]
+    compute = ops[~is_comm & facts.outermost_cpu_ops[mine]]
     start, end = bounds(comm)
     return CommOverlap(
         False, comm, union_length(start, end), overlap_ns(start, end, *bounds(compute))

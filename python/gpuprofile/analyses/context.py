@@ -1,23 +1,27 @@
 """One trace and its hardware, with the derived tables every detector reads computed once.
 
-Each property is a pure function of (trace, hardware), memoised so that ten detectors reading
+Each fact is a pure function of (trace, hardware), memoised so that ten detectors reading
 the same roofline or idle gaps do not recompute them. The detectors read an Analysis
 (detectors/); it knows none of them.
 
-This is the cache of derived facts: a fact that views and detectors share (decoded inputs, op
-costs, the roofline's member sets, communication overlap, carry-over) is a property here, not a
-module-level memo. What stays in analyses/memo.py's per_trace is a function of the Trace alone
-that code holding no Analysis asks as well (clock alignment before the Analysis exists, the
-widget's range requests, views given a trace).
+This is the one cache of derived facts: what views, detectors, the report and the widget
+share is asked of the Analysis, never recomputed from the Trace. One mechanism: a fact of the
+whole trace is a cached_property; a fact with a key (a table, a rank) is a method reading a
+dict of its own, filled on demand (``_once``). The functions that compute them are plain and
+uncached; those below this module that walk the trace's rows take the Analysis as
+``lookups.Lookups``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses import lookups
 from gpuprofile.analyses.clock import align_clocks
 from gpuprofile.hardware.match import hardware_for_trace
 from gpuprofile.hardware.model import Hardware
@@ -28,9 +32,20 @@ if TYPE_CHECKING:
     from gpuprofile.analyses.comm_overlap import CommOverlap
     from gpuprofile.analyses.framework import Framework
     from gpuprofile.analyses.gauges import Gauge
+    from gpuprofile.analyses.gpu_time import GpuTime
     from gpuprofile.analyses.job import Job
     from gpuprofile.analyses.recorded import RecordedInputs
     from gpuprofile.analyses.roofline import Members, Roofline
+
+K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
+
+
+def _once(cache: dict[K, R], key: K, compute: Callable[[K], R]) -> R:
+    """cache[key], computed on first use: how an Analysis keeps a fact with a key."""
+    if key not in cache:
+        cache[key] = compute(key)
+    return cache[key]
 
 
 class Analysis:
@@ -45,9 +60,84 @@ class Analysis:
     """
 
     def __init__(self, trace: Trace, hardware: Hardware | None = None) -> None:
+        self._start(trace)
         # A job's ranks on one clock first: every wait, bubble and timeline reads aligned time.
-        self.trace, self.alignment = align_clocks(trace)
+        # The alignment matches collectives, which are kept when no clock moved.
+        aligned, alignment = align_clocks(trace, self.collectives)
+        if aligned is not trace:
+            self._start(aligned)
+        self.alignment = alignment
         self.hardware = hardware if hardware is not None else hardware_for_trace(trace)
+
+    def _start(self, trace: Trace) -> None:
+        """Derive from trace, forgetting every fact of another (one on other clocks)."""
+        vars(self).clear()
+        self.trace = trace
+        self._rows_per_rank: dict[str, dict[int, np.ndarray]] = {}
+        self._id_index: dict[str, pd.Index] = {}
+        self._rank_table: dict[tuple[str, int], pd.DataFrame] = {}
+        self._wall_ns: dict[int, int] = {}
+        self._gpu_activity: dict[int, pd.DataFrame] = {}
+        self._gpu_time: dict[int, GpuTime | None] = {}
+
+    # --- lookups of the trace's rows (analyses/lookups.py) ---------------------------------
+
+    def id_index(self, table: str) -> pd.Index:
+        """The ids of a table's rows, as an Index for looking rows up by id (get_indexer)."""
+        return _once(self._id_index, table, lambda t: lookups.id_index(self.trace, t))
+
+    def rank_rows(self, table: str, rank: int) -> np.ndarray:
+        """The row positions of a rank's rows in a table, in row order (read-only)."""
+        per_rank = _once(self._rows_per_rank, table, lambda t: lookups.rows_per_rank(self.trace, t))
+        return per_rank.get(rank, lookups.NO_ROWS)
+
+    def rank_table(self, table: str, rank: int) -> pd.DataFrame:
+        """``frame[frame["rank"] == rank]`` of a table (the same rows and index): detectors
+        share it, and copy-on-write keeps it from being changed under them."""
+        return _once(
+            self._rank_table,
+            (table, rank),
+            lambda _: self.trace.table(table).iloc[self.rank_rows(table, rank)],
+        )
+
+    @cached_property
+    def op_parents(self) -> np.ndarray:
+        """Per ops row, the row position of its parent, -1 when the trace has none."""
+        return lookups.op_parents(self.trace, self.id_index("ops"))
+
+    @cached_property
+    def cpu_op_tree(self) -> lookups.CpuOpTree:
+        """The ops' times, kinds, parents and host threads (lookups.CpuOpTree)."""
+        return lookups.cpu_op_tree(self.trace, self.op_parents)
+
+    @cached_property
+    def outermost_cpu_ops(self) -> np.ndarray:
+        """Per ops row: an aten op with no aten op around it (flops.outermost_cpu_ops)."""
+        from gpuprofile.analyses.flops import outermost_cpu_ops
+
+        return outermost_cpu_ops(self.trace, self.op_parents)
+
+    # --- per-rank spans ----------------------------------------------------------------------
+
+    def wall_ns(self, rank: int) -> int:
+        """From the rank's first event to its last one's end, window by window (summary.py)."""
+        from gpuprofile.analyses.summary import wall_ns
+
+        return _once(self._wall_ns, rank, lambda r: wall_ns(self, r))
+
+    def gpu_activity(self, rank: int) -> pd.DataFrame:
+        """The rank's kernels, memcpys and memsets as (start_ns, end_ns) (gpu_time.py)."""
+        from gpuprofile.analyses.gpu_time import gpu_activity
+
+        return _once(self._gpu_activity, rank, lambda r: gpu_activity(self, r))
+
+    def gpu_time(self, rank: int) -> GpuTime | None:
+        """The rank's GPU window, busy and compute time; None without GPU activity."""
+        from gpuprofile.analyses.gpu_time import gpu_time
+
+        return _once(self._gpu_time, rank, lambda r: gpu_time(self, r))
+
+    # --- derived tables ----------------------------------------------------------------------
 
     @cached_property
     def framework(self) -> Framework:
@@ -60,12 +150,13 @@ class Analysis:
     @cached_property
     def collectives(self) -> pd.DataFrame:
         """Collectives matched across ranks, one row per (instance, rank): arrivals, ends,
-        waits (see analyses/collectives.py); empty on one rank."""
+        waits (see analyses/collectives.py); empty on one rank. Clock alignment reads them
+        first (__init__), and they stay when no clock moved."""
         from gpuprofile.analyses.collectives import COLUMNS, match_collectives
 
         if len(self.trace.ranks) < 2:
             return pd.DataFrame(columns=list(COLUMNS))
-        return match_collectives(self.trace)
+        return match_collectives(self)
 
     @cached_property
     def comm_overlap(self) -> dict[int, CommOverlap | None]:
@@ -73,7 +164,7 @@ class Analysis:
         the communication detector and the report's distributed section both read it."""
         from gpuprofile.analyses.comm_overlap import comm_overlap
 
-        return {rank: comm_overlap(self.trace, rank) for rank in self.trace.ranks}
+        return {rank: comm_overlap(self, rank) for rank in self.trace.ranks}
 
     @cached_property
     def carry_over(self) -> list[CarryOver]:
@@ -96,7 +187,7 @@ class Analysis:
         """Per op: FLOPs and minimal bytes from recorded shapes (see analyses/flops.py)."""
         from gpuprofile.analyses.flops import op_costs
 
-        return op_costs(self.trace, self.recorded_inputs)
+        return op_costs(self, self.recorded_inputs)
 
     @cached_property
     def kernel_costs(self) -> pd.DataFrame:
@@ -118,7 +209,7 @@ class Analysis:
         from gpuprofile.analyses.roofline import roofline
 
         return roofline(
-            self.trace, self.hardware, self.op_costs, self.kernel_costs, self.roofline_members
+            self, self.hardware, self.op_costs, self.kernel_costs, self.roofline_members
         )
 
     @cached_property
@@ -126,7 +217,7 @@ class Analysis:
         """Every GPU idle interval in each rank's window, with the cause it is attributed to."""
         from gpuprofile.analyses.idle import idle_gaps
 
-        return idle_gaps(self.trace, self.blocking_calls)
+        return idle_gaps(self, self.blocking_calls)
 
     @cached_property
     def blocking_calls(self) -> pd.DataFrame:
@@ -134,7 +225,7 @@ class Analysis:
         the idle gaps and the sync-stall detector read them."""
         from gpuprofile.analyses.idle import blocking_calls
 
-        return blocking_calls(self.trace)
+        return blocking_calls(self)
 
     @cached_property
     def job(self) -> Job | None:
@@ -151,4 +242,4 @@ class Analysis:
     def gauges(self) -> list[Gauge]:
         from gpuprofile.analyses.gauges import gauges
 
-        return gauges(self.trace, self.roofline)
+        return gauges(self, self.roofline, {rank: self.gpu_time(rank) for rank in self.trace.ranks})

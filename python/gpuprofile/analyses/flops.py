@@ -57,8 +57,7 @@ import pandas as pd
 
 from gpuprofile.analyses import recorded, torch_flops
 from gpuprofile.analyses.kernel_kind import is_compute
-from gpuprofile.analyses.lookups import op_parents, outermost_with, read_only
-from gpuprofile.analyses.memo import per_trace
+from gpuprofile.analyses.lookups import Lookups, outermost_with, read_only
 from gpuprofile.analyses.op_formulas import (
     MISSING,
     Arg,
@@ -92,11 +91,12 @@ class _Cost:
     tensor_core_roof: str
 
 
-def op_costs(trace: Trace, inputs: recorded.RecordedInputs | None = None) -> pd.DataFrame:
+def op_costs(facts: Lookups, inputs: recorded.RecordedInputs | None = None) -> pd.DataFrame:
     """Per op, index-aligned by op id: FLOPs, bytes, dtype and tensor-core facts (see above).
 
-    inputs: the ops' recorded inputs decoded (``Analysis.recorded_inputs``); None: decode them
-    here."""
+    facts: the trace and its lookups (an Analysis). inputs: the ops' recorded inputs decoded
+    (``Analysis.recorded_inputs``); None: decode them here."""
+    trace = facts.trace
     ops = trace.ops
     codes, described = _describe_rows(
         ops, inputs if inputs is not None else recorded.recorded_inputs(ops)
@@ -123,7 +123,7 @@ def op_costs(trace: Trace, inputs: recorded.RecordedInputs | None = None) -> pd.
         )
 
     ids = ops["id"].to_numpy()
-    top = outermost_with(np.isfinite(flops), op_parents(trace))
+    top = outermost_with(np.isfinite(flops), facts.op_parents)
     index = pd.Index(ids, name="op_id")
     return pd.DataFrame(
         {
@@ -269,7 +269,7 @@ def _take(values: np.ndarray, positions: np.ndarray, default: Any) -> np.ndarray
     return np.asarray(np.where(positions >= 0, values[np.maximum(positions, 0)], default))
 
 
-def coverage(trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame) -> float:
+def coverage(facts: Lookups, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame) -> float:
     """Share of compute-kernel time with known FLOPs; without kernels, of outermost-op time.
 
     NaN when there is no such time at all.
@@ -280,21 +280,21 @@ def coverage(trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame) -
         known = np.isfinite(kernel_costs["flops"].to_numpy()[compute])
         total = dur.sum()
         return float(dur[known].sum() / total) if total > 0 else math.nan
-    ops = trace.ops
-    roots = outermost_cpu_ops(trace)
+    ops = facts.trace.ops
+    roots = facts.outermost_cpu_ops
     dur = ops["dur_ns"].to_numpy().astype(np.float64)
     total = dur[roots].sum()
     counted = op_costs["counted"].to_numpy()
     return float(dur[counted].sum() / total) if total > 0 else math.nan
 
 
-@per_trace
-def outermost_cpu_ops(trace: Trace) -> np.ndarray:
+def outermost_cpu_ops(trace: Trace, parents: np.ndarray) -> np.ndarray:
     """Per ops row: is it an aten op (category cpu_op) with no aten op around it? The ops a
-    user wrote, not the ones they call, nor annotations or Python frames around them. Kept per
-    trace (read-only): coverage, each rank's communication hint and range requests ask."""
+    user wrote, not the ones they call, nor annotations or Python frames around them.
+    parents: op_parents of the trace. Read-only: ``Analysis.outermost_cpu_ops`` shares it
+    between coverage, each rank's communication hint and range requests."""
     is_op = (trace.ops["category"] == "cpu_op").to_numpy()
-    return read_only(outermost_with(is_op, op_parents(trace)) == np.arange(len(is_op)))
+    return read_only(outermost_with(is_op, parents) == np.arange(len(is_op)))
 
 
 # --- one distinct (name, shapes, types, concrete inputs) ------------------------------------

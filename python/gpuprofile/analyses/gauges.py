@@ -12,13 +12,14 @@ memory, any amount over the capacity), which says the roof or the count is wrong
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.gpu_time import gpu_time
-from gpuprofile.analyses.lookups import rank_rows
+from gpuprofile.analyses.gpu_time import GpuTime
+from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.names import codes, per_category
 from gpuprofile.analyses.roofline import OVER_ROOF, Roofline
 from gpuprofile.hardware.model import Hardware
@@ -61,8 +62,13 @@ _POINT_COLUMNS = (
 )
 
 
-def gauges(trace: Trace, roofline: Roofline) -> list[Gauge]:
-    """Per rank, the five gauges against the roofs the roofline was drawn with."""
+def gauges(
+    facts: Lookups, roofline: Roofline, gpu_times: Mapping[int, GpuTime | None]
+) -> list[Gauge]:
+    """Per rank, the five gauges against the roofs the roofline was drawn with.
+
+    facts: the trace and its lookups; gpu_times: each rank's ``Analysis.gpu_time``."""
+    trace = facts.trace
     hardware = roofline.hardware
     points = roofline.points
     # One level, so no time counts twice: kernels on GPU traces, else ops.
@@ -74,12 +80,12 @@ def gauges(trace: Trace, roofline: Roofline) -> list[Gauge]:
     for rank in trace.ranks:
         mine = level.iloc[np.flatnonzero(level_rank == rank)]
         out += [
-            _busy(trace, rank),
+            _busy(gpu_times[rank], rank),
             _possible(_dram(mine, hardware, rank), OVER_ROOF),
             _possible(_compute(mine, hardware, rank), OVER_ROOF),
-            _possible(_host_link(trace, hardware, rank), OVER_ROOF),
+            _possible(_host_link(facts, hardware, rank), OVER_ROOF),
             # Allocated bytes cannot exceed the memory the device has, by any margin.
-            _possible(_memory(trace, hardware, rank), 1.0),
+            _possible(_memory(facts, hardware, rank), 1.0),
         ]
     return out
 
@@ -109,8 +115,7 @@ def _roof_label(hardware: Hardware, what: str) -> str:
     return f"{hardware.name} {what} ({hardware.source})"
 
 
-def _busy(trace: Trace, rank: int) -> Gauge:
-    gpu = gpu_time(trace, rank)
+def _busy(gpu: GpuTime | None, rank: int) -> Gauge:
     value, note = (
         (None, "no GPU activity in this trace")
         if gpu is None
@@ -220,9 +225,9 @@ def _is_host_device(kind: str) -> bool:
     return kind in HOST_DEVICE_KINDS
 
 
-def _host_link(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
-    copies = trace.memcpy
-    on_rank = rank_rows(trace, "memcpy", rank)
+def _host_link(facts: Lookups, hardware: Hardware, rank: int) -> Gauge:
+    copies = facts.trace.memcpy
+    on_rank = facts.rank_rows("memcpy", rank)
     kind = copies["kind"]
     host_device = per_category(kind, "host_device_kind", _is_host_device, bool, False)
     rows = on_rank[host_device[codes(kind)[on_rank]]]
@@ -244,9 +249,10 @@ def _host_link(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
     )  # fmt: skip
 
 
-def _memory(trace: Trace, hardware: Hardware, rank: int) -> Gauge:
+def _memory(facts: Lookups, hardware: Hardware, rank: int) -> Gauge:
+    trace = facts.trace
     memory = trace.memory
-    on_rank = rank_rows(trace, "memory", rank)
+    on_rank = facts.rank_rows("memory", rank)
     rows = on_rank[memory["device"].to_numpy()[on_rank] >= 0]
     # Events without a total (-1, NO_ID: the trace did not write one) tell no peak.
     totals = rows[memory["total_allocated"].to_numpy()[rows] >= 0]

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuprofile.analyses.gpu_time import gpu_activity
 from gpuprofile.analyses.intervals import IntervalSet
+from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.steps import is_step
-from gpuprofile.trace.model import Trace
 
 
 @dataclass(frozen=True)
@@ -30,25 +29,25 @@ class GpuStep:
     idle_ns: int
 
 
-def gpu_steps(trace: Trace, rank: int) -> list[GpuStep]:
+def gpu_steps(facts: Lookups, rank: int) -> list[GpuStep]:
     """The GPU span of each step marker of one rank.
 
     Parameters:
-        trace: any trace.
+        facts: any trace and its lookups (an Analysis).
         rank: the rank.
 
     Returns:
         One GpuStep per ``ProfilerStep#N`` marker on the GPU timeline, in time order (ties by
         name); [] when the rank has none.
     """
-    marks = trace.gpu_annotations
+    marks = facts.trace.gpu_annotations
     marks = marks[marks["rank"].to_numpy() == rank]
     marks = marks[is_step(marks["name"])]
     if marks.empty:
         return []
     start = marks["start_ns"].to_numpy(np.int64)
     end = start + marks["dur_ns"].to_numpy(np.int64)
-    activity = gpu_activity(trace, rank)
+    activity = facts.gpu_activity(rank)
     busy = IntervalSet(
         activity["start_ns"].to_numpy(np.int64), activity["end_ns"].to_numpy(np.int64)
     ).coverage(start, end)

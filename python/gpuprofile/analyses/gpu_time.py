@@ -18,10 +18,8 @@ import pandas as pd
 
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.kernel_kind import is_compute
-from gpuprofile.analyses.lookups import rank_rows
-from gpuprofile.analyses.memo import per_trace
+from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.windows import recorded_span
-from gpuprofile.trace.model import Trace
 
 
 @dataclass(frozen=True)
@@ -39,22 +37,22 @@ class GpuTime:
         return 100.0 * self.busy_ns / self.window_ns if self.window_ns else 0.0
 
 
-@per_trace
-def gpu_activity(trace: Trace, rank: int) -> pd.DataFrame:
-    """Kernels, memcpys and memsets of one rank as (start_ns, end_ns), in that table order."""
+def gpu_activity(facts: Lookups, rank: int) -> pd.DataFrame:
+    """Kernels, memcpys and memsets of one rank as (start_ns, end_ns), in that table order
+    (``Analysis.gpu_activity``)."""
     starts, ends = [], []
     for name in ("kernels", "memcpy", "memset"):
-        table, rows = trace.table(name), rank_rows(trace, name, rank)
+        table, rows = facts.trace.table(name), facts.rank_rows(name, rank)
         start = table["start_ns"].to_numpy()[rows]
         starts.append(start)
         ends.append(start + table["dur_ns"].to_numpy()[rows])
     return pd.DataFrame({"start_ns": np.concatenate(starts), "end_ns": np.concatenate(ends)})
 
 
-@per_trace
-def gpu_time(trace: Trace, rank: int) -> GpuTime | None:
-    """The GPU breakdown of one rank, or None when the rank has no GPU activity."""
-    activity = gpu_activity(trace, rank)
+def gpu_time(facts: Lookups, rank: int) -> GpuTime | None:
+    """The GPU breakdown of one rank, or None when the rank has no GPU activity
+    (``Analysis.gpu_time``)."""
+    trace, activity = facts.trace, facts.gpu_activity(rank)
     if activity.empty:
         return None
     start = activity["start_ns"].to_numpy(np.int64)
@@ -65,7 +63,7 @@ def gpu_time(trace: Trace, rank: int) -> GpuTime | None:
     # each distinct name classified once.
     compute_rows = np.concatenate(
         [
-            is_compute(trace.table(name)["name"])[rank_rows(trace, name, rank)]
+            is_compute(trace.table(name)["name"])[facts.rank_rows(name, rank)]
             for name in ("kernels", "memcpy", "memset")
         ]
     )

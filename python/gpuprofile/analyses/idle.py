@@ -56,9 +56,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.gpu_time import gpu_activity
 from gpuprofile.analyses.intervals import IntervalSet
-from gpuprofile.analyses.lookups import cpu_op_tree, rank_rows
+from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.names import matches, strings
 from gpuprofile.analyses.patterns import (
     COLLECTIVE_OP,
@@ -71,7 +70,7 @@ from gpuprofile.analyses.patterns import (
 )
 from gpuprofile.analyses.windows import within_one_window
 from gpuprofile.trace.codes import shared_codes
-from gpuprofile.trace.model import HOST_DEVICE_KINDS, NO_ID, Trace
+from gpuprofile.trace.model import HOST_DEVICE_KINDS, NO_ID
 
 SYNCHRONIZATION = "synchronization"
 DATA_LOADING = "data-loading"
@@ -98,13 +97,14 @@ LAUNCH_LATENCY_NS = 50_000
 _COLUMNS = ("rank", "start_ns", "end_ns", "dur_ns", "cause", "op_id", "runtime_id")
 
 
-def idle_gaps(trace: Trace, calls: pd.DataFrame | None = None) -> pd.DataFrame:
+def idle_gaps(facts: Lookups, calls: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per GPU idle gap: rank, start_ns, end_ns, dur_ns, cause, op_id, runtime_id.
 
-    calls: blocking_calls(trace) (``Analysis.blocking_calls``); None: found here."""
+    calls: blocking_calls(facts) (``Analysis.blocking_calls``); None: found here."""
+    trace = facts.trace
     if calls is None:
-        calls = blocking_calls(trace)
-    frames = [_rank_gaps(trace, rank, calls) for rank in trace.ranks]
+        calls = blocking_calls(facts)
+    frames = [_rank_gaps(facts, rank, calls) for rank in trace.ranks]
     frames = [f for f in frames if len(f)]
     if not frames:
         return _frame({c: np.empty(0, np.int64) for c in _COLUMNS} | {"cause": []})
@@ -121,7 +121,7 @@ def idle_by_cause(gaps: pd.DataFrame) -> dict[int, dict[str, int]]:
     return out
 
 
-def blocking_calls(trace: Trace) -> pd.DataFrame:
+def blocking_calls(facts: Lookups) -> pd.DataFrame:
     """Runtime calls that make the host wait or copy, with the cause they stand for.
 
     Columns: runtime (row position), rank, start_ns, end_ns, cause (synchronization or
@@ -130,6 +130,7 @@ def blocking_calls(trace: Trace) -> pd.DataFrame:
     of the correlated memcpy, or "". ``Analysis.blocking_calls`` keeps it for idle_gaps
     and the sync-stall detector.
     """
+    trace = facts.trace
     runtime = trace.runtime
     sync = matches(runtime["name"], SYNC_CALL)
     sync_copy = matches(runtime["name"], SYNC_COPY_CALL)
@@ -138,7 +139,7 @@ def blocking_calls(trace: Trace) -> pd.DataFrame:
     # Copies between host and device; device-to-device ones are ordinary GPU work.
     copy = matches(runtime["name"], COPY_CALL) & np.isin(copy_kind, HOST_DEVICE_KINDS)
     # A sync right after an HtoD copy call on the same thread finishes that copy.
-    thread = cpu_op_tree(trace).runtime_thread
+    thread = facts.cpu_op_tree.runtime_thread
     order = np.lexsort((runtime["start_ns"].to_numpy(), thread))
     previous = np.full(len(runtime), -1, np.int64)
     threads = thread[order]
@@ -157,7 +158,7 @@ def blocking_calls(trace: Trace) -> pd.DataFrame:
     keep = np.flatnonzero(sync | sync_copy | copy)
     is_sync = ((sync | sync_copy) & ~copy_sync | to_host)[keep]
     start = runtime["start_ns"].to_numpy()[keep]
-    inner, outer = ops_around(trace, keep)
+    inner, outer = ops_around(facts, keep)
     return pd.DataFrame(
         {
             "runtime": keep,
@@ -173,7 +174,7 @@ def blocking_calls(trace: Trace) -> pd.DataFrame:
     )
 
 
-def ops_around(trace: Trace, calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def ops_around(facts: Lookups, calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per runtime row position: the innermost cpu_op around it on its thread, and the
     outermost aten op of that chain (ops row positions, or NO_ID).
 
@@ -181,12 +182,13 @@ def ops_around(trace: Trace, calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     (aten::_local_scalar_dense -> aten::item; aten::copy_ -> aten::to), stopping below
     wrappers such as CompiledFunction or autograd engine frames.
     """
+    trace = facts.trace
     ops, runtime = trace.ops, trace.runtime
     inner = np.full(len(calls), NO_ID, np.int64)
     out = np.full(len(calls), NO_ID, np.int64)
     if len(calls) == 0 or ops.empty:
         return inner, out
-    tree = cpu_op_tree(trace)
+    tree = facts.cpu_op_tree
     op_end, is_cpu_op, is_aten, parent = tree.end, tree.is_cpu_op, tree.is_aten, tree.parent
     call_start = runtime["start_ns"].to_numpy()[calls]
     call_end = call_start + runtime["dur_ns"].to_numpy()[calls]
@@ -240,8 +242,9 @@ def _memcpy_of_call(runtime: pd.DataFrame, memcpy: pd.DataFrame) -> tuple[np.nda
     return kind, pageable
 
 
-def _rank_gaps(trace: Trace, rank: int, calls: pd.DataFrame) -> pd.DataFrame:
-    activity = gpu_activity(trace, rank)
+def _rank_gaps(facts: Lookups, rank: int, calls: pd.DataFrame) -> pd.DataFrame:
+    trace = facts.trace
+    activity = facts.gpu_activity(rank)
     if activity.empty:
         return pd.DataFrame()
     gpu = IntervalSet(
@@ -255,7 +258,7 @@ def _rank_gaps(trace: Trace, rank: int, calls: pd.DataFrame) -> pd.DataFrame:
     if len(start) == 0:
         return pd.DataFrame()
     dur = end - start
-    sets = _host_sets(trace, rank, calls)
+    sets = _host_sets(facts, rank, calls)
     # Causes as positions in CAUSES, and which set (a key of sets, or "launch") chose each gap
     # as positions in keys (-1: none).
     cause = np.full(len(start), CAUSES.index(OTHER), np.int8)
@@ -269,7 +272,7 @@ def _rank_gaps(trace: Trace, rank: int, calls: pd.DataFrame) -> pd.DataFrame:
         cause[hit], chosen[hit], which[hit] = CAUSES.index(name), pos[hit], keys.index(key)
         undecided[hit] = False
 
-    launch_call, launch_start, launch_end = _launches(trace, rank, end)
+    launch_call, launch_start, launch_end = _launches(facts, rank, end)
     # From the return of the launch call: a launch that itself takes long (lazy module
     # loading) keeps the host busy, it does not make the work wait.
     waited = end - np.maximum(launch_end, start)
@@ -296,7 +299,7 @@ def _rank_gaps(trace: Trace, rank: int, calls: pd.DataFrame) -> pd.DataFrame:
         key = keys[code]
         if key == "launch":
             call = launch_call[rows]
-            _, op = ops_around(trace, np.maximum(call, 0))
+            _, op = ops_around(facts, np.maximum(call, 0))
             op = np.where(call >= 0, op, NO_ID)
         else:
             s, pos = sets[key], chosen[rows]
@@ -319,13 +322,14 @@ def _rank_gaps(trace: Trace, rank: int, calls: pd.DataFrame) -> pd.DataFrame:
 _CALL_COLUMNS = ("start_ns", "end_ns", "op", "inner_op", "runtime")
 
 
-def _host_sets(trace: Trace, rank: int, calls: pd.DataFrame) -> dict[str, IntervalSet]:
+def _host_sets(facts: Lookups, rank: int, calls: pd.DataFrame) -> dict[str, IntervalSet]:
+    trace = facts.trace
     ops = trace.ops
-    op_rows = rank_rows(trace, "ops", rank)
+    op_rows = facts.rank_rows("ops", rank)
     op_start = ops["start_ns"].to_numpy()
     op_end = op_start + ops["dur_ns"].to_numpy()
     runtime = trace.runtime
-    rt_rows = rank_rows(trace, "runtime", rank)
+    rt_rows = facts.rank_rows("runtime", rank)
     rt_start = runtime["start_ns"].to_numpy()[rt_rows]
     rt_end = rt_start + runtime["dur_ns"].to_numpy()[rt_rows]
 
@@ -389,19 +393,20 @@ def _host_sets(trace: Trace, rank: int, calls: pd.DataFrame) -> dict[str, Interv
     }
 
 
-def _launches(trace: Trace, rank: int, at: np.ndarray) -> tuple[np.ndarray, ...]:
+def _launches(facts: Lookups, rank: int, at: np.ndarray) -> tuple[np.ndarray, ...]:
     """For the GPU work starting at each time: its launch call's row, start and end (-1 if
     the trace has no runtime call with its correlation id)."""
+    trace = facts.trace
     starts, corrs = [], []
     for name in ("kernels", "memcpy", "memset"):
-        table, on_rank = trace.table(name), rank_rows(trace, name, rank)
+        table, on_rank = trace.table(name), facts.rank_rows(name, rank)
         starts.append(table["start_ns"].to_numpy()[on_rank])
         corrs.append(table["correlation"].to_numpy()[on_rank])
     start, corr = np.concatenate(starts), np.concatenate(corrs)
     order = np.argsort(start, kind="stable")
     wanted = corr[order[np.minimum(np.searchsorted(start[order], at), len(order) - 1)]]
     runtime = trace.runtime
-    rows = rank_rows(trace, "runtime", rank)
+    rows = facts.rank_rows("runtime", rank)
     missing = np.full(len(at), -1, np.int64)
     if len(rows) == 0:
         return missing, missing, missing

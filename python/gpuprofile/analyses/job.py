@@ -54,8 +54,8 @@ def job(
 
     Parameters:
         trace: the trace, clocks aligned.
-        collectives: ``match_collectives(trace)``.
-        idle_gaps: ``idle.idle_gaps(trace)``.
+        collectives: ``Analysis.collectives`` (collectives.match_collectives).
+        idle_gaps: ``Analysis.idle_gaps``.
         link_roof_bytes_per_s: the roof of bus bandwidth (Hardware.peer_link_bytes_per_s).
     """
     present = tuple(trace.ranks)

@@ -1,4 +1,5 @@
-"""Lookups on a trace's tables that several analyses need, computed once per Trace.
+"""Lookups on a trace's tables that several analyses need: how to compute them, and what the
+Analysis (context.py) that caches them once per trace offers (``Lookups``).
 
 The arrays are shared between callers, so they are read-only. The op tree is asked here: each
 op's parent row (op_parents; an op's depth is the trace's own ``ops.depth`` column), and the
@@ -10,22 +11,47 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.memo import per_trace
 from gpuprofile.analyses.names import matches
 from gpuprofile.trace.codes import shared_codes
 from gpuprofile.trace.links import THREAD
 from gpuprofile.trace.model import NO_ID, Trace
 
 
-@per_trace
-def op_parents(trace: Trace) -> np.ndarray:
-    """Per ops row, the row position of its parent (by id), -1 when the trace has none."""
+class Lookups(Protocol):
+    """A trace and its lookups, each computed once: the Analysis is one. The analyses that
+    walk a trace's rows take this instead of the Trace, so that none recomputes them."""
+
+    @property
+    def trace(self) -> Trace: ...
+
+    @property
+    def op_parents(self) -> np.ndarray: ...
+
+    @property
+    def cpu_op_tree(self) -> CpuOpTree: ...
+
+    @property
+    def outermost_cpu_ops(self) -> np.ndarray: ...
+
+    def id_index(self, table: str) -> pd.Index: ...
+
+    def rank_rows(self, table: str, rank: int) -> np.ndarray: ...
+
+    def rank_table(self, table: str, rank: int) -> pd.DataFrame: ...
+
+    def gpu_activity(self, rank: int) -> pd.DataFrame: ...
+
+
+def op_parents(trace: Trace, ops_ids: pd.Index) -> np.ndarray:
+    """Per ops row, the row position of its parent (by id), -1 when the trace has none.
+    ops_ids: id_index(trace, "ops")."""
     parent = trace.ops["parent"].to_numpy()
-    found = id_index(trace, "ops").get_indexer(pd.Index(parent))
+    found = ops_ids.get_indexer(pd.Index(parent))
     return read_only(np.where(parent == NO_ID, -1, found))
 
 
@@ -85,8 +111,8 @@ class CpuOpTree:
     thread: np.ndarray
 
 
-@per_trace
-def cpu_op_tree(trace: Trace) -> CpuOpTree:
+def cpu_op_tree(trace: Trace, parents: np.ndarray) -> CpuOpTree:
+    """parents: op_parents of the trace."""
     ops = trace.ops
     start = ops["start_ns"].to_numpy()
     is_cpu_op = (ops["category"] == "cpu_op").to_numpy()
@@ -102,7 +128,7 @@ def cpu_op_tree(trace: Trace) -> CpuOpTree:
         end=start + ops["dur_ns"].to_numpy(),
         is_cpu_op=is_cpu_op,
         is_aten=is_cpu_op & matches(ops["name"], re.compile(r"^aten::")),
-        parent=op_parents(trace),
+        parent=parents,
         op_thread=op_thread,
         runtime_thread=runtime_thread,
         by_thread=cpu_rows[order],
@@ -122,25 +148,25 @@ def cpu_op_tree(trace: Trace) -> CpuOpTree:
     return tree
 
 
-@per_trace
 def id_index(trace: Trace, table: str) -> pd.Index:
     """The ids of a table's rows, as an Index for looking rows up by id (get_indexer)."""
     ids: pd.Index = pd.Index(trace.table(table)["id"].to_numpy())
     return ids
 
 
-def rows_by_id(trace: Trace, table: str, ids: np.ndarray) -> np.ndarray:
+def rows_by_id(facts: Lookups, table: str, ids: np.ndarray) -> np.ndarray:
     """Row positions of ids in a table, failing as .set_index("id").loc[ids] does for an id it
     lacks."""
-    index = id_index(trace, table)
+    index = facts.id_index(table)
     rows = index.get_indexer(pd.Index(ids))
     if (rows < 0).any():
         raise KeyError(f"{table} ids not in the trace: {np.asarray(ids)[rows < 0][:5].tolist()}")
     return rows
 
 
-@per_trace
-def _rows_per_rank(trace: Trace, table: str) -> dict[int, np.ndarray]:
+def rows_per_rank(trace: Trace, table: str) -> dict[int, np.ndarray]:
+    """Per rank, the row positions of its rows in a table, in row order (read-only): one sort
+    per table, where a mask per rank and caller would scan the whole table each time."""
     ranks = trace.table(table)["rank"].to_numpy()
     order = np.argsort(ranks, kind="stable")
     values, first = np.unique(ranks[order], return_index=True)
@@ -152,21 +178,10 @@ def _rows_per_rank(trace: Trace, table: str) -> dict[int, np.ndarray]:
     }
 
 
-def rank_rows(trace: Trace, table: str, rank: int) -> np.ndarray:
-    """The row positions of a rank's rows in a table, in row order (read-only): one sort per
-    table and trace, where a mask per rank and caller would scan the whole table each time."""
-    rows = _rows_per_rank(trace, table).get(rank)
-    return rows if rows is not None else read_only(np.zeros(0, np.int64))
-
-
-@per_trace
-def rank_table(trace: Trace, table: str, rank: int) -> pd.DataFrame:
-    """``frame[frame["rank"] == rank]`` of a table (the same rows and index), made once per
-    trace: detectors share it, and copy-on-write keeps it from being changed under them."""
-    frame = trace.table(table)
-    return frame.iloc[rank_rows(trace, table, rank)]
-
-
 def read_only(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
+
+
+# A rank's rows of a table it has none in (Analysis.rank_rows).
+NO_ROWS = read_only(np.zeros(0, np.int64))

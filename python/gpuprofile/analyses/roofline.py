@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.names import codes as name_codes
 from gpuprofile.analyses.names import per_category, strings
 from gpuprofile.hardware.model import Hardware
@@ -86,13 +87,14 @@ class Roofline:
 
 
 def roofline(
-    trace: Trace,
+    facts: Lookups,
     hardware: Hardware,
     op_costs: pd.DataFrame,
     kernel_costs: pd.DataFrame,
     sets: list[Members],
 ) -> Roofline:
-    """The roofline of a trace; sets: member_sets() of the same trace and cost tables."""
+    """The roofline of a trace (facts: it and its lookups, an Analysis); sets: member_sets()
+    of the same trace and cost tables."""
     from gpuprofile.analyses.flops import coverage
 
     groups = [_aggregate(m) for m in sets]
@@ -102,7 +104,7 @@ def roofline(
     points = _with_roofs(points, hardware)
     return Roofline(
         points=points.loc[:, list(COLUMNS)],
-        coverage=coverage(trace, op_costs, kernel_costs),
+        coverage=coverage(facts, op_costs, kernel_costs),
         hardware=hardware,
         time_basis="gpu" if len(kernel_costs) else "cpu",
         notes=_over_roof_notes(points, hardware),

@@ -50,8 +50,8 @@ def stragglers(
 
     Parameters:
         trace: the aligned trace.
-        collectives: ``match_collectives(trace)``.
-        idle_gaps: ``idle.idle_gaps(trace)`` (GPU idle gaps with their causes).
+        collectives: ``Analysis.collectives`` (collectives.match_collectives).
+        idle_gaps: ``Analysis.idle_gaps`` (GPU idle gaps with their causes).
         compute: ``bubbles.compute_events(trace)``.
 
     Returns:

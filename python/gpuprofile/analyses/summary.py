@@ -7,8 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.lookups import rank_rows
-from gpuprofile.analyses.memo import per_trace
+from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.windows import recorded_span
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 
@@ -33,25 +32,26 @@ class CopyKind:
         return self.bytes / self.total_ns if self.total_ns else 0.0
 
 
-def counts(trace: Trace, rank: int) -> dict[str, int]:
-    return {t: len(rank_rows(trace, t, rank)) for t in TIMELINE_TABLES}
+def counts(facts: Lookups, rank: int) -> dict[str, int]:
+    return {t: len(facts.rank_rows(t, rank)) for t in TIMELINE_TABLES}
 
 
-@per_trace
-def wall_ns(trace: Trace, rank: int) -> int:
+def wall_ns(facts: Lookups, rank: int) -> int:
     """From the rank's first event to the end of its last one; with recorded windows
-    (--steps), window by window, summed: nothing recorded the time between them."""
-    return recorded_span(trace, *_rank_intervals(trace, rank))
+    (--steps), window by window, summed: nothing recorded the time between them
+    (``Analysis.wall_ns``)."""
+    return recorded_span(facts.trace, *_rank_intervals(facts, rank))
 
 
-def span_ns(trace: Trace, rank: int) -> tuple[int, int]:
+def span_ns(facts: Lookups, rank: int) -> tuple[int, int]:
     """(start of the rank's first event, end of its last); (0, 0) for a rank without events."""
-    start, end = _rank_intervals(trace, rank)
+    start, end = _rank_intervals(facts, rank)
     return (int(start.min()), int(end.max())) if len(start) else (0, 0)
 
 
-def _rank_intervals(trace: Trace, rank: int) -> tuple[np.ndarray, np.ndarray]:
+def _rank_intervals(facts: Lookups, rank: int) -> tuple[np.ndarray, np.ndarray]:
     """[start, end) of the rank's timeline events, table after table."""
+    trace = facts.trace
     single_rank = len(trace.ranks) <= 1  # most traces: no per-rank filtering needed
     starts, ends = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for table in TIMELINE_TABLES:
@@ -61,7 +61,7 @@ def _rank_intervals(trace: Trace, rank: int) -> tuple[np.ndarray, np.ndarray]:
         start = rows["start_ns"].to_numpy()
         end = start + rows["dur_ns"].to_numpy()
         if not single_rank:
-            mine = rank_rows(trace, table, rank)
+            mine = facts.rank_rows(table, rank)
             start, end = start[mine], end[mine]
         starts.append(start)
         ends.append(end)

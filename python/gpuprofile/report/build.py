@@ -13,13 +13,11 @@ from gpuprofile.analyses.clock import ONE_HOST
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import run_detectors
 from gpuprofile.analyses.gpu_steps import gpu_steps
-from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.idle import idle_by_cause
 from gpuprofile.analyses.inference import precision_mix
 from gpuprofile.analyses.kernel_kind import kernel_kind
-from gpuprofile.analyses.lookups import rank_rows, rank_table
 from gpuprofile.analyses.measured import measured_by_name
-from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops, wall_ns
+from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.report.distributed import job_report, rank_job_report
 from gpuprofile.report.notices import carry_over_notices, notices
@@ -80,7 +78,7 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
     trace = analysis.trace
     meta = trace.meta
     idle = idle_by_cause(analysis.idle_gaps)
-    ranks = [_rank_report(trace, rank, top) for rank in trace.ranks]
+    ranks = [_rank_report(analysis, rank, top) for rank in trace.ranks]
     for rank in ranks:
         rank["idle_by_cause"] = idle.get(rank["rank"], {})
         rank["distributed"] = rank_job_report(analysis, rank["rank"])
@@ -193,15 +191,16 @@ def _roofline_points(points: Any, limit: int) -> list[dict[str, Any]]:
     ]
 
 
-def _rank_report(trace: Trace, rank: int, top: int) -> dict[str, Any]:
-    gpu = gpu_time(trace, rank)
+def _rank_report(analysis: Analysis, rank: int, top: int) -> dict[str, Any]:
+    trace = analysis.trace
+    gpu = analysis.gpu_time(rank)
     return {
         "rank": rank,
         "devices": [
             {k: d.get(k) for k in ("id", "name", "memory_bytes", "sm_count", "compute_capability")}
-            for d in _used_devices(trace, rank)
+            for d in _used_devices(analysis, rank)
         ],
-        "wall_ns": wall_ns(trace, rank),
+        "wall_ns": analysis.wall_ns(rank),
         "gpu": None
         if gpu is None
         else {
@@ -219,14 +218,14 @@ def _rank_report(trace: Trace, rank: int, top: int) -> dict[str, Any]:
                     "busy_ns": s.busy_ns,
                     "idle_ns": s.idle_ns,
                 }
-                for s in gpu_steps(trace, rank)
+                for s in gpu_steps(analysis, rank)
             ],
         },
-        "counts": counts(trace, rank),
+        "counts": counts(analysis, rank),
         "top_kernels": _top_kernels(trace, rank, top),
         "top_ops": [asdict(o) for o in top_ops(trace, rank, top)],
         "copies": [{**asdict(c), "gbps": round(c.gbps, 3)} for c in copies(trace, rank)],
-        "sampled": _sampled(trace, rank),
+        "sampled": _sampled(analysis, rank),
     }
 
 
@@ -240,11 +239,12 @@ def _top_kernels(trace: Trace, rank: int, top: int) -> list[dict[str, Any]]:
     ]
 
 
-def _sampled(trace: Trace, rank: int) -> dict[str, Any] | None:
+def _sampled(analysis: Analysis, rank: int) -> dict[str, Any] | None:
     """The sampler's gauges of one rank: per counter and device its unit, min, mean (of the
     samples, taken at a fixed interval) and max, and the sources that gave nothing, with why."""
+    trace = analysis.trace
     sampling = trace.meta.sampling
-    counters = rank_table(trace, "counters", rank)
+    counters = analysis.rank_table("counters", rank)
     if sampling is None and not len(counters):
         return None
     stats = (
@@ -277,12 +277,13 @@ def _sampled(trace: Trace, rank: int) -> dict[str, Any] | None:
     }
 
 
-def _used_devices(trace: Trace, rank: int) -> list[dict[str, Any]]:
+def _used_devices(analysis: Analysis, rank: int) -> list[dict[str, Any]]:
     """Traces list every device on the host; a rank's report names the ones it ran on."""
+    trace = analysis.trace
     devices = list(trace_devices(trace, rank).devices)  # checked: ids, names, sizes
     used: set[int] = set()
     for name in ("kernels", "memcpy", "memset"):
-        device = trace.table(name)["device"].to_numpy()[rank_rows(trace, name, rank)]
+        device = trace.table(name)["device"].to_numpy()[analysis.rank_rows(name, rank)]
         used.update(int(d) for d in np.unique(device))
     chosen = [d for d in devices if d.get("id") in used]
     return chosen or devices

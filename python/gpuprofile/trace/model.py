@@ -227,7 +227,8 @@ def default_column(dtype: str, n: int) -> Any:
     return np.full(n, NO_ID, dtype=dtype)
 
 
-# eq=False: a Trace is itself (hashable by identity), so analyses can be memoised per trace.
+# eq=False: a Trace is itself, compared and hashed by identity (two traces with equal tables are
+# still two traces).
 @dataclass(frozen=True, eq=False)
 class Trace:
     """Columnar tables of one profiled run (one or many ranks), validated when built."""

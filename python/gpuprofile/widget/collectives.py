@@ -18,7 +18,7 @@ import pandas as pd
 from gpuprofile.analyses.patterns import COLLECTIVE_OP
 from gpuprofile.widget.event_details import kernel_op, launched_by_op
 from gpuprofile.widget.marks import global_ids
-from gpuprofile.widget.request_args import Reply, Source, cached, event_id
+from gpuprofile.widget.request_args import Reply, Source, analysis_of, cached, event_id
 from gpuprofile.widget.timeline import KIND_TABLES, KINDS
 
 # The tables whose events the analysis matches (spec: table is "kernels" or "ops").
@@ -132,8 +132,4 @@ def _indexed(source: Source) -> tuple[pd.DataFrame, dict[tuple[str, int], int]]:
 
 
 def _matched(source: Source) -> pd.DataFrame:
-    if source.analysis is None:
-        from gpuprofile.analyses.context import Analysis
-
-        source.analysis = Analysis(source.trace)
-    return source.analysis.collectives
+    return analysis_of(source).collectives

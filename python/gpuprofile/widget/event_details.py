@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.lookups import cpu_op_tree
 from gpuprofile.analyses.measured import MEASURED_METRICS
 from gpuprofile.trace.model import NO_ID
 from gpuprofile.units import format_bytes, format_count, format_percent
 from gpuprofile.widget.marks import gid_mask, gid_of_row, global_ids
-from gpuprofile.widget.request_args import Reply, Source, cached, event_id
+from gpuprofile.widget.request_args import Reply, Source, analysis_of, cached, event_id
 from gpuprofile.widget.timeline import CPU_KINDS, KIND_TABLES, KINDS, TimelineData
 
 MAX_KERNELS = 50
@@ -229,7 +228,7 @@ def _enclosing_op(source: Source, gid: int) -> int | None:
 
 def _cpu_op_mask(source: Source) -> np.ndarray:
     """Per event: is it an aten op (category cpu_op)?"""
-    return gid_mask(source.data, source.trace, "ops", cpu_op_tree(source.trace).is_cpu_op)
+    return gid_mask(source.data, source.trace, "ops", analysis_of(source).cpu_op_tree.is_cpu_op)
 
 
 def _launched_by_calls(source: Source, calls: np.ndarray) -> np.ndarray:

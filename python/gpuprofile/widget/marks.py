@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.lookups import id_index
 from gpuprofile.trace.model import Trace
 from gpuprofile.widget.request_args import cached
 from gpuprofile.widget.tables import event_columns
@@ -46,7 +45,8 @@ def rows_of_ids(data: TimelineData, trace: Trace, table: str, wanted: np.ndarray
                 lookup[ids - low] = np.arange(len(ids))
                 if np.count_nonzero(lookup >= 0) == len(ids):  # unique, as get_indexer needs
                     return low, lookup
-        return id_index(trace, table)
+        index: pd.Index = pd.Index(ids)
+        return index
 
     index = cached(data, f"rows_of_ids:{table}", build)
     if isinstance(index, pd.Index):

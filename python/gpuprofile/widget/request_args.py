@@ -30,6 +30,17 @@ class Source:
     analysis: Analysis | None = None
 
 
+def analysis_of(source: Source) -> Analysis:
+    """The Analysis whose facts (matched collectives, op tree) requests read: the widget's, or
+    one made now of its trace (a live view during a capture has no report yet). Its trace has
+    the widget trace's rows in the same order: aligning clocks only moves times."""
+    if source.analysis is None:
+        from gpuprofile.analyses.context import Analysis
+
+        source.analysis = Analysis(source.trace)
+    return source.analysis
+
+
 class BadRequest(ValueError):
     """A request the browser should not have sent: the reply says why, in one line."""
 

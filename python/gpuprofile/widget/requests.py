@@ -17,13 +17,20 @@ from typing import Any
 import numpy as np
 import regex
 
-from gpuprofile.analyses.flops import outermost_cpu_ops
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.windows import recorded_ns
 from gpuprofile.widget.collectives import collective
 from gpuprofile.widget.event_details import details
 from gpuprofile.widget.marks import MAX_POINT_MARKS, gid_mask
-from gpuprofile.widget.request_args import BadRequest, Reply, Source, cached, number, span
+from gpuprofile.widget.request_args import (
+    BadRequest,
+    Reply,
+    Source,
+    analysis_of,
+    cached,
+    number,
+    span,
+)
 from gpuprofile.widget.tables import event_columns, merged_columns, segment_columns, window_ids
 from gpuprofile.widget.timeline import KINDS, TimelineData
 from gpuprofile.widget.wire import encode_wire
@@ -103,7 +110,7 @@ def range_summary(source: Source, message: Mapping[str, Any]) -> Reply:
 
 def _outermost_ops(source: Source) -> np.ndarray:
     """Per event: an aten op with no aten op around it (not a ProfilerStep or a Python frame)."""
-    return gid_mask(source.data, source.trace, "ops", outermost_cpu_ops(source.trace))
+    return gid_mask(source.data, source.trace, "ops", analysis_of(source).outermost_cpu_ops)
 
 
 def _clipped(

@@ -26,20 +26,17 @@ import pandas as pd
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes import ALLOCATOR_CODE, ALLOCATOR_FIX
 from gpuprofile.analyses.fixes_by_framework import ALLOCATOR, Fix, pick
-from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import Evidence, Hint, heaviest_events
 from gpuprofile.analyses.intervals import union_length
-from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import ALLOC_CALL
 from gpuprofile.analyses.steps import is_step
-from gpuprofile.analyses.summary import span_ns, wall_ns
+from gpuprofile.analyses.summary import span_ns
 from gpuprofile.analyses.thresholds import (
     FRAGMENTATION_RATIO,
     MIN_STEADY_ALLOCATOR_CALLS,
     MIN_WASTE_BYTES,
 )
-from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_bytes, format_time
 
 WARMUP_SHARE = 0.10
@@ -51,28 +48,29 @@ def detect(analysis: Analysis) -> list[Hint]:
     alloc = matches(trace.runtime["name"], ALLOC_CALL)
     hints = []
     for rank in trace.ranks:
-        hint = _hint(trace, rank, alloc, analysis.framework)
+        hint = _hint(analysis, rank, alloc)
         if hint is not None:
             hints.append(hint)
     return hints
 
 
-def steady_start(trace: Trace, rank: int) -> int:
+def steady_start(analysis: Analysis, rank: int) -> int:
     """Start of the steady state: after the last op named warm-up when there is one, else
     the second ProfilerStep, else after WARMUP_SHARE of the rank's span."""
-    ops = rank_table(trace, "ops", rank)
+    ops = analysis.rank_table("ops", rank)
     warmup = matches(ops["name"], _WARMUP)
     if warmup.any():
         return int((ops["start_ns"] + ops["dur_ns"]).to_numpy()[warmup].max())
     steps = np.sort(ops["start_ns"].to_numpy()[is_step(ops["name"])])
     if len(steps) >= 2:
         return int(steps[1])
-    start, end = span_ns(trace, rank)
+    start, end = span_ns(analysis, rank)
     return start + int(WARMUP_SHARE * (end - start))
 
 
-def _hint(trace: Trace, rank: int, alloc: np.ndarray, kind: Framework) -> Hint | None:
-    steady = steady_start(trace, rank)
+def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
+    trace, kind = analysis.trace, analysis.framework
+    steady = steady_start(analysis, rank)
     runtime = trace.runtime
     rows = alloc & (runtime["rank"] == rank).to_numpy() & (runtime["start_ns"] >= steady).to_numpy()
     calls = runtime[rows]
@@ -82,7 +80,7 @@ def _hint(trace: Trace, rank: int, alloc: np.ndarray, kind: Framework) -> Hint |
         return None
     start = calls["start_ns"].to_numpy(np.int64)
     gain = union_length(start, start + calls["dur_ns"].to_numpy(np.int64)) if churn else 0
-    wall = wall_ns(trace, rank)
+    wall = analysis.wall_ns(rank)
     per_name = calls.groupby("name", observed=True)["dur_ns"].agg(["count", "sum"])
     per_name = per_name.sort_values("sum", ascending=False)
     call_text = ", ".join(

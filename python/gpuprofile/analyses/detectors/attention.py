@@ -29,11 +29,9 @@ import pandas as pd
 from gpuprofile.analyses import recorded
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
-from gpuprofile.analyses.lookups import cpu_op_tree, has_ancestor, op_parents
+from gpuprofile.analyses.lookups import has_ancestor
 from gpuprofile.analyses.names import categorical, per_category, strings
 from gpuprofile.analyses.names import codes as name_codes
-from gpuprofile.analyses.summary import wall_ns
-from gpuprofile.trace.model import Trace
 from gpuprofile.trace.precisions import INPUT_TYPES
 from gpuprofile.units import format_bytes, format_time
 
@@ -128,24 +126,25 @@ class Occurrence:
 
 def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
-    found = occurrences(trace, analysis.recorded_inputs)
+    found = occurrences(analysis, analysis.recorded_inputs)
     hints = []
     for rank in trace.ranks:
         for math in (False, True):
             mine = [o for o in found if o.rank == rank and o.math == math]
             if mine:
-                hints.append(_hint(trace, rank, math, mine))
+                hints.append(_hint(analysis, rank, math, mine))
     return hints
 
 
-def occurrences(trace: Trace, inputs: recorded.RecordedInputs) -> list[Occurrence]:
+def occurrences(analysis: Analysis, inputs: recorded.RecordedInputs) -> list[Occurrence]:
+    trace = analysis.trace
     ops = trace.ops
     cpu = (ops["category"] == "cpu_op").to_numpy()
     if not cpu.any():
         return []
     # Only threads with a softmax or an SDPA call can hold either pattern: skip the rest early.
     relevant = cpu & _matches_name(ops["name"], "relevant")
-    thread = cpu_op_tree(trace).op_thread
+    thread = analysis.cpu_op_tree.op_thread
     rows = np.flatnonzero(cpu & np.isin(thread, thread[relevant]))
     if not len(rows):
         return []
@@ -161,7 +160,7 @@ def occurrences(trace: Trace, inputs: recorded.RecordedInputs) -> list[Occurrenc
     position = np.full(len(ops), -1, dtype=np.int64)  # of a row within its thread's rows
     for lo, hi in itertools.pairwise(bounds):
         position[rows[lo:hi]] = np.arange(hi - lo)
-        thread_ops = _Thread(trace, inputs, rows[lo:hi], position)
+        thread_ops = _Thread(analysis, inputs, rows[lo:hi], position)
         position[rows[lo:hi]] = -1
         rank_of = int(ops["rank"].to_numpy()[rows[lo]])
         timing = kernel_ns if rank_of in gpu_ranks else None
@@ -194,12 +193,12 @@ class _Thread:
 
     def __init__(
         self,
-        trace: Trace,
+        analysis: Analysis,
         inputs: recorded.RecordedInputs,
         rows: np.ndarray,
         position: np.ndarray,
     ) -> None:
-        ops = trace.ops
+        ops = analysis.trace.ops
         self.ids = ops["id"].to_numpy()[rows]
         self.names = strings(ops["name"])[rows]
         self.start = ops["start_ns"].to_numpy(np.int64)[rows]
@@ -209,7 +208,7 @@ class _Thread:
         )
         # Parents by position among rows (position: of each of them in rows, -1 for other
         # rows); a parent elsewhere (not a cpu_op of the thread) is none.
-        parent = op_parents(trace)[rows]
+        parent = analysis.op_parents[rows]
         self.parent = np.where(parent >= 0, position[np.maximum(parent, 0)], -1)
         self.is_matmul = _matches_name(ops["name"], "matmul")[rows]
         self.is_softmax = _matches_name(ops["name"], "softmax")[rows]
@@ -363,9 +362,10 @@ class _Thread:
         )
 
 
-def _hint(trace: Trace, rank: int, math: bool, found: list[Occurrence]) -> Hint:
+def _hint(analysis: Analysis, rank: int, math: bool, found: list[Occurrence]) -> Hint:
+    trace = analysis.trace
     gain = sum(o.removable_ns for o in found)
-    wall = wall_ns(trace, rank)
+    wall = analysis.wall_ns(rank)
     biggest = max(found, key=lambda o: o.score_bytes)
     lengths = sorted({(o.queries, o.keys) for o in found}, reverse=True)
     length_text = ", ".join(f"{q}x{k}" if q != k else f"L={q}" for q, k in lengths[:4])

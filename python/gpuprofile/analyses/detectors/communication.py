@@ -13,13 +13,9 @@ import pandas as pd
 
 from gpuprofile.analyses.comm_overlap import CommOverlap
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import Hint, heaviest_events
-from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import matches
-from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.thresholds import worth_reporting
-from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_percent, format_time
 
 # "ncclKernel_AllReduce_RING_LL_Sum_float(...)", "ncclDevKernel_AllGather_RING_LL(...)".
@@ -73,7 +69,9 @@ def detect(analysis: Analysis) -> list[Hint]:
         found = analysis.comm_overlap[rank]
         if found is None:
             continue
-        hint = _gpu_hint(trace, rank, found) if found.on_gpu else _cpu_hint(trace, rank, found)
+        hint = (
+            _gpu_hint(analysis, rank, found) if found.on_gpu else _cpu_hint(analysis, rank, found)
+        )
         if hint is not None:
             hints.append(hint)
     return hints
@@ -88,13 +86,13 @@ def collective_name(kernel: str) -> str:
     return match.group(1) if match else kernel.split("(", 1)[0]
 
 
-def _gpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
+def _gpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
     comm, comm_ns, overlapped, exposed = _figures(found)
     comm_sum = int(comm["dur_ns"].sum())
-    wall = wall_ns(trace, rank)
+    wall = analysis.wall_ns(rank)
     if not worth_reporting("communication", exposed, wall):
         return None
-    window = gpu_time(trace, rank)
+    window = analysis.gpu_time(rank)
     window_ns = window.window_ns if window is not None else wall
     by_collective = (
         comm.assign(collective=[collective_name(str(n)) for n in comm["name"]])
@@ -137,16 +135,16 @@ def _gpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
             "exposed_ns": int(exposed),
             "top_collectives": top,
         },
-        fix=_fixes(trace, rank, by_collective.index),
+        fix=_fixes(analysis, rank, by_collective.index),
         code=CODE,
         evidence=(heaviest_events(comm, "kernels", rank, "collective kernels, longest first"),),
         rank=rank,
     )
 
 
-def _cpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
+def _cpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
     comm, comm_ns, overlapped, exposed = _figures(found)
-    wall = wall_ns(trace, rank)
+    wall = analysis.wall_ns(rank)
     if not worth_reporting("communication", exposed, wall):
         return None
     counts = comm["name"].astype(str).value_counts()
@@ -184,11 +182,11 @@ def _cpu_hint(trace: Trace, rank: int, found: CommOverlap) -> Hint | None:
     )
 
 
-def _fixes(trace: Trace, rank: int, collectives: pd.Index) -> tuple[str, ...]:
+def _fixes(analysis: Analysis, rank: int, collectives: pd.Index) -> tuple[str, ...]:
     """NCCL runs all_to_all as SendRecv kernels too: say pipeline parallelism only when no
     all_to_all op launched them."""
     if "SendRecv" not in collectives:
         return FIX
-    ops = rank_table(trace, "ops", rank)
+    ops = analysis.rank_table("ops", rank)
     exchange = bool(matches(ops["name"], _ALL_TO_ALL).any()) if len(ops) else False
     return ((ALL_TO_ALL_FIX if exchange else P2P_FIX), *FIX)

@@ -27,12 +27,10 @@ import pandas as pd
 
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Hint, heaviest_events
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import LOADER_OP
-from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_count, format_fraction, format_time
@@ -78,23 +76,24 @@ def detect(analysis: Analysis) -> list[Hint]:
         rows = trace.ops[loader & (trace.ops["rank"] == rank).to_numpy()]
         if rows.empty:
             continue
-        breakdown = gpu_time(trace, rank)
+        breakdown = analysis.gpu_time(rank)
         if breakdown is None:
-            hint = _cpu_hint(trace, rank, rows)
+            hint = _cpu_hint(analysis, rank, rows)
         else:
             gaps = analysis.idle_gaps
             stalls = gaps[(gaps["rank"] == rank) & (gaps["cause"] == idle.DATA_LOADING)]
-            hint = _gpu_hint(trace, rank, rows, stalls, breakdown.window_ns)
+            hint = _gpu_hint(analysis, rank, rows, stalls, breakdown.window_ns)
         if hint is not None:
             hints.append(hint)
     return hints
 
 
 def _gpu_hint(
-    trace: Trace, rank: int, loader: pd.DataFrame, stalls: pd.DataFrame, window: int
+    analysis: Analysis, rank: int, loader: pd.DataFrame, stalls: pd.DataFrame, window: int
 ) -> Hint | None:
+    trace = analysis.trace
     gain = int(stalls["dur_ns"].sum())
-    wall = wall_ns(trace, rank)
+    wall = analysis.wall_ns(rank)
     if not worth_reporting("data-loading", gain, wall):
         return None
     largest = stalls.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns")
@@ -122,10 +121,11 @@ def _gpu_hint(
     )
 
 
-def _cpu_hint(trace: Trace, rank: int, loader: pd.DataFrame) -> Hint | None:
+def _cpu_hint(analysis: Analysis, rank: int, loader: pd.DataFrame) -> Hint | None:
+    trace = analysis.trace
     start = loader["start_ns"].to_numpy(np.int64)
     gain = union_length(start, start + loader["dur_ns"].to_numpy(np.int64))
-    wall = wall_ns(trace, rank)
+    wall = analysis.wall_ns(rank)
     if not worth_reporting("data-loading/cpu", gain, wall):
         return None
     return _hint(

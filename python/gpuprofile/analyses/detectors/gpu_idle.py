@@ -30,12 +30,10 @@ from gpuprofile.analyses.fixes_by_framework import (
     pick,
 )
 from gpuprofile.analyses.framework import Framework
-from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import ALLOC_CALL
-from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.trace.model import NO_ID, Trace
 from gpuprofile.units import format_fraction, format_time
@@ -160,7 +158,7 @@ def detect(analysis: Analysis) -> list[Hint]:
 
 def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
     trace = analysis.trace
-    breakdown = gpu_time(trace, rank)
+    breakdown = analysis.gpu_time(rank)
     if breakdown is None or not worth_reporting("gpu-idle", breakdown.idle_ns, breakdown.window_ns):
         return None
     by_cause = gaps.groupby("cause", observed=True)["dur_ns"].sum()
@@ -179,7 +177,7 @@ def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
         kind="gpu-idle",
         subject="GPU idle time",
         title=f"GPU idle {format_fraction(share, 0)} of the window, {mostly}",
-        basis_ns=wall_ns(trace, rank),
+        basis_ns=analysis.wall_ns(rank),
         gain_ns=gain,
         gain_method=(
             "Sum of the idle gaps whose cause a host-side change removes (synchronization, "

@@ -38,14 +38,11 @@ import pandas as pd
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
-from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
-from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import categorical, matches, per_category, short_kernel_name
 from gpuprofile.analyses.names import codes as names_codes
-from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.thresholds import MIN_KERNELS_FOR_GRAPHS, worth_reporting
-from gpuprofile.trace.model import NO_ID, Trace
+from gpuprofile.trace.model import NO_ID
 from gpuprofile.units import format_percent, format_time
 
 SMALL_KERNEL_NS = 10_000
@@ -97,10 +94,10 @@ def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
     hints = []
     for rank in trace.ranks:
-        kernels = rank_table(trace, "kernels", rank)
+        kernels = analysis.rank_table("kernels", rank)
         if len(kernels) < MIN_KERNELS_FOR_GRAPHS:
             continue
-        hint = _hint(trace, rank, kernels, analysis.idle_gaps, analysis.framework)
+        hint = _hint(analysis, rank, kernels, analysis.idle_gaps)
         if hint is not None:
             hints.append(hint)
     return hints
@@ -194,7 +191,7 @@ def _short_names(names: pd.Series) -> tuple[list[str], np.ndarray]:
     return [str(label) for label in labels], codes[names_codes(names)]
 
 
-def host_bound_gaps(trace: Trace, rank: int, gaps: pd.DataFrame) -> pd.DataFrame:
+def host_bound_gaps(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> pd.DataFrame:
     """The rank's idle gaps a CUDA graph would remove: those idle.py blames on the host
     launching (host-launch-bound), at most MAX_LAUNCH_GAP_NS long, none under a synchronizing
     call. Columns of analyses/idle.py's gaps, plus removable_ns (each gap less GRAPH_GAP_NS)."""
@@ -204,20 +201,19 @@ def host_bound_gaps(trace: Trace, rank: int, gaps: pd.DataFrame) -> pd.DataFrame
         return mine.assign(removable_ns=pd.Series(dtype=np.int64))
     start = mine["start_ns"].to_numpy(np.int64)
     length = mine["dur_ns"].to_numpy(np.int64)
-    mine = mine[~_under_sync(trace, rank, start, length)]
+    mine = mine[~_under_sync(analysis, rank, start, length)]
     return mine.assign(removable_ns=np.maximum(mine["dur_ns"].to_numpy(np.int64) - GRAPH_GAP_NS, 0))
 
 
-def _hint(
-    trace: Trace, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame, kind: Framework
-) -> Hint | None:
-    counted = host_bound_gaps(trace, rank, gaps)
+def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFrame) -> Hint | None:
+    trace, kind = analysis.trace, analysis.framework
+    counted = host_bound_gaps(analysis, rank, gaps)
     gain = int(counted["removable_ns"].sum())
-    wall = wall_ns(trace, rank)
+    wall = analysis.wall_ns(rank)
     if not worth_reporting("launch-overhead", gain, wall):
         return None
     small = kernels[kernels["dur_ns"] < SMALL_KERNEL_NS]
-    launches = _launch_calls(trace, rank)
+    launches = _launch_calls(analysis, rank)
     graph_launches = int(
         matches(trace.runtime["name"], GRAPH_LAUNCH_CALL)[
             (trace.runtime["rank"] == rank).to_numpy()
@@ -294,14 +290,15 @@ def _hint(
             if graph_launches
             else pick(kind, Fix(FIX, CODE), LAUNCH)
         )._asdict(),
-        evidence=_evidence(trace, rank, counted),
+        evidence=_evidence(analysis, rank, counted),
         rank=rank,
     )
 
 
-def _evidence(trace: Trace, rank: int, gaps: pd.DataFrame) -> tuple[Evidence, ...]:
+def _evidence(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> tuple[Evidence, ...]:
+    trace = analysis.trace
     top = gaps.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns").sort_values("start_ns")
-    kernels = rank_table(trace, "kernels", rank).sort_values("start_ns", kind="stable")
+    kernels = analysis.rank_table("kernels", rank).sort_values("start_ns", kind="stable")
     kstart = kernels["start_ns"].to_numpy(np.int64)
     # The kernel that ends each gap starts where the gap ends (a copy may end it instead).
     at = np.minimum(np.searchsorted(kstart, top["end_ns"].to_numpy(np.int64)), len(kstart) - 1)
@@ -330,14 +327,16 @@ def _evidence(trace: Trace, rank: int, gaps: pd.DataFrame) -> tuple[Evidence, ..
     return tuple(evidence)
 
 
-def _launch_calls(trace: Trace, rank: int) -> pd.DataFrame:
-    runtime = rank_table(trace, "runtime", rank)
+def _launch_calls(analysis: Analysis, rank: int) -> pd.DataFrame:
+    runtime = analysis.rank_table("runtime", rank)
     return runtime[matches(runtime["name"], LAUNCH_CALL, anchored=True)]
 
 
-def _under_sync(trace: Trace, rank: int, gap_start: np.ndarray, gap_len: np.ndarray) -> np.ndarray:
+def _under_sync(
+    analysis: Analysis, rank: int, gap_start: np.ndarray, gap_len: np.ndarray
+) -> np.ndarray:
     """Per gap, whether a synchronizing runtime call of the rank overlaps it."""
-    runtime = rank_table(trace, "runtime", rank)
+    runtime = analysis.rank_table("runtime", rank)
     calls = runtime[matches(runtime["name"], SYNC_CALL)]
     if calls.empty:
         return np.zeros(len(gap_start), dtype=bool)

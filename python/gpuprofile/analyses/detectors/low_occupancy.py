@@ -30,13 +30,10 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import OCCUPANCY, Fix, pick
-from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
-from gpuprofile.analyses.lookups import rank_table
 from gpuprofile.analyses.names import short_kernel_name
-from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.trace.model import Trace
@@ -71,18 +68,19 @@ def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
     hints = []
     for rank in trace.ranks:
-        table = kernel_waves(trace, rank, analysis.hardware.sm_count)
+        table = kernel_waves(analysis, rank, analysis.hardware.sm_count)
         if table.empty:
             continue
-        hint = _hint(trace, rank, table, analysis.framework)
+        hint = _hint(analysis, rank, table)
         if hint is not None:
             hints.append(hint)
     return hints
 
 
-def kernel_waves(trace: Trace, rank: int, default_sms: int | None) -> pd.DataFrame:
+def kernel_waves(analysis: Analysis, rank: int, default_sms: int | None) -> pd.DataFrame:
     """Per kernel with CUPTI launch facts: blocks, SMs, resident blocks per SM, waves, idle."""
-    k = rank_table(trace, "kernels", rank)
+    trace = analysis.trace
+    k = analysis.rank_table("kernels", rank)
     per_sm = k["blocks_per_sm"].to_numpy(np.float64)
     with np.errstate(invalid="ignore"):
         launched = (k["grid_x"] > 0).to_numpy() & (k["block_x"] > 0).to_numpy()
@@ -121,7 +119,7 @@ def kernel_waves(trace: Trace, rank: int, default_sms: int | None) -> pd.DataFra
     idle = np.where(
         underfilled | limited, 1.0 - waves / np.ceil(np.where(np.isnan(waves), 1, waves)), 0.0
     )
-    overlapped = overlapped_share(trace, rank, k)
+    overlapped = overlapped_share(analysis, rank, k)
     return pd.DataFrame(
         {
             "id": k["id"].to_numpy(),
@@ -141,10 +139,10 @@ def kernel_waves(trace: Trace, rank: int, default_sms: int | None) -> pd.DataFra
     )
 
 
-def overlapped_share(trace: Trace, rank: int, kernels: pd.DataFrame) -> np.ndarray:
+def overlapped_share(analysis: Analysis, rank: int, kernels: pd.DataFrame) -> np.ndarray:
     """Per kernel (rows of ``kernels``, all of ``rank``), the share of its time during which
     kernels on other streams of its device ran: the SMs it leaves empty were theirs to use."""
-    mine = rank_table(trace, "kernels", rank)
+    mine = analysis.rank_table("kernels", rank)
     start_all = mine["start_ns"].to_numpy(np.int64)
     end_all = start_all + mine["dur_ns"].to_numpy(np.int64)
     device_all, stream_all = mine["device"].to_numpy(), mine["stream"].to_numpy()
@@ -162,7 +160,8 @@ def overlapped_share(trace: Trace, rank: int, kernels: pd.DataFrame) -> np.ndarr
     return np.asarray(np.where(dur > 0, covered / np.maximum(dur, 1), 0.0))
 
 
-def _hint(trace: Trace, rank: int, table: pd.DataFrame, kind: Framework) -> Hint | None:
+def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
+    kind = analysis.framework
     qualifies = (
         (table["dur_ns"] >= MIN_KERNEL_NS)
         & (table["idle"] >= MIN_IDLE_SHARE)
@@ -177,7 +176,7 @@ def _hint(trace: Trace, rank: int, table: pd.DataFrame, kind: Framework) -> Hint
         & (table["idle"] >= MIN_IDLE_SHARE)
         & (table["overlapped"] >= MOSTLY_OVERLAPPED)
     ]
-    wall = wall_ns(trace, rank)
+    wall = analysis.wall_ns(rank)
     gain = int(ACHIEVABLE * hits["idle_ns"].sum())
     if hits.empty or not worth_reporting("low-occupancy", gain, wall):
         return None

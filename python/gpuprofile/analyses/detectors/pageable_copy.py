@@ -25,10 +25,8 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COPY_STREAM, PAGEABLE, Fix, pick
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import Hint, heaviest_events
-from gpuprofile.analyses.lookups import rank_table
-from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.thresholds import MIN_PAGEABLE_BYTES, worth_reporting
-from gpuprofile.trace.model import HOST_DEVICE_KINDS, Trace
+from gpuprofile.trace.model import HOST_DEVICE_KINDS
 from gpuprofile.units import format_bytes, format_bytes_per_s, format_time
 
 MIN_COPY_BYTES = 64 * 1024
@@ -82,7 +80,7 @@ def detect(analysis: Analysis) -> list[Hint]:
         hint = _pageable(analysis, rank, copies, pageable.to_numpy(), blocked)
         if hint is not None:
             hints.append(hint)
-        hint = _compute_stream(trace, rank, copies[copies["pinned"]], analysis.framework)
+        hint = _compute_stream(analysis, rank, copies[copies["pinned"]], analysis.framework)
         if hint is not None:
             hints.append(hint)
     return hints
@@ -98,7 +96,6 @@ def _pageable(
     slow = copies[pageable]
     if int(slow["bytes"].sum()) < MIN_PAGEABLE_BYTES:
         return None
-    trace = analysis.trace
     staging_ns = 0
     sources = set()
     for kind, rows in slow.groupby("kind", observed=True):
@@ -108,7 +105,7 @@ def _pageable(
         staging_ns += round(float((rows["dur_ns"] - at_pinned).clip(lower=0).sum()))
     blocked_ns = int(blocked["dur_ns"].sum())
     gain = staging_ns + blocked_ns
-    wall = wall_ns(trace, rank)
+    wall = analysis.wall_ns(rank)
     total_ns = int(slow["dur_ns"].sum())
     total_bytes = int(slow["bytes"].sum())
     kinds = ", ".join(
@@ -162,8 +159,10 @@ def _pinned_rate(pinned: pd.DataFrame, analysis: Analysis) -> tuple[float | None
     return None, f"assumed {PAGEABLE_SLOWDOWN:g}x the pageable rate"
 
 
-def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame, kind: Framework) -> Hint | None:
-    kernels = rank_table(trace, "kernels", rank)
+def _compute_stream(
+    analysis: Analysis, rank: int, pinned: pd.DataFrame, kind: Framework
+) -> Hint | None:
+    kernels = analysis.rank_table("kernels", rank)
     compute = set(zip(kernels["device"].tolist(), kernels["stream"].tolist(), strict=True))
     on_compute = np.fromiter(
         ((d, s) in compute for d, s in zip(pinned["device"], pinned["stream"], strict=True)),
@@ -172,7 +171,7 @@ def _compute_stream(trace: Trace, rank: int, pinned: pd.DataFrame, kind: Framewo
     )
     serial = pinned[on_compute]
     gain = int(serial["dur_ns"].sum())
-    wall = wall_ns(trace, rank)
+    wall = analysis.wall_ns(rank)
     if not worth_reporting("pageable-copy", gain, wall):
         return None
     streams = sorted(set(serial["stream"].tolist()))

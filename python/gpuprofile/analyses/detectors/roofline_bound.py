@@ -25,7 +25,6 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COMPUTE_BOUND, MEMORY_BOUND, Fix, pick
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
-from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
@@ -83,11 +82,10 @@ def detect(analysis: Analysis) -> list[Hint]:
     if points.empty:
         return []
     far = far_points(points, _fp32_matmul_keys(points, analysis.op_costs))
-    trace = analysis.trace
     hints = []
     for _, rows in far.groupby(["rank", "bound"], sort=True):
         rank, bound = int(rows["rank"].iloc[0]), str(rows["bound"].iloc[0])
-        hint = _hint(trace, rank, bound, rows, hardware, analysis.framework)
+        hint = _hint(analysis, rank, bound, rows, hardware, analysis.framework)
         if hint is not None:
             hints.append(hint)
     return hints
@@ -117,15 +115,16 @@ def _fp32_matmul_keys(points: pd.DataFrame, op_costs: pd.DataFrame) -> set[str]:
 
 
 def _hint(
-    trace: Trace,
+    analysis: Analysis,
     rank: int,
     bound: str,
     rows: pd.DataFrame,
     hardware: Hardware,
     kind: Framework,
 ) -> Hint | None:
+    trace = analysis.trace
     gain = int(rows["gain_ns"].sum())
-    wall = wall_ns(trace, rank)
+    wall = analysis.wall_ns(rank)
     if not worth_reporting(f"{bound}-bound", gain, wall):
         return None
     rows = rows[rows["gain_ns"] > 0]

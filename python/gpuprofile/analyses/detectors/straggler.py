@@ -12,7 +12,6 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
-from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_count, format_time
 
@@ -34,7 +33,7 @@ def detect(analysis: Analysis) -> list[Hint]:
         return []
     worst = job.stragglers[0]
     trace = analysis.trace
-    wall = max(wall_ns(trace, rank) for rank in trace.ranks)
+    wall = max(analysis.wall_ns(rank) for rank in trace.ranks)
     if not worth_reporting("straggler", worst.delay_ns, wall):
         return []
     others = ", ".join(

@@ -27,13 +27,11 @@ from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import AUTOTUNE_TEXT, SYNC, Fix, pick, pick_text
 from gpuprofile.analyses.framework import Framework
-from gpuprofile.analyses.gpu_time import gpu_time
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
-from gpuprofile.analyses.lookups import id_index, innermost_with, op_parents
+from gpuprofile.analyses.lookups import innermost_with
 from gpuprofile.analyses.names import strings
-from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.thresholds import worth_reporting
-from gpuprofile.trace.model import NO_ID, Trace
+from gpuprofile.trace.model import NO_ID
 from gpuprofile.units import format_fraction, format_time
 
 TOP_SOURCES = 5
@@ -79,17 +77,19 @@ def detect(analysis: Analysis) -> list[Hint]:
     for rank in trace.ranks:
         stalls = gaps[(gaps["rank"] == rank) & (gaps["cause"] == idle.SYNCHRONIZATION)]
         gain = int(stalls["dur_ns"].sum())
-        wall = wall_ns(trace, rank)
+        wall = analysis.wall_ns(rank)
         if not worth_reporting("sync-stall", gain, wall):
             continue
         hints.append(
-            _hint(trace, rank, stalls, calls[calls["rank"] == rank], gain, wall, analysis.framework)
+            _hint(
+                analysis, rank, stalls, calls[calls["rank"] == rank], gain, wall, analysis.framework
+            )
         )
     return hints
 
 
 def _hint(
-    trace: Trace,
+    analysis: Analysis,
     rank: int,
     stalls: pd.DataFrame,
     calls: pd.DataFrame,
@@ -97,10 +97,11 @@ def _hint(
     wall: int,
     kind: Framework,
 ) -> Hint:
-    breakdown = gpu_time(trace, rank)
+    trace = analysis.trace
+    breakdown = analysis.gpu_time(rank)
     window = breakdown.window_ns if breakdown is not None else wall
     chosen = pick(kind, Fix(FIX, CODE), SYNC)
-    sources = _sources(trace, stalls)
+    sources = _sources(analysis, stalls)
     top = sources.iloc[0]
     top_op, top_where = str(top["op"]), str(top["where"])
     names = strings(trace.runtime["name"])
@@ -175,20 +176,21 @@ def _hint(
     )
 
 
-def _sources(trace: Trace, stalls: pd.DataFrame) -> pd.DataFrame:
+def _sources(analysis: Analysis, stalls: pd.DataFrame) -> pd.DataFrame:
     """Idle per (op name, Python frame), largest first: op, where, gaps, idle_ns."""
+    trace = analysis.trace
     ops = trace.ops
-    position = id_index(trace, "ops").get_indexer(pd.Index(stalls["op_id"]))
+    position = analysis.id_index("ops").get_indexer(pd.Index(stalls["op_id"]))
     names = strings(ops["name"])
     op = np.where(position >= 0, names[np.maximum(position, 0)] if len(names) else "", "")
     # A sync with no op around it: torch.cuda.synchronize() and the like call the runtime
     # directly; name the call.
     runtime = trace.runtime
-    call = id_index(trace, "runtime").get_indexer(pd.Index(stalls["runtime_id"]))
+    call = analysis.id_index("runtime").get_indexer(pd.Index(stalls["runtime_id"]))
     call_names = strings(runtime["name"])
     bare = np.where(call >= 0, call_names[np.maximum(call, 0)] if len(call_names) else "", "")
     op = np.where(op == "", np.char.add(bare.astype(str), " called directly"), op)
-    frames = user_frames(trace, np.unique(position[position >= 0]).tolist())
+    frames = user_frames(analysis, np.unique(position[position >= 0]).tolist())
     frame = [frames.get(p) if p >= 0 else None for p in position.tolist()]
     where = [f"{o} in {f}" if f else str(o) for o, f in zip(op, frame, strict=True)]
     table = pd.DataFrame({"op": op, "where": where, "idle_ns": stalls["dur_ns"].to_numpy()})
@@ -200,8 +202,9 @@ def _sources(trace: Trace, stalls: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def user_frames(trace: Trace, positions: list[int]) -> dict[int, str | None]:
+def user_frames(analysis: Analysis, positions: list[int]) -> dict[int, str | None]:
     """Per op row: the innermost Python frame outside torch that encloses it, if any."""
+    trace = analysis.trace
     ops = trace.ops
     is_frame = (ops["category"] == "python_function").to_numpy()
     names = ops["name"].astype("category")
@@ -212,7 +215,7 @@ def user_frames(trace: Trace, positions: list[int]) -> dict[int, str | None]:
         ]
         + [False]
     )[names.cat.codes.to_numpy()]
-    found = innermost_with(is_frame & user, op_parents(trace), np.asarray(positions, np.int64))
+    found = innermost_with(is_frame & user, analysis.op_parents, np.asarray(positions, np.int64))
     return {
         p: str(names.iloc[at]) if at >= 0 else None
         for p, at in zip(positions, found.tolist(), strict=True)

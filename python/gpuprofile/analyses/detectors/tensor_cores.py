@@ -68,10 +68,9 @@ from gpuprofile.analyses.hints import (
     Hint,
     heaviest_events,
 )
-from gpuprofile.analyses.lookups import rank_rows, rows_by_id
+from gpuprofile.analyses.lookups import rows_by_id
 from gpuprofile.analyses.names import matches, short_kernel_name, strings
 from gpuprofile.analyses.patterns import FP32_SIMT_KERNEL, TENSOR_CORE_KERNEL
-from gpuprofile.analyses.summary import wall_ns
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.hardware.properties import trace_devices
@@ -106,20 +105,20 @@ def detect(analysis: Analysis) -> list[Hint]:
             _tensor_core_share(kernel_costs) >= 0.5,
         )
     for rank in trace.ranks:
-        if not len(rank_rows(trace, "kernels", rank)) or not _has_tensor_cores(trace, rank):
+        if not len(analysis.rank_rows("kernels", rank)) or not _has_tensor_cores(trace, rank):
             continue
-        wall = wall_ns(trace, rank)
+        wall = analysis.wall_ns(rank)
         judged = np.empty(0, dtype=np.int64)
         if kernel_costs is not None and by_op is not None:
             fp32, half = _shape_findings(analysis, rank, *by_op)
             judged = fp32["op_id"].to_numpy(np.int64)
             for hint, ops in (
-                (_fp32_hint(trace, rank, fp32, kernel_costs, analysis, wall), fp32),
-                (_alignment_hint(trace, rank, half, kernel_costs, wall, analysis.framework), half),
+                (_fp32_hint(analysis, rank, fp32, kernel_costs, wall), fp32),
+                (_alignment_hint(analysis, rank, half, kernel_costs, wall), half),
             ):
                 if hint is not None:
                     hints.append(replace(hint, related=_point_keys(analysis, rank, ops)))
-        named = _named_fp32_hint(trace, rank, kernel_costs, judged, analysis, wall)
+        named = _named_fp32_hint(analysis, rank, kernel_costs, judged, wall)
         if named is not None:
             hints.append(named)
     return hints
@@ -146,16 +145,16 @@ def _shape_findings(
 
 
 def _named_fp32_hint(
-    trace: Trace,
+    analysis: Analysis,
     rank: int,
     kernel_costs: pd.DataFrame | None,
     judged_ops: np.ndarray,
-    analysis: Analysis,
     wall: int,
 ) -> Hint | None:
     """fp32 SIMT GEMM/convolution kernels found by name alone (traces without shapes: nsys,
     ncu, Kineto without record_shapes; fp32 convolutions, which the shape path leaves to
     cuDNN). Kernels of ops the shape path flagged are its own: never counted twice."""
+    trace = analysis.trace
     hardware, kind = analysis.hardware, analysis.framework
     peaks: Mapping[str, float] = hardware.peak_flops
     fp32_rate = peaks.get("fp32")
@@ -165,7 +164,7 @@ def _named_fp32_hint(
     names = trace.kernels["name"]
     simt = matches(names, FP32_SIMT_KERNEL) & ~matches(names, TENSOR_CORE_KERNEL)
     on_rank = np.zeros(len(simt), bool)
-    on_rank[rank_rows(trace, "kernels", rank)] = True
+    on_rank[analysis.rank_rows("kernels", rank)] = True
     simt &= on_rank
     if kernel_costs is not None and len(judged_ops):
         simt &= ~np.isin(kernel_costs["cost_op_id"].to_numpy(np.int64), judged_ops)
@@ -264,11 +263,10 @@ def tensor_core_gain(
 
 
 def _fp32_hint(
-    trace: Trace,
+    analysis: Analysis,
     rank: int,
     ops: pd.DataFrame,
     kernel_costs: pd.DataFrame,
-    analysis: Analysis,
     wall: int,
 ) -> Hint | None:
     if ops.empty:
@@ -331,21 +329,21 @@ def _fp32_hint(
             "saved_ns": gain,
         },
         **_precision_fix(kind, target)._asdict(),
-        evidence=_evidence(rank, ops, kernel_costs, trace),
+        evidence=_evidence(rank, ops, kernel_costs, analysis),
         rank=rank,
     )
 
 
 def _alignment_hint(
-    trace: Trace,
+    analysis: Analysis,
     rank: int,
     ops: pd.DataFrame,
     kernel_costs: pd.DataFrame,
     wall: int,
-    kind: Framework,
 ) -> Hint | None:
     if ops.empty:
         return None
+    kind = analysis.framework
     time_ns = int(ops["time_ns"].sum())
     gain = int(MISALIGNED_SHARE * time_ns)
     if not worth_reporting("tensor-cores-unused", gain, wall):
@@ -376,7 +374,7 @@ def _alignment_hint(
             "misaligned_shapes": _top_shapes(ops, with_time=False),
         },
         **pick(kind, Fix(ALIGN_FIX, ALIGN_CODE), ALIGN)._asdict(),
-        evidence=_evidence(rank, ops, kernel_costs, trace),
+        evidence=_evidence(rank, ops, kernel_costs, analysis),
         rank=rank,
     )
 
@@ -452,17 +450,18 @@ def _has_tensor_cores(trace: Trace, rank: int) -> bool:
 
 
 def _evidence(
-    rank: int, ops: pd.DataFrame, kernel_costs: pd.DataFrame, trace: Trace
+    rank: int, ops: pd.DataFrame, kernel_costs: pd.DataFrame, analysis: Analysis
 ) -> tuple[Evidence, ...]:
+    trace = analysis.trace
     heaviest = ops.nlargest(MAX_EVIDENCE_EVENTS, "time_ns")
     ids = heaviest["op_id"].to_numpy()
-    rows = rows_by_id(trace, "ops", ids)
+    rows = rows_by_id(analysis, "ops", ids)
     start = trace.ops["start_ns"].to_numpy(np.int64)[rows]
     windows = tuple(zip(start.tolist(), (start + trace.ops["dur_ns"].to_numpy()[rows]).tolist()))
     kernels = kernel_costs[kernel_costs["cost_op_id"].isin(ids)].nlargest(
         MAX_EVIDENCE_EVENTS, "dur_ns"
     )
-    krows = rows_by_id(trace, "kernels", kernels["kernel_id"].to_numpy())
+    krows = rows_by_id(analysis, "kernels", kernels["kernel_id"].to_numpy())
     kstart = trace.kernels["start_ns"].to_numpy(np.int64)[krows]
     kdur = trace.kernels["dur_ns"].to_numpy()[krows]
     return (
