@@ -37,6 +37,9 @@ MIN_GAIN_SHARE: Mapping[str, float] = MappingProxyType(
         "straggler": 0.01,
         # Half a percent: turning on TF32 or bf16 is one line, so even a small gain is worth it.
         "tensor-cores-unused": 0.005,
+        # Of the rank's wall time: fusing attention is a one-line change (SDPA), so a hundredth
+        # of the run is worth it, and less is a cost the user will not notice.
+        "attention-unfused": 0.01,
         # Without a GPU the loader's time is host time beside the loop's own Python, which
         # workers only partly take away (they compete for the same cores): a twentieth.
         "data-loading/cpu": 0.05,
@@ -54,6 +57,16 @@ MIN_GAIN_SHARE: Mapping[str, float] = MappingProxyType(
 )
 
 # Counts and sizes under which a pattern is not yet a finding, whatever its time.
+# A kernel or an op's average call shorter than this is launch latency (the upper end of the
+# usual 5-10 us), not work of its own: launch-overhead counts such kernels; low-occupancy and
+# the roofline's far-from-roof points leave them out.
+LAUNCH_LATENCY_NS = 10_000
+# Attention score rows shorter than this are cheap enough that fusing them matters little.
+MIN_ATTENTION_KEYS = 128
+# A kernel has low occupancy when at least this share of its waves' capacity sat idle.
+MIN_IDLE_WAVE_SHARE = 0.25
+# A copy smaller than this is latency-bound (a scalar's .item()), whatever its memory.
+MIN_COPY_BYTES = 64 * 1024
 MIN_KERNELS_FOR_GRAPHS = 20  # fewer launches make no pattern worth capturing as a CUDA graph
 MIN_PAGEABLE_BYTES = 1 << 20  # per rank: less pageable traffic costs microseconds in all
 MIN_STEADY_ALLOCATOR_CALLS = 2  # one cudaMalloc after warm-up can be a late first use

@@ -32,6 +32,7 @@ from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.lookups import has_ancestor
 from gpuprofile.analyses.names import categorical, per_category, strings
 from gpuprofile.analyses.names import codes as name_codes
+from gpuprofile.analyses.thresholds import MIN_ATTENTION_KEYS, worth_reporting
 from gpuprofile.trace.precisions import INPUT_TYPES
 from gpuprofile.units import format_bytes, format_time
 
@@ -46,7 +47,6 @@ MASK_OPS = frozenset(
 # Ops that build a causal (triangular) mask; torch.triu/tril, as HF and nanoGPT models do.
 TRIANGLE_OPS = frozenset(("aten::triu", "aten::tril", "aten::triu_", "aten::tril_"))
 SOFTMAXES = frozenset(("aten::softmax", "aten::_softmax", "aten::_safe_softmax"))
-MIN_KEYS = 128  # shorter score rows are cheap enough that fusing them matters little
 FUSED_MARKERS = ("flash", "efficient", "cudnn", "overrideable", "fused")
 
 FIX = (
@@ -131,7 +131,8 @@ def detect(analysis: Analysis) -> list[Hint]:
     for rank in trace.ranks:
         for math in (False, True):
             mine = [o for o in found if o.rank == rank and o.math == math]
-            if mine:
+            gain = sum(o.removable_ns for o in mine)
+            if mine and worth_reporting("attention-unfused", gain, analysis.wall_ns(rank)):
                 hints.append(_hint(analysis, rank, math, mine))
     return hints
 
@@ -250,7 +251,7 @@ class _Thread:
             return out
         for s in np.flatnonzero(self.outer_softmax & ~self.in_sdpa):
             scores = _tensor_dims(self.dims[s], 0)
-            if scores is None or len(scores) < 3 or scores[-1] < MIN_KEYS:
+            if scores is None or len(scores) < 3 or scores[-1] < MIN_ATTENTION_KEYS:
                 continue
             queries, keys = scores[-2], scores[-1]
             before = matmuls[self.end[matmuls] <= self.start[s]]
@@ -292,7 +293,7 @@ class _Thread:
             if not (inline_math or "_scaled_dot_product_attention_math" in name):
                 continue
             q, k = _tensor_dims(self.dims[p], 0), _tensor_dims(self.dims[p], 1)
-            if q is None or k is None or len(q) < 2 or len(k) < 2 or k[-2] < MIN_KEYS:
+            if q is None or k is None or len(q) < 2 or len(k) < 2 or k[-2] < MIN_ATTENTION_KEYS:
                 continue
             inner = self.inside(int(self.start[p]), int(self.end[p]))
             inner = inner[inner != p]

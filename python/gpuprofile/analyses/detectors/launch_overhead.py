@@ -3,8 +3,8 @@
 In eager PyTorch every kernel costs the host an op dispatch plus a launch call: cudaLaunchKernel
 alone takes 2-5 us in the shared traces (median 2.5-4 us on A100/V100/H100 captures), and the
 aten dispatch, Python and autograd around it add several more. A kernel shorter than
-SMALL_KERNEL_NS (10 us, the upper end of the usual 5-10 us launch-latency figure) therefore
-tends to finish before its successor is queued, and the GPU sits idle between kernels.
+LAUNCH_LATENCY_NS (thresholds.py: 10 us, the upper end of the usual 5-10 us) therefore tends
+to finish before its successor is queued, and the GPU sits idle between kernels.
 
 Gain: what a CUDA graph (torch.compile mode="reduce-overhead", torch.cuda.graphs) gives back:
 the GPU idle whose cause is the host launching (analyses/idle.py's host-launch-bound gaps: the
@@ -41,11 +41,14 @@ from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.names import categorical, matches, per_category, short_kernel_name
 from gpuprofile.analyses.names import codes as names_codes
-from gpuprofile.analyses.thresholds import MIN_KERNELS_FOR_GRAPHS, worth_reporting
+from gpuprofile.analyses.thresholds import (
+    LAUNCH_LATENCY_NS,
+    MIN_KERNELS_FOR_GRAPHS,
+    worth_reporting,
+)
 from gpuprofile.trace.model import NO_ID
 from gpuprofile.units import format_percent, format_time
 
-SMALL_KERNEL_NS = 10_000
 GRAPH_GAP_NS = 1_000
 MAX_LAUNCH_GAP_NS = 100_000
 NGRAM_LENGTHS = (2, 3, 4)
@@ -126,7 +129,7 @@ def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.D
     )
     start = kernels["start_ns"].to_numpy(np.int64)[order]
     end = start + kernels["dur_ns"].to_numpy(np.int64)[order]
-    small = kernels["dur_ns"].to_numpy()[order] < SMALL_KERNEL_NS
+    small = kernels["dur_ns"].to_numpy()[order] < LAUNCH_LATENCY_NS
     # joined[i]: kernel i+1 follows kernel i on its stream closely enough to be fused with it.
     joined = ((start[1:] - end[:-1]) <= MAX_LAUNCH_GAP_NS) & (stream[1:] == stream[:-1])
     # Per distinct (sequence, n): its count and summed span.
@@ -212,7 +215,7 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
     wall = analysis.wall_ns(rank)
     if not worth_reporting("launch-overhead", gain, wall):
         return None
-    small = kernels[kernels["dur_ns"] < SMALL_KERNEL_NS]
+    small = kernels[kernels["dur_ns"] < LAUNCH_LATENCY_NS]
     launches = _launch_calls(analysis, rank)
     graph_launches = int(
         matches(trace.runtime["name"], GRAPH_LAUNCH_CALL)[
@@ -230,7 +233,7 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
         "kernels": len(kernels),
         "small_kernels": len(small),
         "small_kernel_ns": small_ns,
-        "small_kernel_threshold_ns": SMALL_KERNEL_NS,
+        "small_kernel_threshold_ns": LAUNCH_LATENCY_NS,
         "launch_calls": len(launches),
         "graph_launches": graph_launches,
         "launch_ns_for_small_kernels": launch_ns,
@@ -245,7 +248,7 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
         described.append(f"{text} x{int(count)}")
     launch_text = (
         f"The host spent {format_time(launch_ns)} in {len(small_launches)} launch calls for "
-        f"the {len(small)} kernels shorter than {format_time(SMALL_KERNEL_NS)} (median launch "
+        f"the {len(small)} kernels shorter than {format_time(LAUNCH_LATENCY_NS)} (median launch "
         f"{format_time(median_launch)}) against {format_time(small_ns)} of their kernel time. "
         if len(small_launches)
         else ""
@@ -280,7 +283,7 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
             f"The GPU sat idle in {len(counted)} gaps, {format_time(idle_ns)} in all, each "
             "ended by work the host launched only after the GPU had run dry: it could not "
             f"launch fast enough. {len(small)} of {len(kernels)} kernels "
-            f"({format_percent(share, 0)}) ran shorter than {format_time(SMALL_KERNEL_NS)}, "
+            f"({format_percent(share, 0)}) ran shorter than {format_time(LAUNCH_LATENCY_NS)}, "
             f"{format_time(small_ns)} in total. {launch_text}".rstrip()
             + f"{graph_text}{sequence_text}"
         ),

@@ -11,7 +11,7 @@ wave, occupancy * max threads per SM / threads per block gives the max active bl
 Only kernels whose trace carries CUPTI's launch facts ("blocks per SM", written by Kineto for
 CUDA kernels) are judged: ROCm traces write work-items for some launches and workgroups for
 others in "grid", so a block count cannot be read from them. Kernels shorter than
-MIN_KERNEL_NS are left to the launch-overhead detector (their time is launch latency, not SM
+LAUNCH_LATENCY_NS are left to the launch-overhead detector (their time is launch latency, not SM
 work), and collectives are left alone (NCCL uses few blocks by design). So is any kernel that
 ran mostly (MOSTLY_OVERLAPPED) beside kernels on other streams of its device: the SMs it left
 empty were running those, so the GPU was not idle; the rest are discounted by the share of
@@ -34,14 +34,15 @@ from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
 from gpuprofile.analyses.names import short_kernel_name
-from gpuprofile.analyses.thresholds import worth_reporting
+from gpuprofile.analyses.thresholds import (
+    LAUNCH_LATENCY_NS,
+    MIN_IDLE_WAVE_SHARE,
+    worth_reporting,
+)
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_count, format_percent, format_time
 
-MIN_KERNEL_NS = 10_000
-# A kernel counts when at least this share of its waves' capacity sat idle.
-MIN_IDLE_SHARE = 0.25
 ACHIEVABLE = 0.5
 LOW_OCCUPANCY_PCT = 25.0
 # More SMs than any GPU has (hundreds today): a launch whose SM count exceeds it is corrupt.
@@ -163,8 +164,8 @@ def overlapped_share(analysis: Analysis, rank: int, kernels: pd.DataFrame) -> np
 def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
     kind = analysis.framework
     qualifies = (
-        (table["dur_ns"] >= MIN_KERNEL_NS)
-        & (table["idle"] >= MIN_IDLE_SHARE)
+        (table["dur_ns"] >= LAUNCH_LATENCY_NS)
+        & (table["idle"] >= MIN_IDLE_WAVE_SHARE)
         & (table["overlapped"] < MOSTLY_OVERLAPPED)
     )
     # SMs left empty while other streams' kernels run are not idle: only the lone time counts.
@@ -172,8 +173,8 @@ def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
         idle_ns=lambda t: t["dur_ns"] * t["idle"] * (1.0 - t["overlapped"])
     )
     beside = table[
-        (table["dur_ns"] >= MIN_KERNEL_NS)
-        & (table["idle"] >= MIN_IDLE_SHARE)
+        (table["dur_ns"] >= LAUNCH_LATENCY_NS)
+        & (table["idle"] >= MIN_IDLE_WAVE_SHARE)
         & (table["overlapped"] >= MOSTLY_OVERLAPPED)
     ]
     wall = analysis.wall_ns(rank)

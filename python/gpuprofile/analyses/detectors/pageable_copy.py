@@ -12,7 +12,8 @@
    serialise with the kernels around them. Gain: their duration, an upper bound reached when
    a side stream prefetches them a step ahead (confidence medium).
 
-Copies smaller than MIN_COPY_BYTES are latency-bound (a scalar's .item()) and ignored.
+Copies smaller than MIN_COPY_BYTES (thresholds.py) are latency-bound (a scalar's .item()):
+ignored.
 """
 
 from __future__ import annotations
@@ -25,11 +26,10 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COPY_STREAM, PAGEABLE, Fix, pick
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import Hint, heaviest_events
-from gpuprofile.analyses.thresholds import MIN_PAGEABLE_BYTES, worth_reporting
+from gpuprofile.analyses.thresholds import MIN_COPY_BYTES, MIN_PAGEABLE_BYTES, worth_reporting
 from gpuprofile.trace.model import HOST_DEVICE_KINDS
 from gpuprofile.units import format_bytes, format_bytes_per_s, format_time
 
-MIN_COPY_BYTES = 64 * 1024
 PAGEABLE_SLOWDOWN = 2.0  # pinned / pageable rate when nothing better is known
 
 FIX_PAGEABLE = (

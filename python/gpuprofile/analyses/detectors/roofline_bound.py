@@ -2,9 +2,10 @@
 of the compute peak (analyses/roofline.py's op-level points).
 
 A point counts when its known time is at most FAR_PCT of what its roof allows (pct_of_roof),
-its calls last MIN_CALL_NS or more on average (shorter ones are launch latency, the
-launch-overhead detector's subject), and, for compute-bound points, its roof is not the fp32
-vector roof of a matmul (that one is the tensor-cores detector's: the fix is a precision).
+its calls last LAUNCH_LATENCY_NS (thresholds.py) or more on average (shorter ones are launch
+latency, the launch-overhead detector's subject), and, for compute-bound points, its roof is
+not the fp32 vector roof of a matmul (that one is the tensor-cores detector's: the fix is a
+precision).
 
 Gain: only the part below ACHIEVABLE of the roof, ``known_time - time_at_roof / ACHIEVABLE``:
 tuned kernels reach 80-90% of DRAM bandwidth (STREAM-like copies) and 70-90% of tensor-core
@@ -25,7 +26,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COMPUTE_BOUND, MEMORY_BOUND, Fix, pick
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
-from gpuprofile.analyses.thresholds import worth_reporting
+from gpuprofile.analyses.thresholds import LAUNCH_LATENCY_NS, worth_reporting
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import (
@@ -39,7 +40,6 @@ from gpuprofile.units import (
 
 FAR_PCT = 50.0
 ACHIEVABLE = 0.8
-MIN_CALL_NS = 10_000
 TOP_POINTS = 3
 MAX_RELATED = 50
 
@@ -96,7 +96,7 @@ def far_points(points: pd.DataFrame, excluded: set[str]) -> pd.DataFrame:
     per_call = points["known_time_ns"] / points["count"].clip(lower=1)
     chosen = points[
         (points["pct_of_roof"] <= FAR_PCT)
-        & (per_call >= MIN_CALL_NS)
+        & (per_call >= LAUNCH_LATENCY_NS)
         & ~points["key"].isin(excluded)
     ]
     gain = chosen["known_time_ns"] - chosen["time_at_roof_ns"] / ACHIEVABLE
