@@ -87,6 +87,8 @@ export interface Hint {
   evidence: Evidence[];
   rank: number | null;
   related: string[];
+  modules?: string[];
+  sources?: SourceRef[];
 }
 
 export interface Evidence {
@@ -95,6 +97,16 @@ export interface Evidence {
   event_ids: number[];
   windows: [number, number][];
   label: string;
+}
+
+/**
+ * A line of the user's code: ``file`` is "cell [5]" for a notebook cell (see
+ * analyses/frames.py), else the file's path.
+ */
+export interface SourceRef {
+  file: string;
+  line: number;
+  function: string;
 }
 
 export interface Roofline {
@@ -127,6 +139,8 @@ export interface RooflinePoint {
   time_at_roof_ns: number | null;
   saved_ns: number | null;
   event_ids: number[];
+  modules?: string[];
+  sources?: SourceRef[];
 }
 
 export interface RankReport {
@@ -141,6 +155,8 @@ export interface RankReport {
   sampled: Sampled | null;
   idle_by_cause: Record<string, number>;
   distributed: RankJob | null;
+  modules?: ModuleRow[];
+  phases?: Phases | null;
 }
 
 export interface Device {
@@ -188,6 +204,7 @@ export interface NameTotal {
   name: string;
   count: number;
   total_ns: number;
+  modules?: string[];
 }
 
 export interface Copies {
@@ -224,6 +241,37 @@ export interface RankJob {
   wait_ns: number;
   exposed_comm_ns: number;
   comm_compute_overlap: number | null;
+}
+
+/**
+ * An nn.Module's share of a rank (analyses/modules.py). Times are inclusive of the
+ * modules it calls; backward is the autograd work its forward ops produced.
+ */
+export interface ModuleRow {
+  path: string;
+  type: string;
+  depth: number;
+  calls: number;
+  forward_ns: number;
+  backward_ns: number;
+  self_ns: number;
+  gpu_ns: number;
+  flops: number | null;
+  achieved_flops_per_s: number | null;
+  pct_of_roof: number | null;
+  alloc_bytes: number | null;
+  peak_bytes: number | null;
+  evidence: Evidence[];
+}
+
+/**
+ * A rank's wall time split by phase; the four add up to the wall.
+ */
+export interface Phases {
+  forward_ns: number;
+  backward_ns: number;
+  optimizer_ns: number;
+  other_ns: number;
 }
 
 /**

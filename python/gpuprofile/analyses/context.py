@@ -30,10 +30,12 @@ from gpuprofile.trace.model import Trace
 if TYPE_CHECKING:
     from gpuprofile.analyses.carry_over import CarryOver
     from gpuprofile.analyses.comm_overlap import CommOverlap
+    from gpuprofile.analyses.frames import Sources
     from gpuprofile.analyses.framework import Framework
     from gpuprofile.analyses.gauges import Gauge
     from gpuprofile.analyses.gpu_time import GpuTime
     from gpuprofile.analyses.job import Job
+    from gpuprofile.analyses.modules import Modules
     from gpuprofile.analyses.recorded import RecordedInputs
     from gpuprofile.analyses.roofline import Members, Roofline
 
@@ -237,6 +239,20 @@ class Analysis:
         return job(
             self.trace, self.collectives, self.idle_gaps, self.hardware.peer_link_bytes_per_s
         )
+
+    @cached_property
+    def modules(self) -> Modules:
+        """Each op's and kernel's nn.Module call and phase (analyses/modules.py)."""
+        from gpuprofile.analyses.modules import attribute_modules
+
+        return attribute_modules(self)
+
+    @cached_property
+    def sources(self) -> Sources:
+        """Each op's and kernel's innermost frame of the user's code (analyses/frames.py)."""
+        from gpuprofile.analyses.frames import attribute_sources
+
+        return attribute_sources(self)
 
     @cached_property
     def gauges(self) -> list[Gauge]:

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.frames import SourceLine
+
 KINDS = (
     "gpu-idle",
     "launch-overhead",
@@ -92,6 +94,10 @@ class Hint:
     evidence: tuple[Evidence, ...] = ()
     rank: int | None = None  # None: the hint is about the whole run
     related: tuple[str, ...] = field(default=())  # roofline point keys this hint concerns
+    # Filled by the findings pipeline from the evidence: the module paths that own it, largest
+    # first, and the user's lines (analyses/modules.py, analyses/frames.py).
+    modules: tuple[str, ...] = ()
+    sources: tuple[SourceLine, ...] = ()
     # What the finding is about, within its kind and rank: an op pattern, a copy path, a set of
     # kernels. Two findings with one key on one rank say one thing; on several ranks, they are
     # folded into one job finding. Kept out of to_dict: the report names hints by position.

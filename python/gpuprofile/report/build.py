@@ -82,6 +82,8 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
     for rank in ranks:
         rank["idle_by_cause"] = idle.get(rank["rank"], {})
         rank["distributed"] = rank_job_report(analysis, rank["rank"])
+        rank["modules"] = []  # issue 25: rows from Analysis.modules
+        rank["phases"] = None
     total_idle: dict[str, int] = {}
     for causes in idle.values():
         for cause, ns in causes.items():
@@ -186,7 +188,12 @@ def _roofline_points(points: Any, limit: int) -> list[dict[str, Any]]:
     chosen = pd.concat([ordered[placed].head(limit), ordered[~placed]]).head(limit)
     heaviest = chosen.sort_values("time_ns", ascending=False, kind="stable")
     return [
-        {**{k: record.get(k) for k in ROOFLINE_POINT_FIELDS}, "event_ids": record["event_ids"]}
+        {
+            **{k: record.get(k) for k in ROOFLINE_POINT_FIELDS},
+            "event_ids": record["event_ids"],
+            "modules": [],  # issue 25: filled from Analysis.modules
+            "sources": [],
+        }
         for record in heaviest.to_dict("records")
     ]
 
@@ -223,7 +230,7 @@ def _rank_report(analysis: Analysis, rank: int, top: int) -> dict[str, Any]:
         },
         "counts": counts(analysis, rank),
         "top_kernels": _top_kernels(trace, rank, top),
-        "top_ops": [asdict(o) for o in top_ops(trace, rank, top)],
+        "top_ops": [{**asdict(o), "modules": []} for o in top_ops(trace, rank, top)],
         "copies": [{**asdict(c), "gbps": round(c.gbps, 3)} for c in copies(trace, rank)],
         "sampled": _sampled(analysis, rank),
     }

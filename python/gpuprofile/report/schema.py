@@ -83,6 +83,15 @@ class Evidence(msgspec.Struct, frozen=True):
     label: str
 
 
+class SourceRef(msgspec.Struct, frozen=True):
+    """A line of the user's code: ``file`` is "cell [5]" for a notebook cell (see
+    analyses/frames.py), else the file's path."""
+
+    file: str
+    line: int
+    function: str
+
+
 class Hint(msgspec.Struct, frozen=True):
     """``analyses.hints.Hint.to_dict()``."""
 
@@ -99,6 +108,10 @@ class Hint(msgspec.Struct, frozen=True):
     evidence: list[Evidence]
     rank: int | None  # None: about the whole job
     related: list[str]  # roofline point keys
+    # The module paths that own its evidence, largest first, and the user's lines (empty
+    # without recorded stacks).
+    modules: list[str] = []
+    sources: list[SourceRef] = []
 
 
 class RooflinePoint(msgspec.Struct, frozen=True):
@@ -125,6 +138,9 @@ class RooflinePoint(msgspec.Struct, frozen=True):
     time_at_roof_ns: Number | None
     saved_ns: Number | None
     event_ids: list[int]
+    # As for a Hint: the modules that own its time, largest first, and the user's lines.
+    modules: list[str] = []
+    sources: list[SourceRef] = []
 
 
 class Roofline(msgspec.Struct, frozen=True):
@@ -179,6 +195,7 @@ class NameTotal(msgspec.Struct, frozen=True):
     name: str
     count: int
     total_ns: int
+    modules: list[str] = []  # top ops: the modules that own its time, largest first
 
 
 class Copies(msgspec.Struct, frozen=True):
@@ -216,6 +233,35 @@ class RankJob(msgspec.Struct, frozen=True):
     comm_compute_overlap: Number | None
 
 
+class ModuleRow(msgspec.Struct, frozen=True):
+    """An nn.Module's share of a rank (analyses/modules.py). Times are inclusive of the
+    modules it calls; backward is the autograd work its forward ops produced."""
+
+    path: str  # "Transformer.layers.3.mlp", or NO_MODULE: work outside every module
+    type: str  # its class name ("" when unknown)
+    depth: int  # 0 for a root
+    calls: int
+    forward_ns: int
+    backward_ns: int
+    self_ns: int  # forward time outside the modules it calls
+    gpu_ns: int  # kernel time launched within, forward and backward
+    flops: Number | None
+    achieved_flops_per_s: Number | None
+    pct_of_roof: Number | None
+    alloc_bytes: int | None  # with memory recording
+    peak_bytes: int | None
+    evidence: list[Evidence]  # its calls (ops), heaviest first: what the timeline outlines
+
+
+class Phases(msgspec.Struct, frozen=True):
+    """A rank's wall time split by phase; the four add up to the wall."""
+
+    forward_ns: int
+    backward_ns: int
+    optimizer_ns: int
+    other_ns: int
+
+
 class RankReport(msgspec.Struct, frozen=True):
     rank: int
     devices: list[Device]
@@ -228,6 +274,8 @@ class RankReport(msgspec.Struct, frozen=True):
     sampled: Sampled | None
     idle_by_cause: dict[str, int]
     distributed: RankJob | None
+    modules: list[ModuleRow] = []  # largest forward + backward first; [] without modules
+    phases: Phases | None = None  # None: no host ops to place
 
 
 class Clock(msgspec.Struct, frozen=True):
