@@ -16,6 +16,7 @@ import pytest
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.modules import NO_MODULE
 from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.report.build import build_report
 from helpers.prerequisites import SHARED_TRACES, require_trace
 
 BERT = SHARED_TRACES / "kineto" / "tracelens_h100_bert_small_inference.json.gz"
@@ -111,10 +112,9 @@ def test_every_module_path_and_its_calls_as_the_raw_nesting_says(
         assert NO_MODULE not in path
 
 
-def test_backward_engine_ops_belong_to_the_module_of_their_forward_op(
-    resnet: tuple[Analysis, list[dict[str, Any]]],
-) -> None:
-    analysis, events = resnet
+def engine_owners(events: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str | None]]:
+    """Each backward engine op (in start order) with the path of the module its forward op
+    ran in, read from the raw events alone."""
     calls = module_calls(events)
     engine = sorted((e for e in events if e["name"].startswith(ENGINE)), key=lambda e: span(e)[0])
     engine_spans = defaultdict(list)
@@ -145,10 +145,18 @@ def test_backward_engine_ops_belong_to_the_module_of_their_forward_op(
             and span(maker)[1] <= span(e)[1]
         ]
         forward[seq] = max(around, key=lambda e: Decimal(e["dur"]))
-    expected = []
+    out = []
     for e in engine:
         owner = forward.get((e.get("args") or {}).get("Sequence number"))
-        expected.append(innermost_call(calls, owner) if owner is not None else None)
+        out.append((e, innermost_call(calls, owner) if owner is not None else None))
+    return out
+
+
+def test_backward_engine_ops_belong_to_the_module_of_their_forward_op(
+    resnet: tuple[Analysis, list[dict[str, Any]]],
+) -> None:
+    analysis, events = resnet
+    expected = [path for _, path in engine_owners(events)]
     owned = {p for p in expected if p is not None}
     assert len(owned) >= 10  # convolutions, batch norms, the fc layer...
 
@@ -158,3 +166,72 @@ def test_backward_engine_ops_belong_to_the_module_of_their_forward_op(
         for m in modules.engines.sort_values("start_ns", kind="stable")["module"]
     ]
     assert got == expected
+
+
+@pytest.mark.parametrize("case", ["bert", "resnet"])
+def test_module_rows_forward_and_calls_from_the_raw_events(
+    case: str, request: pytest.FixtureRequest
+) -> None:
+    analysis, events = request.getfixturevalue(case)
+    (rank,) = build_report(analysis).ranks
+    rows = {row.path: row for row in rank.modules}
+    calls = module_calls(events)
+    by_path: dict[str, list[tuple[Decimal, Decimal]]] = defaultdict(list)
+    for c in calls:
+        by_path[c["path"]].append(span(c))
+    assert set(rows) - {NO_MODULE} == set(by_path)
+    for path, spans in by_path.items():
+        assert rows[path].calls == len(spans), path
+        # Each call's ts and dur round to whole ns on reading: allow 1 ns per call.
+        assert abs(rows[path].forward_ns - exclusive_ns(spans)) <= len(spans), path
+    # A tree: every row after its parent, one level deeper.
+    seen: dict[str, int] = {}
+    for row in rank.modules:
+        if row.path == NO_MODULE:
+            continue
+        parent = row.path.rsplit(".", 1)[0] if "." in row.path else None
+        assert row.depth == (seen[parent] + 1 if parent else 0), row.path
+        seen[row.path] = row.depth
+    # Siblings largest (forward + backward) first.
+    for parent in [None, *seen]:
+        sizes = [
+            r.forward_ns + r.backward_ns
+            for r in rank.modules
+            if r.path != NO_MODULE
+            and (r.path.rsplit(".", 1)[0] if "." in r.path else None) == parent
+        ]
+        assert sizes == sorted(sizes, reverse=True)
+    phases = rank.phases
+    assert phases is not None
+    total = phases.forward_ns + phases.backward_ns + phases.optimizer_ns + phases.other_ns
+    assert total == rank.wall_ns
+
+
+def test_backward_time_of_modules_from_the_raw_engine_ops(
+    resnet: tuple[Analysis, list[dict[str, Any]]],
+) -> None:
+    analysis, events = resnet
+    (rank,) = build_report(analysis).ranks
+    rows = {row.path: row for row in rank.modules}
+    owners = engine_owners(events)
+    checked = 0
+    for path in sorted({p for _, p in owners if p is not None}):
+        # Its engine ops and those of the modules below it, nested ones counted once.
+        spans = [
+            span(e) for e, p in owners if p is not None and (p == path or p.startswith(path + "."))
+        ]
+        assert abs(rows[path].backward_ns - exclusive_ns(spans)) <= len(spans), path
+        checked += 1
+    assert checked >= 10
+    assert rows["ResNet_0"].backward_ns > rows["ResNet_0"].forward_ns > 0
+    # Engine ops of no module (the loss, AccumulateGrad) are the "(no module)" row's.
+    spans = [span(e) for e, p in owners if p is None]
+    assert abs(rows[NO_MODULE].backward_ns - exclusive_ns(spans)) <= len(spans)
+    # Optimizer steps are in this trace: their time is the optimizer phase's, at least.
+    steps = [
+        span(e)
+        for e in events
+        if e["name"].startswith("Optimizer.step#") and e["cat"] == "user_annotation"
+    ]
+    assert steps and rank.phases is not None
+    assert rank.phases.optimizer_ns >= exclusive_ns(steps) - len(steps)

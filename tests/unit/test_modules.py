@@ -3,14 +3,19 @@ test's own labels say which module and phase each event belongs to."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.modules import PHASES
+from gpuprofile.analyses.lookups import innermost_everywhere
+from gpuprofile.analyses.modules import NO_MODULE, PHASES, Modules
 from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.report.build import build_report
+from gpuprofile.report.schema import report_json
 from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 
 
@@ -169,3 +174,145 @@ def test_a_trace_without_module_calls_has_none(tmp_path: Path) -> None:
     assert modules.paths == ()
     assert (modules.op_module == -1).all() and (modules.kernel_module == -1).all()
     assert np.array_equal(modules.op_phase, [0])
+
+
+# --- a real CPU capture ------------------------------------------------------------------
+
+
+def captured_training_step(tmp_path: Path) -> tuple[Path, set[str]]:
+    """One training step of a small net under torch.profiler, its module calls marked by the
+    test's own record_function ranges (named as the capture names them); the modules whose
+    backward ran, as the test's own full backward hooks saw them."""
+    import torch
+    from torch import nn
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    torch.manual_seed(0)
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = nn.Linear(32, 64)
+            self.act = nn.ReLU()
+            self.fc2 = nn.Linear(64, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for name in ("fc1", "act", "fc2"):
+                layer = getattr(self, name)
+                with record_function(f"nn.Module: Net.{name} ({type(layer).__name__})"):
+                    x = layer(x)
+            return x
+
+    net = Net()
+    seen: set[str] = set()
+    for name, module in [("Net", net), *((f"Net.{n}", m) for n, m in net.named_children())]:
+        module.register_full_backward_hook(lambda *_, name=name: seen.add(name))
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    x = torch.randn(16, 32, requires_grad=True)
+    target = torch.randn(16, 8)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        with record_function("nn.Module: Net (Net)"):
+            out = net(x)
+        loss = nn.functional.mse_loss(out, target)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    path = tmp_path / "step.json"
+    prof.export_chrome_trace(str(path))
+    return path, seen
+
+
+def test_a_cpu_capture_puts_backward_in_the_modules_whose_hooks_ran(tmp_path: Path) -> None:
+    path, hooked = captured_training_step(tmp_path)
+    analysis = Analysis(load_kineto(path))
+    (rank,) = build_report(analysis).ranks
+    rows = {row.path: row for row in rank.modules}
+    assert {p for p, r in rows.items() if r.backward_ns > 0 and p != NO_MODULE} == hooked
+    assert {p for p in rows if p != NO_MODULE} == {"Net", "Net.fc1", "Net.act", "Net.fc2"}
+    assert rank.modules[0].path == "Net"  # the root first
+    assert all(rows[p].calls == 1 for p in hooked)
+    # The forward ranges as the exported JSON holds them, read by hand.
+    events = json.loads(path.read_text())["traceEvents"]
+    ranges = {
+        e["name"]: e for e in events if e.get("ph") == "X" and e["name"].startswith("nn.Module: ")
+    }
+    for p, row in rows.items():
+        if p != NO_MODULE:
+            (event,) = (e for name, e in ranges.items() if name.startswith(f"nn.Module: {p} ("))
+            assert abs(row.forward_ns - event["dur"] * 1000) <= 1, p
+    assert rows["Net"].self_ns <= rows["Net"].forward_ns
+    phases = rank.phases
+    assert phases is not None
+    assert phases.forward_ns + phases.backward_ns + phases.optimizer_ns + phases.other_ns == (
+        rank.wall_ns
+    )
+    steps = [
+        e["dur"] * 1000
+        for e in events
+        if e.get("ph") == "X" and e["name"].startswith("Optimizer.step#")
+    ]
+    assert steps and phases.optimizer_ns >= sum(steps) - len(steps)
+    assert phases.backward_ns > 0 and phases.forward_ns > 0
+
+
+def test_without_module_calls_the_report_is_what_it_was(tmp_path: Path) -> None:
+    # "What it was": the report built on the contract's empty module attribution.
+    doc = document(
+        [
+            cpu_op("aten::addmm", 10, 30, ext=2),
+            runtime("cudaLaunchKernel", 12, 4, corr=100),
+            kernel("gemm", 20, 10, corr=100),
+            cpu_op("aten::relu", 50, 5),
+        ]
+    )
+    trace = load_kineto(write(tmp_path / "t.json", doc))
+    report = report_json(build_report(Analysis(trace)))
+    before = Analysis(trace)
+    before.__dict__["modules"] = _stub(trace)
+    expected = report_json(build_report(before))
+    assert report == expected
+    (rank,) = report["ranks"]
+    assert rank["modules"] == []
+    assert rank["phases"]["other_ns"] == rank["wall_ns"]
+    assert all(h["modules"] == [] for h in report["hints"])
+    assert all(p["modules"] == [] for p in report["roofline"]["points"])
+    assert all(o["modules"] == [] for o in rank["top_ops"])
+
+
+def _stub(trace: Any) -> Modules:
+    empty = pd.DataFrame(
+        {
+            c: pd.Series(dtype="int64")
+            for c in ("op", "module", "rank", "start_ns", "end_ns", "outer")
+        }
+    )
+    return Modules(
+        paths=(),
+        types=(),
+        op_module=np.full(len(trace.ops), -1, np.int32),
+        op_phase=np.zeros(len(trace.ops), np.int8),
+        kernel_module=np.full(len(trace.kernels), -1, np.int32),
+        kernel_phase=np.zeros(len(trace.kernels), np.int8),
+        calls=empty,
+        engines=empty.drop(columns="outer"),
+    )
+
+
+def test_innermost_everywhere_answers_as_climbing_from_each_row_does() -> None:
+    # A random forest: each row's parent is an earlier row or none; depth follows from it.
+    rng = np.random.default_rng(5)
+    n = 2000
+    parent = np.array([rng.integers(-1, i) if i else -1 for i in range(n)], np.int64)
+    depth = np.zeros(n, np.int32)
+    for i in range(n):
+        depth[i] = depth[parent[i]] + 1 if parent[i] >= 0 else 0
+    flag = rng.random(n) < 0.1
+    # Climb by hand: the innermost flagged row on the path from each row to its root.
+    expected = []
+    for i in range(n):
+        at = i
+        while at >= 0 and not flag[at]:
+            at = parent[at]
+        expected.append(at)
+    assert innermost_everywhere(flag, parent, depth).tolist() == expected
+    assert innermost_everywhere(flag, parent, np.full(n, -1, np.int32)).tolist() == expected

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.lookups import innermost_with, outermost_with
+from gpuprofile.analyses.lookups import innermost_everywhere, innermost_with, outermost_with
 from gpuprofile.analyses.names import categorical, codes, matches, per_category
 from gpuprofile.trace.model import NO_ID
 
@@ -70,7 +70,8 @@ class Modules:
     op_phase: np.ndarray  # int8 per ops row: a PHASES index
     kernel_module: np.ndarray  # int32 per kernels row, from its launching op
     kernel_phase: np.ndarray  # int8 per kernels row
-    # One row per module call: op (its ops row id), module (index), rank, start_ns, end_ns.
+    # One row per module call: op (its ops row id), module (index), rank, start_ns, end_ns,
+    # outer (the module of the innermost call around it, -1: none).
     calls: pd.DataFrame
     # module index -> the index of the module it sits in (the longest path that is a proper
     # "."-prefix of its own), -1 for a root.
@@ -88,12 +89,13 @@ def attribute_modules(analysis: Lookups) -> Modules:
     if n == 0:
         return _empty(len(trace.kernels))
     names = categorical(ops["name"])
-    category = ops["category"].to_numpy()
+    category = ops["category"]  # compared as a categorical: one test per category
     prefixed = matches(names, _CALL, anchored=True)
-    call = prefixed & (category == "user_annotation")
+    annotation = (category == "user_annotation").to_numpy()
+    call = prefixed & annotation
     torch_form = not call.any()
     if torch_form:
-        call = prefixed & (category == "python_function")
+        call = prefixed & (category == "python_function").to_numpy()
     parent = analysis.op_parents
     call_rows = np.flatnonzero(call)
     paths, types, call_module = _call_modules(names, call_rows, parent, call, torch_form)
@@ -101,7 +103,7 @@ def attribute_modules(analysis: Lookups) -> Modules:
     module_of_call[call_rows] = call_module
 
     engine = matches(names, _ENGINE, anchored=True)
-    in_engine = outermost_with(engine, parent) >= 0
+    in_engine = _within(engine, parent)
     engine_rows = np.flatnonzero(engine)
     engine_module = np.full(n, -1, np.int32)
     engine_module[engine_rows] = _engine_modules(
@@ -109,17 +111,17 @@ def attribute_modules(analysis: Lookups) -> Modules:
     )
 
     # Each op's nearer of its innermost module call and innermost engine op.
-    nearest = innermost_with(call | engine, parent, np.arange(n))
-    found = nearest >= 0
+    nearest = innermost_everywhere(call | engine, parent, ops["depth"].to_numpy())
+    inside = np.flatnonzero(nearest >= 0)
+    near = nearest[inside]
     op_module = np.full(n, -1, np.int32)
-    op_module[found] = np.where(
-        call[nearest[found]], module_of_call[nearest[found]], engine_module[nearest[found]]
-    )
-    optimizer = matches(names, _OPTIMIZER, anchored=True) & (category == "user_annotation")
+    op_module[inside] = np.where(call[near], module_of_call[near], engine_module[near])
+    optimizer = matches(names, _OPTIMIZER, anchored=True) & annotation
     op_phase = np.full(n, OTHER, np.int8)
-    op_phase[outermost_with(call, parent) >= 0] = FORWARD
+    # Inside a call or an engine op; those inside an engine op are backward, below.
+    op_phase[inside] = FORWARD
     op_phase[in_engine] = BACKWARD
-    op_phase[outermost_with(optimizer, parent) >= 0] = OPTIMIZER
+    op_phase[_within(optimizer, parent)] = OPTIMIZER
 
     kernel_module, kernel_phase = _kernel_facts(analysis, op_module, op_phase)
     return Modules(
@@ -129,10 +131,17 @@ def attribute_modules(analysis: Lookups) -> Modules:
         op_phase=op_phase,
         kernel_module=kernel_module,
         kernel_phase=kernel_phase,
-        calls=_rows_of(ops, call_rows, call_module),
+        calls=_rows_of(ops, call_rows, call_module).assign(
+            outer=_outer(call, parent, call_rows, module_of_call)
+        ),
         parents=_parents(paths),
         engines=_rows_of(ops, engine_rows, engine_module[engine_rows]),
     )
+
+
+def _within(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per row, whether it or an ancestor has flag set (no tree walk when none has)."""
+    return outermost_with(flag, parent) >= 0 if flag.any() else np.zeros(len(flag), bool)
 
 
 def _call_modules(
@@ -278,6 +287,14 @@ def _parents(paths: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(parents)
 
 
+def _outer(
+    call: np.ndarray, parent: np.ndarray, rows: np.ndarray, module_of_call: np.ndarray
+) -> np.ndarray:
+    """Per call, the module of the innermost call around it (-1: none)."""
+    above = innermost_with(call, parent, parent[rows])
+    return np.where(above >= 0, module_of_call[np.maximum(above, 0)], -1).astype(np.int64)
+
+
 def _rows_of(ops: pd.DataFrame, rows: np.ndarray, module: np.ndarray) -> pd.DataFrame:
     start = ops["start_ns"].to_numpy()[rows]
     return pd.DataFrame(
@@ -299,5 +316,5 @@ def _empty(kernels: int) -> Modules:
         op_phase=np.zeros(0, np.int8),
         kernel_module=np.full(kernels, -1, np.int32),
         kernel_phase=np.zeros(kernels, np.int8),
-        calls=_rows_of(_NO_OPS, _NONE, _NONE),
+        calls=_rows_of(_NO_OPS, _NONE, _NONE).assign(outer=_NONE),
     )
