@@ -15,7 +15,9 @@ from gpuprofile.analyses.lookups import innermost_everywhere
 from gpuprofile.analyses.modules import NO_MODULE, PHASES, Modules
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.report.build import build_report
-from gpuprofile.report.schema import report_json
+from gpuprofile.report.module_text import module_lines, owner_line
+from gpuprofile.report.schema import ModuleRow, SourceRef, report_json
+from gpuprofile.report.text import render_text
 from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 
 
@@ -225,9 +227,16 @@ def captured_training_step(tmp_path: Path) -> tuple[Path, set[str]]:
 def test_a_cpu_capture_puts_backward_in_the_modules_whose_hooks_ran(tmp_path: Path) -> None:
     path, hooked = captured_training_step(tmp_path)
     analysis = Analysis(load_kineto(path))
-    (rank,) = build_report(analysis).ranks
+    report = build_report(analysis)
+    (rank,) = report.ranks
     rows = {row.path: row for row in rank.modules}
     assert {p for p, r in rows.items() if r.backward_ns > 0 and p != NO_MODULE} == hooked
+    text = render_text(report).splitlines()
+    tree = text[text.index("  time by module (inclusive: a module's time holds its children's):") :]
+    assert tree[2].endswith("  Net (Net)")
+    children = {line.split("    ")[-1] for line in tree[3:6]}
+    assert children == {"fc1 (Linear)", "act (ReLU)", "fc2 (Linear)"}
+    assert any(line.startswith("  phases: forward ") for line in text)
     assert {p for p in rows if p != NO_MODULE} == {"Net", "Net.fc1", "Net.act", "Net.fc2"}
     assert rank.modules[0].path == "Net"  # the root first
     assert all(rows[p].calls == 1 for p in hooked)
@@ -316,3 +325,54 @@ def test_innermost_everywhere_answers_as_climbing_from_each_row_does() -> None:
         expected.append(at)
     assert innermost_everywhere(flag, parent, depth).tolist() == expected
     assert innermost_everywhere(flag, parent, np.full(n, -1, np.int32)).tolist() == expected
+
+
+# --- the text report -----------------------------------------------------------------------
+
+
+def row(path: str, depth: int, forward: int, backward: int = 0, kind: str = "") -> ModuleRow:
+    return ModuleRow(
+        path=path, type=kind, depth=depth, calls=1, forward_ns=forward, backward_ns=backward,
+        self_ns=0, gpu_ns=0, flops=None, achieved_flops_per_s=None, pct_of_roof=None,
+        alloc_bytes=None, peak_bytes=None, evidence=[],
+    )  # fmt: skip
+
+
+def test_module_text_is_an_indented_tree_cut_to_the_heaviest_with_their_parents() -> None:
+    rows = [
+        row("Net", 0, 1000, 500, "Net"),
+        row("Net.big", 1, 600, 300, "Block"),
+        row("Net.big.inner", 2, 590, 0, "Linear"),
+        row("Net.small", 1, 10, 0, "Block"),
+        row("Net.small.tiny", 2, 5, 0, "Linear"),
+        row("Other", 0, 400, 0, "Other"),
+        row("Other.leaf", 1, 390, 0, "ReLU"),
+    ]
+    lines = module_lines(rows, rank=0, limit=5)
+    printed = lines[2:]
+    expected = [
+        "  Net (Net)", "    big (Block)", "      inner (Linear)", "  Other (Other)",
+        "    leaf (ReLU)",
+    ]  # fmt: skip
+    assert len(printed) == 6
+    for line, end in zip(printed, expected, strict=False):
+        assert line.endswith(end), (line, end)
+    assert (
+        printed[-1].strip() == "… 2 more modules (report()['ranks'][0]['modules'], --format json)"
+    )
+    # A child is never printed without its parent, even when it alone would fit.
+    lines = module_lines(rows, rank=0, limit=2)
+    assert len(lines) == 2 + 2 + 1  # the heads, two rows, the "more" line
+    assert lines[2].endswith("  Net (Net)") and lines[3].endswith("    big (Block)")
+
+
+def test_a_hint_names_its_module_and_line() -> None:
+    line = owner_line(
+        ["Transformer.layers.0.attn", "Transformer.layers.1.attn"],
+        [SourceRef(file="cell [5]", line=12, function="<module>")],
+    )
+    assert line == ["     module: Transformer.layers.0.attn · line: cell [5] line 12"]
+    assert owner_line([], [SourceRef(file="/x/model.py", line=42, function="f")]) == [
+        "     line: model.py:42"
+    ]
+    assert owner_line([], []) == []
