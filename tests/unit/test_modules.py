@@ -376,3 +376,24 @@ def test_a_hint_names_its_module_and_line() -> None:
         "     line: model.py:42"
     ]
     assert owner_line([], []) == []
+
+
+def test_an_exported_trace_read_back_keeps_backward_in_its_modules(tmp_path: Path) -> None:
+    import gpuprofile
+
+    first = gpuprofile.load(write(tmp_path / "t.json", training_step()))
+    first.export_trace(tmp_path / "out.json")
+    again = gpuprofile.load(tmp_path / "out.json")
+    for profile in (first, again):
+        assert profile.trace.ops["sequence"].max() == 9  # the highest the test wrote
+
+    def engines(profile: Any) -> list[tuple[int, str]]:
+        modules = Analysis(profile.trace).modules
+        rows = modules.engines.sort_values("start_ns")
+        return [
+            (int(s), modules.paths[m] if m >= 0 else "")
+            for s, m in zip(rows["start_ns"], rows["module"], strict=True)
+        ]
+
+    assert engines(again) == engines(first)
+    assert [p for _, p in engines(first)] == ["Net.act", "Net.fc1", ""]
