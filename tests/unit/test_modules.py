@@ -13,12 +13,13 @@ import pandas as pd
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.lookups import innermost_everywhere
 from gpuprofile.analyses.modules import NO_MODULE, PHASES, Modules
+from gpuprofile.analyses.owners import owners
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.report.build import build_report
 from gpuprofile.report.module_text import module_lines, owner_line
 from gpuprofile.report.schema import ModuleRow, SourceRef, report_json
 from gpuprofile.report.text import render_text
-from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
+from helpers.kineto_docs import cpu_op, document, kernel, memory, runtime, write
 
 
 def annotation(name: str, ts: float, dur: float, *, tid: int = 1) -> dict[str, Any]:
@@ -262,6 +263,24 @@ def test_a_cpu_capture_puts_backward_in_the_modules_whose_hooks_ran(tmp_path: Pa
     ]
     assert steps and phases.optimizer_ns >= sum(steps) - len(steps)
     assert phases.backward_ns > 0 and phases.forward_ns > 0
+    # Both Linear layers ran aten::addmm (forward); its top-op row and roofline points name
+    # them, the one with more of its time first.
+    addmm = [e for e in events if e.get("ph") == "X" and e["name"] == "aten::addmm"]
+    time_in = {
+        p: sum(
+            e["dur"]
+            for e in addmm
+            for r in ranges.values()
+            if r["name"].startswith(f"nn.Module: {p} (")
+            and r["ts"] <= e["ts"]
+            and e["ts"] + e["dur"] <= r["ts"] + r["dur"]
+        )
+        for p in ("Net.fc1", "Net.fc2")
+    }
+    (top,) = (o for o in rank.top_ops if o.name == "aten::addmm")
+    assert top.modules == sorted(time_in, key=lambda p: -time_in[p])
+    points = [p for p in report.roofline.points if p.name == "aten::addmm"]
+    assert points and all(set(p.modules) <= {"Net.fc1", "Net.fc2"} for p in points)
 
 
 def test_without_module_calls_the_report_is_what_it_was(tmp_path: Path) -> None:
@@ -397,3 +416,71 @@ def test_an_exported_trace_read_back_keeps_backward_in_its_modules(tmp_path: Pat
 
     assert engines(again) == engines(first)
     assert [p for _, p in engines(first)] == ["Net.act", "Net.fc1", ""]
+
+
+def test_module_memory_is_what_its_calls_allocated_and_the_rise_of_the_total(
+    tmp_path: Path,
+) -> None:
+    doc = training_step()
+    # (ts, bytes) of allocations and frees; the totals follow, starting at 1000 bytes.
+    changes = [
+        (0.5, 1000),
+        (5, 400),
+        (12, 600),
+        (20, -400),
+        (63, 100),
+        (70, -100),
+        (205, 50),
+        (400, 7),
+    ]
+    total = 0
+    for ts, nbytes in changes:
+        total += nbytes
+        doc["traceEvents"].append(memory(ts, allocated=total, reserved=4096, nbytes=nbytes))
+    (rank,) = build_report(Analysis(load_kineto(write(tmp_path / "t.json", doc)))).ranks
+    rows = {row.path: row for row in rank.modules}
+
+    def within(lo: float, hi: float) -> list[tuple[float, int]]:
+        return [(ts, b) for ts, b in changes if lo <= ts <= hi]
+
+    def allocated(*spans: tuple[float, float]) -> int:
+        seen = {c for lo, hi in spans for c in within(lo, hi)}
+        return sum(b for _, b in seen if b > 0)
+
+    def rise(lo: float, hi: float) -> int:
+        totals = [sum(b for t, b in changes if t <= ts) for ts, _ in within(lo, hi)]
+        start = sum(b for t, b in changes if t < lo)
+        return max([0, *(t - start for t in totals)])
+
+    # Spans from training_step: Net [0, 100], fc1 [1, 51], act [61, 91]; backward engine ops
+    # ReluBackward0 [200, 220] (act) and AddmmBackward0 [230, 270] (fc1).
+    assert rows["Net.fc1"].alloc_bytes == allocated((1, 51), (230, 270)) == 1000
+    assert rows["Net.act"].alloc_bytes == allocated((61, 91), (200, 220)) == 150
+    assert rows["Net"].alloc_bytes == allocated((0, 100), (200, 220), (230, 270)) == 2150
+    assert rows["Net.fc1"].peak_bytes == max(rise(1, 51), rise(230, 270)) == 1000
+    assert rows["Net.act"].peak_bytes == max(rise(61, 91), rise(200, 220)) == 100
+    assert rows["Net"].peak_bytes == rise(0, 100) == 2000
+
+
+def test_owners_are_the_modules_with_most_of_the_events_time(tmp_path: Path) -> None:
+    analysis = Analysis(load_kineto(write(tmp_path / "t.json", training_step())))
+    trace = analysis.trace
+
+    def ids(table: str, *names: str) -> np.ndarray:
+        frame = trace.table(table)
+        return frame["id"].to_numpy()[frame["name"].astype(str).isin(names).to_numpy()]
+
+    # aten::addmm runs 30 us in fc1, aten::relu 20 us in act; aten::mse_loss in none.
+    paths, lines = owners(
+        analysis, [("ops", ids("ops", "aten::relu", "aten::addmm", "aten::mse_loss"), None)]
+    )
+    assert paths == ["Net.fc1", "Net.act"]
+    assert lines == []  # no stacks recorded
+    # Weights given: act's op now outweighs fc1's.
+    relu_addmm = np.r_[ids("ops", "aten::relu"), ids("ops", "aten::addmm")]
+    paths, _ = owners(analysis, [("ops", relu_addmm, np.array([50.0, 1.0]))])
+    assert paths == ["Net.act", "Net.fc1"]
+    # Runtime calls own what their kernels do: all three launches, fc1's two and the SGD one.
+    paths, _ = owners(analysis, [("runtime", ids("runtime", "cudaLaunchKernel"), None)])
+    assert paths == ["Net.fc1"]
+    assert owners(analysis, [("memcpy", np.array([0]), None)]) == ([], [])
