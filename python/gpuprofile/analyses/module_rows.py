@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.hints import Evidence
+from gpuprofile.analyses.module_spans import memory_by_module, union, union_by, with_ancestors
 from gpuprofile.analyses.modules import BACKWARD, FORWARD, NO_MODULE, OPTIMIZER, Modules
 from gpuprofile.analyses.roofline import compute_roof
 
@@ -107,7 +108,7 @@ def rank_phases(analysis: Analysis, rank: int) -> Phases | None:
     mask = np.zeros(len(rows), bool)
     for code in (OPTIMIZER, BACKWARD, FORWARD):
         mask |= phase == code
-        covered.append(_union(start[mask], end[mask]))
+        covered.append(union(start[mask], end[mask]))
     wall = analysis.wall_ns(rank)
     optimizer, backward, forward = np.diff([0, *covered]).tolist()
     return Phases(
@@ -160,16 +161,16 @@ class _Figures:
         module = calls["module"].to_numpy()
         start, end = calls["start_ns"].to_numpy(), calls["end_ns"].to_numpy()
         self.calls = np.bincount(module, minlength=n)
-        self.forward = _union_by(module, start, end, n)
+        self.forward = union_by(module, start, end, n)
         outer = calls["outer"].to_numpy()
         callee = (outer >= 0) & (outer != module)
-        inner = _union_by(outer[callee], start[callee], end[callee], n)
+        inner = union_by(outer[callee], start[callee], end[callee], n)
         self.self_ns = np.maximum(self.forward - inner, 0)
         engines = modules.engines[modules.engines["rank"].to_numpy() == rank]
         e_module = np.where(engines["module"].to_numpy() < 0, n - 1, engines["module"].to_numpy())
         e_start, e_end = engines["start_ns"].to_numpy(), engines["end_ns"].to_numpy()
-        at, ancestor = _with_ancestors(e_module, parents)
-        self.backward = _union_by(ancestor, e_start[at], e_end[at], n)
+        at, ancestor = with_ancestors(e_module, parents)
+        self.backward = union_by(ancestor, e_start[at], e_end[at], n)
         # Kernels and FLOPs: each module's own, then added up the tree.
         k_rows = analysis.rank_rows("kernels", rank)
         k_module = _or_none(modules.kernel_module[k_rows], n)
@@ -184,7 +185,9 @@ class _Figures:
         self.flops = self._lifted(np.bincount(o_module, weights=flops[counted], minlength=n))
         self.known = self._lifted(np.bincount(o_module, minlength=n).astype(np.float64))
         self.peak = self._peaks(analysis, o_rows[counted], o_module, flops[counted])
-        self.memory = _memory(analysis, rank, module, start, end, e_module, e_start, e_end, parents)
+        self.memory = memory_by_module(
+            analysis, rank, module, start, end, e_module, e_start, e_end, parents
+        )
 
     def _lifted(self, own: np.ndarray) -> np.ndarray:
         total = own.astype(np.float64).copy()
@@ -268,21 +271,6 @@ def _tree_depth(parents: np.ndarray) -> np.ndarray:
     return depth
 
 
-def _with_ancestors(module: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(position, module) pairs: each position with its module and every module above it."""
-    positions, owners = [], []
-    at = np.arange(len(module))
-    current = module.astype(np.int64)
-    while len(at):
-        positions.append(at)
-        owners.append(current)
-        up = parents[current]
-        at, current = at[up >= 0], up[up >= 0]
-    if not positions:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(positions), np.concatenate(owners)
-
-
 def _tree_order(
     shown: np.ndarray, parents: np.ndarray, size: np.ndarray
 ) -> tuple[list[int], list[int]]:
@@ -307,78 +295,6 @@ def _tree_order(
 
 def _largest_first(modules: list[int], size: np.ndarray) -> list[int]:
     return sorted(modules, key=lambda m: -size[m])
-
-
-def _blocks(
-    group: np.ndarray, start: np.ndarray, end: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The union of each group's [start, end) intervals as disjoint blocks: (group, block
-    start, block end), by group then time."""
-    if not len(group):
-        return group[:0], start[:0], end[:0]
-    order = np.lexsort((start, group))
-    g, s, e = group[order], start[order], end[order]
-    reach = pd.Series(e).groupby(g).cummax().to_numpy()
-    new = np.r_[True, (g[1:] != g[:-1]) | (s[1:] > reach[:-1])]
-    first = np.flatnonzero(new)
-    return g[first], s[first], np.maximum.reduceat(e, first)
-
-
-def _union_by(group: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
-    """Per group 0..n-1, the length of its intervals' union."""
-    g, s, e = _blocks(np.asarray(group, np.int64), start, end)
-    return np.bincount(g, weights=e - s, minlength=n).astype(np.int64)
-
-
-def _union(start: np.ndarray, end: np.ndarray) -> int:
-    return int(_union_by(np.zeros(len(start), np.int64), start, end, 1)[0])
-
-
-def _memory(
-    analysis: Analysis,
-    rank: int,
-    module: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    e_module: np.ndarray,
-    e_start: np.ndarray,
-    e_end: np.ndarray,
-    parents: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """(alloc_bytes, peak_bytes) per module, None without allocator events on the rank."""
-    memory = analysis.rank_table("memory", rank)
-    if not len(memory):
-        return None
-    device = memory["device"].to_numpy()
-    devices, counts = np.unique(device, return_counts=True)
-    gpu = devices >= 0
-    main = devices[gpu][counts[gpu].argmax()] if gpu.any() else devices[counts.argmax()]
-    mine = memory[device == main].sort_values("time_ns", kind="stable")
-    time = mine["time_ns"].to_numpy()
-    nbytes = mine["bytes"].to_numpy()
-    total = mine["total_allocated"].to_numpy()
-    n = len(parents)
-    # Intervals: each call, and each engine op lifted to every module above its own.
-    at, owner = _with_ancestors(e_module, parents)
-    group = np.concatenate([module, owner])
-    lo_all = np.concatenate([start, e_start[at]])
-    hi_all = np.concatenate([end, e_end[at]])
-    # alloc: the allocations inside each module's blocks, each once.
-    allocated = np.r_[0, np.cumsum(np.maximum(nbytes, 0))]
-    g, s, e = _blocks(group, lo_all, hi_all)
-    inside = allocated[np.searchsorted(time, e, "right")] - allocated[np.searchsorted(time, s)]
-    alloc = np.bincount(g, weights=inside, minlength=n).astype(np.int64)
-    # peak: the highest total within an interval above the total when it began.
-    lo = np.searchsorted(time, lo_all)
-    hi = np.searchsorted(time, hi_all, "right")
-    has = hi > lo
-    rise = np.zeros(n, np.int64)
-    if has.any() and len(total):
-        bounds = np.ravel(np.column_stack([lo[has], hi[has]]))
-        highest = np.maximum.reduceat(np.r_[total, 0], bounds)[::2]
-        before = np.where(lo[has] > 0, total[np.maximum(lo[has] - 1, 0)], 0)
-        np.maximum.at(rise, group[has], np.maximum(highest - before, 0))
-    return alloc, rise
 
 
 def _evidence(
