@@ -4,11 +4,12 @@ Analysis (context.py) that caches them once per trace offers (``Lookups``).
 The arrays are shared between callers, so they are read-only. The op tree is asked here: each
 op's parent row (op_parents; an op's depth is the trace's own ``ops.depth`` column), and the
 ancestor queries every analysis walks the tree with (outermost_with, has_ancestor,
-innermost_with), so none climbs parents by hand.
+innermost_with, innermost_everywhere), so none climbs parents by hand.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Protocol
@@ -91,6 +92,26 @@ def innermost_with(flag: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> np
         at[climbing] = parent[at[climbing]]
         climbing = climbing[at[climbing] >= 0]
     return at
+
+
+def innermost_everywhere(flag: np.ndarray, parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """innermost_with for every row at once: one pass per level of the tree, top down (a row
+    takes itself when flagged, else its parent's answer), so a deep tree costs one look per
+    row, where climbing from each row costs one per ancestor. depth: each row's depth in the
+    tree parent describes (the trace's ``ops.depth``, 0 at a root)."""
+    n = len(flag)
+    nearest = np.where(flag, np.arange(n), -1)
+    if not n:
+        return nearest
+    if depth.min() < 0:  # a table without nesting: climb instead
+        return innermost_with(flag, parent, np.arange(n))
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2)).tolist()
+    for lo, hi in itertools.pairwise(bounds[1:]):  # level 1 on: roots have no parent
+        rows = order[lo:hi]
+        open_rows = rows[nearest[rows] < 0]
+        nearest[open_rows] = nearest[parent[open_rows]]
+    return nearest
 
 
 @dataclass(frozen=True)

@@ -385,7 +385,7 @@ def _with_roofs(points: pd.DataFrame, hardware: Hardware) -> pd.DataFrame:
             tensor_cores=False, **unknown,
         )  # fmt: skip
     pairs = zip(points["precision"], points["tensor_core_roof"])
-    roof_key = np.array([_compute_roof(p, tc, hardware) for p, tc in pairs], dtype=object)
+    roof_key = np.array([compute_roof(p, tc, hardware) for p, tc in pairs], dtype=object)
     peak = np.array([hardware.peak_flops.get(k, np.nan) for k in roof_key], dtype=np.float64)
     bandwidth = float(hardware.dram_bytes_per_s or np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -414,7 +414,7 @@ def _with_roofs(points: pd.DataFrame, hardware: Hardware) -> pd.DataFrame:
     )
 
 
-def _compute_roof(precision: str, tensor_core_roof: str, hardware: Hardware) -> str:
+def compute_roof(precision: str, tensor_core_roof: str, hardware: Hardware) -> str:
     if tensor_core_roof and tensor_core_roof in hardware.peak_flops:
         return tensor_core_roof
     return "fp64" if precision == "fp64" else "fp32"

@@ -13,10 +13,15 @@ from gpuprofile.analyses.clock import ONE_HOST
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import run_detectors
 from gpuprofile.analyses.gpu_steps import gpu_steps
+from gpuprofile.analyses.hints import Hint
 from gpuprofile.analyses.idle import idle_by_cause
 from gpuprofile.analyses.inference import precision_mix
 from gpuprofile.analyses.kernel_kind import kernel_kind
 from gpuprofile.analyses.measured import measured_by_name
+from gpuprofile.analyses.module_rows import module_rows, rank_phases
+from gpuprofile.analyses.names import codes
+from gpuprofile.analyses.owners import owners, source_refs
+from gpuprofile.analyses.roofline import point_members
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.report.distributed import job_report, rank_job_report
@@ -82,8 +87,9 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
     for rank in ranks:
         rank["idle_by_cause"] = idle.get(rank["rank"], {})
         rank["distributed"] = rank_job_report(analysis, rank["rank"])
-        rank["modules"] = []  # issue 25: rows from Analysis.modules
-        rank["phases"] = None
+        rank["modules"] = []  # filled after jsonable, below
+        phases = rank_phases(analysis, rank["rank"])
+        rank["phases"] = None if phases is None else asdict(phases)
     total_idle: dict[str, int] = {}
     for causes in idle.values():
         for cause, ns in causes.items():
@@ -112,11 +118,11 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         ],
         "hardware": analysis.hardware.to_dict(),
         "gauges": [gauge.to_dict() for gauge in analysis.gauges],
-        "hints": [hint.to_dict() for hint in run_detectors(analysis)],
+        "hints": [_with_owners(analysis, hint) for hint in run_detectors(analysis)],
         "idle_by_cause": total_idle,
         "roofline": {
             "coverage": roofline.coverage,
-            "points": _roofline_points(roofline.points, limit=50),
+            "points": _roofline_points(analysis, roofline.points, limit=50),
             "missing_flops": MISSING_FLOPS.get(meta.source.format, MISSING_FLOPS["kineto"]),
         },
         "ranks": ranks,
@@ -129,6 +135,10 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         else {**meta.inference, "precision_mix": precision_mix(trace)},
     }
     plain: dict[str, Any] = jsonable(report)
+    # Module rows are built in plain JSON types already (ModuleRow.to_dict): a model's
+    # thousand rows would double jsonable's walk of the report.
+    for rank in plain["ranks"]:
+        rank["modules"] = [row.to_dict() for row in module_rows(analysis, rank["rank"])]
     return plain
 
 
@@ -179,7 +189,36 @@ def _device_notice(trace: Trace) -> list[dict[str, str]]:
     ]
 
 
-def _roofline_points(points: Any, limit: int) -> list[dict[str, Any]]:
+# Modules and lines are named on hints, roofline points and top ops here, in one place: each
+# needs the Analysis's modules and sources, which the detectors and the roofline need not know,
+# and the report is what every view reads them from.
+
+
+def _with_owners(analysis: Analysis, hint: Hint) -> dict[str, Any]:
+    """The hint as the report writes it, with the modules and lines that own its evidence."""
+    out = hint.to_dict()
+    parts = [(e.table, np.asarray(e.event_ids, np.int64), None) for e in hint.evidence]
+    paths, lines = owners(analysis, parts)
+    out["modules"], out["sources"] = paths, source_refs(lines)
+    return out
+
+
+def _top_ops(analysis: Analysis, rank: int, top: int) -> list[dict[str, Any]]:
+    """The heaviest ops by name, each with the modules its calls of that name ran in."""
+    rows = analysis.rank_rows("ops", rank)
+    ops = analysis.trace.ops
+    names = ops["name"]
+    code = codes(names)[rows]
+    ids = ops["id"].to_numpy()[rows]
+    out = []
+    for op in top_ops(analysis.trace, rank, top):
+        wanted = names.cat.categories.get_loc(op.name)
+        paths, _ = owners(analysis, [("ops", ids[code == wanted], None)])
+        out.append({**asdict(op), "modules": paths})
+    return out
+
+
+def _roofline_points(analysis: Analysis, points: Any, limit: int) -> list[dict[str, Any]]:
     """The ``limit`` heaviest points that can be placed (known FLOPs) first, then the heaviest
     others: on a multi-rank job the heaviest are collectives without FLOPs, and a roofline of
     those alone would be empty while FLOP counts cover much of the time."""
@@ -187,15 +226,22 @@ def _roofline_points(points: Any, limit: int) -> list[dict[str, Any]]:
     placed = ordered["flops"].to_numpy() > 0
     chosen = pd.concat([ordered[placed].head(limit), ordered[~placed]]).head(limit)
     heaviest = chosen.sort_values("time_ns", ascending=False, kind="stable")
-    return [
-        {
-            **{k: record.get(k) for k in ROOFLINE_POINT_FIELDS},
-            "event_ids": record["event_ids"],
-            "modules": [],  # issue 25: filled from Analysis.modules
-            "sources": [],
-        }
-        for record in heaviest.to_dict("records")
-    ]
+    records = heaviest.to_dict("records")
+    members = point_members(analysis.roofline_members, {r["key"] for r in records})
+    out = []
+    for record in records:
+        found = members.get(record["key"])
+        parts = [] if found is None else [(found.table, found.ids, found.time_ns)]
+        paths, lines = owners(analysis, parts)
+        out.append(
+            {
+                **{k: record.get(k) for k in ROOFLINE_POINT_FIELDS},
+                "event_ids": record["event_ids"],
+                "modules": paths,
+                "sources": source_refs(lines),
+            }
+        )
+    return out
 
 
 def _rank_report(analysis: Analysis, rank: int, top: int) -> dict[str, Any]:
@@ -230,7 +276,7 @@ def _rank_report(analysis: Analysis, rank: int, top: int) -> dict[str, Any]:
         },
         "counts": counts(analysis, rank),
         "top_kernels": _top_kernels(trace, rank, top),
-        "top_ops": [{**asdict(o), "modules": []} for o in top_ops(trace, rank, top)],
+        "top_ops": _top_ops(analysis, rank, top),
         "copies": [{**asdict(c), "gbps": round(c.gbps, 3)} for c in copies(trace, rank)],
         "sampled": _sampled(analysis, rank),
     }

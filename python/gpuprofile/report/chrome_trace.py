@@ -264,6 +264,8 @@ def _runtime_args(rows: pd.DataFrame) -> Any:
 def _op_args(rows: pd.DataFrame) -> Any:
     dims, types = rows["input_dims"].tolist(), rows["input_types"].tolist()
     flops = rows["flops"].tolist()
+    # Autograd's numbers: read back, they put backward work in its module again.
+    sequence, fwd_tid = rows["sequence"].tolist(), rows["fwd_tid"].tolist()
     as_json: dict[str, Any] = {}
 
     def args(i: int) -> dict[str, Any]:
@@ -273,6 +275,10 @@ def _op_args(rows: pd.DataFrame) -> Any:
                 out[key] = _json_value(text, as_json)
         if flops[i] == flops[i]:  # not NaN
             out["flops"] = flops[i]
+        if sequence[i] != NO_ID:
+            out["Sequence number"] = sequence[i]
+        if fwd_tid[i] != NO_ID:
+            out["Fwd thread id"] = fwd_tid[i]
         return out
 
     return args

@@ -6,6 +6,7 @@ from typing import Any
 
 from gpuprofile.analyses.measured import MEASURED_METRICS
 from gpuprofile.report.diff_text import render_baseline
+from gpuprofile.report.module_text import module_lines, owner_line, phase_line
 from gpuprofile.report.schema import (
     Gauge,
     GpuStep,
@@ -62,6 +63,7 @@ def render_text(report: Report) -> str:
             f"  events: {c.kernels} kernels, {c.memcpy} memcpy, {c.memset} memset, "
             f"{c.ops} ops, {c.runtime} runtime calls"
         )
+        lines.extend(phase_line(rank.phases, rank.wall_ns))
         gpu = rank.gpu
         if gpu is None:
             lines.append("  GPU: no GPU activity recorded")
@@ -81,6 +83,7 @@ def render_text(report: Report) -> str:
         if rank.top_ops:
             lines.append("  top ops by inclusive time (nested ops overlap):")
             lines.extend(_top_line(op.total_ns, op.count, op.name) for op in rank.top_ops)
+        lines.extend(module_lines(rank.modules, rank.rank))
         causes = {k: v for k, v in rank.idle_by_cause.items() if v > 0}
         if causes:
             ordered = sorted(causes.items(), key=lambda kv: -kv[1])
@@ -304,6 +307,7 @@ def _hint_lines(hints: list[Hint], limit: int = 5) -> list[str]:
             f"  {number}. [{hint.severity}] {hint.title} "
             f"(gain ~{format_time(hint.gain_ns)}, {hint.confidence} confidence)"
         )
+        lines.extend(owner_line(hint.modules, hint.sources))
         evidence = hint.evidence
         if evidence:
             events = sum(len(e.event_ids) for e in evidence)
