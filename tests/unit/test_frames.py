@@ -25,6 +25,7 @@ from gpuprofile.analyses.frames import (
     is_library_path,
     is_user_frame,
 )
+from gpuprofile.widget.timeline import timeline_data
 
 MODEL = """\
 import torch
@@ -173,3 +174,12 @@ def test_cells_named_through_ipykernels_compiler(
     frame = next(n for n in ops["name"].astype(str) if n.endswith("): mul"))
     assert frame_title(frame, cell_numbers({cell_file: count})) == f"cell [{count}] line 3: mul"
     assert frame_title(frame, {}) == "cell line 3: mul"
+    # The timeline's lanes keep only the user's frames, cells named by number; IPython's go.
+    assert any(n.startswith("IPython/") for n in ops["name"].astype(str))
+    data = timeline_data(p.trace)
+    rows = data.source[data.kind == 0]
+    is_frame = (ops["category"] == "python_function").to_numpy()[rows]
+    titles = [data.names[i] for i in data.name[data.kind == 0][is_frame].tolist()]
+    assert f"cell [{count}] line 3: mul" in titles
+    # (This test's own frame encloses the shell: it is user code too.)
+    assert all(t.startswith("cell [") or "test_frames.py(" in t for t in titles), titles

@@ -14,12 +14,15 @@ machine, whose installed packages are not ours to ask), first rule that applies:
   ``<ipython-input-5-...>``): the user's;
 - ``<frozen ...>``, ``<built-in ...>`` and any other ``<...>`` name: library;
 - a path through ``site-packages/``, ``dist-packages/`` or a ``lib/python3.X/`` folder: library;
-- a path with a folder named like a package that runs around user code (torch, ipykernel,
-  IPython, asyncio, tornado, traitlets, zmq, jupyter_client, gpuprofile, ...): library;
+- a path with a folder named like a package that runs around or under user code (torch,
+  ipykernel, IPython, tornado, traitlets, zmq, jupyter_client, gpuprofile, pytest, transformers,
+  ...: LIBRARY_PACKAGES): library;
 - a relative path (torch writes paths relative to their ``sys.path`` entry) whose first part is a
   standard-library module (``contextlib.py``, ``asyncio/events.py``, ``runpy.py``,
   ``threading.py``): library. A user's own file named like a standard module reads as library;
 - anything else is the user's.
+torch writes a path relative to the ``sys.path`` entry it lies under, site-packages included,
+so an installed package outside LIBRARY_PACKAGES (``somepkg/mod.py``) reads as the user's.
 A notebook cell's frame has ``file`` "cell [5]" (ipykernel's temporary file mapped to its cell
 through ``TraceMeta.cells``; "cell" when the number is unknown), a file's its path as written.
 """
@@ -68,6 +71,27 @@ LIBRARY_PACKAGES = frozenset(
         "gpuprofile",
         "numpy",
         "pandas",
+        # Launchers and frameworks that call the user's code: with their site-packages folder
+        # stripped by torch, only their name tells them apart from the user's own folders.
+        "_pytest",
+        "pytest",
+        "pluggy",
+        "hydra",
+        "fire",
+        "click",
+        "typer",
+        "tqdm",
+        "accelerate",
+        "lightning",
+        "pytorch_lightning",
+        "transformers",
+        "diffusers",
+        "deepspeed",
+        "vllm",
+        "jax",
+        "flax",
+        "nbclient",
+        "jupyter_server",
     }
 )
 _STDLIB = frozenset(sys.stdlib_module_names)
