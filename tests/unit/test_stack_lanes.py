@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 import gpuprofile
+from gpuprofile.widget.requests import Source, handle
 from gpuprofile.widget.timeline import timeline_data
 
 MODEL = "def run(x, w):\n    return (x @ w).relu()\n"
@@ -65,3 +66,20 @@ def test_stack_lanes_start_at_the_users_code(tmp_path: Path) -> None:
     # The ops under the model's frame are right below it, torch's frames between them gone.
     mm = names == "aten::matmul"
     assert (depth[mm] == 2).all()
+
+
+def test_event_details_name_the_line(tmp_path: Path) -> None:
+    (tmp_path / "lanes_model.py").write_text(MODEL)
+    spec = importlib.util.spec_from_file_location("lanes_model_d", tmp_path / "lanes_model.py")
+    assert spec is not None and spec.loader is not None
+    model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(model)
+    with gpuprofile.profile(with_stack=True, interval=None) as p:
+        model.run(torch.randn(8, 8), torch.randn(8, 8))
+    source = Source(data=timeline_data(p.trace), trace=p.trace)
+    data = source.data
+    (gid,) = np.flatnonzero((data.kind == 0) & (np.array(data.names)[data.name] == "aten::mm"))
+    reply, _ = handle(source, {"request": 1, "type": "details", "id": int(gid)})
+    fields = dict(map(tuple, reply["details"]["fields"]))
+    # MODEL's ``def run`` is its line 1: the frame torch records for a call is the def line.
+    assert fields["line"] == "lanes_model.py:1"
