@@ -19,6 +19,7 @@ from torch.profiler import profile as torch_profile
 
 from gpuprofile.capture import steps as step_state
 from gpuprofile.capture.calibrate import cpu_name
+from gpuprofile.capture.cells import running_cells
 from gpuprofile.capture.counter_export import CounterExportError, append_counters
 from gpuprofile.capture.distributed import Job
 from gpuprofile.capture.guard import deferred_interrupt, profiler_running, refuse_other_profilers
@@ -192,6 +193,7 @@ def capture(
                     cuda_event_ns=(
                         round(events[0].elapsed_time(events[1]) * 1e6) if events else None
                     ),
+                    cells=running_cells() if options.with_stack else {},
                 )
                 if sampler is not None:
                     trace = with_samples(

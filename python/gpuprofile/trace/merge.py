@@ -141,6 +141,8 @@ def _merged_meta(
         ),
         partial=any(part.meta.partial for part in parts),
         errors=tuple(error for part in parts for error in part.meta.errors),
+        # Each rank's kernel names its own cell files (their folder holds its pid).
+        cells={name: count for part in parts for name, count in part.meta.cells.items()},
     )
 
 

@@ -157,6 +157,9 @@ class TraceMeta(msgspec.Struct, frozen=True, kw_only=True):
     cuda_event_ns: int | None = None
     notes: tuple[str, ...] = ()
     inference: dict[str, Any] | None = None
+    # Notebook cells the capture's frames may name: ipykernel's file for a cell's code
+    # (``/tmp/ipykernel_<pid>/<hash>.py``) -> the cell's execution count. Empty outside a kernel.
+    cells: dict[str, int] = {}
 
 
 class StepsEntry(msgspec.Struct, frozen=True, kw_only=True):

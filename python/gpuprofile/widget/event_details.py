@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.measured import MEASURED_METRICS
+from gpuprofile.analyses.modules import OTHER, PHASES
 from gpuprofile.trace.model import NO_ID
 from gpuprofile.units import format_bytes, format_count, format_percent
 from gpuprofile.widget.marks import gid_mask, gid_of_row, global_ids
@@ -74,6 +75,7 @@ def _fields(source: Source, gid: int, kind: int, record: pd.Series) -> list[list
         fields += [("device", int(record["device"])), ("stream", int(record["stream"]))]
     else:
         fields += [("thread", lane.label), ("category", record["category"])]
+    fields += _program(source, kind, int(source.data.source[gid]))
     if kind == KINDS.index("op"):
         fields += [
             ("Input Dims", record["input_dims"]),
@@ -100,6 +102,24 @@ def _fields(source: Source, gid: int, kind: int, record: pd.Series) -> list[list
         fields.append(("correlation", record["correlation"]))
     fields.append(("external id", record["external_id"]))
     return [[label, text] for label, value in fields if (text := _text(value))]
+
+
+def _program(source: Source, kind: int, row: int) -> list[tuple[str, Any]]:
+    """Where an op or kernel sits in the user's program: its nn.Module call, its phase and the
+    user's innermost line (analyses/modules.py, analyses/frames.py); nothing for other kinds."""
+    if kind not in (KINDS.index("op"), KINDS.index("kernel")):
+        return []
+    analysis = analysis_of(source)
+    modules, sources = analysis.modules, analysis.sources
+    is_op = kind == KINDS.index("op")
+    module = int((modules.op_module if is_op else modules.kernel_module)[row])
+    phase = int((modules.op_phase if is_op else modules.kernel_phase)[row])
+    line = int((sources.op_source if is_op else sources.kernel_source)[row])
+    return [
+        ("module", modules.paths[module] if module >= 0 else None),
+        ("phase", PHASES[phase] if phase != OTHER else None),
+        ("line", sources.lines[line].label if line >= 0 else None),
+    ]
 
 
 def _measured(record: pd.Series) -> list[tuple[str, Any]]:

@@ -10,6 +10,7 @@ per lane, per counter series or per cluster of overlapping events, never per eve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -31,6 +32,7 @@ from gpuprofile.report.lanes import (
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 from gpuprofile.trace.nesting import nest, overlap_rows
 from gpuprofile.widget.encoding import smallest_uint
+from gpuprofile.widget.stack_lanes import op_titles, shown_op_rows
 
 # Event kinds as they cross the wire, and the Trace table each comes from.
 KINDS = ("op", "runtime", "kernel", "memcpy", "memset")
@@ -89,7 +91,11 @@ class TimelineData:
 def timeline_data(trace: Trace) -> TimelineData:
     single = len(trace.ranks) <= 1
     names = _Names()
-    parts = [_events(trace, kind, names) for kind in range(len(KINDS))]
+    # With stacks, library frames are left out of the thread lanes (stack_lanes.py).
+    op_rows = shown_op_rows(trace)
+    parts = [
+        _events(trace, kind, names, op_rows if kind == 0 else None) for kind in range(len(KINDS))
+    ]
     events = {k: np.concatenate([p[k] for p in parts]) for k in ("start", "end", "name")}
     # Tables are concatenated in kind order, CPU kinds first; an event's kind and row in its
     # table follow from its position, so they are not concatenated.
@@ -120,6 +126,9 @@ def timeline_data(trace: Trace) -> TimelineData:
         for lane_id, (_, t, v) in zip(counter_lane, counter_series, strict=True)
     ]
     kind = np.searchsorted(offsets[1:], order, side="right").astype(np.uint8)
+    source = order - offsets[kind]
+    if op_rows is not None:  # back to the ops table's own row positions
+        source[kind == 0] = op_rows[source[kind == 0]]
     span = float(end.max()) if len(end) else 0.0
     for series in counters:
         if len(series.time_ns):
@@ -137,7 +146,7 @@ def timeline_data(trace: Trace) -> TimelineData:
         lane=lane,
         row=row,
         kind=kind,
-        source=order - offsets[kind],
+        source=source,
         lane_lo=bounds[:-1],
         lane_hi=bounds[1:],
         max_end=max_end.astype(np.float64),
@@ -154,10 +163,15 @@ class _Names:
         self.kinds: list[int] = []
         self._index: dict[tuple[int, str], int] = {}
 
-    def codes(self, kind: int, column: pd.Series) -> np.ndarray:
-        """Global name index per row of a categorical name column (missing names are "")."""
+    def codes(
+        self, kind: int, column: pd.Series, title: Callable[[str], str] | None = None
+    ) -> np.ndarray:
+        """Global name index per row of a categorical name column (missing names are ""),
+        each name as ``title`` gives it."""
         codes = column.cat.codes.to_numpy().astype(np.int64)
         categories = [str(c) for c in column.cat.categories] + [""]
+        if title is not None:
+            categories = [title(c) for c in categories]
         # Only the categories in use: a filtered table keeps all its categories.
         used = np.bincount(codes + 1, minlength=len(categories)) > 0
         lut = np.zeros(len(categories), np.uint32)
@@ -171,8 +185,13 @@ class _Names:
         return lut[codes]
 
 
-def _events(trace: Trace, kind: int, names: _Names) -> dict[str, np.ndarray]:
+def _events(
+    trace: Trace, kind: int, names: _Names, rows: np.ndarray | None
+) -> dict[str, np.ndarray]:
+    """The columns the layout needs of a table's rows (rows: their positions; None: all)."""
     table = trace.table(KIND_TABLES[kind])
+    if rows is not None:
+        table = table.iloc[rows]
     start = table["start_ns"].to_numpy(np.int64)
     cpu = kind in CPU_KINDS
     return {
@@ -181,7 +200,7 @@ def _events(trace: Trace, kind: int, names: _Names) -> dict[str, np.ndarray]:
         "key": table["tid" if cpu else "stream"].to_numpy(np.int64),
         "start": start,
         "end": start + table["dur_ns"].to_numpy(np.int64),
-        "name": names.codes(kind, table["name"]),
+        "name": names.codes(kind, table["name"], op_titles(trace) if kind == 0 else None),
     }
 
 
