@@ -266,7 +266,11 @@ def _shown_name(name: str) -> str:
 
 
 def _drop_warning_filter() -> None:
+    """Take away the filter install() added (filterwarnings has no inverse)."""
     kept = [f for f in warnings.filters if getattr(f[1], "pattern", None) != _COMPILE_WARNING]
     if len(kept) != len(warnings.filters):
-        warnings.filters[:] = kept
-        warnings._filters_mutated()  # type: ignore[attr-defined]
+        warnings.filters[:] = kept  # type: ignore[index]
+        # Python's own filterwarnings does this, so cached "already warned" states are reset.
+        mutated = getattr(warnings, "_filters_mutated", None)
+        if mutated is not None:
+            mutated()
