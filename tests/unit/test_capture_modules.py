@@ -105,7 +105,6 @@ def enclosing(found: pd.DataFrame, row: Any) -> list[str]:
 def hooks_untouched() -> Iterator[None]:
     """torch's global hook tables and the warning filters are as they were: none of ours is
     left behind."""
-    filters = list(warnings.filters)
     before = (
         dict(nn_module._global_forward_pre_hooks),
         dict(nn_module._global_forward_hooks),
@@ -124,7 +123,9 @@ def hooks_untouched() -> Iterator[None]:
         assert dict(table) == was
         owners = [getattr(hook, "__self__", None) for hook in table.values()]
         assert not any(isinstance(owner, ModuleRanges) for owner in owners)
-    assert list(warnings.filters) == filters
+    # The filter that hid torch.compile's warning about global hooks is gone (libraries
+    # imported meanwhile may have added their own).
+    assert not [f for f in warnings.filters if f[1] is not None and "global hooks" in f[1].pattern]
 
 
 def profiled(block: Callable[[], Any], **options: Any) -> gpuprofile.Profile:
