@@ -347,3 +347,16 @@ def test_a_module_called_on_another_thread_keeps_its_own_stack(hooks_untouched: 
     assert list(found["path"]).count("Net") == 1
     assert Counter(calls.seen)[("Net", "Net")] == 2
     assert_nested(found)
+
+
+def test_with_stack_leaves_module_calls_to_torch(hooks_untouched: None) -> None:
+    model, x = Net(layers=1), torch.randn(2, 8)
+    p = profiled(lambda: model(x), with_stack=True)
+    ops = p.trace.ops
+    assert ranges(p).empty
+    # torch's own events stand for the calls: one per module called (Net, MLP, fc, act x2, head)
+    torch_form = ops[ops["name"].astype(str).str.startswith("nn.Module: ")]
+    assert set(torch_form["category"]) == {"python_function"}
+    assert len(torch_form) == 6
+    # and no frame of our hooks is in its Python stacks
+    assert not ops["name"].astype(str).str.contains("capture/modules.py").any()

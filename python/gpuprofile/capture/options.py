@@ -68,7 +68,8 @@ OPTIONS: tuple[Option, ...] = (
         "modules",
         "--no-modules",
         None,
-        "do not record nn.Module calls (no time per module then; a call costs 5-8 us on a CPU)",
+        "do not record nn.Module calls (no time per module then; a call costs 5-15 us on a "
+        "CPU); with --stack torch records them itself",
     ),
     Option(
         "export",
@@ -179,6 +180,15 @@ class CaptureOptions:
         if self.export is None or not self.distributed:
             return self.export
         return os.path.join(self.export, f"rank{rank}.json.gz")
+
+    @property
+    def module_ranges(self) -> bool:
+        """Whether the capture's own module hooks run (capture/modules.py). Not with
+        ``with_stack``: torch then records each module call itself (``nn.Module: Class_N``),
+        and its Python tracer would record the hooks' own calls around each range, so the
+        range would nest under the hook's frame, not around the module's work, at 5-10x the
+        cost."""
+        return self.modules and not self.with_stack
 
     @property
     def schedule(self) -> StepSchedule | None:

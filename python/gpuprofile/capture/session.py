@@ -128,7 +128,7 @@ def capture(
     )
     if sampler is not None and on_sample is not None:
         sampler.on_sample = lambda time_ns, readings: on_sample(time_ns, readings, sampler.missing)
-    module_ranges = ModuleRanges() if options.modules else None
+    module_ranges = ModuleRanges() if options.module_ranges else None
     started_ns = time.time_ns()
     if sampler is not None:
         sampler.start()
