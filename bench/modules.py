@@ -89,8 +89,9 @@ def timed(cell: Cell, options: Any, *, modules: bool) -> tuple[float, int]:
         exec(code, cell.namespace)
         elapsed = time.perf_counter() - started
     assert recording.trace is not None
-    names = recording.trace.ops["name"].astype(str)
-    return elapsed, int(names.str.startswith("nn.Module: ").sum())
+    ops = recording.trace.ops
+    ours = ops["name"].astype(str).str.startswith("nn.Module: ")
+    return elapsed, int((ours & (ops["category"] == "user_annotation")).sum())
 
 
 def options_of(cell: Cell) -> Any:

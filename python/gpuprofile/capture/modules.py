@@ -130,7 +130,10 @@ class ModuleRanges:
         self._owner = threading.get_ident()
 
     def install(self) -> None:
-        warnings.filterwarnings("ignore", message=_COMPILE_WARNING, category=UserWarning)
+        if "torch._dynamo.eval_frame" in sys.modules:
+            # Only where torch.compile has been used: a filter added makes Python drop every
+            # call site's record of warnings already shown (about +0.3 ms on a 5 ms cell).
+            warnings.filterwarnings("ignore", message=_COMPILE_WARNING, category=UserWarning)
         # One at a time: remove() takes away whatever got installed.
         self._handles.append(nn_module.register_module_forward_pre_hook(self._pre))
         self._handles.append(nn_module.register_module_forward_hook(self._post, always_call=True))
