@@ -40,8 +40,8 @@ def test_the_magic_has_one_argument_per_option_in_order() -> None:
     parser: Any = GpuprofileMagics.gpuprofile.parser  # type: ignore[attr-defined]
     flags = [a.option_strings[0] for a in parser._actions if a.option_strings[:1] != ["-h"]]
     assert flags[: len(OPTIONS)] == [
-        "--memory", "--stack", "--no-shapes", "--export", "--hardware", "--interval", "--steps",
-        "--max-events", "--distributed",
+        "--memory", "--stack", "--no-shapes", "--no-modules", "--export", "--hardware",
+        "--interval", "--steps", "--max-events", "--distributed",
     ]  # fmt: skip
     assert "--baseline" in flags[len(OPTIONS) :]
     # Each flag reaches its own field: the switches set the opposite of the default.
@@ -50,6 +50,8 @@ def test_the_magic_has_one_argument_per_option_in_order() -> None:
     )
     assert args.profile_memory is True and args.record_shapes is False
     assert args.with_stack is False and args.interval == "0.5" and args.steps == "1,2"
+    assert args.modules is True
+    assert parse_argstring(GpuprofileMagics.gpuprofile, "--no-modules").modules is False
 
 
 def test_the_readme_shows_the_table() -> None:

@@ -25,6 +25,7 @@ from gpuprofile.capture.distributed import Job
 from gpuprofile.capture.guard import deferred_interrupt, profiler_running, refuse_other_profilers
 from gpuprofile.capture.joined_export import write_joined
 from gpuprofile.capture.kineto_chatter import KinetoChatter
+from gpuprofile.capture.modules import ModuleRanges
 from gpuprofile.capture.options import CaptureOptions
 from gpuprofile.capture.read_back import empty_capture, read_back
 from gpuprofile.capture.recorder import (
@@ -128,6 +129,7 @@ def capture(
     )
     if sampler is not None and on_sample is not None:
         sampler.on_sample = lambda time_ns, readings: on_sample(time_ns, readings, sampler.missing)
+    module_ranges = ModuleRanges() if options.module_ranges else None
     started_ns = time.time_ns()
     if sampler is not None:
         sampler.start()
@@ -138,7 +140,11 @@ def capture(
             if job is not None:  # every rank records from here on
                 job.started()
             step_state.begin(counter)
+            if module_ranges is not None:
+                module_ranges.install()
         except BaseException:
+            if module_ranges is not None:
+                module_ranges.remove()
             prof.stop()
             raise
     except BaseException as error:
@@ -172,6 +178,8 @@ def capture(
                     if job is not None:  # the ranks wait for each other, recording
                         job.ended(finished=finished)
                 finally:
+                    if module_ranges is not None:  # before the stop: the ranges left open end
+                        module_ranges.remove()
                     if sampler is not None:
                         sampler.stop()
                     # With a schedule, stopping inside a recorded window hands that last

@@ -1,0 +1,149 @@
+"""What recording nn.Module calls (capture/modules.py) costs the example notebooks' cells.
+
+    python bench/modules.py [--repeat N] [--notebooks GLOB]
+
+Each notebook's code cells run in order in one namespace (its set-up); each ``%%gpuprofile``
+cell runs under the capture with its own flags, once with module ranges and once with
+``--no-modules``, interleaved (the order alternates each round), best of N, torch on one
+thread. Timed: the cell's body inside the capture, not the capture's start or teardown.
+Printed per cell: module calls recorded, both times, the ratio (target: within 5%), and the
+cost per module call it implies. A last row, not an example, is a small transformer whose
+steps are mostly module calls: where the cost shows. Cells that read a profile
+(``gpuprofile.last()``, ``.report()``) are skipped. Not a test: it prints, and always exits 0.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Before numpy/torch are imported anywhere: one thread, like the test suite.
+os.environ["OMP_NUM_THREADS"] = "1"
+
+import argparse
+import dataclasses
+import gc
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+TARGET = 0.05
+# Cells that read the profiles the magic made: nothing to time, and they need the magic.
+READS_PROFILES = ("gpuprofile.last()", ".report()")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclasses.dataclass
+class Cell:
+    name: str
+    flags: str  # the %%gpuprofile line's arguments
+    body: str
+    namespace: dict[str, Any]
+
+
+def cells_of(notebook: Path) -> list[Cell]:
+    """The notebook's profiled cells, its other code cells run on the way (set-up)."""
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    cells = []
+    sources = [
+        "".join(c["source"])
+        for c in json.loads(notebook.read_text())["cells"]
+        if c["cell_type"] == "code"
+    ]
+    for source in sources:
+        first, _, body = source.partition("\n")
+        if first.startswith("%%gpuprofile"):
+            name = f"{notebook.stem}[{len(cells)}]"
+            cells.append(Cell(name, first.removeprefix("%%gpuprofile"), body, namespace))
+            # Run once, not timed: what it leaves (its outputs) later cells may read.
+            exec(compile(body, name, "exec"), namespace)
+        elif not first.startswith("%") and not any(r in source for r in READS_PROFILES):
+            exec(compile(source, notebook.stem, "exec"), namespace)
+    return cells
+
+
+def transformer_cell() -> Cell:
+    """Not an example: a step that is mostly module calls (a small encoder, batch 8)."""
+    import torch
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True, dropout=0.0)
+    namespace = {
+        "torch": torch,
+        "model": torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False),
+        "x": torch.randn(8, 16, 64),
+    }
+    body = "for _ in range(50):\n    model(x).sum().backward()\n"
+    return Cell("(small transformer, not an example)", "", body, namespace)
+
+
+def timed(cell: Cell, options: Any, *, modules: bool) -> tuple[float, int]:
+    """The body's time inside the capture, and the module ranges recorded."""
+    from gpuprofile.capture.session import capture
+
+    code = compile(cell.body, cell.name, "exec")
+    gc.collect()
+    with capture(dataclasses.replace(options, modules=modules)) as recording:
+        started = time.perf_counter()
+        exec(code, cell.namespace)
+        elapsed = time.perf_counter() - started
+    assert recording.trace is not None
+    ops = recording.trace.ops
+    ours = ops["name"].astype(str).str.startswith("nn.Module: ")
+    return elapsed, int((ours & (ops["category"] == "user_annotation")).sum())
+
+
+def options_of(cell: Cell) -> Any:
+    from IPython.core.magic_arguments import parse_argstring
+
+    from gpuprofile.magic import GpuprofileMagics, _options
+
+    args = parse_argstring(GpuprofileMagics.gpuprofile, cell.flags)
+    options = _options(args, cell.namespace)
+    return dataclasses.replace(options, export=None)
+
+
+def measure(cell: Cell, repeat: int) -> tuple[float, float, int]:
+    options = options_of(cell)
+    runs: dict[bool, list[float]] = {True: [], False: []}
+    calls = 0
+    for round_ in range(repeat):
+        for modules in (True, False) if round_ % 2 == 0 else (False, True):
+            elapsed, ranges = timed(cell, options, modules=modules)
+            runs[modules].append(elapsed)
+            calls = max(calls, ranges)
+    return min(runs[True]), min(runs[False]), calls
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=5, help="rounds (best is kept)")
+    parser.add_argument("--notebooks", default="example_notebooks/*.ipynb")
+    args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)
+    cells: list[Cell] = []
+    for notebook in sorted(ROOT.glob(args.notebooks)):
+        print(f"  setting up {notebook.name}", file=sys.stderr, flush=True)
+        cells.extend(cells_of(notebook))
+    cells.append(transformer_cell())
+    print(f"torch {torch.__version__}, best of {args.repeat}, modules on vs --no-modules")
+    print(f"{'cell':<40} {'calls':>6} {'on s':>8} {'off s':>8} {'ratio':>7} {'us/call':>8}")
+    rows: list[tuple[str, float]] = []
+    for cell in cells:
+        print(f"  {cell.name}", file=sys.stderr, flush=True)
+        on, off, calls = measure(cell, args.repeat)
+        ratio = on / off - 1
+        per_call = f"{(on - off) / calls * 1e6:8.1f}" if calls else f"{'-':>8}"
+        mark = "" if ratio <= TARGET else "  over 5%"
+        print(f"{cell.name:<40} {calls:>6} {on:>8.3f} {off:>8.3f} {ratio:>+7.1%} {per_call}{mark}")
+        rows.append((cell.name, ratio))
+    examples = [ratio for name, ratio in rows if not name.startswith("(")]
+    print(f"worst example cell: {max(examples):+.1%} (target within {TARGET:.0%})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:] if len(sys.argv) > 1 else None))
