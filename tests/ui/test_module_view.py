@@ -5,7 +5,8 @@ and its children's, on the roofline; a roofline point's details name its module.
 The trace is the test's own: ``nn.Module:`` ranges as a capture records them around matmuls of
 a shape per module, so which module owns what is known here, not read from our output. Where
 the report has no module rows yet (no attribution in this build), the cell fills them, and the
-points' modules, from those same labels: the view is what is tested.
+points' modules, from those same labels: the view is what is tested. A hint written by hand
+with a module and a line checks that its card names both.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ CELL = """\
 import json
 import msgspec
 import gpuprofile
-from gpuprofile.report.schema import Evidence, ModuleRow
+from gpuprofile.report.schema import Evidence, Hint, ModuleRow, SourceRef
 from gpuprofile.widget.widget import make_widget
 
 CALLS = {calls!r}
@@ -66,6 +67,12 @@ if not rank.modules:  # no attribution in this build: the labels fill what it wo
         ranks=[msgspec.structs.replace(rank, modules=rows)],
         roofline=msgspec.structs.replace(report.roofline, points=points),
     )
+# A hint as a detector that knows its module and line writes it: its card must name both.
+hint = Hint(kind="python-loop", title="a loop in Net.fc1", severity="high", gain_ns=1000,
+            gain_method="", confidence="high", explanation="", numbers={{}}, fix=[], code="",
+            evidence=[], rank=0, related=[], modules=["Net.fc1", "Net"],
+            sources=[SourceRef("cell [5]", 12, "forward")])
+report = msgspec.structs.replace(report, hints=[hint, *report.hints])
 rows = report.ranks[0].modules
 # Expected, from the labels: each module's matmul points (by shape), its call's window.
 mm = {{path: [i for i, pt in enumerate(points) if pt.level == "op" and pt.name == "aten::mm"
@@ -157,3 +164,9 @@ def test_a_points_details_name_its_module(module_page, expected: dict) -> None:
     details = roofline.locator(".gp-rl-details").first
     details.wait_for(state="visible")
     assert "module\tNet.fc2" in details.inner_text() or "module Net.fc2" in details.inner_text()
+
+
+def test_a_hint_card_names_its_module_and_line(module_page, expected: dict) -> None:
+    chip = module_page.locator('.gpuprofile .gp-hintlist li[data-hint="0"] .gp-hl-where').first
+    assert chip.inner_text() == "Net.fc1 (+1 more) · cell [5] line 12 in forward"
+    assert chip.get_attribute("data-module") == "Net.fc1 (+1 more)"
