@@ -1,7 +1,8 @@
 // @ts-check
 // anywidget entry point: the report header, gauges, hints and roofline, then the timeline, and
 // the links between them (a hint's evidence, a roofline point or a row of the top kernels or
-// top ops outlines its events on the timeline and zooms there). Views render; the numbers all
+// top ops, or a module of the module view, outlines its events on the timeline and zooms there;
+// a module also rings its ops on the roofline). Views render; the numbers all
 // come from Python's report.
 //
 // For tests, the root element carries data-gpuprofile="ready" after the first paint, and
@@ -15,6 +16,8 @@ import { createBaseline } from "./views/baseline.js";
 import { createGauges } from "./views/gauges.js";
 import { createHints } from "./views/hints.js";
 import { createLive } from "./views/live.js";
+import { createModules } from "./views/modules.js";
+import { moduleGroup, pointsOfModule } from "./model/modules.js";
 import { createRankSteps } from "./views/rank_steps.js";
 import { stragglerOf } from "./model/ranks.js";
 import { createRoofline } from "./views/roofline.js";
@@ -36,7 +39,7 @@ import { createTimeline } from "./views/timeline/timeline.js";
  * The panels above the timeline, rebuilt with each report.
  * @typedef {{gauges: ReturnType<typeof createGauges>, hints: ReturnType<typeof createHints>,
  *   roofline: ReturnType<typeof createRoofline>, ranks: ReturnType<typeof createRankSteps>,
- *   baseline: ReturnType<typeof createBaseline>}} Panels
+ *   baseline: ReturnType<typeof createBaseline>, modules: ReturnType<typeof createModules>}} Panels
  */
 
 const TIMELINE_TRAITS = [
@@ -135,6 +138,20 @@ function render({ model, el }) {
     showMarks(group, point.name || "roofline point", (rows) => zoomSpan(rows, (marks.groups[group] || {}).heaviest));
   }
 
+  /**
+   * A row of the module view: its calls outlined on the timeline (zoomed around them), its
+   * ops and their modules' ops ringed on the roofline.
+   * @param {number} rank
+   * @param {number} index its place in summary.ranks[rank].modules
+   */
+  function onSelectModule(rank, index) {
+    const row = ((summary.ranks || []).find((r) => r && r.rank === rank)?.modules || [])[index];
+    if (!row) return;
+    panels?.roofline.highlightPoints(pointsOfModule((summary.roofline || {}).points, row.path));
+    showMarks(moduleGroup(marks.groups, rank, index), row.path, (rows) => envelope(rows.map((r) => [r.start_ns, r.start_ns + r.dur_ns])));
+    timelineSlot.scrollIntoView?.({ block: "nearest", behavior: "smooth" });
+  }
+
   function renderPanels() {
     if (panels) for (const p of Object.values(panels)) p.destroy();
     const roofline = createRoofline(summary, { onSelectPoint });
@@ -147,10 +164,12 @@ function render({ model, el }) {
     const ranks = createRankSteps(summary, { onFocusRank });
     // A profile with a baseline: the diff next, before the hints and the roofline.
     const baseline = createBaseline(summary);
-    panels = { gauges, hints, roofline, ranks, baseline };
+    // Module rows in the report: the tree of the model, after the hints and the roofline.
+    const modules = createModules(summary, { onSelectModule });
+    panels = { gauges, hints, roofline, ranks, baseline, modules };
     const row = node("div", "gp-panel-row");
     row.append(hints.el, roofline.el);
-    panelSlot.replaceChildren(gauges.el, ...(baseline.el ? [baseline.el] : []), row, ...(ranks.el ? [ranks.el] : []));
+    panelSlot.replaceChildren(gauges.el, ...(baseline.el ? [baseline.el] : []), row, ...(modules.el ? [modules.el] : []), ...(ranks.el ? [ranks.el] : []));
     if (timeline) {
       timeline.setStraggler(stragglerOf(summary)?.rank ?? null);
       ranks.showFocused(timeline.focusedRank());

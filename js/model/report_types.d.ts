@@ -482,14 +482,78 @@ export interface DiffPointFigures {
 }
 
 /**
- * Beside the report: its text; the roofline chart laid out; the baseline's step verdict. A
- * timeline alone (no report) carries only ``text``. The widget sends it through
- * ``msgspec.to_builtins`` (the layout's dataclasses become dicts).
+ * Beside the report: its text; the roofline chart and the module tree laid out (None: no
+ * module rows, no view); the baseline's step verdict. A timeline alone (no report) carries
+ * only ``text``. The widget sends it through ``msgspec.to_builtins`` (the layout's
+ * dataclasses become dicts).
  */
 export interface SummaryExtras {
+  module_layout?: ModuleLayout | null;
   roofline_layout?: RooflineLayout;
   step_noise?: StepNoise | null;
   text?: string;
+}
+
+/**
+ * The module view of a report: one tree per rank that has module rows (none: no view).
+ */
+export interface ModuleLayout {
+  width: number;
+  bar_x: number;
+  bar_w: number;
+  row_h: number;
+  trees: ModuleTree[];
+}
+
+/**
+ * One rank's tree: rows in the order drawn (parents before children, siblings largest
+ * first); ``more`` the line that counts the rows left out, None when none were.
+ */
+export interface ModuleTree {
+  rank: number;
+  height: number;
+  rows: ModulePlace[];
+  more: string | null;
+  scale_ns: number;
+}
+
+/**
+ * A module row of the tree: ``index`` is its place in ``report.ranks[i].modules``;
+ * ``level`` its nesting in the tree drawn; ``y`` its row's top. ``title`` the full path and
+ * numbers (a tooltip).
+ */
+export interface ModulePlace {
+  index: number;
+  path: string;
+  level: number;
+  y: number;
+  label: Label;
+  forward: Bar;
+  backward: Bar;
+  value: Label;
+  title: string;
+}
+
+/**
+ * A label as SVG draws it: text, baseline anchor (x, y), text-anchor, rotation in degrees
+ * about the anchor, font size in px; ``box`` is its padded box's corners on the chart.
+ */
+export interface Label {
+  text: string;
+  x: number;
+  y: number;
+  anchor: "end" | "middle" | "start";
+  angle: number;
+  font: number;
+  box: [number, number][];
+}
+
+/**
+ * A bar's part, px: from ``x`` for ``width`` (0: nothing to draw).
+ */
+export interface Bar {
+  x: number;
+  width: number;
 }
 
 export interface RooflineLayout {
@@ -530,20 +594,6 @@ export interface Tick {
   value: number;
   at: number;
   label: Label;
-}
-
-/**
- * A label as SVG draws it: text, baseline anchor (x, y), text-anchor, rotation in degrees
- * about the anchor, font size in px; ``box`` is its padded box's corners on the chart.
- */
-export interface Label {
-  text: string;
-  x: number;
-  y: number;
-  anchor: "end" | "middle" | "start";
-  angle: number;
-  font: number;
-  box: [number, number][];
 }
 
 /**

@@ -5,10 +5,12 @@
 //
 // For browser tests: the root carries data-hints (count) and data-active-evidence ("i:j");
 // each hint data-hint (index in summary.hints) and data-severity; evidence buttons data-evidence
-// ("i:j"); copy buttons data-copy (hint index) and data-copied ("yes" | "failed") after a click.
+// ("i:j"); copy buttons data-copy (hint index) and data-copied ("yes" | "failed") after a click;
+// a hint that names its module or line has a chip .gp-hl-where with data-module / data-line.
 
 import "./hints.css";
 import { evidenceText, formatHintNumber, formatTime, hintNumberLabel } from "../model/format.js";
+import { whereRows } from "../model/modules.js";
 import { button, node } from "./dom.js";
 
 const COPIED_MS = 1500;
@@ -98,6 +100,14 @@ export function createHints(summary, hooks = {}) {
     head.appendChild(gain);
     const confidence = LEVELS.includes(hint.confidence ?? "") ? hint.confidence : "unknown";
     head.appendChild(node("span", `gp-hl-confidence gp-hl-confidence-${confidence}`, `${confidence} confidence`));
+    // Where in the user's program, seen without opening the card: its module and its line.
+    const where = whereRows(hint);
+    if (where.length) {
+      const chip = node("span", "gp-hl-chip gp-hl-where", where.map(([, text]) => text).join(" · "));
+      chip.title = where.map(([label, text]) => `${label}: ${text}`).join("\n");
+      for (const [label, text] of where) chip.dataset[label === "module" ? "module" : "line"] = text;
+      head.appendChild(chip);
+    }
     if (multiRank && hint.rank !== null && hint.rank !== undefined) {
       head.appendChild(node("span", "gp-hl-chip", `rank ${hint.rank}`));
     }

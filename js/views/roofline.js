@@ -15,6 +15,7 @@
 
 import "./roofline.css";
 import { formatFraction, formatTime } from "../model/format.js";
+import { whereRows } from "../model/modules.js";
 import { hintsForPoint, pointFacts, resolvePoints, uncoveredShare } from "../model/roofline.js";
 import { button, node } from "./dom.js";
 import { buildChart } from "./roofline_chart.js";
@@ -212,7 +213,7 @@ export function createRoofline(summary, hooks = {}) {
     const c = circles.get(i);
     if (!p || !c || !chart) return;
     const tip = chart.tip;
-    tip.replaceChildren(node("div", "gp-rl-tip-name", pointTitle(p)), factsTable(pointFacts(p, places[i].note)));
+    tip.replaceChildren(node("div", "gp-rl-tip-name", pointTitle(p)), factsTable([...whereRows(p), ...pointFacts(p, places[i].note)]));
     tip.hidden = false;
     const box = chart.el.getBoundingClientRect();
     const dot = c.getBoundingClientRect();
@@ -243,7 +244,7 @@ export function createRoofline(summary, hooks = {}) {
     top.appendChild(close);
     details.appendChild(top);
     if (!places[i].plotted) details.appendChild(node("div", "gp-muted", `not plotted: ${places[i].reason}`));
-    details.appendChild(factsTable(pointFacts(p, places[i].note)));
+    details.appendChild(factsTable([...whereRows(p), ...pointFacts(p, places[i].note)]));
     const related = hintsForPoint(hints, p.key);
     if (related.length) {
       details.appendChild(node("div", "gp-rl-subtitle", related.length === 1 ? "Hint" : "Hints"));

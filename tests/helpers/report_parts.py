@@ -46,6 +46,17 @@ def hint(**fields: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def module_row(path: str, forward_ns: int, backward_ns: int = 0, **fields: Any) -> dict[str, Any]:
+    """A module row of ``path`` (depth from its dots), unknown but for ``fields``."""
+    return {
+        "path": path, "type": "", "depth": path.count("."), "calls": 1,
+        "forward_ns": forward_ns, "backward_ns": backward_ns, "self_ns": 0, "gpu_ns": 0,
+        "flops": None, "achieved_flops_per_s": None, "pct_of_roof": None,
+        "alloc_bytes": None, "peak_bytes": None, "evidence": [],
+        **fields,
+    }  # fmt: skip
+
+
 def rank(**fields: Any) -> dict[str, Any]:
     """A rank without events, but for ``fields``."""
     return {

@@ -49,7 +49,7 @@ STRUCTS = {**_structs(schema), **DIFF_STRUCTS}
 # What the widget's summary adds beside the report (report/widget_summary.py), and its lanes:
 # typed in the .d.ts, absent from the report's JSON Schema.
 EXTRAS = {
-    "SummaryExtras": ["text", "roofline_layout", "step_noise"],
+    "SummaryExtras": ["text", "roofline_layout", "module_layout", "step_noise"],
     "StepNoise": ["verdict", "text"],
     "RooflineLayout": ["width", "height", "plot", "x", "y", "roofs", "memory_label",
                        "memory_line", "ridges", "points", "levels", "empty", "roofs_missing",
@@ -61,6 +61,11 @@ EXTRAS = {
     "Roof": ["key", "peak", "ridge", "line", "path", "title", "label"],
     "Ridge": ["roof", "intensity", "peak", "at", "drop", "title", "label"],
     "PointPlace": ["plotted", "reason", "x", "y", "r", "bound", "level", "note"],
+    "ModuleLayout": ["width", "bar_x", "bar_w", "row_h", "trees"],
+    "ModuleTree": ["rank", "height", "rows", "more", "scale_ns"],
+    "ModulePlace": ["index", "path", "level", "y", "label", "forward", "backward", "value",
+                    "title"],
+    "Bar": ["x", "width"],
     # The widget's lanes trait (report/lanes.py).
     "Lane": ["id", "rank", "kind", "group", "group_label", "label", "title", "rows", "device",
              "stream", "pid", "tid", "unit", "min", "max"],

@@ -384,6 +384,35 @@ def test_marks_of_hint_evidence_point_at_those_events(synthetic: Source) -> None
     assert columns["lane"][columns["group"] == 2][0] == synthetic.data.lane[call]
 
 
+def test_marks_of_module_rows_point_at_their_calls(synthetic: Source) -> None:
+    ops = synthetic.trace.ops["id"].tolist()
+    report = report_parts.report(
+        ranks=[
+            report_parts.rank(rank=0, modules=[
+                report_parts.module_row("Net", 10, evidence=[
+                    report_parts.evidence("ops", ops[:3]),
+                    report_parts.evidence("ops", [ops[2], ops[5]]),  # ops[2] twice: once
+                ]),
+                report_parts.module_row("Net.fc", 5),  # no evidence: an empty group
+            ]),
+        ]
+    )  # fmt: skip
+    columns, groups = _marks(
+        encode_table(*marks.marks_columns(synthetic.data, synthetic.trace, report))
+    )
+    mine = {g["module"]: (n, g) for n, g in enumerate(groups) if g["kind"] == "module"}
+    assert sorted(mine) == [0, 1]
+    n, group = mine[0]
+    assert (group["rank"], group["path"], group["total"]) == (0, "Net", 4)
+    got = _table_ids(synthetic, columns["id"][columns["group"] == n])
+    assert sorted(got) == sorted(("ops", i) for i in [*ops[:3], ops[5]])
+    durs = synthetic.trace.ops.set_index("id")["dur_ns"]
+    ((table, heaviest),) = _table_ids(synthetic, np.array([group["heaviest"]]))
+    assert (table, heaviest) in got  # the longest call: where the timeline zooms
+    assert durs[heaviest] == max(durs[i] for i in [*ops[:3], ops[5]])
+    assert mine[1][1]["total"] == 0 and not (columns["group"] == mine[1][0]).any()
+
+
 def test_marks_of_roofline_points_hold_every_instance(monkeypatch: pytest.MonkeyPatch) -> None:
     trace = synthetic_trace(3000, streams=2)
     profile = Profile(trace)

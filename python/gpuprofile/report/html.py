@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.report.html_diff import baseline_html
-from gpuprofile.report.schema import RankReport, Report
+from gpuprofile.report.schema import Hint, RankReport, Report
 from gpuprofile.units import (
     format_count,
     format_fraction,
@@ -157,7 +157,7 @@ def hints_html(report: Report) -> str:
             f'<div class="hint {severity}"><h3>{esc(hint.title)}</h3>'
             f"<p>{severity} · {esc(hint.kind)} · "
             f"gain {esc(format_time(hint.gain_ns))}"
-            f"</p><p>{esc(hint.explanation)}</p>"
+            f"</p>{_where_html(hint)}<p>{esc(hint.explanation)}</p>"
         )
         if hint.fix:
             parts.append("<ol>" + "".join(f"<li>{esc(step)}</li>" for step in hint.fix) + "</ol>")
@@ -181,6 +181,20 @@ def hints_html(report: Report) -> str:
             parts.append(_table(["evidence", "table", "rank", "events", "windows"], rows))
         parts.append("</div>")
     return "".join(parts)
+
+
+def _where_html(hint: Hint) -> str:
+    """Where a hint is in the user's program: its first module and line, or ""."""
+    from gpuprofile.analyses.frames import SourceLine
+
+    parts = []
+    if hint.modules:
+        more = f" (+{len(hint.modules) - 1} more)" if len(hint.modules) > 1 else ""
+        parts.append(f"module {hint.modules[0]}{more}")
+    if hint.sources:
+        ref = hint.sources[0]
+        parts.append(f"line {SourceLine(ref.file, ref.line, ref.function).label}")
+    return f'<p class="where">{esc(" · ".join(parts))}</p>' if parts else ""
 
 
 def ranks_html(report: Report) -> str:
@@ -268,6 +282,11 @@ def render_html(report: Report, trace: Trace, *, title: str = "gpuprofile report
     items.append(div("<h2>Roofline</h2>" + roofline_caption(report)))
     if roofline is not None:
         items.append(roofline)
+    from gpuprofile.report.module_svg import modules_section
+
+    modules = modules_section(report, lambda _, svg: f'<div class="gp-modules">{svg}</div>')
+    if modules:  # no module rows: no section, not an empty one
+        items.append(div(modules))
     items.append(div(hints_html(report)))
     page: str = file_html(
         column(*items, sizing_mode="stretch_width"), resources=INLINE, title=title

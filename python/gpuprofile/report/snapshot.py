@@ -25,9 +25,10 @@ from gpuprofile.report.diff_schema import DiffDocument
 from gpuprofile.report.html import REPORT_STYLE, esc, gauges_html, hints_html, roofline_caption
 from gpuprofile.report.html import summary_html as page_summary_html
 from gpuprofile.report.html_diff import baseline_html
+from gpuprofile.report.module_svg import modules_section
 from gpuprofile.report.roofline_geometry import plot_status
 from gpuprofile.report.schema import Report, report_json, to_report
-from gpuprofile.report.snapshot_svg import roofline_svg, timeline_svg
+from gpuprofile.report.snapshot_svg import as_img, roofline_svg, timeline_svg
 from gpuprofile.units import (
     format_count,
     format_flops_per_s,
@@ -96,6 +97,11 @@ def render_snapshot(
         f"<h2>Roofline</h2>{roofline_caption(bounded)}<p>{esc(roofline_note)}</p>"
         + _points_table(bounded)
         + roofline,
+        # The model's modules, as the widget draws them ("" without module rows).
+        modules_section(
+            bounded,
+            lambda rank, svg: as_img(svg, "gp-snapshot-modules", f"time by module, rank {rank}"),
+        ),
         hints_html(bounded) + _more_hints(report),
     ]
     # Each section is bounded; should they still add up past the limit (a job of many ranks

@@ -7,14 +7,17 @@ from __future__ import annotations
 from typing import TypedDict
 
 from gpuprofile.report.diff_text import StepNoise
+from gpuprofile.report.module_layout import ModuleLayout
 from gpuprofile.report.roofline_layout import RooflineLayout
 
 
 class SummaryExtras(TypedDict, total=False):
-    """Beside the report: its text; the roofline chart laid out; the baseline's step verdict. A
-    timeline alone (no report) carries only ``text``. The widget sends it through
-    ``msgspec.to_builtins`` (the layout's dataclasses become dicts)."""
+    """Beside the report: its text; the roofline chart and the module tree laid out (None: no
+    module rows, no view); the baseline's step verdict. A timeline alone (no report) carries
+    only ``text``. The widget sends it through ``msgspec.to_builtins`` (the layout's
+    dataclasses become dicts)."""
 
     text: str
     roofline_layout: RooflineLayout
+    module_layout: ModuleLayout | None
     step_noise: StepNoise | None

@@ -1,4 +1,5 @@
-"""The `marks` table: timeline events to highlight for each hint's evidence and roofline point.
+"""The `marks` table: timeline events to highlight for each hint's evidence, roofline point and
+module row (a rank's ``ModuleRow.evidence``: its calls).
 
 Hints and roofline points name events by their Trace table and id; the browser knows them by
 global id (timeline.py). This maps one onto the other, once, when the widget is made.
@@ -120,6 +121,17 @@ def marks_columns(
             gids = gids[heaviest_first(weight, MAX_POINT_MARKS)]
         groups.append({"kind": "point", "point": k, "total": total, "heaviest": heaviest})
         members.append(gids)
+    for rank in report.ranks if report else []:
+        for m, row in enumerate(rank.modules):
+            gids = _module_members(data, trace, row.evidence)
+            weight = data.end[gids] - data.start[gids]
+            heaviest = _heaviest(gids, weight)
+            total = len(gids)
+            if total > MAX_POINT_MARKS:
+                gids = gids[heaviest_first(weight, MAX_POINT_MARKS)]
+            groups.append({"kind": "module", "rank": rank.rank, "module": m, "path": row.path,
+                           "total": total, "heaviest": heaviest})  # fmt: skip
+            members.append(gids)
     group_col, id_col = [], []
     for g, gids in enumerate(members):
         gids = gids[np.argsort(data.start[gids], kind="stable")]  # time order within a group
@@ -132,6 +144,13 @@ def marks_columns(
         "name": data.name[ids].astype(np.uint32),
     }
     return columns, {"groups": groups}
+
+
+def _module_members(data: TimelineData, trace: Trace, evidence: Any) -> np.ndarray:
+    """The timeline events of a module row's evidence (its calls), each once."""
+    found = [global_ids(data, trace, e.table, e.event_ids) for e in evidence]
+    gids = np.concatenate(found) if found else np.empty(0, np.int64)
+    return np.unique(gids[gids >= 0])
 
 
 def heaviest_first(weight: np.ndarray, k: int) -> np.ndarray:

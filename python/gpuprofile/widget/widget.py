@@ -15,6 +15,7 @@ from gpuprofile.errors import GpuprofileError
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.report.build import build_report
 from gpuprofile.report.diff_text import step_noise_view
+from gpuprofile.report.module_layout import module_layout
 from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.report.schema import Report, report_json
 from gpuprofile.report.text import render_text
@@ -133,6 +134,7 @@ def show_result(
     extras: SummaryExtras = {"text": text}
     if report is not None:  # else a timeline alone
         extras["roofline_layout"] = roofline_layout(report)
+        extras["module_layout"] = module_layout(report)
         extras["step_noise"] = step_noise_view(
             report.baseline.summary.step_ns if report.baseline else None
         )
