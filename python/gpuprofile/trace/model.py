@@ -62,6 +62,11 @@ SCHEMA: dict[str, dict[str, str]] = {
         "group_ranks": _CAT,
         "seq": _INT,
         "comm_bytes": _INT,
+        # Autograd's facts on an op (NO_ID when absent): its sequence number (a forward op and
+        # the backward engine op of the grad_fn it made share it) and torch's thread counter
+        # of the forward that made it (0 forward, 1 backward; not an OS tid).
+        "sequence": _INT,
+        "fwd_tid": _INT,
     },
     "kernels": {
         "id": _INT,
