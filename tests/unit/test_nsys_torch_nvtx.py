@@ -259,3 +259,39 @@ def test_plain_nvtx_text_is_left_alone(tmp_path: Path) -> None:
     assert (trace.ops["sequence"] == NO_ID).all()
     assert UNREADABLE not in trace.meta.ranks[0].skipped
     assert (trace.kernels["op_id"] == NO_ID).all()
+
+
+def test_autonvtx_module_ranges_are_module_calls(tmp_path: Path) -> None:
+    path = tmp_path / "autonvtx.sqlite"
+    build(path)
+    # autonvtx's names: the root's class, then "{attribute}: {Class}" per child called.
+    written = [
+        (10, 900, "Transformer"),
+        (20, 400, "0: Layer"),
+        (30, 200, "attn: Attention"),
+        (210, 390, "mlp: MLP"),
+        (410, 880, "1: Layer"),
+        (420, 870, "mlp: MLP"),
+        (950, 990, "Epoch: Train"),  # no class-named range around it: the user's text
+    ]
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM NVTX_EVENTS")
+        db.executemany(
+            "INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, ?, ?, NULL)",
+            [(s, e, text, _global(PID, TID)) for s, e, text in written],
+        )
+    trace = load_nsys(path)
+    t0 = written[0][0]
+    got = {
+        (name, start + t0)
+        for name, start in zip(trace.ops["name"], trace.ops["start_ns"], strict=True)
+    }
+    assert got == {
+        ("nn.Module: Transformer (Transformer)", 10),
+        ("nn.Module: Transformer.0 (Layer)", 20),
+        ("nn.Module: Transformer.0.attn (Attention)", 30),
+        ("nn.Module: Transformer.0.mlp (MLP)", 210),
+        ("nn.Module: Transformer.1 (Layer)", 410),
+        ("nn.Module: Transformer.1.mlp (MLP)", 420),
+        ("Epoch: Train", 950),
+    }
