@@ -289,3 +289,42 @@ def test_a_foreign_gpuprofile_key_neither_fails_nor_makes_windows(
     trace = load_kineto(write(tmp_path / "t.json", doc))
     assert len(trace.kernels) == 1
     assert trace.meta.windows == () and trace.meta.steps is None
+
+
+def test_autograd_sequence_and_forward_thread_are_read_per_op(tmp_path: Path) -> None:
+    # A forward linear and its inner transpose share a sequence number; the engine op of the
+    # grad_fn they made carries it too, on the backward thread counter; AccumulateGrad has
+    # none; a number that is no integer is unknown.
+    events = [
+        cpu_op("aten::linear", 10.0, 5.0, **{"Sequence number": 42, "Fwd thread id": 0}),
+        cpu_op("aten::t", 10.5, 1.0, **{"Sequence number": 42, "Fwd thread id": 0}),
+        cpu_op("aten::relu", 16.0, 1.0, **{"Sequence number": 43, "Fwd thread id": 0}),
+        cpu_op(
+            "autograd::engine::evaluate_function: AddmmBackward0",
+            30.0,
+            4.0,
+            tid=2,
+            **{"Sequence number": 42, "Fwd thread id": 1},
+        ),
+        cpu_op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 35, 1),
+        cpu_op("aten::mul", 40.0, 1.0, **{"Sequence number": "x", "Fwd thread id": True}),
+    ]
+    doc = document(events)
+    trace = load_kineto(write(tmp_path / "t.json", doc))
+    expected = {
+        (e["name"], int(e["ts"] * 1000)): (
+            e["args"].get("Sequence number"),
+            e["args"].get("Fwd thread id"),
+        )
+        for e in doc["traceEvents"]
+    }
+    origin = trace.meta.origin_ns
+    for row in trace.ops.itertuples():
+        sequence, fwd = expected[(row.name, row.start_ns + origin)]
+        assert row.sequence == (sequence if isinstance(sequence, int) else NO_ID), row.name
+        ok = isinstance(fwd, int) and not isinstance(fwd, bool)
+        assert row.fwd_tid == (fwd if ok else NO_ID), row.name
+    # A trace without autograd args has the columns, all unknown.
+    plain = load_kineto(write(tmp_path / "p.json", document([cpu_op("aten::add", 1.0, 1.0)])))
+    assert plain.ops["sequence"].tolist() == [NO_ID]
+    assert plain.ops["fwd_tid"].tolist() == [NO_ID]

@@ -134,6 +134,19 @@ def op_columns(
         "input_types": [shapes.types(a.input_types) for a in args],
         "concrete_inputs": [shapes.concrete(a.concrete_inputs) for a in args],
         **comm_columns(args, findings),
+        **autograd_columns(args),
+    }
+
+
+def autograd_columns(args: Sequence[Args]) -> dict[str, Any]:
+    """The autograd sequence number and forward thread counter of ops whose args carry them
+    (else NO_ID); {} when no op has one (a trace without autograd: the defaults)."""
+    n = len(args)
+    if not any(a.sequence is not None or a.fwd_tid is not None for a in args):
+        return {}
+    return {
+        "sequence": ints((_int_or_none(a.sequence) for a in args), n),
+        "fwd_tid": ints((_int_or_none(a.fwd_tid) for a in args), n),
     }
 
 

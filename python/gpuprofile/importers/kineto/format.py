@@ -45,6 +45,11 @@ class Args(msgspec.Struct, gc=False):
     in_elems: Any = msgspec.field(name="In msg nelems", default=None)
     out_elems: Any = msgspec.field(name="Out msg nelems", default=None)
     dtype: Any = None
+    # Autograd's bookkeeping on ops: the sequence number of the forward op that made a grad_fn
+    # (the backward engine op carries the same number) and torch's thread counter (forward 0,
+    # backward 1: not an OS tid). Any: checked where read.
+    sequence: Any = msgspec.field(name="Sequence number", default=None)
+    fwd_tid: Any = msgspec.field(name="Fwd thread id", default=None)
     # A counter ("ph": "C") sample, as gpuprofile exports them. Any: other events use the key
     # for anything, and a trace that loaded before must still load.
     value: Any = None

@@ -1,0 +1,160 @@
+"""Module attribution on shared traces with torch's own ``nn.Module:`` events, checked against
+the raw JSON read here: module paths nested by ts/dur on one pid/tid, backward engine ops
+matched to forward ops by their Sequence number, all with json and gzip alone."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter, defaultdict
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.modules import NO_MODULE
+from gpuprofile.importers.kineto import load_kineto
+from helpers.prerequisites import SHARED_TRACES, require_trace
+
+BERT = SHARED_TRACES / "kineto" / "tracelens_h100_bert_small_inference.json.gz"
+RESNET = SHARED_TRACES / "kineto" / "tracelens_mi300x_ddp_resnet18_train.json.gz"
+ENGINE = "autograd::engine::evaluate_function: "
+
+
+def raw_events(path: Path) -> list[dict[str, Any]]:
+    raw = path.read_bytes()
+    # Decimal: microsecond times keep their nanosecond digits.
+    doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw, parse_float=Decimal)
+    return [e for e in doc["traceEvents"] if e.get("ph") == "X" and "dur" in e]
+
+
+def span(e: dict[str, Any]) -> tuple[Decimal, Decimal]:
+    return Decimal(e["ts"]), Decimal(e["ts"]) + Decimal(e["dur"])
+
+
+def module_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """torch's module events with their path: the chain of module events around each on its
+    pid/tid (a call-stack walk in start order, longest first at equal starts)."""
+    calls = [
+        e
+        for e in events
+        if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: ")
+    ]
+    calls.sort(key=lambda e: (e["pid"], e["tid"], span(e)[0], -Decimal(e["dur"])))
+    stack: list[dict[str, Any]] = []
+    out = []
+    for e in calls:
+        while stack and (
+            (stack[-1]["pid"], stack[-1]["tid"]) != (e["pid"], e["tid"])
+            or span(stack[-1])[1] <= span(e)[0]
+        ):
+            stack.pop()
+        link = e["name"].removeprefix("nn.Module: ")
+        path = f"{stack[-1]['path']}.{link}" if stack else link
+        call = {**e, "path": path}
+        out.append(call)
+        stack.append(call)
+    return out
+
+
+def innermost_call(calls: list[dict[str, Any]], e: dict[str, Any]) -> str | None:
+    """The path of the innermost module call around e on its thread (None: none)."""
+    start, end = span(e)
+    around = [
+        c
+        for c in calls
+        if (c["pid"], c["tid"]) == (e["pid"], e["tid"])
+        and span(c)[0] <= start
+        and end <= span(c)[1]
+    ]
+    return max(around, key=lambda c: span(c)[0])["path"] if around else None
+
+
+def exclusive_ns(intervals: list[tuple[Decimal, Decimal]]) -> int:
+    """The union's length in ns: a call nested in one of the same path counts once."""
+    total, reach = Decimal(0), None
+    for start, end in sorted(intervals):
+        if reach is None or start >= reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return round(total * 1000)
+
+
+@pytest.fixture(scope="module")
+def bert() -> tuple[Analysis, list[dict[str, Any]]]:
+    return Analysis(load_kineto(require_trace(BERT))), raw_events(BERT)
+
+
+@pytest.fixture(scope="module")
+def resnet() -> tuple[Analysis, list[dict[str, Any]]]:
+    return Analysis(load_kineto(require_trace(RESNET))), raw_events(RESNET)
+
+
+@pytest.mark.parametrize("case", ["bert", "resnet"])
+def test_every_module_path_and_its_calls_as_the_raw_nesting_says(
+    case: str, request: pytest.FixtureRequest
+) -> None:
+    analysis, events = request.getfixturevalue(case)
+    modules = analysis.modules
+    expected = Counter(c["path"] for c in module_calls(events))
+    assert len(expected) > 20
+    got = Counter(modules.paths[m] for m in modules.calls["module"])
+    assert got == expected
+    # Each call knows its module's class: torch's name without the instance counter.
+    for path, kind in zip(modules.paths, modules.types, strict=True):
+        assert kind == path.rsplit(".", 1)[-1].rsplit("_", 1)[0]
+        assert NO_MODULE not in path
+
+
+def test_backward_engine_ops_belong_to_the_module_of_their_forward_op(
+    resnet: tuple[Analysis, list[dict[str, Any]]],
+) -> None:
+    analysis, events = resnet
+    calls = module_calls(events)
+    engine = sorted((e for e in events if e["name"].startswith(ENGINE)), key=lambda e: span(e)[0])
+    engine_spans = defaultdict(list)
+    for e in engine:
+        engine_spans[(e["pid"], e["tid"])].append(span(e))
+
+    def in_engine(e: dict[str, Any]) -> bool:
+        start, end = span(e)
+        return any(s <= start and end <= t for s, t in engine_spans[(e["pid"], e["tid"])])
+
+    # Forward ops by sequence number, outside every engine op. Autograd's counter moves on
+    # when an op makes a grad_fn, so the maker is the last to start (ops that only read the
+    # counter, like aten::item, come before it), and the op that owns it the outermost one
+    # around it with the same number (aten::conv2d around aten::convolution).
+    by_seq: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for e in events:
+        seq = (e.get("args") or {}).get("Sequence number")
+        if seq is not None and not e["name"].startswith(ENGINE) and not in_engine(e):
+            by_seq[seq].append(e)
+    forward: dict[int, dict[str, Any]] = {}
+    for seq, ops in by_seq.items():
+        maker = max(ops, key=lambda e: span(e)[0])
+        around = [
+            e
+            for e in ops
+            if e["tid"] == maker["tid"]
+            and span(e)[0] <= span(maker)[0]
+            and span(maker)[1] <= span(e)[1]
+        ]
+        forward[seq] = max(around, key=lambda e: Decimal(e["dur"]))
+    expected = []
+    for e in engine:
+        owner = forward.get((e.get("args") or {}).get("Sequence number"))
+        expected.append(innermost_call(calls, owner) if owner is not None else None)
+    owned = {p for p in expected if p is not None}
+    assert len(owned) >= 10  # convolutions, batch norms, the fc layer...
+
+    modules = analysis.modules
+    got = [
+        modules.paths[m] if m >= 0 else None
+        for m in modules.engines.sort_values("start_ns", kind="stable")["module"]
+    ]
+    assert got == expected
