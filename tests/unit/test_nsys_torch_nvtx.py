@@ -295,3 +295,23 @@ def test_autonvtx_module_ranges_are_module_calls(tmp_path: Path) -> None:
         ("nn.Module: Transformer.1.mlp (MLP)", 420),
         ("Epoch: Train", 950),
     }
+
+
+def test_backward_and_kernels_find_their_module_through_the_sequence_number(
+    loaded: tuple[Path, object],
+) -> None:
+    from gpuprofile.analyses.context import Analysis
+    from gpuprofile.analyses.modules import PHASES
+
+    _, trace = loaded
+    modules = Analysis(trace).modules  # type: ignore[arg-type]
+    rows = _rows(trace)
+    position = {r["id"]: i for i, r in enumerate(rows)}
+    # The engine op carries seq = 3, as aten::linear at 120 does, inside Net.Block.Linear's call.
+    for name, start in (("autograd::engine::evaluate_function: AddmmBackward0", 1100),
+                        ("aten::mm", 1120)):  # fmt: skip
+        at = position[_one(rows, name, start)["id"]]
+        assert modules.paths[modules.op_module[at]] == "Net.Block.Linear"
+        assert PHASES[modules.op_phase[at]] == "backward"
+    (kernel_module,) = modules.kernel_module
+    assert modules.paths[kernel_module] == "Net.Block.Linear"

@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpuprofile.importers.module_calls import MODULE_PREFIX
 from gpuprofile.trace.model import NO_ID
 from gpuprofile.trace.nesting import nest
 
 _CHILD = re.compile(r"^(?P<attr>[\w.]+): (?P<cls>[A-Za-z_]\w*)$")
 _ROOT = re.compile(r"^[A-Za-z_]\w*$")
-MODULE_PREFIX = "nn.Module: "
 
 
 def autonvtx_modules(names: list[str], columns: dict[str, Any]) -> list[str]:

@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from gpuprofile.importers.module_calls import Chain, module_calls
 from gpuprofile.trace.model import NO_ID
 
 Columns = dict[str, Any]
 
-MODULE_PREFIX = "nn.Module: "  # as analyses.modules.MODULE_PREFIX (importers sit below it)
 _EMIT_NVTX = re.compile(
     r"^(?P<name>[^,]+?)"
     r"(?:, (?:stashed )?seq = (?P<seq>-?\d+))?"
@@ -78,7 +78,7 @@ def torch_nvtx(columns: Columns, pid: np.ndarray, skipped: Counter[str]) -> tupl
     category = list(columns["category"])
     sequence = np.full(n, NO_ID, np.int64)
     dims: list[str | None] = [None] * n
-    chains: dict[int, list[tuple[str, str]]] = {}
+    chains: dict[int, Chain] = {}
     keep = np.ones(n, bool)
     # Names repeat (a loop's ops, every call's module marker): each text is read once, and
     # what it adds to ``skipped`` is counted per row.
@@ -116,7 +116,10 @@ def torch_nvtx(columns: Columns, pid: np.ndarray, skipped: Counter[str]) -> tupl
     }
     out = {k: _take(v, keep) for k, v in out.items()}
     kept_rows = np.flatnonzero(keep)
-    modules = _module_calls({int(np.searchsorted(kept_rows, r)): c for r, c in chains.items()}, out)
+    modules = module_calls(
+        {int(np.searchsorted(kept_rows, r)): c for r, c in chains.items()},
+        out["start_ns"], out["dur_ns"], out["pid"], out["tid"],
+    )  # fmt: skip
     return _with_rows(out, modules)
 
 
@@ -210,11 +213,11 @@ def _frame_name(trace: list[Any], stack: Any) -> str:
     return f"{frames[at]['file']}({frames[at]['line']}): {function}"
 
 
-def module_chain(stack: str) -> list[tuple[str, str]]:
+def module_chain(stack: str) -> Chain:
     """funcStack -> [(path, class)] of its ``Class::forward`` frames, outermost first. DLProf
     tells two call sites of one function apart with a "(k)" suffix on a frame between two
     forwards; the module after it gets ``_k`` (``Net.Block_2.Linear``)."""
-    chain: list[tuple[str, str]] = []
+    chain: Chain = []
     site = ""
     path = ""
     for part in stack.split("/"):
@@ -245,39 +248,6 @@ def _arg_dims(args: Any) -> str | None:
         else:
             shapes.append([])
     return json.dumps(shapes, separators=(", ", ": "))
-
-
-def _module_calls(chains: dict[int, list[tuple[str, str]]], out: Columns) -> Columns:
-    """Module-call rows from the frames' chains: per thread in time order, a module call stays
-    open while consecutive calls' chains pass through it and spans their extent."""
-    start, dur = out["start_ns"], out["dur_ns"]
-    rows = sorted(chains, key=lambda r: (int(out["pid"][r]), int(out["tid"][r]), int(start[r])))
-    calls: list[tuple[str, str, int, int, int, int]] = []
-    open_: list[list[Any]] = []  # [path, class, start, end, pid, tid]
-    thread: tuple[int, int] | None = None
-    for row in rows:
-        here = (int(out["pid"][row]), int(out["tid"][row]))
-        if here != thread:
-            calls.extend(tuple(o) for o in open_)
-            open_, thread = [], here
-        chain = chains[row]
-        same = 0
-        while same < min(len(open_), len(chain)) and open_[same][0] == chain[same][0]:
-            same += 1
-        calls.extend(tuple(o) for o in open_[same:])
-        del open_[same:]
-        begin, end = int(start[row]), int(start[row] + dur[row])
-        open_.extend([path, cls, begin, end, *here] for path, cls in chain[same:])
-        for o in open_:
-            o[3] = max(o[3], end)
-    calls.extend(tuple(o) for o in open_)
-    return {
-        "name": [f"{MODULE_PREFIX}{path} ({cls})" for path, cls, *_ in calls],
-        "start_ns": np.array([c[2] for c in calls], np.int64),
-        "dur_ns": np.array([c[3] - c[2] for c in calls], np.int64),
-        "pid": np.array([c[4] for c in calls], np.int64),
-        "tid": np.array([c[5] for c in calls], np.int64),
-    }
 
 
 def _with_rows(out: Columns, modules: Columns) -> tuple[Columns, Any]:
