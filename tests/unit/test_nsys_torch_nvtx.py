@@ -315,3 +315,19 @@ def test_backward_and_kernels_find_their_module_through_the_sequence_number(
         assert PHASES[modules.op_phase[at]] == "backward"
     (kernel_module,) = modules.kernel_module
     assert modules.paths[kernel_module] == "Net.Block.Linear"
+
+
+def test_a_stats_csv_reads_torch_ranges_as_the_sqlite_does(tmp_path: Path) -> None:
+    path = tmp_path / "nvtx_pushpop_trace.csv"
+    rows = [r for r in RANGES if r[2] == TID]
+    lines = ["Start (ns),End (ns),Name,PID,TID"]
+    lines += [
+        f'{s},{e},"{text.replace(chr(34), chr(34) * 2)}",{PID},{TID}' for s, e, _, text in rows
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    trace = load_nsys(path)
+    names = set(trace.ops["name"].astype(str))
+    assert {"aten::addmm", "torch.nn.functional.linear", "/home/u/model.py(13): forward"} <= names
+    assert "nn.Module: Net.Block_2.Linear (Linear)" in names
+    addmm = trace.ops[trace.ops["name"] == "aten::addmm"].iloc[0]
+    assert (addmm["category"], addmm["sequence"]) == ("cpu_op", 3)

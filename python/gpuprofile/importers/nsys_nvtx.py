@@ -137,7 +137,8 @@ def _read(text: str, skipped: Counter[str]) -> tuple[str, Any] | None:
     reading for a pyprof marker, None for text of another kind."""
     if text.startswith("{"):
         return _marker(text, skipped)
-    found = _EMIT_NVTX.match(text)
+    # The lazy sizes group makes a match quadratic in the text: torch's texts are short.
+    found = _EMIT_NVTX.match(text) if len(text) <= _MAX_MARKER else None
     if found is None or found["name"] == text:
         # No suffix: an op only by its name's form (torch writes ", op_id = N" on every range
         # since 1.12, so a bare name is an older torch's or a user's text).
