@@ -38,7 +38,7 @@ from gpuprofile.importers.nsys_tables import (
     runtime_columns,
     thread_names,
 )
-from gpuprofile.trace.links import with_nesting
+from gpuprofile.trace.links import launching_ops, with_nesting
 from gpuprofile.trace.meta import RankMeta, Source, TraceMeta
 from gpuprofile.trace.model import NO_ID, SCHEMA, Trace, make_table
 
@@ -136,6 +136,12 @@ def _trace(
         tables[table] = make_table(table, {k: v for k, v in numbered.items() if k in SCHEMA[table]})
     if "ops" in tables:
         tables["ops"] = with_nesting(tables["ops"])
+        if {"kernels", "runtime"} <= tables.keys():
+            # torch's emit_nvtx ranges are its ops (category cpu_op, nsys_nvtx.py): a kernel's
+            # launching op is the innermost one around its launch call. Without them (plain
+            # NVTX ranges are user_annotation) no kernel gets one, as before.
+            kernels = tables["kernels"]
+            kernels["op_id"] = launching_ops(tables["ops"], tables["runtime"], kernels)
     schema = metadata.get("EXPORT_SCHEMA_VERSION")
     product = metadata.get("EXPORT_PRODUCT_VERSION")
     version = " ".join(p for p in (product, f"(schema {schema})" if schema else None) if p)

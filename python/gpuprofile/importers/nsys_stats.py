@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.nsys_autonvtx import autonvtx_modules
+from gpuprofile.importers.nsys_nvtx import torch_nvtx
 from gpuprofile.trace.links import with_nesting
 from gpuprofile.trace.meta import RankMeta, Source, TraceMeta
 from gpuprofile.trace.model import NO_ID, Trace, make_table
@@ -79,24 +83,25 @@ def load_nsys_stats(path: Path) -> Trace:
         tids.append(_number(path, row, column, TID, line) if TID in column else NO_ID)
     start_ns = np.asarray(starts, np.int64)
     t0 = int(start_ns.min()) if len(start_ns) else 0
-    n = len(starts)
-    ops = make_table(
-        "ops",
-        {
-            "id": np.arange(n, dtype=np.int64),
-            "rank": np.zeros(n, np.int32),
-            "pid": np.asarray(pids, np.int64),
-            "tid": np.asarray(tids, np.int64),
-            "name": names,
-            "category": ["user_annotation"] * n,
-            "start_ns": start_ns - t0,
-            "dur_ns": np.asarray(ends, np.int64) - start_ns,
-        },
-    )
+    columns: dict[str, Any] = {
+        "pid": np.asarray(pids, np.int64),
+        "tid": np.asarray(tids, np.int64),
+        "name": names,
+        "category": ["user_annotation"] * len(starts),
+        "start_ns": start_ns - t0,
+        "dur_ns": np.asarray(ends, np.int64) - start_ns,
+    }
+    # Torch's ranges (emit_nvtx, pyprof, autonvtx) as the SQLite reader reads them.
+    skipped: Counter[str] = Counter()
+    columns["name"] = autonvtx_modules(columns["name"], columns)
+    columns, _ = torch_nvtx(columns, columns["pid"], skipped)
+    n = len(columns["name"])
+    columns.update(id=np.arange(n, dtype=np.int64), rank=np.zeros(n, np.int32))
+    ops = make_table("ops", columns)
     meta = TraceMeta(
         source=Source(format="nsys", version="stats csv", path=str(path), files=(str(path),)),
         origin_ns=t0,
-        ranks={0: RankMeta(files=(str(path),))},
+        ranks={0: RankMeta(files=(str(path),), skipped=dict(skipped))},
         notes=(NOTE,),
     )
     return Trace(ops=with_nesting(ops), meta=meta)

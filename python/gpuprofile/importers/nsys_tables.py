@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.nsys_autonvtx import autonvtx_modules
+from gpuprofile.importers.nsys_nvtx import torch_nvtx
 from gpuprofile.importers.nsys_schema import NsysDatabase
 from gpuprofile.trace.model import NO_ID
 
@@ -167,7 +169,9 @@ def runtime_columns(db: NsysDatabase, skipped: Counter[str]) -> tuple[Columns, n
 
 
 def nvtx_columns(db: NsysDatabase, skipped: Counter[str]) -> tuple[Columns, np.ndarray]:
-    """NVTX push/pop and start/end ranges as ops of category "user_annotation"; marks,
+    """NVTX push/pop and start/end ranges as ops of category "user_annotation" (torch's
+    emit_nvtx and pyprof ranges read as ops, frames and module calls: nsys_nvtx.py; autonvtx's
+    module ranges as module calls: nsys_autonvtx.py); marks,
     domain and thread-name records and ranges never closed are counted in ``skipped``."""
     db.require(NVTX_TABLE, ("start", "end", "eventType"))
     rows = db.frame(NVTX_TABLE, ("start", "end", "eventType", "text", "textId", "globalTid"))
@@ -199,7 +203,8 @@ def nvtx_columns(db: NsysDatabase, skipped: Counter[str]) -> tuple[Columns, np.n
     columns["tid"] = thread_of(rows["globalTid"]) if "globalTid" in rows else _ids(len(rows))
     pid = process_of(rows["globalTid"]) if "globalTid" in rows else _ids(len(rows))
     columns["pid"] = pid
-    return columns, pid
+    columns["name"] = autonvtx_modules(columns["name"], columns)
+    return torch_nvtx(columns, pid, skipped)
 
 
 def thread_names(db: NsysDatabase) -> dict[str, str]:

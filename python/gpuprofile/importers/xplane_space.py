@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.xplane_scopes import add_scopes, op_name
 from gpuprofile.trace.links import with_nesting
 from gpuprofile.trace.meta import RankMeta, Source, TraceMeta
 from gpuprofile.trace.model import NO_ID, Trace, make_table
@@ -55,18 +56,20 @@ def space_trace(space: Any, file: Path) -> Trace:
     thread_names: dict[str, str] = {}
     skipped: Counter[str] = Counter()
     start_time = None
+    named: list[tuple[dict[str, Any], int, str]] = []  # kernels with a JAX op name
     for plane in planes:
         match = _DEVICE_PLANE.match(plane.name)
         if match:
             ordinal = int(match.group(2))
             devices.append(_device(plane, match.group(1), ordinal))
-            _read_device(plane, ordinal, rows, thread_names, skipped)
+            _read_device(plane, ordinal, rows, thread_names, skipped, named)
         elif plane.name == _HOST_PLANE:
             _read_host(plane, rows, thread_names, skipped)
         elif plane.name == _TASK_PLANE:
             start_time = dict(plane.stats).get("profile_start_time")
         else:
             skipped[f"plane {plane.name}"] += sum(1 for line in plane.lines for _ in line.events)
+    add_scopes(rows, named, thread_names)
     notes = []
     if not devices:
         notes.append(
@@ -133,6 +136,7 @@ def _read_device(
     rows: dict[str, list[dict[str, Any]]],
     thread_names: dict[str, str],
     skipped: Counter[str],
+    named: list[tuple[dict[str, Any], int, str]],
 ) -> None:
     lines = list(plane.lines)
     has_streams = any(_STREAM.match(line.name) for line in lines)
@@ -149,7 +153,11 @@ def _read_device(
             thread_names[f"{pid}/0"] = f"{plane.name} XLA"
             rows["ops"].extend(_op(e, kind, pid, 0) for e in events)
         elif kind == "kernels":
-            rows["kernels"].extend(_kernel(e, ordinal, stream) for e in events)
+            for event in events:
+                row = _kernel(event, ordinal, stream)
+                rows["kernels"].append(row)
+                if (name := op_name(dict(event.stats))) is not None:
+                    named.append((row, device_pid(ordinal), name))
         else:
             rows[kind].extend(_copy(e, kind, ordinal, stream, line.name) for e in events)
 
