@@ -3,10 +3,9 @@ clicking one outlines its calls on the timeline (as a hint's evidence does) and 
 and its children's, on the roofline; a roofline point's details name its module.
 
 The trace is the test's own: ``nn.Module:`` ranges as a capture records them around matmuls of
-a shape per module, so which module owns what is known here, not read from our output. Where
-the report has no module rows yet (no attribution in this build), the cell fills them, and the
-points' modules, from those same labels: the view is what is tested. A hint written by hand
-with a module and a line checks that its card names both.
+a shape per module, so which module owns what is known here, not read from our output; the
+rows and the points' modules drawn are the report's own attribution, checked against those
+labels. A hint written by hand with a module and a line checks that its card names both.
 """
 
 from __future__ import annotations
@@ -35,38 +34,14 @@ CELL = """\
 import json
 import msgspec
 import gpuprofile
-from gpuprofile.report.schema import Evidence, Hint, ModuleRow, SourceRef
+from gpuprofile.report.schema import Hint, SourceRef
 from gpuprofile.widget.widget import make_widget
 
 CALLS = {calls!r}
 p = gpuprofile.load({trace!r})
 report = p.typed_report()
-ops = p.trace.ops
-names = ops["name"].astype(str)
-# The test's own labels: each module's call, as the ops table holds it.
-call_id = {{path: int(ops["id"][names == f"nn.Module: {{path}} ({{kind}})"].iloc[0])
-           for path, kind, *_ in CALLS}}
 size_of = {{path: n for path, _, _, _, n in CALLS if n}}
-rank = report.ranks[0]
 points = report.roofline.points
-if not rank.modules:  # no attribution in this build: the labels fill what it would
-    rows = [ModuleRow(path=path, type=kind, depth=path.count("."), calls=1,
-                      forward_ns=dur * 1000, backward_ns=0, self_ns=0, gpu_ns=0, flops=None,
-                      achieved_flops_per_s=None, pct_of_roof=None, alloc_bytes=None,
-                      peak_bytes=None,
-                      evidence=[Evidence("ops", 0, [call_id[path]],
-                                         [(start * 1000, (start + dur) * 1000)], path)])
-            for path, kind, start, dur, _ in sorted(CALLS, key=lambda c: -c[3])]
-    by_size = {{n: path for path, n in size_of.items()}}
-    def owner(pt):
-        return by_size[int(pt.shapes.split(",")[0].strip("[ "))]
-    points = [msgspec.structs.replace(pt, modules=[owner(pt)])
-              if pt.level == "op" and pt.name == "aten::mm" else pt for pt in points]
-    report = msgspec.structs.replace(
-        report,
-        ranks=[msgspec.structs.replace(rank, modules=rows)],
-        roofline=msgspec.structs.replace(report.roofline, points=points),
-    )
 # A hint as a detector that knows its module and line writes it: its card must name both.
 hint = Hint(kind="python-loop", title="a loop in Net.fc1", severity="high", gain_ns=1000,
             gain_method="", confidence="high", explanation="", numbers={{}}, fix=[], code="",
