@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pandas as pd
 
@@ -383,6 +384,11 @@ def test_module_text_is_an_indented_tree_cut_to_the_heaviest_with_their_parents(
     lines = module_lines(rows, rank=0, limit=2)
     assert len(lines) == 2 + 2 + 1  # the heads, two rows, the "more" line
     assert lines[2].endswith("  Net (Net)") and lines[3].endswith("    big (Block)")
+    # No kernels anywhere: no GPU column of zeros; one module with GPU time brings it back.
+    assert "GPU" not in lines[1]
+    gpu_rows = [msgspec.structs.replace(rows[0], gpu_ns=7_000), *rows[1:]]
+    assert "GPU" in module_lines(gpu_rows, rank=0)[1]
+    assert module_lines(gpu_rows, rank=0)[2].split()[4:6] == ["7.00", "µs"]
 
 
 def test_a_hint_names_its_module_and_line() -> None:

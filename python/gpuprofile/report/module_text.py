@@ -36,9 +36,12 @@ def module_lines(rows: list[ModuleRow], rank: int, limit: int = MODULE_ROWS) -> 
     if not rows:
         return []
     kept = _kept(rows, limit)
+    # A run without kernels has no GPU time to show: a column of zeros would read as idle.
+    gpu = any(row.gpu_ns for row in rows)
+    gpu_head = f" {'GPU':>10}" if gpu else ""
     lines = [
         "  time by module (inclusive: a module's time holds its children's):",
-        f"    {'forward':>10} {'backward':>10} {'GPU':>10}  module",
+        f"    {'forward':>10} {'backward':>10}{gpu_head}  module",
     ]
     above: list[str] = []  # the paths of the open ancestors, one per depth
     for i, row in enumerate(rows):
@@ -54,9 +57,10 @@ def module_lines(rows: list[ModuleRow], rank: int, limit: int = MODULE_ROWS) -> 
             name = f"{name} ({row.type})"
         if len(name) > PATH_WIDTH:
             name = "…" + name[-(PATH_WIDTH - 1) :]
+        gpu_cell = f" {format_time(row.gpu_ns):>10}" if gpu else ""
         lines.append(
-            f"    {format_time(row.forward_ns):>10} {format_time(row.backward_ns):>10} "
-            f"{format_time(row.gpu_ns):>10}  {'  ' * row.depth}{name}"
+            f"    {format_time(row.forward_ns):>10} {format_time(row.backward_ns):>10}"
+            f"{gpu_cell}  {'  ' * row.depth}{name}"
         )
     if len(kept) < len(rows):
         lines.append(
