@@ -144,6 +144,7 @@ def _hint(
         sources=tuple(
             SourceLine(file=b.file, line=b.line, function=b.function) for b in meta_breaks if b.file
         ),
+        modules=tuple(m for m in modules if m != "(no module)"),
         rank=rank,
     )
 
