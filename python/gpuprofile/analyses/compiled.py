@@ -48,6 +48,7 @@ COMPILE = re.compile(
     r".* \(dynamo_timed\)|entire_frame_compile|backward_compile|_compile\.compile_inner"
 )
 _ATEN = re.compile(r"aten::")
+_INDUCTOR = re.compile(r"(graph_\d+_)?(triton|cpp)_")
 GRAPH_CALL = re.compile(r"CompiledFunction$|## Call CompiledFxGraph")
 REGION_COLUMNS = (
     "op",
@@ -173,52 +174,55 @@ def _kernels(
     trace = analysis.trace
     ops, gpu = trace.ops, trace.kernels
     modules = analysis.modules
-    rows: list[tuple[str, int, int, str, int, int, int, str]] = []
+    op_names = strings(ops["name"]) if len(ops) else np.zeros(0, object)
+    # GPU kernels: Inductor's by name, and any a graph's ATen call launched (extern kernels).
+    op_of = analysis.id_index("ops").get_indexer(pd.Index(gpu["op_id"]))
+    gpu_names = strings(gpu["name"]) if len(gpu) else np.zeros(0, object)
+    gpu_parsed = [parse_kernel_name(str(n)) for n in gpu_names]
+    launched_in_graph = (op_of >= 0) & ran[np.maximum(op_of, 0)] if len(ops) else op_of >= 0
+    gpu_rows = np.flatnonzero(
+        np.array([p is not None for p in gpu_parsed], bool) | launched_in_graph
+    )
+    # On a CPU the ops are the kernels: Inductor's profiled ones, and the outermost ATen calls
+    # of a graph. Where kernels ran on a GPU, their launches are not repeated.
+    on_gpu = np.isin(ops["rank"].to_numpy(), gpu["rank"].unique())
+    inductor = matches(ops["name"], _INDUCTOR, anchored=True) if len(ops) else on_gpu
+    is_aten = matches(ops["name"], _ATEN, anchored=True) if len(ops) else on_gpu
+    outermost_aten = outermost_with(is_aten, analysis.op_parents) == np.arange(len(ops))
+    op_rows = np.flatnonzero(~on_gpu & (inductor | (outermost_aten & ran)))
+    op_parsed = [parse_kernel_name(str(op_names[i])) for i in op_rows]
     kinds: list[str] = []
     fused: list[tuple[str, ...]] = []
-    op_rows = analysis.id_index("ops").get_indexer(pd.Index(gpu["op_id"]))
-    op_names = strings(ops["name"]) if len(ops) else np.zeros(0, object)
-    for i, name in enumerate(strings(gpu["name"]) if len(gpu) else ()):
-        parsed = parse_kernel_name(str(name))
-        op = int(op_rows[i])
-        if parsed is None and (op < 0 or not ran[op]):
-            continue
+    for parsed, called in [
+        *((gpu_parsed[i], str(op_names[op_of[i]]) if op_of[i] >= 0 else "") for i in gpu_rows),
+        *zip(op_parsed, (str(op_names[i]) for i in op_rows), strict=True),
+    ]:
         kinds.append(parsed.kind or parsed.backend if parsed else "extern")
-        fused.append(parsed.ops if parsed else (str(op_names[op]).removeprefix("aten::"),))
-        region = int(region_of_op[op]) if op >= 0 else -1
-        rows.append(_row(gpu, "kernels", i, region, path(int(modules.kernel_module[i]))))
-    # On a CPU the ops are the kernels: Inductor's profiled ones, and the outermost ATen calls
-    # of a graph (extern kernels). Where kernels ran on a GPU, their launches are not repeated.
-    on_gpu = set(gpu["rank"].unique().tolist()) if len(gpu) else set()
-    is_aten = matches(ops["name"], _ATEN, anchored=True) if len(ops) else np.zeros(0, bool)
-    outermost_aten = outermost_with(is_aten, analysis.op_parents) == np.arange(len(ops))
-    for i, name in enumerate(op_names):
-        if int(ops["rank"].iat[i]) in on_gpu:
-            continue
-        parsed = parse_kernel_name(str(name))
-        if parsed is None and not (outermost_aten[i] and ran[i]):
-            continue
-        kinds.append(parsed.kind or parsed.backend if parsed else "extern")
-        fused.append(parsed.ops if parsed else (str(name).removeprefix("aten::"),))
-        rows.append(_row(ops, "ops", i, int(region_of_op[i]), path(int(modules.op_module[i]))))
-    frame = pd.DataFrame(rows, columns=list(KERNEL_COLUMNS))
-    types = {"id": np.int64, "rank": np.int64, "region": np.int64}
+        fused.append(parsed.ops if parsed else (called.removeprefix("aten::"),))
+    columns = ["id", "rank", "start_ns", "dur_ns"]
+    frame = pd.concat(
+        [
+            gpu[columns]
+            .iloc[gpu_rows]
+            .assign(
+                table="kernels",
+                name=gpu_names[gpu_rows],
+                region=np.where(op_of[gpu_rows] >= 0, region_of_op[op_of[gpu_rows]], -1),
+                module=[path(int(m)) for m in modules.kernel_module[gpu_rows]],
+            ),
+            ops[columns]
+            .iloc[op_rows]
+            .assign(
+                table="ops",
+                name=op_names[op_rows],
+                region=region_of_op[op_rows],
+                module=[path(int(m)) for m in modules.op_module[op_rows]],
+            ),
+        ],
+        ignore_index=True,
+    )[list(KERNEL_COLUMNS)]
+    types = {"id": np.int64, "rank": np.int64, "region": np.int64, "name": str}
     return frame.astype(types), tuple(kinds), tuple(fused)
-
-
-def _row(
-    table: pd.DataFrame, label: str, i: int, region: int, module: str
-) -> tuple[str, int, int, str, int, int, int, str]:
-    return (
-        label,
-        int(table["id"].iat[i]),
-        int(table["rank"].iat[i]),
-        str(table["name"].iat[i]),
-        int(table["start_ns"].iat[i]),
-        int(table["dur_ns"].iat[i]),
-        region,
-        module,
-    )
 
 
 def _breaks(
@@ -233,21 +237,16 @@ def _breaks(
     had none) to the nested region's start; compile_ns: the compiling in it (a frame resumed
     after a break compiles there on its first call)."""
     out: list[tuple[int, int, int, int, str, str, str]] = []
-    for row in regions[regions["outer"] >= 0].itertuples():
-        outer = regions.iloc[int(row.outer)]
-        own = (call_region == int(row.outer)) & (call_end <= row.start_ns)
-        begin = int(call_end[own].max()) if own.any() else int(outer["start_ns"])
-        windows = compile_windows.get(int(row.rank), ())
-        compiling = sum(max(0, min(b, int(row.start_ns)) - max(a, begin)) for a, b in windows)
-        out.append(
-            (
-                int(row.rank),
-                begin,
-                int(row.start_ns),
-                compiling,
-                str(outer["graph"]),
-                row.graph,
-                row.module,
-            )
-        )
+    rank = regions["rank"].to_numpy()
+    start = regions["start_ns"].to_numpy(np.int64)
+    outer = regions["outer"].to_numpy()
+    graph = [str(g) for g in regions["graph"]]
+    module = [str(m) for m in regions["module"]]
+    for i in np.flatnonzero(outer >= 0).tolist():
+        up = int(outer[i])
+        own = (call_region == up) & (call_end <= start[i])
+        begin = int(call_end[own].max()) if own.any() else int(start[up])
+        windows = compile_windows.get(int(rank[i]), ())
+        compiling = sum(max(0, min(b, int(start[i])) - max(a, begin)) for a, b in windows)
+        out.append((int(rank[i]), begin, int(start[i]), compiling, graph[up], graph[i], module[i]))
     return pd.DataFrame(out, columns=list(BREAK_COLUMNS))

@@ -64,12 +64,16 @@ def since(before: Snapshot) -> Compiled | None:
 
 def _since(utils: Any, before: Snapshot) -> Compiled | None:
     now = snapshot()
-    # reset() empties the tallies: what is there now all came after the snapshot.
-    if now.frames < before.frames or now.reasons < before.reasons:
+    # reset() empties the tallies: where one shrank, what is there now came after the
+    # snapshot (a reset followed by as much compiling as before goes unseen).
+    if (
+        now.frames < before.frames
+        or now.reasons < before.reasons
+        or now.compile_timings < before.compile_timings
+    ):
         before = Snapshot()
     timings = list(utils.compilation_time_metrics.get(_FRAME_COMPILE, ()))
-    start = before.compile_timings if len(timings) >= before.compile_timings else 0
-    seconds = float(sum(timings[start:]))
+    seconds = float(sum(timings[before.compile_timings :]))
     breaks = _breaks(
         list(utils.graph_break_reasons)[before.reasons :], now.break_counts - before.break_counts
     )
