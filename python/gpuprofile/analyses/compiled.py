@@ -40,7 +40,8 @@ from gpuprofile.analyses.modules import NO_MODULE
 from gpuprofile.analyses.names import matches, strings
 
 if TYPE_CHECKING:
-    from gpuprofile.analyses.context import Analysis
+    from gpuprofile.analyses.lookups import Lookups
+    from gpuprofile.analyses.modules import Modules
     from gpuprofile.trace.meta import Compiled
 
 REGION = re.compile(r"Torch-Compiled Region: (?P<frame>\d+)/(?P<recompile>\d+)")
@@ -97,8 +98,8 @@ class CompiledCode:
         return int(self.regions.loc[self.regions["rank"] == rank, "graph_ns"].sum())
 
 
-def compiled_code(analysis: Analysis) -> CompiledCode:
-    """The compiled code of the trace (Analysis.compiled)."""
+def compiled_code(analysis: Lookups, modules: Modules) -> CompiledCode:
+    """The compiled code of the trace (Analysis.compiled); modules: Analysis.modules."""
     trace = analysis.trace
     ops = trace.ops
     n = len(ops)
@@ -110,7 +111,6 @@ def compiled_code(analysis: Analysis) -> CompiledCode:
     region_flag = matches(names, REGION, anchored=True) if n else np.zeros(0, bool)
     compile_flag = matches(names, COMPILE, anchored=True) if n else np.zeros(0, bool)
     graph_flag = matches(names, GRAPH_CALL, anchored=True) if n else np.zeros(0, bool)
-    modules = analysis.modules
 
     def path(module: int) -> str:
         return modules.paths[module] if module >= 0 else NO_MODULE
@@ -153,7 +153,9 @@ def compiled_code(analysis: Analysis) -> CompiledCode:
         columns=list(REGION_COLUMNS),
     )
     inside_call = outermost_with(graph_flag, parents) >= 0
-    kernels, kinds, fused = _kernels(analysis, region_of_op, inside_call & ~in_compile, path)
+    kernels, kinds, fused = _kernels(
+        analysis, modules, region_of_op, inside_call & ~in_compile, path
+    )
     return CompiledCode(
         regions=regions,
         kernels=kernels,
@@ -167,13 +169,16 @@ def compiled_code(analysis: Analysis) -> CompiledCode:
 
 
 def _kernels(
-    analysis: Analysis, region_of_op: np.ndarray, ran: np.ndarray, path: Callable[[int], str]
+    analysis: Lookups,
+    modules: Modules,
+    region_of_op: np.ndarray,
+    ran: np.ndarray,
+    path: Callable[[int], str],
 ) -> tuple[pd.DataFrame, tuple[str, ...], tuple[tuple[str, ...], ...]]:
     """Inductor's kernels and the ATen calls of compiled graphs, each with its kind, fused ops,
     region and module. ran: per ops row, inside a compiled graph's call (not compiling)."""
     trace = analysis.trace
     ops, gpu = trace.ops, trace.kernels
-    modules = analysis.modules
     op_names = strings(ops["name"]) if len(ops) else np.zeros(0, object)
     # GPU kernels: Inductor's by name, and any a graph's ATen call launched (extern kernels).
     op_of = analysis.id_index("ops").get_indexer(pd.Index(gpu["op_id"]))

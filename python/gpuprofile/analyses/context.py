@@ -253,7 +253,7 @@ class Analysis:
         """torch.compile's regions, kernels, compile time and breaks (analyses/compiled.py)."""
         from gpuprofile.analyses.compiled import compiled_code
 
-        return compiled_code(self)
+        return compiled_code(self, self.modules)
 
     @cached_property
     def sources(self) -> Sources:
