@@ -19,8 +19,11 @@ What the trace holds (torch 2.x, Kineto):
 A kernel's module is the one the op tree gives it (Analysis.modules): the innermost module call
 around the region (a compiled graph inlines the module calls inside it, so its kernels belong
 to the module that called the compiled code); the fused ops say what each kernel does there.
-Inductor's provenance tracking (kernel -> FX node -> module stack) is written only to its debug
-directory, not to the trace, and is not read here.
+Inductor's provenance tracking (torch 2.13: off unless INDUCTOR_PROVENANCE=1 or
+TORCH_COMPILE_DEBUG=1) writes kernel -> post-grad -> pre-grad FX node names to
+``inductor_provenance_tracking_node_mappings.json`` in its debug directory: node names, not module
+paths (those need the dumped graphs' ``nn_module_stack``), and nothing of it reaches the trace, so
+it is not read here.
 """
 
 from __future__ import annotations
