@@ -129,6 +129,15 @@ def test_compile_time_and_run_time_from_the_raw_trace(captured: dict[str, Any]) 
     assert len(graph_calls) == len(compiled.regions) == 6
     ran = sum(round(e["dur"] * 1000) for e in graph_calls)
     assert abs(compiled.run_ns(0) - ran) <= len(graph_calls)
+    # The ops run while compiling: those within an entire_frame_compile range, by hand.
+    frames = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == "entire_frame_compile"]
+    inside = sum(
+        1
+        for e in events
+        if e.get("cat") in ("cpu_op", "user_annotation")
+        and any(a <= e["ts"] and e["ts"] + e["dur"] <= b for a, b in frames)
+    )
+    assert int(compiled.compiling.sum()) == inside > 0
     notices = [n for n in plain_report(analysis)["notices"] if n["kind"] == "compile"]
     assert len(notices) == 1 and "compiling took" in notices[0]["text"]
 

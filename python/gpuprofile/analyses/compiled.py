@@ -38,7 +38,7 @@ import pandas as pd
 
 from gpuprofile.analyses.inductor_names import parse_kernel_name
 from gpuprofile.analyses.intervals import merged_blocks
-from gpuprofile.analyses.lookups import innermost_with, outermost_with
+from gpuprofile.analyses.lookups import innermost_with, outermost_with, read_only
 from gpuprofile.analyses.modules import NO_MODULE
 from gpuprofile.analyses.names import matches, strings
 
@@ -88,6 +88,10 @@ class CompiledCode:
     # One row per break met in the trace (_breaks): rank, start_ns, end_ns, compile_ns,
     # before and after (the graphs either side), module (of the region after it).
     breaks: pd.DataFrame
+    # Per ops row: inside a compile range (dynamo tracing, AOTAutograd, Inductor's codegen).
+    # The ATen ops dynamo and AOTAutograd run while compiling are no part of the program's run:
+    # analyses of the run can leave them out with this.
+    compiling: np.ndarray
     compile_ns: dict[int, int]  # per rank: the union of the compile ranges
     compile_windows: dict[int, tuple[tuple[int, int], ...]]
     meta: Compiled | None  # dynamo's own counts over a capture (TraceMeta.compiled)
@@ -165,6 +169,7 @@ def compiled_code(analysis: Lookups, modules: Modules) -> CompiledCode:
         kinds=kinds,
         fused=fused,
         breaks=_breaks(regions, end[calls], region_of_op[calls], compile_windows),
+        compiling=read_only(in_compile),
         compile_ns={r: sum(b - a for a, b in w) for r, w in compile_windows.items()},
         compile_windows=compile_windows,
         meta=trace.meta.compiled,
