@@ -206,11 +206,23 @@ def compile_notices(compiled: CompiledCode, ranks: list[int]) -> list[dict[str, 
                 f" ({format_count(compiled.meta.frames, 'frame')}, "
                 f"{format_count(compiled.meta.graphs, 'graph')})"
             )
-        text = (
-            f"{where}torch.compile: compiling took {format_time(compiling)}{counts}; the "
-            f"compiled graphs ran {format_time(compiled.run_ns(rank))} in "
-            f"{format_count(len(regions), 'compiled region call')}."
+        ran = (
+            f"the compiled graphs ran {format_time(compiled.run_ns(rank))} in "
+            f"{format_count(len(regions), 'compiled region call')}"
         )
+        text = (
+            f"{where}torch.compile: compiling took {format_time(compiling)}{counts}; {ran}."
+            if compiling
+            else f"{where}torch.compile: {ran}; no compiling in this trace (done before it)."
+        )
+        again = sorted({str(g) for g in regions["graph"] if not str(g).endswith("/0")})
+        if again:
+            named = ", ".join(again[:NAMED_WINDOWS])
+            text += (
+                f" Compiled again after a guard failed (a new shape, dtype or Python value): "
+                f"{named}; mark the dimensions that change dynamic "
+                "(torch._dynamo.mark_dynamic, or torch.compile(dynamic=True))."
+            )
         if compiling:
             text += (
                 " Compiling is paid once per shape: profile after a warm-up call to see the "

@@ -83,7 +83,14 @@ def _hint(
     wall: int,
     meta_breaks: tuple[GraphBreak, ...],
 ) -> Hint:
-    sites = breaks.groupby(["before", "after"]).size()
+    # A break is a place in the code: the frame it left and the one resumed after it, whichever
+    # of their recompiled graphs ran.
+    sites = sorted(
+        {
+            (str(a).split("/")[0], str(b).split("/")[0])
+            for a, b in zip(breaks["before"], breaks["after"], strict=True)
+        }
+    )
     count = len(meta_breaks) if meta_breaks else len(sites)
     passes = len(breaks)
     if meta_breaks:
@@ -91,7 +98,7 @@ def _hint(
         more = len(meta_breaks) - MAX_NAMED_BREAKS
         why = f" dynamo's reasons: {named}" + (f"; and {more} more" if more > 0 else "") + "."
     else:
-        pairs = ", ".join(f"{a} to {b}" for a, b in sites.index[:MAX_NAMED_BREAKS])
+        pairs = ", ".join(f"frame {a} to frame {b}" for a, b in sites[:MAX_NAMED_BREAKS])
         why = (
             f" Regions resumed after a break: {pairs}; the trace does not say why (a capture "
             "by gpuprofile of a program that compiles records dynamo's reasons)."
