@@ -30,6 +30,7 @@ from gpuprofile.trace.model import Trace
 if TYPE_CHECKING:
     from gpuprofile.analyses.carry_over import CarryOver
     from gpuprofile.analyses.comm_overlap import CommOverlap
+    from gpuprofile.analyses.compiled import CompiledCode
     from gpuprofile.analyses.frames import Sources
     from gpuprofile.analyses.framework import Framework
     from gpuprofile.analyses.gauges import Gauge
@@ -246,6 +247,13 @@ class Analysis:
         from gpuprofile.analyses.modules import attribute_modules
 
         return attribute_modules(self)
+
+    @cached_property
+    def compiled(self) -> CompiledCode:
+        """torch.compile's regions, kernels, compile time and breaks (analyses/compiled.py)."""
+        from gpuprofile.analyses.compiled import compiled_code
+
+        return compiled_code(self, self.modules)
 
     @cached_property
     def sources(self) -> Sources:

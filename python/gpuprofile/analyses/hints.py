@@ -50,6 +50,7 @@ KINDS = (
     "load-imbalance",
     "precision-fallback",
     "reformat-overhead",
+    "graph-break",
 )
 SEVERITIES = ("high", "medium", "low")
 CONFIDENCES = ("high", "medium", "low")

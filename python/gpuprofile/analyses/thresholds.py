@@ -53,6 +53,9 @@ MIN_GAIN_SHARE: Mapping[str, float] = MappingProxyType(
         # Reformat layers exist in every engine; from three percent they cost a measurable
         # share of inference.
         "reformat-overhead": 0.03,
+        # Of the rank's wall time: the eager code between compiled regions, which a fix
+        # compiles (an upper bound); a hundredth is worth finding the break for.
+        "graph-break": 0.01,
     }
 )
 
@@ -74,6 +77,7 @@ MIN_STEADY_ALLOCATOR_CALLS = 2  # one cudaMalloc after warm-up can be a late fir
 # bytes (a small model's caching allocator holds spare blocks by design).
 FRAGMENTATION_RATIO = 1.5
 MIN_WASTE_BYTES = 1 << 30
+MAX_NAMED_BREAKS = 3  # graph breaks named one by one in a hint's text before the rest are counted
 
 
 def worth_reporting(finding: str, gain: float, basis: float) -> bool:

@@ -17,6 +17,7 @@ import torch
 from torch.profiler import ProfilerActivity
 from torch.profiler import profile as torch_profile
 
+from gpuprofile.capture import compiled as dynamo_tallies
 from gpuprofile.capture import steps as step_state
 from gpuprofile.capture.calibrate import cpu_name
 from gpuprofile.capture.cells import running_cells
@@ -131,6 +132,7 @@ def capture(
         sampler.on_sample = lambda time_ns, readings: on_sample(time_ns, readings, sampler.missing)
     module_ranges = ModuleRanges() if options.module_ranges else None
     started_ns = time.time_ns()
+    dynamo_before = dynamo_tallies.snapshot()  # torch.compile's tallies, this capture's share
     if sampler is not None:
         sampler.start()
     try:
@@ -198,6 +200,7 @@ def capture(
                         **({"cuda": torch.version.cuda} if torch.version.cuda else {}),
                     },
                     host=cpu_name(),
+                    compiled=dynamo_tallies.since(dynamo_before),
                     cuda_event_ns=(
                         round(events[0].elapsed_time(events[1]) * 1e6) if events else None
                     ),

@@ -25,7 +25,7 @@ from gpuprofile.analyses.roofline import point_members
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.report.distributed import job_report, rank_job_report
-from gpuprofile.report.notices import carry_over_notices, notices
+from gpuprofile.report.notices import carry_over_notices, compile_notices, notices
 from gpuprofile.report.schema import SCHEMA, Report, jsonable, to_report
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_time
@@ -115,6 +115,7 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
             *_device_notice(trace),
             *({"kind": "roofline", "text": note} for note in roofline.notes),
             *carry_over_notices(analysis.carry_over, len(trace.ranks)),
+            *compile_notices(analysis.compiled, trace.ranks),
         ],
         "hardware": analysis.hardware.to_dict(),
         "gauges": [gauge.to_dict() for gauge in analysis.gauges],
@@ -199,7 +200,9 @@ def _with_owners(analysis: Analysis, hint: Hint) -> dict[str, Any]:
     out = hint.to_dict()
     parts = [(e.table, np.asarray(e.event_ids, np.int64), None) for e in hint.evidence]
     paths, lines = owners(analysis, parts)
-    out["modules"], out["sources"] = paths, source_refs(lines)
+    # A detector that knows its owners without events (dynamo's break lines) keeps them.
+    out["modules"] = paths or list(hint.modules)
+    out["sources"] = source_refs(lines) if lines or not hint.sources else out["sources"]
     return out
 
 

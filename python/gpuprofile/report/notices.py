@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from gpuprofile.analyses.carry_over import CarryOver
+from gpuprofile.analyses.compiled import CompiledCode
 from gpuprofile.importers.kineto import PROFILER_MARKERS
 from gpuprofile.trace.meta import Dropped, TraceMeta, world_size
 from gpuprofile.units import format_count, format_time
@@ -182,3 +183,51 @@ def _steps_text(meta: TraceMeta) -> str | None:
     if tail:
         text += ", and the cell's end after its last step"
     return text + "; wall and GPU times cover what was recorded, not the time between windows."
+
+
+def compile_notices(compiled: CompiledCode, ranks: list[int]) -> list[dict[str, str]]:
+    """[{"kind": "compile", "text"}] per rank that ran torch.compile'd code or compiled: how
+    long compiling took against how long the compiled graphs ran. A notice, not a hint: the
+    compile time is paid once per shape and process, and a capture that holds it (the first
+    call) measures the warm-up, not the run; the reader must know it before trusting any share
+    of the wall time, and no fix in the program gives it back (a cache does: said here)."""
+    if not compiled.present:
+        return []
+    out = []
+    for rank in ranks:
+        compiling = compiled.compile_ns.get(rank, 0)
+        regions = compiled.regions[compiled.regions["rank"] == rank]
+        if not compiling and not len(regions):
+            continue
+        where = f"rank {rank}: " if len(ranks) > 1 else ""
+        counts = ""
+        if compiled.meta is not None:
+            counts = (
+                f" ({format_count(compiled.meta.frames, 'frame')}, "
+                f"{format_count(compiled.meta.graphs, 'graph')})"
+            )
+        ran = (
+            f"the compiled graphs ran {format_time(compiled.run_ns(rank))} in "
+            f"{format_count(len(regions), 'compiled region call')}"
+        )
+        text = (
+            f"{where}torch.compile: compiling took {format_time(compiling)}{counts}; {ran}."
+            if compiling
+            else f"{where}torch.compile: {ran}; no compiling in this trace (done before it)."
+        )
+        again = sorted({str(g) for g in regions["graph"] if not str(g).endswith("/0")})
+        if again:
+            named = ", ".join(again[:NAMED_WINDOWS])
+            text += (
+                f" Compiled again after a guard failed (a new shape, dtype or Python value): "
+                f"{named}; mark the dimensions that change dynamic "
+                "(torch._dynamo.mark_dynamic, or torch.compile(dynamic=True))."
+            )
+        if compiling:
+            text += (
+                " Compiling is paid once per shape: profile after a warm-up call to see the "
+                "run, and keep compiled code between processes with the Inductor cache "
+                "(TORCHINDUCTOR_CACHE_DIR)."
+            )
+        out.append({"kind": "compile", "text": text})
+    return out

@@ -23,7 +23,13 @@ Fields, by struct:
   tactic, share_pct, average_ns, median_ns}], ``profile_runs``, ``layer_time_ns``,
   ``inferences``, ``latency`` and ``compute`` ({count, p50_ns, p90_ns, p95_ns, p99_ns,
   mean_ns, min_ns, max_ns}), ``span_ns``, ``throughput_per_s``, ``options``, ``notes``;
-  docs/formats/tensorrt.md; None for other traces).
+  docs/formats/tensorrt.md; None for other traces); ``compiled`` (torch.compile's own
+  counts over a capture, read from ``torch._dynamo`` when the program had imported it:
+  ``Compiled``; None otherwise and for imported traces).
+- ``Compiled``: ``frames`` (frames dynamo compiled during the capture), ``graphs`` (graphs it
+  made), ``compile_ns`` (time spent compiling frames, ``_compile.compile_inner``),
+  ``graph_breaks`` (each distinct break: ``GraphBreak`` reason, dynamo's explanation, the
+  user's file, line and function where dynamo kept them, and how often it was met).
 - ``RankMeta``: ``devices`` (device properties, one dict per device the trace lists:
   ``id``, ``name``, ``memory_bytes``, ``sm_count``, ``compute_capability``, ``properties``);
   ``thread_names`` ("pid/tid" -> name); ``files`` (the files this rank was read from);
@@ -142,6 +148,22 @@ class Sampling(msgspec.Struct, frozen=True, kw_only=True):
     dropped: int = 0  # samples the sampler could not keep
 
 
+class GraphBreak(msgspec.Struct, frozen=True, kw_only=True):
+    reason: str  # dynamo's first line ("Failed to trace builtin operator")
+    explanation: str = ""  # its "Explanation:" line, when it writes one
+    file: str = ""  # the user's innermost frame at the break ("" when dynamo kept none)
+    line: int = 0
+    function: str = ""
+    count: int = 1  # times it was met during the capture
+
+
+class Compiled(msgspec.Struct, frozen=True, kw_only=True):
+    frames: int = 0
+    graphs: int = 0
+    compile_ns: int = 0
+    graph_breaks: tuple[GraphBreak, ...] = ()
+
+
 class TraceMeta(msgspec.Struct, frozen=True, kw_only=True):
     source: Source = Source(format="unknown")
     origin_ns: int = 0
@@ -160,6 +182,7 @@ class TraceMeta(msgspec.Struct, frozen=True, kw_only=True):
     # Notebook cells the capture's frames may name: ipykernel's file for a cell's code
     # (``/tmp/ipykernel_<pid>/<hash>.py``) -> the cell's execution count. Empty outside a kernel.
     cells: dict[str, int] = {}
+    compiled: Compiled | None = None
 
 
 class StepsEntry(msgspec.Struct, frozen=True, kw_only=True):

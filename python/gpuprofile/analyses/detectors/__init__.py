@@ -34,6 +34,7 @@ DETECTORS = (
     "load_imbalance",
     "trt_precision",
     "trt_reformat",
+    "graph_breaks",
 )
 
 
