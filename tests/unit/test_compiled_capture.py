@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -176,3 +177,37 @@ def test_compiled_kernels_belong_to_the_calling_module(captured: dict[str, Any])
     extern = kernels[kernels["kind"] == "extern"]
     assert sorted(set(extern["name"])) == ["aten::addmm"]
     assert len(extern) == 6 and set(extern["module"]) == {"Net"}
+
+
+def test_ops_run_while_compiling_count_no_work(captured: dict[str, Any]) -> None:
+    """dynamo and AOTAutograd run ATen ops on fake tensors while compiling, with the program's
+    shapes: none of them may carry FLOPs or bytes into the roofline or the findings."""
+    events = [e for e in captured["events"] if e.get("ph") == "X"]
+    spans = [
+        (round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
+        for e in events
+        if e["name"].endswith(" (dynamo_timed)") or e["name"] == "entire_frame_compile"
+    ]
+    inside = [
+        e
+        for e in events
+        if e["name"].startswith("aten::") and any(a <= round(e["ts"] * 1000) < b for a, b in spans)
+    ]
+    assert inside, "the first call compiles: ATen ops ran inside the compile ranges"
+    analysis = Analysis(captured["profile"].trace)
+    costs = analysis.op_costs
+    ops = analysis.trace.ops
+    # The raw file's clock against the trace's: the first region call, in both.
+    names = ops["name"].astype(str).to_numpy()
+    raw_first = min(round(e["ts"] * 1000) for e in events if e["name"].startswith("Torch-Com"))
+    ours_first = (
+        ops["start_ns"].to_numpy()[np.char.startswith(names.astype(str), "Torch-Com")].min()
+    )
+    start = ops["start_ns"].to_numpy() + (raw_first - ours_first)
+    costed = np.isfinite(costs["flops"].to_numpy()) | np.isfinite(costs["bytes"].to_numpy())
+    compiling = np.zeros(len(ops), bool)
+    for a, b in spans:
+        compiling |= (start >= a) & (start < b)
+    assert compiling.sum() >= len(inside)
+    assert not (costed & compiling).any()
+    assert costed.any()  # the compiled graphs' own ATen calls still count

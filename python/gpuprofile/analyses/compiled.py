@@ -105,6 +105,18 @@ class CompiledCode:
         return int(self.regions.loc[self.regions["rank"] == rank, "graph_ns"].sum())
 
 
+def compiling_ops(names: pd.Series, parents: np.ndarray) -> np.ndarray:
+    """Per ops row: inside a compile range (or one itself). Costs and findings leave these out:
+    the ATen ops dynamo and AOTAutograd run on fake tensors while compiling are not the
+    program's work, though they carry its shapes."""
+    if not len(names):
+        return np.zeros(0, bool)
+    flag = matches(names, COMPILE, anchored=True)
+    if not flag.any():
+        return flag
+    return np.asarray(outermost_with(flag, parents) >= 0)
+
+
 def compiled_code(analysis: Lookups, modules: Modules) -> CompiledCode:
     """The compiled code of the trace (Analysis.compiled); modules: Analysis.modules."""
     trace = analysis.trace
@@ -137,7 +149,7 @@ def compiled_code(analysis: Lookups, modules: Modules) -> CompiledCode:
     above = region_of_op[np.maximum(parents[region_rows], 0)]
     outer = np.where(parents[region_rows] >= 0, above, -1)
     # The compiled graphs' calls: the outermost graph call ranges (not compile's own).
-    in_compile = outermost_with(compile_flag, parents) >= 0
+    in_compile = compiling_ops(names, parents)
     calls = np.flatnonzero(
         (outermost_with(graph_flag, parents) == every) & ~in_compile & (region_of_op >= 0)
     )

@@ -7,7 +7,8 @@ Where the FLOPs come from, per op (``flops_source``):
   _flash/_efficient_attention forward and backward) applied to the recorded shapes
   (analyses/torch_flops.py says how), or else our formula from analyses/op_formulas.py;
 - "unknown": neither; ``unknown_reason`` says why (no formula, no shapes recorded, a formula
-  that needs Concrete Inputs the trace lacks, or a formula that rejected the shapes).
+  that needs Concrete Inputs the trace lacks, or a formula that rejected the shapes), or the op
+  ran while torch.compile compiled (on fake tensors: none of the program's work).
 
 Bytes are the minimal traffic: every tensor input read once, every output written once, at the
 recorded dtypes. NaN when unknown (no FLOP formula, or a dtype we cannot size).
@@ -56,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import recorded, torch_flops
+from gpuprofile.analyses.compiled import compiling_ops
 from gpuprofile.analyses.kernel_kind import is_compute
 from gpuprofile.analyses.lookups import Lookups, outermost_with, read_only
 from gpuprofile.analyses.op_formulas import (
@@ -122,6 +124,14 @@ def op_costs(facts: Lookups, inputs: recorded.RecordedInputs | None = None) -> p
             _with_label(reason, measured, ""),
         )
 
+    bytes_ = values("bytes", np.float64)
+    compiling = compiling_ops(ops["name"], facts.op_parents)
+    if compiling.any():  # torch.compile's tracing: fake tensors, no work of the program's
+        flops = np.where(compiling, np.nan, flops)
+        bytes_ = np.where(compiling, np.nan, bytes_)
+        source = _with_label(source, compiling, "unknown")
+        reason = _with_label(reason, compiling, COMPILING_REASON)
+
     ids = ops["id"].to_numpy()
     top = outermost_with(np.isfinite(flops), facts.op_parents)
     index = pd.Index(ids, name="op_id")
@@ -133,7 +143,7 @@ def op_costs(facts: Lookups, inputs: recorded.RecordedInputs | None = None) -> p
             "shapes": pd.Series(ops["input_dims"].to_numpy(), index=index, dtype=object),
             "dtype": category("dtype"),
             "flops": flops,
-            "bytes": values("bytes", np.float64),
+            "bytes": bytes_,
             "flops_source": source,
             "unknown_reason": reason,
             "counted": top == np.arange(len(ops)),
@@ -145,6 +155,9 @@ def op_costs(facts: Lookups, inputs: recorded.RecordedInputs | None = None) -> p
         },
         index=index,
     )
+
+
+COMPILING_REASON = "ran while torch.compile compiled (fake tensors)"
 
 
 def _with_label(column: pd.Categorical, rows: np.ndarray, label: str) -> pd.Categorical:
