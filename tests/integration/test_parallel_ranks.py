@@ -226,7 +226,10 @@ def test_a_listener_that_is_not_a_scheduler_is_a_clear_error_and_a_quiet_exit(
         )
         took = time.monotonic() - started
     finally:
+        # close() alone leaves accept() blocked on Linux: the thread would outlive the test.
+        listener.shutdown(socket.SHUT_RDWR)
         listener.close()
+        thread.join(timeout=5)
         for conn in accepted:
             conn.close()
     assert done.returncode == 2, done.stderr

@@ -178,7 +178,10 @@ def test_cells_named_through_ipykernels_compiler(
     assert any(n.startswith("IPython/") for n in ops["name"].astype(str))
     data = timeline_data(p.trace)
     rows = data.source[data.kind == 0]
-    is_frame = (ops["category"] == "python_function").to_numpy()[rows]
+    # The capture's own thread (the one that ran the matmul): torch records every thread's
+    # stack, and another thread of this process (a test's leftover server) is user code too.
+    thread = ops["tid"].to_numpy()[mm]
+    is_frame = ((ops["category"] == "python_function") & (ops["tid"] == thread)).to_numpy()[rows]
     titles = [data.names[i] for i in data.name[data.kind == 0][is_frame].tolist()]
     assert f"cell [{count}] line 3: mul" in titles
     # (This test's own frame encloses the shell: it is user code too.)

@@ -38,8 +38,15 @@ def test_stack_lanes_start_at_the_users_code(tmp_path: Path) -> None:
     with gpuprofile.profile(with_stack=True, export=export, interval=None) as p:
         model.run(torch.randn(8, 8), torch.randn(8, 8))
     events = json.loads(export.read_text())["traceEvents"]
-    raw_frames = [e for e in events if e.get("ph") == "X" and e.get("cat") == "python_function"]
     raw_ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    # torch records every thread's stack: another thread of this process (a test's leftover
+    # server thread) is user code too, but not this test's. The capture's thread ran the ops.
+    (thread,) = {e["tid"] for e in raw_ops if e["name"] == "aten::matmul"}
+    raw_frames = [
+        e
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") == "python_function" and e["tid"] == thread
+    ]
     # The capture does have library frames around and under the user's (else nothing to test).
     assert any(not is_ours(e["name"]) for e in raw_frames)
     assert any(e["name"].startswith("torch/") or "/torch/" in e["name"] for e in raw_frames)
@@ -51,7 +58,8 @@ def test_stack_lanes_start_at_the_users_code(tmp_path: Path) -> None:
     category = ops["category"].to_numpy()[rows]
     names = ops["name"].astype(str).to_numpy()[rows]
     depth = data.row[shown]
-    kept = Counter(names[category == "python_function"].tolist())
+    on_thread = ops["tid"].to_numpy()[rows] == thread
+    kept = Counter(names[(category == "python_function") & on_thread].tolist())
     # Exactly the user's frames stay, each as often as the raw JSON has it.
     assert kept == Counter(e["name"] for e in raw_frames if is_ours(e["name"]))
     # Every op stays.
