@@ -29,6 +29,7 @@ from gpuprofile.trace.model import Trace
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.carry_over import CarryOver
+    from gpuprofile.analyses.code_patterns import CodePatterns
     from gpuprofile.analyses.comm_overlap import CommOverlap
     from gpuprofile.analyses.frames import Sources
     from gpuprofile.analyses.framework import Framework
@@ -253,6 +254,14 @@ class Analysis:
         from gpuprofile.analyses.frames import attribute_sources
 
         return attribute_sources(self)
+
+    @cached_property
+    def code_patterns(self) -> CodePatterns:
+        """Loops, mask routing and elementwise chains in module calls (analyses/code_patterns.py):
+        three detectors read them, and each leaves out what another claims."""
+        from gpuprofile.analyses.code_patterns import code_patterns
+
+        return code_patterns(self, self.modules, self.sources)
 
     @cached_property
     def gauges(self) -> list[Gauge]:

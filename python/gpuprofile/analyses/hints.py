@@ -50,6 +50,9 @@ KINDS = (
     "load-imbalance",
     "precision-fallback",
     "reformat-overhead",
+    "python-loop",
+    "data-dependent-routing",
+    "unfused-elementwise",
 )
 SEVERITIES = ("high", "medium", "low")
 CONFIDENCES = ("high", "medium", "low")

@@ -34,6 +34,9 @@ DETECTORS = (
     "load_imbalance",
     "trt_precision",
     "trt_reformat",
+    "python_loop",
+    "mask_routing",
+    "elementwise_chain",
 )
 
 

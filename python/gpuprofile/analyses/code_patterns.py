@@ -1,0 +1,410 @@
+"""Patterns of hand-written model code inside nn.Module calls (issue 25): Python loops, boolean
+mask routing, and chains of elementwise ops that a library op or a compiler would fuse.
+
+Each module call (Analysis.modules.calls) is read as the sequence of its *items*: the cpu_ops
+and module calls whose nearest enclosing cpu_op or module call is the call itself, in start
+order (the ops its forward's own lines ran; torch's python_function frames between them are
+looked through). A nested module call is one item, named by its class, so the per-expert
+calls of a loop over experts read alike.
+
+- A loop: a run of items that repeats one block of ops MIN_LOOP_ITERATIONS times or more back
+  to back. A block of module calls alone is a stack of layers (nn.Sequential, a loop over
+  ``self.layers``), each fed the previous one's output, which no batching removes: a loop
+  needs an op of the call's own code in its block.
+- Mask routing: items that force a host sync (they are or hold ``aten::nonzero``,
+  ``aten::is_nonzero`` / ``aten::item`` / ``aten::_local_scalar_dense`` or
+  ``aten::masked_select``), MIN_ROUTING_SYNCS or more in one call, at least one of them
+  indexing by a mask (boolean ``x[mask]`` and ``out[mask] = ...`` run ``aten::nonzero``
+  inside ``aten::index`` / ``aten::index_put_``). A loop of ``.item()`` calls alone is the
+  sync-stall detector's.
+- Elementwise chains: MIN_CHAIN_OPS or more consecutive items that are elementwise ops or
+  row reductions (``x.pow(2).mean(-1)``), with at least one that marks a norm or an
+  activation (rsqrt, sqrt, pow, mean, var, sigmoid, tanh, erf, exp, reciprocal).
+
+Time: the host time of the ops, or on a rank with kernels, the time of the kernels an op and
+the ops inside it launched. The three detectors that report these (python_loop,
+mask_routing, elementwise_chain) read them here, so the loop's finding can leave out the time
+the other two claim inside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.frames import SourceLine
+from gpuprofile.analyses.lookups import innermost_with
+from gpuprofile.analyses.names import strings
+from gpuprofile.analyses.thresholds import MIN_CHAIN_OPS, MIN_LOOP_ITERATIONS, MIN_ROUTING_SYNCS
+from gpuprofile.trace.model import NO_ID
+
+if TYPE_CHECKING:
+    from gpuprofile.analyses.frames import Sources
+    from gpuprofile.analyses.lookups import Lookups
+    from gpuprofile.analyses.modules import Modules
+
+ELEMENTWISE = frozenset(
+    f"aten::{name}{suffix}"
+    for name in (
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "pow",
+        "rsqrt",
+        "sqrt",
+        "exp",
+        "log",
+        "neg",
+        "reciprocal",
+        "square",
+        "abs",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "maximum",
+        "minimum",
+        "sigmoid",
+        "tanh",
+        "erf",
+        "mean",
+        "var",
+        "sum",
+        "amax",
+        "rsub",
+        "where",
+    )
+    for suffix in ("", "_")
+)
+# A chain holds one of these, or it is arithmetic (a residual add, a scaling) with nothing to
+# fuse into a library op.
+MARKERS = frozenset(
+    f"aten::{name}{suffix}"
+    for name in (
+        "pow",
+        "rsqrt",
+        "sqrt",
+        "mean",
+        "var",
+        "sigmoid",
+        "tanh",
+        "erf",
+        "exp",
+        "reciprocal",
+    )
+    for suffix in ("", "_")
+)
+SYNC_LEAVES = frozenset(
+    ("aten::nonzero", "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense",
+     "aten::masked_select")
+)  # fmt: skip
+MASK_INDEXING = frozenset(
+    ("aten::index", "aten::index_put_", "aten::masked_select", "aten::nonzero")
+)
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One pattern in one module call."""
+
+    rank: int
+    module: int  # index into Analysis.modules.paths
+    call: int  # the call's ops row
+    rows: np.ndarray  # the ops rows of the pattern (its items), in start order
+    start_ns: int
+    end_ns: int
+    names: tuple[str, ...]  # the loop's block, the chain's ops, the routing's sync items
+    repeats: int  # a loop's iterations; 1 otherwise
+    time_ns: int  # host span (loop), sync time (routing), ops' time (chain)
+    removable_ns: int  # what the fix removes, before other findings' claims
+    on_gpu: bool
+    line: SourceLine | None = None
+
+
+@dataclass(frozen=True)
+class CodePatterns:
+    loops: tuple[Occurrence, ...]
+    routings: tuple[Occurrence, ...]
+    chains: tuple[Occurrence, ...]
+
+
+def code_patterns(analysis: Lookups, modules: Modules, sources: Sources) -> CodePatterns:
+    """Every loop, mask routing and elementwise chain in the trace's module calls
+    (Analysis.code_patterns; modules and sources: Analysis.modules and .sources)."""
+    if modules.calls.empty:
+        return CodePatterns((), (), ())
+    facts = _Facts(analysis, modules, sources)
+    rows = np.flatnonzero(facts.item & (facts.owner >= 0))
+    rows = rows[np.lexsort((facts.start[rows], facts.owner[rows]))]
+    bounds = np.flatnonzero(np.r_[True, facts.owner[rows][1:] != facts.owner[rows][:-1], True])
+    loops: list[Occurrence] = []
+    routings: list[Occurrence] = []
+    chains: list[Occurrence] = []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        facts.read_call(rows[lo:hi], loops, routings, chains)
+    return CodePatterns(tuple(loops), tuple(routings), tuple(chains))
+
+
+class _Facts:
+    """The per-row arrays the patterns are read from, computed once per trace."""
+
+    def __init__(self, analysis: Lookups, modules: Modules, sources: Sources) -> None:
+        ops = analysis.trace.ops
+        parent = analysis.op_parents
+        call_rows = analysis.id_index("ops").get_indexer(pd.Index(modules.calls["op"].to_numpy()))
+        self.is_call = np.zeros(len(ops), bool)
+        self.is_call[call_rows] = True
+        self.module_of_call = np.full(len(ops), -1, np.int64)
+        self.module_of_call[call_rows] = modules.calls["module"].to_numpy()
+        self.item = self.is_call | (ops["category"] == "cpu_op").to_numpy()
+        up = innermost_with(self.item, parent, parent)
+        self.owner = np.where((up >= 0) & self.is_call[np.maximum(up, 0)], up, -1)
+        self.names = strings(ops["name"]).astype(object)
+        self.labels = self.names.copy()
+        types = np.array([*modules.types, ""], object)
+        self.labels[call_rows] = [
+            f"nn.Module ({t or '?'})" for t in types[self.module_of_call[call_rows]]
+        ]
+        self.start = ops["start_ns"].to_numpy(np.int64)
+        self.end = self.start + ops["dur_ns"].to_numpy(np.int64)
+        self.rank = ops["rank"].to_numpy()
+        self.kernel_ns = _subtree_kernel_ns(analysis, parent)
+        self.gpu_ranks = set(analysis.trace.kernels["rank"].unique().tolist())
+        self.syncing = _syncing_items(self.names, parent, up, self.owner, self.end - self.start)
+        self.source = sources.op_source
+        self.lines = sources.lines
+        host = self.end - self.start
+        self.backward = _Backward(analysis, modules, self.kernel_ns if self.gpu_ranks else host)
+
+    def read_call(
+        self,
+        mine: np.ndarray,
+        loops: list[Occurrence],
+        routings: list[Occurrence],
+        chains: list[Occurrence],
+    ) -> None:
+        """The patterns among one call's items (mine, in start order)."""
+        call = int(self.owner[mine[0]])
+        rank = int(self.rank[call])
+        on_gpu = rank in self.gpu_ranks
+        own_time = self.kernel_ns[mine] if on_gpu else self.end[mine] - self.start[mine]
+        sequence = self.labels[mine].tolist()
+        for first, period, repeats in tandem_repeats(sequence, self.is_call[mine]):
+            at = mine[first : first + period * repeats]
+            span = int(self.end[at].max() - self.start[at].min())
+            span += int(self.backward.times(rank, at, on_gpu).sum())
+            block = tuple(sequence[first : first + period])
+            removable = span * (repeats - 1) // repeats
+            loops.append(self.occurrence(call, at, block, repeats, span, removable))
+        at = mine[self.syncing[mine] > 0]
+        if len(at) >= MIN_ROUTING_SYNCS and any(self.names[i] in MASK_INDEXING for i in at):
+            sync_ns = int(self.syncing[at].sum())
+            shown = tuple(str(self.names[i]) for i in at)
+            routings.append(self.occurrence(call, at, shown, 1, sync_ns, sync_ns))
+        for positions in _chains(self.names[mine]):
+            at = mine[positions]
+            # Forward and backward: the fused op runs one kernel each way.
+            times, back = own_time[positions], self.backward.times(rank, at, on_gpu)
+            removable = times.sum() - times.max() + (back.sum() - back.max() if len(back) else 0)
+            shown = tuple(str(n) for n in self.names[at])
+            total = int(times.sum() + back.sum())
+            chains.append(self.occurrence(call, at, shown, 1, total, int(removable)))
+
+    def occurrence(
+        self,
+        call: int,
+        rows: np.ndarray,
+        names: tuple[str, ...],
+        repeats: int,
+        time_ns: int,
+        removable_ns: int,
+    ) -> Occurrence:
+        rank = int(self.rank[call])
+        return Occurrence(
+            rank=rank,
+            module=int(self.module_of_call[call]),
+            call=call,
+            rows=rows,
+            start_ns=int(self.start[rows].min()),
+            end_ns=int(self.end[rows].max()),
+            names=names,
+            repeats=repeats,
+            time_ns=time_ns,
+            removable_ns=removable_ns,
+            on_gpu=rank in self.gpu_ranks,
+            line=_line(self.source[rows], self.lines),
+        )
+
+
+def tandem_repeats(sequence: list[str], nested: np.ndarray) -> list[tuple[int, int, int]]:
+    """(first, period, repeats) of each run of one block repeated MIN_LOOP_ITERATIONS times or
+    more back to back, the run covering the most items first; runs do not overlap. nested:
+    per item, whether it is a module call (a block of those alone is no loop)."""
+    codes = np.asarray(pd.factorize(pd.Series(sequence, dtype=object))[0])
+    found: list[tuple[int, int, int]] = []
+    segments = [(0, len(codes))]
+    while segments:
+        lo, hi = segments.pop()
+        best = _best_repeat(codes[lo:hi], nested[lo:hi])
+        if best is None:
+            continue
+        first, period, repeats = best
+        found.append((lo + first, period, repeats))
+        segments += [(lo, lo + first), (lo + first + period * repeats, hi)]
+    return sorted(found)
+
+
+def _best_repeat(codes: np.ndarray, nested: np.ndarray) -> tuple[int, int, int] | None:
+    best: tuple[int, int, int] | None = None
+    for period in range(1, len(codes) // MIN_LOOP_ITERATIONS + 1):
+        same = np.r_[False, codes[period:] == codes[:-period], False]
+        edges = np.flatnonzero(np.diff(same.astype(np.int8)))
+        for run_start, run_end in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+            repeats = (run_end - run_start) // period + 1
+            if repeats < MIN_LOOP_ITERATIONS or nested[run_start : run_start + period].all():
+                continue
+            if best is None or repeats * period > best[1] * best[2]:
+                best = (run_start, period, repeats)
+    return best
+
+
+def _chains(names: np.ndarray) -> list[np.ndarray]:
+    """Positions of each run of MIN_CHAIN_OPS or more elementwise items holding a marker."""
+    fusible = np.array([n in ELEMENTWISE for n in names.tolist()], bool)
+    edges = np.flatnonzero(np.diff(np.r_[0, fusible.astype(np.int8), 0]))
+    out = []
+    for lo, hi in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+        if hi - lo >= MIN_CHAIN_OPS and any(n in MARKERS for n in names[lo:hi].tolist()):
+            out.append(np.arange(lo, hi))
+    return out
+
+
+def _syncing_items(
+    names: np.ndarray, parent: np.ndarray, up: np.ndarray, owner: np.ndarray, dur: np.ndarray
+) -> np.ndarray:
+    """Per ops row that is a call's item: the host time of the outermost sync ops it is or
+    holds (at least 1 ns when it holds one); 0 for the rest. up: each row's innermost item
+    strictly above it; owner: the call a row is an item of, -1 when it is none's."""
+    leaf = np.fromiter((n in SYNC_LEAVES for n in names.tolist()), bool, len(names))
+    rows = np.flatnonzero(leaf)
+    out = np.zeros(len(names), np.int64)
+    if not len(rows):
+        return out
+    # The outermost leaves only: is_nonzero holds item holds _local_scalar_dense.
+    rows = rows[innermost_with(leaf, parent, parent[rows]) < 0]
+    # Climb each to the item of a call that holds it (the index op around a nonzero).
+    at = rows.copy()
+    climbing = np.flatnonzero(owner[at] < 0)
+    while len(climbing):
+        at[climbing] = up[at[climbing]]
+        climbing = climbing[at[climbing] >= 0]
+        climbing = climbing[owner[at[climbing]] < 0]
+    held = at >= 0
+    np.add.at(out, at[held], np.maximum(dur[rows[held]], 1))
+    return out
+
+
+class _Backward:
+    """The backward engine ops of forward work: autograd's sequence counter rises op by op on a
+    forward thread, so the ops of a stretch of forward hold a range of numbers, and the engine
+    ops of the grad_fns they made carry numbers in that range (analyses/modules.py)."""
+
+    def __init__(self, analysis: Lookups, modules: Modules, time: np.ndarray) -> None:
+        ops = analysis.trace.ops
+        self.start = ops["start_ns"].to_numpy(np.int64)
+        self.end = self.start + ops["dur_ns"].to_numpy(np.int64)
+        self.sequence = ops["sequence"].to_numpy()
+        self.rank = ops["rank"].to_numpy()
+        engine_rows = analysis.id_index("ops").get_indexer(
+            pd.Index(modules.engines["op"].to_numpy())
+        )
+        engine_rows = engine_rows[engine_rows >= 0]
+        self.engine_rows = engine_rows[np.argsort(self.sequence[engine_rows], kind="stable")]
+        self.engine_seq = self.sequence[self.engine_rows]
+        self.time = time
+        numbered = np.flatnonzero((self.sequence != NO_ID) & (self.sequence >= 0))
+        self.numbered = numbered[np.argsort(self.start[numbered], kind="stable")]
+
+    def times(self, rank: int, rows: np.ndarray, on_gpu: bool) -> np.ndarray:
+        """The time (kernels' on a GPU rank, else the host's) of each engine op of the rank
+        whose number the forward ops in [first row's start, last row's end) hold."""
+        if not len(self.engine_rows) or not len(rows):
+            return np.zeros(0, np.int64)
+        lo, hi = np.searchsorted(
+            self.start[self.numbered], [self.start[rows].min(), self.end[rows].max()]
+        )
+        inside = self.numbered[lo:hi]
+        inside = inside[self.rank[inside] == rank]
+        if not len(inside):
+            return np.zeros(0, np.int64)
+        first, last = self.sequence[inside].min(), self.sequence[inside].max()
+        a, b = np.searchsorted(self.engine_seq, [first, last], side="left")
+        b = np.searchsorted(self.engine_seq, last, side="right")
+        engines = self.engine_rows[a:b]
+        engines = engines[self.rank[engines] == rank]
+        return np.asarray(self.time[engines] if on_gpu else self.end[engines] - self.start[engines])
+
+
+def _line(source: np.ndarray, lines: tuple[SourceLine, ...]) -> SourceLine | None:
+    """The user's line most of the rows ran from (Analysis.sources), None without stacks."""
+    known = source[source >= 0]
+    if not len(known):
+        return None
+    return lines[int(np.bincount(known).argmax())]
+
+
+def _subtree_kernel_ns(analysis: Lookups, parent: np.ndarray) -> np.ndarray:
+    """Per ops row, the time of the kernels it and the ops inside it launched."""
+    kernels = analysis.trace.kernels
+    total = np.zeros(len(parent), np.int64)
+    if kernels.empty:
+        return total
+    at = analysis.id_index("ops").get_indexer(pd.Index(kernels["op_id"].to_numpy()))
+    dur = kernels["dur_ns"].to_numpy(np.int64)
+    keep = at >= 0
+    at, dur = at[keep], dur[keep]
+    while len(at):
+        np.add.at(total, at, dur)
+        at = parent[at]
+        keep = at >= 0
+        at, dur = at[keep], dur[keep]
+    return total
+
+
+def groups(modules: Modules, found: tuple[Occurrence, ...]) -> list[tuple[str, list[Occurrence]]]:
+    """Occurrences of one pattern in one kind of module on one rank, as (subject, them): the
+    per-layer copies of a module (layers.0.norm, layers.1.norm) are one finding. A module is
+    known by its class, or by its path when its class is unknown."""
+    out: dict[tuple[int, str], list[Occurrence]] = {}
+    for o in found:
+        kind = modules.types[o.module] or modules.paths[o.module]
+        out.setdefault((o.rank, f"{kind}: {' -> '.join(o.names)}"), []).append(o)
+    return [(subject, them) for (_rank, subject), them in out.items()]
+
+
+def where(modules: Modules, found: list[Occurrence], limit: int = 3) -> str:
+    """The modules of occurrences in words: "Block.attn (LoopAttention)", or the first few
+    paths and how many more."""
+    paths = list(dict.fromkeys(modules.paths[o.module] for o in found))
+    kind = modules.types[found[0].module]
+    shown = ", ".join(paths[:limit]) + (
+        f" and {len(paths) - limit} more" if len(paths) > limit else ""
+    )
+    return f"{shown} ({kind})" if kind else shown
+
+
+def line_text(found: list[Occurrence]) -> str:
+    """ " at cell [5] line 12" for the line most occurrences ran from; "" without stacks."""
+    lines = [o.line for o in found if o.line is not None]
+    return f" at {max(set(lines), key=lines.count).label}" if lines else ""
+
+
+def overlap_ns(windows: list[tuple[int, int]], start: np.ndarray, end: np.ndarray) -> int:
+    """How much of the intervals [start, end) falls inside the windows."""
+    total = 0
+    for lo, hi in windows:
+        total += int(np.clip(np.minimum(end, hi) - np.maximum(start, lo), 0, None).sum())
+    return total
