@@ -29,7 +29,7 @@ the other two claim inside it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -122,6 +122,9 @@ class Occurrence:
     removable_ns: int  # what the fix removes, before other findings' claims
     on_gpu: bool
     line: SourceLine | None = None
+    backward_ns: int = 0  # of time_ns: the backward engine ops of the grad_fns it made
+    # A routing's host syncs: the [start, end) of each outermost sync op, in ns.
+    windows: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -173,7 +176,9 @@ class _Facts:
         self.rank = ops["rank"].to_numpy()
         self.kernel_ns = _subtree_kernel_ns(analysis, parent)
         self.gpu_ranks = set(analysis.trace.kernels["rank"].unique().tolist())
-        self.syncing = _syncing_items(self.names, parent, up, self.owner, self.end - self.start)
+        self.syncing, self.leaves, self.holders = _syncing_items(
+            self.names, parent, up, self.owner, self.end - self.start
+        )
         self.source = sources.op_source
         self.lines = sources.lines
         host = self.end - self.start
@@ -194,24 +199,32 @@ class _Facts:
         sequence = self.labels[mine].tolist()
         for first, period, repeats in tandem_repeats(sequence, self.is_call[mine]):
             at = mine[first : first + period * repeats]
-            span = int(self.end[at].max() - self.start[at].min())
-            span += int(self.backward.times(rank, at, on_gpu).sum())
+            back = int(self.backward.times(rank, at, on_gpu).sum())
+            span = int(self.end[at].max() - self.start[at].min()) + back
             block = tuple(sequence[first : first + period])
             removable = span * (repeats - 1) // repeats
-            loops.append(self.occurrence(call, at, block, repeats, span, removable))
+            found = self.occurrence(call, at, block, repeats, span, removable)
+            loops.append(replace(found, backward_ns=back))
         at = mine[self.syncing[mine] > 0]
         if len(at) >= MIN_ROUTING_SYNCS and any(self.names[i] in MASK_INDEXING for i in at):
             sync_ns = int(self.syncing[at].sum())
             shown = tuple(str(self.names[i]) for i in at)
-            routings.append(self.occurrence(call, at, shown, 1, sync_ns, sync_ns))
+            leaves = self.leaves[np.isin(self.holders, at)]
+            windows = tuple(
+                zip(self.start[leaves].tolist(), self.end[leaves].tolist(), strict=True)
+            )
+            found = self.occurrence(call, at, shown, 1, sync_ns, sync_ns)
+            routings.append(replace(found, windows=windows))
         for positions in _chains(self.names[mine]):
             at = mine[positions]
             # Forward and backward: the fused op runs one kernel each way.
-            times, back = own_time[positions], self.backward.times(rank, at, on_gpu)
-            removable = times.sum() - times.max() + (back.sum() - back.max() if len(back) else 0)
+            times = own_time[positions]
+            backs = self.backward.times(rank, at, on_gpu)
+            removable = times.sum() - times.max() + (backs.sum() - backs.max() if len(backs) else 0)
             shown = tuple(str(n) for n in self.names[at])
-            total = int(times.sum() + back.sum())
-            chains.append(self.occurrence(call, at, shown, 1, total, int(removable)))
+            total = int(times.sum() + backs.sum())
+            found = self.occurrence(call, at, shown, 1, total, int(removable))
+            chains.append(replace(found, backward_ns=int(backs.sum())))
 
     def occurrence(
         self,
@@ -284,15 +297,16 @@ def _chains(names: np.ndarray) -> list[np.ndarray]:
 
 def _syncing_items(
     names: np.ndarray, parent: np.ndarray, up: np.ndarray, owner: np.ndarray, dur: np.ndarray
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per ops row that is a call's item: the host time of the outermost sync ops it is or
-    holds (at least 1 ns when it holds one); 0 for the rest. up: each row's innermost item
-    strictly above it; owner: the call a row is an item of, -1 when it is none's."""
+    holds (at least 1 ns when it holds one); 0 for the rest. Then those sync ops' rows and
+    the item holding each. up: each row's innermost item strictly above it; owner: the call a
+    row is an item of, -1 when it is none's."""
     leaf = np.fromiter((n in SYNC_LEAVES for n in names.tolist()), bool, len(names))
     rows = np.flatnonzero(leaf)
     out = np.zeros(len(names), np.int64)
     if not len(rows):
-        return out
+        return out, rows, rows
     # The outermost leaves only: is_nonzero holds item holds _local_scalar_dense.
     rows = rows[innermost_with(leaf, parent, parent[rows]) < 0]
     # Climb each to the item of a call that holds it (the index op around a nonzero).
@@ -304,7 +318,7 @@ def _syncing_items(
         climbing = climbing[owner[at[climbing]] < 0]
     held = at >= 0
     np.add.at(out, at[held], np.maximum(dur[rows[held]], 1))
-    return out
+    return out, rows[held], at[held]
 
 
 class _Backward:

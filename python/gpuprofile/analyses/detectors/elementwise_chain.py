@@ -83,6 +83,11 @@ def shape_of(names: tuple[str, ...]) -> tuple[str, tuple[str, ...], str]:
     return "elementwise chain", (COMPILE_FIX,), COMPILE_CODE
 
 
+def _backward_text(found: list[Occurrence]) -> str:
+    back = sum(o.backward_ns for o in found)
+    return f", {format_time(back)} of it in their backward" if back else ""
+
+
 def _hint(analysis: Analysis, subject: str, found: list[Occurrence], gain: int, wall: int) -> Hint:
     rank = found[0].rank
     names = found[0].names
@@ -109,7 +114,7 @@ def _hint(analysis: Analysis, subject: str, found: list[Occurrence], gain: int, 
             f"({' -> '.join(n.removeprefix('aten::') for n in names)}) each read the tensor "
             "from memory and wrote it back, where one fused op reads it once. "
             f"{len(found)} such chain{'s' if len(found) > 1 else ''} took "
-            f"{format_time(total)} of {device} time with their backward."
+            f"{format_time(total)} of {device} time{_backward_text(found)}."
         ),
         numbers={"ops": len(names), "calls": len(found), "chain_ns": int(total)},
         fix=fix,

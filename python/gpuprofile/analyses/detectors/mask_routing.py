@@ -68,10 +68,8 @@ def _stall_ns(analysis: Analysis, found: Occurrence) -> int:
     """GPU idle of cause synchronization inside the occurrence's sync ops (sync-stall's)."""
     gaps = analysis.idle_gaps
     mine = gaps[(gaps["rank"] == found.rank) & (gaps["cause"] == idle.SYNCHRONIZATION)]
-    ops = analysis.trace.ops
-    start = ops["start_ns"].to_numpy(np.int64)[found.rows]
-    windows = list(zip(start.tolist(), (start + ops["dur_ns"].to_numpy()[found.rows]).tolist()))
-    return overlap_ns(windows, mine["start_ns"].to_numpy(np.int64), mine["end_ns"].to_numpy())
+    start = mine["start_ns"].to_numpy(np.int64)
+    return overlap_ns(list(found.windows), start, mine["end_ns"].to_numpy(np.int64))
 
 
 def _hint(

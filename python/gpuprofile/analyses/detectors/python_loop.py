@@ -89,6 +89,11 @@ def _claimed(analysis: Analysis, loop: Occurrence) -> int:
     return int(claimed)
 
 
+def _backward_text(found: list[Occurrence]) -> str:
+    back = sum(o.backward_ns for o in found)
+    return f" ({format_time(back)} of it in their backward)" if back else ""
+
+
 def _hint(
     analysis: Analysis,
     subject: str,
@@ -137,7 +142,7 @@ def _hint(
             f"In {modules}, the same {len(block)} ops ({', '.join(block)}) ran {counted} times "
             f"back to back{line_text(found)}, in {calls}: a Python loop that dispatches every "
             "op once per iteration (per head, per expert) for a slice of the work. The loops "
-            f"took {format_time(loop_ns)} with their backward, "
+            f"took {format_time(loop_ns)}{_backward_text(found)}, "
             f"{format_percent(100.0 * loop_ns / wall if wall else 0.0, 1)} of the rank's "
             f"wall time.{claimed_text}"
         ),

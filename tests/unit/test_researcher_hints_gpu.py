@@ -1,0 +1,147 @@
+"""The hand-written-code hints on GPU traces: Kineto documents built here (times in us, so a
+document time t is t * 1000 ns), where the test draws every op, launch, sync and kernel, and on
+torch's own module events (a ``with_stack`` CPU capture)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gpuprofile.analyses import idle
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.detectors import elementwise_chain, mask_routing, python_loop
+from gpuprofile.hardware.model import UNKNOWN
+from gpuprofile.importers.kineto import load_kineto
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
+
+US = 1000
+EXPERTS = 4
+ITERATION = 100  # us per expert's iteration
+# Per iteration, the outermost ops that read the mask on the host: (name, start, dur) from the
+# iteration's start: `if mask.any()` (is_nonzero), x[mask] and out[mask] = ... (a nonzero each).
+SYNC_LEAVES = (("aten::is_nonzero", 13, 20), ("aten::nonzero", 41, 15), ("aten::nonzero", 66, 15))
+CHAIN = (("aten::pow", 10), ("aten::mean", 20), ("aten::add", 30), ("aten::rsqrt", 40))
+CHAIN += (("aten::mul", 50),)
+
+
+def annotation(name: str, ts: float, dur: float) -> dict[str, Any]:
+    return {**cpu_op(name, ts, dur), "cat": "user_annotation"}
+
+
+def launched(name: str, ts: float, dur: float, corr: int, kernel_us: float) -> list[dict]:
+    """An op that launches one kernel, which runs right after its launch."""
+    return [
+        cpu_op(name, ts, dur),
+        runtime("cudaLaunchKernel", ts + 1, 2, corr=corr),
+        kernel(f"{name}_kernel", ts + 3, kernel_us, corr=corr),
+    ]
+
+
+def moe_events() -> list[dict]:
+    events = [annotation("nn.Module: Net.moe (MoE)", 0, EXPERTS * ITERATION)]
+    corr = 1
+    for e in range(EXPERTS):
+        b = e * ITERATION + 1
+        events += launched("aten::eq", b, 5, corr, 2)
+        events += launched("aten::any", b + 6, 5, corr + 1, 2)
+        corr += 2
+        events += [
+            cpu_op("aten::is_nonzero", b + 13, 20),
+            cpu_op("aten::item", b + 14, 18),
+            cpu_op("aten::_local_scalar_dense", b + 15, 16),
+            runtime("cudaStreamSynchronize", b + 16, 14, corr=0),
+            cpu_op("aten::index", b + 40, 20),
+            cpu_op("aten::nonzero", b + 41, 15),
+            runtime("cudaStreamSynchronize", b + 42, 12, corr=0),
+            cpu_op("aten::index_put_", b + 65, 20),
+            cpu_op("aten::nonzero", b + 66, 15),
+            runtime("cudaStreamSynchronize", b + 67, 12, corr=0),
+        ]
+    return events
+
+
+def analyse(tmp_path: Path, events: list[dict]) -> Analysis:
+    return Analysis(load_kineto(write(tmp_path / "trace.json", document(events))), UNKNOWN)
+
+
+def test_routing_on_a_gpu_rank_counts_the_host_wait_less_the_sync_stalls(tmp_path: Path) -> None:
+    analysis = analyse(tmp_path, moe_events())
+    [hint] = mask_routing.detect(analysis)
+    assert hint.numbers["syncs_per_call"] == EXPERTS * len(SYNC_LEAVES)
+    sync_ns = EXPERTS * sum(dur for _, _, dur in SYNC_LEAVES) * US
+    assert hint.numbers["sync_ns"] == sync_ns
+    assert (
+        hint.title
+        == f"Mask routing in Net.moe (MoE): {EXPERTS * len(SYNC_LEAVES)} host syncs per call"
+    )
+    # The GPU idle of cause synchronization inside the sync ops is the sync-stall finding's.
+    gaps = analysis.idle_gaps
+    gaps = gaps[gaps["cause"] == idle.SYNCHRONIZATION]
+    stall = 0
+    for e in range(EXPERTS):
+        for _, start, dur in SYNC_LEAVES:
+            lo, hi = (e * ITERATION + 1 + start) * US, (e * ITERATION + 1 + start + dur) * US
+            overlap = np.minimum(gaps["end_ns"], hi) - np.maximum(gaps["start_ns"], lo)
+            stall += int(overlap.clip(lower=0).sum())
+    assert stall > 0  # the document's syncs leave the GPU idle
+    assert hint.numbers["claimed_by_sync_stall_ns"] == stall
+    assert hint.gain_ns == sync_ns - stall
+
+
+def test_the_loop_on_a_gpu_rank_leaves_routing_and_launch_gaps_out(tmp_path: Path) -> None:
+    analysis = analyse(tmp_path, moe_events())
+    [hint] = python_loop.detect(analysis)
+    assert hint.numbers["iterations"] == EXPERTS
+    assert hint.numbers["ops_per_iteration"] == 5  # eq, any, is_nonzero, index, index_put_
+    # From the first eq to the last index_put_'s end; no backward in this document.
+    span = ((EXPERTS - 1) * ITERATION + 1 + 65 + 20 - 1) * US
+    assert hint.numbers["loop_ns"] == span
+    sync_ns = EXPERTS * sum(dur for _, _, dur in SYNC_LEAVES) * US
+    gaps = analysis.idle_gaps
+    gaps = gaps[gaps["cause"] == idle.HOST_LAUNCH_BOUND]
+    launch = int(
+        (np.minimum(gaps["end_ns"], US + span) - np.maximum(gaps["start_ns"], US))
+        .clip(lower=0)
+        .sum()
+    )
+    assert hint.numbers["claimed_by_other_findings_ns"] == sync_ns + launch
+    assert hint.gain_ns == (span - sync_ns - launch) * (EXPERTS - 1) // EXPERTS
+
+
+def test_a_chain_on_a_gpu_rank_is_timed_by_its_kernels(tmp_path: Path) -> None:
+    events = [annotation("nn.Module: Net.norm (Norm)", 0, 200)]
+    for i, (name, kernel_us) in enumerate(CHAIN):
+        events += launched(name, 1 + 30 * i, 8, 100 + i, kernel_us)
+    [hint] = elementwise_chain.detect(analyse(tmp_path, events))
+    assert hint.title == f"Hand-written RMSNorm in Net.norm (Norm): {len(CHAIN)} ops (x1)"
+    kernel_us = [k for _, k in CHAIN]
+    assert hint.numbers["chain_ns"] == sum(kernel_us) * US
+    # One fused kernel is taken to cost the costliest one: the rest is the gain.
+    assert hint.gain_ns == (sum(kernel_us) - max(kernel_us)) * US
+    assert "GPU kernel time" in hint.gain_method
+    assert hint.confidence == "medium"
+
+
+def test_torch_module_events_name_the_loops_too(tmp_path: Path) -> None:
+    # torch's own nn.Module events (with_stack), no ranges of the test's: paths are chains of
+    # Class_N links, and the per-expert calls read alike by their class.
+    torch = pytest.importorskip("torch")
+    rm = pytest.importorskip("helpers.researcher_model")
+    block, x = rm.make()
+    optimizer = torch.optim.SGD(block.parameters(), lr=0.01)
+    rm.training_step(block, x, optimizer)
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    with torch.profiler.profile(activities=activities, with_stack=True) as prof:
+        rm.training_step(block, x, optimizer)
+    prof.export_chrome_trace(str(tmp_path / "stack.json"))
+    analysis = Analysis(load_kineto(tmp_path / "stack.json"), UNKNOWN)
+    loops = {h.subject.split(":")[0]: h for h in python_loop.detect(analysis)}
+    assert sorted(loops) == ["LoopAttention", "LoopMoE"]
+    assert "Block_0.LoopAttention_0 (LoopAttention)" in loops["LoopAttention"].title
+    assert loops["LoopAttention"].numbers["iterations"] == rm.HEADS
+    assert loops["LoopMoE"].numbers["iterations"] == rm.routed_experts(block, x)
+    [norm] = elementwise_chain.detect(analysis)
+    assert norm.numbers["calls"] == 2
