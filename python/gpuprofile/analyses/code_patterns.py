@@ -9,8 +9,9 @@ calls of a loop over experts read alike.
 
 - A loop: a run of items that repeats one block of ops MIN_LOOP_ITERATIONS times or more back
   to back. A block of module calls alone is a stack of layers (nn.Sequential, a loop over
-  ``self.layers``), each fed the previous one's output, which no batching removes: a loop
-  needs an op of the call's own code in its block.
+  ``self.layers``), each fed the previous one's output, which no batching removes, and a
+  block of views alone (``x[:, 0], x[:, 1], ...``: slices, reshapes) moves no data: a loop
+  needs an op of the call's own code that does work in its block.
 - Mask routing: items that force a host sync (they are or hold ``aten::nonzero``,
   ``aten::is_nonzero`` / ``aten::item`` / ``aten::_local_scalar_dense`` or
   ``aten::masked_select``), MIN_ROUTING_SYNCS or more in one call, at least one of them
@@ -100,6 +101,15 @@ MARKERS = frozenset(
 SYNC_LEAVES = frozenset(
     ("aten::nonzero", "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense",
      "aten::masked_select")
+)  # fmt: skip
+# Ops that make a view of a tensor (or split one into views): no work to batch.
+VIEWS = frozenset(
+    f"aten::{name}"
+    for name in (
+        "slice", "select", "view", "reshape", "transpose", "permute", "expand", "unsqueeze",
+        "squeeze", "as_strided", "t", "chunk", "split", "unbind", "narrow", "flatten",
+        "_unsafe_view", "alias", "detach", "contiguous",
+    )
 )  # fmt: skip
 MASK_INDEXING = frozenset(
     ("aten::index", "aten::index_put_", "aten::masked_select", "aten::nonzero")
@@ -197,7 +207,8 @@ class _Facts:
         on_gpu = rank in self.gpu_ranks
         own_time = self.kernel_ns[mine] if on_gpu else self.end[mine] - self.start[mine]
         sequence = self.labels[mine].tolist()
-        for first, period, repeats in tandem_repeats(sequence, self.is_call[mine]):
+        idle = self.is_call[mine] | np.isin(self.names[mine], list(VIEWS))
+        for first, period, repeats in tandem_repeats(sequence, idle):
             at = mine[first : first + period * repeats]
             back = int(self.backward.times(rank, at, on_gpu).sum())
             span = int(self.end[at].max() - self.start[at].min()) + back
@@ -252,16 +263,16 @@ class _Facts:
         )
 
 
-def tandem_repeats(sequence: list[str], nested: np.ndarray) -> list[tuple[int, int, int]]:
+def tandem_repeats(sequence: list[str], idle: np.ndarray) -> list[tuple[int, int, int]]:
     """(first, period, repeats) of each run of one block repeated MIN_LOOP_ITERATIONS times or
-    more back to back, the run covering the most items first; runs do not overlap. nested:
-    per item, whether it is a module call (a block of those alone is no loop)."""
+    more back to back, the run covering the most items first; runs do not overlap. idle: per
+    item, whether it is a module call or a view (a block of those alone is no loop)."""
     codes = np.asarray(pd.factorize(pd.Series(sequence, dtype=object))[0])
     found: list[tuple[int, int, int]] = []
     segments = [(0, len(codes))]
     while segments:
         lo, hi = segments.pop()
-        best = _best_repeat(codes[lo:hi], nested[lo:hi])
+        best = _best_repeat(codes[lo:hi], idle[lo:hi])
         if best is None:
             continue
         first, period, repeats = best
@@ -270,14 +281,14 @@ def tandem_repeats(sequence: list[str], nested: np.ndarray) -> list[tuple[int, i
     return sorted(found)
 
 
-def _best_repeat(codes: np.ndarray, nested: np.ndarray) -> tuple[int, int, int] | None:
+def _best_repeat(codes: np.ndarray, idle: np.ndarray) -> tuple[int, int, int] | None:
     best: tuple[int, int, int] | None = None
     for period in range(1, len(codes) // MIN_LOOP_ITERATIONS + 1):
         same = np.r_[False, codes[period:] == codes[:-period], False]
         edges = np.flatnonzero(np.diff(same.astype(np.int8)))
         for run_start, run_end in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
             repeats = (run_end - run_start) // period + 1
-            if repeats < MIN_LOOP_ITERATIONS or nested[run_start : run_start + period].all():
+            if repeats < MIN_LOOP_ITERATIONS or idle[run_start : run_start + period].all():
                 continue
             if best is None or repeats * period > best[1] * best[2]:
                 best = (run_start, period, repeats)
