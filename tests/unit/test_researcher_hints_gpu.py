@@ -13,7 +13,8 @@ import pytest
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import elementwise_chain, mask_routing, python_loop
-from gpuprofile.hardware.model import UNKNOWN
+from gpuprofile.analyses.thresholds import ACHIEVABLE_ROOF_SHARE
+from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
 from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
 
@@ -145,3 +146,32 @@ def test_torch_module_events_name_the_loops_too(tmp_path: Path) -> None:
     assert loops["LoopMoE"].numbers["iterations"] == rm.routed_experts(block, x)
     [norm] = elementwise_chain.detect(analysis)
     assert norm.numbers["calls"] == 2
+
+
+def test_a_chain_counts_each_op_up_to_its_roof_time(tmp_path: Path) -> None:
+    # With known roofs, the memory-bound finding claims an op's time beyond its bytes at the
+    # achievable share of DRAM bandwidth; the chain claims at most that much of each op.
+    n = 1 << 20
+    shapes = {"Input Dims": [[n], [n]], "Input type": ["float", "float"]}
+    events = [annotation("nn.Module: Net.norm (Norm)", 0, 200)]
+    for i, (name, kernel_us) in enumerate(CHAIN):
+        op, launch, run = launched(name, 1 + 30 * i, 8, 100 + i, kernel_us)
+        events += [{**op, "args": {**op["args"], **shapes}}, launch, run]
+    hardware = Hardware(
+        name="test", source="user", peak_flops={"fp32": 1e15}, dram_bytes_per_s=1e12
+    )
+    trace = load_kineto(write(tmp_path / "trace.json", document(events)))
+    analysis = Analysis(trace, hardware)
+    [hint] = elementwise_chain.detect(analysis)
+    costs = analysis.op_costs
+    ops = trace.ops
+    kept = []
+    for name, kernel_us in CHAIN:
+        op_id = int(ops["id"][ops["name"] == name].iloc[0])
+        roof_ns = (
+            costs.loc[op_id, "bytes"] / (hardware.dram_bytes_per_s * ACHIEVABLE_ROOF_SHARE) * 1e9
+        )
+        kept.append(min(kernel_us * US, roof_ns))
+    assert min(kept) < max(kernel_us for _, kernel_us in CHAIN) * US  # the roof bites
+    assert hint.gain_ns == int(sum(kept) - max(kept))
+    assert hint.numbers["chain_ns"] == sum(k for _, k in CHAIN) * US  # measured, uncapped

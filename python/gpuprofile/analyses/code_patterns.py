@@ -144,12 +144,16 @@ class CodePatterns:
     chains: tuple[Occurrence, ...]
 
 
-def code_patterns(analysis: Lookups, modules: Modules, sources: Sources) -> CodePatterns:
+def code_patterns(
+    analysis: Lookups, modules: Modules, sources: Sources, roof_ns: np.ndarray | None = None
+) -> CodePatterns:
     """Every loop, mask routing and elementwise chain in the trace's module calls
-    (Analysis.code_patterns; modules and sources: Analysis.modules and .sources)."""
+    (Analysis.code_patterns; modules and sources: Analysis.modules and .sources; roof_ns: per
+    ops row, the time its bytes take at the achievable share of DRAM bandwidth, where the
+    roofs are known: a chain's ops count up to it, the memory-bound finding beyond it)."""
     if modules.calls.empty:
         return CodePatterns((), (), ())
-    facts = _Facts(analysis, modules, sources)
+    facts = _Facts(analysis, modules, sources, roof_ns)
     rows = np.flatnonzero(facts.item & (facts.owner >= 0))
     rows = rows[np.lexsort((facts.start[rows], facts.owner[rows]))]
     bounds = np.flatnonzero(np.r_[True, facts.owner[rows][1:] != facts.owner[rows][:-1], True])
@@ -164,7 +168,9 @@ def code_patterns(analysis: Lookups, modules: Modules, sources: Sources) -> Code
 class _Facts:
     """The per-row arrays the patterns are read from, computed once per trace."""
 
-    def __init__(self, analysis: Lookups, modules: Modules, sources: Sources) -> None:
+    def __init__(
+        self, analysis: Lookups, modules: Modules, sources: Sources, roof_ns: np.ndarray | None
+    ) -> None:
         ops = analysis.trace.ops
         parent = analysis.op_parents
         call_rows = analysis.id_index("ops").get_indexer(pd.Index(modules.calls["op"].to_numpy()))
@@ -192,6 +198,7 @@ class _Facts:
         self.source = sources.op_source
         self.lines = sources.lines
         host = self.end - self.start
+        self.roof_ns = roof_ns if roof_ns is not None else np.full(len(ops), np.inf)
         self.backward = _Backward(analysis, modules, self.kernel_ns if self.gpu_ranks else host)
 
     def read_call(
@@ -231,7 +238,12 @@ class _Facts:
             # Forward and backward: the fused op runs one kernel each way.
             times = own_time[positions]
             backs = self.backward.times(rank, at, on_gpu)
-            removable = times.sum() - times.max() + (backs.sum() - backs.max() if len(backs) else 0)
+            # What fusion removes counts each op up to its roof time: the memory-bound finding
+            # claims the rest (thresholds.ACHIEVABLE_ROOF_SHARE).
+            kept = np.minimum(times, self.roof_ns[at])
+            kept_back = self.backward.times(rank, at, on_gpu, self.roof_ns)
+            removable = kept.sum() - kept.max()
+            removable += kept_back.sum() - kept_back.max() if len(kept_back) else 0
             shown = tuple(str(n) for n in self.names[at])
             total = int(times.sum() + backs.sum())
             found = self.occurrence(call, at, shown, 1, total, int(removable))
@@ -353,9 +365,12 @@ class _Backward:
         numbered = np.flatnonzero((self.sequence != NO_ID) & (self.sequence >= 0))
         self.numbered = numbered[np.argsort(self.start[numbered], kind="stable")]
 
-    def times(self, rank: int, rows: np.ndarray, on_gpu: bool) -> np.ndarray:
-        """The time (kernels' on a GPU rank, else the host's) of each engine op of the rank
-        whose number the forward ops in [first row's start, last row's end) hold."""
+    def times(
+        self, rank: int, rows: np.ndarray, on_gpu: bool, roof_ns: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The time (kernels' on a GPU rank, else the host's; at most roof_ns) of each engine
+        op of the rank whose number the forward ops in [first row's start, last row's end)
+        hold."""
         if not len(self.engine_rows) or not len(rows):
             return np.zeros(0, np.int64)
         lo, hi = np.searchsorted(
@@ -370,7 +385,31 @@ class _Backward:
         b = np.searchsorted(self.engine_seq, last, side="right")
         engines = self.engine_rows[a:b]
         engines = engines[self.rank[engines] == rank]
-        return np.asarray(self.time[engines] if on_gpu else self.end[engines] - self.start[engines])
+        time = self.time[engines] if on_gpu else self.end[engines] - self.start[engines]
+        return np.asarray(time if roof_ns is None else np.minimum(time, roof_ns[engines]))
+
+
+def achievable_ns(
+    analysis: Lookups, op_costs: pd.DataFrame, dram_bytes_per_s: float, share: float
+) -> np.ndarray:
+    """Per ops row, the time its bytes (op_costs, index-aligned by op id) take at ``share`` of
+    the DRAM bandwidth; an op without bytes of its own takes the sum of its children's (an
+    engine op's backward ops); inf where nothing inside it has bytes."""
+    ops = analysis.trace.ops
+    nbytes = op_costs["bytes"].reindex(ops["id"].to_numpy()).to_numpy(np.float64)
+    known = np.isfinite(nbytes) & (nbytes > 0)
+    roof = np.where(known, nbytes / (dram_bytes_per_s * share) * 1e9, 0.0)
+    has = known.copy()
+    parent = analysis.op_parents
+    depth = ops["depth"].to_numpy()
+    # Deepest first, each level adds its known times into parents without bytes of their own.
+    for level in range(int(depth.max(initial=0)), 0, -1):
+        rows = np.flatnonzero((depth == level) & has & (parent >= 0))
+        up = parent[rows]
+        rows, up = rows[~known[up]], up[~known[up]]
+        np.add.at(roof, up, roof[rows])
+        has[up] = True
+    return np.where(has, roof, np.inf)
 
 
 def _line(source: np.ndarray, lines: tuple[SourceLine, ...]) -> SourceLine | None:

@@ -259,9 +259,16 @@ class Analysis:
     def code_patterns(self) -> CodePatterns:
         """Loops, mask routing and elementwise chains in module calls (analyses/code_patterns.py):
         three detectors read them, and each leaves out what another claims."""
-        from gpuprofile.analyses.code_patterns import code_patterns
+        from gpuprofile.analyses.code_patterns import achievable_ns, code_patterns
+        from gpuprofile.analyses.thresholds import ACHIEVABLE_ROOF_SHARE
 
-        return code_patterns(self, self.modules, self.sources)
+        bandwidth = self.hardware.dram_bytes_per_s
+        roof = (
+            achievable_ns(self, self.op_costs, bandwidth, ACHIEVABLE_ROOF_SHARE)
+            if bandwidth and not self.modules.calls.empty
+            else None
+        )
+        return code_patterns(self, self.modules, self.sources, roof)
 
     @cached_property
     def gauges(self) -> list[Gauge]:

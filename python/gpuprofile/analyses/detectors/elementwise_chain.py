@@ -8,9 +8,10 @@ model of the ops a fused kernel removes): the chain's time, GPU kernel time on a
 host time on a CPU-only one, forward and its backward engine ops, less the costliest op each
 way (the fused op is taken to cost about as much as that one).
 
-Overlaps: a chain inside a Python loop's window is left out of the python-loop finding's gain;
-the roofline's memory-bound finding places the same kernels against the memory roof and may
-name them too (its gain is the distance to the roof, not the ops fusion removes).
+Overlaps: a chain inside a Python loop's window is left out of the python-loop finding's gain.
+The memory-bound finding claims an op's time beyond what its bytes take at the achievable
+share of DRAM bandwidth (thresholds.ACHIEVABLE_ROOF_SHARE); where the roofs are known, each op
+counts here only up to that time, so the two findings never claim the same time.
 """
 
 from __future__ import annotations
@@ -106,7 +107,9 @@ def _hint(analysis: Analysis, subject: str, found: list[Occurrence], gain: int, 
         gain_method=(
             f"The chain's {device} time, forward ops and their backward engine ops, less the "
             "costliest op each way: a fused op runs the chain as one, taken to cost about as "
-            "much as its costliest op."
+            "much as its costliest op. Where the roofs are known, each op counts only up to "
+            "the time its bytes take at the achievable share of DRAM bandwidth (the "
+            "memory-bound finding claims the rest)."
         ),
         confidence="medium",
         explanation=(
