@@ -148,10 +148,13 @@ def routed_experts(block: Block, x: torch.Tensor) -> int:
         return int(moe.router(flat).argmax(-1).unique().numel())
 
 
-def make(*, batched: bool = False, seed: int = 0) -> tuple[Block, torch.Tensor]:
-    """A block and its input; the seed fixes the weights and so the routing."""
+def make(
+    *, batched: bool = False, seed: int = 0, tokens: int = TOKENS
+) -> tuple[Block, torch.Tensor]:
+    """A block and its input of ``tokens`` per sequence; the seed fixes the weights and so the
+    routing."""
     torch.manual_seed(seed)
-    return Block(batched=batched), torch.randn(BATCH, TOKENS, DIM)
+    return Block(batched=batched), torch.randn(BATCH, tokens, DIM)
 
 
 def training_step(block: Block, x: torch.Tensor, optimizer: torch.optim.Optimizer) -> None:

@@ -12,13 +12,14 @@ import pytest
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import (
+    attention,
     elementwise_chain,
     mask_routing,
     python_loop,
     run_detectors,
 )
 from gpuprofile.analyses.hints import CONFIDENCES, Hint
-from gpuprofile.analyses.thresholds import MIN_GAIN_SHARE
+from gpuprofile.analyses.thresholds import MIN_ATTENTION_KEYS, MIN_GAIN_SHARE
 from gpuprofile.hardware.model import UNKNOWN
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.report.build import build_report
@@ -33,17 +34,18 @@ KINDS = ("python-loop", "data-dependent-routing", "unfused-elementwise")
 SYNCS_PER_EXPERT = 3
 
 
-def capture(folder: Path, *, batched: bool) -> tuple[Trace, int]:
+def capture(folder: Path, *, batched: bool, tokens: int = rm.TOKENS) -> tuple[Trace, int]:
     """One training step of the block (after one unrecorded step), and how many experts its
     router used."""
-    block, x = rm.make(batched=batched)
+    block, x = rm.make(batched=batched, tokens=tokens)
     optimizer = torch.optim.SGD(block.parameters(), lr=0.01)
     rm.training_step(block, x, optimizer)  # warm-up: first-call costs stay out of the trace
     routed = rm.routed_experts(block, x)
     activities = [torch.profiler.ProfilerActivity.CPU]
-    with rm.module_ranges(block), torch.profiler.profile(activities=activities) as prof:
+    profiler = torch.profiler.profile(activities=activities, record_shapes=True)
+    with rm.module_ranges(block), profiler as prof:
         rm.training_step(block, x, optimizer)
-    path = folder / f"{'batched' if batched else 'loop'}.json"
+    path = folder / f"{'batched' if batched else 'loop'}-{tokens}.json"
     prof.export_chrome_trace(str(path))
     return load_kineto(path), routed
 
@@ -161,3 +163,21 @@ def test_no_heavy_point_or_top_op_is_left_without_its_module(loop: tuple[Analysi
     # or in their backward.
     for row in (rank.top_ops[0], *heavy_ops, *heavy_points):
         assert row.modules, row.name
+
+
+def test_the_head_loop_leaves_unfused_attention_to_its_own_finding(
+    tmp_path: Path,
+) -> None:
+    # Scores of MIN_ATTENTION_KEYS keys: each head's matmul -> softmax -> matmul is hand-written
+    # attention, whose ops between the matmuls the attention-unfused finding claims.
+    trace, _ = capture(tmp_path, batched=False, tokens=MIN_ATTENTION_KEYS)
+    analysis = Analysis(trace, UNKNOWN)
+    found = attention.occurrences(analysis, analysis.recorded_inputs)
+    assert len(found) == rm.HEADS and not any(o.math for o in found)
+    heads = by_subject(python_loop.detect(analysis), "LoopAttention: ")
+    assert heads.numbers["iterations"] == rm.HEADS
+    attention_ns = sum(o.removable_ns for o in found)
+    assert attention_ns > 0
+    assert heads.numbers["claimed_by_other_findings_ns"] == attention_ns
+    loop_ns = int(heads.numbers["loop_ns"])
+    assert heads.gain_ns == (loop_ns - attention_ns) * (rm.HEADS - 1) // rm.HEADS

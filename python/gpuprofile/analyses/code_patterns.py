@@ -36,10 +36,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses import recorded
 from gpuprofile.analyses.frames import SourceLine
 from gpuprofile.analyses.lookups import innermost_with
 from gpuprofile.analyses.names import strings
-from gpuprofile.analyses.thresholds import MIN_CHAIN_OPS, MIN_LOOP_ITERATIONS, MIN_ROUTING_SYNCS
+from gpuprofile.analyses.thresholds import (
+    MIN_ATTENTION_KEYS,
+    MIN_CHAIN_OPS,
+    MIN_LOOP_ITERATIONS,
+    MIN_ROUTING_SYNCS,
+)
 from gpuprofile.trace.model import NO_ID
 
 if TYPE_CHECKING:
@@ -102,6 +108,9 @@ SYNC_LEAVES = frozenset(
     ("aten::nonzero", "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense",
      "aten::masked_select")
 )  # fmt: skip
+# Hand-written attention as the attention-unfused finding reads it (detectors/attention.py).
+MATMULS = frozenset(("aten::matmul", "aten::bmm", "aten::baddbmm"))
+SOFTMAXES = frozenset(("aten::softmax", "aten::_softmax", "aten::_safe_softmax"))
 # Ops that make a view of a tensor (or split one into views): no work to batch.
 VIEWS = frozenset(
     f"aten::{name}"
@@ -135,6 +144,9 @@ class Occurrence:
     backward_ns: int = 0  # of time_ns: the backward engine ops of the grad_fns it made
     # A routing's host syncs: the [start, end) of each outermost sync op, in ns.
     windows: tuple[tuple[int, int], ...] = ()
+    # A loop's: the time of its ops between the two matmuls around each softmax of at least
+    # MIN_ATTENTION_KEYS keys, which the attention-unfused finding claims.
+    attention_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -190,6 +202,7 @@ class _Facts:
         self.start = ops["start_ns"].to_numpy(np.int64)
         self.end = self.start + ops["dur_ns"].to_numpy(np.int64)
         self.rank = ops["rank"].to_numpy()
+        self.input_dims = ops["input_dims"].to_numpy()
         self.kernel_ns = _subtree_kernel_ns(analysis, parent)
         self.gpu_ranks = set(analysis.trace.kernels["rank"].unique().tolist())
         self.syncing, self.leaves, self.holders = _syncing_items(
@@ -222,7 +235,8 @@ class _Facts:
             block = tuple(sequence[first : first + period])
             removable = span * (repeats - 1) // repeats
             found = self.occurrence(call, at, block, repeats, span, removable)
-            loops.append(replace(found, backward_ns=back))
+            attention = self.attention_ns(at, own_time[first : first + period * repeats])
+            loops.append(replace(found, backward_ns=back, attention_ns=attention))
         at = mine[self.syncing[mine] > 0]
         if len(at) >= MIN_ROUTING_SYNCS and any(self.names[i] in MASK_INDEXING for i in at):
             sync_ns = int(self.syncing[at].sum())
@@ -248,6 +262,21 @@ class _Facts:
             total = int(times.sum() + backs.sum())
             found = self.occurrence(call, at, shown, 1, total, int(removable))
             chains.append(replace(found, backward_ns=int(backs.sum())))
+
+    def attention_ns(self, rows: np.ndarray, time: np.ndarray) -> int:
+        """The time (per row: time) of the rows between the matmuls around each softmax whose
+        scores have MIN_ATTENTION_KEYS keys or more: hand-written attention, whose scaling,
+        masking and softmax the attention-unfused finding claims."""
+        names = self.names[rows]
+        matmul = np.isin(names, list(MATMULS))
+        total = 0
+        for s in np.flatnonzero(np.isin(names, list(SOFTMAXES))).tolist():
+            before, after = np.flatnonzero(matmul[:s]), s + np.flatnonzero(matmul[s:])
+            dims = recorded.decoded_list(self.input_dims[rows[s]]) or [None]
+            scores = recorded.tensor_shape(dims[0])
+            if len(before) and len(after) and scores and scores[-1] >= MIN_ATTENTION_KEYS:
+                total += int(time[before[-1] + 1 : after[0]].sum())
+        return total
 
     def occurrence(
         self,

@@ -9,8 +9,10 @@ made, times (iterations - 1) / iterations, as if the batched call cost one itera
 holds while each op is dominated by its per-call cost (small heads, few tokens per expert); a
 loop of large matmuls gives back less. Time another finding claims inside the loop is left out
 first, so no time is claimed twice: the host syncs of mask routing (data-dependent-routing),
-what fusing an elementwise chain removes (unfused-elementwise), and on a GPU rank the idle
-gaps the host's launching caused there (launch-overhead's gaps, analyses/idle.py).
+what fusing an elementwise chain removes (unfused-elementwise), the ops between the two
+matmuls of hand-written attention over MIN_ATTENTION_KEYS keys or more (attention-unfused),
+and on a GPU rank the idle gaps the host's launching caused there (launch-overhead's gaps,
+analyses/idle.py).
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ def _claimed(analysis: Analysis, loop: Occurrence) -> int:
         return o.rank == loop.rank and loop.start_ns <= o.start_ns and o.end_ns <= loop.end_ns
 
     claimed = sum(o.removable_ns for o in (*patterns.routings, *patterns.chains) if inside(o))
+    claimed += loop.attention_ns
     if loop.on_gpu:
         gaps = analysis.idle_gaps
         mine = gaps[(gaps["rank"] == loop.rank) & (gaps["cause"] == idle.HOST_LAUNCH_BOUND)]
@@ -120,7 +123,8 @@ def _hint(
     )
     claimed_text = (
         f" Of it, {format_time(claimed)} is claimed by other findings in the same window "
-        "(mask routing's syncs, fusible elementwise chains, launch gaps) and left to them."
+        "(mask routing's syncs, fusible elementwise chains, unfused attention, launch gaps) "
+        "and left to them."
         if claimed
         else ""
     )
