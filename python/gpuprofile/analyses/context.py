@@ -259,7 +259,8 @@ class Analysis:
     def code_patterns(self) -> CodePatterns:
         """Loops, mask routing and elementwise chains in module calls (analyses/code_patterns.py):
         three detectors read them, and each leaves out what another claims."""
-        from gpuprofile.analyses.code_patterns import achievable_ns, code_patterns
+        from gpuprofile.analyses.code_patterns import code_patterns
+        from gpuprofile.analyses.pattern_times import achievable_ns
         from gpuprofile.analyses.thresholds import ACHIEVABLE_ROOF_SHARE
 
         bandwidth = self.hardware.dram_bytes_per_s
