@@ -108,6 +108,7 @@ def test_the_loop_on_a_gpu_rank_leaves_routing_and_launch_gaps_out(tmp_path: Pat
         .clip(lower=0)
         .sum()
     )
+    assert launch > 0  # the document's launches leave the GPU idle between eq and any
     assert hint.numbers["claimed_by_other_findings_ns"] == sync_ns + launch
     assert hint.gain_ns == (span - sync_ns - launch) * (EXPERTS - 1) // EXPERTS
 
