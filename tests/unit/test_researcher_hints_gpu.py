@@ -176,3 +176,23 @@ def test_a_chain_counts_each_op_up_to_its_roof_time(tmp_path: Path) -> None:
     assert min(kept) < max(kernel_us for _, kernel_us in CHAIN) * US  # the roof bites
     assert hint.gain_ns == int(sum(kept) - max(kept))
     assert hint.numbers["chain_ns"] == sum(k for _, k in CHAIN) * US  # measured, uncapped
+
+
+def test_degenerate_calls_give_findings_or_nothing_never_an_error(tmp_path: Path) -> None:
+    # A call with no path or class, ops of no duration, a call with nothing inside, a call
+    # nested in an op, and autograd numbers no torch writes.
+    events = [annotation("nn.Module: ", 0, 100), annotation("nn.Module: empty ()", 0, 0)]
+    events += [cpu_op("aten::add", 1 + i, 0, **{"Sequence number": 2**62}) for i in range(8)]
+    events += [cpu_op("aten::nonzero", 10 + i, 0) for i in range(4)]
+    events += [cpu_op("aten::linear", 20, 30), annotation("nn.Module: inner (X)", 21, 10)]
+    events += [cpu_op(f"aten::{op}", 22 + i, 1) for i, op in enumerate(("pow", "mean", "rsqrt"))]
+    analysis = analyse(tmp_path, events)
+    loops = {h.subject: h for h in python_loop.detect(analysis)}
+    # Eight adds of no duration each, from 1 us to 8 us: a 7 us span, 7/8 of it given back.
+    adds = loops["?: aten::add"]
+    assert adds.numbers["iterations"] == 8 and adds.gain_ns == 7 * US * 7 // 8
+    assert adds.title == "Python loop of 8 iterations in ? (1 call)"
+    assert elementwise_chain.detect(analysis) == []  # three ops: no chain
+    [routing] = mask_routing.detect(analysis)  # four nonzeros: reported for the pattern
+    assert routing.numbers["syncs_per_call"] == 4
+    assert routing.title.startswith("Mask routing in ?: 4 ops per call")
