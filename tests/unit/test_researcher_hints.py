@@ -80,7 +80,9 @@ def test_python_loops_name_the_attention_and_the_expert_loop(loop: tuple[Analysi
     assert experts.numbers["iterations"] == rm.EXPERTS
     # The expert's own call is one item of each iteration, named by its class.
     assert "nn.Module (Expert)" in experts.explanation
-    assert "view/transpose" in " ".join(heads.fix) and "scaled_dot_product_attention" in heads.code
+    assert heads.fix[0].startswith("Batch over the heads") and "transpose" in heads.fix[0]
+    assert "scaled_dot_product_attention" in heads.code
+    assert experts.fix[0].startswith("Batch over the experts")
     assert "torch.bmm" in experts.code and "argsort" in experts.code
     for hint in (heads, experts):
         assert hint.rank == 0 and hint.confidence == "low"

@@ -26,16 +26,27 @@ from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_percent, format_time
 
-FIX = (
+BATCH_FIX = (
     "Batch over the loop: give the per-iteration tensors one more dimension and run each op "
-    "once over all of them (heads: one matmul over [batch, heads, tokens, head_dim] with "
-    "view/transpose, or F.scaled_dot_product_attention; experts: torch.bmm over stacked "
-    "expert weights, or grouped GEMMs).",
+    "once over all of them (torch.stack the items, or index them all at once), or map a "
+    "per-item function over that dimension with torch.vmap."
+)
+HEADS_FIX = (
+    "Batch over the heads: view the projections as [batch, tokens, heads, head_dim], "
+    "transpose to [batch, heads, tokens, head_dim], and run one matmul (or one "
+    "F.scaled_dot_product_attention) over every head."
+)
+EXPERTS_FIX = (
+    "Batch over the experts: stack their weights into [experts, in, out] tensors and run "
+    "them with torch.bmm (each token gathering its expert's weights), or grouped GEMMs over "
+    "tokens sorted by expert.",
     "Route without a per-expert loop: sort tokens by expert (torch.argsort), count them "
     "(torch.bincount), gather (index_select), run the experts batched, and scatter back "
     "(index_add_).",
-    "Or let the compiler unroll and fuse it: torch.compile(model) traces the loop once and "
-    "emits fused kernels; torch.vmap maps a per-item function over a batch dimension.",
+)
+COMPILE_FIX = (
+    "Or let the compiler take the loop: torch.compile(model) unrolls it when it traces the "
+    "forward and fuses its ops into a few kernels, without Python's dispatch per op."
 )
 HEADS_CODE = """\
 # one matmul over every head instead of a loop over them
@@ -114,12 +125,12 @@ def _hint(
     device = "GPU kernel" if found[0].on_gpu else "host"
     calls = f"{len(found)} calls" if len(found) > 1 else "1 call"
     routed = any("nn.Module" in n for n in block) and any("index" in n for n in block)
-    code = (
-        HEADS_CODE
+    fix, code = (
+        ((HEADS_FIX, COMPILE_FIX), HEADS_CODE)
         if any("softmax" in n for n in block)
-        else EXPERTS_CODE
+        else ((*EXPERTS_FIX, COMPILE_FIX), EXPERTS_CODE)
         if routed
-        else GENERIC_CODE
+        else ((BATCH_FIX, COMPILE_FIX), GENERIC_CODE)
     )
     claimed_text = (
         f" Of it, {format_time(claimed)} is claimed by other findings in the same window "
@@ -157,7 +168,7 @@ def _hint(
             "loop_ns": int(loop_ns),
             "claimed_by_other_findings_ns": int(claimed),
         },
-        fix=FIX,
+        fix=fix,
         code=code,
         evidence=(heaviest_events(rows, "ops", rank, "the loop's ops, heaviest first"),),
         rank=rank,
