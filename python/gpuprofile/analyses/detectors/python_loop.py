@@ -140,6 +140,9 @@ def _hint(
         else ""
     )
     rows = analysis.trace.ops.iloc[np.concatenate([o.rows for o in found])]
+    # The loop's own ops: the module calls it makes (each expert) own their time elsewhere,
+    # and the finding is the looping module's.
+    rows = rows[~rows["id"].isin(analysis.modules.calls["op"])]
     return Hint(
         kind="python-loop",
         subject=subject,
