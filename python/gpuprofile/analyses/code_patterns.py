@@ -140,7 +140,7 @@ class Occurrence:
     end_ns: int
     names: tuple[str, ...]  # the loop's block, the chain's ops, the routing's sync items
     repeats: int  # a loop's iterations; 1 otherwise
-    time_ns: int  # host span (loop), sync time (routing), ops' time (chain)
+    time_ns: int  # host span and backward host time (loop), sync time (routing), ops' (chain)
     removable_ns: int  # what the fix removes, before other findings' claims
     on_gpu: bool
     line: SourceLine | None = None
@@ -233,7 +233,8 @@ class _Facts:
         idle = self.is_call[mine] | np.isin(self.names[mine], list(VIEWS))
         for first, period, repeats in tandem_repeats(sequence, idle):
             at = mine[first : first + period * repeats]
-            back = int(self.backward.times(rank, at, on_gpu).sum())
+            # Host time on any rank: the loop costs its dispatches, forward and backward.
+            back = int(self.backward.times(rank, at, on_gpu=False).sum())
             span = int(self.end[at].max() - self.start[at].min()) + back
             block = tuple(sequence[first : first + period])
             removable = span * (repeats - 1) // repeats

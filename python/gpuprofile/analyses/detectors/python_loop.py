@@ -93,7 +93,12 @@ def _claimed(analysis: Analysis, loop: Occurrence) -> int:
     def inside(o: Occurrence) -> bool:
         return o.rank == loop.rank and loop.start_ns <= o.start_ns and o.end_ns <= loop.end_ns
 
-    claimed = sum(o.removable_ns for o in (*patterns.routings, *patterns.chains) if inside(o))
+    claimed = sum(o.removable_ns for o in patterns.chains if inside(o))
+    # The routing's syncs that ran inside the loop (a call may sync outside it too).
+    for o in patterns.routings:
+        if o.rank == loop.rank:
+            start, end = (np.array([w[i] for w in o.windows], np.int64) for i in (0, 1))
+            claimed += overlap_ns([(loop.start_ns, loop.end_ns)], start, end)
     claimed += loop.attention_ns
     if loop.on_gpu:
         gaps = analysis.idle_gaps
@@ -122,7 +127,6 @@ def _hint(
     iterations = sorted({o.repeats for o in found})
     counted = f"{iterations[0]}" if len(iterations) == 1 else f"{iterations[0]}-{iterations[-1]}"
     modules = where(analysis.modules, found)
-    device = "GPU kernel" if found[0].on_gpu else "host"
     calls = f"{len(found)} calls" if len(found) > 1 else "1 call"
     routed = any("nn.Module" in n for n in block) and any("index" in n for n in block)
     fix, code = (
@@ -150,7 +154,7 @@ def _hint(
         basis_ns=wall,
         gain_ns=int(gain),
         gain_method=(
-            f"The loop's {device} time (its forward ops' span and the backward engine ops of "
+            "The loop's host time (its forward ops' span and the backward engine ops of "
             "the grad_fns they made) times (iterations - 1) / iterations, less the time other "
             "findings claim inside it: a rule of thumb that takes one batched call to cost "
             "about one iteration, as it does while per-op overhead dominates."
