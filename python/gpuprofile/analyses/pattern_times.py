@@ -64,11 +64,12 @@ class Backward:
 def achievable_ns(
     analysis: Lookups, op_costs: pd.DataFrame, dram_bytes_per_s: float, share: float
 ) -> np.ndarray:
-    """Per ops row, the time its bytes (op_costs, index-aligned by op id) take at ``share`` of
+    """Per ops row, the time its bytes (op_costs, one row per ops row) take at ``share`` of
     the DRAM bandwidth; an op without bytes of its own takes the sum of its children's (an
     engine op's backward ops); inf where nothing inside it has bytes."""
     ops = analysis.trace.ops
-    nbytes = op_costs["bytes"].reindex(ops["id"].to_numpy()).to_numpy(np.float64)
+    # op_costs has one row per ops row, in row order (flops.op_costs).
+    nbytes = op_costs["bytes"].to_numpy(np.float64)
     known = np.isfinite(nbytes) & (nbytes > 0)
     roof = np.where(known, nbytes / (dram_bytes_per_s * share) * 1e9, 0.0)
     has = known.copy()
