@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from gpuprofile.analyses import idle
+from gpuprofile.analyses.code_patterns import Occurrence, code_patterns
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import elementwise_chain, mask_routing, python_loop
+from gpuprofile.analyses.frames import SourceLine, Sources
 from gpuprofile.analyses.thresholds import ACHIEVABLE_ROOF_SHARE
 from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
@@ -196,3 +198,26 @@ def test_degenerate_calls_give_findings_or_nothing_never_an_error(tmp_path: Path
     [routing] = mask_routing.detect(analysis)  # four nonzeros: reported for the pattern
     assert routing.numbers["syncs_per_call"] == 4
     assert routing.title.startswith("Mask routing in ?: 4 ops per call")
+
+
+def test_with_stacks_a_loop_runs_the_same_lines(tmp_path: Path) -> None:
+    # Four sigmoids in a row: a loop when one line ran them all, four lines written out one
+    # after another when each has its own. The lines are the test's, given as Sources.
+    events = [annotation("nn.Module: Net.gates (Gates)", 0, 100)]
+    events += [cpu_op("aten::sigmoid", 1 + 20 * i, 10) for i in range(4)]
+    analysis = analyse(tmp_path, events)
+    rows = np.flatnonzero((analysis.trace.ops["name"] == "aten::sigmoid").to_numpy())
+    lines = (
+        SourceLine("model.py", 10, "forward"),
+        *(SourceLine("model.py", 20 + i, "f") for i in range(4)),
+    )
+
+    def loops(line_of_each: list[int]) -> tuple[Occurrence, ...]:
+        source = np.full(len(analysis.trace.ops), -1, np.int32)
+        source[rows] = line_of_each
+        sources = Sources(lines, source, np.zeros(0, np.int32))
+        return code_patterns(analysis, analysis.modules, sources).loops
+
+    [loop] = loops([0, 0, 0, 0])
+    assert loop.repeats == 4 and loop.line == lines[0]
+    assert loops([1, 2, 3, 4]) == ()

@@ -8,10 +8,11 @@ looked through). A nested module call is one item, named by its class, so the pe
 calls of a loop over experts read alike.
 
 - A loop: a run of items that repeats one block of ops MIN_LOOP_ITERATIONS times or more back
-  to back. A block of module calls alone is a stack of layers (nn.Sequential, a loop over
-  ``self.layers``), each fed the previous one's output, which no batching removes, and a
-  block of views alone (``x[:, 0], x[:, 1], ...``: slices, reshapes) moves no data: a loop
-  needs an op of the call's own code that does work in its block.
+  to back (and, where the trace has stacks, from the same lines). A block of module calls
+  alone is a stack of layers (nn.Sequential, a loop over ``self.layers``), each fed the
+  previous one's output, which no batching removes, and a block of views alone
+  (``x[:, 0], x[:, 1], ...``: slices, reshapes) moves no data: a loop needs an op of the
+  call's own code that does work in its block.
 - Mask routing: items that force a host sync (they are or hold ``aten::nonzero``,
   ``aten::is_nonzero`` / ``aten::item`` / ``aten::_local_scalar_dense`` or
   ``aten::masked_select``), MIN_ROUTING_SYNCS or more in one call, at least one of them
@@ -230,8 +231,12 @@ class _Facts:
         on_gpu = rank in self.gpu_ranks
         own_time = self.kernel_ns[mine] if on_gpu else self.end[mine] - self.start[mine]
         sequence = self.labels[mine].tolist()
+        # With stacks, an op is also known by its line: a loop's iterations run the same
+        # lines, where ops written out one after another (q, k, v projections) do not.
+        lines = self.source[mine]
+        keys = [f"{s} @{line}" for s, line in zip(sequence, lines.tolist(), strict=True)]
         idle = self.is_call[mine] | np.isin(self.names[mine], list(VIEWS))
-        for first, period, repeats in tandem_repeats(sequence, idle):
+        for first, period, repeats in tandem_repeats(keys, idle):
             at = mine[first : first + period * repeats]
             # Host time on any rank: the loop costs its dispatches, forward and backward.
             back = int(self.backward.times(rank, at, on_gpu=False).sum())
