@@ -23,6 +23,10 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("item_in_loop.ipynb", "sync-stall"),
         ("dataloader_bound.ipynb", "data-loading"),
         ("attention_scaling.ipynb", "attention-unfused"),
+        # The hand-written block: its loops over heads and experts, and the mask routing whose
+        # syncs wait for the GPU there (not run yet on a GPU when this was written).
+        ("custom_block.ipynb", "python-loop"),
+        ("custom_block.ipynb", "data-dependent-routing"),
         pytest.param(
             "elementwise_chain.ipynb",
             "memory-bound",

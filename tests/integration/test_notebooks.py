@@ -28,3 +28,34 @@ def test_quickstart_runs_and_reads_without_a_widget(tmp_path: Path) -> None:
     # The plain text says the same numbers the report holds.
     assert f"{counts['kernels']} kernels, {counts['memcpy']} memcpy" in text
     assert f"{counts['ops']} ops" in text
+
+
+# Appended in memory: each profile's hints of the three hand-written-code kinds, as JSON.
+_CUSTOM_BLOCK_READ_BACK = """
+import json
+kinds = ('python-loop', 'data-dependent-routing', 'unfused-elementwise')
+print('CUSTOM_BLOCK ' + json.dumps({
+    label: [h for h in profile.report()['hints'] if h['kind'] in kinds]
+    for label, profile in (('before', before), ('after', after))
+}))
+"""
+
+
+def test_custom_block_names_its_loops_routing_and_norm(tmp_path: Path) -> None:
+    notebook = nbformat.read(ROOT / "example_notebooks/custom_block.ipynb", as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(_CUSTOM_BLOCK_READ_BACK))
+    NotebookClient(notebook, timeout=300, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    printed = "".join(o.get("text", "") for o in notebook.cells[-1].outputs)
+    line = next(x for x in printed.splitlines() if x.startswith("CUSTOM_BLOCK "))
+    hints = json.loads(line.removeprefix("CUSTOM_BLOCK "))
+    before = {(h["kind"], h["title"].split(" in ", 1)[1].split(" ")[0]): h for h in hints["before"]}
+    # The notebook's loops: one over 4 heads in the attention, one over 4 experts in the MoE
+    # (a CPU run: its sizes), each named by its module in torch's stack form.
+    loops = {path: h for (kind, path), h in before.items() if kind == "python-loop"}
+    assert sorted(loops) == ["Block_0.Attention_0", "Block_0.MoE_0"]
+    assert all("Python loop of 4 iterations" in h["title"] for h in loops.values())
+    assert loops["Block_0.MoE_0"]["modules"][0] == "Block_0.MoE_0"
+    assert ("data-dependent-routing", "Block_0.MoE_0") in before
+    [norm] = [h for (kind, _), h in before.items() if kind == "unfused-elementwise"]
+    assert norm["title"].startswith("Hand-written RMSNorm in Block_0.RMSNorm_0, Block_0.RMSNorm_1")
+    assert hints["after"] == []

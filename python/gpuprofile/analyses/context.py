@@ -29,6 +29,7 @@ from gpuprofile.trace.model import Trace
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.carry_over import CarryOver
+    from gpuprofile.analyses.code_patterns import CodePatterns
     from gpuprofile.analyses.comm_overlap import CommOverlap
     from gpuprofile.analyses.compiled import CompiledCode
     from gpuprofile.analyses.frames import Sources
@@ -261,6 +262,22 @@ class Analysis:
         from gpuprofile.analyses.frames import attribute_sources
 
         return attribute_sources(self)
+
+    @cached_property
+    def code_patterns(self) -> CodePatterns:
+        """Loops, mask routing and elementwise chains in module calls (analyses/code_patterns.py):
+        three detectors read them, and each leaves out what another claims."""
+        from gpuprofile.analyses.code_patterns import code_patterns
+        from gpuprofile.analyses.pattern_times import achievable_ns
+        from gpuprofile.analyses.thresholds import ACHIEVABLE_ROOF_SHARE
+
+        bandwidth = self.hardware.dram_bytes_per_s
+        roof = (
+            achievable_ns(self, self.op_costs, bandwidth, ACHIEVABLE_ROOF_SHARE)
+            if bandwidth and not self.modules.calls.empty
+            else None
+        )
+        return code_patterns(self, self.modules, self.sources, roof)
 
     @cached_property
     def gauges(self) -> list[Gauge]:

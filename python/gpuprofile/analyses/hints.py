@@ -51,6 +51,9 @@ KINDS = (
     "precision-fallback",
     "reformat-overhead",
     "graph-break",
+    "python-loop",
+    "data-dependent-routing",
+    "unfused-elementwise",
 )
 SEVERITIES = ("high", "medium", "low")
 CONFIDENCES = ("high", "medium", "low")

@@ -56,6 +56,18 @@ MIN_GAIN_SHARE: Mapping[str, float] = MappingProxyType(
         # Of the rank's wall time: the eager code between compiled regions, which a fix
         # compiles (an upper bound); a hundredth is worth finding the break for.
         "graph-break": 0.01,
+        # Of the rank's wall time: batching a loop over heads or experts is a rewrite of one
+        # module, worth it from a hundredth of the run.
+        "python-loop": 0.01,
+        # Of the rank's wall time, on a GPU rank: each sync stalls the launch queue, and the
+        # rewrite (scatter/gather routing) is local to one module.
+        "data-dependent-routing": 0.01,
+        # On a CPU-only rank the syncs cost almost nothing: the pattern, repeated in a loop, is
+        # the finding (it stalls every step once the code runs on a GPU), whatever its time.
+        "data-dependent-routing/cpu": 0.0,
+        # Of the rank's wall time: a hand-written norm or activation is one call to replace
+        # (F.rms_norm, F.gelu), so even half a percent of the run is worth it, as for TF32.
+        "unfused-elementwise": 0.005,
     }
 )
 
@@ -78,11 +90,27 @@ MIN_STEADY_ALLOCATOR_CALLS = 2  # one cudaMalloc after warm-up can be a late fir
 FRAGMENTATION_RATIO = 1.5
 MIN_WASTE_BYTES = 1 << 30
 MAX_NAMED_BREAKS = 3  # graph breaks named one by one in a hint's text before the rest are counted
+# The share of a roof tuned kernels reach: 80-90% of DRAM bandwidth (STREAM-like copies) and
+# 70-90% of tensor-core peak (large cuBLAS GEMMs) on datasheet roofs. The memory-bound finding
+# claims an op's time beyond its roof at this share; the unfused-elementwise finding counts an
+# op's time only up to it, so the two never claim the same time.
+ACHIEVABLE_ROOF_SHARE = 0.8
+# Hand-written model code (analyses/code_patterns.py). A block of ops repeated back to back
+# this often in one module call is a Python loop (over heads, over experts); three in a row is
+# still the q, k, v projections of one attention.
+MIN_LOOP_ITERATIONS = 4
+# Host syncs in one module call from which mask routing is a loop of them, not one gather.
+MIN_ROUTING_SYNCS = 4
+# Consecutive elementwise ops from which a chain is a hand-written norm or activation (x * w
+# with a bias add is two or three).
+MIN_CHAIN_OPS = 4
 
 
 def worth_reporting(finding: str, gain: float, basis: float) -> bool:
-    """Whether a gain (ns, or a share when basis is 1) is worth a finding of this entry."""
-    return gain > 0 and gain >= MIN_GAIN_SHARE[finding] * basis
+    """Whether a gain (ns, or a share when basis is 1) is worth a finding of this entry (an
+    entry of share 0 reports any pattern it found, even one whose gain is 0 here)."""
+    share = MIN_GAIN_SHARE[finding]
+    return gain >= share * basis if share == 0 else gain > 0 and gain >= share * basis
 
 
 def severity_for(gain_ns: int, basis_ns: int) -> str:

@@ -35,6 +35,9 @@ DETECTORS = (
     "trt_precision",
     "trt_reformat",
     "graph_breaks",
+    "python_loop",
+    "mask_routing",
+    "elementwise_chain",
 )
 
 

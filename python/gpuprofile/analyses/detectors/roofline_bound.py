@@ -26,7 +26,11 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COMPUTE_BOUND, MEMORY_BOUND, Fix, pick
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
-from gpuprofile.analyses.thresholds import LAUNCH_LATENCY_NS, worth_reporting
+from gpuprofile.analyses.thresholds import (
+    ACHIEVABLE_ROOF_SHARE,
+    LAUNCH_LATENCY_NS,
+    worth_reporting,
+)
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import (
@@ -39,7 +43,7 @@ from gpuprofile.units import (
 )
 
 FAR_PCT = 50.0
-ACHIEVABLE = 0.8
+ACHIEVABLE = ACHIEVABLE_ROOF_SHARE  # thresholds.py: the unfused-elementwise finding reads it too
 TOP_POINTS = 3
 MAX_RELATED = 50
 
