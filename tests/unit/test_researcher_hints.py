@@ -20,7 +20,7 @@ from gpuprofile.analyses.detectors import (
 )
 from gpuprofile.analyses.hints import CONFIDENCES, Hint
 from gpuprofile.analyses.thresholds import MIN_ATTENTION_KEYS, MIN_GAIN_SHARE
-from gpuprofile.hardware.model import UNKNOWN
+from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.report.build import build_report
 from gpuprofile.trace.model import Trace
@@ -187,3 +187,27 @@ def test_the_head_loop_leaves_unfused_attention_to_its_own_finding(
     assert heads.numbers["claimed_by_other_findings_ns"] == attention_ns
     loop_ns = int(heads.numbers["loop_ns"])
     assert heads.gain_ns == (loop_ns - attention_ns) * (rm.HEADS - 1) // rm.HEADS
+
+
+def test_the_loop_leaves_far_from_roof_ops_to_the_roofline_findings(
+    loop: tuple[Analysis, int],
+) -> None:
+    # Roofs so high that every op with a FLOP count is far below them: the memory- and
+    # compute-bound findings claim nearly all of those ops' time, the loop's own ops included.
+    analysis, _ = loop
+    roofs = Hardware(name="far", source="user", peak_flops={"fp32": 1e18}, dram_bytes_per_s=1e18)
+    far = Analysis(analysis.trace, roofs)
+    unknown = by_subject(python_loop.detect(analysis), "LoopMoE: ")
+    known = by_subject(python_loop.detect(far), "LoopMoE: ")
+    assert known.numbers["loop_ns"] == unknown.numbers["loop_ns"]
+    # The expert matmuls ran inside the loop: their far-from-roof gain is not claimed again.
+    assert (
+        known.numbers["claimed_by_other_findings_ns"]
+        > unknown.numbers["claimed_by_other_findings_ns"]
+    )
+    loop_ns = int(known.numbers["loop_ns"])
+    claimed = int(known.numbers["claimed_by_other_findings_ns"])
+    assert known.gain_ns == max(loop_ns - claimed, 0) * (rm.EXPERTS - 1) // rm.EXPERTS
+    # No time claimed twice overall: the findings' gains fit in the rank's wall.
+    hints = run_detectors(far)
+    assert sum(h.gain_ns for h in hints) <= far.wall_ns(0)

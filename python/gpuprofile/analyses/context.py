@@ -217,6 +217,16 @@ class Analysis:
         )
 
     @cached_property
+    def far_points(self) -> pd.DataFrame:
+        """The op-level roofline points far below their roof, with their gains (empty where
+        the hardware is unknown: no distance to a roof then)."""
+        from gpuprofile.analyses.roofline import far_points
+
+        if not self.hardware.known:
+            return self.roofline.points.iloc[0:0].assign(gain_ns=0.0)
+        return far_points(self.roofline.points, self.op_costs)
+
+    @cached_property
     def idle_gaps(self) -> pd.DataFrame:
         """Every GPU idle interval in each rank's window, with the cause it is attributed to."""
         from gpuprofile.analyses.idle import idle_gaps

@@ -48,6 +48,7 @@ import pandas as pd
 from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.names import codes as name_codes
 from gpuprofile.analyses.names import per_category, strings
+from gpuprofile.analyses.thresholds import ACHIEVABLE_ROOF_SHARE, LAUNCH_LATENCY_NS
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.codes import first_seen_codes
 from gpuprofile.trace.model import NO_ID, Trace
@@ -441,3 +442,42 @@ def _empty() -> pd.DataFrame:
             "key": pd.Series(dtype=object),
         }
     )
+
+
+# An op-level point at or below this percent of its roof is far from it: the memory- and
+# compute-bound findings' subject.
+FAR_PCT = 50.0
+
+
+def far_points(points: pd.DataFrame, op_costs: pd.DataFrame) -> pd.DataFrame:
+    """The op-level points far below their roof (``Analysis.far_points``), with the gain each
+    contributes (gain_ns), largest first: the memory- and compute-bound findings report them,
+    and findings that cover the same ops (a Python loop) leave that gain out of theirs.
+
+    A point counts when its known time is at most FAR_PCT of what its roof allows, its calls
+    last LAUNCH_LATENCY_NS or more on average (shorter ones are launch latency, the
+    launch-overhead finding's), and, for compute-bound points, its roof is not the fp32 vector
+    roof of a matmul (the tensor-cores finding's: the fix is a precision). Gain: only the part
+    below ACHIEVABLE_ROOF_SHARE of the roof, ``known_time - time_at_roof / share``: tuned
+    kernels reach 80-90% of DRAM bandwidth and 70-90% of tensor-core peak on datasheet roofs,
+    so the last 20% is not promised."""
+    points = points[(points["level"] == "op") & points["bound"].isin(["memory", "compute"])]
+    per_call = points["known_time_ns"] / points["count"].clip(lower=1)
+    chosen = points[
+        (points["pct_of_roof"] <= FAR_PCT)
+        & (per_call >= LAUNCH_LATENCY_NS)
+        & ~points["key"].isin(_fp32_matmul_keys(points, op_costs))
+    ]
+    gain = chosen["known_time_ns"] - chosen["time_at_roof_ns"] / ACHIEVABLE_ROOF_SHARE
+    return chosen.assign(gain_ns=gain.clip(lower=0)).sort_values("gain_ns", ascending=False)
+
+
+def _fp32_matmul_keys(points: pd.DataFrame, op_costs: pd.DataFrame) -> set[str]:
+    """Compute-bound points on the fp32 roof whose ops are matmul-like: tensor_cores' subject."""
+    candidates = points[(points["bound"] == "compute") & (points["roof"] == "fp32")]
+    matmul = op_costs["matmul_like"]
+    return {
+        str(key)
+        for key, ids in zip(candidates["key"], candidates["event_ids"], strict=True)
+        if len(ids) and bool(matmul.get(ids[0], False))
+    }

@@ -11,6 +11,7 @@ loop of large matmuls gives back less. Time another finding claims inside the lo
 first, so no time is claimed twice: the host syncs of mask routing (data-dependent-routing),
 what fusing an elementwise chain removes (unfused-elementwise), the ops between the two
 matmuls of hand-written attention over MIN_ATTENTION_KEYS keys or more (attention-unfused),
+the gain the memory- and compute-bound findings claim on the loop's ops (Analysis.far_points),
 and on a GPU rank the idle gaps the host's launching caused there (launch-overhead's gaps,
 analyses/idle.py).
 """
@@ -18,11 +19,13 @@ analyses/idle.py).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.code_patterns import Occurrence, groups, line_text, overlap_ns, where
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events
+from gpuprofile.analyses.roofline import point_members
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_percent, format_time
 
@@ -100,11 +103,32 @@ def _claimed(analysis: Analysis, loop: Occurrence) -> int:
             start, end = (np.array([w[i] for w in o.windows], np.int64) for i in (0, 1))
             claimed += overlap_ns([(loop.start_ns, loop.end_ns)], start, end)
     claimed += loop.attention_ns
+    claimed += _far_point_claims(analysis, loop)
     if loop.on_gpu:
         gaps = analysis.idle_gaps
         mine = gaps[(gaps["rank"] == loop.rank) & (gaps["cause"] == idle.HOST_LAUNCH_BOUND)]
         start = mine["start_ns"].to_numpy(np.int64)
         claimed += overlap_ns([(loop.start_ns, loop.end_ns)], start, mine["end_ns"].to_numpy())
+    return int(claimed)
+
+
+def _far_point_claims(analysis: Analysis, loop: Occurrence) -> int:
+    """What the memory- and compute-bound findings claim of the ops that ran in the loop's
+    window: each member op its point's gain in proportion to its time."""
+    far = analysis.far_points
+    far = far[(far["rank"] == loop.rank) & (far["gain_ns"] > 0)]
+    if far.empty:
+        return 0
+    share = dict(zip(far["key"], (far["gain_ns"] / far["known_time_ns"].clip(lower=1)).tolist()))
+    members = point_members(analysis.roofline_members, set(share))
+    start = analysis.trace.ops["start_ns"].to_numpy(np.int64)
+    claimed = 0.0
+    for key, found in members.items():
+        if found.table != "ops":
+            continue
+        rows = analysis.id_index("ops").get_indexer(pd.Index(found.ids))
+        inside = (rows >= 0) & (start[rows] >= loop.start_ns) & (start[rows] < loop.end_ns)
+        claimed += float(found.time_ns[inside].sum()) * share[key]
     return int(claimed)
 
 

@@ -1,15 +1,8 @@
 """Ops far below their roof: memory-bound ones short of DRAM bandwidth, compute-bound ones short
 of the compute peak (analyses/roofline.py's op-level points).
 
-A point counts when its known time is at most FAR_PCT of what its roof allows (pct_of_roof),
-its calls last LAUNCH_LATENCY_NS (thresholds.py) or more on average (shorter ones are launch
-latency, the launch-overhead detector's subject), and, for compute-bound points, its roof is
-not the fp32 vector roof of a matmul (that one is the tensor-cores detector's: the fix is a
-precision).
-
-Gain: only the part below ACHIEVABLE of the roof, ``known_time - time_at_roof / ACHIEVABLE``:
-tuned kernels reach 80-90% of DRAM bandwidth (STREAM-like copies) and 70-90% of tensor-core
-peak (large cuBLAS GEMMs) on datasheet roofs, so the last 20% is not promised.
+The points and the gain each contributes are ``Analysis.far_points`` (analyses/roofline.py
+says which count): other findings read there what this one claims.
 
 Silent when the hardware is unknown: without roofs there is no distance to report, and the
 report says that the roofs are unknown instead of guessing them.
@@ -26,9 +19,9 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COMPUTE_BOUND, MEMORY_BOUND, Fix, pick
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
+from gpuprofile.analyses.roofline import FAR_PCT
 from gpuprofile.analyses.thresholds import (
     ACHIEVABLE_ROOF_SHARE,
-    LAUNCH_LATENCY_NS,
     worth_reporting,
 )
 from gpuprofile.hardware.model import Hardware
@@ -42,7 +35,6 @@ from gpuprofile.units import (
     format_time,
 )
 
-FAR_PCT = 50.0
 ACHIEVABLE = ACHIEVABLE_ROOF_SHARE  # thresholds.py: the unfused-elementwise finding reads it too
 TOP_POINTS = 3
 MAX_RELATED = 50
@@ -81,11 +73,9 @@ def detect(analysis: Analysis) -> list[Hint]:
     hardware = analysis.hardware
     if not hardware.known:
         return []
-    points = analysis.roofline.points
-    points = points[(points["level"] == "op") & points["bound"].isin(["memory", "compute"])]
-    if points.empty:
+    far = analysis.far_points
+    if far.empty:
         return []
-    far = far_points(points, _fp32_matmul_keys(points, analysis.op_costs))
     hints = []
     for _, rows in far.groupby(["rank", "bound"], sort=True):
         rank, bound = int(rows["rank"].iloc[0]), str(rows["bound"].iloc[0])
@@ -93,29 +83,6 @@ def detect(analysis: Analysis) -> list[Hint]:
         if hint is not None:
             hints.append(hint)
     return hints
-
-
-def far_points(points: pd.DataFrame, excluded: set[str]) -> pd.DataFrame:
-    """The points far below their roof, with the gain each contributes (gain_ns)."""
-    per_call = points["known_time_ns"] / points["count"].clip(lower=1)
-    chosen = points[
-        (points["pct_of_roof"] <= FAR_PCT)
-        & (per_call >= LAUNCH_LATENCY_NS)
-        & ~points["key"].isin(excluded)
-    ]
-    gain = chosen["known_time_ns"] - chosen["time_at_roof_ns"] / ACHIEVABLE
-    return chosen.assign(gain_ns=gain.clip(lower=0)).sort_values("gain_ns", ascending=False)
-
-
-def _fp32_matmul_keys(points: pd.DataFrame, op_costs: pd.DataFrame) -> set[str]:
-    """Compute-bound points on the fp32 roof whose ops are matmul-like: tensor_cores' subject."""
-    candidates = points[(points["bound"] == "compute") & (points["roof"] == "fp32")]
-    matmul = op_costs["matmul_like"]
-    return {
-        str(key)
-        for key, ids in zip(candidates["key"], candidates["event_ids"])
-        if len(ids) and bool(matmul.get(ids[0], False))
-    }
 
 
 def _hint(
