@@ -31,7 +31,14 @@ import pandas as pd
 
 from gpuprofile.analyses.hints import Evidence
 from gpuprofile.analyses.module_spans import memory_by_module, union, union_by, with_ancestors
-from gpuprofile.analyses.modules import BACKWARD, FORWARD, NO_MODULE, OPTIMIZER, Modules
+from gpuprofile.analyses.modules import (
+    BACKWARD,
+    FORWARD,
+    NO_MODULE,
+    OPTIMIZER,
+    Modules,
+    chain_depth,
+)
 from gpuprofile.analyses.roofline import compute_roof
 
 if TYPE_CHECKING:
@@ -255,20 +262,10 @@ def _or_none(module: np.ndarray, n: int) -> np.ndarray:
 def _lifting_order(parents: np.ndarray) -> list[int]:
     """Modules with a parent, deepest first: adding each one's total to its parent's in this
     order sums every subtree."""
-    depth = _tree_depth(parents)
+    depth = chain_depth(parents)
     below = np.flatnonzero(parents >= 0)
     order: list[int] = below[np.argsort(-depth[below], kind="stable")].tolist()
     return order
-
-
-def _tree_depth(parents: np.ndarray) -> np.ndarray:
-    depth = np.zeros(len(parents), np.int64)
-    at = parents.copy()
-    while (at >= 0).any():
-        up = at >= 0
-        depth[up] += 1
-        at[up] = parents[at[up]]
-    return depth
 
 
 def _tree_order(

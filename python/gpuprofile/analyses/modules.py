@@ -169,7 +169,7 @@ def _call_modules(
     position[rows] = np.arange(len(rows))
     enclosing = np.where(above >= 0, position[np.maximum(above, 0)], -1).tolist()
     # Calls ordered by depth: an enclosing call's path is known before its callees'.
-    depth_order = np.argsort(_chain_depth(np.asarray(enclosing)), kind="stable").tolist()
+    depth_order = np.argsort(chain_depth(np.asarray(enclosing)), kind="stable").tolist()
     path_of = [""] * len(rows)
     for i in depth_order:
         link, kind = own[i]
@@ -180,7 +180,7 @@ def _call_modules(
     return tuple(index), tuple(types), module
 
 
-def _chain_depth(enclosing: np.ndarray) -> np.ndarray:
+def chain_depth(enclosing: np.ndarray) -> np.ndarray:
     """How many calls enclose each call (enclosing: position of each one's enclosing call)."""
     depth = np.zeros(len(enclosing), np.int64)
     at = enclosing.copy()
