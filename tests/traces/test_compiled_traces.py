@@ -110,3 +110,17 @@ def test_kernels_in_their_compiled_region(name: str) -> None:
     triton = sum(1 for e in events if e.get("cat") == "kernel" and e["name"].startswith("triton_"))
     kinds = [k for k, t in zip(compiled.kinds, compiled.kernels["table"]) if t == "kernels"]
     assert sum(k != "extern" for k in kinds) == triton
+
+
+def test_a_region_without_graph_calls_is_timed_by_its_own_span() -> None:
+    # HTA's Triton trace has a compiled region but no CompiledFunction range inside it: the
+    # notice gives the region's span from the raw JSON, not "ran 0 ns".
+    from gpuprofile.report.build import plain_report
+
+    raw = [e for e in events_of(HTA) if str(e.get("name", "")).startswith("Torch-Compiled Region")]
+    assert raw and not [e for e in events_of(HTA) if e.get("name") == "CompiledFunction"]
+    span_us = sum(float(e["dur"]) for e in raw)
+    report = plain_report(Analysis(load_kineto(require_trace(KINETO / HTA))))
+    [text] = [n["text"] for n in report["notices"] if n["kind"] == "compile"]
+    assert f"{len(raw)} compiled region call took {span_us / 1000:.2f} ms" in text
+    assert "ran 0 ns" not in text

@@ -210,6 +210,14 @@ def compile_notices(compiled: CompiledCode, ranks: list[int]) -> list[dict[str, 
             f"the compiled graphs ran {format_time(compiled.run_ns(rank))} in "
             f"{format_count(len(regions), 'compiled region call')}"
         )
+        if not compiled.run_ns(rank) and len(regions):
+            # No graph-call ranges in this trace (older torch): the regions' own span.
+            outer = regions[regions["outer"] < 0]
+            span = int((outer["end_ns"] - outer["start_ns"]).sum())
+            ran = (
+                f"{format_count(len(regions), 'compiled region call')} took "
+                f"{format_time(span)} (the trace has no graph-call ranges inside them)"
+            )
         text = (
             f"{where}torch.compile: compiling took {format_time(compiling)}{counts}; {ran}."
             if compiling
