@@ -490,3 +490,36 @@ def test_owners_are_the_modules_with_most_of_the_events_time(tmp_path: Path) -> 
     paths, _ = owners(analysis, [("runtime", ids("runtime", "cudaLaunchKernel"), None)])
     assert paths == ["Net.fc1"]
     assert owners(analysis, [("memcpy", np.array([0]), None)]) == ([], [])
+
+
+def test_the_next_profiler_step_opened_inside_the_optimizers_range_is_not_optimizer(
+    tmp_path: Path,
+) -> None:
+    # With --steps the profiler's step hook runs inside Optimizer.step: ProfilerStep#2 opens
+    # before the optimizer's range closes, so the trace's nesting puts the whole next step
+    # under it. Only what the optimizer's range holds in time is its phase.
+    doc = document(
+        [
+            annotation("ProfilerStep#1", 0, 195),
+            annotation("Optimizer.step#SGD.step", 100, 100),
+            cpu_op("aten::add_", 110, 20),
+            annotation("ProfilerStep#2", 190, 300),
+            annotation("nn.Module: Net (Net)", 250, 100),
+            cpu_op("aten::mm", 260, 50),
+            annotation("Optimizer.step#SGD.step", 400, 50),
+            cpu_op("aten::mul_", 410, 20),
+        ]
+    )
+    analysis = Analysis(load_kineto(write(tmp_path / "t.json", doc)))
+    ops = analysis.trace.ops
+    phase = {
+        name: PHASES[p]
+        for name, p in zip(ops["name"].astype(str), analysis.modules.op_phase.tolist(), strict=True)
+    }
+    assert phase["aten::add_"] == phase["aten::mul_"] == "optimizer"
+    assert phase["aten::mm"] == "forward"
+    assert phase["ProfilerStep#2"] == "other"
+    [rank] = build_report(analysis).ranks
+    assert rank.phases is not None
+    # The two optimizer ranges, by hand: 100 us and 50 us.
+    assert rank.phases.optimizer_ns == 150_000

@@ -121,7 +121,7 @@ def attribute_modules(analysis: Lookups) -> Modules:
     # Inside a call or an engine op; those inside an engine op are backward, below.
     op_phase[inside] = FORWARD
     op_phase[in_engine] = BACKWARD
-    op_phase[_within(optimizer, parent)] = OPTIMIZER
+    op_phase[_inside_range(optimizer, parent, ops)] = OPTIMIZER
 
     kernel_module, kernel_phase = _kernel_facts(analysis, op_module, op_phase)
     return Modules(
@@ -142,6 +142,22 @@ def attribute_modules(analysis: Lookups) -> Modules:
 def _within(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Per row, whether it or an ancestor has flag set (no tree walk when none has)."""
     return outermost_with(flag, parent) >= 0 if flag.any() else np.zeros(len(flag), bool)
+
+
+def _inside_range(flag: np.ndarray, parent: np.ndarray, ops: pd.DataFrame) -> np.ndarray:
+    """Per row, whether it or an ancestor has flag set and the innermost such one holds it
+    in time. Ranges need not nest: with --steps, the profiler's step (its hook runs inside
+    ``Optimizer.step``) opens ``ProfilerStep#N`` before the optimizer's range closes, and the
+    whole next step would otherwise read as its child."""
+    if not flag.any():
+        return np.zeros(len(flag), bool)
+    holder = innermost_with(flag, parent, np.arange(len(flag)))
+    rows = np.flatnonzero(holder >= 0)
+    start = ops["start_ns"].to_numpy(np.int64)
+    end = start + ops["dur_ns"].to_numpy(np.int64)
+    out = np.zeros(len(flag), bool)
+    out[rows] = end[rows] <= end[holder[rows]]
+    return out
 
 
 def _call_modules(
