@@ -40,6 +40,7 @@ from gpuprofile.analyses.modules import (
     chain_depth,
 )
 from gpuprofile.analyses.roofline import compute_roof
+from gpuprofile.analyses.steps import is_step
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.context import Analysis
@@ -109,7 +110,7 @@ def rank_phases(analysis: Analysis, rank: int) -> Phases | None:
         return None
     ops = analysis.trace.ops
     start = ops["start_ns"].to_numpy()[rows]
-    end = start + ops["dur_ns"].to_numpy()[rows]
+    end = _within_steps(start, start + ops["dur_ns"].to_numpy()[rows], ops, rows)
     phase = analysis.modules.op_phase[rows]
     covered = []  # the length of the union of the phases so far, in priority order
     mask = np.zeros(len(rows), bool)
@@ -124,6 +125,22 @@ def rank_phases(analysis: Analysis, rank: int) -> Phases | None:
         optimizer_ns=int(optimizer),
         other_ns=max(0, wall - covered[-1]),
     )
+
+
+def _within_steps(
+    start: np.ndarray, end: np.ndarray, ops: pd.DataFrame, rows: np.ndarray
+) -> np.ndarray:
+    """Ends cut at the end of the ``ProfilerStep#N`` range each op starts in. The step hook
+    runs inside ``Optimizer.step``: the range around it outlasts the step by the profiler's own
+    work (a window's end: its export, milliseconds), which is no phase of the program's."""
+    steps = is_step(ops["name"].iloc[rows])
+    if not steps.any():
+        return end
+    order = np.argsort(start[steps], kind="stable")
+    step_start, step_end = start[steps][order], end[steps][order]
+    at = np.searchsorted(step_start, start, side="right") - 1
+    inside = (at >= 0) & (start < step_end[np.maximum(at, 0)])
+    return np.where(inside, np.minimum(end, step_end[np.maximum(at, 0)]), end)
 
 
 def module_rows(analysis: Analysis, rank: int) -> list[ModuleRow]:
