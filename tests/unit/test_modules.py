@@ -17,8 +17,8 @@ from gpuprofile.analyses.modules import NO_MODULE, PHASES, Modules
 from gpuprofile.analyses.owners import owners
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.report.build import build_report
-from gpuprofile.report.module_text import module_lines, owner_line
-from gpuprofile.report.schema import ModuleRow, SourceRef, report_json
+from gpuprofile.report.module_text import module_lines, owner_line, phase_line
+from gpuprofile.report.schema import ModuleRow, Phases, SourceRef, report_json
 from gpuprofile.report.text import render_text
 from helpers.kineto_docs import cpu_op, document, kernel, memory, runtime, write
 
@@ -384,6 +384,12 @@ def test_module_text_is_an_indented_tree_cut_to_the_heaviest_with_their_parents(
     lines = module_lines(rows, rank=0, limit=2)
     assert len(lines) == 2 + 2 + 1  # the heads, two rows, the "more" line
     assert lines[2].endswith("  Net (Net)") and lines[3].endswith("    big (Block)")
+    # An inference run (no backward anywhere): no backward column of zeros, no zero phases.
+    forward_only = [msgspec.structs.replace(r, backward_ns=0) for r in rows]
+    assert "backward" not in module_lines(forward_only, rank=0)[1]
+    assert phase_line(Phases(forward_ns=30, backward_ns=0, optimizer_ns=0, other_ns=10), 40) == [
+        "  phases: forward 30 ns (75%), other 10 ns (25%)"
+    ]
     # No kernels anywhere: no GPU column of zeros; one module with GPU time brings it back.
     assert "GPU" not in lines[1]
     gpu_rows = [msgspec.structs.replace(rows[0], gpu_ns=7_000), *rows[1:]]

@@ -23,9 +23,11 @@ def phase_line(phases: Phases | None, wall_ns: int) -> list[str]:
         ("optimizer", phases.optimizer_ns),
         ("other", phases.other_ns),
     )
+    # An inference run has no backward or optimizer: zeros there are not findings.
     cells = [
         f"{name} {format_time(ns)} ({format_fraction(ns / wall_ns if wall_ns else None, 0)})"
         for name, ns in parts
+        if ns or name in ("forward", "other")
     ]
     return ["  phases: " + ", ".join(cells)]
 
@@ -39,9 +41,12 @@ def module_lines(rows: list[ModuleRow], rank: int, limit: int = MODULE_ROWS) -> 
     # A run without kernels has no GPU time to show: a column of zeros would read as idle.
     gpu = any(row.gpu_ns for row in rows)
     gpu_head = f" {'GPU':>10}" if gpu else ""
+    # Likewise an inference run's backward column.
+    backward = any(row.backward_ns for row in rows)
+    backward_head = f" {'backward':>10}" if backward else ""
     lines = [
         "  time by module (inclusive: a module's time holds its children's):",
-        f"    {'forward':>10} {'backward':>10}{gpu_head}  module",
+        f"    {'forward':>10}{backward_head}{gpu_head}  module",
     ]
     above: list[str] = []  # the paths of the open ancestors, one per depth
     for i, row in enumerate(rows):
@@ -58,8 +63,9 @@ def module_lines(rows: list[ModuleRow], rank: int, limit: int = MODULE_ROWS) -> 
         if len(name) > PATH_WIDTH:
             name = "…" + name[-(PATH_WIDTH - 1) :]
         gpu_cell = f" {format_time(row.gpu_ns):>10}" if gpu else ""
+        backward_cell = f" {format_time(row.backward_ns):>10}" if backward else ""
         lines.append(
-            f"    {format_time(row.forward_ns):>10} {format_time(row.backward_ns):>10}"
+            f"    {format_time(row.forward_ns):>10}{backward_cell}"
             f"{gpu_cell}  {'  ' * row.depth}{name}"
         )
     if len(kept) < len(rows):
