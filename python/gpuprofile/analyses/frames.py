@@ -4,9 +4,15 @@ frames of torch, ipykernel, asyncio and other installed packages collapsed.
 With ``with_stack``, Kineto records Python frames as ops rows of category ``python_function``
 named ``{path}({line}): {function}`` (``model.py(42): forward``,
 ``/tmp/ipykernel_10077/3555353563.py(62): forward``), C calls as ``<built-in method ...>``, and
-module calls as ``nn.Module: Linear_0`` (module calls, not frames). The line is where the frame
-stood when torch saw it: a function called while profiling shows its first line (``def``), a
-frame already running when profiling started shows the line it was on.
+module calls as ``nn.Module: Linear_0`` (module calls, not frames). The line in the name is where
+the frame stood when torch saw it: a function called while profiling shows its first line
+(``def``), a frame already running when profiling started shows the line it was on.
+
+An op's line is the line its innermost user frame U stood on when the op ran: the caller line
+(``ops.caller_line``, which gpuprofile's capture records on each Python call) of the call just
+below U on the op's path up (a library function, a built-in such as ``torch.mm`` or
+``Tensor.relu``, a module call). An op directly under U (``x @ w``, ``a + 1``: operators make
+no Python call torch records) or a trace without caller lines keeps the line in U's name.
 
 Library or the user's, decided from the path text alone (the trace may come from another
 machine, whose installed packages are not ours to ask), first rule that applies:
@@ -196,6 +202,26 @@ def frame_kinds(names: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return user[codes], library[codes]
 
 
+def _call_lines(ops: pd.DataFrame, parents: np.ndarray, innermost: np.ndarray) -> np.ndarray:
+    """Per ops row, the line of its innermost user frame U it stands on: the caller line of the
+    frame just below U on its path up (the call U made: a library function, a built-in, a
+    module), else -1 (directly under U, no line recorded, or U itself)."""
+    rows = np.arange(len(ops))
+    # Just below its own innermost user frame: a row U itself is not (its innermost is itself).
+    below = (parents >= 0) & (innermost >= 0) & (innermost != rows)
+    below[below] = parents[below] == innermost[below]
+    under = innermost_with(below, parents, np.where(innermost >= 0, rows, -1))
+    caller = ops["caller_line"].to_numpy()
+    return np.where(under >= 0, caller[np.maximum(under, 0)], -1).astype(np.int64)
+
+
+def _at_line(frame: SourceLine | None, line: int) -> SourceLine:
+    """The frame (a user frame: never None here) at the line an op stands on, its def line
+    when unknown (-1)."""
+    assert frame is not None
+    return frame if line < 1 else SourceLine(frame.file, line, frame.function)
+
+
 def attribute_sources(analysis: Lookups) -> Sources:
     """Every op's and kernel's innermost user frame (Analysis.sources); empty without stacks."""
     trace = analysis.trace
@@ -210,14 +236,23 @@ def attribute_sources(analysis: Lookups) -> Sources:
     codes, distinct = pd.factorize(ops["name"].to_numpy()[frame_rows], use_na_sentinel=False)
     cells = cell_numbers(trace.meta.cells)
     found = [source_line(str(name), cells) for name in distinct]
-    lines = tuple(dict.fromkeys(line for line in found if line is not None))
+    row_line = np.full(len(ops), -1, np.int32)  # per user frame row: index into found
+    name_found = np.array([-1 if ln is None else i for i, ln in enumerate(found)], np.int32)
+    row_line[frame_rows] = name_found[codes] if len(codes) else []
+    parents = analysis.op_parents
+    innermost = innermost_with(row_line >= 0, parents, np.arange(len(ops)))
+    has = np.flatnonzero(innermost >= 0)
+    # Each op's (frame name, line it stands on), one SourceLine per distinct pair.
+    line_no = _call_lines(ops, parents, innermost)[has]
+    keys = row_line[innermost[has]].astype(np.int64) << 32 | (line_no + 1)
+    distinct_keys, inverse = np.unique(keys, return_inverse=True)
+    at_lines = [
+        _at_line(found[key >> 32], (key & 0xFFFFFFFF) - 1) for key in distinct_keys.tolist()
+    ]
+    lines = tuple(dict.fromkeys(at_lines))
     where = {line: i for i, line in enumerate(lines)}
-    name_source = np.array([-1 if ln is None else where[ln] for ln in found], np.int32)
-    row_source = np.full(len(ops), -1, np.int32)
-    row_source[frame_rows] = name_source[codes] if len(codes) else []
-    innermost = innermost_with(row_source >= 0, analysis.op_parents, np.arange(len(ops)))
-    op_source = np.where(innermost >= 0, row_source[np.maximum(innermost, 0)], -1)
-    op_source = op_source.astype(np.int32)
+    key_source = np.array([where[line] for line in at_lines], np.int32)
+    op_source[has] = key_source[inverse.reshape(-1)] if len(has) else []
     if len(kernels):
         op_ids = kernels["op_id"].to_numpy()
         rows = analysis.id_index("ops").get_indexer(pd.Index(op_ids))

@@ -266,6 +266,7 @@ def _op_args(rows: pd.DataFrame) -> Any:
     flops = rows["flops"].tolist()
     # Autograd's numbers: read back, they put backward work in its module again.
     sequence, fwd_tid = rows["sequence"].tolist(), rows["fwd_tid"].tolist()
+    caller_line = rows["caller_line"].tolist()
     as_json: dict[str, Any] = {}
 
     def args(i: int) -> dict[str, Any]:
@@ -279,6 +280,8 @@ def _op_args(rows: pd.DataFrame) -> Any:
             out["Sequence number"] = sequence[i]
         if fwd_tid[i] != NO_ID:
             out["Fwd thread id"] = fwd_tid[i]
+        if caller_line[i] != NO_ID:
+            out["Caller line"] = caller_line[i]
         return out
 
     return args

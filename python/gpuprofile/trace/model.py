@@ -67,6 +67,9 @@ SCHEMA: dict[str, dict[str, str]] = {
         # of the forward that made it (0 forward, 1 backward; not an OS tid).
         "sequence": _INT,
         "fwd_tid": _INT,
+        # A Python call's (python_function row's) line in its caller, where the call was made
+        # (NO_ID unknown): the frame's own name carries only its function's first line.
+        "caller_line": _INT,
     },
     "kernels": {
         "id": _INT,

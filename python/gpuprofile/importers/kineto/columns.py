@@ -135,7 +135,16 @@ def op_columns(
         "concrete_inputs": [shapes.concrete(a.concrete_inputs) for a in args],
         **comm_columns(args, findings),
         **autograd_columns(args),
+        **caller_line_column(args),
     }
+
+
+def caller_line_column(args: Sequence[Args]) -> dict[str, Any]:
+    """The line each Python call was made on in its caller, where the capture wrote it (else
+    NO_ID); {} when no event has one (the default column)."""
+    if not any(a.caller_line is not None for a in args):
+        return {}
+    return {"caller_line": ints((_int_or_none(a.caller_line) for a in args), len(args))}
 
 
 def autograd_columns(args: Sequence[Args]) -> dict[str, Any]:

@@ -1,0 +1,175 @@
+"""An op's line is the line of the user's code it ran from, not the ``def`` line torch's frame
+names carry: the capture writes each Python call's caller line into the trace
+(capture/caller_lines.py) and the sources read the call just below the user's frame.
+
+Truth comes from the tests' own source text: the line each call is written on.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+import gpuprofile
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.frames import SourceLine
+from gpuprofile.capture.caller_lines import add_caller_lines, caller_lines, with_caller_lines
+from gpuprofile.report.chrome_trace import write_chrome_trace
+from gpuprofile.trace.model import Trace
+
+BLOCK = """\
+import torch
+
+
+def block(x, w):
+    y = torch.mm(x, w)
+    z = y + 1
+    return z.relu()
+"""
+
+
+def line_of(source: str, text: str) -> int:
+    (line,) = [i for i, row in enumerate(source.splitlines(), 1) if text in row]
+    return line
+
+
+def load_block(folder: Path) -> ModuleType:
+    path = folder / "block_model.py"
+    path.write_text(BLOCK)
+    spec = importlib.util.spec_from_file_location("gp_call_lines_block", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def op_line(trace: Trace, name: str) -> SourceLine:
+    ops = trace.ops
+    (row,) = ops.index[(ops["name"] == name).to_numpy()]
+    sources = Analysis(trace).sources
+    return sources.lines[sources.op_source[row]]
+
+
+def test_ops_read_the_line_they_ran_from(tmp_path: Path) -> None:
+    block = load_block(tmp_path)
+    export = tmp_path / "capture.json"
+    with gpuprofile.profile(with_stack=True, export=export, interval=None) as p:
+        block.block(torch.randn(4, 8), torch.randn(8, 4))
+    mm, relu = line_of(BLOCK, "torch.mm("), line_of(BLOCK, ".relu()")
+    def_line = line_of(BLOCK, "def block(")
+    with gpuprofile.profile(with_stack=True, interval=None) as unsaved:
+        block.block(torch.randn(4, 8), torch.randn(8, 4))
+    loaded = gpuprofile.load(export)
+    rewritten = tmp_path / "rewritten.json"
+    write_chrome_trace(p.trace, rewritten)
+    # As captured with --export (the lines written into the file), read back from that file,
+    # captured without (the lines put in the trace, no file kept), and written out as a
+    # Chrome trace by gpuprofile then read again.
+    traces = (p.trace, loaded.trace, unsaved.trace, gpuprofile.load(rewritten).trace)
+    for trace in traces:
+        # torch writes the path whole or relative to its sys.path entry: the file is ours.
+        found = {op: op_line(trace, op) for op in ("aten::mm", "aten::relu", "aten::add")}
+        assert {op: (Path(s.file).name, s.line, s.function) for op, s in found.items()} == {
+            "aten::mm": ("block_model.py", mm, "block"),
+            "aten::relu": ("block_model.py", relu, "block"),
+            # `y + 1` makes no Python call torch records: the frame's def line, as before.
+            "aten::add": ("block_model.py", def_line, "block"),
+        }
+        assert found["aten::relu"].label == f"block_model.py:{relu}"
+    # The raw file: the built-in calls torch recorded carry the line they were made on.
+    events = json.loads(export.read_text())["traceEvents"]
+    called = {
+        e["name"].split(" of ")[0]: e["args"].get("Caller line")
+        for e in events
+        if e.get("cat") == "python_function" and e["name"].startswith("<built-in method")
+    }
+    assert called["<built-in method mm"] == mm
+    assert called["<built-in method relu"] == relu
+
+
+def test_each_steps_window_keeps_its_lines(tmp_path: Path, scratch: Path) -> None:
+    block = load_block(tmp_path)
+    export = tmp_path / "steps.json"
+    with gpuprofile.profile(with_stack=True, steps=(0, 1, 2), export=export, interval=None) as p:
+        for _ in range(4):  # warmup, recorded, warmup, recorded (WARMUP is 1)
+            block.block(torch.randn(4, 8), torch.randn(8, 4))
+            gpuprofile.step()
+    mm = line_of(BLOCK, "torch.mm(")
+    for trace in (p.trace, gpuprofile.load(export).trace):  # the windows joined, and the file
+        sources = Analysis(trace).sources
+        rows = trace.ops.index[(trace.ops["name"] == "aten::mm").to_numpy()]
+        assert len(rows) == 2  # one a window
+        assert {sources.lines[sources.op_source[row]].line for row in rows} == {mm}
+
+
+def test_a_cells_ops_read_their_line_in_the_cell(
+    shell: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiler_module = pytest.importorskip("ipykernel.compiler")
+    monkeypatch.setattr(shell, "compile", compiler_module.XCachingCompiler())
+    run_cell = shell.run_cell  # type: ignore[attr-defined]
+    cell = "import torch\n\ndef mul(a, b):\n    c = torch.mm(a, b)\n    return c.relu()\n"
+    count = shell.execution_count  # type: ignore[attr-defined]
+    assert run_cell(cell, store_history=True).success
+    outcome = run_cell(
+        "import gpuprofile\n"
+        "with gpuprofile.profile(with_stack=True, interval=None) as _lines_p:\n"
+        "    mul(torch.randn(4, 4), torch.randn(4, 4))\n",
+        store_history=True,
+    )
+    assert outcome.success, outcome.error_in_exec
+    trace = shell.user_ns["_lines_p"].trace  # type: ignore[attr-defined]
+    mm, relu = line_of(cell, "torch.mm("), line_of(cell, ".relu()")
+    assert op_line(trace, "aten::mm").label == f"cell [{count}] line {mm}"
+    assert op_line(trace, "aten::relu") == SourceLine(f"cell [{count}]", relu, "mul")
+
+
+def _event(name: str, ts: str, args: str) -> str:
+    return f'{{"ph": "X", "cat": "python_function", "name": "{name}", "ts": {ts}, "dur": 1{args}}}'
+
+
+def test_lines_spliced_into_the_events_they_match() -> None:
+    base = 1_000_000_000
+    events = [
+        _event("a.py(3): f", "12.345", ', "args": {"Python id": 1}'),
+        _event("<built-in method mm>", "12.400", ', "args": {}'),
+        _event("<built-in method mm>", "13", ""),  # no args: left as it was
+        _event("b.py(1): g", "20.000", ', "args": {"Python id": 4}'),  # two lines: ambiguous
+        '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 12.400, "args": {}}',
+    ]
+    data = (
+        f'{{"baseTimeNanoseconds": {base}, "traceEvents": [{", ".join(events)}], "x": "kept"}}'
+    ).encode()
+    lines = {
+        (base + 12_345, "a.py(3): f"): 7,
+        (base + 12_400, "<built-in method mm>"): 9,
+        (base + 13_000, "<built-in method mm>"): 11,
+        (base + 20_000, "b.py(1): g"): -1,
+        (base + 12_400, "aten::mm"): 5,
+    }
+    written, added = with_caller_lines(data, lines)
+    assert added == 2
+    out = json.loads(written)
+    assert out["x"] == "kept" and out["baseTimeNanoseconds"] == base
+    args = [e.get("args") for e in out["traceEvents"]]
+    assert args == [
+        {"Caller line": 7, "Python id": 1},
+        {"Caller line": 9},
+        None,
+        {"Python id": 4},
+        {},
+    ]
+    assert with_caller_lines(data, {}) == (data, 0)
+
+
+def test_a_failure_leaves_the_file_as_torch_wrote_it(tmp_path: Path) -> None:
+    assert caller_lines(object()) == {}  # no event tree to read: no lines, no error
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [')  # cut short
+    assert add_caller_lines(path, {(1000, "a.py(1): f"): 3}) == 0
+    assert path.read_text() == '{"traceEvents": ['
