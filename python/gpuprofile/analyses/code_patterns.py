@@ -198,6 +198,8 @@ class _Facts:
         up = innermost_with(self.item, parent, parent)
         self.owner = np.where((up >= 0) & self.is_call[np.maximum(up, 0)], up, -1)
         self.names = strings(ops["name"]).astype(object)
+        # Once for every row: per call, np.isin on object arrays costs more than the reading.
+        self.is_view = np.fromiter((n in VIEWS for n in self.names.tolist()), bool, len(ops))
         self.labels = self.names.copy()
         types = np.array([*modules.types, ""], object)
         self.labels[call_rows] = [
@@ -235,7 +237,7 @@ class _Facts:
         # lines, where ops written out one after another (q, k, v projections) do not.
         lines = self.source[mine]
         keys = [f"{s} @{line}" for s, line in zip(sequence, lines.tolist(), strict=True)]
-        idle = self.is_call[mine] | np.isin(self.names[mine], list(VIEWS))
+        idle = self.is_call[mine] | self.is_view[mine]
         for first, period, repeats in tandem_repeats(keys, idle):
             at = mine[first : first + period * repeats]
             # Host time on any rank: the loop costs its dispatches, forward and backward.
@@ -317,7 +319,10 @@ def tandem_repeats(sequence: list[str], idle: np.ndarray) -> list[tuple[int, int
     """(first, period, repeats) of each run of one block repeated MIN_LOOP_ITERATIONS times or
     more back to back, the run covering the most items first; runs do not overlap. idle: per
     item, whether it is a module call or a view (a block of those alone is no loop)."""
-    codes = np.asarray(pd.factorize(pd.Series(sequence, dtype=object))[0])
+    first_seen: dict[str, int] = {}
+    codes = np.fromiter(
+        (first_seen.setdefault(s, len(first_seen)) for s in sequence), np.int64, len(sequence)
+    )
     found: list[tuple[int, int, int]] = []
     segments = [(0, len(codes))]
     while segments:
