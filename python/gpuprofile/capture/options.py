@@ -68,7 +68,7 @@ OPTIONS: tuple[Option, ...] = (
         "modules",
         "--no-modules",
         None,
-        "do not record nn.Module calls (no time per module then; a call costs 5-15 us on a "
+        "do not record nn.Module calls (no time per module then; a call costs 8-25 us on a "
         "CPU); with --stack torch records them itself",
     ),
     Option(
