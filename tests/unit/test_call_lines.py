@@ -7,7 +7,6 @@ Truth comes from the tests' own source text: the line each call is written on.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -21,6 +20,7 @@ from gpuprofile.analyses.frames import SourceLine
 from gpuprofile.capture.caller_lines import add_caller_lines, caller_lines, with_caller_lines
 from gpuprofile.report.chrome_trace import write_chrome_trace
 from gpuprofile.trace.model import Trace
+from helpers.source_module import import_source
 
 BLOCK = """\
 import torch
@@ -39,13 +39,7 @@ def line_of(source: str, text: str) -> int:
 
 
 def load_block(folder: Path) -> ModuleType:
-    path = folder / "block_model.py"
-    path.write_text(BLOCK)
-    spec = importlib.util.spec_from_file_location("gp_call_lines_block", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_source(folder, "block_model.py", BLOCK, "gp_call_lines_block")
 
 
 def op_line(trace: Trace, name: str) -> SourceLine:

@@ -7,7 +7,6 @@ function multiplies, the execution count a cell ran as.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -26,6 +25,7 @@ from gpuprofile.analyses.frames import (
     is_user_frame,
 )
 from gpuprofile.widget.timeline import timeline_data
+from helpers.source_module import import_source
 
 MODEL = """\
 import torch
@@ -43,13 +43,7 @@ def score(q, k):
 
 
 def load_model(folder: Path) -> ModuleType:
-    path = folder / "model.py"
-    path.write_text(MODEL)
-    spec = importlib.util.spec_from_file_location("gp_frames_model", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_source(folder, "model.py", MODEL, "gp_frames_model")
 
 
 def def_line(source: str, function: str) -> int:

@@ -6,7 +6,6 @@ the model file it wrote."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
 from pathlib import Path
@@ -17,6 +16,7 @@ import torch
 import gpuprofile
 from gpuprofile.widget.requests import Source, handle
 from gpuprofile.widget.timeline import timeline_data
+from helpers.source_module import import_source
 
 MODEL = "def run(x, w):\n    return (x @ w).relu()\n"
 OUR_FILES = ("test_stack_lanes.py", "lanes_model.py")
@@ -29,11 +29,7 @@ def is_ours(name: str) -> bool:
 
 
 def test_stack_lanes_start_at_the_users_code(tmp_path: Path) -> None:
-    (tmp_path / "lanes_model.py").write_text(MODEL)
-    spec = importlib.util.spec_from_file_location("lanes_model", tmp_path / "lanes_model.py")
-    assert spec is not None and spec.loader is not None
-    model = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(model)
+    model = import_source(tmp_path, "lanes_model.py", MODEL, "lanes_model")
     export = tmp_path / "capture.json"
     with gpuprofile.profile(with_stack=True, export=export, interval=None) as p:
         model.run(torch.randn(8, 8), torch.randn(8, 8))
@@ -77,11 +73,7 @@ def test_stack_lanes_start_at_the_users_code(tmp_path: Path) -> None:
 
 
 def test_event_details_name_the_line(tmp_path: Path) -> None:
-    (tmp_path / "lanes_model.py").write_text(MODEL)
-    spec = importlib.util.spec_from_file_location("lanes_model_d", tmp_path / "lanes_model.py")
-    assert spec is not None and spec.loader is not None
-    model = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(model)
+    model = import_source(tmp_path, "lanes_model.py", MODEL, "lanes_model_d")
     with gpuprofile.profile(with_stack=True, interval=None) as p:
         model.run(torch.randn(8, 8), torch.randn(8, 8))
     source = Source(data=timeline_data(p.trace), trace=p.trace)
