@@ -421,11 +421,3 @@ def line_text(found: list[Occurrence]) -> str:
     """ " at cell [5] line 12" for the line most occurrences ran from; "" without stacks."""
     lines = [o.line for o in found if o.line is not None]
     return f" at {max(set(lines), key=lines.count).label}" if lines else ""
-
-
-def overlap_ns(windows: list[tuple[int, int]], start: np.ndarray, end: np.ndarray) -> int:
-    """How much of the intervals [start, end) falls inside the windows."""
-    total = 0
-    for lo, hi in windows:
-        total += int(np.clip(np.minimum(end, hi) - np.maximum(start, lo), 0, None).sum())
-    return total

@@ -144,15 +144,14 @@ def compiled_code(analysis: Lookups, modules: Modules) -> CompiledCode:
     position[region_rows] = np.arange(len(region_rows))
     every = np.arange(n)
     # Each op's innermost region (itself for a region), and each region's enclosing one.
-    region_of_op = position[np.maximum(innermost_with(region_flag, parents, every), 0)]
-    region_of_op[innermost_with(region_flag, parents, every) < 0] = -1
+    innermost_region = innermost_with(region_flag, parents, every)
+    region_of_op = np.where(innermost_region >= 0, position[np.maximum(innermost_region, 0)], -1)
     above = region_of_op[np.maximum(parents[region_rows], 0)]
     outer = np.where(parents[region_rows] >= 0, above, -1)
     # The compiled graphs' calls: the outermost graph call ranges (not compile's own).
-    in_compile = compiling_ops(names, parents)
-    calls = np.flatnonzero(
-        (outermost_with(graph_flag, parents) == every) & ~in_compile & (region_of_op >= 0)
-    )
+    in_compile = outermost_with(compile_flag, parents) >= 0 if compile_flag.any() else compile_flag
+    outermost_call = outermost_with(graph_flag, parents)
+    calls = np.flatnonzero((outermost_call == every) & ~in_compile & (region_of_op >= 0))
     texts = strings(names.iloc[region_rows]) if len(region_rows) else np.zeros(0, object)
     graphs = [str(t).split(": ", 1)[1] for t in texts]
     regions = pd.DataFrame(
@@ -171,7 +170,7 @@ def compiled_code(analysis: Lookups, modules: Modules) -> CompiledCode:
         },
         columns=list(REGION_COLUMNS),
     )
-    inside_call = outermost_with(graph_flag, parents) >= 0
+    inside_call = outermost_call >= 0
     kernels, kinds, fused = _kernels(
         analysis, modules, region_of_op, inside_call & ~in_compile, path
     )

@@ -53,7 +53,7 @@ class Backward:
         if not len(inside):
             return np.zeros(0, np.int64)
         first, last = self.sequence[inside].min(), self.sequence[inside].max()
-        a, b = np.searchsorted(self.engine_seq, [first, last], side="left")
+        a = np.searchsorted(self.engine_seq, first, side="left")
         b = np.searchsorted(self.engine_seq, last, side="right")
         engines = self.engine_rows[a:b]
         engines = engines[self.rank[engines] == rank]

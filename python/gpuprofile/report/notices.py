@@ -206,11 +206,12 @@ def compile_notices(compiled: CompiledCode, ranks: list[int]) -> list[dict[str, 
                 f" ({format_count(compiled.meta.frames, 'frame')}, "
                 f"{format_count(compiled.meta.graphs, 'graph')})"
             )
+        run_ns = compiled.run_ns(rank)
         ran = (
-            f"the compiled graphs ran {format_time(compiled.run_ns(rank))} in "
+            f"the compiled graphs ran {format_time(run_ns)} in "
             f"{format_count(len(regions), 'compiled region call')}"
         )
-        if not compiled.run_ns(rank) and len(regions):
+        if not run_ns and len(regions):
             # No graph-call ranges in this trace (older torch): the regions' own span.
             outer = regions[regions["outer"] < 0]
             span = int((outer["end_ns"] - outer["start_ns"]).sum())

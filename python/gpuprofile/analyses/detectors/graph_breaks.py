@@ -17,6 +17,7 @@ import pandas as pd
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.frames import SourceLine
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
+from gpuprofile.analyses.modules import NO_MODULE
 from gpuprofile.analyses.thresholds import MAX_NAMED_BREAKS, worth_reporting
 from gpuprofile.trace.meta import GraphBreak
 from gpuprofile.units import format_count, format_time
@@ -133,7 +134,7 @@ def _hint(
         explanation=(
             f"dynamo split the compiled code at {format_count(count, 'place')}, met "
             f"{format_count(passes, 'time')} in this trace"
-            + (f" (in {', '.join(modules)})" if modules and modules != ["(no module)"] else "")
+            + (f" (in {', '.join(modules)})" if modules and modules != [NO_MODULE] else "")
             + f": between regions the code ran eagerly for {format_time(eager)} in all, and "
             "every region re-entered dynamo and checked its guards." + why
         ),
@@ -151,7 +152,7 @@ def _hint(
         sources=tuple(
             SourceLine(file=b.file, line=b.line, function=b.function) for b in meta_breaks if b.file
         ),
-        modules=tuple(m for m in modules if m != "(no module)"),
+        modules=tuple(m for m in modules if m != NO_MODULE),
         rank=rank,
     )
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuprofile.analyses import idle
-from gpuprofile.analyses.code_patterns import Occurrence, groups, line_text, overlap_ns, where
+from gpuprofile.analyses.code_patterns import Occurrence, groups, line_text, where
+from gpuprofile.analyses.comm_overlap import overlap_ns
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.thresholds import worth_reporting
@@ -69,7 +70,8 @@ def _stall_ns(analysis: Analysis, found: Occurrence) -> int:
     gaps = analysis.idle_gaps
     mine = gaps[(gaps["rank"] == found.rank) & (gaps["cause"] == idle.SYNCHRONIZATION)]
     start = mine["start_ns"].to_numpy(np.int64)
-    return overlap_ns(list(found.windows), start, mine["end_ns"].to_numpy(np.int64))
+    lo, hi = (np.array([w[i] for w in found.windows], np.int64) for i in (0, 1))
+    return overlap_ns(start, mine["end_ns"].to_numpy(np.int64), lo, hi)
 
 
 def _hint(

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import idle
-from gpuprofile.analyses.code_patterns import Occurrence, groups, line_text, overlap_ns, where
+from gpuprofile.analyses.code_patterns import Occurrence, groups, line_text, where
+from gpuprofile.analyses.comm_overlap import overlap_ns
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.roofline import point_members
@@ -78,10 +79,12 @@ def detect(analysis: Analysis) -> list[Hint]:
     hints = []
     for subject, found in groups(analysis.modules, patterns.loops):
         rank = found[0].rank
-        claimed = sum(_claimed(analysis, o) for o in found)
+        claims = [_claimed(analysis, o) for o in found]
+        claimed = sum(claims)
         loop_ns = sum(o.time_ns for o in found)
         gain = sum(
-            max(o.time_ns - _claimed(analysis, o), 0) * (o.repeats - 1) // o.repeats for o in found
+            max(o.time_ns - c, 0) * (o.repeats - 1) // o.repeats
+            for o, c in zip(found, claims, strict=True)
         )
         wall = analysis.wall_ns(rank)
         if worth_reporting("python-loop", gain, wall):
@@ -101,15 +104,19 @@ def _claimed(analysis: Analysis, loop: Occurrence) -> int:
     for o in patterns.routings:
         if o.rank == loop.rank:
             start, end = (np.array([w[i] for w in o.windows], np.int64) for i in (0, 1))
-            claimed += overlap_ns([(loop.start_ns, loop.end_ns)], start, end)
+            claimed += overlap_ns(start, end, *_window(loop))
     claimed += loop.attention_ns
     claimed += _far_point_claims(analysis, loop)
     if loop.on_gpu:
         gaps = analysis.idle_gaps
         mine = gaps[(gaps["rank"] == loop.rank) & (gaps["cause"] == idle.HOST_LAUNCH_BOUND)]
         start = mine["start_ns"].to_numpy(np.int64)
-        claimed += overlap_ns([(loop.start_ns, loop.end_ns)], start, mine["end_ns"].to_numpy())
+        claimed += overlap_ns(start, mine["end_ns"].to_numpy(np.int64), *_window(loop))
     return int(claimed)
+
+
+def _window(loop: Occurrence) -> tuple[np.ndarray, np.ndarray]:
+    return np.array([loop.start_ns], np.int64), np.array([loop.end_ns], np.int64)
 
 
 def _far_point_claims(analysis: Analysis, loop: Occurrence) -> int:
