@@ -104,7 +104,8 @@ def test_each_steps_window_keeps_its_lines(tmp_path: Path, scratch: Path) -> Non
 def test_a_cells_ops_read_their_line_in_the_cell(
     shell: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    compiler_module = pytest.importorskip("ipykernel.compiler")
+    from ipykernel import compiler as compiler_module
+
     monkeypatch.setattr(shell, "compile", compiler_module.XCachingCompiler())
     run_cell = shell.run_cell  # type: ignore[attr-defined]
     cell = "import torch\n\ndef mul(a, b):\n    c = torch.mm(a, b)\n    return c.relu()\n"

@@ -51,6 +51,7 @@ class Calls:
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, str]] = []
+        self.threads: list[int] = []  # the thread of each call seen
         self._handles: list[Any] = []
 
     def watch(self, root: torch.nn.Module, prefix: str | None = None) -> None:
@@ -60,9 +61,13 @@ class Calls:
             shown = type(module).__name__
             self._handles.append(
                 module.register_forward_pre_hook(
-                    lambda m, a, path=path, shown=shown: self.seen.append((path, shown))
+                    lambda m, a, path=path, shown=shown: self._saw(path, shown)
                 )
             )
+
+    def _saw(self, path: str, shown: str) -> None:
+        self.seen.append((path, shown))
+        self.threads.append(threading.get_ident())
 
     def remove(self) -> None:
         for handle in self._handles:
@@ -343,7 +348,9 @@ def test_a_module_called_on_another_thread_keeps_its_own_stack(hooks_untouched: 
     # torch's profiler records the capture's thread only (a thread started inside the block
     # is not profiled): its ranges are the one call it made, not mixed with the worker's.
     found = ranges(p)
-    assert list(zip(found["path"], found["type"], strict=True)) == calls.seen[: len(found)]
+    here = threading.get_ident()
+    own = [s for s, t in zip(calls.seen, calls.threads, strict=True) if t == here]
+    assert list(zip(found["path"], found["type"], strict=True)) == own
     assert list(found["path"]).count("Net") == 1
     assert Counter(calls.seen)[("Net", "Net")] == 2
     assert_nested(found)

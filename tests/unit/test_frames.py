@@ -140,7 +140,8 @@ def test_library_paths() -> None:
 def test_cells_named_through_ipykernels_compiler(
     shell: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    compiler_module = pytest.importorskip("ipykernel.compiler")
+    from ipykernel import compiler as compiler_module
+
     compiler = compiler_module.XCachingCompiler()
     monkeypatch.setattr(shell, "compile", compiler)
     run_cell = shell.run_cell  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import (
@@ -24,9 +25,7 @@ from gpuprofile.hardware.model import UNKNOWN, Hardware
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.report.build import build_report
 from gpuprofile.trace.model import Trace
-
-torch = pytest.importorskip("torch")
-rm = pytest.importorskip("helpers.researcher_model")
+from helpers import researcher_model as rm
 
 KINDS = ("python-loop", "data-dependent-routing", "unfused-elementwise")
 # Each expert's iteration: `if mask.any()` reads the mask on the host, `flat[mask]` and

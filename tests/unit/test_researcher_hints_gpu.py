@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.code_patterns import Occurrence, code_patterns
@@ -132,8 +131,10 @@ def test_a_chain_on_a_gpu_rank_is_timed_by_its_kernels(tmp_path: Path) -> None:
 def test_torch_module_events_name_the_loops_too(tmp_path: Path) -> None:
     # torch's own nn.Module events (with_stack), no ranges of the test's: paths are chains of
     # Class_N links, and the per-expert calls read alike by their class.
-    torch = pytest.importorskip("torch")
-    rm = pytest.importorskip("helpers.researcher_model")
+    import torch
+
+    from helpers import researcher_model as rm
+
     block, x = rm.make()
     optimizer = torch.optim.SGD(block.parameters(), lr=0.01)
     rm.training_step(block, x, optimizer)
