@@ -111,10 +111,7 @@ def compiling_ops(names: pd.Series, parents: np.ndarray) -> np.ndarray:
     program's work, though they carry its shapes."""
     if not len(names):
         return np.zeros(0, bool)
-    flag = matches(names, COMPILE, anchored=True)
-    if not flag.any():
-        return flag
-    return np.asarray(outermost_with(flag, parents) >= 0)
+    return np.asarray(outermost_with(matches(names, COMPILE, anchored=True), parents) >= 0)
 
 
 def compiled_code(analysis: Lookups, modules: Modules) -> CompiledCode:
@@ -149,7 +146,7 @@ def compiled_code(analysis: Lookups, modules: Modules) -> CompiledCode:
     above = region_of_op[np.maximum(parents[region_rows], 0)]
     outer = np.where(parents[region_rows] >= 0, above, -1)
     # The compiled graphs' calls: the outermost graph call ranges (not compile's own).
-    in_compile = outermost_with(compile_flag, parents) >= 0 if compile_flag.any() else compile_flag
+    in_compile = outermost_with(compile_flag, parents) >= 0
     outermost_call = outermost_with(graph_flag, parents)
     calls = np.flatnonzero((outermost_call == every) & ~in_compile & (region_of_op >= 0))
     texts = strings(names.iloc[region_rows]) if len(region_rows) else np.zeros(0, object)

@@ -61,6 +61,8 @@ def outermost_with(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
 
     parent: per row, its parent's position (-1 at a root), as op_parents gives, or the same
     over a subset of rows (positions within it)."""
+    if not flag.any():  # nothing flagged: no walk up the tree
+        return np.full(len(flag), -1, np.int64)
     # Pointer doubling: best[i] is the outermost flagged row on the path from i up to, not
     # including, jump[i]; each pass doubles the path, so stacks 50 deep take 6 passes.
     best = np.where(flag, np.arange(len(flag)), -1)

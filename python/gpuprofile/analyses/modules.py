@@ -103,7 +103,7 @@ def attribute_modules(analysis: Lookups) -> Modules:
     module_of_call[call_rows] = call_module
 
     engine = matches(names, _ENGINE, anchored=True)
-    in_engine = _within(engine, parent)
+    in_engine = outermost_with(engine, parent) >= 0
     engine_rows = np.flatnonzero(engine)
     engine_module = np.full(n, -1, np.int32)
     engine_module[engine_rows] = _engine_modules(
@@ -137,11 +137,6 @@ def attribute_modules(analysis: Lookups) -> Modules:
         parents=_parents(paths),
         engines=_rows_of(ops, engine_rows, engine_module[engine_rows]),
     )
-
-
-def _within(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
-    """Per row, whether it or an ancestor has flag set (no tree walk when none has)."""
-    return outermost_with(flag, parent) >= 0 if flag.any() else np.zeros(len(flag), bool)
 
 
 def _inside_range(flag: np.ndarray, parent: np.ndarray, ops: pd.DataFrame) -> np.ndarray:
