@@ -8,6 +8,7 @@ Truth comes from the tests' own source text: the line each call is written on.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -55,7 +56,7 @@ def test_ops_read_the_line_they_ran_from(tmp_path: Path) -> None:
     with gpuprofile.profile(with_stack=True, export=export, interval=None) as p:
         block.block(torch.randn(4, 8), torch.randn(8, 4))
     mm, relu = line_of(BLOCK, "torch.mm("), line_of(BLOCK, ".relu()")
-    def_line = line_of(BLOCK, "def block(")
+    add = line_of(BLOCK, "y + 1")
     with gpuprofile.profile(with_stack=True, interval=None) as unsaved:
         block.block(torch.randn(4, 8), torch.randn(8, 4))
     loaded = gpuprofile.load(export)
@@ -71,8 +72,8 @@ def test_ops_read_the_line_they_ran_from(tmp_path: Path) -> None:
         assert {op: (Path(s.file).name, s.line, s.function) for op, s in found.items()} == {
             "aten::mm": ("block_model.py", mm, "block"),
             "aten::relu": ("block_model.py", relu, "block"),
-            # `y + 1` makes no Python call torch records: the frame's def line, as before.
-            "aten::add": ("block_model.py", def_line, "block"),
+            # `y + 1` makes no Python call torch records: the capture's line ranges.
+            "aten::add": ("block_model.py", add, "block"),
         }
         assert found["aten::relu"].label == f"block_model.py:{relu}"
     # The raw file: the built-in calls torch recorded carry the line they were made on.
@@ -84,6 +85,74 @@ def test_ops_read_the_line_they_ran_from(tmp_path: Path) -> None:
     }
     assert called["<built-in method mm"] == mm
     assert called["<built-in method relu"] == relu
+    # The file keeps the capture's line ranges (a reader of the file sees each line's span);
+    # the trace read from it holds none: they became the ops' lines.
+    ranges = [e["name"] for e in events if e["name"].startswith("gpuprofile.line ")]
+    assert f"gpuprofile.line {add}" in ranges
+    for trace in traces:
+        assert not trace.ops["name"].astype(str).str.startswith("gpuprofile.line ").any()
+
+
+INLINE = """\
+import torch
+
+
+def chain(x, w, mask):
+    for _ in range(2):
+        y = x @ w
+        y = y * 2 + 1
+        z = y[mask]
+    return z
+"""
+
+
+def test_inline_operators_read_their_own_line(tmp_path: Path) -> None:
+    """Operators (``@``, ``*``, ``+``, indexing) make no Python call: their lines come from the
+    capture's line ranges, in a called function and in the ``with`` block's own frame, which
+    was running before the capture began."""
+    chain = import_source(tmp_path, "inline_model.py", INLINE, "gp_call_lines_inline").chain
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    mask = torch.tensor([True, False, True, True])
+    with gpuprofile.profile(with_stack=True, interval=None) as p:
+        chain(x, w, mask)
+        here, block_line = x.sin(), sys._getframe().f_lineno  # the block's own line
+    del here
+    trace = p.trace
+    sources = Analysis(trace).sources
+    ops = trace.ops
+
+    def lines_of(name: str) -> set[tuple[str, int]]:
+        rows = ops.index[(ops["name"] == name).to_numpy()]
+        found = [sources.lines[sources.op_source[r]] for r in rows]
+        return {(Path(s.file).name, s.line) for s in found}
+
+    assert lines_of("aten::matmul") == {("inline_model.py", line_of(INLINE, "x @ w"))}
+    scaled = line_of(INLINE, "y * 2 + 1")
+    assert lines_of("aten::mul") == lines_of("aten::add") == {("inline_model.py", scaled)}
+    assert lines_of("aten::index") == {("inline_model.py", line_of(INLINE, "y[mask]"))}
+    assert lines_of("aten::sin") == {("test_call_lines.py", block_line)}
+    # Four iterations of three lines: the matmuls are two calls, each on its own line.
+    assert len(ops.index[(ops["name"] == "aten::matmul").to_numpy()]) == 2
+
+
+def test_a_debuggers_trace_function_is_left_in_place(tmp_path: Path) -> None:
+    """A debugger traces with sys.settrace: the capture keeps it and records no line ranges."""
+    block = load_block(tmp_path)
+    seen: list[str] = []
+
+    def debugger(frame: object, event: str, arg: object) -> None:
+        seen.append(event)
+
+    sys.settrace(debugger)
+    try:
+        with gpuprofile.profile(with_stack=True, interval=None) as p:
+            block.block(torch.randn(4, 8), torch.randn(8, 4))
+        still = sys.gettrace()
+    finally:
+        sys.settrace(None)
+    assert still is debugger and "call" in seen
+    add = op_line(p.trace, "aten::add")
+    assert add.line == line_of(BLOCK, "def block(")  # no line ranges: the def line, as before
 
 
 def test_each_steps_window_keeps_its_lines(tmp_path: Path, scratch: Path) -> None:

@@ -52,6 +52,11 @@ def def_line(source: str, function: str) -> int:
     )
 
 
+def line_of(source: str, text: str) -> int:
+    (line,) = [i for i, row in enumerate(source.splitlines(), 1) if text in row]
+    return line
+
+
 def test_ops_and_kernels_attribute_to_the_users_function(tmp_path: Path) -> None:
     model = load_model(tmp_path)
     x, w, k = torch.randn(8, 16), torch.randn(16, 24), torch.randn(24, 8)
@@ -61,10 +66,10 @@ def test_ops_and_kernels_attribute_to_the_users_function(tmp_path: Path) -> None
             model.score(model.project(x, w), k)
     ops = p.trace.ops
     sources = Analysis(p.trace).sources
-    # Which function multiplied what: the test's own shapes.
+    # Which line multiplied what: the test's own shapes and source text.
     expected = {
-        "[[8, 16], [16, 24]]": SourceLine("model.py", def_line(MODEL, "project"), "project"),
-        "[[8, 24], [24, 8]]": SourceLine("model.py", def_line(MODEL, "score"), "score"),
+        "[[8, 16], [16, 24]]": SourceLine("model.py", line_of(MODEL, "x @ w"), "project"),
+        "[[8, 24], [24, 8]]": SourceLine("model.py", line_of(MODEL, "q @ k"), "score"),
     }
     mm = ops.index[(ops["name"] == "aten::mm").to_numpy()]
     assert len(mm) == 4
@@ -79,16 +84,24 @@ def test_ops_and_kernels_attribute_to_the_users_function(tmp_path: Path) -> None
             want.function,
             f"model.py:{want.line}",
         )
-    # The raw JSON agrees: each mm's innermost enclosing user frame by time on its thread.
+    # The raw JSON agrees: each mm's innermost enclosing user frame by time on its thread is
+    # the function (named by its def line), and the innermost line range the line.
     events = json.loads(export.read_text())["traceEvents"]
     frames = [e for e in events if e.get("cat") == "python_function" and "model.py(" in e["name"]]
-    for e in (e for e in events if e.get("name") == "aten::mm"):
-        around = [
-            f for f in frames if f["ts"] <= e["ts"] and e["ts"] + e["dur"] <= f["ts"] + f["dur"]
+    ranges = [e for e in events if e.get("name", "").startswith("gpuprofile.line ")]
+
+    def around(e: dict, among: list[dict]) -> list[dict]:
+        inside = [
+            f for f in among if f["ts"] <= e["ts"] and e["ts"] + e["dur"] <= f["ts"] + f["dur"]
         ]
-        assert len(around) == 1
+        return sorted(inside, key=lambda f: f["ts"])
+
+    for e in (e for e in events if e.get("name") == "aten::mm"):
         dims = json.dumps(e["args"]["Input Dims"][:2])
-        assert around[0]["name"].endswith(f"({expected[dims].line}): {expected[dims].function}")
+        (frame,) = around(e, frames)
+        function = expected[dims].function
+        assert frame["name"].endswith(f"({def_line(MODEL, function)}): {function}")
+        assert around(e, ranges)[-1]["name"] == f"gpuprofile.line {expected[dims].line}"
 
 
 def test_no_stacks_no_sources(tmp_path: Path) -> None:
@@ -164,8 +177,9 @@ def test_cells_named_through_ipykernels_compiler(
     ops = p.trace.ops
     (mm,) = ops.index[(ops["name"] == "aten::mm").to_numpy()]
     line = sources.lines[sources.op_source[mm]]
-    assert line == SourceLine(f"cell [{count}]", 3, "mul")
-    assert line.label == f"cell [{count}] line 3"
+    # The op's own line (`return a @ b`); its frame is named by the def line.
+    assert line == SourceLine(f"cell [{count}]", 4, "mul")
+    assert line.label == f"cell [{count}] line 4"
     frame = next(n for n in ops["name"].astype(str) if n.endswith("): mul"))
     assert frame_title(frame, cell_numbers({cell_file: count})) == f"cell [{count}] line 3: mul"
     assert frame_title(frame, {}) == "cell line 3: mul"

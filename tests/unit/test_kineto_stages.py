@@ -18,7 +18,17 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "gpuprofile" / "importers" / "kineto"
 NAME = "gpuprofile.importers.kineto"
 # The stages in the order data flows through them; a stage may import those before it only.
-STAGES = ("read", "format", "decode", "check", "header", "columns", "trace", "extent")
+STAGES = (
+    "read",
+    "format",
+    "decode",
+    "check",
+    "header",
+    "columns",
+    "line_ranges",
+    "trace",
+    "extent",
+)
 # Kineto category names that only the reader and the export write: defined in format.py alone.
 CATEGORY_NAMES = frozenset(("gpu_memcpy", "gpu_memset", "gpu_user_annotation"))
 

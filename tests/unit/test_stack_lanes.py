@@ -81,5 +81,6 @@ def test_event_details_name_the_line(tmp_path: Path) -> None:
     (gid,) = np.flatnonzero((data.kind == 0) & (np.array(data.names)[data.name] == "aten::mm"))
     reply, _ = handle(source, {"request": 1, "type": "details", "id": int(gid)})
     fields = dict(map(tuple, reply["details"]["fields"]))
-    # MODEL's ``def run`` is its line 1: the frame torch records for a call is the def line.
-    assert fields["line"] == "lanes_model.py:1"
+    # The matmul is MODEL's line 2 (``return (x @ w).relu()``), not the def line torch names
+    # the frame by: an operator's line comes from the capture's line ranges.
+    assert fields["line"] == "lanes_model.py:2"

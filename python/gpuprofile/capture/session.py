@@ -26,6 +26,7 @@ from gpuprofile.capture.distributed import Job
 from gpuprofile.capture.guard import deferred_interrupt, profiler_running, refuse_other_profilers
 from gpuprofile.capture.joined_export import write_joined
 from gpuprofile.capture.kineto_chatter import KinetoChatter
+from gpuprofile.capture.line_ranges import LineRanges
 from gpuprofile.capture.modules import ModuleRanges
 from gpuprofile.capture.options import CaptureOptions
 from gpuprofile.capture.read_back import empty_capture, read_back
@@ -136,6 +137,7 @@ def capture(
     if sampler is not None and on_sample is not None:
         sampler.on_sample = lambda time_ns, readings: on_sample(time_ns, readings, sampler.missing)
     module_ranges = ModuleRanges() if options.module_ranges else None
+    line_ranges = LineRanges() if options.with_stack else None
     started_ns = time.time_ns()
     dynamo_before = dynamo_tallies.snapshot()  # torch.compile's tallies, this capture's share
     if sampler is not None:
@@ -149,7 +151,11 @@ def capture(
             step_state.begin(counter)
             if module_ranges is not None:
                 module_ranges.install()
+            if line_ranges is not None:
+                line_ranges.install()
         except BaseException:
+            if line_ranges is not None:
+                line_ranges.remove()
             if module_ranges is not None:
                 module_ranges.remove()
             prof.stop()
@@ -185,6 +191,8 @@ def capture(
                     if job is not None:  # the ranks wait for each other, recording
                         job.ended(finished=finished)
                 finally:
+                    if line_ranges is not None:  # first: the block's lines are innermost
+                        line_ranges.remove()
                     if module_ranges is not None:  # before the stop: the ranges left open end
                         module_ranges.remove()
                     if sampler is not None:

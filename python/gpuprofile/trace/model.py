@@ -67,8 +67,10 @@ SCHEMA: dict[str, dict[str, str]] = {
         # of the forward that made it (0 forward, 1 backward; not an OS tid).
         "sequence": _INT,
         "fwd_tid": _INT,
-        # A Python call's (python_function row's) line in its caller, where the call was made
-        # (NO_ID unknown): the frame's own name carries only its function's first line.
+        # The line of the user's code a row ran from (NO_ID unknown): a Python call's
+        # (python_function row's) line in its caller, where the call was made (the frame's
+        # own name carries only its function's first line); an op's, where a capture's line
+        # range held it (an operator written inline, importers/kineto/line_ranges.py).
         "caller_line": _INT,
     },
     "kernels": {

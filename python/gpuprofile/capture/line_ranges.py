@@ -1,0 +1,139 @@
+"""With ``--stack``, the line of the user's code each op ran on, operators included.
+
+torch's frames name a function's ``def`` line, and the caller lines (caller_lines.py) place
+each Python call; an operator written inline (``x @ w``, ``a + 1``, ``t[mask]``) makes no
+Python call, so its op stood only on its function's ``def`` line. Here a trace function
+(``sys.settrace``, the capture's thread) opens a range named ``gpuprofile.line {N}``
+(importers.kineto.line_ranges.LINE_RANGE) as each line of the user's own code starts and closes
+it as the next line starts or the frame returns or yields. Ranges of one frame follow each other
+and a callee's sit inside its caller's, so they nest with torch's events; the importer gives the
+ops directly inside one its line (``ops.caller_line``) and drops the ranges.
+
+Only frames of the user's code are traced: not the standard library, installed packages,
+torch, gpuprofile, inductor's generated code, or code compiled from a string (``<...>``, save
+terminal IPython's cells). Other frames cost one lookup at their call. Each traced line costs
+a range (about 3 us on two shared cores): the price of exact lines, paid only with ``--stack``.
+
+A debugger's trace function (``sys.gettrace()``) is left in place, and lines are not traced.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import threading
+from collections.abc import Callable
+from types import CodeType, FrameType
+from typing import Any
+
+import torch
+
+from gpuprofile.importers.kineto.line_ranges import LINE_RANGE
+
+_enter = torch._C._autograd._record_function_with_args_enter
+_exit = torch._C._autograd._record_function_with_args_exit
+
+Tracer = Callable[[FrameType, str, Any], Any]
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Folders whose code is not the user's: the interpreter's, installed packages', torch's
+    and gpuprofile's own (it may be installed from a checkout, outside site-packages)."""
+    paths = sysconfig.get_paths()
+    roots = {paths.get(key, "") for key in ("stdlib", "platstdlib", "purelib", "platlib")} | {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+    }
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # gpuprofile's
+    roots |= {os.path.dirname(torch.__file__), package}
+    return tuple(sorted(os.path.join(r, "") for r in roots if r))
+
+
+class LineRanges:
+    """The trace function of one capture: ``install()`` after the profiler starts, ``remove()``
+    before it stops (never raises: the capture's teardown must go on)."""
+
+    def __init__(self) -> None:
+        self._roots = _library_roots()
+        self._user: dict[CodeType, bool] = {}
+        self._names: dict[int, str] = {}
+        # Frames with a range open, innermost last: closed in that order at remove().
+        self._open: dict[int, tuple[FrameType, list[Any]]] = {}
+        self._before: Tracer | None = None
+        self._installed = False
+        self._thread = threading.get_ident()
+
+    def install(self) -> None:
+        """Trace the capture's thread; frames of the user's code already running (the block
+        of ``with gpuprofile.profile()``) are traced from their next line on."""
+        if sys.gettrace() is not None:  # a debugger's: it stays, lines come from the frames
+            return
+        self._installed = True
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if self._is_user(frame.f_code):
+                frame.f_trace = self._frame_tracer(frame)
+                frame.f_trace_lines = True
+            frame = frame.f_back
+        sys.settrace(self._call)
+
+    def remove(self) -> None:
+        """Stop tracing and close the ranges still open (the block's own frames), innermost
+        first."""
+        if not self._installed or threading.get_ident() != self._thread:
+            return
+        self._installed = False
+        try:
+            sys.settrace(None)
+            for frame, handle in reversed(list(self._open.values())):
+                frame.f_trace = None
+                if handle[0] is not None:
+                    _exit(handle[0])
+            self._open.clear()
+        except Exception:  # never fail the teardown: an open range only ends at the stop
+            self._open.clear()
+
+    def _is_user(self, code: CodeType) -> bool:
+        known = self._user.get(code)
+        if known is None:
+            path = code.co_filename
+            known = self._user[code] = (
+                not path.startswith(self._roots)
+                and "torchinductor_" not in path  # inductor's generated code, in its cache
+                and (not path.startswith("<") or path.startswith("<ipython-input-"))
+            )
+        return known
+
+    def _call(self, frame: FrameType, event: str, arg: Any) -> Tracer | None:
+        """sys.settrace's global function: a frame's tracer when it runs the user's code."""
+        if event != "call" or not self._is_user(frame.f_code):
+            return None
+        return self._frame_tracer(frame)
+
+    def _frame_tracer(self, frame: FrameType) -> Tracer:
+        """One frame's tracer: a range per line, the last closed as the frame returns."""
+        handle: list[Any] = [None]  # the open range of the frame's current line
+        key = id(frame)
+        names, opened = self._names, self._open
+
+        def trace(frame: FrameType, event: str, arg: Any) -> Tracer:
+            if event == "line":
+                if handle[0] is not None:
+                    _exit(handle[0])
+                line = frame.f_lineno
+                name = names.get(line)
+                if name is None:
+                    name = names[line] = f"{LINE_RANGE}{line}"
+                handle[0] = _enter(name)
+                opened.pop(key, None)  # re-entered last: innermost of the open ranges
+                opened[key] = (frame, handle)
+            elif event == "return":  # also as an exception leaves it, and at a yield
+                if handle[0] is not None:
+                    _exit(handle[0])
+                    handle[0] = None
+                opened.pop(key, None)
+            return trace
+
+        return trace
