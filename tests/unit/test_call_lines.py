@@ -1,8 +1,10 @@
 """An op's line is the line of the user's code it ran from, not the ``def`` line torch's frame
-names carry: the capture writes each Python call's caller line into the trace
-(capture/caller_lines.py) and the sources read the call just below the user's frame.
+names carry: the capture records a range per line of the user's code (capture/line_ranges.py),
+the importer gives the ops and calls directly inside one its line, and the sources read the
+call (or the op) just below the user's frame.
 
-Truth comes from the tests' own source text: the line each call is written on.
+Truth comes from the tests' own source text (the line each call is written on), the frame's own
+line number, and the raw JSON of the file.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import torch
 import gpuprofile
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.frames import SourceLine
-from gpuprofile.capture.caller_lines import add_caller_lines, caller_lines, with_caller_lines
+from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.report.chrome_trace import write_chrome_trace
 from gpuprofile.trace.model import Trace
+from helpers.kineto_docs import cpu_op, document, write
 from helpers.source_module import import_source
 
 BLOCK = """\
@@ -76,19 +79,34 @@ def test_ops_read_the_line_they_ran_from(tmp_path: Path) -> None:
             "aten::add": ("block_model.py", add, "block"),
         }
         assert found["aten::relu"].label == f"block_model.py:{relu}"
-    # The raw file: the built-in calls torch recorded carry the line they were made on.
+    # The raw file keeps the capture's line ranges (a reader of the file sees each line's
+    # span): the built-in calls and the operator torch recorded lie in their line's range.
     events = json.loads(export.read_text())["traceEvents"]
-    called = {
-        e["name"].split(" of ")[0]: e["args"].get("Caller line")
+    ranges = [e for e in events if e.get("name", "").startswith("gpuprofile.line ")]
+
+    def range_around(e: dict) -> str:
+        inside = [
+            r
+            for r in ranges
+            if r["tid"] == e["tid"]
+            and r["ts"] <= e["ts"]
+            and e["ts"] + e["dur"] <= r["ts"] + r["dur"]
+        ]
+        return max(inside, key=lambda r: r["ts"])["name"]
+
+    placed = {
+        e["name"].split(" of ")[0]: range_around(e)
         for e in events
-        if e.get("cat") == "python_function" and e["name"].startswith("<built-in method")
+        if e.get("name", "").startswith(
+            ("<built-in method mm", "<built-in method relu", "aten::add")
+        )
     }
-    assert called["<built-in method mm"] == mm
-    assert called["<built-in method relu"] == relu
-    # The file keeps the capture's line ranges (a reader of the file sees each line's span);
-    # the trace read from it holds none: they became the ops' lines.
-    ranges = [e["name"] for e in events if e["name"].startswith("gpuprofile.line ")]
-    assert f"gpuprofile.line {add}" in ranges
+    assert placed == {
+        "<built-in method mm": f"gpuprofile.line {mm}",
+        "<built-in method relu": f"gpuprofile.line {relu}",
+        "aten::add": f"gpuprofile.line {add}",
+    }
+    # The trace read from it holds none: they became the ops' lines.
     for trace in traces:
         assert not trace.ops["name"].astype(str).str.startswith("gpuprofile.line ").any()
 
@@ -193,47 +211,49 @@ def test_a_cells_ops_read_their_line_in_the_cell(
     assert op_line(trace, "aten::relu") == SourceLine(f"cell [{count}]", relu, "mul")
 
 
-def _event(name: str, ts: str, args: str) -> str:
-    return f'{{"ph": "X", "cat": "python_function", "name": "{name}", "ts": {ts}, "dur": 1{args}}}'
-
-
-def test_lines_spliced_into_the_events_they_match() -> None:
-    base = 1_000_000_000
-    events = [
-        _event("a.py(3): f", "12.345", ', "args": {"Python id": 1}'),
-        _event("<built-in method mm>", "12.400", ', "args": {}'),
-        _event("<built-in method mm>", "13", ""),  # no args: left as it was
-        _event("b.py(1): g", "20.000", ', "args": {"Python id": 4}'),  # two lines: ambiguous
-        '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 12.400, "args": {}}',
-    ]
-    data = (
-        f'{{"baseTimeNanoseconds": {base}, "traceEvents": [{", ".join(events)}], "x": "kept"}}'
-    ).encode()
-    lines = {
-        (base + 12_345, "a.py(3): f"): 7,
-        (base + 12_400, "<built-in method mm>"): 9,
-        (base + 13_000, "<built-in method mm>"): 11,
-        (base + 20_000, "b.py(1): g"): -1,
-        (base + 12_400, "aten::mm"): 5,
+def _frame(name: str, ts: float, dur: float, **args: object) -> dict:
+    return {
+        "ph": "X",
+        "cat": "python_function",
+        "name": name,
+        "ts": ts,
+        "dur": dur,
+        "pid": 100,  # cpu_op's
+        "tid": 1,
+        "args": args,
     }
-    written, added = with_caller_lines(data, lines)
-    assert added == 2
-    out = json.loads(written)
-    assert out["x"] == "kept" and out["baseTimeNanoseconds"] == base
-    args = [e.get("args") for e in out["traceEvents"]]
-    assert args == [
-        {"Caller line": 7, "Python id": 1},
-        {"Caller line": 9},
-        None,
-        {"Python id": 4},
-        {},
+
+
+def test_line_ranges_become_the_lines_of_the_ops_inside(tmp_path: Path) -> None:
+    """A hand-written file: a frame, two line ranges in it, ops in them; one op carries its own
+    "Caller line" (as gpuprofile's Chrome export writes it), which it keeps."""
+    events = [
+        _frame("model.py(3): f", 10, 100),
+        cpu_op("gpuprofile.line 4", 11, 40),
+        cpu_op("aten::mm", 12, 10),
+        cpu_op("aten::add", 30, 5),
+        cpu_op("gpuprofile.line 6", 60, 40),
+        _frame("<built-in method relu>", 61, 20),
+        cpu_op("aten::relu", 62, 10),
+        cpu_op("aten::mul", 85, 5, **{"Caller line": 9}),
     ]
-    assert with_caller_lines(data, {}) == (data, 0)
-
-
-def test_a_failure_leaves_the_file_as_torch_wrote_it(tmp_path: Path) -> None:
-    assert caller_lines(object()) == {}  # no event tree to read: no lines, no error
-    path = tmp_path / "t.json"
-    path.write_text('{"traceEvents": [')  # cut short
-    assert add_caller_lines(path, {(1000, "a.py(1): f"): 3}) == 0
-    assert path.read_text() == '{"traceEvents": ['
+    trace = load_kineto(write(tmp_path / "t.json", document(events)))
+    ops = trace.ops
+    lines = dict(zip(ops["name"].astype(str), ops["caller_line"].tolist(), strict=True))
+    assert lines == {
+        "model.py(3): f": -1,
+        "aten::mm": 4,
+        "aten::add": 4,
+        "<built-in method relu>": 6,  # a call made on line 6
+        "aten::relu": -1,  # inside the call, not directly in the range
+        "aten::mul": 9,
+    }
+    # Without the ranges, the ops nest under the frame (and relu under its call) again.
+    parent = dict(zip(ops["id"].tolist(), ops["name"].astype(str), strict=True))
+    parents = {
+        n: parent.get(p)
+        for n, p in zip(ops["name"].astype(str), ops["parent"].tolist(), strict=True)
+    }
+    assert parents["aten::mm"] == parents["aten::mul"] == "model.py(3): f"
+    assert parents["aten::relu"] == "<built-in method relu>"
+    assert ops["depth"].tolist() == [0, 1, 1, 1, 2, 1]

@@ -34,7 +34,14 @@ def test_stack_lanes_start_at_the_users_code(tmp_path: Path) -> None:
     with gpuprofile.profile(with_stack=True, export=export, interval=None) as p:
         model.run(torch.randn(8, 8), torch.randn(8, 8))
     events = json.loads(export.read_text())["traceEvents"]
-    raw_ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    # The capture's line ranges (cpu_op, named gpuprofile.line N) are read as lines, not ops.
+    raw_ops = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") == "cpu_op"
+        and not e["name"].startswith("gpuprofile.line ")
+    ]
     # torch records every thread's stack: another thread of this process (a test's leftover
     # server thread) is user code too, but not this test's. The capture's thread ran the ops.
     (thread,) = {e["tid"] for e in raw_ops if e["name"] == "aten::matmul"}

@@ -11,10 +11,10 @@ the frame stood when torch saw it: a function called while profiling shows its f
 An op's line is the line its innermost user frame U stood on when the op ran: the caller line
 (``ops.caller_line``) of the call just below U on the op's path up (a library function, a
 built-in such as ``torch.mm`` or ``Tensor.relu``, a module call), or of the op itself when it
-sits directly under U (``x @ w``, ``a + 1``: operators make no Python call; gpuprofile's capture
-records their lines with line ranges, capture/line_ranges.py). gpuprofile's capture records
-caller lines on each Python call; where none was recorded (another profiler's trace, a
-debugger's trace function in the way) the op keeps the line in U's name, its ``def``.
+sits directly under U (``x @ w``, ``a + 1``: operators make no Python call). gpuprofile's
+capture records these lines (capture/line_ranges.py); where none was recorded (another
+profiler's trace, a debugger's trace function in the way) the op keeps the line in U's name,
+its ``def``.
 
 Library or the user's, decided from the path text alone (the trace may come from another
 machine, whose installed packages are not ours to ask), first rule that applies:

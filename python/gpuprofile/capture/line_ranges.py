@@ -1,18 +1,22 @@
-"""With ``--stack``, the line of the user's code each op ran on, operators included.
+"""With ``--stack``, the line of the user's code each op and call ran on.
 
-torch's frames name a function's ``def`` line, and the caller lines (caller_lines.py) place
-each Python call; an operator written inline (``x @ w``, ``a + 1``, ``t[mask]``) makes no
-Python call, so its op stood only on its function's ``def`` line. Here a trace function
+torch names each Python frame by its function's ``def`` line, and an operator written inline
+(``x @ w``, ``a + 1``, ``t[mask]``) makes no Python call torch records, so without more every
+op of a function stood on that one line. Here a trace function
 (``sys.settrace``, the capture's thread) opens a range named ``gpuprofile.line {N}``
-(importers.kineto.line_ranges.LINE_RANGE) as each line of the user's own code starts and closes
-it as the next line starts or the frame returns or yields. Ranges of one frame follow each other
-and a callee's sit inside its caller's, so they nest with torch's events; the importer gives the
-ops directly inside one its line (``ops.caller_line``) and drops the ranges.
+(importers.kineto.line_ranges.LINE_RANGE) as each line of the user's own code starts, and
+closes it as the next line starts or the frame returns or yields. Ranges of one frame follow
+each other and a callee's sit inside its caller's, so they nest with torch's events; the
+importer gives the ops and calls directly inside one its line (``ops.caller_line``) and drops
+the ranges.
+A range is torch's ``_RecordFunctionFast`` (category ``cpu_op``; 0.6 us, against 1.5 us for
+``_record_function_with_args_enter``): no analysis sees it, the importer drops it first.
 
 Only frames of the user's code are traced: not the standard library, installed packages,
 torch, gpuprofile, inductor's generated code, or code compiled from a string (``<...>``, save
 terminal IPython's cells). Other frames cost one lookup at their call. Each traced line costs
-a range (about 3 us on two shared cores): the price of exact lines, paid only with ``--stack``.
+a range (1 to 2 us on two shared cores; bench/lines.py): the price of exact lines, paid only
+with ``--stack``.
 
 A debugger's trace function (``sys.gettrace()``) is left in place, and lines are not traced.
 """
@@ -31,8 +35,10 @@ import torch
 
 from gpuprofile.importers.kineto.line_ranges import LINE_RANGE
 
-_enter = torch._C._autograd._record_function_with_args_enter
-_exit = torch._C._autograd._record_function_with_args_exit
+_Range = torch._C._profiler._RecordFunctionFast
+# Between a --steps capture's windows nothing records: no range is opened (one opened then has
+# no guard, and closing it raises).
+_recording = torch._C._autograd._profiler_enabled
 
 Tracer = Callable[[FrameType, str, Any], Any]
 
@@ -61,7 +67,7 @@ class LineRanges:
         self._names: dict[int, str] = {}
         # Frames with a range open, innermost last: closed in that order at remove().
         self._open: dict[int, tuple[FrameType, list[Any]]] = {}
-        self._before: Tracer | None = None
+        self._running: list[FrameType] = []  # frames already running at install(), traced
         self._installed = False
         self._thread = threading.get_ident()
 
@@ -76,6 +82,7 @@ class LineRanges:
             if self._is_user(frame.f_code):
                 frame.f_trace = self._frame_tracer(frame)
                 frame.f_trace_lines = True
+                self._running.append(frame)
             frame = frame.f_back
         sys.settrace(self._call)
 
@@ -89,11 +96,13 @@ class LineRanges:
             sys.settrace(None)
             for frame, handle in reversed(list(self._open.values())):
                 frame.f_trace = None
-                if handle[0] is not None:
-                    _exit(handle[0])
-            self._open.clear()
+                _close(handle)
+            for frame in self._running:  # a later capture must not find this one's tracers
+                frame.f_trace = None
         except Exception:  # never fail the teardown: an open range only ends at the stop
-            self._open.clear()
+            pass
+        self._open.clear()
+        self._running.clear()
 
     def _is_user(self, code: CodeType) -> bool:
         known = self._user.get(code)
@@ -121,19 +130,33 @@ class LineRanges:
         def trace(frame: FrameType, event: str, arg: Any) -> Tracer:
             if event == "line":
                 if handle[0] is not None:
-                    _exit(handle[0])
+                    _close(handle)
+                if not _recording():
+                    opened.pop(key, None)
+                    return trace
                 line = frame.f_lineno
                 name = names.get(line)
                 if name is None:
                     name = names[line] = f"{LINE_RANGE}{line}"
-                handle[0] = _enter(name)
+                handle[0] = _Range(name)
+                handle[0].__enter__()
                 opened.pop(key, None)  # re-entered last: innermost of the open ranges
                 opened[key] = (frame, handle)
             elif event == "return":  # also as an exception leaves it, and at a yield
                 if handle[0] is not None:
-                    _exit(handle[0])
-                    handle[0] = None
+                    _close(handle)
                 opened.pop(key, None)
             return trace
 
         return trace
+
+
+def _close(handle: list[Any]) -> None:
+    """Close the frame's open range. One opened as a window began has no guard: torch raises,
+    and there is nothing to close."""
+    opened, handle[0] = handle[0], None
+    if opened is not None:
+        try:  # noqa: SIM105 (once per line: suppress() would cost a context manager more)
+            opened.__exit__(None, None, None)
+        except RuntimeError:
+            pass

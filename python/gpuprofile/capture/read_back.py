@@ -11,26 +11,19 @@ from pathlib import Path
 
 from torch.profiler import profile as torch_profile
 
-from gpuprofile.capture.caller_lines import (
-    add_caller_lines,
-    caller_lines,
-    with_caller_line_column,
-)
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.trace.meta import RankMeta, Source, TraceMeta
 from gpuprofile.trace.model import Trace
 
 
-def read_back(prof: torch_profile, export: str | None, *, with_stack: bool = False) -> Trace:
+def read_back(prof: torch_profile, export: str | None) -> Trace:
     """The profiler's capture as a Trace, through the Chrome trace written to ``export`` (the
-    path the user asked for, kept as its source), or to a temporary file when None. With
-    stacks, each Python call gets the line it was made on (caller_lines.py)."""
+    path the user asked for, kept as its source), or to a temporary file when None."""
     if export:
-        trace = _export_and_load(prof, Path(export), with_stack, keep=True)
+        trace = _export_and_load(prof, Path(export))
     else:
         with tempfile.TemporaryDirectory(prefix="gpuprofile-") as tmp:
-            path = Path(tmp) / "capture.pt.trace.json"
-            trace = _export_and_load(prof, path, with_stack, keep=False)
+            trace = _export_and_load(prof, Path(tmp) / "capture.pt.trace.json")
     return trace.with_meta(source=Source(format="capture", path=export))
 
 
@@ -45,12 +38,6 @@ def empty_capture(started_ns: int) -> Trace:
     )
 
 
-def _export_and_load(prof: torch_profile, path: Path, with_stack: bool, *, keep: bool) -> Trace:
-    """Export and read back; with stacks, the caller lines go into the file the user keeps
-    (``keep``), or, cheaper, straight into the trace read from a temporary one."""
+def _export_and_load(prof: torch_profile, path: Path) -> Trace:
     prof.export_chrome_trace(str(path))
-    lines = caller_lines(prof) if with_stack else {}
-    if keep:
-        add_caller_lines(path, lines)
-    trace = load_kineto(path)
-    return trace if keep else with_caller_line_column(trace, lines)
+    return load_kineto(path)

@@ -21,7 +21,6 @@ from torch.profiler import ProfilerAction
 from torch.profiler import profile as torch_profile
 from torch.profiler import schedule as torch_schedule
 
-from gpuprofile.capture.caller_lines import add_caller_lines, caller_lines
 from gpuprofile.capture.guard import deferred_interrupt
 from gpuprofile.capture.kineto_chatter import KinetoChatter
 from gpuprofile.capture.options import WARMUP, StepSchedule
@@ -102,11 +101,8 @@ class WindowRecorder:
         export: str | None,
         max_events: int,
         on_window: OnWindow | None,
-        *,
-        with_stack: bool = False,
     ):
         self.export = export
-        self.with_stack = with_stack
         self.max_events = max_events
         self.on_window = on_window
         self.counter: StepCounter | None = None
@@ -136,8 +132,6 @@ class WindowRecorder:
         try:
             path = self._path(index)
             prof.export_chrome_trace(str(path))
-            if self.with_stack:  # the Python calls' lines: gone once the next window starts
-                add_caller_lines(path, caller_lines(prof))
             extent = scan_extent(path)
         except Exception as error:
             self.errors.append(f"window {index}: {type(error).__name__}: {error}")

@@ -104,12 +104,7 @@ def capture(
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     schedule = options.schedule
     windows = (
-        WindowRecorder(
-            export,
-            options.max_events or default_max_events(),
-            on_window,
-            with_stack=options.with_stack,
-        )
+        WindowRecorder(export, options.max_events or default_max_events(), on_window)
         if schedule is not None
         else None
     )
@@ -201,9 +196,7 @@ def capture(
                     # window over.
                     with chatter.dropped():
                         stop_error = _stop(prof)
-                trace = _made_trace(
-                    prof, export, windows, started_ns, stop_error, with_stack=options.with_stack
-                )
+                trace = _made_trace(prof, export, windows, started_ns, stop_error)
                 steps = Steps(
                     count=counter.count, explicit=counter.explicit, schedule=schedule_of(schedule)
                 )
@@ -246,14 +239,12 @@ def _made_trace(
     windows: WindowRecorder | None,
     started_ns: int,
     stop_error: str | None,
-    *,
-    with_stack: bool,
 ) -> Trace:
     """What the stopped profiler recorded: its windows, or its one capture, read back."""
     if windows is not None:
         trace = windows.result(started_ns)
     elif stop_error is None:
-        trace = read_back(prof, export, with_stack=with_stack)
+        trace = read_back(prof, export)
     else:  # what torch held is unreadable: exporting it can crash the process
         trace = empty_capture(started_ns)
     if stop_error is not None:

@@ -50,8 +50,8 @@ class Args(msgspec.Struct, gc=False):
     # backward 1: not an OS tid). Any: checked where read.
     sequence: Any = msgspec.field(name="Sequence number", default=None)
     fwd_tid: Any = msgspec.field(name="Fwd thread id", default=None)
-    # gpuprofile's capture adds it to a Python call's event: the line of the caller the call
-    # was made on (capture/caller_lines.py). Any: checked where read.
+    # gpuprofile's Chrome export writes ops.caller_line here: the line of the user's code the
+    # event ran from (importers/kineto/line_ranges.py). Any: checked where read.
     caller_line: Any = msgspec.field(name="Caller line", default=None)
     # A counter ("ph": "C") sample, as gpuprofile exports them. Any: other events use the key
     # for anything, and a trace that loaded before must still load.

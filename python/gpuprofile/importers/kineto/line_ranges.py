@@ -1,6 +1,6 @@
 """The capture's line ranges (capture/line_ranges.py) turned into each op's line.
 
-With ``--stack`` a gpuprofile capture records a ``user_annotation`` range named
+With ``--stack`` a gpuprofile capture records a range (category ``cpu_op``) named
 ``gpuprofile.line {N}`` over each line its user code ran. An op directly inside one ran on line
 N of the frame the range sits in: it gets N as ``ops.caller_line`` (a Python call keeps the line
 torch recorded for it, the same N), and the ranges are dropped, so the ops nest as torch
@@ -34,7 +34,6 @@ def with_range_lines(ops: pd.DataFrame) -> pd.DataFrame:
         np.int64,
     )
     line = lines[names.cat.codes.to_numpy()]
-    line[(ops["category"] != "user_annotation").to_numpy()] = NO_ID
     is_range = line != NO_ID
     if not is_range.any():
         return ops
