@@ -18,6 +18,7 @@ import torch
 from torch.nn.modules import module as nn_module
 
 import gpuprofile
+from gpuprofile.analyses.context import Analysis
 from gpuprofile.capture.modules import ModuleRanges
 
 RANGE = re.compile(r"^nn\.Module: (\S+) \((\w+)\)$")
@@ -367,3 +368,87 @@ def test_with_stack_leaves_module_calls_to_torch(hooks_untouched: None) -> None:
     assert len(torch_form) == 6
     # and no frame of our hooks is in its Python stacks
     assert not ops["name"].astype(str).str.contains("capture/modules.py").any()
+
+
+def test_with_stack_torchs_events_read_the_paths(hooks_untouched: None) -> None:
+    """torch names its module events {Class}_{N}; the capture maps them to the paths it saw
+    the modules called at (capture/module_names.py). Truth: the test's own per-module hooks."""
+    model, x = Net(layers=2), torch.randn(2, 8)
+    calls = Calls()
+    calls.watch(model)
+    try:
+        p = profiled(lambda: model(x), with_stack=True)
+    finally:
+        calls.remove()
+    modules = Analysis(p.trace).modules
+    found = Counter(modules.paths[m] for m in modules.calls["module"].tolist())
+    assert found == Counter(path for path, _ in calls.seen)
+    assert p.trace.meta.module_names["Linear_2"] == "Net.head"  # fc, fc, head: called 3rd
+
+
+def test_with_stack_a_class_name_two_classes_share_keeps_torchs_chain(
+    hooks_untouched: None,
+) -> None:
+    twin = type("MLP", (torch.nn.Module,), {"forward": lambda self, x: x * 2})
+    model = torch.nn.Sequential(MLP(), twin())
+    p = profiled(lambda: model(torch.randn(2, 8)), with_stack=True)
+    names = p.trace.meta.module_names
+    # torch counts each class apart but names both "MLP_0": which is which cannot be told, so
+    # both read as torch's chain; the others by path.
+    assert "MLP_0" not in names
+    assert names["Sequential_0"] == "Sequential" and names["Linear_0"] == "Sequential.0.fc"
+    paths = set(Analysis(p.trace).modules.paths)
+    assert paths == {"Sequential", "Sequential.MLP_0", "Sequential.0.fc", "Sequential.0.act"}
+
+
+def test_with_stack_and_steps_each_window_reads_the_paths(hooks_untouched: None) -> None:
+    """torch numbers the instances afresh in each window: the map is made per window and kept
+    as they agree (steps that call the same modules in the same order)."""
+    model, x = Net(layers=1), torch.randn(2, 8)
+
+    def block() -> None:
+        for _ in range(4):
+            model(x)
+            gpuprofile.step()
+
+    p = profiled(block, with_stack=True, steps=(0, 1))
+    assert p.trace.meta.module_names["MLP_0"] == "Net.layers.0"
+    paths = Analysis(p.trace).modules.paths
+    assert "Net.layers.0.fc" in paths and not any("_0" in path for path in paths)
+
+
+class Left(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)
+
+
+class Right(Left):
+    pass
+
+
+def test_with_stack_windows_that_disagree_keep_torchs_chains(hooks_untouched: None) -> None:
+    """Windows whose modules were first called in other orders: Linear_0 is Left.fc in one and
+    Right.fc in the other, so no map is made."""
+    left, right, x = Left(), Right(), torch.randn(2, 8)
+
+    def block() -> None:
+        for order in ((left, right), (left, right), (right, left), (right, left)):
+            for module in order:
+                module(x)
+            gpuprofile.step()
+
+    p = profiled(block, with_stack=True, steps=(0, 1))
+    assert p.trace.meta.module_names == {}
+    paths = set(Analysis(p.trace).modules.paths)
+    assert paths == {
+        "Left_0",
+        "Right_0",
+        "Left_0.Linear_0",
+        "Right_0.Linear_0",
+        "Left_0.Linear_1",
+        "Right_0.Linear_1",
+    }

@@ -6,7 +6,9 @@ Module calls are ops rows:
   ``nn.Module: {path} ({Type})``, the path from the outermost module called
   (``Transformer.layers.3.mlp``);
 - torch's own (``with_stack``): category ``python_function``, name ``nn.Module: {Class}_{N}``,
-  the path the chain of enclosing module calls joined with "." (``Transformer_0.Layer_3.MLP_3``).
+  the path the one gpuprofile's capture saw the module called at (``TraceMeta.module_names``,
+  capture/module_names.py), else the chain of enclosing module calls joined with "."
+  (``Transformer_0.Layer_3.MLP_3``).
 A trace with calls of the first form is read by those alone: a capture with stacks holds both,
 and the two would count every module twice.
 
@@ -98,7 +100,9 @@ def attribute_modules(analysis: Lookups) -> Modules:
         call = prefixed & (category == "python_function").to_numpy()
     parent = analysis.op_parents
     call_rows = np.flatnonzero(call)
-    paths, types, call_module = _call_modules(names, call_rows, parent, call, torch_form)
+    paths, types, call_module = _call_modules(
+        names, call_rows, parent, call, trace.meta.module_names if torch_form else None
+    )
     module_of_call = np.full(n, -1, np.int32)
     module_of_call[call_rows] = call_module
 
@@ -156,10 +160,16 @@ def _inside_range(flag: np.ndarray, parent: np.ndarray, ops: pd.DataFrame) -> np
 
 
 def _call_modules(
-    names: pd.Series, rows: np.ndarray, parent: np.ndarray, call: np.ndarray, torch_form: bool
+    names: pd.Series,
+    rows: np.ndarray,
+    parent: np.ndarray,
+    call: np.ndarray,
+    torch_names: dict[str, str] | None,
 ) -> tuple[tuple[str, ...], tuple[str, ...], np.ndarray]:
     """(paths, types, module index per call row). A capture's call names its path; torch's
-    names one link of it, so its path is the chain of calls around it."""
+    (torch_names not None: TraceMeta.module_names) names one link of it, so its path is the
+    path the capture saw the module called at, else the chain of calls around it."""
+    torch_form = torch_names is not None
     parse = _torch_name if torch_form else _capture_name
     code = codes(names)[rows]
     # Per call row: its path (a link of it, in torch's form) and its class.
@@ -169,7 +179,7 @@ def _call_modules(
     index: dict[str, int] = {}
     types: list[str] = []
     module = np.empty(len(rows), np.int32)
-    if not torch_form:
+    if torch_names is None:
         for i, (path, kind) in enumerate(own):
             module[i] = _module_index(index, types, path, kind)
         return tuple(index), tuple(types), module
@@ -185,7 +195,7 @@ def _call_modules(
     for i in depth_order:
         link, kind = own[i]
         up = enclosing[i]
-        path = link if up < 0 else f"{path_of[up]}.{link}"
+        path = torch_names.get(link) or (link if up < 0 else f"{path_of[up]}.{link}")
         path_of[i] = path
         module[i] = _module_index(index, types, path, kind)
     return tuple(index), tuple(types), module

@@ -103,7 +103,7 @@ class _Tree:
 
 def _entry(module: torch.nn.Module, name: str) -> _Entry:
     parent, _, attr = name.rpartition(".")
-    return weakref.ref(module), name, parent, attr, _shown_name(name)
+    return weakref.ref(module), name, parent, attr, shown_name(name)
 
 
 @dataclass(slots=True)
@@ -162,7 +162,7 @@ class ModuleRanges:
             stack: list[_Call] = self._local.stack
         except AttributeError:
             stack = self._new_stack()
-        shown = _types.get(type(module)) or _type_name(module)
+        shown = _types.get(type(module)) or type_name(module)
         frame = sys._getframe(1)
         if stack:
             # The caller's call still runs: its frame is a few frames up.
@@ -248,7 +248,7 @@ def _tree_of(root: torch.nn.Module) -> _Tree:
     return tree
 
 
-def _type_name(module: torch.nn.Module) -> str:
+def type_name(module: torch.nn.Module) -> str:
     """The class shown; torch.compile's wrapper shows the module it wraps."""
     cls = type(module)
     try:
@@ -261,7 +261,7 @@ def _type_name(module: torch.nn.Module) -> str:
     return shown
 
 
-def _shown_name(name: str) -> str:
+def shown_name(name: str) -> str:
     """A name without torch.compile's wrapper step (``block._orig_mod.fc`` -> ``block.fc``)."""
     if _WRAPPED not in name:
         return name

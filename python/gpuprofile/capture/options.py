@@ -187,7 +187,7 @@ class CaptureOptions:
         ``with_stack``: torch then records each module call itself (``nn.Module: Class_N``),
         and its Python tracer would record the hooks' own calls around each range, so the
         range would nest under the hook's frame, not around the module's work, at 5-10x the
-        cost."""
+        cost. A lighter hook names torch's events by path then (capture/module_names.py)."""
         return self.modules and not self.with_stack
 
     @property

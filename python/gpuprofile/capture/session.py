@@ -27,6 +27,7 @@ from gpuprofile.capture.guard import deferred_interrupt, profiler_running, refus
 from gpuprofile.capture.joined_export import write_joined
 from gpuprofile.capture.kineto_chatter import KinetoChatter
 from gpuprofile.capture.line_ranges import LineRanges
+from gpuprofile.capture.module_names import ModuleNames
 from gpuprofile.capture.modules import ModuleRanges
 from gpuprofile.capture.options import CaptureOptions
 from gpuprofile.capture.read_back import empty_capture, read_back
@@ -117,8 +118,18 @@ def capture(
         on_trace_ready=windows.ready if windows is not None else None,
     )
     chatter = KinetoChatter()
+    # With stacks torch names module calls itself; the capture maps its names to paths.
+    module_names = (
+        ModuleNames(windows=schedule is not None)
+        if options.with_stack and options.modules
+        else None
+    )
     counter = StepCounter(
-        advance=WindowSteps(prof, chatter, on_recording) if windows is not None else None,
+        advance=(
+            WindowSteps(prof, chatter, _each(module_names, on_recording))
+            if windows is not None
+            else None
+        ),
         on_step=on_step,
     )
     if windows is not None:
@@ -146,11 +157,15 @@ def capture(
             step_state.begin(counter)
             if module_ranges is not None:
                 module_ranges.install()
+            if module_names is not None:
+                module_names.install()
             if line_ranges is not None:
                 line_ranges.install()
         except BaseException:
             if line_ranges is not None:
                 line_ranges.remove()
+            if module_names is not None:
+                module_names.remove()
             if module_ranges is not None:
                 module_ranges.remove()
             prof.stop()
@@ -188,6 +203,8 @@ def capture(
                 finally:
                     if line_ranges is not None:  # first: the block's lines are innermost
                         line_ranges.remove()
+                    if module_names is not None:
+                        module_names.remove()
                     if module_ranges is not None:  # before the stop: the ranges left open end
                         module_ranges.remove()
                     if sampler is not None:
@@ -213,6 +230,7 @@ def capture(
                         round(events[0].elapsed_time(events[1]) * 1e6) if events else None
                     ),
                     cells=running_cells() if options.with_stack else {},
+                    module_names=module_names.names() if module_names is not None else {},
                 )
                 if sampler is not None:
                     trace = with_samples(
@@ -231,6 +249,21 @@ def capture(
             chatter.close()
             if windows is not None:
                 windows.discard()
+
+
+def _each(
+    names: ModuleNames | None, on_recording: Callable[[bool], None] | None
+) -> Callable[[bool], None] | None:
+    """The window's start and stop told to the module names' map, then to the caller."""
+    if names is None:
+        return on_recording
+
+    def told(started: bool) -> None:
+        names.recording(started)
+        if on_recording is not None:
+            on_recording(started)
+
+    return told
 
 
 def _made_trace(

@@ -143,6 +143,7 @@ def _merged_meta(
         errors=tuple(error for part in parts for error in part.meta.errors),
         # Each rank's kernel names its own cell files (their folder holds its pid).
         cells={name: count for part in parts for name, count in part.meta.cells.items()},
+        module_names={k: v for part in parts for k, v in part.meta.module_names.items()},
     )
 
 

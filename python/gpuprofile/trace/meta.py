@@ -182,6 +182,9 @@ class TraceMeta(msgspec.Struct, frozen=True, kw_only=True):
     # Notebook cells the capture's frames may name: ipykernel's file for a cell's code
     # (``/tmp/ipykernel_<pid>/<hash>.py``) -> the cell's execution count. Empty outside a kernel.
     cells: dict[str, int] = {}
+    # With --stack, torch's module events' names -> the modules' paths (``Attention_0`` ->
+    # ``Block.attn``), as the capture saw the modules called (capture/module_names.py).
+    module_names: dict[str, str] = {}
     compiled: Compiled | None = None
 
 
