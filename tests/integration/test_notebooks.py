@@ -38,6 +38,11 @@ print('CUSTOM_BLOCK ' + json.dumps({
     label: [h for h in profile.report()['hints'] if h['kind'] in kinds]
     for label, profile in (('before', before), ('after', after))
 }))
+# The truth for the paths: the model's own named_modules(), by class.
+named = {}
+for name, module in Block().named_modules():
+    named.setdefault(type(module).__name__, []).append(f"Block.{name}" if name else "Block")
+print('CUSTOM_BLOCK_NAMES ' + json.dumps(named))
 """
 
 
@@ -48,14 +53,26 @@ def test_custom_block_names_its_loops_routing_and_norm(tmp_path: Path) -> None:
     printed = "".join(o.get("text", "") for o in notebook.cells[-1].outputs)
     line = next(x for x in printed.splitlines() if x.startswith("CUSTOM_BLOCK "))
     hints = json.loads(line.removeprefix("CUSTOM_BLOCK "))
+    line = next(x for x in printed.splitlines() if x.startswith("CUSTOM_BLOCK_NAMES "))
+    named = json.loads(line.removeprefix("CUSTOM_BLOCK_NAMES "))
+    (attention,), (moe,), norms = named["Attention"], named["MoE"], named["RMSNorm"]
     before = {(h["kind"], h["title"].split(" in ", 1)[1].split(" ")[0]): h for h in hints["before"]}
     # The notebook's loops: one over 4 heads in the attention, one over 4 experts in the MoE
-    # (a CPU run: its sizes), each named by its module in torch's stack form.
+    # (a CPU run: its sizes), each named by its module's path, though the cell runs --stack
+    # (torch's own module events, named by the capture) and --steps (a map per window).
     loops = {path: h for (kind, path), h in before.items() if kind == "python-loop"}
-    assert sorted(loops) == ["Block_0.Attention_0", "Block_0.MoE_0"]
+    assert sorted(loops) == sorted([attention, moe])
     assert all("Python loop of 4 iterations" in h["title"] for h in loops.values())
-    assert loops["Block_0.MoE_0"]["modules"][0] == "Block_0.MoE_0"
-    assert ("data-dependent-routing", "Block_0.MoE_0") in before
+    assert loops[moe]["modules"][0] == moe
+    assert ("data-dependent-routing", moe) in before
     [norm] = [h for (kind, _), h in before.items() if kind == "unfused-elementwise"]
-    assert norm["title"].startswith("Hand-written RMSNorm in Block_0.RMSNorm_0, Block_0.RMSNorm_1")
+    assert norm["title"].startswith(f"Hand-written RMSNorm in {', '.join(norms)}")
+    # Each loop names a line of its loop's body in the notebook's cell (the operators' own
+    # lines, from the capture's line ranges), not its forward's def line. Truth: the cell's text.
+    model_cell = next(c.source for c in notebook.cells if "class Attention" in c.source)
+    rows = model_cell.splitlines()
+    for path, loop_text in ((attention, "for h in range(heads)"), (moe, "for e, expert in")):
+        (at,) = [i for i, row in enumerate(rows, 1) if loop_text in row]
+        source = loops[path]["sources"][0]
+        assert source["file"].startswith("cell [") and at < source["line"] <= at + 3, source
     assert hints["after"] == []

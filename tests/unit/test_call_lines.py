@@ -173,6 +173,22 @@ def test_a_debuggers_trace_function_is_left_in_place(tmp_path: Path) -> None:
     assert add.line == line_of(BLOCK, "def block(")  # no line ranges: the def line, as before
 
 
+def test_a_torch_without_fast_ranges_keeps_def_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_RecordFunctionFast`` is torch's private API: where it is missing the capture goes on,
+    and ops stand on their frames' def lines, as a trace from another profiler does."""
+    from gpuprofile.capture import line_ranges
+
+    monkeypatch.setattr(line_ranges, "_Range", None)
+    block = load_block(tmp_path)
+    with gpuprofile.profile(with_stack=True, interval=None) as p:
+        block.block(torch.randn(4, 8), torch.randn(8, 4))
+    def_line = line_of(BLOCK, "def block(")
+    assert {op_line(p.trace, op).line for op in ("aten::mm", "aten::add")} == {def_line}
+    assert sys.gettrace() is None
+
+
 def test_each_steps_window_keeps_its_lines(tmp_path: Path, scratch: Path) -> None:
     block = load_block(tmp_path)
     export = tmp_path / "steps.json"

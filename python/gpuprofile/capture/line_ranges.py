@@ -18,7 +18,8 @@ terminal IPython's cells). Other frames cost one lookup at their call. Each trac
 a range (1 to 2 us on two shared cores; bench/lines.py): the price of exact lines, paid only
 with ``--stack``.
 
-A debugger's trace function (``sys.gettrace()``) is left in place, and lines are not traced.
+A debugger's trace function (``sys.gettrace()``) is left in place, and lines are not traced;
+nor are they where torch lacks the private ``_RecordFunctionFast``.
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ import torch
 
 from gpuprofile.importers.kineto.line_ranges import LINE_RANGE
 
-_Range = torch._C._profiler._RecordFunctionFast
+# torch's own, private: where a version lacks them, no lines are traced (def lines, as before).
+_Range: Any = getattr(torch._C._profiler, "_RecordFunctionFast", None)
 # Between a --steps capture's windows nothing records: no range is opened (one opened then has
 # no guard, and closing it raises).
-_recording = torch._C._autograd._profiler_enabled
+_recording: Any = getattr(torch._C._autograd, "_profiler_enabled", None)
 
 Tracer = Callable[[FrameType, str, Any], Any]
 
@@ -74,8 +76,8 @@ class LineRanges:
     def install(self) -> None:
         """Trace the capture's thread; frames of the user's code already running (the block
         of ``with gpuprofile.profile()``) are traced from their next line on."""
-        if sys.gettrace() is not None:  # a debugger's: it stays, lines come from the frames
-            return
+        if sys.gettrace() is not None or _Range is None or _recording is None:
+            return  # a debugger's trace function stays; ops keep their frames' def lines
         self._installed = True
         frame: FrameType | None = sys._getframe(1)
         while frame is not None:
