@@ -18,7 +18,6 @@ import os
 
 os.environ["OMP_NUM_THREADS"] = "1"  # before numpy/torch are imported anywhere
 
-import argparse
 import dataclasses
 import gc
 import sys
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from modules import ROOT, Cell, cells_of, options_of, transformer_cell
+from modules import Cell, arguments, example_cells, options_of
 
 
 def timed(cell: Cell, options: Any, *, lines: bool) -> float:
@@ -49,18 +48,10 @@ def timed(cell: Cell, options: Any, *, lines: bool) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=5, help="rounds (best is kept)")
-    parser.add_argument("--notebooks", default="example_notebooks/*.ipynb")
-    args = parser.parse_args(argv)
+    args = arguments(__doc__, argv)
+    cells = example_cells(args.notebooks)
     import torch
 
-    torch.set_num_threads(1)
-    cells: list[Cell] = []
-    for notebook in sorted(ROOT.glob(args.notebooks)):
-        print(f"  setting up {notebook.name}", file=sys.stderr, flush=True)
-        cells.extend(cells_of(notebook))
-    cells.append(transformer_cell())
     print(f"torch {torch.__version__}, best of {args.repeat}, --stack with lines vs without")
     print(f"{'cell':<40} {'lines s':>8} {'without s':>10} {'ratio':>7}")
     for cell in cells:

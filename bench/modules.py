@@ -116,19 +116,31 @@ def measure(cell: Cell, repeat: int) -> tuple[float, float, int]:
     return min(runs[True]), min(runs[False]), calls
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(doc: str, argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="rounds (best is kept)")
     parser.add_argument("--notebooks", default="example_notebooks/*.ipynb")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def example_cells(notebooks: str) -> list[Cell]:
+    """The profiled cells of the notebooks matching the glob, each after its set-up, then the
+    small transformer; torch on one thread."""
     import torch
 
     torch.set_num_threads(1)
     cells: list[Cell] = []
-    for notebook in sorted(ROOT.glob(args.notebooks)):
+    for notebook in sorted(ROOT.glob(notebooks)):
         print(f"  setting up {notebook.name}", file=sys.stderr, flush=True)
         cells.extend(cells_of(notebook))
-    cells.append(transformer_cell())
+    return [*cells, transformer_cell()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(__doc__, argv)
+    cells = example_cells(args.notebooks)
+    import torch
+
     print(f"torch {torch.__version__}, best of {args.repeat}, modules on vs --no-modules")
     print(f"{'cell':<40} {'calls':>6} {'on s':>8} {'off s':>8} {'ratio':>7} {'us/call':>8}")
     rows: list[tuple[str, float]] = []

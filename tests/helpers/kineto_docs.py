@@ -22,6 +22,11 @@ def cpu_op(name: str, ts: float, dur: float, *, tid: int = 1, ext: int = -1, **a
     }
 
 
+def python_function(name: str, ts: float, dur: float, *, tid: int = 1, **args: Any) -> dict:
+    """A Python frame or call as torch records it with ``with_stack``."""
+    return {**cpu_op(name, ts, dur, tid=tid, **args), "cat": "python_function"}
+
+
 def runtime(name: str, ts: float, dur: float, corr: int, *, tid: int = 1) -> dict:
     return {
         "ph": "X",

@@ -23,7 +23,7 @@ from gpuprofile.analyses.frames import SourceLine
 from gpuprofile.importers.kineto import load_kineto
 from gpuprofile.report.chrome_trace import write_chrome_trace
 from gpuprofile.trace.model import Trace
-from helpers.kineto_docs import cpu_op, document, write
+from helpers.kineto_docs import cpu_op, document, python_function, write
 from helpers.source_module import import_source
 
 BLOCK = """\
@@ -227,29 +227,16 @@ def test_a_cells_ops_read_their_line_in_the_cell(
     assert op_line(trace, "aten::relu") == SourceLine(f"cell [{count}]", relu, "mul")
 
 
-def _frame(name: str, ts: float, dur: float, **args: object) -> dict:
-    return {
-        "ph": "X",
-        "cat": "python_function",
-        "name": name,
-        "ts": ts,
-        "dur": dur,
-        "pid": 100,  # cpu_op's
-        "tid": 1,
-        "args": args,
-    }
-
-
 def test_line_ranges_become_the_lines_of_the_ops_inside(tmp_path: Path) -> None:
     """A hand-written file: a frame, two line ranges in it, ops in them; one op carries its own
     "Caller line" (as gpuprofile's Chrome export writes it), which it keeps."""
     events = [
-        _frame("model.py(3): f", 10, 100),
+        python_function("model.py(3): f", 10, 100),
         cpu_op("gpuprofile.line 4", 11, 40),
         cpu_op("aten::mm", 12, 10),
         cpu_op("aten::add", 30, 5),
         cpu_op("gpuprofile.line 6", 60, 40),
-        _frame("<built-in method relu>", 61, 20),
+        python_function("<built-in method relu>", 61, 20),
         cpu_op("aten::relu", 62, 10),
         cpu_op("aten::mul", 85, 5, **{"Caller line": 9}),
     ]

@@ -20,15 +20,11 @@ from gpuprofile.report.build import build_report
 from gpuprofile.report.module_text import module_lines, owner_line, phase_line
 from gpuprofile.report.schema import ModuleRow, Phases, SourceRef, report_json
 from gpuprofile.report.text import render_text
-from helpers.kineto_docs import cpu_op, document, kernel, memory, runtime, write
+from helpers.kineto_docs import cpu_op, document, kernel, memory, python_function, runtime, write
 
 
 def annotation(name: str, ts: float, dur: float, *, tid: int = 1) -> dict[str, Any]:
     return {**cpu_op(name, ts, dur, tid=tid), "cat": "user_annotation"}
-
-
-def python_function(name: str, ts: float, dur: float, *, tid: int = 1) -> dict[str, Any]:
-    return {**cpu_op(name, ts, dur, tid=tid), "cat": "python_function"}
 
 
 def seq(number: int, thread: int = 0) -> dict[str, int]:
