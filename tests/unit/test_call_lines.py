@@ -135,6 +135,8 @@ def test_inline_operators_read_their_own_line(tmp_path: Path) -> None:
         chain(x, w, mask)
         here, block_line = x.sin(), sys._getframe().f_lineno  # the block's own line
     del here
+    # Nothing of the capture's tracing is left on this thread or this (still running) frame.
+    assert sys.gettrace() is None and sys._getframe().f_trace is None
     trace = p.trace
     sources = Analysis(trace).sources
     ops = trace.ops

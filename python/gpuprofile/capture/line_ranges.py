@@ -43,6 +43,8 @@ _Range: Any = getattr(torch._C._profiler, "_RecordFunctionFast", None)
 _recording: Any = getattr(torch._C._autograd, "_profiler_enabled", None)
 
 Tracer = Callable[[FrameType, str, Any], Any]
+# A frame tracer's attribute: its frame's open range, which remove() closes.
+_OPEN = "gpuprofile_open_range"
 
 
 def _library_roots() -> tuple[str, ...]:
@@ -67,9 +69,6 @@ class LineRanges:
         self._roots = _library_roots()
         self._user: dict[CodeType, bool] = {}
         self._names: dict[int, str] = {}
-        # Frames with a range open, innermost last: closed in that order at remove().
-        self._open: dict[int, tuple[FrameType, list[Any]]] = {}
-        self._running: list[FrameType] = []  # frames already running at install(), traced
         self._installed = False
         self._thread = threading.get_ident()
 
@@ -84,27 +83,28 @@ class LineRanges:
             if self._is_user(frame.f_code):
                 frame.f_trace = self._frame_tracer(frame)
                 frame.f_trace_lines = True
-                self._running.append(frame)
             frame = frame.f_back
         sys.settrace(self._call)
 
     def remove(self) -> None:
-        """Stop tracing and close the ranges still open (the block's own frames), innermost
-        first."""
+        """Stop tracing and close the ranges still open, innermost first. A frame closes its
+        range as it returns or yields, so the open ones are those of the frames still running:
+        the thread's stack (the block's own frames). Their tracers go too, so a later capture
+        does not find this one's."""
         if not self._installed or threading.get_ident() != self._thread:
             return
         self._installed = False
         try:
             sys.settrace(None)
-            for frame, handle in reversed(list(self._open.values())):
-                frame.f_trace = None
-                _close(handle)
-            for frame in self._running:  # a later capture must not find this one's tracers
-                frame.f_trace = None
+            frame: FrameType | None = sys._getframe()
+            while frame is not None:
+                handle = getattr(frame.f_trace, _OPEN, None)
+                if handle is not None:
+                    frame.f_trace = None
+                    _close(handle)
+                frame = frame.f_back
         except Exception:  # never fail the teardown: an open range only ends at the stop
             pass
-        self._open.clear()
-        self._running.clear()
 
     def _is_user(self, code: CodeType) -> bool:
         known = self._user.get(code)
@@ -126,30 +126,24 @@ class LineRanges:
     def _frame_tracer(self, frame: FrameType) -> Tracer:
         """One frame's tracer: a range per line, the last closed as the frame returns."""
         handle: list[Any] = [None]  # the open range of the frame's current line
-        key = id(frame)
-        names, opened = self._names, self._open
+        names = self._names
 
         def trace(frame: FrameType, event: str, arg: Any) -> Tracer:
             if event == "line":
                 if handle[0] is not None:
                     _close(handle)
-                if not _recording():
-                    opened.pop(key, None)
-                    return trace
-                line = frame.f_lineno
-                name = names.get(line)
-                if name is None:
-                    name = names[line] = f"{LINE_RANGE}{line}"
-                handle[0] = _Range(name)
-                handle[0].__enter__()
-                opened.pop(key, None)  # re-entered last: innermost of the open ranges
-                opened[key] = (frame, handle)
-            elif event == "return":  # also as an exception leaves it, and at a yield
-                if handle[0] is not None:
-                    _close(handle)
-                opened.pop(key, None)
+                if _recording():
+                    line = frame.f_lineno
+                    name = names.get(line)
+                    if name is None:
+                        name = names[line] = f"{LINE_RANGE}{line}"
+                    handle[0] = _Range(name)
+                    handle[0].__enter__()
+            elif event == "return" and handle[0] is not None:  # also unwinding, and at a yield
+                _close(handle)
             return trace
 
+        setattr(trace, _OPEN, handle)
         return trace
 
 
