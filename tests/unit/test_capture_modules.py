@@ -5,9 +5,11 @@ each test registers forward pre-hooks on every module it calls, naming them from
 from __future__ import annotations
 
 import contextlib
+import gc
 import re
 import threading
 import warnings
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -452,3 +454,30 @@ def test_with_stack_windows_that_disagree_keep_torchs_chains(hooks_untouched: No
         "Left_0.Linear_1",
         "Right_0.Linear_1",
     }
+
+
+def test_with_stack_modules_made_on_the_fly_are_not_kept_alive(hooks_untouched: None) -> None:
+    """The capture notes each module weakly: one the forward makes and drops is freed."""
+    made: list[weakref.ref[torch.nn.Module]] = []
+
+    class OnTheFly(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            act = torch.nn.ReLU()
+            made.append(weakref.ref(act))
+            return self.fc(act(x))
+
+    model = OnTheFly()
+    alive: list[bool] = []
+
+    def block() -> None:
+        model(torch.randn(2, 8))
+        gc.collect()
+        alive.append(made[0]() is not None)  # still capturing
+
+    p = profiled(block, with_stack=True)
+    assert alive == [False]
+    assert p.trace.meta.module_names["Linear_0"] == "OnTheFly.fc"

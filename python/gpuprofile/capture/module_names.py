@@ -4,8 +4,9 @@ With ``with_stack`` torch records each module call itself, as ``nn.Module: {Clas
 where N counts the instances of that class in the order the capture first called them, and
 the capture's module ranges (modules.py) are off: torch's Python tracer would record their
 hooks' own calls. What is lost is the path (``Block.attn``, not ``Block_0.Attention_0``).
-A forward pre-hook that only notes each module as it is first called (one dict store; torch's
-tracer records one Python call for it) gives the same order; at the end each ``{Class}_{N}``
+A forward pre-hook that only notes each module as it is first called (a weak reference, so a
+module made on the fly is not kept alive; torch's tracer records the hook's call and ``id``'s)
+gives the same order; at the end each ``{Class}_{N}``
 is mapped to the module's path from the outermost module called, named as the module ranges
 name it (the root's class, then ``named_modules()`` names). The analysis reads the map from
 ``TraceMeta.module_names``.
@@ -21,6 +22,7 @@ capture read again later has torch's names.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
@@ -36,7 +38,8 @@ class ModuleNames:
     it stops; ``names()`` once it has."""
 
     def __init__(self, *, windows: bool = False) -> None:
-        self._seen: dict[int, torch.nn.Module] = {}  # id -> module, in first-call order
+        # id -> (module, its class), in first-call order: one gone since still has its number.
+        self._seen: dict[int, tuple[weakref.ref[torch.nn.Module], type]] = {}
         self._handle: Any = None
         self._windows = windows
         self._in_window = False
@@ -53,7 +56,9 @@ class ModuleNames:
 
     def _called(self, module: torch.nn.Module, args: Any) -> None:
         if not _is_compiling():  # dynamo reads it as a constant: no graph break
-            self._seen[id(module)] = module  # a key already there keeps its place
+            key = id(module)
+            if key not in self._seen:
+                self._seen[key] = (weakref.ref(module), type(module))
 
     def recording(self, started: bool) -> None:
         """A --steps window starts (True) or stops (False) recording."""
@@ -75,19 +80,22 @@ class ModuleNames:
         return (self._window_names or {}) if self._agree else {}
 
     def _names_now(self) -> dict[str, str]:
-        seen = list(self._seen.values())
+        called = list(self._seen.values())
         self._seen = {}
+        seen = [module for ref, _ in called if (module := ref()) is not None]
         links: dict[int, str] = {}
         count: dict[str, int] = {}
         classes: dict[str, type] = {}
         shared: set[str] = set()
-        for module in seen:
-            cls = type(module)
+        for ref, cls in called:  # a module gone since counts in torch's numbering too
             name = cls.__name__
             if classes.setdefault(name, cls) is not cls:
                 shared.add(name)
-            links[id(module)] = f"{name}_{count.get(name, 0)}"
-            count[name] = count.get(name, 0) + 1
+            number = count.get(name, 0)
+            count[name] = number + 1
+            module = ref()
+            if module is not None:
+                links[id(module)] = f"{name}_{number}"
         out: dict[str, str] = {}
         for root in _roots(seen):
             base = type_name(root)
