@@ -1,15 +1,15 @@
 """What exact lines (capture/line_ranges.py: a range per line of the user's code) cost a
 ``--stack`` capture of the example notebooks' cells.
 
-    python bench/lines.py [--repeat N] [--notebooks GLOB]
+    python bench/lines.py [--repeat N] [--seconds S] [--notebooks GLOB]
 
 The cells of bench/modules.py (each ``%%gpuprofile`` cell of the example notebooks, after its
 notebook's set-up, and a small transformer's training steps), each under ``--stack`` twice,
-interleaved (the order alternates each round), best of N, torch on one thread: once as shipped,
-once with the line ranges left out (their ``install`` made a no-op here, which is what
-``--stack`` cost before them). Timed: the cell's body inside the capture. Printed per cell:
-both times and the ratio. No target: the issue asks for the lines, this says their price.
-Not a test: it prints, and always exits 0.
+interleaved (the order alternates each round), best of N rounds or more (bench/modules.py's
+``paired``), torch on one thread: once as shipped, once with the line ranges left out (their
+``install`` made a no-op here, which is what ``--stack`` cost before them). Timed: the cell's
+body inside the capture. Printed per cell: both times and the ratio. No target: the issue
+asks for the lines, this says their price. Not a test: it prints, and always exits 0.
 """
 
 from __future__ import annotations
@@ -22,14 +22,15 @@ import dataclasses
 import gc
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from modules import Cell, arguments, example_cells, options_of
+from modules import Cell, arguments, example_cells, options_of, paired
 
 
-def timed(cell: Cell, options: Any, *, lines: bool) -> float:
+def timed(cell: Cell, options: Any, lines: bool) -> float:
     from gpuprofile.capture import line_ranges
     from gpuprofile.capture.session import capture
 
@@ -52,16 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     cells = example_cells(args.notebooks)
     import torch
 
-    print(f"torch {torch.__version__}, best of {args.repeat}, --stack with lines vs without")
+    print(f"torch {torch.__version__}, {args.repeat}+ rounds, --stack with lines vs without")
     print(f"{'cell':<40} {'lines s':>8} {'without s':>10} {'ratio':>7}")
     for cell in cells:
         print(f"  {cell.name}", file=sys.stderr, flush=True)
         options = options_of(cell)
-        runs: dict[bool, list[float]] = {True: [], False: []}
-        for round_ in range(args.repeat):
-            for lines in (True, False) if round_ % 2 == 0 else (False, True):
-                runs[lines].append(timed(cell, options, lines=lines))
-        on, off = min(runs[True]), min(runs[False])
+        on, off = paired(partial(timed, cell, options), args.repeat, args.seconds)
         print(f"{cell.name:<40} {on:>8.3f} {off:>10.3f} {on / off - 1:>+7.1%}")
     return 0
 

@@ -1,13 +1,15 @@
 """What recording nn.Module calls (capture/modules.py) costs the example notebooks' cells.
 
-    python bench/modules.py [--repeat N] [--notebooks GLOB]
+    python bench/modules.py [--repeat N] [--seconds S] [--notebooks GLOB]
 
 Each notebook's code cells run in order in one namespace (its set-up); each ``%%gpuprofile``
 cell runs under the capture with its own flags, once with module ranges and once with
-``--no-modules``, interleaved (the order alternates each round), best of N, torch on one
-thread. Timed: the cell's body inside the capture, not the capture's start or teardown.
-Printed per cell: module calls recorded, both times, the ratio (target: within 5%), and the
-cost per module call it implies. A last row, not an example, is a small transformer whose
+``--no-modules``, interleaved (the order alternates each round), best of N rounds or more
+(short cells run until each side has run ``--seconds``), torch on one thread. Under ``--stack``
+"modules on" is the hook that names torch's own module events (capture/module_names.py).
+Timed: the cell's body inside the capture, not the capture's start or teardown. Printed per
+cell: module calls recorded, both times, the ratio (target: within 5%), and the cost per
+module call it implies. A last row, not an example, is a small transformer whose
 steps are mostly module calls: where the cost shows. Cells that read a profile
 (``gpuprofile.last()``, ``.report()``) are skipped. Not a test: it prints, and always exits 0.
 """
@@ -25,10 +27,12 @@ import gc
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 TARGET = 0.05
+MAX_ROUNDS = 200
 # Cells that read the profiles the magic made: nothing to time, and they need the magic.
 READS_PROFILES = ("gpuprofile.last()", ".report()")
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +83,8 @@ def transformer_cell() -> Cell:
 
 
 def timed(cell: Cell, options: Any, *, modules: bool) -> tuple[float, int]:
-    """The body's time inside the capture, and the module ranges recorded."""
+    """The body's time inside the capture, and the module calls recorded (the capture's
+    ranges, or under --stack torch's own events, which the capture then names)."""
     from gpuprofile.capture.session import capture
 
     code = compile(cell.body, cell.name, "exec")
@@ -90,8 +95,9 @@ def timed(cell: Cell, options: Any, *, modules: bool) -> tuple[float, int]:
         elapsed = time.perf_counter() - started
     assert recording.trace is not None
     ops = recording.trace.ops
-    ours = ops["name"].astype(str).str.startswith("nn.Module: ")
-    return elapsed, int((ours & (ops["category"] == "user_annotation")).sum())
+    named = ops["name"].astype(str).str.startswith("nn.Module: ")
+    form = "python_function" if options.with_stack else "user_annotation"
+    return elapsed, int((named & (ops["category"] == form)).sum())
 
 
 def options_of(cell: Cell) -> Any:
@@ -104,21 +110,40 @@ def options_of(cell: Cell) -> Any:
     return dataclasses.replace(options, export=None)
 
 
-def measure(cell: Cell, repeat: int) -> tuple[float, float, int]:
-    options = options_of(cell)
+def paired(run: Callable[[bool], float], repeat: int, seconds: float) -> tuple[float, float]:
+    """The best time of ``run(True)`` and of ``run(False)``, interleaved (the order alternates
+    each round), over at least ``repeat`` rounds and until each side has run ``seconds`` in
+    all: a 5 ms cell gets many more rounds than a 0.2 s one, so both are timed to about the
+    same noise."""
     runs: dict[bool, list[float]] = {True: [], False: []}
+    round_ = 0
+    while round_ < repeat or (sum(runs[True]) < seconds and round_ < MAX_ROUNDS):
+        for side in (True, False) if round_ % 2 == 0 else (False, True):
+            runs[side].append(run(side))
+        round_ += 1
+    return min(runs[True]), min(runs[False])
+
+
+def measure(cell: Cell, repeat: int, seconds: float) -> tuple[float, float, int]:
+    options = options_of(cell)
     calls = 0
-    for round_ in range(repeat):
-        for modules in (True, False) if round_ % 2 == 0 else (False, True):
-            elapsed, ranges = timed(cell, options, modules=modules)
-            runs[modules].append(elapsed)
-            calls = max(calls, ranges)
-    return min(runs[True]), min(runs[False]), calls
+
+    def run(modules: bool) -> float:
+        nonlocal calls
+        elapsed, recorded = timed(cell, options, modules=modules)
+        calls = max(calls, recorded)
+        return elapsed
+
+    on, off = paired(run, repeat, seconds)
+    return on, off, calls
 
 
 def arguments(doc: str, argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=5, help="rounds (best is kept)")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds at least (best is kept)")
+    parser.add_argument(
+        "--seconds", type=float, default=1.0, help="and more rounds until each side ran this long"
+    )
     parser.add_argument("--notebooks", default="example_notebooks/*.ipynb")
     return parser.parse_args(argv)
 
@@ -141,12 +166,15 @@ def main(argv: list[str] | None = None) -> int:
     cells = example_cells(args.notebooks)
     import torch
 
-    print(f"torch {torch.__version__}, best of {args.repeat}, modules on vs --no-modules")
+    print(
+        f"torch {torch.__version__}, best of {args.repeat} rounds or more (each side "
+        f"{args.seconds:g} s at least), modules on vs --no-modules"
+    )
     print(f"{'cell':<40} {'calls':>6} {'on s':>8} {'off s':>8} {'ratio':>7} {'us/call':>8}")
     rows: list[tuple[str, float]] = []
     for cell in cells:
         print(f"  {cell.name}", file=sys.stderr, flush=True)
-        on, off, calls = measure(cell, args.repeat)
+        on, off, calls = measure(cell, args.repeat, args.seconds)
         ratio = on / off - 1
         per_call = f"{(on - off) / calls * 1e6:8.1f}" if calls else f"{'-':>8}"
         mark = "" if ratio <= TARGET else "  over 5%"
