@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import re
 import threading
 import warnings
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -21,6 +23,7 @@ from torch.nn.modules import module as nn_module
 
 import gpuprofile
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.capture import modules as capture_modules
 from gpuprofile.capture.modules import ModuleRanges
 
 RANGE = re.compile(r"^nn\.Module: (\S+) \((\w+)\)$")
@@ -282,6 +285,75 @@ def test_a_structure_changed_between_calls_is_named_as_it_now_is(hooks_untouched
     found = ranges(p)
     assert list(zip(found["path"], found["type"], strict=True)) == calls.seen
     assert ("Net.head.0", "Linear") in calls.seen
+
+
+def test_places_kept_from_an_earlier_capture_follow_a_swap_inside_a_list(
+    hooks_untouched: None,
+) -> None:
+    """Each place a module is called at is kept across captures (capture/modules.py); one
+    reached through a ModuleList that is not called itself is checked name by name."""
+    model, x = Net(layers=3), torch.randn(2, 8)
+    profiled(lambda: model(x))
+    first, last = model.layers[0], model.layers[2]
+    model.layers[0], model.layers[2] = last, first  # the same objects, each at the other's index
+    calls = Calls()
+    calls.watch(model)
+    p = profiled(lambda: model(x))
+    calls.remove()
+    found = ranges(p)
+    assert list(zip(found["path"], found["type"], strict=True)) == calls.seen
+    assert calls.seen[1] == ("Net.layers.0", "MLP")
+
+
+def test_modules_made_on_the_fly_are_named_each_call_and_do_not_pile_up(
+    hooks_untouched: None,
+) -> None:
+    class Maker(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.nn.ReLU()(self.fc(x))  # a new module each call, in no tree
+
+    model, x = Maker(), torch.randn(2, 8)
+    calls = 300
+    p = profiled(lambda: [model(x) for _ in range(calls)])
+    found = ranges(p)
+    assert Counter(zip(found["path"], found["type"], strict=True)) == Counter(
+        {("Maker", "Maker"): calls, ("Maker.fc", "Linear"): calls, ("Maker.ReLU", "ReLU"): calls}
+    )
+    assert_nested(found)
+    gc.collect()
+    # The root's place keeps its children's; those of the modules gone are pruned as they grow.
+    kept = capture_modules._tree_of(model).place
+    assert kept is not None
+    assert len(kept.children) < 2 * capture_modules._PRUNE_FROM
+
+
+def test_ranges_are_written_as_torch_records_them_and_read_as_module_calls(
+    hooks_untouched: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ranges are torch's cheapest (written ``cpu_op``); the export keeps them so, the
+    reader makes them module calls. A torch without them gets record_function's
+    ``user_annotation`` ranges: the same calls."""
+    model, x = Net(layers=2), torch.randn(2, 8)
+    calls = Calls()
+    calls.watch(model)
+    export = tmp_path / "trace.json"
+    with gpuprofile.profile(interval=0, export=str(export)) as p:
+        model(x)
+    calls.remove()
+    written = json.loads(export.read_text())["traceEvents"]
+    categories = {e["cat"] for e in written if str(e.get("name", "")).startswith("nn.Module: ")}
+    assert categories == {"cpu_op"}
+    assert list(zip(ranges(p)["path"], ranges(p)["type"], strict=True)) == calls.seen
+    operators = p.trace.ops[p.trace.ops["category"] == "cpu_op"]["name"].astype(str)
+    assert not operators.str.startswith("nn.Module: ").any()
+
+    monkeypatch.setattr(capture_modules, "_Range", torch.autograd.profiler.record_function)
+    again = profiled(lambda: model(x))
+    assert list(zip(ranges(again)["path"], ranges(again)["type"], strict=True)) == calls.seen
 
 
 def test_modules_false_records_none_and_leaves_other_hooks_alone(hooks_untouched: None) -> None:

@@ -25,7 +25,7 @@ STAGES = (
     "check",
     "header",
     "columns",
-    "line_ranges",
+    "capture_ranges",
     "trace",
     "extent",
 )

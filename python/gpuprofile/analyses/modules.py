@@ -36,7 +36,7 @@ import pandas as pd
 
 from gpuprofile.analyses.lookups import innermost_everywhere, innermost_with, outermost_with
 from gpuprofile.analyses.names import categorical, codes, matches, per_category
-from gpuprofile.trace.model import NO_ID
+from gpuprofile.trace.model import MODULE_PREFIX, NO_ID
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.lookups import Lookups
@@ -45,7 +45,6 @@ NO_MODULE = "(no module)"
 # Phase codes of op_phase / kernel_phase.
 PHASES = ("other", "forward", "backward", "optimizer")
 OTHER, FORWARD, BACKWARD, OPTIMIZER = range(4)
-MODULE_PREFIX = "nn.Module: "
 ENGINE_PREFIX = "autograd::engine::evaluate_function: "
 
 _CALL = re.compile(re.escape(MODULE_PREFIX))

@@ -4,7 +4,7 @@ torch names each Python frame by its function's ``def`` line, and an operator wr
 (``x @ w``, ``a + 1``, ``t[mask]``) makes no Python call torch records, so without more every
 op of a function stood on that one line. Here a trace function
 (``sys.settrace``, the capture's thread) opens a range named ``gpuprofile.line {N}``
-(importers.kineto.line_ranges.LINE_RANGE) as each line of the user's own code starts, and
+(importers.kineto.capture_ranges.LINE_RANGE) as each line of the user's own code starts, and
 closes it as the next line starts or the frame returns or yields. Ranges of one frame follow
 each other and a callee's sit inside its caller's, so they nest with torch's events; the
 importer gives the ops and calls directly inside one its line (``ops.caller_line``) and drops
@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from gpuprofile.importers.kineto.line_ranges import LINE_RANGE
+from gpuprofile.importers.kineto.capture_ranges import LINE_RANGE
 
 # torch's own, private: where a version lacks them, no lines are traced (def lines, as before).
 _Range: Any = getattr(torch._C._profiler, "_RecordFunctionFast", None)

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-MODULE_PREFIX = "nn.Module: "  # as analyses.modules.MODULE_PREFIX (importers sit below it)
+from gpuprofile.trace.model import MODULE_PREFIX
+
 Chain = list[tuple[str, str]]  # [(path, type)], outermost first; each path extends the last
 
 

@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpuprofile.importers.module_calls import MODULE_PREFIX
-from gpuprofile.trace.model import NO_ID
+from gpuprofile.trace.model import MODULE_PREFIX, NO_ID
 from gpuprofile.trace.nesting import nest
 
 _CHILD = re.compile(r"^(?P<attr>[\w.]+): (?P<cls>[A-Za-z_]\w*)$")

@@ -23,6 +23,8 @@ from gpuprofile.trace.meta import TraceMeta
 
 # Sentinel for "not known" in integer id columns (pandas' nullable ints are slow to build).
 NO_ID = -1
+# A module call's name (the capture's, ``{path} ({Type})`` after it; torch's, ``{Class}_{N}``).
+MODULE_PREFIX = "nn.Module: "
 # Memcpy kinds that cross the host link (PCIe, NVLink-C2C): the copies between host and device.
 HOST_DEVICE_KINDS = ("HtoD", "DtoH")
 # The tables of timed events drawn on a timeline (the memory and counters tables are samples).
@@ -70,7 +72,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         # The line of the user's code a row ran from (NO_ID unknown): a Python call's
         # (python_function row's) line in its caller, where the call was made (the frame's
         # own name carries only its function's first line); an op's, where a capture's line
-        # range held it (an operator written inline, importers/kineto/line_ranges.py).
+        # range held it (an operator written inline, importers/kineto/capture_ranges.py).
         "caller_line": _INT,
     },
     "kernels": {

@@ -16,7 +16,8 @@ The reader is one pipeline; each module is a stage and imports only the stages b
 4. ``check``: what reaches the tables is valid, and what could not be used is counted;
 5. ``header``: the header's values checked (devices, distributedInfo, versions);
 6. ``columns``: each table's events as typed columns;
-7. ``line_ranges``: a capture's line ranges (``--stack``) as each op's line;
+7. ``capture_ranges``: a capture's own ranges: module calls as annotations, line ranges
+   (``--stack``) as each op's line;
 8. ``trace``: the stages run for each file of a rank, into one Trace; a job's ranks merged;
 9. ``extent``: a file's timeline extent without a Trace (the capture's recorder asks it).
 """

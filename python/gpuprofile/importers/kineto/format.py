@@ -51,7 +51,7 @@ class Args(msgspec.Struct, gc=False):
     sequence: Any = msgspec.field(name="Sequence number", default=None)
     fwd_tid: Any = msgspec.field(name="Fwd thread id", default=None)
     # gpuprofile's Chrome export writes ops.caller_line here: the line of the user's code the
-    # event ran from (importers/kineto/line_ranges.py). Any: checked where read.
+    # event ran from (importers/kineto/capture_ranges.py). Any: checked where read.
     caller_line: Any = msgspec.field(name="Caller line", default=None)
     # A counter ("ph": "C") sample, as gpuprofile exports them. Any: other events use the key
     # for anything, and a trace that loaded before must still load.

@@ -14,6 +14,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.kineto.capture_ranges import with_capture_ranges
 from gpuprofile.importers.kineto.check import Findings, Shapes, checked_times, loose_events
 from gpuprofile.importers.kineto.columns import (
     as_id,
@@ -39,7 +40,6 @@ from gpuprofile.importers.kineto.header import (
     scalar,
     steps_entry,
 )
-from gpuprofile.importers.kineto.line_ranges import with_range_lines
 from gpuprofile.importers.kineto.read import job_files, job_ranks
 from gpuprofile.importers.kineto.read import same_job as _same_job
 from gpuprofile.importers.parallel import map_files
@@ -168,7 +168,7 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
         tables[table] = _deduplicated(table, frame, lanes, findings)
     if findings.rejected and not any(len(t) for t in tables.values()):
         raise TraceFormatError(paths[0], f"no usable event: {findings.summary()}")
-    tables["ops"] = with_range_lines(with_nesting(tables["ops"]))
+    tables["ops"] = with_capture_ranges(with_nesting(tables["ops"]))
     tables["kernels"]["op_id"] = launching_ops(tables["ops"], tables["runtime"], tables["kernels"])
     devices = device_list(doc, findings)
     versions = {
