@@ -491,6 +491,30 @@ def test_with_stack_and_steps_each_window_reads_the_paths(hooks_untouched: None)
     assert "Net.layers.0.fc" in paths and not any("_0" in path for path in paths)
 
 
+def test_with_stack_the_hook_comes_off_after_the_first_step(hooks_untouched: None) -> None:
+    """The names' hook notes the first step's calls only: a module a later step first calls
+    keeps torch's chain, and from the second step on no global hook is in place."""
+    model, extra, x = Net(layers=1), torch.nn.Linear(8, 8), torch.randn(2, 8)
+    hooked: list[int] = []
+
+    def block() -> None:
+        for step in range(3):
+            hooked.append(len(nn_module._global_forward_pre_hooks))
+            model(x)
+            if step == 1:
+                extra(x)  # first called in the second step
+            gpuprofile.step()
+
+    before = len(nn_module._global_forward_pre_hooks)
+    p = profiled(block, with_stack=True)
+    assert hooked == [before + 1, before, before]
+    names = p.trace.meta.module_names
+    assert names["MLP_0"] == "Net.layers.0"
+    assert "Linear_2" not in names  # extra: torch numbers it after Net's fc and head
+    paths = set(Analysis(p.trace).modules.paths)
+    assert {"Net.layers.0.fc", "Net.head", "Linear_2"} <= paths
+
+
 class Left(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()

@@ -130,7 +130,7 @@ def capture(
             if windows is not None
             else None
         ),
-        on_step=on_step,
+        on_step=_after_step(module_names, on_step),
     )
     if windows is not None:
         windows.counter = counter
@@ -262,6 +262,21 @@ def _each(
         names.recording(started)
         if on_recording is not None:
             on_recording(started)
+
+    return told
+
+
+def _after_step(
+    names: ModuleNames | None, on_step: Callable[[int], None] | None
+) -> Callable[[int], None] | None:
+    """Each step told to the module names' map, then to the caller."""
+    if names is None:
+        return on_step
+
+    def told(count: int) -> None:
+        names.stepped()
+        if on_step is not None:
+            on_step(count)
 
     return told
 
