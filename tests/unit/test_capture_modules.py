@@ -272,37 +272,36 @@ def test_an_interrupt_that_ends_the_block_leaves_no_range_open(hooks_untouched: 
     assert (found["end"] <= p.trace.ops["start_ns"].max() + p.trace.ops["dur_ns"].max()).all()
 
 
-def test_a_structure_changed_between_calls_is_named_as_it_now_is(hooks_untouched: None) -> None:
-    model, x = Net(layers=2), torch.randn(2, 8)
-    profiled(lambda: model(x))  # the names are now cached for this model
-    # Swapped layers keep their objects under new names; a new type replaces the head.
+def _new_list_and_head(model: Net) -> tuple[str, str]:
+    """Swapped layers keep their objects under new names; a new type replaces the head."""
     model.layers = torch.nn.ModuleList([model.layers[1], model.layers[0]])
     model.head = torch.nn.Sequential(torch.nn.Linear(8, 2))
-    calls = Calls()
-    calls.watch(model)
-    p = profiled(lambda: model(x))
-    calls.remove()
-    found = ranges(p)
-    assert list(zip(found["path"], found["type"], strict=True)) == calls.seen
-    assert ("Net.head.0", "Linear") in calls.seen
+    return "Net.head.0", "Linear"
 
 
-def test_places_kept_from_an_earlier_capture_follow_a_swap_inside_a_list(
-    hooks_untouched: None,
+def _swap_inside_the_list(model: Net) -> tuple[str, str]:
+    """The same list, each layer at the other's index: reached through a ModuleList that is not
+    called itself, the kept place is checked name by name."""
+    model.layers[0], model.layers[1] = model.layers[1], model.layers[0]
+    return "Net.layers.1.fc", "Linear"
+
+
+@pytest.mark.parametrize("change", [_new_list_and_head, _swap_inside_the_list])
+def test_a_structure_changed_between_captures_is_named_as_it_now_is(
+    hooks_untouched: None, change: Callable[[Net], tuple[str, str]]
 ) -> None:
-    """Each place a module is called at is kept across captures (capture/modules.py); one
-    reached through a ModuleList that is not called itself is checked name by name."""
-    model, x = Net(layers=3), torch.randn(2, 8)
-    profiled(lambda: model(x))
-    first, last = model.layers[0], model.layers[2]
-    model.layers[0], model.layers[2] = last, first  # the same objects, each at the other's index
+    model, x = Net(layers=2), torch.randn(2, 8)
+    profiled(lambda: model(x))  # each call's place is now kept for this model
+    moved = model.layers[1]
+    expected = change(model)
     calls = Calls()
     calls.watch(model)
     p = profiled(lambda: model(x))
     calls.remove()
     found = ranges(p)
     assert list(zip(found["path"], found["type"], strict=True)) == calls.seen
-    assert calls.seen[1] == ("Net.layers.0", "MLP")
+    assert expected in calls.seen
+    assert model.layers[0] is moved  # the one called second before is first now
 
 
 def test_modules_made_on_the_fly_are_named_each_call_and_do_not_pile_up(

@@ -66,12 +66,12 @@ class ModuleNames:
             if key not in self._seen:
                 self._seen[key] = (weakref.ref(module), type(module))
 
-    def stepped(self) -> None:
-        """A step ended (after the profiler's step). The hook comes off once a step of what is
-        recorded has run (it goes on again as the next window starts): a global hook sends
-        every module call through torch's slow call path, and under ``with_stack`` torch's
-        tracer records the hook's own calls, about 5 events a module call. A module a later
-        step calls first keeps torch's chain."""
+    def stepped(self, count: int) -> None:
+        """Step ``count`` ended (after the profiler's step). The hook comes off once a step
+        of what is recorded has run (it goes on again as the next window starts): a global
+        hook sends every module call through torch's slow call path, and under ``with_stack``
+        torch's tracer records the hook's own calls, about 5 events a module call. A module a
+        later step calls first keeps torch's chain."""
         if self._seen or (self._windows and not self._in_window):
             self.remove()
 

@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 import torch
@@ -54,6 +55,8 @@ LiveSample = Callable[[int, list[Reading], dict[str, str]], None]
 # live view holds a second copy while the cell runs; 2 KB each, 5 M events is some 10 GB.
 MAX_EVENTS_CAP = 5_000_000
 BYTES_PER_EVENT = 2048
+
+T = TypeVar("T")
 
 
 def default_max_events() -> int:
@@ -126,11 +129,15 @@ def capture(
     )
     counter = StepCounter(
         advance=(
-            WindowSteps(prof, chatter, _each(module_names, on_recording))
+            WindowSteps(
+                prof,
+                chatter,
+                _then(module_names.recording if module_names else None, on_recording),
+            )
             if windows is not None
             else None
         ),
-        on_step=_after_step(module_names, on_step),
+        on_step=_then(module_names.stepped if module_names else None, on_step),
     )
     if windows is not None:
         windows.counter = counter
@@ -251,34 +258,18 @@ def capture(
                 windows.discard()
 
 
-def _each(
-    names: ModuleNames | None, on_recording: Callable[[bool], None] | None
-) -> Callable[[bool], None] | None:
-    """The window's start and stop told to the module names' map, then to the caller."""
-    if names is None:
-        return on_recording
+def _then(
+    first: Callable[[T], None] | None, then: Callable[[T], None] | None
+) -> Callable[[T], None] | None:
+    """A callback that calls ``first``, then ``then`` (the caller's); either may be None."""
+    if first is None or then is None:
+        return first or then
 
-    def told(started: bool) -> None:
-        names.recording(started)
-        if on_recording is not None:
-            on_recording(started)
+    def both(value: T) -> None:
+        first(value)
+        then(value)
 
-    return told
-
-
-def _after_step(
-    names: ModuleNames | None, on_step: Callable[[int], None] | None
-) -> Callable[[int], None] | None:
-    """Each step told to the module names' map, then to the caller."""
-    if names is None:
-        return on_step
-
-    def told(count: int) -> None:
-        names.stepped()
-        if on_step is not None:
-            on_step(count)
-
-    return told
+    return both
 
 
 def _made_trace(
