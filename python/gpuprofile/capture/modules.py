@@ -8,8 +8,8 @@ The path starts at the outermost module called (its class name), then the names
 tree (a model called inside another's forward, a module made on the fly) is named
 ``{caller's path}.{Class}`` and its own submodules are named from it.
 
-The ranges are torch's ``_RecordFunctionFast`` (0.6-0.9 us a range on torch 2.13's CPU build,
-against 1.3-5 us for ``_record_function_with_args_enter``); they land as ``cpu_op``, and the
+The ranges are torch's ``_RecordFunctionFast`` (0.8-1.6 us a range on torch 2.13's CPU build,
+against 1.8-5 us for ``_record_function_with_args_enter``); they land as ``cpu_op``, and the
 Kineto reader makes them ``user_annotation`` (importers/kineto/capture_ranges.py), the form the
 analyses read. A torch without it gets ``record_function`` (``user_annotation`` already).
 
@@ -136,7 +136,7 @@ class _Place:
 
 
 # One open call: its _call_impl's frame (says which call the forward hook ends), its place,
-# its module, its range (None: opened while no window recorded).
+# its module (the callees' caller), its open range.
 _Call = tuple[FrameType, _Place, torch.nn.Module, Any]
 
 
@@ -320,7 +320,7 @@ def _still_nested(module: torch.nn.Module, caller: _Place, held_by: torch.nn.Mod
 def _close(handle: Any) -> None:
     try:  # noqa: SIM105 (per call: suppress() would cost a context manager more)
         handle.__exit__(None, None, None)
-    except RuntimeError:  # older torch: a range opened while no window recorded has no guard
+    except RuntimeError:  # one opened while no window recorded has no guard: torch raises
         pass
 
 

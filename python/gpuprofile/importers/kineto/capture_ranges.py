@@ -61,11 +61,10 @@ def _with_module_calls(ops: pd.DataFrame, categories: list[str], codes: np.ndarr
     named = np.array([n.startswith(MODULE_PREFIX) for n in categories] + [False])[codes]
     if not named.any():
         return ops
-    category = ops["category"]
+    category = ops["category"]  # categorical (trace.model.SCHEMA)
     recorded = named & (category == _RECORDED_AS).to_numpy()
     if not recorded.any():
         return ops
-    categorical = isinstance(category.dtype, pd.CategoricalDtype)
-    if categorical and _MODULE_CALL not in category.cat.categories:
+    if _MODULE_CALL not in category.cat.categories:
         category = category.cat.add_categories([_MODULE_CALL])
     return ops.assign(category=category.mask(recorded, _MODULE_CALL))
