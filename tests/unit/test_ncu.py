@@ -280,3 +280,59 @@ def test_kineto_capture_gets_ncu_measurements_by_name_and_order(
     gemm = next(p for p in points if p["level"] == "kernel" and p["name"] == kineto_gemm)
     assert gemm["flops_source"] == "measured" and gemm["count"] == 3
     assert gemm["flops"] == 1_000 + 2_000 + 2 * 3_000_000 + 2 * 1_000_000 + 20
+
+
+def test_a_details_page_with_rule_columns_and_launch_sections(tmp_path: Path) -> None:
+    """A recent ncu's details page: the header ends with five rule columns that metric rows
+    leave off, and rule rows (no metric) sit among Launch Statistics and Occupancy rows."""
+    header = [*LONG_HEADER, "Rule Name", "Rule Type", "Rule Description",
+              "Estimated Speedup Type", "Estimated Speedup"]  # fmt: skip
+    identity = ["0", "4242", "app", "127.0.0.1", GEMM, "1", "7", "(384, 1, 1)", "(9, 32, 1)",
+                "0", "10.0"]  # fmt: skip
+    metric_rows = [
+        ("GPU Speed Of Light Throughput", "Duration", "usecond", "406.24"),
+        ("GPU Speed Of Light Throughput", "DRAM Throughput", "%", "0.74"),
+        ("Launch Statistics", "Block Size", "", "384"),
+        ("Launch Statistics", "Cluster Scheduling Policy", "", "PolicySpread"),
+        ("Launch Statistics", "Registers Per Thread", "register/thread", "168"),
+        ("Occupancy", "Theoretical Occupancy", "%", "12.5"),
+    ]
+    lines = [",".join(f'"{c}"' for c in header)]
+    for section, name, unit, value in metric_rows:
+        # Metric rows stop after their value, with a trailing comma, as ncu writes them.
+        lines.append(",".join(f'"{c}"' for c in [*identity, section, name, unit, value]) + ",")
+    rule = [*identity, "LaunchStats", "", "", "", "LaunchConfiguration", "OPT", "a tail", "", ""]
+    lines.insert(4, ",".join(f'"{c}"' for c in rule))
+    path = tmp_path / "details.csv"
+    path.write_text("\n".join(lines) + "\n")
+    kernels = load_ncu(path).kernels
+    assert len(kernels) == 1
+    assert int(kernels["dur_ns"].iat[0]) == 406_240
+    metrics = kernels["metrics"].iat[0]
+    metrics = json.loads(metrics) if isinstance(metrics, str) else metrics
+    assert metrics["Registers Per Thread"] == 168
+
+
+def test_sass_counts_under_their_sm_level_names(tmp_path: Path) -> None:
+    """sm__sass_* are the smsp__ counts summed per SM: an FP64 kernel counted so has FLOPs."""
+    rows = [LONG_HEADER]
+    op = "sm__sass_thread_inst_executed_op_{}_pred_on.sum"
+    rows += _long_rows(0, AXPY, [
+        ("gpu__time_duration.sum", "usecond", "10"),
+        (op.format("dadd"), "inst", "1,000"),
+        (op.format("dmul"), "inst", "2,000"),
+        (op.format("dfma"), "inst", "3,000"),
+    ])  # fmt: skip
+    path = tmp_path / "fp64.csv"
+    path.write_text(_csv_text(rows))
+    kernels = load_ncu(path).kernels
+    assert float(kernels["flops"].iat[0]) == 1_000 + 2_000 + 2 * 3_000
+
+
+def test_missing_metrics_are_named_as_missing(tmp_path: Path) -> None:
+    rows = [LONG_HEADER, *_long_rows(0, AXPY, [("gpu__time_duration.sum", "usecond", "10")])]
+    path = tmp_path / "time_only.csv"
+    path.write_text(_csv_text(rows))
+    gauges = {g["key"]: g for g in gpuprofile.load(path).report()["gauges"]}
+    assert "the file has no DRAM byte metrics" in gauges["dram-bandwidth"]["note"]
+    assert "the file has no SASS op counts" in gauges["compute"]["note"]

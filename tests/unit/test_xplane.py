@@ -199,3 +199,17 @@ def test_without_the_extra_the_error_says_what_to_install(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "pip install 'gpuprofile[jax]'" in err and str(space) in err
+
+
+def test_a_grid_past_two_to_the_31_is_read_whole(tmp_path: Path) -> None:
+    """ROCm writes a grid in work-items: a large convolution's passes int32 (2,191,500,840 in
+    an MI300 JAX profile made gpuprofile exit 3). It is kept; a block or register count that
+    no int32 holds is unknown."""
+    big = 2_191_500_840
+    text = SPACE.replace("grid:4,2,1 block:128,1,1", f"grid:{big},1,1 block:{2**32},1,1")
+    path = tmp_path / "wide.xplane.pb"
+    path.write_bytes(_serialized(text))
+    kernels = load_xplane(path).kernels
+    gemm = kernels[kernels["name"] == "gemm_fusion"].iloc[0]
+    assert int(gemm["grid_x"]) == big
+    assert int(gemm["block_x"]) == -1

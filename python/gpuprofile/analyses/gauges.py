@@ -76,13 +76,14 @@ def gauges(
     # Only the columns the gauges read: a rank's rows are taken of these alone.
     level = level[list(_POINT_COLUMNS)]
     level_rank = level["rank"].to_numpy()
+    source = trace.meta.source.format
     out: list[Gauge] = []
     for rank in trace.ranks:
         mine = level.iloc[np.flatnonzero(level_rank == rank)]
         out += [
             _busy(gpu_times[rank], rank),
-            _possible(_dram(mine, hardware, rank), OVER_ROOF),
-            _possible(_compute(mine, hardware, rank), OVER_ROOF),
+            _possible(_dram(mine, hardware, rank, source), OVER_ROOF),
+            _possible(_compute(mine, hardware, rank, source), OVER_ROOF),
             _possible(_host_link(facts, hardware, rank), OVER_ROOF),
             # Allocated bytes cannot exceed the memory the device has, by any margin.
             _possible(_memory(facts, hardware, rank), 1.0),
@@ -143,11 +144,27 @@ def _rate(
     return float(values[known].sum() / (measured_ns * 1e-9)), measured_ns, total
 
 
-def _coverage_note(known_ns: int, total_ns: int, what: str) -> str:
+# Why no work's bytes or FLOPs are known, by the trace's source format: a file without the
+# metrics is named as such, not blamed on shapes it never had.
+_NONE_KNOWN = {
+    "ncu": {
+        "bytes": "the file has no DRAM byte metrics (dram__bytes_read.sum, dram__bytes_write.sum)",
+        "FLOPs": "the file has no SASS op counts (smsp__sass_thread_inst_executed_op_*)",
+    },
+    "nsys": {"bytes": "Nsight Systems counts no bytes", "FLOPs": "Nsight Systems counts no FLOPs"},
+    "tensorrt": {
+        "bytes": "a trtexec profile counts no bytes",
+        "FLOPs": "a trtexec profile counts no FLOPs",
+    },
+}
+
+
+def _coverage_note(known_ns: int, total_ns: int, what: str, source: str) -> str:
     if total_ns <= 0:
         return "no kernels, and no ops with a known amount of work, in this trace"
     if known_ns <= 0:
-        return f"no {what} known for any of {format_time(total_ns)}: no shapes or no formula"
+        why = _NONE_KNOWN.get(source, {}).get(what, "no shapes or no formula")
+        return f"no {what} known for any of {format_time(total_ns)}: {why}"
     return f"over the {format_time(known_ns)} of {format_time(total_ns)} whose {what} are known"
 
 
@@ -167,24 +184,24 @@ _TRAFFIC_NOTES = {
 }
 
 
-def _dram(points: pd.DataFrame, hardware: Hardware, rank: int) -> Gauge:
+def _dram(points: pd.DataFrame, hardware: Hardware, rank: int, source: str) -> Gauge:
     value, known_ns, total_ns = _rate(points, "bytes", "bytes_time_ns")
     roof = hardware.dram_bytes_per_s
     return Gauge(
         "dram-bandwidth", "DRAM bandwidth", rank, value, "B/s", roof,
         _roof_label(hardware, "DRAM bandwidth") if roof else "unknown: run gpuprofile.calibrate()",
         hardware.source if roof else None,
-        note=_coverage_note(known_ns, total_ns, "bytes")
+        note=_coverage_note(known_ns, total_ns, "bytes", source)
         + (_TRAFFIC_NOTES[_traffic(points)] if total_ns > 0 else ""),
     )  # fmt: skip
 
 
-def _compute(points: pd.DataFrame, hardware: Hardware, rank: int) -> Gauge:
+def _compute(points: pd.DataFrame, hardware: Hardware, rank: int, source: str) -> Gauge:
     value, known_ns, total_ns = _rate(points, "flops")
     roof, label = _compute_roof(points, hardware)
     return Gauge(
         "compute", "Compute", rank, value, "FLOP/s", roof, label,
-        hardware.source if roof else None, note=_coverage_note(known_ns, total_ns, "FLOPs"),
+        hardware.source if roof else None, note=_coverage_note(known_ns, total_ns, "FLOPs", source),
     )  # fmt: skip
 
 

@@ -118,15 +118,20 @@ def _header(path: Path, lines: list[str]) -> tuple[int, list[str]]:
 
 
 def _identity(header: list[str], row: list[str]) -> dict[str, str]:
-    return {c: row[i].strip() for i, c in enumerate(header) if c in IDENTITY_COLUMNS}
+    return {
+        c: row[i].strip() for i, c in enumerate(header) if c in IDENTITY_COLUMNS and i < len(row)
+    }
 
 
 def _long(header: list[str], rows: Iterable[tuple[int, list[str]]]) -> list[Launch]:
     index = {c: i for i, c in enumerate(header)}
     name_at, unit_at, value_at = (index[c] for c in _LONG_COLUMNS)
+    # A metric's row may stop after its value: ncu leaves the rule columns ("Rule Name" ...
+    # "Estimated Speedup") off the rows that carry no rule.
+    needed = max(name_at, unit_at, value_at, index["ID"]) + 1
     by_key: dict[str, Launch] = {}
     for line, row in rows:
-        if len(row) < len(header) or not any(cell.strip() for cell in row):
+        if len(row) < needed or not any(cell.strip() for cell in row):
             continue  # a blank line, or the program's output after the table
         metric = row[name_at].strip()
         if not metric:

@@ -8,9 +8,10 @@ Units are read from each value's own unit, as ncu scales them unless ``--print-u
 "cycle/nsecond", "Ghz" or "byte/second".
 
 FLOPs are those the SASS op counts give: per precision add + mul + 2 * fma
-(``smsp__sass_thread_inst_executed_op_{f,d,h}{add,mul,fma}_pred_on.sum``), as Nsight Compute's
-own roofline counts them. Tensor-core work is not in those counts: a launch whose tensor pipe
-was busy gets no FLOP figure (NaN) rather than an undercount.
+(``smsp__sass_thread_inst_executed_op_{f,d,h}{add,mul,fma}_pred_on.sum``, or the same counts
+under their SM-level names, ``sm__sass_...``), as Nsight Compute's own roofline counts them.
+Tensor-core work is not in those counts: a launch whose tensor pipe was busy gets no FLOP
+figure (NaN) rather than an undercount.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ _HERTZ = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
 # Base units that take a decimal prefix ("Kbyte", "Mcycle", "Ginst"); others are counts.
 _COUNTED = ("byte", "cycle", "inst", "warp", "sector", "request", "thread", "block", "flop")
 _SASS = "smsp__sass_thread_inst_executed_op_{p}{op}_pred_on.sum"
+# The same counts summed per SM, as some sections and hand-written --metrics lists name them.
+_SASS_SM = "sm__sass_thread_inst_executed_op_{p}{op}_pred_on.sum"
 # Above this tensor-pipe use the SASS counts miss the launch's matrix work.
 _TENSOR_BUSY_PCT = 0.5
 
@@ -227,7 +230,10 @@ def _dram_bytes(m: LaunchMetrics, named: dict[str, float], seconds: float) -> fl
 def _flops(m: LaunchMetrics, named: dict[str, float]) -> float:
     total, any_counted = 0.0, False
     for letter, precision in NCU_PRECISIONS.items():
-        add, mul, fma = (m.get(_SASS.format(p=letter, op=op)) for op in ("add", "mul", "fma"))
+        add, mul, fma = (
+            m.get(_SASS.format(p=letter, op=op), _SASS_SM.format(p=letter, op=op))
+            for op in ("add", "mul", "fma")
+        )
         if not any(math.isfinite(v) for v in (add, mul, fma)):
             continue
         flops = sum(0.0 if math.isnan(v) else v for v in (add, mul, fma, fma))

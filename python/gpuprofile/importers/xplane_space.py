@@ -217,8 +217,8 @@ def _kernel(event: Any, device: int, stream: int) -> dict[str, Any]:
     for axis, value in zip("xyz", _triple(details.get("grid")), strict=True):
         row[f"grid_{axis}"] = value
     for axis, value in zip("xyz", _triple(details.get("block")), strict=True):
-        row[f"block_{axis}"] = value
-    row["registers_per_thread"] = _int(details.get("regs"))
+        row[f"block_{axis}"] = _narrow(value)
+    row["registers_per_thread"] = _narrow(_int(details.get("regs")))
     shared = [_int(details.get(k)) for k in ("static_shared", "dynamic_shared", "group_mem")]
     known = [s for s in shared if s != NO_ID]
     row["shared_memory"] = sum(known) if known else NO_ID
@@ -268,6 +268,11 @@ def _int(value: Any) -> int:
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value)
     return NO_ID
+
+
+def _narrow(value: int) -> int:
+    """A value for an int32 column (block sizes, registers): NO_ID when it cannot be one."""
+    return value if -(2**31) <= value < 2**31 else NO_ID
 
 
 def _float(value: Any) -> float | None:

@@ -86,9 +86,10 @@ SCHEMA: dict[str, dict[str, str]] = {
         "correlation": _INT,
         "external_id": _INT,
         "op_id": _INT,
-        "grid_x": _I32,
-        "grid_y": _I32,
-        "grid_z": _I32,
+        # Wide: ROCm writes a grid in work-items, not blocks, and a large launch passes 2**31.
+        "grid_x": _INT,
+        "grid_y": _INT,
+        "grid_z": _INT,
         "block_x": _I32,
         "block_y": _I32,
         "block_z": _I32,
@@ -221,7 +222,14 @@ def _frame(table: str, columns: Mapping[str, Any], n: int) -> pd.DataFrame:
             elif dtype == _STR:
                 data[name] = pd.Series(values, dtype=object)
             else:
-                data[name] = np.asarray(values, dtype=dtype)
+                try:
+                    data[name] = np.asarray(values, dtype=dtype)
+                except OverflowError:
+                    # An importer let a value past the column's width through: say which.
+                    raise ValueError(
+                        f"table {table!r}: column {name!r} ({dtype}) cannot hold a value of "
+                        f"{max(values, key=abs)}"
+                    ) from None
         else:
             data[name] = default_column(dtype, n)
     return pd.DataFrame(data, copy=False)
