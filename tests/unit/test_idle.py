@@ -306,3 +306,26 @@ def test_interval_coverage_matches_brute_force(seed: int) -> None:
         assert (j >= 0) == inside.any()
         if j >= 0:
             assert intervals.start[j] <= t <= intervals.end[j]
+
+
+@pytest.mark.parametrize("side_stream", [False, True])
+def test_queued_work_on_one_stream_blames_no_other_stream(
+    tmp_path: Path, side_stream: bool
+) -> None:
+    """Work launched long before a gap that still started late: on a rank with one stream and
+    no collective there is no other stream to blame; with a second stream there may be."""
+    from gpuprofile.analyses.detectors import detector
+
+    events = [
+        runtime("cudaLaunchKernel", 0, 1, 1),
+        kernel("K1", 10, 40, 1),
+        runtime("cudaLaunchKernel", 2, 1, 2),
+        kernel("K2", 400, 10, 2),
+    ]
+    if side_stream:
+        events += [runtime("cudaLaunchKernel", 3, 1, 3), kernel("K3", 20, 20, 3, stream=9)]
+    (hint,) = detector("gpu_idle")(Analysis(load(tmp_path, events)))
+    said = " ".join((hint.title, hint.explanation, *hint.fix))
+    assert ("another stream" in said) is side_stream
+    if not side_stream:
+        assert "only stream" in said and "no collective" in hint.fix[0]

@@ -32,6 +32,7 @@ from gpuprofile.analyses.fixes_by_framework import (
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.intervals import IntervalSet
+from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import ALLOC_CALL
 from gpuprofile.analyses.thresholds import worth_reporting
@@ -55,6 +56,7 @@ MOSTLY = {
     idle.OTHER: "mostly outside traced host activity",
 }
 QUEUED = "mostly with work queued behind a dependency"
+QUEUED_ONE = "mostly with launched work starting late on its one stream"
 FIXES: dict[str, tuple[tuple[str, ...], str]] = {
     idle.SYNCHRONIZATION: (
         (
@@ -142,6 +144,13 @@ QUEUED_FIX = (
     "(wait_stream, record_stream), a collective whose peers were late (stragglers), a CUDA "
     "graph's internal dependencies.",
     "Profile with with_stack=True and all ranks to see the other side of the dependency.",
+)
+# One stream and no collectives: nothing outside the queue to wait for.
+ONE_QUEUE_FIX = (
+    "The next kernel was launched but started late on the rank's only stream, with no "
+    "collective to wait for: look at what sat in the queue before it in the timeline (a "
+    "cudaStreamWaitEvent on an event recorded by the host, a host callback, a pageable copy "
+    "staged through host memory), or at a clock offset between host and GPU timestamps.",
 )
 
 
@@ -233,17 +242,35 @@ def _diagnosis(
             steps, code = pick(kind, Fix(ALLOCATOR_FIX, ALLOCATOR_CODE), ALLOCATOR)
     other = gaps[gaps["cause"] == idle.OTHER]
     queued = int(other.loc[other["runtime_id"] != NO_ID, "dur_ns"].sum())
+    one_queue = _one_queue(trace, rank)
     if queued:
+        waited_on = (
+            "something queued ahead of it on the rank's only stream"
+            if one_queue
+            else "a dependency (another stream's event, a collective, a graph)"
+        )
         notes += (
             f" In {format_time(queued)} of the other gaps the next GPU work had already been "
-            f"launched "
-            "and waited on a dependency (another stream's event, a collective, a graph), not "
-            "on the host."
+            f"launched and waited on {waited_on}, not on the host."
         )
         if dominant == idle.OTHER and queued >= 0.5 * int(by_cause.iloc[0]):
-            steps, code = pick(kind, Fix(QUEUED_FIX, ""), IDLE_QUEUED)
-            mostly = QUEUED
+            if one_queue:  # no other queue or peer, whatever framework wrote it
+                steps, code = ONE_QUEUE_FIX, ""
+            else:
+                steps, code = pick(kind, Fix(QUEUED_FIX, ""), IDLE_QUEUED)
+            mostly = QUEUED_ONE if one_queue else QUEUED
     return mostly, steps, code, notes, {"allocator_ns": in_allocator, "queued_other_ns": queued}
+
+
+def _one_queue(trace: Trace, rank: int) -> bool:
+    """The rank's GPU work ran on one stream and it ran no collective: no other queue or peer
+    it could have waited for."""
+    streams: set[int] = set()
+    for table in (trace.kernels, trace.memcpy, trace.memset):
+        streams |= set(table.loc[table["rank"] == rank, "stream"].unique().tolist())
+    kernels = trace.kernels[trace.kernels["rank"] == rank]
+    collectives = kernel_kinds(kernels["name"]) == COMMUNICATION if len(kernels) else []
+    return len(streams) <= 1 and not any(collectives)
 
 
 def _evidence(rank: int, largest: pd.DataFrame) -> tuple[Evidence, ...]:
