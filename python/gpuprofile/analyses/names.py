@@ -16,19 +16,6 @@ from collections.abc import Callable, Hashable
 import numpy as np
 import pandas as pd
 
-_TEMPLATE = re.compile(r"<[^<>]*>")
-
-
-def short_kernel_name(name: str, limit: int = 60) -> str:
-    """A kernel name without "void", namespaces' "(anonymous namespace)::", template arguments
-    and parameter list, cut to ``limit`` characters."""
-    text = name.replace("(anonymous namespace)::", "")
-    while _TEMPLATE.search(text):
-        text = _TEMPLATE.sub("", text)
-    text = text.split("(", 1)[0].removeprefix("void ").strip() or name
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 _PER_CATEGORIES: dict[int, tuple[weakref.ref[pd.Index], dict[Hashable, np.ndarray]]] = {}
 
 

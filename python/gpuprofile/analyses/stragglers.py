@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.idle import DATA_LOADING, HOST_LAUNCH_BOUND
-from gpuprofile.analyses.names import matches, short_kernel_name
+from gpuprofile.analyses.kernel_names import short_kernel_name
+from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import LOADER_OP
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_time

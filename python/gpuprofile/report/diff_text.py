@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from gpuprofile.analyses.names import short_kernel_name
+from gpuprofile.analyses.kernel_names import short_kernel_name
 from gpuprofile.report.diff_schema import (
     DiffChange,
     DiffDocument,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from gpuprofile.analyses.names import short_kernel_name
+from gpuprofile.analyses.kernel_names import short_kernel_name
 from gpuprofile.report.diff_schema import (
     DiffChange,
     DiffDocument,

@@ -39,7 +39,8 @@ from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
-from gpuprofile.analyses.names import categorical, matches, per_category, short_kernel_name
+from gpuprofile.analyses.kernel_names import short_kernel_name
+from gpuprofile.analyses.names import categorical, matches, per_category
 from gpuprofile.analyses.names import codes as names_codes
 from gpuprofile.analyses.thresholds import (
     LAUNCH_LATENCY_NS,

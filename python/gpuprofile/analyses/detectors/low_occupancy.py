@@ -33,7 +33,7 @@ from gpuprofile.analyses.fixes_by_framework import OCCUPANCY, Fix, pick
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
-from gpuprofile.analyses.names import short_kernel_name
+from gpuprofile.analyses.kernel_names import short_kernel_name
 from gpuprofile.analyses.thresholds import (
     LAUNCH_LATENCY_NS,
     MIN_IDLE_WAVE_SHARE,

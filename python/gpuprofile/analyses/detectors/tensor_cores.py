@@ -68,8 +68,9 @@ from gpuprofile.analyses.hints import (
     Hint,
     heaviest_events,
 )
+from gpuprofile.analyses.kernel_names import short_kernel_name
 from gpuprofile.analyses.lookups import rows_by_id
-from gpuprofile.analyses.names import matches, short_kernel_name, strings
+from gpuprofile.analyses.names import matches, strings
 from gpuprofile.analyses.patterns import FP32_SIMT_KERNEL, TENSOR_CORE_KERNEL
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.model import Hardware

@@ -1,0 +1,143 @@
+"""Kernel names people can read: the function a demangled C++ name calls, not its return type,
+qualifiers, template arguments or parameter list.
+
+``std::enable_if<!(false), void>::type internal::gemvx::kernel<int, ...>(...)`` reads
+``internal::gemvx::kernel``. Kernels that are one generic wrapper around the work they do keep
+the argument that says what that is: ``at::native::vectorized_elementwise_kernel<AbsFunctor>``
+(the functor of an elementwise kernel), ``cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_...>``
+(the CUTLASS configuration), ``ck_tile::kentry<FmhaBwdDQDKDVKernel>``; without it two different
+kernels would read as one. Names that are no C++ signature (TensorRT layers, Triton kernels)
+are kept, only shortened.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A wrapper whose first informative template argument names the work it runs.
+_WRAPPER = re.compile(
+    r"(^|::)(Kernel\d*|kentry|\w*elementwise_kernel\w*|multi_tensor_apply_kernel|reduce_kernel"
+    r"|index_elementwise_kernel|distribution_elementwise_grid_stride_kernel)$"
+)
+# ... and an argument that is another wrapper, to look inside of.
+_IMPL = re.compile(
+    r"(^|::)(gpu_kernel_impl\w*|ReduceOp|TensorListMetadata|func_wrapper_t|[AB]?UnaryFunctor"
+    r"|BinaryFunctor)$"
+)
+_SCALAR = re.compile(
+    r"^((unsigned |signed )?(int|long|short|char|float|double|bool)|c10::(Half|BFloat16)"
+    r"|__nv_bfloat16|__half|__hip_bfloat16)$"
+)
+_LAMBDA = re.compile(r"::(operator\b|\{lambda).*$")
+# Template arguments that say nothing of the work: numbers, scalar types, targets, flags.
+_UNINFORMATIVE = re.compile(
+    r"^(-?\d+\w*|true|false|(unsigned |signed )?(int|long|short|char|float|double|bool|void)"
+    r"|c10::(Half|BFloat16|complex)|__nv_\w+|__hip_\w+|std::array|at::detail::Array|\w*gfx\d+\w*"
+    r"|\(\w[\w:]*\)\d+|OffsetCalculator|TrivialOffsetCalculator|\w*Loader\w*|\w*Storer\w*)$"
+)
+_KEYWORDS = frozenset(
+    ("void", "const", "static", "inline", "extern", "unsigned", "signed", "__global__", "typename")
+)
+
+
+def short_kernel_name(name: str, limit: int = 60) -> str:
+    """A kernel name as a person reads it (see the module docstring), at most ``limit``
+    characters: a longer one keeps its head and its tail, which tell kernels apart."""
+    text = name.replace("(anonymous namespace)::", "").replace("(anonymous namespace)", "")
+    if ("(" in text or "::" in text) and " + " not in text:
+        text = _function(text) or text
+    text = text.strip() or name
+    if len(text) > limit and "::" in text.split("<", 1)[0]:
+        text = text.split("<", 1)[0].rsplit("::", 1)[-1] + text[len(text.split("<", 1)[0]) :]
+    if len(text) <= limit:
+        return text
+    head = (limit - 3) // 2
+    return text[:head] + "..." + text[len(text) - (limit - 3 - head) :]
+
+
+def _function(signature: str) -> str:
+    """The called function of a demangled signature, with its telling template argument."""
+    head = _before_parameters(signature)
+    tokens = [t for t in _top_level_split(head, " ") if t and t not in _KEYWORDS]
+    if not tokens:
+        return ""
+    function = tokens[-1]
+    base, arguments = _template(function)
+    if _WRAPPER.search(base):
+        told = _telling(arguments)
+        if told:
+            return f"{base}<{told}>"
+    return base
+
+
+def _before_parameters(text: str) -> str:
+    """The text before its parameter list: the first "(" outside template brackets (a cast
+    inside a template argument, "(cub::BlockLoadAlgorithm)3", is no parameter list)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0 and i > 0:
+            return text[:i]
+    return text
+
+
+def _top_level_split(text: str, sep: str) -> list[str]:
+    """text split at ``sep`` outside <...> and (...)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth = max(0, depth - 1)
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def _template(text: str) -> tuple[str, list[str]]:
+    """A name without its template arguments (at every level), and its own last top-level
+    argument list: ``a::b<x, y<z>>::c`` -> ("a::b::c", []); ``k<4, F<int>>`` -> ("k", ["4",
+    "F<int>"])."""
+    base: list[str] = []
+    arguments: list[str] = []
+    depth, start = 0, 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            if depth == 0:
+                start = i + 1
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+            if depth == 0:
+                arguments = _top_level_split(text[start:i], ",")
+        elif depth == 0:
+            base.append(ch)
+    if depth:  # a name cut short inside its arguments (a trace's length limit)
+        arguments = _top_level_split(text[start:], ",")
+    return "".join(base).strip(), arguments
+
+
+def _telling(arguments: list[str]) -> str:
+    """The first argument that says what a wrapper runs, without namespaces, with its element
+    type where it has one (``AbsFunctor<long>``); implementation wrappers are looked inside
+    (``gpu_kernel_impl<BUnaryFunctor<float, float, float, MulFunctor<float>>>`` reads
+    ``MulFunctor<float>``); "" when no argument tells."""
+    for argument in arguments:
+        argument = argument.strip()
+        name, inner = _template(argument)
+        name = _LAMBDA.sub("", _before_parameters(name).strip())
+        last = name.rsplit("::", 1)[-1]
+        if not last or _UNINFORMATIVE.match(last) or _UNINFORMATIVE.match(argument):
+            continue
+        if _IMPL.search(name):
+            if inside := _telling(inner):
+                return inside
+            continue
+        scalar = inner[0].strip() if inner and _SCALAR.match(inner[0].strip()) else ""
+        return f"{last}<{scalar.rsplit('::', 1)[-1]}>" if scalar else last
+    return ""

@@ -1,0 +1,66 @@
+"""Short kernel names (analyses/kernel_names.py): the function a demangled name calls, with the
+template argument that tells a generic wrapper's kernels apart. Expected names are read off
+the signatures by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuprofile.analyses.kernel_names import short_kernel_name
+
+
+@pytest.mark.parametrize(
+    ("name", "short"),
+    [
+        (
+            "void (anonymous namespace)::multimem_all_reduce_kernel<__nv_bfloat16, 8>"
+            "(__nv_bfloat16*, unsigned long)",
+            "multimem_all_reduce_kernel",
+        ),
+        (
+            "std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, "
+            "float, float, float, false, true>(cublasGemvParamsEx<int, float const*>)",
+            "internal::gemvx::kernel",
+        ),
+        ("saxpy(double *, double *, double, int)", "saxpy"),
+        (
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+        ),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<long>, "
+            "std::array<char*, 2ul> >(int, at::native::AbsFunctor<long>, std::array<char*, 2ul>)",
+            "at::native::vectorized_elementwise_kernel<AbsFunctor<long>>",
+        ),
+        (
+            "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<at::native::"
+            "BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> > >"
+            "(at::TensorIteratorBase&, ...)::{lambda(int)#1}>(int, ...)",
+            "at::native::elementwise_kernel<MulFunctor<float>>",
+        ),
+        (
+            "void ck_tile::kentry<ck_tile::gfx950_t, 1, ck_tile::FmhaBwdDQDKDVKernel<ck_tile::"
+            "BlockFmhaBwdDQDKDVPipeline<int> > >(ck_tile::FmhaBwdDQDKDVKernel<int>::Kargs)",
+            "ck_tile::kentry<FmhaBwdDQDKDVKernel>",
+        ),
+        ("triton_poi_fused_add_cos_sin_0", "triton_poi_fused_add_cos_sin_0"),
+        # A TensorRT layer is no signature: only shortened, head and tail kept.
+        ("Conv__435 + resnet50/conv1_relu/Relu", "Conv__435 + resnet50/conv1_relu/Relu"),
+    ],
+)
+def test_short_names(name: str, short: str) -> None:
+    assert short_kernel_name(name) == short
+
+
+def test_two_cutlass_configurations_read_apart() -> None:
+    a = "void cutlass::Kernel<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(Params)"
+    b = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)"
+    assert short_kernel_name(a) != short_kernel_name(b)
+    assert short_kernel_name(a) == "cutlass::Kernel<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>"
+
+
+def test_a_long_name_loses_its_namespace_then_its_middle() -> None:
+    config = "cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x1_tn_align8"
+    short = short_kernel_name(f"void cutlass::Kernel2<{config}>({config}::Params)")
+    assert len(short) == 60
+    assert short.startswith("Kernel2<cutlass_80_wmma_tens") and short.endswith("tn_align8>")
