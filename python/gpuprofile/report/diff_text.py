@@ -115,12 +115,26 @@ def _ratio(ratio: float | None) -> str:
     return "" if ratio is None else f"{format_si(ratio)}x"
 
 
-def step_noise(step: DiffStepChange) -> str:
-    """What the step-time ratio is worth: its bootstrap interval, or why there is none. The one
-    wording of it: the text, the HTML diff and the widget (``step_noise_view``) all show this."""
+# How to get a verdict where a side has too few samples to tell a change from noise.
+MORE_SAMPLES = (
+    "record several steps a side (%%gpuprofile --steps W,N, or gpuprofile.step() in the loop) "
+    "or repeat each run, then compare"
+)
+SINGLE_SAMPLE = (
+    "one sample a side: a single run cannot tell a change from run-to-run noise, so the "
+    f"ratios below are no verdict; {MORE_SAMPLES}"
+)
+
+
+def step_noise(step: DiffStepChange | None) -> str:
+    """What the step-time ratio is worth: its bootstrap interval, or why there is none (no
+    steps: one sample a side). The one wording of it: the text, the HTML diff and the widget
+    (``step_noise_view``) all show this."""
+    if step is None:
+        return SINGLE_SAMPLE
     counts = f"{format_count(step.count.a, 'step')} vs {format_count(step.count.b)}"
     if step.interval is None:
-        return f"{counts}: too few for a noise interval"
+        return f"{counts}: too few for a noise interval; {MORE_SAMPLES}"
     lo, hi = step.interval
     return (
         f"{format_fraction(step.confidence, 0)} interval of b/a {format_si(lo)}x to "
@@ -136,13 +150,10 @@ class StepNoise(TypedDict):
     text: str
 
 
-def step_noise_view(step: DiffStepChange | None) -> StepNoise | None:
+def step_noise_view(step: DiffStepChange | None) -> StepNoise:
     """For the widget's baseline panel: the diff's step verdict ("faster", "slower", "within
-    noise", "" without an interval) and ``step_noise``'s sentence; None without steps (the
-    diff's ``summary.step_ns``)."""
-    if step is None:
-        return None
-    return {"verdict": step.verdict or "", "text": step_noise(step)}
+    noise", "" without an interval or without steps) and ``step_noise``'s sentence."""
+    return {"verdict": step.verdict or "" if step else "", "text": step_noise(step)}
 
 
 def _summary_lines(summary: DiffSummary) -> list[str]:
@@ -154,7 +165,7 @@ def _summary_lines(summary: DiffSummary) -> list[str]:
     ]
     if summary.step_ns is not None:
         lines.append(_summary_line("step (median)", summary.step_ns))
-        lines.append(f"  {'':<28}({step_noise(summary.step_ns)})")
+    lines.append(f"  {'':<28}({step_noise(summary.step_ns)})")
     return lines
 
 

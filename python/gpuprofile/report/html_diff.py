@@ -62,8 +62,7 @@ def baseline_html(diff: DiffDocument) -> str:
     ]
     parts += [f"<p>Note: {esc(note)}</p>" for note in diff.notes]
     parts.append(_bars(diff.summary))
-    if diff.summary.step_ns:
-        parts.append(f'<p data-noise="">{esc(step_noise(diff.summary.step_ns))}</p>')
+    parts.append(f'<p data-noise="">{esc(step_noise(diff.summary.step_ns))}</p>')
     parts.append(_delta_table(diff.kernels, "Kernels"))
     parts.append(_delta_table(diff.ops, "Ops"))
     parts.append(_hints(diff.hints))
