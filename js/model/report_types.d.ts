@@ -17,6 +17,7 @@ export interface Report {
   ranks: RankReport[];
   distributed: Job | null;
   inference: Record<string, unknown> | null;
+  workload?: Workload | null;
   baseline?: DiffDocument;
 }
 
@@ -338,6 +339,20 @@ export interface StepRank {
 }
 
 /**
+ * What the program is, each field decided from evidence in the trace
+ * (analyses/workload.py); ``evidence`` holds one sentence per decision.
+ */
+export interface Workload {
+  phase: string;
+  engine: string | null;
+  parallelism: string[];
+  execution: string;
+  device: string;
+  evidence: string[];
+  optimizers?: string[];
+}
+
+/**
  * Run b against run a (a: the baseline).
  */
 export interface DiffDocument {
@@ -492,6 +507,7 @@ export interface SummaryExtras {
   roofline_layout?: RooflineLayout;
   step_noise?: StepNoise | null;
   text?: string;
+  workload_line?: string | null;
 }
 
 /**

@@ -217,6 +217,16 @@ export function renderSummary(summary, hooks = {}) {
   summary = summary || {};
   const root = node("div", "gp-summary");
   root.dataset.selectedTop = "";
+  // What the program is (training or inference, engine, parallelism, execution, device), first:
+  // the advice below was chosen by it. The line is worded once, in Python; the evidence opens.
+  if (summary.workload_line) {
+    const what = node("details", "gp-workload");
+    what.appendChild(node("summary", "", summary.workload_line));
+    const why = node("ul", "");
+    for (const line of (summary.workload && summary.workload.evidence) || []) why.appendChild(node("li", "", line));
+    what.appendChild(why);
+    root.appendChild(what);
+  }
   // What to know before trusting the numbers (the code raised, steps sampled, windows
   // dropped, part of the capture failed): the report words them once, for every view.
   for (const notice of summary.notices || []) {

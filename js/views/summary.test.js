@@ -133,6 +133,30 @@ test("every notice of the report is a banner, first, in the report's order and w
   }
 });
 
+test("the workload line comes first, before the notices, as Python worded it, its evidence beneath", async () => {
+  const saved = globalThis.document;
+  globalThis.document = { createElement: (tag) => new FakeElement(tag) };
+  try {
+    const { renderSummary } = await import("./summary.js");
+    const line = "workload: inference · engine vllm · parallelism tp · cuda-graphs · rocm";
+    const evidence = ["engine vllm: <b>vllm::gemm</b>", "device rocm: hipLaunchKernel"];
+    const root = renderSummary({
+      workload_line: line,
+      workload: { evidence },
+      notices: [{ kind: "partial", text: "the profiled code raised" }],
+      ranks: [],
+    });
+    assert.equal(root.children[0].className, "gp-workload");
+    assert.equal(root.children[1].className, "gp-notice");
+    const items = [...root.children[0].walk()].filter((n) => n.tagName === "LI");
+    assert.deepEqual(items.map((n) => n.textContent), evidence);
+    assert.ok(root.children[0].textContent.startsWith(line));
+    assert.equal(renderSummary({ ranks: [] }).children.filter((n) => n.className === "gp-workload").length, 0);
+  } finally {
+    globalThis.document = saved;
+  }
+});
+
 test("unknown numbers read as unknown, not 0; shares and copy bandwidths from the report's fields", async () => {
   const saved = globalThis.document;
   globalThis.document = { createElement: (tag) => new FakeElement(tag) };

@@ -49,7 +49,7 @@ STRUCTS = {**_structs(schema), **DIFF_STRUCTS}
 # What the widget's summary adds beside the report (report/widget_summary.py), and its lanes:
 # typed in the .d.ts, absent from the report's JSON Schema.
 EXTRAS = {
-    "SummaryExtras": ["text", "roofline_layout", "module_layout", "step_noise"],
+    "SummaryExtras": ["text", "roofline_layout", "module_layout", "step_noise", "workload_line"],
     "StepNoise": ["verdict", "text"],
     "RooflineLayout": ["width", "height", "plot", "x", "y", "roofs", "memory_label",
                        "memory_line", "ridges", "points", "levels", "empty", "roofs_missing",

@@ -221,6 +221,10 @@ def _kernels(
         kinds.append(parsed.kind or parsed.backend if parsed else "extern")
         fused.append(parsed.ops if parsed else (called.removeprefix("aten::"),))
     columns = ["id", "rank", "start_ns", "dur_ns"]
+    # A kernel's region through its launching op; -1 with none (a GPU-only trace has no ops).
+    launch = op_of[gpu_rows]
+    region = np.full(len(gpu_rows), -1, dtype=np.int64)
+    region[launch >= 0] = region_of_op[launch[launch >= 0]]
     frame = pd.concat(
         [
             gpu[columns]
@@ -228,7 +232,7 @@ def _kernels(
             .assign(
                 table="kernels",
                 name=gpu_names[gpu_rows],
-                region=np.where(op_of[gpu_rows] >= 0, region_of_op[op_of[gpu_rows]], -1),
+                region=region,
                 module=[path(int(m)) for m in modules.kernel_module[gpu_rows]],
             ),
             ops[columns]

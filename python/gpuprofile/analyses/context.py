@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from gpuprofile.analyses.modules import Modules
     from gpuprofile.analyses.recorded import RecordedInputs
     from gpuprofile.analyses.roofline import Members, Roofline
+    from gpuprofile.analyses.workload import Workload
 
 K = TypeVar("K", bound=Hashable)
 R = TypeVar("R")
@@ -150,6 +151,14 @@ class Analysis:
         from gpuprofile.analyses.framework import framework
 
         return framework(self.trace)
+
+    @cached_property
+    def workload(self) -> Workload:
+        """What the program is: phase, engine, parallelism, execution, device, with the
+        evidence of each (analyses/workload.py); findings and fixes are chosen by it."""
+        from gpuprofile.analyses.workload import workload
+
+        return workload(self, self.compiled)
 
     @cached_property
     def collectives(self) -> pd.DataFrame:

@@ -134,6 +134,8 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         "inference": None
         if meta.inference is None
         else {**meta.inference, "precision_mix": precision_mix(trace)},
+        # What the program is (analyses/workload.py): every view shows it first.
+        "workload": asdict(analysis.workload),
     }
     plain: dict[str, Any] = jsonable(report)
     # Module rows are built in plain JSON types already (ModuleRow.to_dict): a model's

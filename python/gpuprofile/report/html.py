@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.report.html_diff import baseline_html
 from gpuprofile.report.schema import Hint, RankReport, Report
+from gpuprofile.report.workload_text import workload_line
 from gpuprofile.units import (
     format_count,
     format_fraction,
@@ -76,6 +77,12 @@ def summary_html(report: Report) -> str:
     source = report.source
     hardware = report.hardware
     parts = ["<h1>gpuprofile report</h1>"]
+    if report.workload is not None:
+        evidence = "".join(f"<li>{esc(why)}</li>" for why in report.workload.evidence)
+        parts.append(
+            f'<details class="workload"><summary>{esc(workload_line(report.workload))}'
+            f"</summary><ul>{evidence}</ul></details>"
+        )
     for notice in report.notices:
         parts.append(f'<div class="notice">{esc(notice.kind)}: {esc(notice.text)}</div>')
     # A capture has no path: its format alone ("capture"), not "capture (capture)".

@@ -149,6 +149,19 @@ class Roofline(msgspec.Struct, frozen=True):
     missing_flops: str  # what the trace's format lacks for a FLOP count
 
 
+class Workload(msgspec.Struct, frozen=True):
+    """What the program is, each field decided from evidence in the trace
+    (analyses/workload.py); ``evidence`` holds one sentence per decision."""
+
+    phase: str  # training | inference | mixed | unknown
+    engine: str | None  # vllm, sglang, tensorrt, megatron, deepspeed, hf-generate; None
+    parallelism: list[str]  # of dp, fsdp, tp, pp, ep, cp
+    execution: str  # eager | cuda-graphs | compiled | mixed
+    device: str  # cpu | cuda | rocm | tpu
+    evidence: list[str]
+    optimizers: list[str] = []  # the optimizer classes that stepped ("AdamW")
+
+
 class Device(msgspec.Struct, frozen=True):
     id: int | None
     name: str | None
@@ -356,6 +369,8 @@ class Report(msgspec.Struct, frozen=True):
     distributed: Job | None
     # An inference engine's profile (TensorRT, TraceMeta.inference) with its precision_mix.
     inference: dict[str, Any] | None
+    # What the program is; None only in a report saved before it was added.
+    workload: Workload | None = None
     # The diff against a baseline run (gpuprofile.diff/1); absent without one.
     baseline: DiffDocument | msgspec.UnsetType = msgspec.UNSET
 

@@ -17,6 +17,7 @@ from gpuprofile.report.schema import (
     Roofline,
     Sampled,
 )
+from gpuprofile.report.workload_text import workload_line
 from gpuprofile.units import (
     format_bytes,
     format_bytes_per_s,
@@ -49,6 +50,9 @@ def render_text(report: Report) -> str:
     title = f"gpuprofile report ({source.format}"
     title += f": {_shorten(source.path, 400)})" if source.path else ")"
     lines.append(title)
+    if report.workload is not None:
+        lines.append(workload_line(report.workload))
+        lines.extend(f"  - {printable(why)}" for why in report.workload.evidence)
     lines.extend(f"{n.kind.upper()}: {n.text}" for n in report.notices)
     lines.extend(_hardware_lines(report.hardware))
     lines.extend(_hint_lines(report.hints))

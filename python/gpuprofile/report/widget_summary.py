@@ -21,3 +21,4 @@ class SummaryExtras(TypedDict, total=False):
     roofline_layout: RooflineLayout
     module_layout: ModuleLayout | None
     step_noise: StepNoise | None
+    workload_line: str | None  # report/workload_text.py's line; None: a report without one

@@ -20,6 +20,7 @@ from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.report.schema import Report, report_json
 from gpuprofile.report.text import render_text
 from gpuprofile.report.widget_summary import SummaryExtras
+from gpuprofile.report.workload_text import workload_line
 from gpuprofile.widget.marks import marks_columns
 from gpuprofile.widget.requests import Source, handle
 from gpuprofile.widget.tables import DETAIL_THRESHOLD, counter_columns, overview_columns
@@ -135,8 +136,9 @@ def show_result(
     if report is not None:  # else a timeline alone
         extras["roofline_layout"] = roofline_layout(report)
         extras["module_layout"] = module_layout(report)
-        extras["step_noise"] = step_noise_view(
-            report.baseline.summary.step_ns if report.baseline else None
+        extras["workload_line"] = workload_line(report.workload) if report.workload else None
+        extras["step_noise"] = (
+            step_noise_view(report.baseline.summary.step_ns) if report.baseline else None
         )
     summary: dict[str, Any] = {
         **(report_json(report) if report is not None else {}),

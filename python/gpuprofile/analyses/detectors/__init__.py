@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.fitting import capability_of, fitted
 from gpuprofile.analyses.hints import Hint, rank_prefix, ranked
 from gpuprofile.analyses.thresholds import severity_for
 from gpuprofile.units import format_time
@@ -48,8 +49,18 @@ def detector(name: str) -> Callable[[Analysis], list[Hint]]:
 
 
 def run_detectors(analysis: Analysis) -> list[Hint]:
-    """Every detector's findings, through the one pipeline (``findings``)."""
-    hints = [hint for name in DETECTORS for hint in detector(name)(analysis)]
+    """Every detector's findings, each with the fixes that fit the workload and the device
+    (analyses/fitting.py), through the one pipeline (``findings``)."""
+    workload = analysis.workload
+    capability = None
+    if workload.device == "cuda":  # ROCm's numbers are gfx versions, not CUDA's capabilities
+        trace = analysis.trace
+        capability = capability_of([d for r in trace.ranks for d in trace.devices(r)])
+    hints = [
+        fitted(hint, workload, capability)
+        for name in DETECTORS
+        for hint in detector(name)(analysis)
+    ]
     return findings(hints, analysis.trace.ranks)
 
 

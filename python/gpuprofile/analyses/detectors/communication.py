@@ -46,6 +46,19 @@ ALL_TO_ALL_FIX = (
     "distribution, as TorchRec's TrainPipelineSparseDist does, or launch the all_to_all on a "
     "side stream before the dense forward) and balance the shards so no rank sends more."
 )
+# An inference's collectives are tensor (or expert) parallelism's, inside the forward: no
+# gradients to bucket or accumulate (analyses/workload.py says which phase ran).
+SERVING_FIX = (
+    "Use the engine's custom all-reduce for tensor parallelism (one-shot/two-shot kernels over "
+    "NVLink or xGMI: vLLM and SGLang use theirs unless disable_custom_all_reduce / "
+    "--disable-custom-all-reduce is set), or NCCL's NVLS (multimem) all-reduce on NVSwitch "
+    "systems (NCCL_NVLS_ENABLE=1).",
+    "Replay the decode step as a CUDA graph so collectives and kernels launch as one (vLLM: "
+    "enforce_eager=False, with cudagraph_capture_sizes covering the batch sizes served).",
+    "Use fewer tensor-parallel ranks per replica where the model fits (more data-parallel "
+    "replicas): each layer's all-reduce then crosses fewer GPUs, and larger batches give "
+    "compute that hides it.",
+)
 _ALL_TO_ALL = re.compile(r"all_?to_?all", re.IGNORECASE)
 CODE = """\
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -136,7 +149,7 @@ def _gpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
             "top_collectives": top,
         },
         fix=_fixes(analysis, rank, by_collective.index),
-        code=CODE,
+        code="" if analysis.workload.phase == "inference" else CODE,
         evidence=(heaviest_events(comm, "kernels", rank, "collective kernels, longest first"),),
         rank=rank,
     )
@@ -184,7 +197,9 @@ def _cpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
 
 def _fixes(analysis: Analysis, rank: int, collectives: pd.Index) -> tuple[str, ...]:
     """NCCL runs all_to_all as SendRecv kernels too: say pipeline parallelism only when no
-    all_to_all op launched them."""
+    all_to_all op launched them. An inference gets serving's fixes."""
+    if analysis.workload.phase == "inference":
+        return SERVING_FIX
     if "SendRecv" not in collectives:
         return FIX
     ops = analysis.rank_table("ops", rank)
