@@ -350,3 +350,38 @@ def test_softmax_point_on_owlv2_from_the_raw_trace(traces: Any) -> None:
     assert point["time_at_roof_ns"] == pytest.approx(at_roof * 1e9, rel=1e-9)
     assert abs(point["known_time_ns"] - kernel_ns) <= len(launched)
     assert point["pct_of_roof"] == pytest.approx(100 * at_roof * 1e9 / float(kernel_ns), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("relative", "fires"),
+    [
+        ("kineto/hta_a100_nccl_2rank_rank0.json.gz", True),  # cuDNN's nchwToNhwc and back
+        ("kineto/tracelens_mi300x_ddp_resnet18_train.json.gz", True),  # MIOpen's transposes
+        ("kineto/hta_a100_alexnet_critical_path.pt.trace.json.gz", False),  # under 5%
+    ],
+)
+def test_layout_conversions_against_the_raw_kernels(
+    relative: str, fires: bool, traces: Any
+) -> None:
+    """The conversions' time is the summed duration of the raw JSON's kernels named as NCHW /
+    NHWC transposes; their share is of the GPU's busy time (the union of its kernels, copies
+    and sets), both read here with json alone."""
+    from gpuprofile.analyses.detectors import layout_conversion
+
+    path = path_of(relative)
+    doc = traces.read_json(path)
+    events = traces.trace_events(doc)
+    on_gpu = ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset")
+    gpu = [e for e in events if e.get("cat") in on_gpu and "dur" in e]
+    layout = re.compile(r"nchwToNhwc|nhwcToNchw|batched_transpose_\d+x\d+")
+    converting = [e for e in kernels_of(doc) if layout.search(e["name"])]
+    conversion_ns = sum(Decimal(str(e["dur"])) for e in converting) * 1000
+    busy_ns = union_length([interval(e) for e in gpu])
+    hints = layout_conversion.detect(Analysis(load_kineto(path)))
+    assert bool(hints) is fires, conversion_ns / busy_ns
+    if fires:
+        (hint,) = hints
+        assert hint.numbers["kernels"] == len(converting)
+        assert abs(hint.numbers["conversion_ns"] - conversion_ns) <= len(converting)
+        assert abs(hint.numbers["busy_ns"] - busy_ns) <= 1000
+        assert "channels_last" in hint.fix[0]

@@ -54,6 +54,8 @@ KINDS = (
     "python-loop",
     "data-dependent-routing",
     "unfused-elementwise",
+    "layout-conversion",
+    "host-outside-gpu",
 )
 SEVERITIES = ("high", "medium", "low")
 CONFIDENCES = ("high", "medium", "low")

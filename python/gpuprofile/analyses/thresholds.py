@@ -68,6 +68,12 @@ MIN_GAIN_SHARE: Mapping[str, float] = MappingProxyType(
         # Of the rank's wall time: a hand-written norm or activation is one call to replace
         # (F.rms_norm, F.gelu), so even half a percent of the run is worth it, as for TF32.
         "unfused-elementwise": 0.005,
+        # Of the rank's GPU busy time: a twentieth of it spent transposing between NCHW and
+        # NHWC is worth one memory-format change (channels_last).
+        "layout-conversion": 0.05,
+        # Of the rank's wall time: once host work before and after the GPU window holds half
+        # of it (the wall is more than twice that window), it, not the GPU, sets the pace.
+        "host-outside-gpu": 0.5,
     }
 )
 
@@ -82,6 +88,8 @@ MIN_ATTENTION_KEYS = 128
 MIN_IDLE_WAVE_SHARE = 0.25
 # A copy smaller than this is latency-bound (a scalar's .item()), whatever its memory.
 MIN_COPY_BYTES = 64 * 1024
+# Host time outside the GPU window under this is no stage of a program (a toy trace's edges).
+MIN_OUTSIDE_NS = 1_000_000
 MIN_KERNELS_FOR_GRAPHS = 20  # fewer launches make no pattern worth capturing as a CUDA graph
 MIN_PAGEABLE_BYTES = 1 << 20  # per rank: less pageable traffic costs microseconds in all
 MIN_STEADY_ALLOCATOR_CALLS = 2  # one cudaMalloc after warm-up can be a late first use

@@ -39,6 +39,8 @@ DETECTORS = (
     "python_loop",
     "mask_routing",
     "elementwise_chain",
+    "layout_conversion",
+    "host_outside_gpu",
 )
 
 

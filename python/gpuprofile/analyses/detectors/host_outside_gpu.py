@@ -1,0 +1,119 @@
+"""Host work outside the GPU window: a step whose wall is mostly time before the first GPU work
+or after the last (preprocessing, decoding, postprocessing, logging) is bound by that host
+work, whatever the GPU findings inside the window say.
+
+Fires when the time outside the rank's GPU window holds at least the share of the wall the
+thresholds table sets (half: the wall is more than twice the GPU window). Its main ops are the
+outermost aten ops (the ops the program called, not those they call) by their time outside the
+window. Gain: that time, an upper bound (moving the work off the critical path, to loader
+workers or the GPU, hides it; some of it may be needed where it is). Confidence low: the trace
+shows where the time went, not whether it can move. Traces of ``--steps`` windows are left
+out: the time between windows is not recorded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.hints import Evidence, Hint
+from gpuprofile.analyses.summary import span_ns
+from gpuprofile.analyses.thresholds import MIN_OUTSIDE_NS, worth_reporting
+from gpuprofile.units import format_fraction, format_time
+
+MAIN_OPS = 3
+FIX = (
+    "Move the host work off the step's critical path: prepare batches in DataLoader workers "
+    "(num_workers, prefetch_factor) or on the GPU (torchvision.transforms.v2 on CUDA "
+    "tensors), and start the next batch's preparation while the GPU runs this one.",
+    "If that work is not what you are tuning, profile the model step alone (gpuprofile.step() "
+    "around it, or --steps) so it does not hide the GPU's share.",
+)
+CODE = """\
+loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True,
+                    prefetch_factor=4, persistent_workers=True)
+"""
+
+
+def detect(analysis: Analysis) -> list[Hint]:
+    trace = analysis.trace
+    if trace.meta.windows:
+        return []
+    hints = []
+    for rank in trace.ranks:
+        gpu = analysis.gpu_time(rank)
+        if gpu is None:
+            continue
+        start, end = span_ns(analysis, rank)
+        wall = end - start
+        windows = [(start, gpu.start_ns), (gpu.start_ns + gpu.window_ns, end)]
+        windows = [(a, b) for a, b in windows if b > a]
+        outside = sum(b - a for a, b in windows)
+        if outside < MIN_OUTSIDE_NS or not worth_reporting("host-outside-gpu", outside, wall):
+            continue
+        main = _main_ops(analysis, rank, windows)
+        said = ", ".join(f"{name} {format_time(ns)}" for name, ns in main.items())
+        hints.append(
+            Hint(
+                kind="host-outside-gpu",
+                subject="host work outside the GPU window",
+                title=(
+                    f"Host work outside the GPU window takes {format_fraction(outside / wall)} "
+                    f"of the wall ({format_time(outside)})"
+                ),
+                basis_ns=wall,
+                gain_ns=outside,
+                gain_method=(
+                    "The rank's wall time before its first GPU work and after its last: what "
+                    "moving that host work off the critical path could hide, an upper bound."
+                ),
+                confidence="low",
+                explanation=(
+                    f"Of the {format_time(wall)} wall, the GPU worked within a "
+                    f"{format_time(gpu.window_ns)} window; {format_time(outside)} passed on the "
+                    "host before it or after it"
+                    + (f", mostly in {said}" if said else "")
+                    + ". Findings inside the GPU window cannot speed that part up."
+                ),
+                numbers={
+                    "wall_ns": wall,
+                    "gpu_window_ns": gpu.window_ns,
+                    "outside_ns": outside,
+                    "main_ops": said,
+                },
+                fix=FIX,
+                code=CODE,
+                evidence=(
+                    Evidence(
+                        table="ops",
+                        rank=rank,
+                        windows=tuple(windows),
+                        label="host time outside the GPU window",
+                    ),
+                ),
+                rank=rank,
+            )
+        )
+    return hints
+
+
+def _main_ops(analysis: Analysis, rank: int, windows: list[tuple[int, int]]) -> dict[str, int]:
+    """The outermost aten ops' time inside the windows, by name, largest first (MAIN_OPS);
+    without aten ops (JAX, Nsight), the host's top-level events'."""
+    ops = analysis.trace.ops
+    mine = analysis.rank_rows("ops", rank)
+    rows = mine[analysis.outermost_cpu_ops[mine]]
+    if not len(rows):
+        rows = mine[analysis.op_parents[mine] < 0]
+    if not len(rows):
+        return {}
+    start = ops["start_ns"].to_numpy()[rows]
+    end = start + ops["dur_ns"].to_numpy()[rows]
+    inside = np.zeros(len(rows), np.int64)
+    for a, b in windows:
+        inside += np.clip(np.minimum(end, b) - np.maximum(start, a), 0, None)
+    names = ops["name"].to_numpy()[rows]
+    by_name = pd.Series(inside).groupby(pd.Series(names).astype(str)).sum()
+    by_name = by_name[by_name > 0].sort_values(ascending=False).head(MAIN_OPS)
+    return {str(k): int(v) for k, v in by_name.items()}
