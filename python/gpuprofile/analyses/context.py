@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from gpuprofile.analyses.gpu_time import GpuTime
     from gpuprofile.analyses.job import Job
     from gpuprofile.analyses.modules import Modules
+    from gpuprofile.analyses.one_off import OneOff
     from gpuprofile.analyses.recorded import RecordedInputs
     from gpuprofile.analyses.roofline import Members, Roofline
     from gpuprofile.analyses.workload import Workload
@@ -159,6 +160,14 @@ class Analysis:
         from gpuprofile.analyses.workload import workload
 
         return workload(self, self.compiled)
+
+    @cached_property
+    def one_off_costs(self) -> list[OneOff]:
+        """Each rank's one-time work: context creation, first calls, compiling, the
+        profiler's start (analyses/one_off.py); the report names it first when it dominates."""
+        from gpuprofile.analyses.one_off import one_off_costs
+
+        return one_off_costs(self, self.compiled)
 
     @cached_property
     def collectives(self) -> pd.DataFrame:

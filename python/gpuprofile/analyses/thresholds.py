@@ -88,6 +88,9 @@ MIN_ATTENTION_KEYS = 128
 MIN_IDLE_WAVE_SHARE = 0.25
 # A copy smaller than this is latency-bound (a scalar's .item()), whatever its memory.
 MIN_COPY_BYTES = 64 * 1024
+# One-time work (context creation, first calls, compiling) holding this share of a rank's wall
+# is said first: the rest of the report measures a window it dominates.
+ONE_OFF_SHARE = 0.2
 # Host time outside the GPU window under this is no stage of a program (a toy trace's edges).
 MIN_OUTSIDE_NS = 1_000_000
 MIN_KERNELS_FOR_GRAPHS = 20  # fewer launches make no pattern worth capturing as a CUDA graph

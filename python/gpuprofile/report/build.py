@@ -25,7 +25,12 @@ from gpuprofile.analyses.roofline import point_members
 from gpuprofile.analyses.summary import copies, counts, top_kernels, top_ops
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.report.distributed import job_report, rank_job_report
-from gpuprofile.report.notices import carry_over_notices, compile_notices, notices
+from gpuprofile.report.notices import (
+    carry_over_notices,
+    compile_notices,
+    notices,
+    one_off_notices,
+)
 from gpuprofile.report.schema import SCHEMA, Report, jsonable, to_report
 from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_time
@@ -110,6 +115,7 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         "capture_errors": list(meta.errors),
         # Each of the above (and which steps --steps recorded) as one line for every view.
         "notices": [
+            *one_off_notices(analysis.one_off_costs, {r: analysis.wall_ns(r) for r in trace.ranks}),
             *notices(meta),
             *_clock_notice(analysis),
             *_device_notice(trace),

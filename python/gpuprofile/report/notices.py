@@ -9,9 +9,11 @@ from collections.abc import Sequence
 
 from gpuprofile.analyses.carry_over import CarryOver
 from gpuprofile.analyses.compiled import CompiledCode
+from gpuprofile.analyses.one_off import OneOff, one_off_ns
+from gpuprofile.analyses.thresholds import ONE_OFF_SHARE
 from gpuprofile.importers.kineto import PROFILER_MARKERS
 from gpuprofile.trace.meta import Dropped, TraceMeta, world_size
-from gpuprofile.units import format_count, format_time
+from gpuprofile.units import format_count, format_fraction, format_time
 
 # Windows named one by one in the steps notice before the rest are summed up.
 NAMED_WINDOWS = 6
@@ -240,3 +242,57 @@ def compile_notices(compiled: CompiledCode, ranks: list[int]) -> list[dict[str, 
             )
         out.append({"kind": "compile", "text": text})
     return out
+
+
+# One-time pieces named one by one in the one-off notice before the rest are summed up.
+NAMED_ONE_OFFS = 3
+# What to do about each kind of one-time work (analyses/one_off.py's ``what``), said once each.
+_WARM_UP = (
+    "warm up before profiling (run a step first, then capture) or leave the first steps out "
+    "(--steps W,N)"
+)
+_ONE_OFF_FIXES = {
+    "lazy module loading (first launch)": (
+        "set CUDA_MODULE_LOADING=EAGER to load every kernel's module at start, or warm up"
+    ),
+    "torch.compile compilation": (
+        "compile before profiling (one call with the same shapes), or leave the compiling "
+        "steps out (--steps W,N)"
+    ),
+    "JIT compilation": "run the JIT-compiled code once before profiling, or leave those steps out",
+    "the profiler's own start": (
+        "the profiler's start is no part of the program: read only the steps after it "
+        "(--steps W,N, or a warm-up step before the traced ones)"
+    ),
+}
+
+
+def one_off_notices(found: Sequence[OneOff], walls: dict[int, int]) -> list[dict[str, str]]:
+    """[{"kind": "one-off", "text"}] per rank whose one-time work (analyses/one_off.py) holds
+    ONE_OFF_SHARE of its wall or more: what it was, its calls, times and where they ran."""
+    out = []
+    several = len(walls) > 1
+    for rank, wall in walls.items():
+        total = one_off_ns(list(found), rank)
+        if wall <= 0 or total < ONE_OFF_SHARE * wall:
+            continue
+        mine = [o for o in found if o.rank == rank]
+        said = "; ".join(_one_off(o) for o in mine[:NAMED_ONE_OFFS])
+        if len(mine) > NAMED_ONE_OFFS:
+            said += f"; and {format_count(len(mine) - NAMED_ONE_OFFS, 'more')}"
+        whose = f"rank {rank}'s " if several else "the "
+        fixes = "; ".join(dict.fromkeys(_ONE_OFF_FIXES.get(o.what, _WARM_UP) for o in mine))
+        text = (
+            f"{format_time(total)} ({format_fraction(total / wall, 0)}) of {whose}"
+            f"{format_time(wall)} wall is one-time work: {said}. To measure the steady state: "
+            f"{fixes}. Every finding below is measured in the same window."
+        )
+        out.append({"kind": "one-off", "text": text})
+    return out
+
+
+def _one_off(o: OneOff) -> str:
+    where = "".join(
+        part for part in (f" in {o.op}" if o.op else "", f" at {o.frame}" if o.frame else "")
+    )
+    return f"{o.what}, {o.call} {format_time(o.dur_ns)}{where}"

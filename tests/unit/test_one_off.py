@@ -1,0 +1,60 @@
+"""One-time costs (analyses/one_off.py) and the notice that names them first, on a Kineto
+document written here: a long first CUDA call inside aten::to (the context), a first launch
+far longer than the launches after it (lazy loading), a long wait (not one-time work)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gpuprofile
+from gpuprofile.analyses.context import Analysis
+from gpuprofile.analyses.one_off import one_off_ns
+from gpuprofile.importers.kineto import load_kineto
+from helpers.kineto_docs import cpu_op, document, kernel, runtime, write
+
+MS = 1000.0  # document times are microseconds
+
+
+def _events(context_ms: float) -> list[dict]:
+    events = [
+        cpu_op("aten::to", 0, context_ms * MS + 10),
+        runtime("cudaDeviceGetStreamPriorityRange", 5, context_ms * MS, 1),
+        runtime("cudaLaunchKernel", context_ms * MS + 20, 20 * MS, 2),  # first launch: 20 ms
+        kernel("k", context_ms * MS + 20 * MS + 30, 100, 2),
+        runtime("cudaDeviceSynchronize", context_ms * MS + 20 * MS + 40, 30 * MS, 9),
+    ]
+    start = context_ms * MS + 50 * MS + 100
+    for i in range(5):  # the launches after the first: 8 us each
+        events.append(runtime("cudaLaunchKernel", start + i * 100, 8, 10 + i))
+        events.append(kernel("k", start + i * 100 + 10, 50, 10 + i))
+    return events
+
+
+def test_context_creation_and_a_first_launch_are_one_off_work(tmp_path: Path) -> None:
+    trace = load_kineto(write(tmp_path / "t.json", document(_events(context_ms=40))))
+    found = Analysis(trace).one_off_costs
+    assert [(o.what, o.call, o.dur_ns) for o in found] == [
+        ("CUDA context creation", "cudaDeviceGetStreamPriorityRange", 40_000_000),
+        ("lazy module loading (first launch)", "cudaLaunchKernel", 20_000_000),
+    ]
+    assert found[0].op == "aten::to"
+    assert one_off_ns(found, 0) == 60_000_000  # the sync's 30 ms wait is not one-time work
+
+
+def test_the_report_names_dominant_one_off_work_first(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.json", document(_events(context_ms=40)))
+    report = gpuprofile.load(path).report()
+    first = report["notices"][0]
+    assert first["kind"] == "one-off"
+    assert first["text"].startswith("60.0 ms (")
+    assert (
+        "CUDA context creation, cudaDeviceGetStreamPriorityRange 40.0 ms in aten::to"
+        in (first["text"])
+    )
+    assert "--steps W,N" in first["text"] and "CUDA_MODULE_LOADING=EAGER" in first["text"]
+
+
+def test_short_one_off_work_is_no_notice(tmp_path: Path) -> None:
+    events = [e for e in _events(context_ms=1) if e["name"] != "cudaLaunchKernel" or e["dur"] < 100]
+    report = gpuprofile.load(write(tmp_path / "t.json", document(events))).report()
+    assert all(n["kind"] != "one-off" for n in report["notices"])
