@@ -174,3 +174,27 @@ def test_a_collective_far_past_its_link_has_no_percent_of_it() -> None:
     assert _pct_of_link(3 * nvlink, nvlink) is None  # 300%: the byte counts are wrong
     assert _pct_of_link(-1.0, nvlink) is None
     assert _pct_of_link(405e9, None) is None
+
+
+def test_a_cpu_trace_past_its_roof_is_not_told_of_tensor_cores(tmp_path: Path) -> None:
+    """The same matmuls as host ops alone, held to a CPU's roof: the notice gives no TF32
+    explanation (a CPU has no tensor cores); the GPU trace's notice does."""
+    n, dur_us = 4096, 30.0
+    cpu = [
+        cpu_op("aten::mm", i * 200.0, dur_us, **{"Input Dims": [[n, n], [n, n]],
+                                                 "Input type": ["float", "float"]})
+        for i in range(4)
+    ]  # fmt: skip
+    cpu_roofs = Hardware(name="a CPU", source="user", peak_flops={"fp32": 1e12},
+                         dram_bytes_per_s=50e9)  # fmt: skip
+    report = profile(tmp_path, cpu, hardware=cpu_roofs).report()
+    [notice] = [n for n in report["notices"] if n["kind"] == "roofline"]
+    assert "other units than that roof's, or its" in notice["text"]
+    assert "TF32" not in notice["text"]
+    gpu = [
+        e
+        for i in range(4)
+        for e in launch("aten::mm", i, i * 200.0, dur_us, [[n, n], [n, n]], ["float", "float"])
+    ]
+    [notice] = [n for n in profile(tmp_path, gpu).report()["notices"] if n["kind"] == "roofline"]
+    assert "(fp32 matmuls on TF32 tensor cores)" in notice["text"]

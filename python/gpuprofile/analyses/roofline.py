@@ -108,12 +108,13 @@ def roofline(
         coverage=coverage(facts, op_costs, kernel_costs),
         hardware=hardware,
         time_basis="gpu" if len(kernel_costs) else "cpu",
-        notes=_over_roof_notes(points, hardware),
+        notes=_over_roof_notes(points, hardware, on_gpu=bool(len(kernel_costs))),
     )
 
 
-def _over_roof_notes(points: pd.DataFrame, hardware: Hardware) -> tuple[str, ...]:
-    """A sentence on the points past OVER_ROOF times their roof, when there are any."""
+def _over_roof_notes(points: pd.DataFrame, hardware: Hardware, *, on_gpu: bool) -> tuple[str, ...]:
+    """A sentence on the points past OVER_ROOF times their roof, when there are any; the
+    tensor-core example only where there is a GPU (a CPU capture has no TF32)."""
     over = points[(points["bound"] != "unknown") & points["pct_of_roof"].isna()]
     if over.empty:
         return ()
@@ -121,7 +122,9 @@ def _over_roof_notes(points: pd.DataFrame, hardware: Hardware) -> tuple[str, ...
     return (
         f"{len(over)} roofline points reached more than {OVER_ROOF:g}x the {hardware.name} "
         f"roof they are held to ({roofs}), more than the device can do at that roof: the "
-        "work ran on other units than that roof's (fp32 matmuls on TF32 tensor cores), or its "
+        "work ran on other units than that roof's"
+        + (" (fp32 matmuls on TF32 tensor cores)" if on_gpu else "")
+        + ", or its "
         "FLOP or byte counts, or the device's roofs, are wrong. Their percent of roof is not "
         "shown.",
     )
