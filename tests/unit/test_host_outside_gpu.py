@@ -44,3 +44,19 @@ def test_host_work_around_the_gpu_window_is_named_with_its_ops(tmp_path: Path) -
 
 def test_silent_while_the_gpu_window_holds_half_the_wall(tmp_path: Path) -> None:
     assert _hints(tmp_path, before_us=200, after_us=100) == []
+
+
+def test_one_time_work_before_the_gpu_is_the_one_off_notices_not_this(tmp_path: Path) -> None:
+    """The first CUDA call creates the context: 30 ms inside aten::to before any kernel. That
+    time is one-time work (named first by the one-off notice); the host-work finding leaves
+    it out, and what remains is too little to report."""
+    events = [
+        cpu_op("aten::to", 0, 30_010),
+        runtime("cudaGetDeviceCount", 5, 30_000, 1),
+        runtime("cudaLaunchKernel", 30_020, 5, 2),
+        kernel("gemm", 30_030, 400, 2),
+    ]
+    trace = load_kineto(write(tmp_path / "t.json", document(events)))
+    analysis = Analysis(trace)
+    assert [o.what for o in analysis.one_off_costs] == ["CUDA context creation"]
+    assert detector("host_outside_gpu")(analysis) == []

@@ -5,10 +5,11 @@ work, whatever the GPU findings inside the window say.
 Fires when the time outside the rank's GPU window holds at least the share of the wall the
 thresholds table sets (half: the wall is more than twice the GPU window). Its main ops are the
 outermost aten ops (the ops the program called, not those they call) by their time outside the
-window. Gain: that time, an upper bound (moving the work off the critical path, to loader
-workers or the GPU, hides it; some of it may be needed where it is). Confidence low: the trace
-shows where the time went, not whether it can move. Traces of ``--steps`` windows are left
-out: the time between windows is not recorded.
+window. One-time work (analyses/one_off.py: context creation, compiling) is the one-off
+notice's and is left out of both. Gain: that time, an upper bound (moving the work off the
+critical path, to loader workers or the GPU, hides it; some of it may be needed where it is).
+Confidence low: the trace shows where the time went, not whether it can move. Traces of
+``--steps`` windows are left out: the time between windows is not recorded.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Evidence, Hint
+from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.summary import span_ns
 from gpuprofile.analyses.thresholds import MIN_OUTSIDE_NS, worth_reporting
 from gpuprofile.units import format_fraction, format_time
@@ -49,10 +51,14 @@ def detect(analysis: Analysis) -> list[Hint]:
         wall = end - start
         windows = [(start, gpu.start_ns), (gpu.start_ns + gpu.window_ns, end)]
         windows = [(a, b) for a, b in windows if b > a]
-        outside = sum(b - a for a, b in windows)
+        # One-time work (context creation, compiling) is the one-off notice's: not claimed here.
+        once = _one_off_set(analysis, rank)
+        outside = sum(b - a for a, b in windows) - int(
+            sum(once.coverage(np.array([a]), np.array([b]))[0] for a, b in windows)
+        )
         if outside < MIN_OUTSIDE_NS or not worth_reporting("host-outside-gpu", outside, wall):
             continue
-        main = _main_ops(analysis, rank, windows)
+        main = _main_ops(analysis, rank, windows, once)
         said = ", ".join(f"{name} {format_time(ns)}" for name, ns in main.items())
         hints.append(
             Hint(
@@ -65,15 +71,16 @@ def detect(analysis: Analysis) -> list[Hint]:
                 basis_ns=wall,
                 gain_ns=outside,
                 gain_method=(
-                    "The rank's wall time before its first GPU work and after its last: what "
-                    "moving that host work off the critical path could hide, an upper bound."
+                    "The rank's wall time before its first GPU work and after its last, less "
+                    "one-time work (the one-off notice's): what moving that host work off the "
+                    "critical path could hide, an upper bound."
                 ),
                 confidence="low",
                 explanation=(
                     f"Of the {format_time(wall)} wall, the GPU worked within a "
                     f"{format_time(gpu.window_ns)} window; {format_time(outside)} passed on the "
-                    "host before it or after it"
-                    + (f", mostly in {said}" if said else "")
+                    "host before it or after it, one-time work apart"
+                    + _where(main, outside, said)
                     + ". Findings inside the GPU window cannot speed that part up."
                 ),
                 numbers={
@@ -98,7 +105,26 @@ def detect(analysis: Analysis) -> list[Hint]:
     return hints
 
 
-def _main_ops(analysis: Analysis, rank: int, windows: list[tuple[int, int]]) -> dict[str, int]:
+def _where(main: dict[str, int], outside: int, said: str) -> str:
+    """Where the time went: "mostly in" the ops when they hold most of it, else how little
+    of it any traced op holds."""
+    held = sum(main.values())
+    if held >= outside / 2:
+        return f", mostly in {said}"
+    if held:
+        return f"; traced ops hold {format_time(held)} of it ({said}), the rest no traced op"
+    return "; no traced op holds it (untraced Python, I/O or waiting)"
+
+
+def _one_off_set(analysis: Analysis, rank: int) -> IntervalSet:
+    mine = [o for o in analysis.one_off_costs if o.rank == rank]
+    start = np.array([o.start_ns for o in mine], np.int64)
+    return IntervalSet(start, start + np.array([o.dur_ns for o in mine], np.int64))
+
+
+def _main_ops(
+    analysis: Analysis, rank: int, windows: list[tuple[int, int]], once: IntervalSet
+) -> dict[str, int]:
     """The outermost aten ops' time inside the windows, by name, largest first (MAIN_OPS);
     without aten ops (JAX, Nsight), the host's top-level events'."""
     ops = analysis.trace.ops
@@ -112,7 +138,9 @@ def _main_ops(analysis: Analysis, rank: int, windows: list[tuple[int, int]]) -> 
     end = start + ops["dur_ns"].to_numpy()[rows]
     inside = np.zeros(len(rows), np.int64)
     for a, b in windows:
-        inside += np.clip(np.minimum(end, b) - np.maximum(start, a), 0, None)
+        lo, hi = np.maximum(start, a), np.minimum(end, b)
+        hi = np.maximum(hi, lo)
+        inside += (hi - lo) - once.coverage(lo, hi)
     names = ops["name"].to_numpy()[rows]
     by_name = pd.Series(inside).groupby(pd.Series(names).astype(str)).sum()
     by_name = by_name[by_name > 0].sort_values(ascending=False).head(MAIN_OPS)
