@@ -36,6 +36,17 @@ def test_quickstart_widget(page, run_notebook, artifacts_dir: Path) -> None:
     timeline = page.locator(TIMELINE).first
     assert int(timeline.get_attribute("data-events")) >= expected["ops"]
 
+    # What the program is comes first in the summary: the notebook's cell is an SGD training
+    # step, run eagerly, on this machine's device (the notebook picks CUDA where there is one).
+    import torch
+
+    first = root.locator(".gp-summary > *").first
+    assert first.get_attribute("class") == "gp-workload"
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    line = f"workload: training · parallelism none seen · eager · {device}"
+    assert first.locator("summary").text_content() == line
+    assert "optimizer step (Optimizer.step#SGD.step)" in (first.text_content() or "")
+
     # Ctrl+wheel over the plot zooms in: the visible window narrows, around the cursor.
     box = plot(page)
     start0, end0 = view(page)
