@@ -389,3 +389,44 @@ def test_kernels_without_ops(tmp_path: Path) -> None:
     assert len(kernels) == 1 and math.isnan(kernels["flops"].iloc[0])
     assert kernels["flops_source"].tolist() == ["unknown"]
     assert coverage(Analysis(trace), costs, kernels) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("name", "dims", "types", "concrete", "seq_q", "seq_k", "lower_right"),
+    [
+        # SDPA's flash op: is_causal is its 5th input; [batch, heads, seq, dim]
+        ("aten::_scaled_dot_product_flash_attention", [[2, 4, 128, 64]] * 3 + [[]] * 4,
+         [BF16] * 3 + ["Scalar"] * 4, ["", "", "", "0.", "True", "False", ""], 128, 128, False),
+        # a query shorter than the keys (decoding with a cache), upper-left aligned
+        ("aten::_scaled_dot_product_flash_attention", [[2, 4, 16, 64], [2, 4, 128, 64],
+         [2, 4, 128, 64]] + [[]] * 4, [BF16] * 3 + ["Scalar"] * 4,
+         ["", "", "", "0.", "True", "False", ""], 16, 128, False),
+        # memory-efficient attention, [batch, seq, heads, dim], custom_mask_type 2: lower-right
+        ("aten::_efficient_attention_forward", [[2, 16, 4, 64], [2, 128, 4, 64],
+         [2, 128, 4, 64]] + [[]] * 11, [BF16] * 3 + [""] * 11,
+         ["", "", "", "", "", "", "", "", "0.", "2", "False", "", "", ""], 16, 128, True),
+    ],
+)  # fmt: skip
+def test_causal_attention_counts_the_scores_under_its_mask(
+    tmp_path: Path,
+    name: str,
+    dims: list,
+    types: list,
+    concrete: list,
+    seq_q: int,
+    seq_k: int,
+    lower_right: bool,
+) -> None:
+    """A causal call computes only the scores its mask keeps: row i of the queries sees i + 1
+    keys from the upper-left corner, or seq_k - seq_q + i + 1 from the lower-right. Counted
+    here row by row; the full count is torch's 4 * b * h * s_q * s_k * d."""
+    b, h, d = 2, 4, 64
+    seen = sum(
+        min(seq_k, max(0, (seq_k - seq_q + i + 1) if lower_right else i + 1)) for i in range(seq_q)
+    )
+    _, costs = costs_of(tmp_path, [shaped(name, 10, 5, dims, types, concrete=concrete)])
+    row = costs.iloc[0]
+    assert row["flops_source"] == "computed", row["unknown_reason"]
+    assert row["flops"] == pytest.approx(4 * b * h * d * seen)
+    full = 4 * b * h * seq_q * seq_k * d
+    assert row["flops"] < full  # the case is one

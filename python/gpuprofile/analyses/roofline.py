@@ -59,9 +59,10 @@ MAX_EVENT_IDS = 50
 # counts are wrong: its percent of roof is not shown. Twice, because less has explanations
 # that leave the roof right: clocks above the datasheet's boost clock (a few percent), data
 # served from cache, which minimal traffic ignores (up to 1.43x DRAM on the shared V100 and
-# A100 traces), FLOPs counted by convention but not executed (causal attention counts its
-# masked half, so up to 2x). Beyond twice: fp32 matmuls that ran on TF32 tensor cores while
-# held to the fp32 roof (up to 5.7x on a shared A100 trace), or a roof from a bogus property.
+# A100 traces), FLOPs counted by convention but not executed (attention under a mask the trace
+# does not record: an explicit attn_mask is not read, so up to 2x). Beyond twice: fp32 matmuls
+# that ran on TF32 tensor cores while held to the fp32 roof (up to 5.7x on a shared A100
+# trace), or a roof from a bogus property.
 OVER_ROOF = 2.0
 _ROOF_NUMBERS = (
     "peak_flops_per_s", "ridge_intensity", "attainable_flops_per_s", "pct_of_roof",

@@ -14,7 +14,9 @@ Adaptations, each because the recorded call does not match what the formula read
   [batch, heads, seq, dim]: they are passed to it with dims 1 and 2 swapped.
 - Convolutions need stride, padding, dilation and ``transposed``, and convolution_backward its
   output_mask: only Concrete Inputs hold them (the ops table's ``concrete_inputs`` column).
-Like torch, attention FLOPs ignore causal masking.
+Unlike torch's formulas, attention FLOPs honour causal masking (``_causal_share``): a causal
+call computes the scores under the mask alone, about half of them (S(S+1)/2 of S^2 for a square
+mask), and flash kernels skip the rest, so counting all would double its FLOPs.
 """
 
 from __future__ import annotations
@@ -73,7 +75,51 @@ def estimate(name: str, args: Sequence[Arg], formula: Callable[..., int]) -> Est
     writes = [(shape, dtype) for shape, dtype in outputs if shape is not None]
     # An out= tensor (mm.out from compiled graphs) is written, which the outputs count, not read.
     reads = [a for a, k in zip(args, keywords) if a.shape is not None and k != "out"]
-    return Estimate(float(flops), traffic(reads, writes))
+    return Estimate(float(flops) * _causal_share(name, args), traffic(reads, writes))
+
+
+# The attention ops whose tensors are [batch, seq, heads, dim] (the others: heads before seq).
+_SEQ_FIRST = ("aten::_flash_attention", "aten::_efficient_attention")
+
+
+def _causal_share(name: str, args: Sequence[Arg]) -> float:
+    """The share of the score matrix a causal attention call computes (1 when it is no causal
+    call): ``is_causal`` (SDPA and flash: the mask's upper-left corner on the diagonal) or
+    ``custom_mask_type`` (memory-efficient attention: 1 upper-left, 2 lower-right)."""
+    if "attention" not in name:
+        return 1.0
+    names = _argument_names(name)[: len(args)]
+    flag = args[names.index("is_causal")].value if "is_causal" in names else None
+    mask = args[names.index("custom_mask_type")].value if "custom_mask_type" in names else None
+    if flag is not True and mask not in (1, 2):
+        return 1.0
+    if "query" not in names or "key" not in names:
+        return 1.0
+    query, key = args[names.index("query")].shape, args[names.index("key")].shape
+    if query is None or key is None or len(query) != 4 or len(key) != 4:
+        return 1.0  # nested (packed) sequences: their lengths are not in the shapes
+    seq = 1 if name.startswith(_SEQ_FIRST) else 2
+    rows, cols = query[seq], key[seq]
+    if rows <= 0 or cols <= 0:
+        return 1.0
+    import numpy as np
+
+    # Keys row i sees: i + 1 from the upper-left corner; from the lower-right, cols - rows + i + 1.
+    first = 1 if mask != 2 else cols - rows + 1
+    seen = np.clip(np.arange(rows, dtype=np.int64) + first, 0, cols)
+    return float(seen.sum()) / (rows * cols)
+
+
+@functools.cache
+def _argument_names(name: str) -> tuple[str, ...]:
+    """The op's argument names, by its default schema. Versions of torch add arguments at the
+    end (a trace from an older torch records fewer), so the leading names hold for both."""
+    import torch
+
+    packet = getattr(torch.ops.aten, name[6:], None)
+    if packet is None or "default" not in packet.overloads():
+        return ()
+    return tuple(a.name for a in packet.default._schema.arguments)
 
 
 def _first_line(exc: BaseException) -> str:
