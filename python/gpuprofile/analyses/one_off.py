@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpuprofile.analyses.frames import is_user_frame
 from gpuprofile.analyses.intervals import union_length
 
 if TYPE_CHECKING:
@@ -44,8 +45,6 @@ _JIT = re.compile(
     re.IGNORECASE,
 )
 _PROFILER_START = re.compile(r"start_trace|ProfilerStart|profiler.*\bstart\b", re.IGNORECASE)
-_FRAME = re.compile(r"\.py\((\d+)\): ")
-_LIBRARY = re.compile(r"site-packages|dist-packages|/torch/|/lib/python\d|^<")
 
 
 @dataclass(frozen=True)
@@ -157,8 +156,5 @@ def _at(
     # The op the program called (the outermost: aten::to, not the aten::empty_strided inside
     # it), and the innermost frame of its own code.
     op = next((names[i] for i in by_depth[::-1] if names[i].startswith("aten::")), "")
-    frame = next(
-        (names[i] for i in by_depth if _FRAME.search(names[i]) and not _LIBRARY.search(names[i])),
-        "",
-    )
+    frame = next((names[i] for i in by_depth if is_user_frame(names[i])), "")
     return OneOff(rank, what, call, start, dur, op, frame)
