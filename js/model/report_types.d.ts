@@ -199,6 +199,7 @@ export interface TopKernel {
   total_ns: number;
   class: string;
   measured: Record<string, number | null> | null;
+  class_reason?: string;
 }
 
 export interface NameTotal {

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.intervals import merged_blocks
-from gpuprofile.analyses.kernel_kind import COMPUTE, is_comm_op, kernel_kinds
+from gpuprofile.analyses.kernel_kind import COMPUTE, KernelClasses, is_comm_op
 from gpuprofile.analyses.steps import step_numbers
 from gpuprofile.trace.model import NO_ID, Trace
 
@@ -62,15 +62,16 @@ class Pipeline:
     bottleneck_rank: int
 
 
-def compute_events(trace: Trace) -> pd.DataFrame:
+def compute_events(trace: Trace, classes: KernelClasses) -> pd.DataFrame:
     """Every rank's compute (see the module docstring): rank, start_ns, end_ns, at_ns (the
-    time that places it in a step), table, id, name. Kept per trace (bubbles and stragglers
+    time that places it in a step), table, id, name; classes: ``Analysis.kernel_classes``.
+    Kept per trace (bubbles and stragglers
     both read it); read-only."""
     frames = []
     kernels = trace.kernels
     gpu_ranks = set(kernels["rank"].unique().tolist())
     if len(kernels):
-        k = kernels[kernel_kinds(kernels["name"]) == COMPUTE]
+        k = kernels[classes.kinds_of(kernels["name"]) == COMPUTE]
         ops = trace.ops
         at_op = pd.Index(ops["id"].to_numpy()).get_indexer(k["op_id"].to_numpy())
         op_start = np.r_[ops["start_ns"].to_numpy(np.int64), NO_ID]
@@ -125,7 +126,7 @@ def bubbles(trace: Trace, collectives: pd.DataFrame, events: pd.DataFrame) -> li
     Parameters:
         trace: a trace of two ranks or more, clocks aligned.
         collectives: ``Analysis.collectives`` (its waits are counted per step).
-        events: ``compute_events(trace)``.
+        events: ``compute_events(trace, classes)``.
 
     Returns:
         The steps in order; [] when no rank computes.

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import recorded
-from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
+from gpuprofile.analyses.kernel_kind import COMMUNICATION
 from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.names import categorical, codes, per_category
 from gpuprofile.trace.model import NO_ID
@@ -123,7 +123,7 @@ def comm_events(facts: Lookups) -> pd.DataFrame:
     gpu_ranks = set(trace.kernels["rank"].unique().tolist())
     kernels = trace.kernels
     if len(kernels):
-        comm = kernels[kernel_kinds(kernels["name"]) == COMMUNICATION]
+        comm = kernels[facts.kernel_classes.kinds_of(kernels["name"]) == COMMUNICATION]
         frames.append(_kernel_events(facts, comm))
     ops = trace.ops
     cpu_ranks = [r for r in trace.ranks if r not in gpu_ranks]

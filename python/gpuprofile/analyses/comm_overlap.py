@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.intervals import union_length
-from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE, kernel_kinds
+from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE
 from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.names import matches
 
@@ -55,7 +55,7 @@ def comm_overlap(facts: Lookups, rank: int) -> CommOverlap | None:
     trace = facts.trace
     kernels = facts.rank_table("kernels", rank)
     if len(kernels):
-        kinds = kernel_kinds(kernels["name"])
+        kinds = facts.kernel_classes.kinds_of(kernels["name"])
         comm = kernels[kinds == COMMUNICATION]
         if comm.empty:
             return None

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from gpuprofile.analyses.gauges import Gauge
     from gpuprofile.analyses.gpu_time import GpuTime
     from gpuprofile.analyses.job import Job
+    from gpuprofile.analyses.kernel_kind import KernelClasses
     from gpuprofile.analyses.modules import Modules
     from gpuprofile.analyses.one_off import OneOff
     from gpuprofile.analyses.recorded import RecordedInputs
@@ -144,6 +145,14 @@ class Analysis:
         return _once(self._gpu_time, rank, lambda r: gpu_time(self, r))
 
     # --- derived tables ----------------------------------------------------------------------
+
+    @cached_property
+    def kernel_classes(self) -> KernelClasses:
+        """Each kernel name's class and why: from its name, the trace's record, its launching
+        ops and its stream (analyses/kernel_kind.py)."""
+        from gpuprofile.analyses.kernel_kind import kernel_classes
+
+        return kernel_classes(self.trace, self.id_index("ops"), self.op_parents)
 
     @cached_property
     def framework(self) -> Framework:
@@ -267,7 +276,11 @@ class Analysis:
         from gpuprofile.analyses.job import job
 
         return job(
-            self.trace, self.collectives, self.idle_gaps, self.hardware.peer_link_bytes_per_s
+            self.trace,
+            self.collectives,
+            self.idle_gaps,
+            self.kernel_classes,
+            self.hardware.peer_link_bytes_per_s,
         )
 
     @cached_property

@@ -41,7 +41,7 @@ Tensor cores (columns matmul_like, dims_aligned, tensor_core_eligible, tensor_co
   (torch.backends.cudnn.allow_tf32 is True by default); fp32 matmuls and attention -> ""
   (torch.backends.cuda.matmul.allow_tf32 is False by default).
 
-Coverage is the share of compute-kernel time (kernel_kind.is_compute: collectives, copies and
+Coverage is the share of compute-kernel time (Analysis.kernel_classes: collectives, copies and
 syncs excluded) whose FLOPs are known; on a trace without kernels, the share of the inclusive
 time of outermost aten ops (cpu_ops with no cpu_op ancestor) spent inside counted ops.
 """
@@ -58,7 +58,7 @@ import pandas as pd
 
 from gpuprofile.analyses import recorded, torch_flops
 from gpuprofile.analyses.compiled import compiling_ops
-from gpuprofile.analyses.kernel_kind import is_compute
+from gpuprofile.analyses.kernel_kind import COMPUTE
 from gpuprofile.analyses.lookups import Lookups, outermost_with, read_only
 from gpuprofile.analyses.op_formulas import (
     MISSING,
@@ -288,7 +288,7 @@ def coverage(facts: Lookups, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame)
     NaN when there is no such time at all.
     """
     if len(kernel_costs):
-        compute = is_compute(kernel_costs["name"])
+        compute = facts.kernel_classes.kinds_of(kernel_costs["name"]) == COMPUTE
         dur = kernel_costs["dur_ns"].to_numpy().astype(np.float64)[compute]
         known = np.isfinite(kernel_costs["flops"].to_numpy()[compute])
         total = dur.sum()

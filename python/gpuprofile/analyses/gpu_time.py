@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.intervals import union_length
-from gpuprofile.analyses.kernel_kind import is_compute
+from gpuprofile.analyses.kernel_kind import COMPUTE
 from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.windows import recorded_span
 
@@ -59,14 +59,11 @@ def gpu_time(facts: Lookups, rank: int) -> GpuTime | None:
     end = activity["end_ns"].to_numpy(np.int64)
     window = recorded_span(trace, start, end)
     busy = union_length(start, end)
-    # Per table, on its categorical names: the same rows in the same order as gpu_activity's,
-    # each distinct name classified once.
-    compute_rows = np.concatenate(
-        [
-            is_compute(trace.table(name)["name"])[facts.rank_rows(name, rank)]
-            for name in ("kernels", "memcpy", "memset")
-        ]
-    )
+    # The same rows in the same order as gpu_activity's: kernels by their class; copies and
+    # sets are never compute.
+    kinds = facts.kernel_classes.kinds_of(trace.kernels["name"])[facts.rank_rows("kernels", rank)]
+    others = len(facts.rank_rows("memcpy", rank)) + len(facts.rank_rows("memset", rank))
+    compute_rows = np.concatenate([kinds == COMPUTE, np.zeros(others, dtype=bool)])
     compute = union_length(start[compute_rows], end[compute_rows])
     return GpuTime(
         rank=rank,

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.bubbles import Pipeline, Step, bubbles, compute_events, pipeline
+from gpuprofile.analyses.kernel_kind import KernelClasses
 from gpuprofile.analyses.stragglers import Straggler, stragglers
 from gpuprofile.trace.meta import world_size
 from gpuprofile.trace.model import NO_ID, Trace
@@ -48,6 +49,7 @@ def job(
     trace: Trace,
     collectives: pd.DataFrame,
     idle_gaps: pd.DataFrame,
+    classes: KernelClasses,
     link_roof_bytes_per_s: float | None = None,
 ) -> Job:
     """The job view of an aligned multi-rank trace.
@@ -56,13 +58,14 @@ def job(
         trace: the trace, clocks aligned.
         collectives: ``Analysis.collectives`` (collectives.match_collectives).
         idle_gaps: ``Analysis.idle_gaps``.
+        classes: ``Analysis.kernel_classes``.
         link_roof_bytes_per_s: the roof of bus bandwidth (Hardware.peer_link_bytes_per_s).
     """
     present = tuple(trace.ranks)
     world = world_size(trace.meta)
     expected = range(world) if world is not None else range(max(present, default=-1) + 1)
     # What each rank computed, found once for the bubbles and the stragglers.
-    compute = compute_events(trace)
+    compute = compute_events(trace, classes)
     steps = bubbles(trace, collectives, compute)
     return Job(
         world_size=world,

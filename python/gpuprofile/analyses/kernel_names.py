@@ -55,6 +55,17 @@ def short_kernel_name(name: str, limit: int = 60) -> str:
     return text[:head] + "..." + text[len(text) - (limit - 3 - head) :]
 
 
+def qualified_function(name: str) -> str:
+    """The called function of a kernel name with its namespaces and no template arguments
+    (``deep_ep::intranode::dispatch``); a name that is no C++ signature, itself."""
+    text = name.replace("(anonymous namespace)::", "").replace("(anonymous namespace)", "")
+    if "(" not in text and "::" not in text and "<" not in text:
+        return text.strip()
+    head = _before_parameters(text)
+    tokens = [t for t in _top_level_split(head, " ") if t and t not in _KEYWORDS]
+    return _template(tokens[-1])[0] if tokens else text.strip()
+
+
 def _function(signature: str) -> str:
     """The called function of a demangled signature, with its telling template argument."""
     head = _before_parameters(signature)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,9 @@ from gpuprofile.analyses.names import matches
 from gpuprofile.trace.codes import shared_codes
 from gpuprofile.trace.links import THREAD
 from gpuprofile.trace.model import NO_ID, Trace
+
+if TYPE_CHECKING:
+    from gpuprofile.analyses.kernel_kind import KernelClasses
 
 
 class Lookups(Protocol):
@@ -46,6 +49,9 @@ class Lookups(Protocol):
     def rank_table(self, table: str, rank: int) -> pd.DataFrame: ...
 
     def gpu_activity(self, rank: int) -> pd.DataFrame: ...
+
+    @property
+    def kernel_classes(self) -> KernelClasses: ...
 
 
 def op_parents(trace: Trace, ops_ids: pd.Index) -> np.ndarray:

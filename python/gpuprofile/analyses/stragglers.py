@@ -53,7 +53,7 @@ def stragglers(
         trace: the aligned trace.
         collectives: ``Analysis.collectives`` (collectives.match_collectives).
         idle_gaps: ``Analysis.idle_gaps`` (GPU idle gaps with their causes).
-        compute: ``bubbles.compute_events(trace)``.
+        compute: ``bubbles.compute_events(trace, classes)``.
 
     Returns:
         One Straggler per rank that caused any wait, largest wait caused first.

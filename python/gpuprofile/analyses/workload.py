@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.collectives import collective_of
-from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kind
+from gpuprofile.analyses.kernel_kind import COMMUNICATION
 from gpuprofile.analyses.names import codes, per_category
 from gpuprofile.analyses.patterns import COLLECTIVE_OP
 from gpuprofile.analyses.steps import step_numbers
@@ -289,11 +289,11 @@ def _flags(names: pd.Series, key: str, pattern: re.Pattern[str]) -> np.ndarray:
     return per_category(names, key, lambda n: bool(pattern.search(n)), bool, False)
 
 
-def _collectives(names: _Names) -> set[str]:
+def _collectives(analysis: Lookups, names: _Names) -> set[str]:
     """The collectives the trace ran: its communication ops' and kernels' kinds (Python frames
     of torch.distributed, which run for any program, are not communication)."""
     comm_ops = [n for n in names.ops if COLLECTIVE_OP.search(n) and not _FRAME.search(n)]
-    comm_kernels = [n for n in names.kernels if kernel_kind(n) == COMMUNICATION]
+    comm_kernels = [n for n in names.kernels if analysis.kernel_classes.of(n)[0] == COMMUNICATION]
     return {collective_of(n) for n in comm_ops + comm_kernels} & _COLLECTIVES
 
 
@@ -307,7 +307,7 @@ def _parallelism(
         evidence.append("parallelism none: the trace declares a world size of 1")
         return ()
     host, kernels = names.host, names.kernels
-    collectives = _collectives(names)
+    collectives = _collectives(analysis, names)
     found: dict[str, str] = {}
     if tp := _with(_TP_KERNEL, kernels):
         found["tp"] = _quoted(tp)

@@ -239,7 +239,7 @@ class Profile:
         id in ``ops()``). Unknown ids and counts are <NA>. docs/data.md has the details."""
         from gpuprofile.report.tables import kernel_table
 
-        return kernel_table(self.trace)
+        return kernel_table(self.trace, self.analysis.kernel_classes)
 
     def ops(self) -> pd.DataFrame:
         """The CPU ops, one row each, as a new DataFrame: id, rank, pid, tid, name, category

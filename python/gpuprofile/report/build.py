@@ -16,7 +16,6 @@ from gpuprofile.analyses.gpu_steps import gpu_steps
 from gpuprofile.analyses.hints import Hint
 from gpuprofile.analyses.idle import idle_by_cause
 from gpuprofile.analyses.inference import precision_mix
-from gpuprofile.analyses.kernel_kind import kernel_kind
 from gpuprofile.analyses.measured import measured_by_name
 from gpuprofile.analyses.module_rows import module_rows, rank_phases
 from gpuprofile.analyses.names import codes
@@ -286,20 +285,23 @@ def _rank_report(analysis: Analysis, rank: int, top: int) -> dict[str, Any]:
             ],
         },
         "counts": counts(analysis, rank),
-        "top_kernels": _top_kernels(trace, rank, top),
+        "top_kernels": _top_kernels(analysis, rank, top),
         "top_ops": _top_ops(analysis, rank, top),
         "copies": [{**asdict(c), "gbps": round(c.gbps, 3)} for c in copies(trace, rank)],
         "sampled": _sampled(analysis, rank),
     }
 
 
-def _top_kernels(trace: Trace, rank: int, top: int) -> list[dict[str, Any]]:
-    """The heaviest kernels, their class, and what a tool measured on them (None: nothing)."""
+def _top_kernels(analysis: Analysis, rank: int, top: int) -> list[dict[str, Any]]:
+    """The heaviest kernels, their class and why, and what a tool measured on them (None:
+    nothing)."""
+    trace = analysis.trace
     kernels = top_kernels(trace, rank, top)
     measured = measured_by_name(trace, rank, [k.name for k in kernels])
+    classes = [analysis.kernel_classes.of(k.name) for k in kernels]
     return [
-        {**asdict(k), "class": kernel_kind(k.name), "measured": measured.get(k.name)}
-        for k in kernels
+        {**asdict(k), "class": kind, "measured": measured.get(k.name), "class_reason": reason}
+        for k, (kind, reason) in zip(kernels, classes, strict=True)
     ]
 
 

@@ -202,6 +202,8 @@ class TopKernel(msgspec.Struct, frozen=True):
     kind: str = msgspec.field(name="class")  # compute | communication | memory | sync
     # What a tool (Nsight Compute) measured on its launches; None: nothing.
     measured: dict[str, Number | None] | None
+    # Why it has its class: what its name says it does, the op that launched it, its stream.
+    class_reason: str = ""
 
 
 class NameTotal(msgspec.Struct, frozen=True):

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.kernel_kind import kernel_kinds
+from gpuprofile.analyses.kernel_kind import KernelClasses
 from gpuprofile.trace.model import NO_ID, Trace
 
 KERNEL_COLUMNS = (
@@ -41,11 +41,12 @@ _MAYBE_UNKNOWN = frozenset(
 )  # fmt: skip
 
 
-def kernel_table(trace: Trace) -> pd.DataFrame:
+def kernel_table(trace: Trace, classes: KernelClasses) -> pd.DataFrame:
     """The trace's GPU kernels, one row each, in the trace's order.
 
     Parameters:
         trace: the Trace.
+        classes: its kernels' classes (``Analysis.kernel_classes``).
 
     Returns:
         A new DataFrame with columns ``KERNEL_COLUMNS`` (docs/data.md): ``kind`` is the
@@ -54,7 +55,7 @@ def kernel_table(trace: Trace) -> pd.DataFrame:
     """
     kernels = trace.kernels
     out = readable(kernels, [c for c in KERNEL_COLUMNS if c != "kind"])
-    out["kind"] = pd.Series(kernel_kinds(kernels["name"]), index=out.index, dtype=object)
+    out["kind"] = pd.Series(classes.kinds_of(kernels["name"]), index=out.index, dtype=object)
     out["kind"] = out["kind"].astype(str)
     return out[list(KERNEL_COLUMNS)]
 

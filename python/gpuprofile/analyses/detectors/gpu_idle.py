@@ -29,10 +29,9 @@ from gpuprofile.analyses.fixes_by_framework import (
     Fix,
     pick,
 )
-from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.intervals import IntervalSet
-from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
+from gpuprofile.analyses.kernel_kind import COMMUNICATION
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import ALLOC_CALL
 from gpuprofile.analyses.thresholds import worth_reporting
@@ -166,7 +165,6 @@ def detect(analysis: Analysis) -> list[Hint]:
 
 
 def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
-    trace = analysis.trace
     breakdown = analysis.gpu_time(rank)
     if breakdown is None or not worth_reporting("gpu-idle", breakdown.idle_ns, breakdown.window_ns):
         return None
@@ -176,7 +174,7 @@ def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
     gain = int(sum(int(by_cause.get(c, 0)) for c in ADDRESSABLE))
     share = breakdown.idle_ns / breakdown.window_ns
     largest = gaps.nlargest(TOP_GAPS, "dur_ns")
-    mostly, steps, code, notes, extra = _diagnosis(trace, rank, gaps, by_cause, analysis.framework)
+    mostly, steps, code, notes, extra = _diagnosis(analysis, rank, gaps, by_cause)
     parts = ", ".join(
         f"{cause} {format_time(int(ns))} ({format_fraction(ns / breakdown.idle_ns, 0)})"
         for cause, ns in by_cause.items()
@@ -221,9 +219,10 @@ def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
 
 
 def _diagnosis(
-    trace: Trace, rank: int, gaps: pd.DataFrame, by_cause: pd.Series, kind: Framework
+    analysis: Analysis, rank: int, gaps: pd.DataFrame, by_cause: pd.Series
 ) -> tuple[str, tuple[str, ...], str, str, dict[str, int]]:
     """Title phrase, fix steps, code and extra sentences for the dominant cause."""
+    trace, kind = analysis.trace, analysis.framework
     dominant = str(by_cause.index[0])
     mostly = MOSTLY[dominant]
     steps, code = pick(kind, Fix(*FIXES[dominant]), OTHER_FRAMEWORKS[dominant])
@@ -242,7 +241,7 @@ def _diagnosis(
             steps, code = pick(kind, Fix(ALLOCATOR_FIX, ALLOCATOR_CODE), ALLOCATOR)
     other = gaps[gaps["cause"] == idle.OTHER]
     queued = int(other.loc[other["runtime_id"] != NO_ID, "dur_ns"].sum())
-    one_queue = _one_queue(trace, rank)
+    one_queue = _one_queue(analysis, rank)
     if queued:
         waited_on = (
             "something queued ahead of it on the rank's only stream"
@@ -262,15 +261,15 @@ def _diagnosis(
     return mostly, steps, code, notes, {"allocator_ns": in_allocator, "queued_other_ns": queued}
 
 
-def _one_queue(trace: Trace, rank: int) -> bool:
+def _one_queue(analysis: Analysis, rank: int) -> bool:
     """The rank's GPU work ran on one stream and it ran no collective: no other queue or peer
     it could have waited for."""
     streams: set[int] = set()
-    for table in (trace.kernels, trace.memcpy, trace.memset):
-        streams |= set(table.loc[table["rank"] == rank, "stream"].unique().tolist())
-    kernels = trace.kernels[trace.kernels["rank"] == rank]
-    collectives = kernel_kinds(kernels["name"]) == COMMUNICATION if len(kernels) else []
-    return len(streams) <= 1 and not any(collectives)
+    for table in ("kernels", "memcpy", "memset"):
+        streams |= set(analysis.rank_table(table, rank)["stream"].unique().tolist())
+    kernels = analysis.rank_table("kernels", rank)
+    collectives = analysis.kernel_classes.kinds_of(kernels["name"]) == COMMUNICATION
+    return len(streams) <= 1 and not collectives.any()
 
 
 def _evidence(rank: int, largest: pd.DataFrame) -> tuple[Evidence, ...]:

@@ -32,7 +32,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import OCCUPANCY, Fix, pick
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.intervals import IntervalSet
-from gpuprofile.analyses.kernel_kind import COMMUNICATION, kernel_kinds
+from gpuprofile.analyses.kernel_kind import COMMUNICATION
 from gpuprofile.analyses.kernel_names import short_kernel_name
 from gpuprofile.analyses.thresholds import (
     LAUNCH_LATENCY_NS,
@@ -88,7 +88,7 @@ def kernel_waves(analysis: Analysis, rank: int, default_sms: int | None) -> pd.D
         k = k[launched & np.isfinite(per_sm) & (per_sm >= 0)]
     if k.empty:
         return pd.DataFrame()
-    k = k[kernel_kinds(k["name"]) != COMMUNICATION]
+    k = k[analysis.kernel_classes.kinds_of(k["name"]) != COMMUNICATION]
     blocks = _product(k, "grid")
     threads = _product(k, "block")
     facts = _devices(trace, rank)
