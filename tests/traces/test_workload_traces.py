@@ -14,6 +14,8 @@ import pytest
 import gpuprofile
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.detectors import run_detectors
+from gpuprofile.analyses.hints import Hint
+from gpuprofile.analyses.idle import HOST_LAUNCH_BOUND, idle_by_cause
 from gpuprofile.analyses.kernel_names import short_kernel_name
 from helpers.prerequisites import SHARED_TRACES, require_trace
 
@@ -212,6 +214,11 @@ def _analysis(name: str) -> Analysis:
     return gpuprofile.load(require_trace(SHARED_TRACES / name)).analysis
 
 
+@cache
+def _hints(name: str) -> tuple[Hint, ...]:
+    return tuple(run_detectors(_analysis(name)))
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_workload_of_each_shared_trace(name: str) -> None:
     analysis = _analysis(name)
@@ -244,7 +251,7 @@ def test_workload_of_each_shared_trace(name: str) -> None:
         if d.get("compute_capability")
     ]
     before_ampere = workload.device == "cuda" and bool(capabilities) and min(capabilities) < (8, 0)
-    for hint in run_detectors(analysis):
+    for hint in _hints(name):
         for text in (*hint.fix, hint.code):
             if workload.phase == "inference":
                 assert not TRAINING_ONLY.search(text), (hint.kind, text)
@@ -270,3 +277,80 @@ def test_every_kernel_keeps_its_function_name(name: str) -> None:
         short = short_kernel_name(kernel)
         assert not NOT_A_NAME.search(short), (kernel, short)
         assert len(short) <= 60, short
+
+
+def _union_ns(starts: list[int], ends: list[int]) -> int:
+    """The length of a union of [start, end) intervals, merged by hand."""
+    total, open_start, open_end = 0, None, None
+    for start, end in sorted(zip(starts, ends, strict=True)):
+        if open_end is None or start > open_end:
+            total += 0 if open_end is None or open_start is None else open_end - open_start
+            open_start, open_end = start, end
+        else:
+            open_end = max(open_end, end)
+    return total + (0 if open_end is None or open_start is None else open_end - open_start)
+
+
+def _span_ns(analysis: Analysis, rank: int) -> int:
+    """A rank's wall: its earliest start to its latest end over every timed table."""
+    trace = analysis.trace
+    starts, ends = [], []
+    for table in ("ops", "kernels", "memcpy", "memset", "runtime"):
+        frame = trace.table(table)
+        frame = frame[frame["rank"] == rank]
+        if len(frame):
+            starts.append(int(frame["start_ns"].min()))
+            ends.append(int((frame["start_ns"] + frame["dur_ns"]).max()))
+    return max(ends) - min(starts) if starts else 0
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_gains_never_double_count(name: str) -> None:
+    """Every hint of every shared trace: a finding's gain is never more than the time it
+    claims; no two findings of a rank give back more than the union of their claims (so no
+    nanosecond twice), nor all of them together; the gains of a rank's findings never sum past
+    its wall; the launch finding's host-launch-bound figure is the report's; and no idle
+    finding on a rank with one stream blames a dependency between streams."""
+    analysis = _analysis(name)
+    by_rank: dict[int, list[Hint]] = {}
+    for hint in _hints(name):
+        if hint.rank is not None:
+            by_rank.setdefault(hint.rank, []).append(hint)
+    idle = idle_by_cause(analysis.idle_gaps)  # what the report's ranks[].idle_by_cause hold
+    for rank, hints in by_rank.items():
+        claimed = [h for h in hints if h.claim is not None]
+        blocks = {
+            id(h): (h.claim.starts.tolist(), h.claim.ends.tolist())
+            for h in claimed
+            if h.claim is not None
+        }
+        for h in claimed:
+            assert h.gain_ns <= _union_ns(*blocks[id(h)]), (h.kind, h.title)
+        for i, a in enumerate(claimed):
+            for b in claimed[i + 1 :]:
+                union = _union_ns(
+                    blocks[id(a)][0] + blocks[id(b)][0], blocks[id(a)][1] + blocks[id(b)][1]
+                )
+                assert a.gain_ns + b.gain_ns <= union, (a.title, b.title)
+        every = (
+            [s for h in claimed for s in blocks[id(h)][0]],
+            [e for h in claimed for e in blocks[id(h)][1]],
+        )
+        assert sum(h.gain_ns for h in claimed) <= _union_ns(*every)
+        assert sum(h.gain_ns for h in hints) <= _span_ns(analysis, rank), [h.title for h in hints]
+        for h in hints:
+            if h.kind == "launch-overhead":
+                assert h.numbers["host_launch_bound_ns"] == idle[rank][HOST_LAUNCH_BOUND]
+        trace = analysis.trace
+        streams = {
+            (d, s)
+            for table in (trace.kernels, trace.memcpy, trace.memset)
+            for d, s in zip(
+                table.loc[table["rank"] == rank, "device"],
+                table.loc[table["rank"] == rank, "stream"],
+            )
+        }
+        if len(streams) == 1:
+            for h in hints:
+                if h.kind == "gpu-idle":
+                    assert "another stream" not in h.title + h.explanation, h.explanation

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.claims import NOTHING, Claim
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.kernel_kind import COMMUNICATION, COMPUTE
 from gpuprofile.analyses.lookups import Lookups
@@ -32,12 +33,14 @@ class CommOverlap:
         events: the communication events (kernels or ops) as rows of their table.
         comm_ns: the union of their intervals.
         overlapped_ns: the part of it during which compute ran.
+        exposed: the rest, as time on the rank's clock (the communication finding's claim).
     """
 
     on_gpu: bool
     events: pd.DataFrame
     comm_ns: int
     overlapped_ns: int
+    exposed: Claim
 
     @property
     def exposed_ns(self) -> int:
@@ -61,12 +64,14 @@ def comm_overlap(facts: Lookups, rank: int) -> CommOverlap | None:
             return None
         compute = kernels[kinds == COMPUTE]
         comm_ns = overlapped = 0
+        exposed = NOTHING
         for device, rows in comm.groupby("device", sort=True):
             start, end = bounds(rows)
             c_start, c_end = bounds(compute[compute["device"] == device])
             comm_ns += union_length(start, end)
             overlapped += overlap_ns(start, end, c_start, c_end)
-        return CommOverlap(True, comm, comm_ns, overlapped)
+            exposed = exposed.union(Claim(start, end).minus(Claim(c_start, c_end)))
+        return CommOverlap(True, comm, comm_ns, overlapped, exposed)
     mine = (trace.ops["rank"] == rank).to_numpy()
     ops = trace.ops[mine]
     if ops.empty:
@@ -78,7 +83,11 @@ def comm_overlap(facts: Lookups, rank: int) -> CommOverlap | None:
     compute = ops[~is_comm & facts.outermost_cpu_ops[mine]]
     start, end = bounds(comm)
     return CommOverlap(
-        False, comm, union_length(start, end), overlap_ns(start, end, *bounds(compute))
+        False,
+        comm,
+        union_length(start, end),
+        overlap_ns(start, end, *bounds(compute)),
+        Claim(start, end).minus(Claim(*bounds(compute))),
     )
 
 

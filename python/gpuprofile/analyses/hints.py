@@ -24,12 +24,13 @@ Every hint says how its gain was found and how much evidence stands behind it:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.claims import Claim
 from gpuprofile.analyses.frames import SourceLine
 
 KINDS = (
@@ -111,6 +112,9 @@ class Hint:
     # The time gain_ns is a share of, for its severity: the rank's wall time, the steps'
     # windows, an engine's layer time. Kept out of to_dict, like subject.
     basis_ns: int = 0
+    # The time on the rank's clock the gain comes from (analyses/claims.py): the pipeline
+    # gives each nanosecond to one finding. None: a finding about the job, not one rank's time.
+    claim: Claim | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -128,9 +132,9 @@ class Hint:
         return (self.kind, self.subject)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = asdict(replace(self, claim=None))
         out["numbers"] = dict(self.numbers)
-        del out["subject"], out["basis_ns"]
+        del out["subject"], out["basis_ns"], out["claim"]
         return out
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from gpuprofile.analyses import idle
+from gpuprofile.analyses.claims import Claim, Ledger
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fitting import capability_of, fitted
 from gpuprofile.analyses.hints import Hint, rank_prefix, ranked
@@ -73,7 +74,7 @@ def findings(hints: list[Hint], ranks: list[int]) -> list[Hint]:
     Severity, and whether a finding is worth reporting at all (which each detector asks of the
     time it measured its gain against), come from the table in analyses/thresholds.py."""
     said_once = once_per_rank(without_repeats([judged(h) for h in hints]))
-    return ranked(folded([_with_rank(h, ranks) for h in said_once], ranks))
+    return ranked(folded([_with_rank(h, ranks) for h in shared_gains(said_once)], ranks))
 
 
 def judged(hint: Hint) -> Hint:
@@ -134,6 +135,53 @@ def _with_rank(hint: Hint, ranks: list[int]) -> Hint:
     every detector, so none writes it itself."""
     prefix = rank_prefix(ranks, hint.rank) if hint.rank is not None else ""
     return replace(hint, title=prefix + hint.title) if prefix else hint
+
+
+def shared_gains(hints: list[Hint]) -> list[Hint]:
+    """Each nanosecond of a rank's time given back once at most (analyses/claims.py).
+
+    Per rank, findings about one cause first (the general GPU-idle finding last: its time is
+    the sum of causes that have their own findings), then largest gain first, each takes what
+    is left of its claim (claims.Ledger). A finding left with less says which finding holds
+    the rest; one left with nothing is folded into the finding that holds most of its time,
+    its text kept there. Findings without a claim (about the job, not a rank's time, or ones
+    that leave other findings' time out themselves) are left as they are."""
+    order = sorted(
+        (i for i, h in enumerate(hints) if h.claim is not None),
+        key=lambda i: (hints[i].kind == "gpu-idle", -hints[i].gain_ns),
+    )
+    out: list[Hint | None] = list(hints)
+    ledgers: dict[int | None, Ledger] = {}
+    held: dict[int | None, list[tuple[int, Claim]]] = {}
+    for i in order:
+        hint = hints[i]
+        claim = hint.claim
+        assert claim is not None
+        gain = ledgers.setdefault(hint.rank, Ledger()).take(claim, hint.gain_ns)
+        before = held.setdefault(hint.rank, [])
+        overlaps = [(claim.overlap_ns(c), j) for j, c in before]
+        if gain < hint.gain_ns and overlaps and max(overlaps)[0] > 0:
+            holding = out[max(overlaps)[1]]
+            assert holding is not None
+            if gain <= 0:
+                out[max(overlaps)[1]] = replace(
+                    holding,
+                    explanation=f'{holding.explanation} The finding "{hint.title}" claims '
+                    f"the same time and is folded in here: {hint.explanation}",
+                )
+                out[i] = None
+                continue
+            out[i] = judged(
+                replace(
+                    hint,
+                    gain_ns=gain,
+                    explanation=f"{hint.explanation} {format_time(hint.gain_ns - gain)} of "
+                    f"its estimated {format_time(hint.gain_ns)} lies in time the finding "
+                    f'"{holding.title}" already counts; its gain is the rest.',
+                )
+            )
+        before.append((i, claim))
+    return [h for h in out if h is not None]
 
 
 # The detector whose hint is about one cause of idle time, with its own evidence and fix.

@@ -23,6 +23,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.claims import frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes import ALLOCATOR_CODE, ALLOCATOR_FIX
 from gpuprofile.analyses.fixes_by_framework import ALLOCATOR, Fix, pick
@@ -121,6 +122,7 @@ def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
         ),
         basis_ns=wall,
         gain_ns=gain,
+        claim=frame_claim(calls),
         gain_method=(
             "Union of the durations of allocator calls after warm-up: the host time they "
             "block, which keeping buffers cached removes. Growth and fragmentation alone "

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import recorded
+from gpuprofile.analyses.claims import op_ids_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.lookups import has_ancestor
@@ -121,6 +122,7 @@ class Occurrence:
     batch: int  # product of the leading dimensions (batch x heads)
     score_bytes: int
     removable_ns: int  # time a fused kernel would not spend
+    removable_ids: tuple[int, ...] = ()  # the ops of that time (the finding's claim)
     mask: str = NO_MASK  # what the code applied to its scores: NO_MASK, MASKED or CAUSAL
 
 
@@ -272,6 +274,7 @@ class _Thread:
                 scores,
                 self.types[s],
                 self.time_of(between, kernel_ns),
+                between,
             )
             mask = self.mask_between(between, queries, keys, int(self.start[second]))
             out.append(replace(occurrence, mask=mask))
@@ -305,7 +308,7 @@ class _Thread:
             rest = np.setdiff1d(inner, np.concatenate(matmul_parts)) if matmul_parts else inner
             scores = [*q[:-2], q[-2], k[-2]]
             removable = self.time_of(rest, kernel_ns)
-            occurrence = self._occurrence(rank, True, (p,), scores, self.types[p], removable)
+            occurrence = self._occurrence(rank, True, (p,), scores, self.types[p], removable, rest)
             out.append(replace(occurrence, mask=self.sdpa_mask(p, inner)))
         return out
 
@@ -345,6 +348,7 @@ class _Thread:
         scores: list[int],
         types: list[object] | None,
         removable: int,
+        removable_positions: np.ndarray,
     ) -> Occurrence:
         batch = int(np.prod(scores[:-2])) if len(scores) > 2 else 1
         # A score dtype the table does not size is taken for fp32.
@@ -360,6 +364,7 @@ class _Thread:
             batch=batch,
             score_bytes=batch * int(scores[-2]) * int(scores[-1]) * element,
             removable_ns=removable,
+            removable_ids=tuple(int(i) for i in self.ids[removable_positions]),
         )
 
 
@@ -398,6 +403,7 @@ def _hint(analysis: Analysis, rank: int, math: bool, found: list[Occurrence]) ->
         ),
         basis_ns=wall,
         gain_ns=int(gain),
+        claim=op_ids_claim(analysis, rank, (i for o in found for i in o.removable_ids)),
         gain_method=(
             f"{device} time of {removed}: a fused attention kernel keeps the score matrix on "
             "chip, so they disappear. The matmuls' own savings are not counted: a lower bound."

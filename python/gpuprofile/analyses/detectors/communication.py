@@ -125,6 +125,7 @@ def _gpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
         title=f"{format_time(exposed)} of collectives not hidden by compute",
         basis_ns=wall,
         gain_ns=int(exposed),
+        claim=found.exposed,
         gain_method=(
             "Exposed collective time: the union of NCCL/RCCL kernel intervals minus the part "
             "during which a compute kernel ran on the same GPU. Perfect overlap would hide "
@@ -168,6 +169,7 @@ def _cpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
         title=f"{format_time(exposed)} of CPU collectives (gloo) not overlapped",
         basis_ns=wall,
         gain_ns=int(exposed),
+        claim=found.exposed,
         gain_method=(
             "Exposed collective time on the CPU: the union of gloo:/c10d:: intervals minus "
             "the part during which an aten op (not a collective) ran on any thread. An upper "

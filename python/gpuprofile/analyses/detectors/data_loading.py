@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import idle
+from gpuprofile.analyses.claims import Claim, frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Hint, heaviest_events
 from gpuprofile.analyses.intervals import union_length
@@ -118,6 +119,7 @@ def _gpu_hint(
         ),
         windows=windows,
         confidence="high",
+        claim=frame_claim(stalls),
     )
 
 
@@ -148,6 +150,7 @@ def _cpu_hint(analysis: Analysis, rank: int, loader: pd.DataFrame) -> Hint | Non
         ),
         windows=None,
         confidence="medium",
+        claim=frame_claim(loader),
     )
 
 
@@ -163,6 +166,7 @@ def _hint(
     what: str,
     windows: tuple[tuple[int, int], ...] | None,
     confidence: str,
+    claim: Claim,
 ) -> Hint:
     """``windows``: where to look (the GPU's idle gaps), else the DataLoader calls' own."""
     names = loader["name"].astype(str)
@@ -180,6 +184,7 @@ def _hint(
         title=title,
         basis_ns=wall,
         gain_ns=gain,
+        claim=claim,
         gain_method=gain_method,
         confidence=confidence,
         explanation=(

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import idle
+from gpuprofile.analyses.claims import frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes import ALLOCATOR_CODE, ALLOCATOR_FIX
 from gpuprofile.analyses.fixes_by_framework import (
@@ -186,6 +187,7 @@ def _hint(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> Hint | None:
         title=f"GPU idle {format_fraction(share, 0)} of the window, {mostly}",
         basis_ns=analysis.wall_ns(rank),
         gain_ns=gain,
+        claim=frame_claim(gaps[gaps["cause"].isin(ADDRESSABLE).to_numpy()]),
         gain_method=(
             "Sum of the idle gaps whose cause a host-side change removes (synchronization, "
             "data loading, host-device copies, launch-bound); an upper bound, since a fix "

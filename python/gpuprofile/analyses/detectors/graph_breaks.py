@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from gpuprofile.analyses.claims import Claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.frames import SourceLine
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
@@ -125,6 +126,7 @@ def _hint(
         ),
         basis_ns=wall,
         gain_ns=eager,
+        claim=Claim(breaks["start_ns"].to_numpy(), breaks["end_ns"].to_numpy()),
         gain_method=(
             "The time from each compiled region's last graph call to the region resumed after "
             "its break, compiling apart, summed over the calls: an upper bound, as the code "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.claims import Claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Evidence, Hint
 from gpuprofile.analyses.intervals import IntervalSet
@@ -70,6 +71,7 @@ def detect(analysis: Analysis) -> list[Hint]:
                 ),
                 basis_ns=wall,
                 gain_ns=outside,
+                claim=Claim(np.array([a for a, _ in windows]), np.array([b for _, b in windows])),
                 gain_method=(
                     "The rank's wall time before its first GPU work and after its last, less "
                     "one-time work (the one-off notice's): what moving that host work off the "

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import idle
+from gpuprofile.analyses.claims import frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
@@ -213,6 +214,11 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
     trace, kind = analysis.trace, analysis.framework
     counted = host_bound_gaps(analysis, rank, gaps)
     gain = int(counted["removable_ns"].sum())
+    # The report's figure (idle_by_cause), and the parts of it a graph cannot remove.
+    bound = gaps[(gaps["rank"] == rank) & (gaps["cause"] == idle.HOST_LAUNCH_BOUND)]
+    bound_ns = int(bound["dur_ns"].sum())
+    longer = bound[bound["dur_ns"].to_numpy() > MAX_LAUNCH_GAP_NS]
+    under_sync_ns = bound_ns - int(longer["dur_ns"].sum()) - int(counted["dur_ns"].sum())
     wall = analysis.wall_ns(rank)
     if not worth_reporting("launch-overhead", gain, wall):
         return None
@@ -241,6 +247,10 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
         "median_launch_ns": median_launch,
         "launch_gaps": len(counted),
         "launch_gap_ns": idle_ns,
+        "host_launch_bound_ns": bound_ns,
+        "longer_gaps": len(longer),
+        "longer_gap_ns": int(longer["dur_ns"].sum()),
+        "under_sync_ns": under_sync_ns,
     }
     described = []
     rows = zip(sequences["sequence"], sequences["count"], sequences["span_ns"])
@@ -273,6 +283,7 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
         ),
         basis_ns=wall,
         gain_ns=gain,
+        claim=frame_claim(counted),
         gain_method=(
             "Sum of the GPU idle gaps whose cause is the host launching (analyses/idle.py: "
             f"the next work was launched after the gap began), each of at most "
@@ -286,7 +297,8 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
             f"launch fast enough. {len(small)} of {len(kernels)} kernels "
             f"({format_percent(share, 0)}) ran shorter than {format_time(LAUNCH_LATENCY_NS)}, "
             f"{format_time(small_ns)} in total. {launch_text}".rstrip()
-            + f"{graph_text}{sequence_text}"
+            + f"{graph_text}{sequence_text} "
+            + _accounting(bound_ns, gain, longer, under_sync_ns, len(counted))
         ),
         numbers=numbers,
         **(
@@ -296,6 +308,28 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
         )._asdict(),
         evidence=_evidence(analysis, rank, counted),
         rank=rank,
+    )
+
+
+def _accounting(
+    bound_ns: int, gain: int, longer: pd.DataFrame, under_sync_ns: int, counted: int
+) -> str:
+    """How the gain follows from the host-launch-bound idle the report gives (idle_by_cause)."""
+    parts = []
+    if len(longer):
+        parts.append(
+            f"{format_time(int(longer['dur_ns'].sum()))} is in {len(longer)} gaps longer than "
+            f"{format_time(MAX_LAUNCH_GAP_NS)} (host work of its own, not launch cost)"
+        )
+    if under_sync_ns > 0:
+        parts.append(f"{format_time(under_sync_ns)} is under synchronizing calls (sync stalls)")
+    parts.append(
+        f"about {format_time(GRAPH_GAP_NS)} of each of the {counted} gaps stays between "
+        "replayed kernels"
+    )
+    return (
+        f"Of the {format_time(bound_ns)} of idle this report puts down to host launching, a "
+        f"graph gives back about {format_time(gain)}: " + "; ".join(parts) + "."
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from gpuprofile.analyses.claims import frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import Fix, pick
 from gpuprofile.analyses.hints import Hint, heaviest_events
@@ -86,6 +87,7 @@ def detect(analysis: Analysis) -> list[Hint]:
                 ),
                 basis_ns=analysis.wall_ns(rank),
                 gain_ns=gain,
+                claim=frame_claim(converting),
                 gain_method=(
                     "The summed time of the kernels that only transpose tensors between NCHW "
                     "and NHWC (told by their names): what keeping the model in channels_last "

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.claims import frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import OCCUPANCY, Fix, pick
 from gpuprofile.analyses.hints import Hint, heaviest_events
@@ -221,6 +222,7 @@ def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
         title=f"{format_count(len(hits), 'kernel')} leave SMs idle ({sms} SMs)",
         basis_ns=wall,
         gain_ns=gain,
+        claim=frame_claim(hits),
         gain_method=(
             "Half the idle SM capacity of each kernel of 10 µs or more, from launch "
             "facts: duration x (1 - waves / ceil(waves)) x (1 - share of it overlapped by "

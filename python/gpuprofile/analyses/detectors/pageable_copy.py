@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import idle
+from gpuprofile.analyses.claims import frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COPY_STREAM, PAGEABLE, Fix, pick
 from gpuprofile.analyses.framework import Framework
@@ -122,6 +123,7 @@ def _pageable(
         ),
         basis_ns=wall,
         gain_ns=gain,
+        claim=frame_claim(slow).union(frame_claim(blocked)),
         gain_method=(
             "Copy time above the pinned rate ("
             + "; ".join(sorted(sources))
@@ -184,6 +186,7 @@ def _compute_stream(
         ),
         basis_ns=wall,
         gain_ns=gain,
+        claim=frame_claim(serial),
         gain_method=(
             "Duration of pinned host-device copies on a stream that also runs kernels: on a "
             "side stream, prefetched a step ahead, they overlap compute. An upper bound."

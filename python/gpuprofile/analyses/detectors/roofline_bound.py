@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.claims import NOTHING, Claim, ids_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COMPUTE_BOUND, MEMORY_BOUND, Fix, pick
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
-from gpuprofile.analyses.roofline import FAR_PCT
+from gpuprofile.analyses.roofline import FAR_PCT, point_members
 from gpuprofile.analyses.thresholds import (
     ACHIEVABLE_ROOF_SHARE,
     worth_reporting,
@@ -126,6 +127,7 @@ def _hint(
         ),
         basis_ns=wall,
         gain_ns=gain,
+        claim=_claim(analysis, rank, set(rows["key"])),
         gain_method=(
             f"Per op (name and shapes) at or below {format_percent(FAR_PCT, 0)} of its roof, its "
             f"time minus the time it would take at {format_fraction(ACHIEVABLE, 0)} of the roof "
@@ -183,3 +185,11 @@ def _evidence(trace: Trace, rank: int, rows: pd.DataFrame) -> tuple[Evidence, ..
     return (
         Evidence("ops", rank, tuple(ids), windows, "ops of the farthest points, heaviest first"),
     )
+
+
+def _claim(analysis: Analysis, rank: int, keys: set[str]) -> Claim:
+    """The time of every member of the points (the points keep only their heaviest ids)."""
+    claim = NOTHING
+    for found in point_members(analysis.roofline_members, keys).values():
+        claim = claim.union(ids_claim(analysis, rank, found.table, found.ids.tolist()))
+    return claim

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import idle
+from gpuprofile.analyses.claims import frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import AUTOTUNE_TEXT, SYNC, Fix, pick, pick_text
 from gpuprofile.analyses.framework import Framework
@@ -144,6 +145,7 @@ def _hint(
         ),
         basis_ns=wall,
         gain_ns=gain,
+        claim=frame_claim(stalls),
         gain_method=(
             "GPU idle attributed to synchronization (sync activity covering most of the gap, "
             "or a sync that was waiting when the gap began and waited at least half as long): "

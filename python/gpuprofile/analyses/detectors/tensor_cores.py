@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import recorded
+from gpuprofile.analyses.claims import frame_claim, op_ids_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes import (
     ALIGN_CODE,
@@ -198,6 +199,7 @@ def _named_fp32_hint(
         title=f"{len(kernels)} fp32 GEMM/convolution kernels run without tensor cores",
         basis_ns=wall,
         gain_ns=gain,
+        claim=frame_claim(kernels),
         gain_method=(
             f"Kernel time x (1 - fp32 rate / {target.upper()} tensor-core rate) on "
             f"{hardware.name} ({rates}), for kernels found by name alone: it assumes they run "
@@ -313,6 +315,7 @@ def _fp32_hint(
         title=f"{len(ops)} fp32 matmuls run without tensor cores",
         basis_ns=wall,
         gain_ns=gain,
+        claim=op_ids_claim(analysis, rank, ops["op_id"].tolist()),
         gain_method=method,
         confidence=confidence,
         explanation=(
@@ -357,6 +360,7 @@ def _alignment_hint(
         title=f"{len(ops)} {dtypes} matmuls with dims not multiples of 8",
         basis_ns=wall,
         gain_ns=gain,
+        claim=op_ids_claim(analysis, rank, ops["op_id"].tolist()),
         gain_method=(
             f"A quarter of these ops' GPU time ({format_fraction(MISALIGNED_SHARE, 0)}): "
             "misaligned GEMMs fall back to narrow-alignment kernels; the loss depends on shape "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from gpuprofile.analyses.claims import frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.inference import REDUCED_PRECISIONS, layers, precision_mix
@@ -108,6 +109,7 @@ def detect(analysis: Analysis) -> list[Hint]:
             ),
             basis_ns=total,
             gain_ns=gain_ns,
+            claim=frame_claim(fallback),
             gain_method=method,
             confidence=confidence,
             explanation=(

@@ -16,6 +16,7 @@ name.
 
 from __future__ import annotations
 
+from gpuprofile.analyses.claims import frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.inference import layers
@@ -65,6 +66,7 @@ def detect(analysis: Analysis) -> list[Hint]:
             ),
             basis_ns=total,
             gain_ns=gain,
+            claim=frame_claim(moving),
             gain_method=(
                 "The summed average time of the engine's reformat, copy and shuffle layers "
                 "(one average inference): what removing them all gives back, an upper bound; "
