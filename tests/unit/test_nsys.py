@@ -266,16 +266,35 @@ def test_an_empty_kernel_table_says_so_too(tmp_path: Path) -> None:
     assert "holds no rows" in trace.meta.notes[0]
 
 
-def test_each_process_is_a_rank_in_pid_order(tmp_path: Path) -> None:
+def test_a_process_without_gpu_work_is_a_helper_not_a_rank(tmp_path: Path) -> None:
+    # The second process made one runtime call and ran no kernel, copy or set.
     trace = load_nsys(build(tmp_path / "x.sqlite", second_process=True))
-    assert trace.ranks == [0, 1]
-    assert set(trace.kernels["rank"]) == {0}  # pid 4242 < 4343
+    assert trace.ranks == [0]
     other = trace.runtime[trace.runtime["pid"] == OTHER_PID]
-    assert other["rank"].tolist() == [1]
-    assert any(
-        f"pid {PID} -> rank 0" in n and f"pid {OTHER_PID} -> rank 1" in n for n in trace.meta.notes
-    )
+    assert other["rank"].tolist() == [0]  # kept, with its own pid
+    assert any(f"pid {OTHER_PID} (with rank 0)" in n for n in trace.meta.notes)
     assert trace.meta.origin_ns == SESSION_START + 800  # the second process's call at 900
+
+
+def test_each_process_with_gpu_work_is_a_rank_in_pid_order(tmp_path: Path) -> None:
+    path = build(tmp_path / "x.sqlite", second_process=True)
+    third = 4500  # a second GPU process, after the helper's pid
+    db = sqlite3.connect(path)
+    db.execute(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES "
+        "(9000, 9500, 0, 7, 99, ?, 1, 2, 64, 128, 2, 1, 256, 1, 1, 1024, 4096)",
+        (_global(third),),
+    )
+    db.commit()
+    db.close()
+    trace = load_nsys(path)
+    assert trace.ranks == [0, 1]
+    assert trace.kernels.groupby("rank").size().to_dict() == {0: 2, 1: 1}  # 4242's two, 4500's
+    # The helper (4343) is nearer 4242 than 4500: it joins rank 0.
+    assert trace.runtime.loc[trace.runtime["pid"] == OTHER_PID, "rank"].tolist() == [0]
+    assert any(
+        f"pid {PID} -> rank 0" in n and f"pid {third} -> rank 1" in n for n in trace.meta.notes
+    )
 
 
 def test_a_renamed_export_is_read_by_content(tmp_path: Path) -> None:

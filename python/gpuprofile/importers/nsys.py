@@ -3,9 +3,11 @@ report (exported with ``nsys`` when it is on PATH), or an ``nsys stats`` CSV (ns
 
 Both schema generations are read: 2.x (metadata in ``EXPORT_META_DATA``, no ``ENUM_*`` tables)
 and 3.x (``META_DATA_EXPORT``, enums); tables and columns are looked up, never assumed
-(nsys_schema.py). Each process that recorded events is a rank, numbered in process-id order:
+(nsys_schema.py). Each process that ran GPU work is a rank, numbered in process-id order:
 nsys writes one file per node (or per rank under ``mpirun nsys``) and does not record MPI
-ranks, so the process is the unit the file itself tells apart. See docs/formats/nsys.md.
+ranks, so the process is the unit the file itself tells apart. A process that ran no GPU work
+beside one that did is a helper of the program, not a rank (``_ranks``). See
+docs/formats/nsys.md.
 """
 
 from __future__ import annotations
@@ -119,13 +121,7 @@ def _trace(
     host: str | None,
 ) -> Trace:
     pids = sorted({int(p) for _, pid in parts.values() for p in np.unique(pid)})
-    rank_of = {pid: rank for rank, pid in enumerate(pids)} or {NO_ID: 0}
-    if len(pids) > 1:
-        shown = ", ".join(f"pid {pid} -> rank {rank}" for pid, rank in rank_of.items())
-        notes.append(
-            f"{len(pids)} processes recorded events; each is read as a rank, in process-id "
-            f"order ({shown}): nsys does not record MPI ranks."
-        )
+    rank_of = _ranks(pids, parts, notes)
     starts = [cols["start_ns"] for cols, _ in parts.values() if len(cols["start_ns"])]
     t0 = int(min(int(s.min()) for s in starts)) if starts else 0
     tables = {}
@@ -148,14 +144,16 @@ def _trace(
     ranks = {
         rank: RankMeta(
             devices=devices,
-            thread_names={k: v for k, v in names.items() if int(k.split("/")[0]) == pid},
+            thread_names={
+                k: v for k, v in names.items() if rank_of.get(int(k.split("/")[0])) == rank
+            },
             files=(str(path),),
             schema_version=schema,
             versions={"nsys": product} if product else {},
             skipped=dict(skipped) if rank == 0 else {},
             host_name=host,
         )
-        for pid, rank in rank_of.items()
+        for rank in sorted(set(rank_of.values()))
     }
     meta = TraceMeta(
         source=Source(format="nsys", version=version or None, path=str(path), files=(str(path),)),
@@ -164,6 +162,45 @@ def _trace(
         notes=tuple(notes),
     )
     return Trace(**tables, meta=meta)
+
+
+def _ranks(
+    pids: list[int], parts: dict[str, tuple[Columns, np.ndarray]], notes: list[str]
+) -> dict[int, int]:
+    """Each process's rank. A process that ran GPU work (kernels, copies, sets) is a rank, in
+    process-id order; one that ran none beside one that did is a helper of that program (a
+    compile worker, a launcher, a DataLoader worker), not a rank of a job: its events join the
+    rank of the nearest process id and keep their own pid. Without GPU work anywhere, each
+    process is a rank."""
+    if not pids:
+        return {NO_ID: 0}
+    gpu = sorted(
+        {
+            int(p)
+            for table in ("kernels", "memcpy", "memset")
+            if table in parts
+            for p in np.unique(parts[table][1])
+        }
+    )
+    ranked = gpu or pids
+    rank_of = {pid: rank for rank, pid in enumerate(ranked)}
+    helpers = [p for p in pids if p not in rank_of]
+    for pid in helpers:
+        rank_of[pid] = rank_of[min(ranked, key=lambda g: (abs(g - pid), g))]
+    if len(ranked) > 1:
+        shown = ", ".join(f"pid {pid} -> rank {rank_of[pid]}" for pid in ranked)
+        notes.append(
+            f"{len(ranked)} processes ran GPU work; each is read as a rank, in process-id "
+            f"order ({shown}): nsys does not record MPI ranks."
+        )
+    if helpers:
+        shown = ", ".join(f"pid {pid} (with rank {rank_of[pid]})" for pid in helpers)
+        notes.append(
+            f"{len(helpers)} {'process' if len(helpers) == 1 else 'processes'} ran no GPU work "
+            f"beside {'the one' if len(ranked) == 1 else 'those'} that did: read as helpers of "
+            f"the program, not ranks: {shown}."
+        )
+    return rank_of
 
 
 def _no_kernels_note(has_table: bool) -> str:
