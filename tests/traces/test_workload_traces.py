@@ -338,9 +338,17 @@ def test_gains_never_double_count(name: str) -> None:
         )
         assert sum(h.gain_ns for h in claimed) <= _union_ns(*every)
         assert sum(h.gain_ns for h in hints) <= _span_ns(analysis, rank), [h.title for h in hints]
+        copies = analysis.trace.memcpy
+        host_device = int(
+            ((copies["rank"] == rank) & copies["kind"].astype(str).isin(["HtoD", "DtoH"])).sum()
+        )
         for h in hints:
             if h.kind == "launch-overhead":
                 assert h.numbers["host_launch_bound_ns"] == idle[rank][HOST_LAUNCH_BOUND]
+            if h.kind == "pageable-copy" and "host_device_copies" in h.numbers:
+                # The count beside the copy table's HtoD and DtoH rows is that table's.
+                assert h.numbers["host_device_copies"] == host_device
+                assert f"of its {host_device} host-device copies" in h.explanation
         trace = analysis.trace
         streams = {
             (d, s)

@@ -89,10 +89,11 @@ def test_launch_overhead_fires_on_gaps_between_small_kernels(tmp_path: Path) -> 
     assert hint.numbers["launch_calls"] == 30
     assert hint.numbers["launch_ns_for_small_kernels"] == 30 * 4 * US
     assert hint.numbers["launch_gap_ns"] == 29 * 20 * US
-    # A B A B ... : "A B A B" starts at 0, 2, ..., 26 (14 times) and spans 3 * 23 + 3 us;
-    # "B A B A" 13 times; the 2- and 3-kernel runs inside them are not listed again.
+    # A B A B ... : "A B A B" starts at 0, 2, ..., 26 (14 times), its four kernels 3 us each
+    # (the gaps between them not counted); "B A B A" 13 times; the 2- and 3-kernel runs
+    # inside them are not listed again.
     seq = "add_kernel -> mul_kernel -> add_kernel -> mul_kernel"
-    assert hint.numbers["fusion_candidate_1"] == f"{seq} (x14, 1.01 ms)"  # 14 x 72 µs
+    assert hint.numbers["fusion_candidate_1"] == f"{seq} (x14, 168 µs)"  # 14 x 4 x 3 µs
     assert str(hint.numbers["fusion_candidate_2"]).startswith("mul_kernel -> add_kernel")
     assert "fusion_candidate_3" not in hint.numbers
     assert {e.table for e in hint.evidence} == {"kernels", "runtime"}

@@ -70,7 +70,7 @@ FIX = (
     'mode="reduce-overhead") does it for you (static shapes; mark dynamic ones), or '
     "torch.cuda.graphs / torch.cuda.make_graphed_callables by hand.",
     "Fuse chains of small elementwise kernels: torch.compile(model) generates one Triton "
-    "kernel per chain; the sequences below are the candidates.",
+    "kernel per chain (the repeated sequences the explanation names, where it names some).",
     "Use fused or multi-tensor implementations: torch.optim.AdamW(..., fused=True) or "
     "foreach=True, fused layer norms, F.scaled_dot_product_attention.",
     "Give each kernel more work: larger batches, or batch many small tensors into one "
@@ -109,7 +109,9 @@ def detect(analysis: Analysis) -> list[Hint]:
 
 
 def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.DataFrame:
-    """Repeated runs of 2-4 back-to-back small kernels on a stream, by the time they span.
+    """Repeated runs of 2-4 back-to-back small kernels on a stream, by their kernels' time
+    (kernel_ns: the runs' kernels' durations summed, never the gaps between them, which a
+    fused kernel would not have either).
 
     Back to back: no gap inside the run longer than MAX_LAUNCH_GAP_NS. A run contained in a
     longer one already listed is skipped.
@@ -130,11 +132,12 @@ def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.D
         + pd.factorize(kernels["stream"].to_numpy()[order])[0]
     )
     start = kernels["start_ns"].to_numpy(np.int64)[order]
-    end = start + kernels["dur_ns"].to_numpy(np.int64)[order]
+    dur = kernels["dur_ns"].to_numpy(np.int64)[order]
+    end = start + dur
     small = kernels["dur_ns"].to_numpy()[order] < LAUNCH_LATENCY_NS
     # joined[i]: kernel i+1 follows kernel i on its stream closely enough to be fused with it.
     joined = ((start[1:] - end[:-1]) <= MAX_LAUNCH_GAP_NS) & (stream[1:] == stream[:-1])
-    # Per distinct (sequence, n): its count and summed span.
+    # Per distinct (sequence, n): its count and its kernels' summed time.
     totals: dict[tuple[str, int], list[int]] = {}
     for n in NGRAM_LENGTHS:
         m = len(start) - n + 1
@@ -151,17 +154,17 @@ def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.D
         for j in range(n):
             key = pd.factorize(key * (len(labels) + 1) + codes[at + j])[0]
         distinct, first = np.unique(key, return_index=True)
-        span_ns = np.zeros(len(distinct), dtype=np.int64)
-        np.add.at(span_ns, key, end[at + n - 1] - start[at])
+        kernel_ns = np.zeros(len(distinct), dtype=np.int64)
+        np.add.at(kernel_ns, key, sum(dur[at + j] for j in range(n)))
         count = np.bincount(key, minlength=len(distinct))
-        for i, c, ns in zip(at[first].tolist(), count.tolist(), span_ns.tolist(), strict=True):
+        for i, c, ns in zip(at[first].tolist(), count.tolist(), kernel_ns.tolist(), strict=True):
             sequence = " -> ".join(labels[codes[i + j]] for j in range(n))
             total = totals.setdefault((sequence, n), [0, 0])
             total[0] += c
             total[1] += ns
-    columns = ["sequence", "n", "count", "span_ns"]
+    columns = ["sequence", "n", "count", "kernel_ns"]
     # Groups in (sequence, n) order, numbered as a sorted groupby numbers them; then the
-    # repeated ones by span, then length, longest first (ties in group order).
+    # repeated ones by kernel time, then length, longest first (ties in group order).
     groups = sorted(totals)
     kept = [g for g, key in enumerate(groups) if totals[key][0] >= 2]
     kept.sort(key=lambda g: (-totals[groups[g]][1], -groups[g][1]))
@@ -178,7 +181,7 @@ def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.D
             "sequence": pd.Series([groups[g][0] for g in picked], dtype="str"),
             "n": np.array([groups[g][1] for g in picked], np.int64),
             "count": np.array([totals[groups[g]][0] for g in picked], np.int64),
-            "span_ns": np.array([totals[groups[g]][1] for g in picked], np.int64),
+            "kernel_ns": np.array([totals[groups[g]][1] for g in picked], np.int64),
         }
     ).set_axis(pd.Index(picked, dtype=np.int64))
 
@@ -253,7 +256,7 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
         "under_sync_ns": under_sync_ns,
     }
     described = []
-    rows = zip(sequences["sequence"], sequences["count"], sequences["span_ns"])
+    rows = zip(sequences["sequence"], sequences["count"], sequences["kernel_ns"])
     for i, (text, count, span) in enumerate(rows, start=1):
         numbers[f"fusion_candidate_{i}"] = f"{text} (x{int(count)}, {format_time(float(span))})"
         described.append(f"{text} x{int(count)}")

@@ -70,15 +70,14 @@ def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
     hints = []
     for rank in trace.ranks:
-        copies = trace.memcpy[
-            (trace.memcpy["rank"] == rank)
-            & trace.memcpy["kind"].isin(HOST_DEVICE_KINDS)
-            & (trace.memcpy["bytes"] >= MIN_COPY_BYTES)
+        host_device = trace.memcpy[
+            (trace.memcpy["rank"] == rank) & trace.memcpy["kind"].isin(HOST_DEVICE_KINDS)
         ]
+        copies = host_device[host_device["bytes"] >= MIN_COPY_BYTES]
         pageable = (~copies["pinned"]) & copies["name"].astype(str).str.contains("Pageable")
         gaps = analysis.idle_gaps
         blocked = gaps[(gaps["rank"] == rank) & (gaps["cause"] == idle.HOST_DEVICE_COPY)]
-        hint = _pageable(analysis, rank, copies, pageable.to_numpy(), blocked)
+        hint = _pageable(analysis, rank, copies, pageable.to_numpy(), blocked, len(host_device))
         if hint is not None:
             hints.append(hint)
         hint = _compute_stream(analysis, rank, copies[copies["pinned"]], analysis.framework)
@@ -93,6 +92,7 @@ def _pageable(
     copies: pd.DataFrame,
     pageable: np.ndarray,
     blocked: pd.DataFrame,
+    host_device: int,
 ) -> Hint | None:
     slow = copies[pageable]
     if int(slow["bytes"].sum()) < MIN_PAGEABLE_BYTES:
@@ -131,14 +131,23 @@ def _pageable(
         ),
         confidence="medium",
         explanation=(
-            f"Rank {rank}: {len(slow)} host-device copies from pageable memory: {kinds}, "
+            f"Rank {rank}: {len(slow)} of its {host_device} host-device copies (the copy "
+            f"table's HtoD and DtoH rows) were from pageable memory: {kinds}, "
             f"{format_bytes_per_s(total_bytes / total_ns * 1e9)} on average. Pinned, they "
             f"would take {format_time(staging_ns)} less; the GPU also sat idle "
             f"{format_time(blocked_ns)} in {len(blocked)} gaps while the host was blocked in "
             "copies."
+            + (
+                f" The other {small} copies are under {format_bytes(MIN_COPY_BYTES)}: their "
+                "time is the call's latency, not the bytes, and they are not judged here."
+                if (small := host_device - len(copies))
+                else ""
+            )
         ),
         numbers={
             "copies": len(slow),
+            "host_device_copies": host_device,
+            "small_copies": host_device - len(copies),
             "bytes": total_bytes,
             "copy_ns": total_ns,
             "staging_ns": staging_ns,
