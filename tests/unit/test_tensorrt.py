@@ -252,3 +252,46 @@ def test_graph_without_layer_names_leaves_precisions_unknown(tmp_path: Path) -> 
     assert [f["precision"] for f in trace.meta.inference["layers"]] == [None] * 3
     assert any("3 of 3 profiled layers" in n for n in trace.meta.inference["notes"])
     assert detector("trt_precision")(Analysis(trace, HARDWARE)) == []
+
+
+def test_layers_the_builder_should_have_fused(tmp_path: Path) -> None:
+    # A Q/DQ pair and a Pad on their own, beside fused groups and a residual add that is no
+    # bias: 0.05 + 0.03 + 0.04 ms of the layers' 0.05 + 0.03 + 0.04 + 0.02 + 1.0 ms.
+    layers = [
+        ("QuantizeLinear_7", 0.05, "Quantize", FP16),
+        ("DequantizeLinear_9", 0.03, "Dequantize", FP16),
+        ("resnet50/pool1_pad/Pad", 0.04, "Padding", FP16),
+        ("block1/add", 0.02, "ElementWise", FP16),
+        *FP16_ENGINE,
+    ]
+    (hint,) = _hints(tmp_path, layers, "trt_unfused")
+    assert hint.kind == "unfused-layers" and hint.gain_ns == 120_000
+    assert hint.numbers["layers"] == 3
+    assert hint.numbers["quantize/dequantize_ns"] == 80_000
+    assert hint.numbers["pad_ns"] == 40_000
+    assert hint.confidence == "medium"  # told by the engine graph's layer types
+    fixes = " ".join(hint.fix)
+    assert "Q/DQ" in fixes and "padding" in fixes and "--verbose" in fixes
+    # Under three percent of the layers' time is no finding.
+    (tmp_path / "b").mkdir()
+    light = [("QuantizeLinear_7", 0.02, "Quantize", FP16), *FP16_ENGINE]
+    assert _hints(tmp_path / "b", light, "trt_unfused") == []
+
+
+def test_unfused_layers_told_by_name_without_a_graph(tmp_path: Path) -> None:
+    # No engine graph: the op in each layer's name decides; fused groups ("a + b") never count.
+    profile = [
+        {"name": n, "timeMs": ms * 10, "averageMs": ms, "medianMs": ms, "percentage": 0}
+        for n, ms in [
+            ("QuantizeLinear_2", 0.1),
+            ("conv.weight + QuantizeLinear_8 + Conv_12 + PWN(Clip_16)", 0.6),
+            ("model/dense/BiasAdd", 0.05),
+            ("Relu_3", 0.05),
+            ("Conv_20", 0.2),
+        ]
+    ]
+    path = _write(tmp_path / "only.profile.json", [{"count": 10}, *profile])
+    (hint,) = detector("trt_unfused")(Analysis(load_tensorrt(path), HARDWARE))
+    assert hint.gain_ns == 200_000 and hint.numbers["layers"] == 3
+    assert hint.confidence == "low"
+    assert hint.numbers["bias add_ns"] == 50_000 and hint.numbers["activation_ns"] == 50_000

@@ -51,6 +51,7 @@ KINDS = (
     "load-imbalance",
     "precision-fallback",
     "reformat-overhead",
+    "unfused-layers",
     "graph-break",
     "python-loop",
     "data-dependent-routing",

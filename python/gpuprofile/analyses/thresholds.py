@@ -53,6 +53,9 @@ MIN_GAIN_SHARE: Mapping[str, float] = MappingProxyType(
         # Reformat layers exist in every engine; from three percent they cost a measurable
         # share of inference.
         "reformat-overhead": 0.03,
+        # Layers of one quantize, pad, bias or activation op: the builder fuses them when the
+        # graph lets it, so three percent of an inference left apart is worth the export fix.
+        "unfused-layers": 0.03,
         # Of the rank's wall time: the eager code between compiled regions, which a fix
         # compiles (an upper bound); a hundredth is worth finding the break for.
         "graph-break": 0.01,

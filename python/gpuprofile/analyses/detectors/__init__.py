@@ -36,6 +36,7 @@ DETECTORS = (
     "load_imbalance",
     "trt_precision",
     "trt_reformat",
+    "trt_unfused",
     "graph_breaks",
     "python_loop",
     "mask_routing",
