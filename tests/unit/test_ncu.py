@@ -336,3 +336,30 @@ def test_missing_metrics_are_named_as_missing(tmp_path: Path) -> None:
     gauges = {g["key"]: g for g in gpuprofile.load(path).report()["gauges"]}
     assert "the file has no DRAM byte metrics" in gauges["dram-bandwidth"]["note"]
     assert "the file has no SASS op counts" in gauges["compute"]["note"]
+
+
+def test_a_launch_under_one_wave_capped_by_registers(tmp_path: Path) -> None:
+    """A paged-decode-like launch: 204 blocks on 132 SMs, two blocks per SM by its registers
+    (Nsight Compute's occupancy limits), so 204 / 264 = 0.77 of one wave."""
+    from gpuprofile.analyses.detectors import detector
+
+    identity = ["0", "4242", "app", "127.0.0.1", "void paged_decode<128>(float *)", "1", "7",
+                "(256, 1, 1)", "(204, 1, 1)", "0", "9.0"]  # fmt: skip
+    metrics = [
+        ("gpu__time_duration.sum", "usecond", "100"),
+        ("launch__occupancy_limit_registers", "block", "2"),
+        ("launch__occupancy_limit_shared_mem", "block", "8"),
+        ("launch__occupancy_limit_warps", "block", "8"),
+        ("launch__occupancy_limit_blocks", "block", "32"),
+        ("launch__sm_count", "SM", "132"),
+        ("launch__waves_per_multiprocessor", "", "0.77"),
+    ]
+    rows = [LONG_HEADER, *([*identity, "Launch Statistics", *m] for m in metrics)]
+    path = tmp_path / "decode.csv"
+    path.write_text("device: NVIDIA H100 80GB HBM3 (sm_90), 132 SMs, 1.98 GHz\n" + _csv_text(rows))
+    profile = gpuprofile.load(path)
+    (hint,) = detector("low_occupancy")(profile.analysis)
+    waves = 204 / (132 * 2)
+    assert hint.gain_ns == int(0.5 * 100_000 * (1 - waves))  # half the idle share of one wave
+    assert "0.77 waves of 132x2 blocks (blocks per SM capped at 2 by registers)" in hint.explanation
+    assert any("__launch_bounds__" in f for f in hint.fix)

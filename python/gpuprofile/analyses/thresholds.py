@@ -89,6 +89,9 @@ LAUNCH_LATENCY_NS = 10_000
 MIN_ATTENTION_KEYS = 128
 # A kernel has low occupancy when at least this share of its waves' capacity sat idle.
 MIN_IDLE_WAVE_SHARE = 0.25
+# ... or, for a launch of less than one wave (every SM slot it left empty stays empty for the
+# whole kernel, as a paged-decode kernel at 0.77 waves), this share.
+MIN_ONE_WAVE_IDLE = 0.1
 # A copy smaller than this is latency-bound (a scalar's .item()), whatever its memory.
 MIN_COPY_BYTES = 64 * 1024
 # One-time work (context creation, first calls, compiling) holding this share of a rank's wall

@@ -8,14 +8,21 @@ as ``min(blocks / SMs, max active blocks per SM) * threads per block / max threa
 (libkineto CudaDeviceProperties.cpp, kernelOccupancy): where the grid is larger than one
 wave, occupancy * max threads per SM / threads per block gives the max active blocks per SM.
 
-Only kernels whose trace carries CUPTI's launch facts ("blocks per SM", written by Kineto for
-CUDA kernels) are judged: ROCm traces write work-items for some launches and workgroups for
-others in "grid", so a block count cannot be read from them. Kernels shorter than
+Nsight Compute measures the resident blocks per SM itself: the smallest of its occupancy limits
+(``launch__occupancy_limit_registers``, ``_shared_mem``, ``_warps``, ``_blocks``), whose
+resource the finding names ("capped at 2 by registers"). Otherwise only kernels whose trace
+carries CUPTI's launch facts ("blocks per SM", written by Kineto for CUDA kernels) are
+judged: ROCm traces write work-items for some launches and workgroups for others in "grid", so
+a block count cannot be read from them. Kernels shorter than
 LAUNCH_LATENCY_NS are left to the launch-overhead detector (their time is launch latency, not SM
 work), and collectives are left alone (NCCL uses few blocks by design). So is any kernel that
 ran mostly (MOSTLY_OVERLAPPED) beside kernels on other streams of its device: the SMs it left
 empty were running those, so the GPU was not idle; the rest are discounted by the share of
 their time that overlapped.
+
+A kernel qualifies when MIN_IDLE_WAVE_SHARE of its waves' capacity sat idle, or, for a launch
+of less than one wave, MIN_ONE_WAVE_IDLE (thresholds.py): the SMs it leaves empty stay empty for
+its whole time.
 
 Gain: half the idle share of each qualifying kernel's lone (not overlapped) time. Filling
 idle SMs needs more, smaller blocks (split-K, smaller tiles, a different launch
@@ -38,6 +45,7 @@ from gpuprofile.analyses.kernel_names import short_kernel_name
 from gpuprofile.analyses.thresholds import (
     LAUNCH_LATENCY_NS,
     MIN_IDLE_WAVE_SHARE,
+    MIN_ONE_WAVE_IDLE,
     worth_reporting,
 )
 from gpuprofile.hardware.properties import trace_devices
@@ -84,9 +92,11 @@ def kernel_waves(analysis: Analysis, rank: int, default_sms: int | None) -> pd.D
     trace = analysis.trace
     k = analysis.rank_table("kernels", rank)
     per_sm = k["blocks_per_sm"].to_numpy(np.float64)
+    measured_slots, _, _ = ncu_launch(k)
     with np.errstate(invalid="ignore"):
         launched = (k["grid_x"] > 0).to_numpy() & (k["block_x"] > 0).to_numpy()
-        k = k[launched & np.isfinite(per_sm) & (per_sm >= 0)]
+        known = (np.isfinite(per_sm) & (per_sm >= 0)) | np.isfinite(measured_slots)
+        k = k[launched & known]
     if k.empty:
         return pd.DataFrame()
     k = k[analysis.kernel_classes.kinds_of(k["name"]) != COMMUNICATION]
@@ -97,14 +107,17 @@ def kernel_waves(analysis: Analysis, rank: int, default_sms: int | None) -> pd.D
     devices, which = np.unique(device, return_inverse=True)
     known = [facts.get(int(d), (None, None)) for d in devices]  # one lookup per device
     sms = np.array([f[0] or default_sms or 0 for f in known], np.float64)[which]
-    # Without a device table, Kineto's blocks per SM (= blocks / SMs) gives the SM count.
+    # Without a device table, Kineto's blocks per SM (= blocks / SMs) gives the SM count, or
+    # Nsight Compute's own launch__sm_count.
+    measured_slots, limiter, measured_sms = ncu_launch(k)
     derived = np.rint(blocks / np.maximum(k["blocks_per_sm"].to_numpy(np.float64), 1e-9))
+    derived = np.where(np.isfinite(measured_sms), measured_sms, derived)
     sms = np.where(sms > 0, sms, derived).astype(np.float64)
     # A kernel whose SM count is none a GPU has (launch facts edited or corrupt) is not judged.
     judged = np.isfinite(sms) & (sms >= 1) & (sms <= MAX_SMS)
     if not judged.all():
         k, blocks, threads, sms = k[judged], blocks[judged], threads[judged], sms[judged]
-        which = which[judged]
+        which, measured_slots, limiter = which[judged], measured_slots[judged], limiter[judged]
     max_threads = np.array([f[1] or 0 for f in known], np.float64)[which]
     occupancy = k["occupancy"].to_numpy(np.float64)
     # A percentage outside 0..100 is none Kineto computed: unknown, as when not written.
@@ -116,6 +129,10 @@ def kernel_waves(analysis: Analysis, rank: int, default_sms: int | None) -> pd.D
     tolerance = 0.01 * max_threads / np.maximum(threads, 1)
     limited = (max_threads > 0) & (occupancy > 0) & (blocks / sms > active + tolerance)
     slots = np.where(limited, np.maximum(np.rint(active), 1), np.nan)
+    # Nsight Compute measured the resident blocks per SM: its smallest occupancy limit.
+    measured = np.isfinite(measured_slots)
+    limited = np.where(measured, blocks > sms, limited)
+    slots = np.where(measured, measured_slots, slots)
     underfilled = blocks < sms
     waves = np.where(underfilled, blocks / sms, blocks / (sms * slots))
     idle = np.where(
@@ -137,6 +154,7 @@ def kernel_waves(analysis: Analysis, rank: int, default_sms: int | None) -> pd.D
             "underfilled": underfilled,
             "occupancy": occupancy,
             "overlapped": overlapped,
+            "limiter": limiter,
         }
     )
 
@@ -164,9 +182,13 @@ def overlapped_share(analysis: Analysis, rank: int, kernels: pd.DataFrame) -> np
 
 def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
     kind = analysis.framework
+    # A launch of less than one wave leaves SMs idle for its whole time, not only in a tail.
+    idle_enough = (table["idle"] >= MIN_IDLE_WAVE_SHARE) | (
+        (table["waves"] < 1) & (table["idle"] >= MIN_ONE_WAVE_IDLE)
+    )
     qualifies = (
         (table["dur_ns"] >= LAUNCH_LATENCY_NS)
-        & (table["idle"] >= MIN_IDLE_WAVE_SHARE)
+        & idle_enough
         & (table["overlapped"] < MOSTLY_OVERLAPPED)
     )
     # SMs left empty while other streams' kernels run are not idle: only the lone time counts.
@@ -175,7 +197,7 @@ def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
     )
     beside = table[
         (table["dur_ns"] >= LAUNCH_LATENCY_NS)
-        & (table["idle"] >= MIN_IDLE_WAVE_SHARE)
+        & idle_enough
         & (table["overlapped"] >= MOSTLY_OVERLAPPED)
     ]
     wall = analysis.wall_ns(rank)
@@ -266,7 +288,43 @@ def _describe(name: str, rows: pd.DataFrame) -> str:
         shape = f"{format_count(int(first['blocks']), 'block')} on {int(first['sms'])} SMs"
     else:
         shape = f"{first['waves']:.2f} waves of {int(first['sms'])}x{int(first['slots'])} blocks"
+        if first["limiter"]:
+            shape += f" (blocks per SM capped at {int(first['slots'])} by {first['limiter']})"
     return f"{short_kernel_name(name)} x{len(rows)}, {format_time(rows['dur_ns'].sum())}, {shape}"
+
+
+# Nsight Compute's occupancy limits: how many blocks of the launch fit on one SM by each
+# resource; the smallest is the resident blocks per SM, and its resource caps it.
+NCU_LIMITS = {
+    "launch__occupancy_limit_registers": "registers",
+    "launch__occupancy_limit_shared_mem": "shared memory",
+    "launch__occupancy_limit_warps": "warps",
+    "launch__occupancy_limit_blocks": "the blocks-per-SM limit",
+}
+
+
+def ncu_launch(k: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per kernel, what Nsight Compute measured of its launch: resident blocks per SM (its
+    smallest occupancy limit), the resource that sets it ("" unknown) and the SM count (NaN
+    where not measured)."""
+    slots = np.full(len(k), np.nan)
+    sms = np.full(len(k), np.nan)
+    limiter = np.full(len(k), "", dtype=object)
+    for i, metrics in enumerate(k["metrics"].to_numpy()):
+        if not isinstance(metrics, dict):
+            continue
+        limits = {
+            what: float(metrics[name])
+            for name, what in NCU_LIMITS.items()
+            if isinstance(metrics.get(name), int | float) and 0 < metrics[name] < MAX_SMS
+        }
+        if limits:
+            limiter[i] = min(limits, key=lambda what: limits[what])
+            slots[i] = limits[limiter[i]]
+        count = metrics.get("launch__sm_count")
+        if isinstance(count, int | float) and 0 < count <= MAX_SMS:
+            sms[i] = float(count)
+    return slots, limiter, sms
 
 
 def _top_names(hits: pd.DataFrame, limit: int) -> list[tuple[str, pd.DataFrame]]:
