@@ -240,7 +240,9 @@ def test_low_occupancy_counts_underfilled_kernels(traces: Any) -> None:
         if "blocks per SM" in e["args"]
         and not COLLECTIVE.match(e["name"])
         and Decimal(e["dur"]) * 1000 >= 10_000
-        and 1 - _blocks(e) / sms >= 0.25
+        # Fewer blocks than SMs is less than one wave: it counts from a tenth of the SMs idle
+        # (thresholds.MIN_ONE_WAVE_IDLE), not the quarter a multi-wave tail needs.
+        and 1 - _blocks(e) / sms >= 0.1
     ]
     assert underfilled
     assert hint.numbers["sm_count"] == sms
