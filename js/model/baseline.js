@@ -25,12 +25,12 @@ import { formatCount, formatDeltaTime, formatSI, formatTime, num } from "./forma
  */
 /**
  * One hint with its mark.
- * @typedef {{group: "fixed" | "new" | "kept", kind: string, title: string, gainText: string}} HintMark
+ * @typedef {{group: "fixed" | "new" | "kept" | "unjudged", kind: string, title: string, gainText: string}} HintMark
  */
 /**
  * @typedef {{baseline: string, bars: Bar[], kernels: DeltaRow[], ops: DeltaRow[],
  *   kernelsTotal: number, opsTotal: number, hints: HintMark[],
- *   counts: {fixed: number, new: number, kept: number}, notes: string[],
+ *   counts: {fixed: number, new: number, kept: number, unjudged: number}, notes: string[],
  *   noise: {verdict: string, text: string} | null}} BaselineView
  */
 
@@ -42,7 +42,9 @@ const SUMMARY_BARS = /** @type {const} */ ([
   ["idle_ns", "GPU idle"],
   ["step_ns", "step (median)"],
 ]);
-const GROUPS = /** @type {const} */ (["fixed", "new", "kept"]);
+// unjudged: hints of a that b's run cannot judge (another vendor labels what they read
+// differently): never "fixed".
+const GROUPS = /** @type {const} */ (["fixed", "new", "kept", "unjudged"]);
 
 /**
  * @param {unknown} delta
@@ -132,7 +134,7 @@ export function baselineView(summary) {
   }
   /** @type {HintMark[]} */
   const hints = [];
-  const counts = { fixed: 0, new: 0, kept: 0 };
+  const counts = { fixed: 0, new: 0, kept: 0, unjudged: 0 };
   for (const group of GROUPS) {
     const entries = diff.hints?.[group] ?? [];
     counts[group] = entries.length;

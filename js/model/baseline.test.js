@@ -82,7 +82,7 @@ test("delta rows: unchanged rows left out, position matches name b's row, names 
 test("hints: every entry marked with its group, counted", () => {
   const view = baselineView({ baseline: diff() });
   assert.ok(view);
-  assert.deepEqual(view.counts, { fixed: 1, new: 0, kept: 1 });
+  assert.deepEqual(view.counts, { fixed: 1, new: 0, kept: 1, unjudged: 0 });
   assert.deepEqual(view.hints.map((h) => [h.group, h.title]), [["fixed", "3 syncs"], ["kept", "many launches"]]);
   assert.equal(view.hints[0].gainText, "gain 300 µs → –");
   assert.equal(view.baseline, "/runs/before.json (kineto)");

@@ -458,7 +458,7 @@ export interface DiffRow {
   delta_ns: number;
   a_count: number;
   b_count: number;
-  matched_by: "name" | "only in a" | "only in b" | "position";
+  matched_by: "name" | "only in a" | "only in b" | "position" | "role";
   b_name: string | null;
 }
 
@@ -466,6 +466,7 @@ export interface DiffHints {
   fixed: DiffHint[];
   new: DiffHint[];
   kept: DiffHint[];
+  unjudged?: DiffHint[];
 }
 
 /**
@@ -495,6 +496,7 @@ export interface DiffPointFigures {
   achieved_flops_per_s: number | null;
   time_ns: number;
   count: number;
+  roof?: string | null;
 }
 
 /**

@@ -135,7 +135,8 @@ function hintList(hints) {
   for (const h of hints) {
     const li = node("li");
     li.dataset.mark = h.group;
-    li.append(node("span", `gp-baseline-mark gp-baseline-mark-${h.group}`, h.group));
+    const label = h.group === "unjudged" ? "b cannot judge" : h.group;
+    li.append(node("span", `gp-baseline-mark gp-baseline-mark-${h.group}`, label));
     li.append(node("span", "gp-baseline-hint-title", h.title));
     li.append(node("span", "gp-muted", ` ${h.kind} · ${h.gainText}`));
     list.append(li);

@@ -147,7 +147,9 @@ def test_html_section_bars_and_rows(pair: tuple[Path, Path]) -> None:
     # wall 2.25 ms -> 510 us (from the events: the pageable copy ends at 2.1 ms + 100 + 50 us).
     assert 'data-bar="wall"' in section and "2.25 ms" in section and "510 µs" in section
     assert "-1.74 ms" in section
-    assert section.count("<tr><td>") == 2  # the two kernels that moved; K1, K2 did not
+    # The two kernels that moved (K1, K2 did not), and three op rows by their GPU time:
+    # aten::mm (its hostile kernel) and aten::to > aten::copy_ (the copy, 2 ms -> 0.2 ms).
+    assert section.count("<tr><td>") == 2 + 3
     assert html.escape(HOSTILE) in section and HOSTILE not in section
 
 

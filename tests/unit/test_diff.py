@@ -76,8 +76,18 @@ def kernel_ns(events: list[dict], names: set[str]) -> tuple[int, int]:
 
 
 def op_ns(events: list[dict], name: str) -> tuple[int, int]:
+    """The GPU time of the kernels an op's calls launched (a launch call inside the op, its
+    kernel by correlation id), and the calls: what the diff's op rows compare."""
     chosen = [e for e in events if e["cat"] == "cpu_op" and e["name"] == name]
-    return sum(e["dur"] for e in chosen) * US, len(chosen)
+    launches = [e for e in events if e["cat"] == "cuda_runtime"]
+    kernel_dur = {e["args"]["correlation"]: e["dur"] for e in events if e["cat"] == "kernel"}
+    gpu = sum(
+        kernel_dur[call["args"]["correlation"]]
+        for op in chosen
+        for call in launches
+        if op["ts"] <= call["ts"] and call["ts"] + call["dur"] <= op["ts"] + op["dur"]
+    )
+    return gpu * US, len(chosen)
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +236,7 @@ def test_json_keys_are_the_schema(diffed: gpuprofile.Diff) -> None:
     for table in ("ops", "kernels"):
         for row in document_[table]:
             assert set(row) == issue_row | {"matched_by", "b_name"}
-    assert set(document_["hints"]) == {"fixed", "new", "kept"}
+    assert set(document_["hints"]) == {"fixed", "new", "kept", "unjudged"}
 
 
 # --- hints: the pageable-copy scenario of test_detectors_host -----------------------------
@@ -367,3 +377,57 @@ def test_instantiations_found_in_both_runs_stay_apart(tmp_path: Path) -> None:
     rows = rows_by_name(gpuprofile.diff(a, b).to_dict()["kernels"])
     assert set(rows) == {"k<1>(int)", "k<2>(int)"}
     assert rows["k<1>(int)"]["delta_ns"] == 5 * US and rows["k<2>(int)"]["delta_ns"] == 0
+
+
+def test_percentages_of_different_roofs_are_not_compared(profiles: Any) -> None:
+    """An op memory-bound on one GPU and compute-bound on another: its % of roof is of two
+    roofs, so only its FLOP/s decide whether it moved, and the text says so."""
+    a_profile, b_profile = profiles
+    on_dram = report_parts.point(
+        key="aten::mm|[[8, 8]]", pct_of_roof=40.0, achieved_flops_per_s=1e12, roof="dram"
+    )
+
+    def with_points(profile: Any, *points: dict[str, Any]) -> Report:
+        parts = [msgspec.convert(p, RooflinePoint) for p in points]
+        roofline = Roofline(coverage=None, points=parts, missing_flops="")
+        return msgspec.structs.replace(profile.typed_report(), roofline=roofline)
+
+    a_report = with_points(a_profile, on_dram, {**on_dram, "key": "k2"})
+    # Same FLOP/s, 40% -> 80% of another roof: not moved. Twice the FLOP/s: moved.
+    same_rate = {**on_dram, "pct_of_roof": 80.0, "roof": "bf16"}
+    faster = {
+        **on_dram,
+        "key": "k2",
+        "pct_of_roof": 45.0,
+        "roof": "bf16",
+        "achieved_flops_per_s": 2e12,
+    }
+    b_report = with_points(b_profile, same_rate, faster)
+    diffed = diff_runs(
+        side_of_trace(a_profile.trace, a_report), side_of_trace(b_profile.trace, b_report)
+    )
+    result = diffed.to_dict()
+    assert [p["key"] for p in result["roofline"]] == ["k2"]
+    assert (result["roofline"][0]["a"]["roof"], result["roofline"][0]["b"]["roof"]) == (
+        "dram",
+        "bf16",
+    )
+    assert "% of roof not compared (dram roof -> bf16 roof)" in diffed.text()
+
+
+def test_a_hint_the_other_vendor_cannot_judge_is_not_fixed() -> None:
+    """A pageable-copy hint of a CUDA run, beside a ROCm run (whose copies are never labelled
+    pageable): unjudged, not fixed. A hint any run can judge is still fixed."""
+    from gpuprofile.report.diff import _hints
+
+    def hint(kind: str, title: str) -> Hint:
+        return Hint(kind, title, "low", 1000, "", "low", "", {}, [], "", [], 0, [])
+
+    copies = hint("pageable-copy", "3 pageable copies (25.2 MB) took 612 µs")
+    syncs = hint("sync-stall", "Syncs leave the GPU idle 2% of the window")
+    on_rocm = _hints([copies, syncs], [], with_rank=False, b_can=set())
+    assert [e.kind for e in on_rocm.unjudged] == ["pageable-copy"]
+    assert [e.kind for e in on_rocm.fixed] == ["sync-stall"]
+    on_cuda = _hints([copies, syncs], [], with_rank=False, b_can={"pageable-copy", "low-occupancy"})
+    assert sorted(e.kind for e in on_cuda.fixed) == ["pageable-copy", "sync-stall"]
+    assert on_cuda.unjudged == []

@@ -137,7 +137,7 @@ def test_nullable_fields_are_nullable_in_typescript() -> None:
     assert '  "class": string;\n' in interfaces or "  class: string;\n" in interfaces
     assert "  baseline?: DiffDocument;\n" in interfaces  # absent without one
     assert "  step_ns: DiffStepChange | null;\n" in interfaces  # None without steps on a side
-    assert '  matched_by: "name" | "only in a" | "only in b" | "position";\n' in interfaces
+    assert '  matched_by: "name" | "only in a" | "only in b" | "position" | "role";\n' in interfaces
 
 
 @pytest.fixture(scope="module")

@@ -90,10 +90,23 @@ def diff_runs(a: DiffSide, b: DiffSide) -> Diff:
             f"whole-job totals: times and counts are summed over the ranks "
             f"(a: {ranks[0]}, b: {ranks[1]})"
         )
+    by_role = sum(m.matched_by == "role" for m in kernels)
+    if by_role:
+        notes.append(
+            f"{format_count(by_role, 'kernel row')} paired by what the kernels do (their role: "
+            "GEMM, attention, elementwise ...; the names differ, as between vendors or libraries)"
+        )
     by_position = sum(m.matched_by == "position" for m in [*kernels, *ops])
     if by_position:
         notes.append(
             f"{format_count(by_position, 'row')} matched by place in the op tree (the names differ)"
+        )
+    if a.ops.time == b.ops.time == "gpu":
+        notes.append("op rows compare the GPU time of the kernels each op launched")
+    elif a.ops.time != b.ops.time:
+        notes.append(
+            f"op rows are not alike: a's are {a.ops.time} time, b's {b.ops.time} time (a run "
+            "without kernels launched by its ops has host time only)"
         )
     document = DiffDocument(
         schema=SCHEMA,
@@ -102,7 +115,9 @@ def diff_runs(a: DiffSide, b: DiffSide) -> Diff:
         summary=_summary(a, b),
         kernels=_table(kernels),
         ops=_table(ops),
-        hints=_hints(a_report.hints, b_report.hints, with_rank=min(ranks) > 1),
+        hints=_hints(
+            a_report.hints, b_report.hints, with_rank=min(ranks) > 1, b_can=_judges(b_report)
+        ),
         roofline=_roofline_moved(a_report, b_report),
         notes=notes,
     )
@@ -244,12 +259,28 @@ def _singular(word: str) -> str:
     return word
 
 
-def _hints(a_hints: list[Hint], b_hints: list[Hint], *, with_rank: bool) -> DiffHints:
+# Findings that read what only some runs record: the kind, and what a run needs for it. A hint
+# of a whose kind b cannot judge is "unjudged", never "fixed".
+_NEEDS_CUDA = ("pageable-copy", "low-occupancy")
+
+
+def _judges(report: Report) -> set[str]:
+    """The hint kinds of _NEEDS_CUDA this run can judge: on CUDA (copies labelled pageable or
+    pinned, CUPTI's blocks per SM), all; on ROCm, TPU or a CPU, none of them."""
+    device = report.workload.device if report.workload is not None else "cuda"
+    return set(_NEEDS_CUDA) if device == "cuda" else set()
+
+
+def _hints(
+    a_hints: list[Hint], b_hints: list[Hint], *, with_rank: bool, b_can: set[str]
+) -> DiffHints:
     a_by, b_by = _by_key(a_hints, with_rank), _by_key(b_hints, with_rank)
-    out: dict[str, list[DiffHint]] = {"fixed": [], "new": [], "kept": []}
+    out: dict[str, list[DiffHint]] = {"fixed": [], "new": [], "kept": [], "unjudged": []}
     for key in [*a_by, *(k for k in b_by if k not in a_by)]:
         a, b = a_by.get(key), b_by.get(key)
         group = "kept" if a and b else "fixed" if a else "new"
+        if group == "fixed" and a is not None and a.kind in _NEEDS_CUDA and a.kind not in b_can:
+            group = "unjudged"
         shown = b or a
         assert shown is not None
         out[group].append(
@@ -283,7 +314,8 @@ def _by_key(hints: list[Hint], with_rank: bool) -> dict[str, Hint]:
 
 def _roofline_moved(a_report: Report, b_report: Report) -> list[DiffPoint]:
     """Points of both runs' rooflines (same key) whose % of roof or achieved FLOP/s changed
-    by more than ROOFLINE_MOVE of a's value."""
+    by more than ROOFLINE_MOVE of a's value; % of roof only where both are of one roof (an
+    op memory-bound on one GPU and compute-bound on another is compared by its FLOP/s)."""
     b_points = {p.key: p for p in b_report.roofline.points}
     moved = []
     for a in a_report.roofline.points:
@@ -294,14 +326,15 @@ def _roofline_moved(a_report: Report, b_report: Report) -> list[DiffPoint]:
             (a.pct_of_roof, b.pct_of_roof),
             (a.achieved_flops_per_s, b.achieved_flops_per_s),
         )
-        if _moved(*pct) or _moved(*flops):
+        like = a.roof == b.roof
+        if (like and _moved(*pct)) or _moved(*flops):
             moved.append(DiffPoint(a.key, _point_figures(a), _point_figures(b)))
     return moved
 
 
 def _point_figures(point: RooflinePoint) -> DiffPointFigures:
     return DiffPointFigures(
-        point.pct_of_roof, point.achieved_flops_per_s, point.time_ns, point.count
+        point.pct_of_roof, point.achieved_flops_per_s, point.time_ns, point.count, point.roof
     )
 
 

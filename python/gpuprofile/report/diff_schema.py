@@ -18,7 +18,7 @@ SCHEMA = "gpuprofile.diff/1"
 Number = int | float  # as report/schema.py's (which imports this module)
 # How a row of b was paired with a row of a: by normalized name, by place in the op tree
 # (another vendor's or library's name), or not at all.
-MatchedBy = Literal["name", "position", "only in a", "only in b"]
+MatchedBy = Literal["name", "role", "position", "only in a", "only in b"]
 # The step-time verdict of the bootstrap interval of b/a: wholly below 1, wholly above, or not.
 Verdict = Literal["faster", "slower", "within noise"]
 
@@ -125,6 +125,9 @@ class DiffHints(msgspec.Struct, frozen=True):
     fixed: list[DiffHint]
     new: list[DiffHint]
     kept: list[DiffHint]
+    # Hints of a that b's run cannot judge (it lacks what the finding reads: ROCm labels no
+    # copy pageable, writes no blocks per SM): not fixed, only unseen.
+    unjudged: list[DiffHint] = []
 
 
 class DiffPointFigures(msgspec.Struct, frozen=True):
@@ -132,6 +135,9 @@ class DiffPointFigures(msgspec.Struct, frozen=True):
     achieved_flops_per_s: Number | None
     time_ns: Number
     count: int
+    # The roof pct_of_roof is of (dram, fp32, bf16, ...): two runs' percentages compare only
+    # on one roof. None: not known (or a diff written before it was kept).
+    roof: str | None = None
 
 
 class DiffPoint(msgspec.Struct, frozen=True):

@@ -51,9 +51,14 @@ class DiffSide:
 class _StoredRows:
     rows: dict[str, NameRow]
     places: dict[str, tuple[int, ...]]
+    roles: dict[str, str]
+    time: str = "host"  # what an op row's time is (NameRows.time)
 
     def position(self, row: NameRow) -> tuple[int, ...] | None:
         return self.places.get(row.name)
+
+    def role(self, row: NameRow) -> str | None:
+        return self.roles.get(row.name)
 
 
 def side_of_trace(trace: Trace, report: Report) -> DiffSide:
@@ -93,11 +98,13 @@ def step_times(trace: Trace, report: Report) -> tuple[np.ndarray, str | None]:
 
 def digest(side: DiffSide) -> dict[str, Any]:
     """The side as plain JSON (schema gpuprofile.digest/1): each row as [name, total_ns, count,
-    order, place or null], places kept for the PLACED_ROWS longest rows of each table."""
+    order, place or null, role or null], places kept for the PLACED_ROWS longest rows of each
+    table (a digest written before roles has five entries a row)."""
     return {
         "schema": DIGEST_SCHEMA,
         "kernels": _digest_rows(side.kernels),
         "ops": _digest_rows(side.ops),
+        "ops_time": side.ops.time,
         "steps": [float(t) for t in side.steps],
         "steps_from": side.steps_from,
     }
@@ -107,7 +114,14 @@ def _digest_rows(rows: Rows) -> list[list[Any]]:
     placed = sorted(rows.rows.values(), key=lambda r: -r.total_ns)[:PLACED_ROWS]
     places = {row.name: rows.position(row) for row in placed}
     return [
-        [r.name, r.total_ns, r.count, r.order, list(p) if (p := places.get(r.name)) else None]
+        [
+            r.name,
+            r.total_ns,
+            r.count,
+            r.order,
+            list(p) if (p := places.get(r.name)) else None,
+            rows.role(r) if r.name in places else None,
+        ]
         for r in rows.rows.values()
     ]
 
@@ -120,20 +134,21 @@ def side_of_digest(
     return DiffSide(
         report,
         _stored_rows(document["kernels"]),
-        _stored_rows(document["ops"]),
+        _stored_rows(document["ops"], document.get("ops_time", "host")),
         np.asarray(document["steps"], dtype=float),
         document["steps_from"],
         run,
     )
 
 
-def _stored_rows(rows: list[list[Any]]) -> _StoredRows:
+def _stored_rows(rows: list[list[Any]], time: str = "host") -> _StoredRows:
     # first (a table row number) means nothing without the trace; places carry the position.
     by_name = {
         str(name): NameRow(
             name=str(name), total_ns=int(total), count=int(count), first=-1, order=int(order)
         )
-        for name, total, count, order, _ in rows
+        for name, total, count, order, *_ in rows
     }
     places = {str(r[0]): tuple(int(i) for i in r[4]) for r in rows if r[4] is not None}
-    return _StoredRows(by_name, places)
+    roles = {str(r[0]): str(r[5]) for r in rows if len(r) > 5 and r[5] is not None}
+    return _StoredRows(by_name, places, roles, time)

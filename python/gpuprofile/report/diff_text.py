@@ -50,11 +50,15 @@ def render_diff(diff: DiffDocument) -> str:
         lines += ["", f"Roofline points that moved ({len(diff.roofline)}):"]
         for point in diff.roofline[:TOP_ROWS]:
             a, b = point.a, point.b
+            roofs = (
+                f"{format_percent(a.pct_of_roof)} -> {format_percent(b.pct_of_roof)} of roof"
+                if a.roof == b.roof
+                else f"% of roof not compared ({a.roof} roof -> {b.roof} roof)"
+            )
+            key = point.key if len(point.key) <= 80 else point.key[:77] + "..."
             lines.append(
-                f"  {format_percent(a.pct_of_roof)} -> {format_percent(b.pct_of_roof)} "
-                f"of roof, {format_si(a.achieved_flops_per_s, 'FLOP/s')} -> "
-                f"{format_si(b.achieved_flops_per_s, 'FLOP/s')}  "
-                f"{printable(short_kernel_name(point.key, 80))}"
+                f"  {roofs}, {format_si(a.achieved_flops_per_s, 'FLOP/s')} -> "
+                f"{format_si(b.achieved_flops_per_s, 'FLOP/s')}  {printable(key)}"
             )
     # Names are escaped where printed; this catches trace text inside hint titles.
     return printable("\n".join(lines), lines=True) + "\n"
@@ -202,7 +206,13 @@ def _rows(rows: list[DiffRow], title: str) -> list[str]:
 
 def _hints(hints: DiffHints) -> list[str]:
     lines: list[str] = []
-    for group, entries in (("fixed", hints.fixed), ("new", hints.new), ("kept", hints.kept)):
+    groups = (
+        ("fixed", hints.fixed),
+        ("new", hints.new),
+        ("kept", hints.kept),
+        ("b's run cannot judge", hints.unjudged),
+    )
+    for group, entries in groups:
         if not entries:
             continue
         lines += ["", f"Hints {group} ({len(entries)}):"]

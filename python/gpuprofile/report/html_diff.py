@@ -31,6 +31,7 @@ _STYLE = """
 .gp-report .mark{display:inline-block;min-width:44px;padding:0 4px;margin-right:6px;
   border-radius:3px;color:#fff;font-size:11px;text-align:center}
 .gp-report .mark.fixed{background:#2e7d32}.gp-report .mark.new{background:#c62828}
+.gp-report .mark.unjudged{background:#757575}
 .gp-report .mark.kept{background:#757575}
 </style>
 """
@@ -132,7 +133,13 @@ def _delta_table(rows: list[DiffRow], title: str) -> str:
 
 def _hints(hints: DiffHints) -> str:
     items = []
-    for group, entries in (("fixed", hints.fixed), ("new", hints.new), ("kept", hints.kept)):
+    groups = (
+        ("fixed", hints.fixed),
+        ("new", hints.new),
+        ("kept", hints.kept),
+        ("unjudged", hints.unjudged),
+    )
+    for group, entries in groups:
         for entry in entries:
             gain = f"gain {format_time(entry.a_gain_ns)} → {format_time(entry.b_gain_ns)}"
             items.append(
