@@ -4,6 +4,7 @@ that evaluates between training steps. The expected answers are what the test bu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -373,3 +374,27 @@ def test_data_parallel_advice_for_the_kind_that_ran() -> None:
 def test_a_sketch_that_loses_a_block_opener_goes_whole() -> None:
     code = "for batch in loader:\n    with model.no_sync():\n        loss.backward()\n"
     assert fitted(_hint((COMPILE,), code), _of("inference"), None).code == ""
+
+
+def test_the_engine_knob_comes_first() -> None:
+    graphs = "Capture the step in a CUDA graph: torch.cuda.graphs."
+    hint = replace(_hint((graphs,)), kind="launch-overhead")
+    fit = fitted(hint, _of("inference", engine="vllm"), None)
+    assert fit.fix[0].startswith("vLLM:") and "enforce_eager" in fit.fix[0]
+    assert fit.fix[1:] == (graphs,)
+    sglang = fitted(hint, _of("inference", engine="sglang"), None)
+    assert "--cuda-graph-max-bs" in sglang.fix[0]
+    # No engine, or a finding the engine has no knob for: the fixes as they were.
+    assert fitted(hint, _of("inference"), None) is hint
+    assert fitted(replace(hint, kind="sync-stall"), _of("inference", engine="vllm"), None).fix == (
+        graphs,
+    )
+
+
+def test_cuda_advice_on_rocm_says_it_applies() -> None:
+    graphs = "Capture the step in a CUDA graph: torch.cuda.graphs."
+    fit = fitted(_hint((COMPILE, graphs, graphs)), _of(device="rocm"), None)
+    assert fit.fix[0] == COMPILE  # speaks no CUDA
+    assert fit.fix[1].endswith("torch.cuda drives HIP, and NCCL is RCCL.)")
+    assert fit.fix[2] == graphs  # said once a hint
+    assert fitted(_hint((graphs,)), _of(device="cuda"), None).fix == (graphs,)

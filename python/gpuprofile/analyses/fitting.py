@@ -14,6 +14,11 @@ A sentence that names ``torch.optim.AdamW`` is said of the optimizer that ran in
 ``torch.optim`` class by its name; a fused one of another library (``FusedAdam``) already is,
 so the sentence goes. A code sketch that loses a line keeps the rest; one left with comments
 alone goes.
+
+Where the engine that ran has its own knob for a finding, the knob comes first (``ENGINE_FIX``:
+vLLM's and SGLang's CUDA-graph settings for launch-bound idle, their custom all-reduce for a
+tensor-parallel all-reduce). On ROCm, the first fix that speaks CUDA says that it applies as
+written (PyTorch's torch.cuda drives HIP; NCCL is RCCL there), once a hint.
 """
 
 from __future__ import annotations
@@ -57,11 +62,53 @@ _TORCH_OPTIMIZERS = frozenset(
 )
 
 
+# An engine's own knob for a finding, said before the general fixes: (engine, hint kinds, fix).
+ENGINE_FIX = (
+    (
+        "vllm",
+        ("launch-overhead", "gpu-idle"),
+        "vLLM: let the engine replay CUDA graphs: do not run it eager (enforce_eager=True, "
+        "--enforce-eager), and make its captured batch sizes cover the ones you serve "
+        "(compilation_config cudagraph_capture_sizes; batches above the largest run eager).",
+    ),
+    (
+        "sglang",
+        ("launch-overhead", "gpu-idle"),
+        "SGLang: keep CUDA graphs on (no --disable-cuda-graph) and raise --cuda-graph-max-bs "
+        "to the largest batch you serve (larger batches run without the graph).",
+    ),
+    (
+        "vllm",
+        ("communication",),
+        "vLLM: keep its custom all-reduce for tensor parallelism on one node "
+        "(disable_custom_all_reduce=False, the default); NCCL's all-reduce is slower for the "
+        "small messages of decoding.",
+    ),
+    (
+        "sglang",
+        ("communication",),
+        "SGLang: keep its custom all-reduce for tensor parallelism on one node (no "
+        "--disable-custom-all-reduce).",
+    ),
+)
+ROCM_NOTE = " (On ROCm this applies as written: torch.cuda drives HIP, and NCCL is RCCL.)"
+
+
 def fitted(hint: Hint, workload: Workload, capability: tuple[int, int] | None) -> Hint:
-    """The hint with only the fix sentences and code lines that fit; itself when all fit.
-    ``capability``: the trace's GPU compute capability (None: not known, nothing ruled out by
-    it)."""
+    """The hint with only the fix sentences and code lines that fit, its engine's knob first,
+    CUDA's advice said of ROCm where it ran; itself when all fit. ``capability``: the trace's
+    GPU compute capability (None: not known, nothing ruled out by it)."""
     fix = tuple(f for s in hint.fix if (f := _said(s, workload, capability)) is not None)
+    knobs = tuple(
+        text
+        for engine, kinds, text in ENGINE_FIX
+        if engine == workload.engine and hint.kind in kinds
+    )
+    fix = (*knobs, *fix)
+    if workload.device == "rocm":
+        at = next((i for i, f in enumerate(fix) if _CUDA.search(f)), None)
+        if at is not None and "ROCm" not in fix[at]:
+            fix = (*fix[:at], fix[at] + ROCM_NOTE, *fix[at + 1 :])
     code = _code(hint.code, workload, capability)
     if fix == hint.fix and code == hint.code:
         return hint
