@@ -58,3 +58,31 @@ def test_short_one_off_work_is_no_notice(tmp_path: Path) -> None:
     events = [e for e in _events(context_ms=1) if e["name"] != "cudaLaunchKernel" or e["dur"] < 100]
     report = gpuprofile.load(write(tmp_path / "t.json", document(events))).report()
     assert all(n["kind"] != "one-off" for n in report["notices"])
+
+
+def test_slow_launches_are_module_loading_and_no_finding_gives_their_time_back(
+    tmp_path: Path,
+) -> None:
+    """A cold start: after the context, three first launches of other kernels at 100 ms each
+    (the GPU idle meanwhile), among 30 launches of 5 us. Each slow launch is one-time work;
+    the idle they leave is the one-off notice's, not a launch or idle finding's gain."""
+    events = [runtime("hipDeviceGetAttribute", 0, 20 * MS, 1)]  # the context: 20 ms
+    t = 20 * MS + 10
+    corr = 2
+    for i in range(30):
+        slow = i in (3, 12, 21)
+        dur = 100 * MS if slow else 5
+        events.append(runtime("hipLaunchKernel", t, dur, corr))
+        events.append(kernel(f"k{i % 4}", t + dur + 2, 40, corr))
+        t += dur + 50
+        corr += 1
+    found = Analysis(load_kineto(write(tmp_path / "t.json", document(events)))).one_off_costs
+    loading = [o for o in found if o.what == "lazy module loading (first launch)"]
+    assert [o.dur_ns for o in loading] == [100_000_000] * 3
+    report = gpuprofile.load(tmp_path / "t.json").report()
+    assert report["notices"][0]["kind"] == "one-off"
+    # The idle the slow launches left (3 x 100 ms of about 302 ms) is given back by no finding.
+    claimed = sum(
+        h["gain_ns"] for h in report["hints"] if h["kind"] in ("gpu-idle", "launch-overhead")
+    )
+    assert claimed < 10 * MS * 1000

@@ -17,8 +17,8 @@ alone goes.
 
 Where the engine that ran has its own knob for a finding, the knob comes first (``ENGINE_FIX``:
 vLLM's and SGLang's CUDA-graph settings for launch-bound idle, their custom all-reduce for a
-tensor-parallel all-reduce). On ROCm, the first fix that speaks CUDA says that it applies as
-written (PyTorch's torch.cuda drives HIP; NCCL is RCCL there), once a hint.
+tensor-parallel all-reduce). On ROCm, the first PyTorch fix that speaks CUDA says that it
+applies as written (PyTorch's torch.cuda drives HIP; NCCL is RCCL there), once a hint.
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ def fitted(hint: Hint, workload: Workload, capability: tuple[int, int] | None) -
     )
     fix = (*knobs, *fix)
     if workload.device == "rocm":
-        at = next((i for i, f in enumerate(fix) if _CUDA.search(f)), None)
+        # PyTorch's advice only: torch.cuda is what drives HIP (JAX's and CUDA C's say nothing).
+        at = next((i for i, f in enumerate(fix) if _CUDA.search(f) and "torch" in f), None)
         if at is not None and "ROCm" not in fix[at]:
             fix = (*fix[:at], fix[at] + ROCM_NOTE, *fix[at + 1 :])
     code = _code(hint.code, workload, capability)

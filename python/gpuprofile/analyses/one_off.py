@@ -11,6 +11,9 @@ What counts, per rank:
   long call made once: the first kernel launch loads its module (lazy loading), the first
   ``cudaMalloc``/``cudaFree`` grows the allocator, ``cudaHostRegister`` pins memory; calls
   that wait for the GPU (syncs, blocking copies) are no one-time work and are left out;
+- any launch call of ``MIN_SLOW_LAUNCH_NS`` or more and FIRST_CALL_RATIO times its name's
+  median: the first launch of another kernel, whose module loads then (a launch otherwise
+  takes microseconds; six first launches of 111-332 ms each are all cold start);
 - compiling: torch.compile's compile ranges (Analysis.compiled), and JIT compilation ops
   (NVRTC, nvFuser, Triton autotuning);
 - the profiler's own start (``start_trace`` in a JAX profile).
@@ -34,6 +37,9 @@ if TYPE_CHECKING:
     from gpuprofile.analyses.lookups import Lookups
 
 MIN_ONE_OFF_NS = 10_000_000  # shorter one-time work is no cost a profile needs to name
+# A launch this long is no launch cost (microseconds) but a module loading; a millisecond of it
+# dominates a short trace (a 6.5 ms first launch is two thirds of a toy step).
+MIN_SLOW_LAUNCH_NS = 1_000_000
 FIRST_CALL_RATIO = 50.0  # a first call this many times its name's median later call
 _WAITS = re.compile(r"Synchronize|Memcpy|Query|Wait|Sleep|Poll", re.IGNORECASE)
 _LAUNCH = re.compile(r"Launch", re.IGNORECASE)
@@ -94,6 +100,17 @@ def _runtime_one_offs(facts: Lookups, rank: int) -> list[OneOff]:
         if _WAITS.search(name):
             continue
         mine = order[names[order] == name]  # this name's calls, in time order
+        if _LAUNCH.search(name) and len(mine) > 1:
+            median = max(float(np.median(dur[mine])), 1.0)
+            slow = mine[
+                (dur[mine] >= MIN_SLOW_LAUNCH_NS) & (dur[mine] >= FIRST_CALL_RATIO * median)
+            ]
+            out += [
+                _at(facts, rank, "lazy module loading (first launch)", name, rows[i])
+                for i in slow.tolist()
+                if i != first
+            ]
+            continue
         head = int(mine[0])
         if head == first or dur[head] < MIN_ONE_OFF_NS:
             continue

@@ -10,12 +10,15 @@ import importlib
 from collections.abc import Callable
 from dataclasses import replace
 
+import numpy as np
+
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.claims import Claim, Ledger
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fitting import capability_of, fitted
 from gpuprofile.analyses.hints import Hint, rank_prefix, ranked
-from gpuprofile.analyses.thresholds import severity_for
+from gpuprofile.analyses.one_off import one_off_ns
+from gpuprofile.analyses.thresholds import ONE_OFF_SHARE, severity_for
 from gpuprofile.units import format_time
 
 # Module names under gpuprofile.analyses.detectors, each defining detect(analysis) -> list[Hint].
@@ -65,17 +68,35 @@ def run_detectors(analysis: Analysis) -> list[Hint]:
         for name in DETECTORS
         for hint in detector(name)(analysis)
     ]
-    return findings(hints, analysis.trace.ranks)
+    return findings(hints, analysis.trace.ranks, one_off_claims(analysis))
 
 
-def findings(hints: list[Hint], ranks: list[int]) -> list[Hint]:
+def one_off_claims(analysis: Analysis) -> dict[int, Claim]:
+    """Per rank whose one-time work the report names first (ONE_OFF_SHARE of its wall or
+    more), that work's time: it is the one-off notice's, so no finding gives it back again."""
+    out: dict[int, Claim] = {}
+    found = analysis.one_off_costs
+    for rank in analysis.trace.ranks:
+        mine = [o for o in found if o.rank == rank]
+        wall = analysis.wall_ns(rank)
+        if mine and wall > 0 and one_off_ns(found, rank) >= ONE_OFF_SHARE * wall:
+            start = np.array([o.start_ns for o in mine], np.int64)
+            out[rank] = Claim(start, start + np.array([o.dur_ns for o in mine], np.int64))
+    return out
+
+
+def findings(
+    hints: list[Hint], ranks: list[int], one_off: dict[int, Claim] | None = None
+) -> list[Hint]:
     """Detectors' hints as one ranked list: each with its severity, the idle hint that repeats
     a specific one left out, each key said once per rank, per-rank titles naming the rank in a
     multi-rank trace, and a finding met on several ranks of a job said once for the job.
     Severity, and whether a finding is worth reporting at all (which each detector asks of the
-    time it measured its gain against), come from the table in analyses/thresholds.py."""
+    time it measured its gain against), come from the table in analyses/thresholds.py.
+    one_off: per rank, the one-time work the report names first (one_off_claims)."""
     said_once = once_per_rank(without_repeats([judged(h) for h in hints]))
-    return ranked(folded([_with_rank(h, ranks) for h in shared_gains(said_once)], ranks))
+    shared = shared_gains(said_once, one_off or {})
+    return ranked(folded([_with_rank(h, ranks) for h in shared], ranks))
 
 
 def judged(hint: Hint) -> Hint:
@@ -138,7 +159,7 @@ def _with_rank(hint: Hint, ranks: list[int]) -> Hint:
     return replace(hint, title=prefix + hint.title) if prefix else hint
 
 
-def shared_gains(hints: list[Hint]) -> list[Hint]:
+def shared_gains(hints: list[Hint], one_off: dict[int, Claim] | None = None) -> list[Hint]:
     """Each nanosecond of a rank's time given back once at most (analyses/claims.py).
 
     Per rank, findings about one cause first (the general GPU-idle finding last: its time is
@@ -146,7 +167,9 @@ def shared_gains(hints: list[Hint]) -> list[Hint]:
     is left of its claim (claims.Ledger). A finding left with less says which finding holds
     the rest; one left with nothing is folded into the finding that holds most of its time,
     its text kept there. Findings without a claim (about the job, not a rank's time, or ones
-    that leave other findings' time out themselves) are left as they are."""
+    that leave other findings' time out themselves) are left as they are. one_off: per rank,
+    one-time work the report names first: it is taken before any finding, and a finding that
+    lies wholly in it is left out (the one-off notice says it)."""
     order = sorted(
         (i for i, h in enumerate(hints) if h.claim is not None),
         key=lambda i: (hints[i].kind == "gpu-idle", -hints[i].gain_ns),
@@ -154,12 +177,32 @@ def shared_gains(hints: list[Hint]) -> list[Hint]:
     out: list[Hint | None] = list(hints)
     ledgers: dict[int | None, Ledger] = {}
     held: dict[int | None, list[tuple[int, Claim]]] = {}
+    once_of = one_off or {}
+    for rank, seeded in once_of.items():
+        ledgers.setdefault(rank, Ledger()).take(seeded, seeded.length_ns)
     for i in order:
         hint = hints[i]
         claim = hint.claim
         assert claim is not None
         gain = ledgers.setdefault(hint.rank, Ledger()).take(claim, hint.gain_ns)
         before = held.setdefault(hint.rank, [])
+        once = once_of.get(hint.rank) if hint.rank is not None else None
+        if gain < hint.gain_ns and once is not None and claim.overlap_ns(once) > 0:
+            if gain <= 0:
+                out[i] = None  # one-time work, all of it: the one-off notice's
+                continue
+            out[i] = judged(
+                replace(
+                    hint,
+                    gain_ns=gain,
+                    explanation=f"{hint.explanation} {format_time(hint.gain_ns - gain)} of "
+                    f"its estimated {format_time(hint.gain_ns)} lies in one-time work (the "
+                    "first notice names it), which no fix to the steady state gives back; "
+                    "its gain is the rest.",
+                )
+            )
+            before.append((i, claim))
+            continue
         overlaps = [(claim.overlap_ns(c), j) for j, c in before]
         if gain < hint.gain_ns and overlaps and max(overlaps)[0] > 0:
             holding = out[max(overlaps)[1]]
