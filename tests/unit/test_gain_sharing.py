@@ -54,12 +54,22 @@ def test_ledger_shares_time() -> None:
 
 
 def test_the_larger_keeps_its_time_and_the_smaller_says_who_holds_it() -> None:
+    copies = _hint("pageable-copy", 84, [(0, 100)])
+    churn = _hint("allocator-churn", 90, [(0, 100)])  # 0.9 of each ns: 0.1 left for copies
+    out = {h.kind: h for h in shared_gains([copies, churn])}
+    assert out["allocator-churn"].gain_ns == 90
+    assert out["pageable-copy"].gain_ns == 10
+    assert '"allocator-churn finding" already counts' in out["pageable-copy"].explanation
+
+
+def test_a_named_pattern_comes_before_the_ops_far_below_their_roof() -> None:
+    # Unfused attention names what fusing removes; memory-bound sums every slow op. The
+    # attention finding keeps its softmax time though its gain is the smaller.
     attention = _hint("attention-unfused", 84, [(0, 100)])
-    memory = _hint("memory-bound", 90, [(0, 100)])  # 0.9 of each ns: 0.1 left for attention
+    memory = _hint("memory-bound", 90, [(0, 100)])
     out = {h.kind: h for h in shared_gains([attention, memory])}
-    assert out["memory-bound"].gain_ns == 90
-    assert out["attention-unfused"].gain_ns == 10
-    assert '"memory-bound finding" already counts' in out["attention-unfused"].explanation
+    assert out["attention-unfused"].gain_ns == 84
+    assert out["memory-bound"].gain_ns == 16
 
 
 def test_split_time_is_kept_by_both() -> None:
@@ -106,8 +116,8 @@ def test_gains_sum_within_the_claims_through_the_whole_pipeline() -> None:
     # [0, 100) gives back 100 at most, [100, 160) 60: 160 in all.
     assert sum(h.gain_ns for h in out) <= 160
     assert {h.kind: h.gain_ns for h in out} == {
-        "memory-bound": 90,
-        "attention-unfused": 10,
+        "memory-bound": 16,
+        "attention-unfused": 84,
         "sync-stall": 40,
         "gpu-idle": 20,
     }

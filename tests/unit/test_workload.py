@@ -362,6 +362,13 @@ def test_optimizer_advice_names_the_optimizer_that_ran() -> None:
     assert fitted(hint, _of(optimizers=("FusedAdam",)), None).fix == ()
     assert fitted(hint, _of(optimizers=("AdamW",)), None) is hint
     assert fitted(hint, _of(), None) is hint  # no optimizer stepped in the trace
+    # Adagrad's fused kernel is CPU-only: on a GPU its multi-tensor path is foreach.
+    adagrad = fitted(hint, _of(optimizers=("Adagrad",)), None)
+    assert adagrad.fix == ("Use torch.optim.Adagrad(..., foreach=True).",)
+    assert "foreach=True" in adagrad.code and "fused" not in adagrad.code
+    assert fitted(hint, _of(device="cpu", optimizers=("Adagrad",)), None).fix == (
+        "Use torch.optim.Adagrad(..., fused=True).",
+    )
 
 
 def test_data_parallel_advice_for_the_kind_that_ran() -> None:

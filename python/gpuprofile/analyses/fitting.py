@@ -57,6 +57,9 @@ _BY_PARALLELISM = (
 )
 _ADAMW = re.compile(r"torch\.optim\.AdamW")
 # torch.optim classes with fused or foreach implementations (torch 2.4+).
+# ... of which these have a fused GPU implementation (Adagrad's fused one is CPU-only; the rest
+# have foreach only).
+_FUSED_ON_GPU = frozenset(("SGD", "Adam", "AdamW"))
 _TORCH_OPTIMIZERS = frozenset(
     ("SGD", "Adam", "AdamW", "Adagrad", "Adamax", "NAdam", "RAdam", "RMSprop", "Adadelta")
 )
@@ -141,7 +144,10 @@ def _said(
         ran = workload.optimizers[0]
         if ran not in _TORCH_OPTIMIZERS:
             return None  # FusedAdam, Shampoo: not torch.optim's; the advice is not theirs
-        return _ADAMW.sub(f"torch.optim.{ran}", text)
+        text = _ADAMW.sub(f"torch.optim.{ran}", text)
+        if ran not in _FUSED_ON_GPU and workload.device != "cpu":
+            text = text.replace("fused=True", "foreach=True")  # its fused kernel is CPU-only
+        return text
     return text
 
 

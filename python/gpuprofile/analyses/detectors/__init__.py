@@ -159,20 +159,27 @@ def _with_rank(hint: Hint, ranks: list[int]) -> Hint:
     return replace(hint, title=prefix + hint.title) if prefix else hint
 
 
+# Findings that sum what others explain, taken after them: the ops far below their roof (a
+# fused attention or a fused chain is the fix for the part of them those findings name), and,
+# last, the GPU idle whose causes have findings of their own.
+GENERAL = {"memory-bound": 1, "compute-bound": 1, "gpu-idle": 2}
+
+
 def shared_gains(hints: list[Hint], one_off: dict[int, Claim] | None = None) -> list[Hint]:
     """Each nanosecond of a rank's time given back once at most (analyses/claims.py).
 
-    Per rank, findings about one cause first (the general GPU-idle finding last: its time is
-    the sum of causes that have their own findings), then largest gain first, each takes what
-    is left of its claim (claims.Ledger). A finding left with less says which finding holds
-    the rest; one left with nothing is folded into the finding that holds most of its time,
-    its text kept there. Findings without a claim (about the job, not a rank's time, or ones
-    that leave other findings' time out themselves) are left as they are. one_off: per rank,
-    one-time work the report names first: it is taken before any finding, and a finding that
-    lies wholly in it is left out (the one-off notice says it)."""
+    Per rank, findings about one cause or one pattern first (then the GENERAL ones: ops far
+    below their roof, and last the GPU idle whose causes have findings of their own), then
+    largest gain first, each takes what is left of its claim (claims.Ledger). A finding left
+    with less says which finding holds the rest; one left with nothing is folded into the
+    finding that holds most of its time, its text kept there. Findings without a claim (about
+    the job, not a rank's time, or ones that leave other findings' time out themselves) are
+    left as they are. one_off: per rank, one-time work the report names first: it is taken
+    before any finding, and a finding that lies wholly in it is left out (the one-off notice
+    says it)."""
     order = sorted(
         (i for i, h in enumerate(hints) if h.claim is not None),
-        key=lambda i: (hints[i].kind == "gpu-idle", -hints[i].gain_ns),
+        key=lambda i: (GENERAL.get(hints[i].kind, 0), -hints[i].gain_ns),
     )
     out: list[Hint | None] = list(hints)
     ledgers: dict[int | None, Ledger] = {}
