@@ -198,15 +198,11 @@ def shared_gains(hints: list[Hint], one_off: dict[int, Claim] | None = None) -> 
             if gain <= 0:
                 out[i] = None  # one-time work, all of it: the one-off notice's
                 continue
-            out[i] = judged(
-                replace(
-                    hint,
-                    gain_ns=gain,
-                    explanation=f"{hint.explanation} {format_time(hint.gain_ns - gain)} of "
-                    f"its estimated {format_time(hint.gain_ns)} lies in one-time work (the "
-                    "first notice names it), which no fix to the steady state gives back; "
-                    "its gain is the rest.",
-                )
+            out[i] = _reduced(
+                hint,
+                gain,
+                "one-time work (the first notice names it), which no fix to the steady state "
+                "gives back",
             )
             before.append((i, claim))
             continue
@@ -222,17 +218,21 @@ def shared_gains(hints: list[Hint], one_off: dict[int, Claim] | None = None) -> 
                 )
                 out[i] = None
                 continue
-            out[i] = judged(
-                replace(
-                    hint,
-                    gain_ns=gain,
-                    explanation=f"{hint.explanation} {format_time(hint.gain_ns - gain)} of "
-                    f"its estimated {format_time(hint.gain_ns)} lies in time the finding "
-                    f'"{holding.title}" already counts; its gain is the rest.',
-                )
-            )
+            out[i] = _reduced(hint, gain, f'time the finding "{holding.title}" already counts')
         before.append((i, claim))
     return [h for h in out if h is not None]
+
+
+def _reduced(hint: Hint, gain: int, where: str) -> Hint:
+    """The hint with the part of its gain that no one else holds, saying where the rest is."""
+    return judged(
+        replace(
+            hint,
+            gain_ns=gain,
+            explanation=f"{hint.explanation} {format_time(hint.gain_ns - gain)} of its "
+            f"estimated {format_time(hint.gain_ns)} lies in {where}; its gain is the rest.",
+        )
+    )
 
 
 # The detector whose hint is about one cause of idle time, with its own evidence and fix.
