@@ -45,13 +45,21 @@ def test_report_json_is_the_profile_report(
     assert rank["gpu"]["non_compute_ns"] == 17_000
     # A tie in total time goes to the name launched more often.
     assert rank["top_kernels"] == [
-        {"name": "gemm", "count": 2, "total_ns": 20_000, "class": "compute", "measured": None},
+        {
+            "name": "gemm",
+            "count": 2,
+            "total_ns": 20_000,
+            "class": "compute",
+            "measured": None,
+            "class_reason": "no copy, wait or communication in its name, launching op or stream",
+        },
         {
             "name": "ncclKernel_AllReduce",
             "count": 1,
             "total_ns": 20_000,
             "class": "communication",
             "measured": None,  # nothing measured on the launches (Nsight Compute would)
+            "class_reason": "its name says all-reduce",
         },
     ]
     assert rank["copies"] == [
