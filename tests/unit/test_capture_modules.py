@@ -114,14 +114,16 @@ def enclosing(found: pd.DataFrame, row: Any) -> list[str]:
 
 @pytest.fixture
 def hooks_untouched() -> Iterator[None]:
-    """torch's global hook tables and the warning filters are as they were: none of ours is
-    left behind."""
+    """torch's global hook tables, ``nn.Module.__call__`` and the warning filters are as they
+    were: none of ours is left behind."""
+    call = torch.nn.Module.__call__
     before = (
         dict(nn_module._global_forward_pre_hooks),
         dict(nn_module._global_forward_hooks),
         dict(nn_module._global_forward_hooks_always_called),
     )
     yield
+    assert torch.nn.Module.__call__ is call
     for table, was in zip(
         (
             nn_module._global_forward_pre_hooks,
@@ -366,6 +368,52 @@ def test_modules_false_records_none_and_leaves_other_hooks_alone(hooks_untouched
         assert handle.id in nn_module._global_forward_pre_hooks
     finally:
         handle.remove()
+
+
+def test_users_global_hooks_run_inside_the_recorded_calls(hooks_untouched: None) -> None:
+    seen: list[str] = []
+    handle = nn_module.register_module_forward_pre_hook(lambda m, a: seen.append(type(m).__name__))
+    try:
+        model, x = Net(layers=1), torch.randn(2, 8)
+        calls = Calls()
+        calls.watch(model)
+        p = profiled(lambda: model(x))
+        calls.remove()
+        assert seen == [shown for _, shown in calls.seen]  # once a call, as without a capture
+        assert list(zip(ranges(p)["path"], ranges(p)["type"], strict=True)) == calls.seen
+    finally:
+        handle.remove()
+
+
+def test_a_wrapper_set_over_the_captures_stays_and_records_nothing_after(
+    hooks_untouched: None,
+) -> None:
+    """Another tool that sets its own ``nn.Module.__call__`` during the capture keeps it after;
+    the capture's, beneath it, only passes calls on."""
+    model, x = Net(layers=1), torch.randn(2, 8)
+    wrapped: list[str] = []
+
+    def block() -> None:
+        beneath = torch.nn.Module.__call__
+
+        def theirs(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+            wrapped.append(type(module).__name__)
+            return beneath(module, *args, **kwargs)
+
+        torch.nn.Module.__call__ = theirs  # type: ignore[method-assign]
+        model(x)
+
+    original = torch.nn.Module.__call__
+    try:
+        p = profiled(block)
+        assert torch.nn.Module.__call__ is not original  # theirs stayed
+        after = profiled(lambda: model(x))
+    finally:
+        torch.nn.Module.__call__ = original  # type: ignore[method-assign]
+    assert list(ranges(p)["path"])[0] == "Net"
+    assert "Net" in wrapped
+    # A later capture wraps again; the one left beneath passes calls on, adding no range.
+    assert list(ranges(after)["path"]).count("Net") == 1
 
 
 def test_a_compiled_model_runs_without_graph_breaks_or_warnings(hooks_untouched: None) -> None:

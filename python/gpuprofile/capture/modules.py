@@ -1,61 +1,59 @@
 """Each ``nn.Module`` call of the profiled code as a range in the capture, with no change to the
-user's code: two global hooks (torch's ``register_module_forward_pre_hook`` and
-``register_module_forward_hook(always_call=True)``) open and close a range named
-``nn.Module: {path} ({Type})``.
+user's code: while the capture runs, ``nn.Module.__call__`` is a wrapper that opens a range named
+``nn.Module: {path} ({Type})``, calls torch's own ``__call__`` and closes the range in a
+``finally``.
+
+Why a wrapper and not torch's global hooks (``register_module_forward_pre_hook``): any global
+hook sends every module call through ``_call_impl``'s slow path (1.7 us a call on torch 2.13's
+CPU build, against 0.2 us for the wrapper), and a forward hook does not run when a
+``KeyboardInterrupt`` leaves the module, so the hooks had to find their calls by frame. The
+wrapper's ``finally`` ends every call it began, on whatever leaves it. Module hooks of the user's
+own still run, inside the call. A class with its own ``__call__`` that calls ``super().__call__``
+(torch.compile's ``OptimizedModule``) passes through the wrapper too; one that calls
+``_call_impl`` directly is not recorded.
 
 The path starts at the outermost module called (its class name), then the names
 ``named_modules()`` gives (``Transformer.layers.3.mlp``); a module that is not in its caller's
 tree (a model called inside another's forward, a module made on the fly) is named
 ``{caller's path}.{Class}`` and its own submodules are named from it.
 
-The ranges are torch's ``_RecordFunctionFast`` (0.8-1.6 us a range on torch 2.13's CPU build,
-against 1.8-5 us for ``_record_function_with_args_enter``); they land as ``cpu_op``, and the
-Kineto reader makes them ``user_annotation`` (importers/kineto/capture_ranges.py), the form the
-analyses read. A torch without it gets ``record_function`` (``user_annotation`` already).
+The ranges are torch's ``_RecordFunctionFast`` (0.8-1.6 us a range, against 1.8-5 us for
+``_record_function_with_args_enter``); they land as ``cpu_op``, and the Kineto reader makes them
+``user_annotation`` (importers/kineto/capture_ranges.py), the form the analyses read. A torch
+without it gets ``record_function`` (``user_annotation`` already).
 
 Cost is per call, so the common call does little: each place a module is called at (its
 caller's place and the module) is worked out once, with its range's name, and kept with the
 root's tree, weakly, across captures; a call checks it with one dict lookup (the caller still
 holds the module under that name), so a model whose structure changed between calls is
-renamed, not misnamed. The names come from a map per root (``named_modules()``).
+renamed, not misnamed. The names come from a map per root (``named_modules()``). Each thread
+keeps its own stack of open calls (the callers).
 
-A forward hook marked ``always_call`` still does not run when a ``KeyboardInterrupt`` (not an
-``Exception``) leaves the module, so each thread keeps its own stack of open calls, each with the
-frame of its ``_call_impl``: a call whose frame no longer runs is closed at the next module call
-and at the end of the capture, so no range stays open and later work is not nested in it.
-
-While dynamo traces (``torch.compile``) the hooks do nothing: dynamo reads
+While dynamo traces (``torch.compile``) the wrapper only calls torch's: dynamo reads
 ``torch.compiler.is_compiling()`` as a constant, so the compiled graph holds no range and no
 graph break. Modules run inside compiled code have no range; the compiled module's call has one.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
-import warnings
 import weakref
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any
 
 import torch
-from torch.nn.modules import module as nn_module
 
 from gpuprofile.trace.model import MODULE_PREFIX
 
 # torch.compile's wrapper: named and shown as the module it wraps (its _orig_mod).
 _WRAPPER = "OptimizedModule"
 _WRAPPED = "_orig_mod"
-# OptimizedModule warns on every call site while global hooks exist; the hooks are ours.
-_COMPILE_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
 
 # torch's own, private; record_function where a version lacks it.
 _Range: Any = getattr(torch._C._profiler, "_RecordFunctionFast", None) or (
     torch.autograd.profiler.record_function
 )
 _is_compiling = torch.compiler.is_compiling
-_frame_of = sys._getframe
 # A place's children are pruned of modules gone once they number this many.
 _PRUNE_FROM = 64
 
@@ -135,82 +133,74 @@ class _Place:
     children: dict[int, _Place] = field(default_factory=dict)  # by the callee's id
 
 
-# One open call: its _call_impl's frame (says which call the forward hook ends), its place,
-# its module (the callees' caller), its open range.
-_Call = tuple[FrameType, _Place, torch.nn.Module, Any]
+# One open call: its place and its module (the callees' caller).
+_Call = tuple[_Place, torch.nn.Module]
 
 
 class ModuleRanges:
-    """The hooks of one capture: ``install()`` after the profiler starts, ``remove()`` before it
-    stops (never raises: the capture's teardown must go on)."""
+    """The wrapper of one capture: ``install()`` after the profiler starts, ``remove()`` before
+    it stops (never raises: the capture's teardown must go on)."""
 
     def __init__(self) -> None:
         self._local = threading.local()
-        self._stacks: dict[int, list[_Call]] = {}  # thread id -> its stack, closed at the end
-        self._handles: list[Any] = []
-        self._owner = threading.get_ident()
+        self._torch_call: Any = None  # nn.Module.__call__ as it was; None while not installed
+        self._installed: Any = None  # the wrapper set in its place
 
     def install(self) -> None:
-        if "torch._dynamo.eval_frame" in sys.modules:
-            # Only where torch.compile has been used: a filter added makes Python drop every
-            # call site's record of warnings already shown (about +0.3 ms on a 5 ms cell).
-            warnings.filterwarnings("ignore", message=_COMPILE_WARNING, category=UserWarning)
-        # One at a time: remove() takes away whatever got installed.
-        self._handles.append(nn_module.register_module_forward_pre_hook(self._pre))
-        self._handles.append(nn_module.register_module_forward_hook(self._post, always_call=True))
+        torch_call = torch.nn.Module.__call__
+        local = self._local
+        place_of = self._place
+
+        def __call__(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+            # Runs on every module call: the common case (a place seen before) is inlined.
+            if _is_compiling() or self._installed is None:
+                return torch_call(module, *args, **kwargs)
+            try:
+                stack: list[_Call] = local.stack
+            except AttributeError:
+                stack = local.stack = []
+            if stack:
+                caller, held_by = stack[-1]
+                place = caller.children.get(id(module))
+                if (
+                    place is None
+                    or place.module() is not module
+                    or held_by._modules.get(place.attr) is not module  # type: ignore[arg-type]
+                ):
+                    place = place_of(module, caller, held_by, place)
+            else:
+                tree = _tree_of(module)
+                place = tree.place
+                if place is None:
+                    path = type_name(module)
+                    place = tree.place = _place(module, tree, "", path, path, None)
+            label = place.label
+            if label is None:  # torch.compile's wrapped module: its wrapper's range stands
+                stack.append((place, module))
+                try:
+                    return torch_call(module, *args, **kwargs)
+                finally:
+                    stack.pop()
+            handle = _Range(label)
+            handle.__enter__()
+            stack.append((place, module))
+            try:
+                return torch_call(module, *args, **kwargs)
+            finally:
+                stack.pop()
+                _close(handle)
+
+        __call__.__wrapped__ = torch_call  # type: ignore[attr-defined]
+        self._torch_call = torch_call
+        self._installed = __call__
+        torch.nn.Module.__call__ = __call__  # type: ignore[method-assign]
 
     def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles = []
-        _drop_warning_filter()
-        # Ranges the capture's own thread left open (an interrupt): closed innermost first.
-        # Another thread's are left to it: closing them here would race its hooks.
-        stack = self._stacks.pop(self._owner, [])
-        while stack:
-            _close(stack.pop()[3])
-
-    def _new_stack(self) -> list[_Call]:
-        stack: list[_Call] = self._stacks.setdefault(threading.get_ident(), [])
-        self._local.stack = stack
-        return stack
-
-    def _pre(self, module: torch.nn.Module, args: Any) -> None:
-        # Runs on every module call: the common case (a place seen before) is inlined.
-        if _is_compiling():
-            return
-        try:
-            stack: list[_Call] = self._local.stack
-        except AttributeError:
-            stack = self._new_stack()
-        frame = _frame_of(1)
-        if stack:
-            # The caller's call still runs: its frame is a few frames up.
-            running = stack[-1][0]
-            walk = frame.f_back
-            while walk is not None and walk is not running:
-                walk = walk.f_back
-            if walk is None:
-                _close_finished(stack, frame)
-        if stack:
-            _, caller, held_by, _ = stack[-1]
-            place = caller.children.get(id(module))
-            if (
-                place is None
-                or place.module() is not module
-                or held_by._modules.get(place.attr) is not module  # type: ignore[arg-type]
-            ):
-                place = self._place(module, caller, held_by, place)
-        else:
-            tree = _tree_of(module)
-            place = tree.place
-            if place is None:
-                path = type_name(module)
-                place = tree.place = _place(module, tree, "", path, path, None)
-        if place.label is not None:
-            handle = _Range(place.label)
-            handle.__enter__()
-            stack.append((frame, place, module, handle))
+        installed, self._installed = self._installed, None
+        if installed is not None and torch.nn.Module.__call__ is installed:
+            torch.nn.Module.__call__ = self._torch_call  # type: ignore[method-assign]
+        # Else something set its own wrapper over ours since: it stays, and ours, still beneath
+        # it, only calls torch's (self._installed is None).
 
     def _place(
         self, module: torch.nn.Module, caller: _Place, held_by: torch.nn.Module, seen: _Place | None
@@ -256,26 +246,6 @@ class ModuleRanges:
             for key in [key for key, kept in children.items() if kept.module() is None]:
                 del children[key]
         return place
-
-    def _post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        if _is_compiling():
-            return
-        try:
-            stack: list[_Call] = self._local.stack
-        except AttributeError:
-            return
-        if not stack:
-            return
-        frame = _frame_of(1)
-        if stack[-1][0] is frame:
-            _close(stack.pop()[3])
-            return
-        for at in range(len(stack) - 2, -1, -1):
-            if stack[at][0] is frame:
-                while len(stack) > at:  # inner calls an interrupt left open end here too
-                    _close(stack.pop()[3])
-                return
-        # Not ours: a call that began before the hooks were installed, or was skipped.
 
 
 def _place(
@@ -324,17 +294,6 @@ def _close(handle: Any) -> None:
         pass
 
 
-def _close_finished(stack: list[_Call], current: FrameType) -> None:
-    """Close the calls whose frames no longer run (an interrupt skipped their hooks)."""
-    running: set[int] = set()
-    walk: FrameType | None = current
-    while walk is not None:
-        running.add(id(walk))
-        walk = walk.f_back
-    while stack and id(stack[-1][0]) not in running:
-        _close(stack.pop()[3])
-
-
 # Per root module, its tree; kept across captures, dropped with the module.
 _trees: dict[int, tuple[weakref.ref[torch.nn.Module], _Tree]] = {}
 # Per module class, the name shown (None: torch.compile's wrapper, shown as what it wraps).
@@ -374,14 +333,3 @@ def shown_name(name: str) -> str:
     if _WRAPPED not in name:
         return name
     return ".".join(part for part in name.split(".") if part != _WRAPPED)
-
-
-def _drop_warning_filter() -> None:
-    """Take away the filter install() added (filterwarnings has no inverse)."""
-    kept = [f for f in warnings.filters if getattr(f[1], "pattern", None) != _COMPILE_WARNING]
-    if len(kept) != len(warnings.filters):
-        warnings.filters[:] = kept  # type: ignore[index]
-        # Python's own filterwarnings does this, so cached "already warned" states are reset.
-        mutated = getattr(warnings, "_filters_mutated", None)
-        if mutated is not None:
-            mutated()

@@ -183,10 +183,10 @@ class CaptureOptions:
 
     @property
     def module_ranges(self) -> bool:
-        """Whether the capture's own module hooks run (capture/modules.py). Not with
+        """Whether the capture's module wrapper runs (capture/modules.py). Not with
         ``with_stack``: torch then records each module call itself (``nn.Module: Class_N``),
-        and its Python tracer would record the hooks' own calls around each range, so the
-        range would nest under the hook's frame, not around the module's work, at 5-10x the
+        and its Python tracer would record the wrapper's own calls around each range, so the
+        range would nest under the wrapper's frame, not around the module's work, at 5-10x the
         cost. A lighter hook names torch's events by path then (capture/module_names.py)."""
         return self.modules and not self.with_stack
 
