@@ -20,13 +20,11 @@ import time
 
 LAYERS = 20
 PASSES = 50
+CALLS = PASSES * (LAYERS + 1)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=15)
-    args = parser.parse_args()
-
+def measure(repeat: int) -> tuple[float, float]:
+    """Best times of the loop with module ranges and with --no-modules (seconds)."""
     import torch
 
     from gpuprofile.capture.options import CaptureOptions
@@ -35,7 +33,6 @@ def main() -> int:
     torch.set_num_threads(1)
     model = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(LAYERS)])
     x = torch.randn(2, 8)
-    calls = PASSES * (LAYERS + 1)
 
     def run(modules: bool) -> float:
         with capture(CaptureOptions(modules=modules, interval=0)):
@@ -45,14 +42,29 @@ def main() -> int:
             return time.perf_counter() - started
 
     best = {True: float("inf"), False: float("inf")}
-    for round_ in range(args.repeat):
+    for round_ in range(repeat):
         for side in (True, False) if round_ % 2 == 0 else (False, True):
             best[side] = min(best[side], run(side))
-    cost_us = (best[True] - best[False]) / calls * 1e6
-    print(f"torch {torch.__version__}, {calls} module calls, best of {args.repeat} each side")
-    print(f"modules on  {best[True] * 1e3:8.2f} ms")
-    print(f"modules off {best[False] * 1e3:8.2f} ms")
-    print(f"ratio {best[True] / best[False] - 1:+.1%}, {cost_us:.1f} us per module call")
+    return best[True], best[False]
+
+
+def per_call_us(repeat: int = 15) -> float:
+    on, off = measure(repeat)
+    return (on - off) / CALLS * 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+
+    import torch
+
+    on, off = measure(args.repeat)
+    print(f"torch {torch.__version__}, {CALLS} module calls, best of {args.repeat} each side")
+    print(f"modules on  {on * 1e3:8.2f} ms")
+    print(f"modules off {off * 1e3:8.2f} ms")
+    print(f"ratio {on / off - 1:+.1%}, {(on - off) / CALLS * 1e6:.1f} us per module call")
     return 0
 
 

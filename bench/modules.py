@@ -4,14 +4,20 @@
 
 Each notebook's code cells run in order in one namespace (its set-up); each ``%%gpuprofile``
 cell runs under the capture with its own flags, once with module ranges and once with
-``--no-modules``, interleaved (the order alternates each round), best of N rounds or more
-(short cells run until each side has run ``--seconds``), torch on one thread. Under ``--stack``
+``--no-modules``, back to back (the order alternates each round), N rounds or more (short
+cells run until each side has run ``--seconds``), torch on one thread. Under ``--stack``
 "modules on" is the hook that names torch's own module events (capture/module_names.py).
-Timed: the cell's body inside the capture, not the capture's start or teardown. Printed per
-cell: module calls recorded, both times, the ratio (target: within 5%), and the cost per
-module call it implies. A last row, not an example, is a small transformer whose
-steps are mostly module calls: where the cost shows. Cells that read a profile
-(``gpuprofile.last()``, ``.report()``) are skipped. Not a test: it prints, and always exits 0.
+Timed: the cell's body inside the capture, not the capture's start or teardown.
+
+Printed per cell: module calls recorded; the best time of each side; the ratio, as the median
+of the rounds' own on/off ratios (a round's two runs are back to back, so a slow spell of the
+machine moves both), with the 10th and 90th percentiles; and the cost the cell's module calls
+imply at the per-call cost measured in the same run (bench/module_call_cost.py's loop), which
+is steady where the ratio is not. Cells with no module call show the ratio's noise: nothing
+differs between their two sides. Target: within 5%. A last row, not an example, is a small
+transformer whose steps are mostly module calls: where the cost shows. Cells that read a
+profile (``gpuprofile.last()``, ``.report()``) are skipped. Not a test: it prints, and always
+exits 0.
 """
 
 from __future__ import annotations
@@ -110,21 +116,25 @@ def options_of(cell: Cell) -> Any:
     return dataclasses.replace(options, export=None)
 
 
-def paired(run: Callable[[bool], float], repeat: int, seconds: float) -> tuple[float, float]:
-    """The best time of ``run(True)`` and of ``run(False)``, interleaved (the order alternates
-    each round), over at least ``repeat`` rounds and until each side has run ``seconds`` in
-    all: a 5 ms cell gets many more rounds than a 0.2 s one, so both are timed to about the
-    same noise."""
-    runs: dict[bool, list[float]] = {True: [], False: []}
-    round_ = 0
-    while round_ < repeat or (sum(runs[True]) < seconds and round_ < MAX_ROUNDS):
-        for side in (True, False) if round_ % 2 == 0 else (False, True):
-            runs[side].append(run(side))
-        round_ += 1
-    return min(runs[True]), min(runs[False])
+def paired(run: Callable[[bool], float], repeat: int, seconds: float) -> list[tuple[float, float]]:
+    """``(run(True), run(False))`` per round, back to back (the order alternates each round),
+    at least ``repeat`` rounds and until each side has run ``seconds`` in all: a 5 ms cell gets
+    many more rounds than a 0.2 s one, so both are timed to about the same noise."""
+    rounds: list[tuple[float, float]] = []
+    while len(rounds) < repeat or (
+        sum(on for on, _ in rounds) < seconds and len(rounds) < MAX_ROUNDS
+    ):
+        if len(rounds) % 2 == 0:
+            on = run(True)
+            off = run(False)
+        else:
+            off = run(False)
+            on = run(True)
+        rounds.append((on, off))
+    return rounds
 
 
-def measure(cell: Cell, repeat: int, seconds: float) -> tuple[float, float, int]:
+def measure(cell: Cell, repeat: int, seconds: float) -> tuple[list[tuple[float, float]], int]:
     options = options_of(cell)
     calls = 0
 
@@ -134,8 +144,12 @@ def measure(cell: Cell, repeat: int, seconds: float) -> tuple[float, float, int]
         calls = max(calls, recorded)
         return elapsed
 
-    on, off = paired(run, repeat, seconds)
-    return on, off, calls
+    return paired(run, repeat, seconds), calls
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def arguments(doc: str, argv: list[str] | None) -> argparse.Namespace:
@@ -166,22 +180,37 @@ def main(argv: list[str] | None = None) -> int:
     cells = example_cells(args.notebooks)
     import torch
 
+    sys.path.insert(0, str(Path(__file__).parent))
+    from module_call_cost import per_call_us
+
+    cost_us = per_call_us()
     print(
-        f"torch {torch.__version__}, best of {args.repeat} rounds or more (each side "
-        f"{args.seconds:g} s at least), modules on vs --no-modules"
+        f"torch {torch.__version__}, {args.repeat} rounds or more (each side "
+        f"{args.seconds:g} s at least), modules on vs --no-modules; "
+        f"{cost_us:.1f} us per module call (bench/module_call_cost.py's loop)"
     )
-    print(f"{'cell':<40} {'calls':>6} {'on s':>8} {'off s':>8} {'ratio':>7} {'us/call':>8}")
+    print(
+        f"{'cell':<36} {'calls':>5} {'on s':>7} {'off s':>7} {'ratio':>7} "
+        f"{'[p10, p90]':>16} {'implied':>8}"
+    )
     rows: list[tuple[str, float]] = []
     for cell in cells:
         print(f"  {cell.name}", file=sys.stderr, flush=True)
-        on, off, calls = measure(cell, args.repeat, args.seconds)
-        ratio = on / off - 1
-        per_call = f"{(on - off) / calls * 1e6:8.1f}" if calls else f"{'-':>8}"
+        rounds, calls = measure(cell, args.repeat, args.seconds)
+        ratios = [on / off - 1 for on, off in rounds]
+        ratio = percentile(ratios, 0.5)
+        off = min(off for _, off in rounds)
+        spread = f"[{percentile(ratios, 0.1):+.1%}, {percentile(ratios, 0.9):+.1%}]"
+        implied = calls * cost_us * 1e-6 / off
         mark = "" if ratio <= TARGET else "  over 5%"
-        print(f"{cell.name:<40} {calls:>6} {on:>8.3f} {off:>8.3f} {ratio:>+7.1%} {per_call}{mark}")
+        print(
+            f"{cell.name:<36} {calls:>5} {min(on for on, _ in rounds):>7.3f} {off:>7.3f} "
+            f"{ratio:>+7.1%} {spread:>16} {implied:>+8.1%}{mark}"
+        )
         rows.append((cell.name, ratio))
     examples = [ratio for name, ratio in rows if not name.startswith("(")]
-    print(f"worst example cell: {max(examples):+.1%} (target within {TARGET:.0%})")
+    if examples:
+        print(f"worst example cell: {max(examples):+.1%} (target within {TARGET:.0%})")
     return 0
 
 
