@@ -163,6 +163,10 @@ def rank_facts(rank: int, doc: Any) -> RankFacts:
     facts = RankFacts(rank=rank)
     facts.dur_ns = {t: Decimal(0) for t in INTERVAL_TABLES}
     facts.abs_start_ns = {t: [] for t in INTERVAL_TABLES}
+    # A host range ending over 1 ms after the profiler's own span (its Trace event) was left
+    # open: docs/formats/kineto.md says it ends with the span.
+    spans = [e for e in trace_events(doc) if e.get("ph") == "X" and e.get("cat") == "Trace"]
+    span_end = max((Decimal(e["ts"]) + Decimal(e["dur"]) for e in spans), default=None)
     for e in trace_events(doc):
         ph = e.get("ph")
         if ph == "X":
@@ -170,7 +174,10 @@ def rank_facts(rank: int, doc: Any) -> RankFacts:
             if table is None:
                 continue
             facts.counts[table] += 1
-            facts.dur_ns[table] += Decimal(e["dur"]) * 1000
+            dur = Decimal(e["dur"])
+            if table == "ops" and span_end is not None and Decimal(e["ts"]) + dur > span_end + 1000:
+                dur = max(span_end - Decimal(e["ts"]), Decimal(0))
+            facts.dur_ns[table] += dur * 1000
             facts.abs_start_ns[table].append(base + Decimal(e["ts"]) * 1000)
             if table == "ops":
                 facts.op_categories["cpu_op" if e["cat"] == "Operator" else e["cat"]] += 1

@@ -328,3 +328,27 @@ def test_autograd_sequence_and_forward_thread_are_read_per_op(tmp_path: Path) ->
     plain = load_kineto(write(tmp_path / "p.json", document([cpu_op("aten::add", 1.0, 1.0)])))
     assert plain.ops["sequence"].tolist() == [NO_ID]
     assert plain.ops["fwd_tid"].tolist() == [NO_ID]
+
+
+def test_a_range_left_open_ends_with_the_profilers_span(tmp_path: Path) -> None:
+    """A ProfilerStep never closed is written ending seconds after the profiler's own span
+    (its Trace event): it is cut at the span's end and said; a range ending within the
+    tolerance of the span's end keeps its time."""
+    span = {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": 1, "tid": 1}
+    doc = document(
+        [
+            {**span, "ts": 0, "dur": 2000},
+            cpu_op("ProfilerStep#1", 1000, 10_000_000),
+            cpu_op("aten::add", 1100, 50),
+            cpu_op("aten::sync_at_stop", 1900, 100.5),  # ends 0.5 us after the span
+        ]
+    )
+    trace = load_kineto(write(tmp_path / "trace.json", doc))
+    ops = trace.ops.set_index("name")
+    origin = 1000 * 1000  # the first timeline event's start, in ns: the trace's time 0
+    assert ops.loc["ProfilerStep#1", "start_ns"] == 0
+    assert ops.loc["ProfilerStep#1", "dur_ns"] == 2000 * 1000 - origin
+    assert ops.loc["aten::add", "dur_ns"] == 50 * 1000
+    assert ops.loc["aten::sync_at_stop", "dur_ns"] == 100_500
+    [(reason, count)] = trace.meta.ranks[0].unknown.items()
+    assert count == 1 and "outlasts the profiler's own span" in reason

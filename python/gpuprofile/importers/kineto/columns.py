@@ -17,6 +17,7 @@ from gpuprofile.importers.kineto.format import (
     GPU_ANNOTATION,
     NO_ARGS,
     OP_CATEGORY,
+    PROFILER_SPAN,
     Args,
     Event,
     split_counter_name,
@@ -392,9 +393,12 @@ def _compute_capability(props: dict[str, Any]) -> str | None:
 
 def sort_events(
     events: list[Event],
-) -> tuple[dict[str, list[Event]], list[Event], list[Event], dict[str, str], Counter[str]]:
+) -> tuple[
+    dict[str, list[Event]], list[Event], list[Event], list[Event], dict[str, str], Counter[str]
+]:
     """The events of each table in file order; the counter samples; the GPU annotations; the
-    threads' names; and what was skipped, by kind, in the order first met.
+    profiler's own spans (``Trace`` events, counted as skipped too); the threads' names; and
+    what was skipped, by kind, in the order first met.
 
     Timeline events are routed by their (phase, category) pair in C-level passes (each pair's
     route worked out once); only the other events (instants, counters, metadata, unknown
@@ -410,6 +414,7 @@ def sort_events(
     # Apart from the buckets: they span GPU work already in them, so they leave the trace's
     # origin (and scan_extent's, which shares table_of) where the timeline tables put it.
     gpu_annotations: list[Event] = []
+    spans: list[Event] = []
     thread_names: dict[str, str] = {}
     skipped: Counter[str] = Counter()
     for i in np.flatnonzero(event_route == _ONE_BY_ONE).tolist():
@@ -421,6 +426,8 @@ def sort_events(
             gpu_annotations.append(event)
         elif ph == "X":
             skipped[event.cat or "(no category)"] += 1
+            if event.cat == PROFILER_SPAN:
+                spans.append(event)
         elif ph in ("i", "I"):
             skipped[f"instant {event.name}"] += 1
         elif ph == "C":
@@ -441,7 +448,7 @@ def sort_events(
                 thread_names[f"{event.pid}/{event.tid}"] = event.args.name
         else:
             skipped[f"phase {ph or '(none)'}"] += 1
-    return buckets, counters, gpu_annotations, thread_names, skipped
+    return buckets, counters, gpu_annotations, spans, thread_names, skipped
 
 
 _PH_CAT = attrgetter("ph", "cat")

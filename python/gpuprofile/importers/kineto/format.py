@@ -133,8 +133,9 @@ MEMORY_EVENT = "[memory]"
 # The profiler's own bookkeeping, in every torch.profiler trace (as RankMeta.skipped names
 # them): its window's span and the instants that mark a window's start and end. Not read, and
 # no loss: the report does not list them among the events not read.
+PROFILER_SPAN = "Trace"
 PROFILER_MARKERS = frozenset(
-    ("Trace", "instant Iteration Start: PyTorch Profiler", "instant Record Window End")
+    (PROFILER_SPAN, "instant Iteration Start: PyTorch Profiler", "instant Record Window End")
 )
 
 

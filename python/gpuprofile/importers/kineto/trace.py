@@ -115,6 +115,7 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
     skipped: Counter[str] = Counter()
     findings = Findings()
     doc: Document[Any] | None = None
+    span_ends: list[int] = []  # the profiler's own spans' ends (Trace events), in ns
 
     def loose(items: list[Any], first: int) -> list[Event]:
         return loose_events(items, first, findings)
@@ -132,11 +133,14 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
         shapes = Shapes(findings)
         named = f"{path.name} " if len(paths) > 1 else ""
         for first, events in events_parts:
-            buckets, counters, annotations, names, part_skipped = sort_events(events)
+            buckets, counters, annotations, spans, names, part_skipped = sort_events(events)
             thread_names.update(names)
             skipped.update(part_skipped)
             buckets.update(counters=counters, gpu_annotations=annotations)
             where = _locator(named, first, events)
+            if spans:
+                _, start, dur = checked_times(spans, "profiler spans", True, Findings(), where)
+                span_ends.extend((start + dur).tolist())
             for table, bucket in buckets.items():
                 checked, start, dur = checked_times(
                     bucket, _WHAT[table], table not in _INSTANTS, findings, where
@@ -150,6 +154,8 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
     assert doc is not None
     joined = {table: _joined(table, columns) for table, columns in parts.items()}
     _drop_outliers(joined, findings)
+    if span_ends:
+        _cut_at_profiler_end(joined["ops"], max(span_ends), findings)
     # Annotations and counters span or sample GPU work already in the timeline tables, so
     # the trace's origin (and scan_extent's, which shares table_of) ignores them.
     firsts = [int(c[_TIME[t]].min()) for t, c in joined.items() if t in _TIMELINE and _rows(c)]
@@ -273,6 +279,29 @@ def _drop_outliers(joined: dict[str, dict[str, Any]], findings: Findings) -> Non
                     columns[name] = [values[i] for i in keep.tolist()]
                 else:
                     columns[name] = values[keep]
+
+
+# Host ranges ending this long after the profiler's own span are left open, not late.
+PAST_PROFILER_END_NS = 1_000_000
+
+
+def _cut_at_profiler_end(ops: dict[str, Any], end_ns: int, findings: Findings) -> None:
+    """End at the profiler's own span's end (its ``Trace`` event) each host range that ends
+    more than PAST_PROFILER_END_NS after it: a range never closed (a ``ProfilerStep#`` whose
+    step() never came) is given the time until the trace was written, seconds after every
+    recorded event, and would stretch the wall over time nothing was recorded in."""
+    if not _rows(ops):
+        return
+    start, dur = ops["start_ns"], ops["dur_ns"]
+    late = start + dur > end_ns + PAST_PROFILER_END_NS
+    if not late.any():
+        return
+    ops["dur_ns"] = np.where(late, np.maximum(end_ns - start, 0), dur)
+    findings.unknown_value(
+        "the end of a host range that outlasts the profiler's own span (left open: never "
+        "closed before the trace was written); it ends with the span",
+        int(late.sum()),
+    )
 
 
 # The tables without pid and tid columns: their events' pid and tid (a GPU lane; a rank, in
