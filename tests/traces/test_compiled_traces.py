@@ -124,3 +124,25 @@ def test_a_region_without_graph_calls_is_timed_by_its_own_span() -> None:
     [text] = [n["text"] for n in report["notices"] if n["kind"] == "compile"]
     assert f"{len(raw)} compiled region call took {span_us / 1000:.2f} ms" in text
     assert "ran 0 ns" not in text
+
+
+def test_an_unclosed_step_does_not_stretch_the_wall() -> None:
+    """HTA's Triton trace: ProfilerStep#1 is written ending 13 s after the profiler's own span
+    (its Trace event) and every other event. The wall is the raw span of the events with that
+    step cut at the Trace's end; the host time outside the one kernel is torch.compile calling
+    its graph, so the fix is CUDA graphs, not data loading."""
+    from gpuprofile.analyses.detectors import host_outside_gpu
+
+    events = events_of(HTA)
+    [span] = [e for e in events if e.get("cat") == "Trace"]
+    span_end = span["ts"] + span["dur"]
+    timeline = [e for e in events if e.get("cat") != "Trace"]
+    assert max(e["ts"] + e["dur"] for e in timeline) - span_end > 10_000_000  # 10 s past
+    first = min(e["ts"] for e in timeline)
+    ends = [min(e["ts"] + e["dur"], span_end) for e in timeline]
+    wall_us = max(ends) - first
+    analysis = Analysis(load_kineto(require_trace(KINETO / HTA)))
+    assert analysis.wall_ns(0) == pytest.approx(float(wall_us) * 1000, abs=1)
+    [hint] = host_outside_gpu.detect(analysis)
+    assert "reduce-overhead" in hint.fix[0] and "DataLoader" not in " ".join(hint.fix)
+    assert hint.basis_ns == analysis.wall_ns(0)

@@ -8,8 +8,9 @@ outermost aten ops (the ops the program called, not those they call) by their ti
 window. One-time work (analyses/one_off.py: context creation, compiling) is the one-off
 notice's and is left out of both. Gain: that time, an upper bound (moving the work off the
 critical path, to loader workers or the GPU, hides it; some of it may be needed where it is).
-Confidence low: the trace shows where the time went, not whether it can move. Traces of
-``--steps`` windows are left out: the time between windows is not recorded.
+Confidence low: the trace shows where the time went, not whether it can move. When
+torch.compile's dispatch of its graph holds half of it, the fix is CUDA graphs, not loaders.
+Traces of ``--steps`` windows are left out: the time between windows is not recorded.
 """
 
 from __future__ import annotations
@@ -33,6 +34,17 @@ FIX = (
     "If that work is not what you are tuning, profile the model step alone (gpuprofile.step() "
     "around it, or --steps) so it does not hide the GPU's share.",
 )
+# torch.compile's own dispatch (guards, cache lookup, launching its kernels): the host time is
+# the compiled graph's calling, not data preparation.
+_COMPILED_DISPATCH = ("Torch-Compiled Region", "TorchDynamo Cache Lookup", "CompiledFunction")
+COMPILED_FIX = (
+    "This host time is torch.compile calling its graph (guard checks, the cache lookup, "
+    'launching its kernels) for little GPU work: compile with mode="reduce-overhead" so a '
+    "call in a loop replays a CUDA graph, or compile a larger part of the step so each call "
+    "launches more work.",
+    FIX[1],
+)
+COMPILED_CODE = 'step = torch.compile(step, mode="reduce-overhead")  # CUDA graphs: one launch\n'
 CODE = """\
 loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True,
                     prefetch_factor=4, persistent_workers=True)
@@ -61,6 +73,8 @@ def detect(analysis: Analysis) -> list[Hint]:
             continue
         main = _main_ops(analysis, rank, windows, once)
         said = ", ".join(f"{name} {format_time(ns)}" for name, ns in main.items())
+        dispatch = sum(ns for name, ns in main.items() if name.startswith(_COMPILED_DISPATCH))
+        compiled = dispatch * 2 >= outside
         hints.append(
             Hint(
                 kind="host-outside-gpu",
@@ -91,8 +105,8 @@ def detect(analysis: Analysis) -> list[Hint]:
                     "outside_ns": outside,
                     "main_ops": said,
                 },
-                fix=FIX,
-                code=CODE,
+                fix=COMPILED_FIX if compiled else FIX,
+                code=COMPILED_CODE if compiled else CODE,
                 evidence=(
                     Evidence(
                         table="ops",
