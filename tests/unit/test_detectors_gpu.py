@@ -7,6 +7,7 @@ formula written in the test.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +213,21 @@ def test_sendrecv_fix_depends_on_what_launched_it(
     trace = load(tmp_path, [cpu_op(launcher, 250, 20), kernel(sendrecv, 300, 400, 2, stream=20)])
     [hint] = communication.detect(Analysis(trace, UNKNOWN))
     assert expected in hint.fix[0]
+
+
+def test_sendrecv_alone_gets_no_gradient_advice(tmp_path: Path) -> None:
+    """All-to-all exchanges carry no gradients: no DDP buckets, no_sync or compression hooks,
+    unless a gradient collective (an all-reduce) ran beside them."""
+    sendrecv = "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"
+    alone = [cpu_op("c10d::alltoall_base_", 250, 20), kernel(sendrecv, 300, 400, 2, stream=20)]
+    [hint] = communication.detect(Analysis(load(at(tmp_path, "a"), alone), UNKNOWN))
+    text = " ".join(hint.fix) + hint.code
+    assert "all_to_all" in hint.fix[0] and "slowest rank" in hint.fix[-1]
+    assert not re.search(r"bucket_cap_mb|no_sync|comm_hook|DistributedDataParallel", text)
+    beside = [*alone, kernel(NCCL, 800, 400, 3, stream=20)]
+    [hint] = communication.detect(Analysis(load(at(tmp_path, "b"), beside), UNKNOWN))
+    assert "all_to_all" in hint.fix[0]
+    assert any("bucket_cap_mb" in f for f in hint.fix) and "no_sync" in hint.code
 
 
 def test_communication_silent_when_fully_overlapped(tmp_path: Path) -> None:
@@ -425,6 +441,58 @@ def test_compute_bound_fires_far_below_the_bf16_peak(tmp_path: Path) -> None:
     at_roof = max(2 * 4096**3 / 320e12, 3 * 4096 * 4096 * 2 / 2e12) * 1e9
     assert hint.gain_ns == pytest.approx(5000 * US - at_roof / 0.8, abs=1)
     assert hint.numbers["roof"] == "bf16"
+
+
+def at(tmp_path: Path, name: str) -> Path:
+    (tmp_path / name).mkdir()
+    return tmp_path / name
+
+
+def fix_text(hint: Hint) -> str:
+    return " ".join(hint.fix) + hint.code
+
+
+def test_memory_bound_advises_autocast_only_to_wide_dtypes(tmp_path: Path) -> None:
+    dims = [[1024, 1024], [1024, 1024]]
+    wide = load(at(tmp_path, "fp32"), one_op("aten::add", dims, "float", 100))
+    [hint] = roofline_bound.detect(Analysis(wide, GPU))
+    assert "autocast" in fix_text(hint)
+    narrow = load(at(tmp_path, "bf16"), one_op("aten::add", dims, "c10::BFloat16", 100))
+    [hint] = roofline_bound.detect(Analysis(narrow, GPU))
+    # Already bf16: half the bytes is had; no convolution, no matrix product among the ops.
+    assert not re.search(r"autocast|channels_last|batch 1|decoding|micro-batch", fix_text(hint))
+    assert "torch.compile" in hint.fix[0]
+
+
+def test_memory_bound_matrix_product_batching_fits_the_phase(tmp_path: Path) -> None:
+    """A thin matrix product far below DRAM bandwidth: decoding's batching in an inference, a
+    larger micro-batch in training (the test adds a backward op to make it one)."""
+    mv = one_op("aten::mm", [[1, 4096], [4096, 4096]], "c10::BFloat16", 400)
+    [hint] = roofline_bound.detect(Analysis(load(at(tmp_path, "a"), mv), GPU))
+    assert "batch 1, decoding" in fix_text(hint)
+    training = [*mv, cpu_op("MmBackward0", 1000, 10), cpu_op("Optimizer.step#SGD.step", 1100, 10)]
+    analysis = Analysis(load(at(tmp_path, "b"), training), GPU)
+    assert analysis.workload.phase == "training"
+    [hint] = roofline_bound.detect(analysis)
+    assert "micro-batch" in fix_text(hint) and "decoding" not in fix_text(hint)
+
+
+def test_compute_bound_names_cudnn_only_for_convolutions(tmp_path: Path) -> None:
+    dims = [[4096, 4096], [4096, 4096]]
+    gemm = load(at(tmp_path, "mm"), one_op("aten::mm", dims, "c10::BFloat16", 5000))
+    [hint] = roofline_bound.detect(Analysis(gemm, GPU))
+    assert "cudnn" not in fix_text(hint) and "max-autotune" in fix_text(hint)
+    conv_op = one_op("aten::convolution", [], "", 20000)
+    bf16 = "c10::BFloat16"
+    conv_op[0]["args"] = {
+        "Input Dims": [[64, 256, 56, 56], [256, 256, 3, 3], [256], [], [], [], [], [], []],
+        "Input type": [bf16, bf16, bf16, "", "", "", "Scalar", "", "Scalar"],
+        "Concrete Inputs": ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"],
+    }
+    conv = load(at(tmp_path, "conv"), conv_op)
+    [hint] = roofline_bound.detect(Analysis(conv, GPU))
+    assert hint.kind == "compute-bound"
+    assert "cudnn.benchmark" in fix_text(hint) and "max-autotune" not in fix_text(hint)
 
 
 def test_roofline_bound_silent_near_the_roof(tmp_path: Path) -> None:

@@ -404,6 +404,6 @@ def test_cuda_advice_on_rocm_says_it_applies() -> None:
     fit = fitted(_hint((COMPILE, jax, graphs, graphs)), _of(device="rocm"), None)
     assert fit.fix[:2] == (COMPILE, jax)  # speaks no CUDA; not PyTorch's
     fit = replace(fit, fix=fit.fix[1:])
-    assert fit.fix[1].endswith("torch.cuda drives HIP, and NCCL is RCCL.)")
+    assert fit.fix[1].endswith("torch.backends.cudnn MIOpen, and NCCL is RCCL.)")
     assert fit.fix[2] == graphs  # said once a hint
     assert fitted(_hint((graphs,)), _of(device="cuda"), None).fix == (graphs,)

@@ -18,7 +18,8 @@ alone goes.
 Where the engine that ran has its own knob for a finding, the knob comes first (``ENGINE_FIX``:
 vLLM's and SGLang's CUDA-graph settings for launch-bound idle, their custom all-reduce for a
 tensor-parallel all-reduce). On ROCm, the first PyTorch fix that speaks CUDA says that it
-applies as written (PyTorch's torch.cuda drives HIP; NCCL is RCCL there), once a hint.
+applies as written (PyTorch's torch.cuda drives HIP, its cudnn settings MIOpen; NCCL is RCCL
+there), once a hint.
 """
 
 from __future__ import annotations
@@ -94,7 +95,10 @@ ENGINE_FIX = (
         "--disable-custom-all-reduce).",
     ),
 )
-ROCM_NOTE = " (On ROCm this applies as written: torch.cuda drives HIP, and NCCL is RCCL.)"
+ROCM_NOTE = (
+    " (On ROCm this applies as written: torch.cuda drives HIP, torch.backends.cudnn MIOpen, and "
+    "NCCL is RCCL.)"
+)
 
 
 def fitted(hint: Hint, workload: Workload, capability: tuple[int, int] | None) -> Hint:

@@ -21,6 +21,10 @@ from gpuprofile.units import format_percent, format_time
 # "ncclKernel_AllReduce_RING_LL_Sum_float(...)", "ncclDevKernel_AllGather_RING_LL(...)".
 _COLLECTIVE = re.compile(r"^(?:nccl|rccl)\w*?Kernel_([A-Za-z]+)")
 
+STRAGGLERS = (
+    "Check for collectives on the critical path outside backward (loss/metric all-reduce, "
+    "barriers) and for stragglers: a collective waits for the slowest rank."
+)
 FIX = (
     "Overlap communication with compute: DDP overlaps gradient all-reduce with the backward "
     "pass bucket by bucket; tune DistributedDataParallel(bucket_cap_mb=...) so the first "
@@ -32,8 +36,7 @@ FIX = (
     "`with model.no_sync():` and all-reduce once per optimizer step.",
     "Communicate fewer bytes: register a compression hook, e.g. "
     "model.register_comm_hook(None, default_hooks.bf16_compress_hook), or PowerSGD.",
-    "Check for collectives on the critical path outside backward (loss/metric all-reduce, "
-    "barriers) and for stragglers: an all-reduce waits for the slowest rank.",
+    STRAGGLERS,
 )
 P2P_FIX = (
     "SendRecv kernels are point-to-point transfers (pipeline parallelism): use more "
@@ -150,7 +153,11 @@ def _gpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
             "top_collectives": top,
         },
         fix=_fixes(analysis, rank, by_collective.index),
-        code="" if analysis.workload.phase == "inference" else CODE,
+        code=(
+            ""
+            if analysis.workload.phase == "inference" or list(by_collective.index) == ["SendRecv"]
+            else CODE
+        ),
         evidence=(heaviest_events(comm, "kernels", rank, "collective kernels, longest first"),),
         rank=rank,
     )
@@ -199,11 +206,16 @@ def _cpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
 
 def _fixes(analysis: Analysis, rank: int, collectives: pd.Index) -> tuple[str, ...]:
     """NCCL runs all_to_all as SendRecv kernels too: say pipeline parallelism only when no
-    all_to_all op launched them. An inference gets serving's fixes."""
+    all_to_all op launched them. Gradient advice (DDP buckets, no_sync, compression) only
+    where a collective other than SendRecv ran: point-to-point traffic carries no gradients.
+    An inference gets serving's fixes."""
     if analysis.workload.phase == "inference":
         return SERVING_FIX
     if "SendRecv" not in collectives:
         return FIX
     ops = analysis.rank_table("ops", rank)
     exchange = bool(matches(ops["name"], _ALL_TO_ALL).any()) if len(ops) else False
-    return ((ALL_TO_ALL_FIX if exchange else P2P_FIX), *FIX)
+    first = ALL_TO_ALL_FIX if exchange else P2P_FIX
+    if len(collectives) == 1:
+        return (first, STRAGGLERS)
+    return (first, *FIX)

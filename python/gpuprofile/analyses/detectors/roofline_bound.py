@@ -10,7 +10,8 @@ report says that the roofs are unknown instead of guessing them.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,7 @@ from gpuprofile.analyses.thresholds import (
 )
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.trace.model import Trace
+from gpuprofile.trace.precisions import FLOATING
 from gpuprofile.units import (
     format_bytes_per_s,
     format_count,
@@ -36,38 +38,63 @@ from gpuprofile.units import (
     format_time,
 )
 
+if TYPE_CHECKING:
+    from gpuprofile.analyses.workload import Workload
+
 ACHIEVABLE = ACHIEVABLE_ROOF_SHARE  # thresholds.py: the unfused-elementwise finding reads it too
 TOP_POINTS = 3
 MAX_RELATED = 50
 
-MEMORY_FIX = (
+# PyTorch fixes, each said only where the points show its cause: autocast where fp32 holds most
+# of their time (a bf16 model is past it), channels_last and cudnn.benchmark where they hold a
+# convolution, batching where a matrix product is memory-bound (decoding's batch 1 only in
+# an inference), max-autotune (and ROCm's TunableOp) where they hold a matrix product.
+FUSE = (
     "Fuse chains of elementwise and reduction ops so intermediates stay in registers: "
-    "torch.compile(model) (Inductor generates fused Triton kernels).",
-    "Move fewer bytes: run in bf16/fp16 under torch.autocast (half the bytes per element), "
-    "keep activations in channels_last for convolutions, avoid .contiguous()/.clone() copies "
-    "and transposes between ops.",
+    "torch.compile(model) (Inductor generates fused Triton kernels)."
+)
+AUTOCAST = "Move fewer bytes: run in bf16/fp16 under torch.autocast (half the bytes per element)."
+COPIES = "Avoid .contiguous()/.clone() copies and transposes between ops."
+CHANNELS_LAST = "Keep convolutions' activations in channels_last (no layout copies around them)."
+BATCH_INFERENCE = (
     "Raise arithmetic intensity: matrix-vector products (batch 1, decoding) are bandwidth-"
-    "bound by nature; batch requests or tokens together so weights are read once per batch.",
+    "bound by nature; batch requests or tokens together so weights are read once per batch."
+)
+BATCH_TRAINING = (
+    "Raise arithmetic intensity: matrix products this thin read their weights for little work; "
+    "a larger micro-batch per step does more with each read."
+)
+FUSED_OPS = (
     "Use fused implementations: torch.optim.AdamW(..., fused=True), fused layer norm, "
-    "F.scaled_dot_product_attention.",
+    "F.scaled_dot_product_attention."
 )
-COMPUTE_FIX = (
-    "Let the libraries pick faster kernels: torch.backends.cudnn.benchmark = True for "
-    'convolutions with fixed shapes; torch.compile(model, mode="max-autotune") for GEMMs.',
+CUDNN_BENCHMARK = (
+    "Let cuDNN pick faster convolution kernels: torch.backends.cudnn.benchmark = True for "
+    "convolutions with fixed shapes."
+)
+AUTOTUNE = 'Let the compiler pick faster GEMMs: torch.compile(model, mode="max-autotune").'
+TUNABLE_OP = (
+    "On ROCm, let PyTorch tune each GEMM shape: PYTORCH_TUNABLEOP_ENABLED=1 (TunableOp tries "
+    "hipBLASLt and rocBLAS solutions and keeps the fastest)."
+)
+TILES = (
     "Keep GEMM and convolution dims multiples of 8 (fp16/bf16) or 64 so tensor-core tiles "
-    "fill completely; pad vocabulary, hidden size and channels.",
-    "Give each GEMM enough work to fill the GPU: larger batch or sequence per launch, grouped "
-    "GEMMs instead of many small ones.",
+    "fill completely; pad vocabulary, hidden size and channels."
 )
-MEMORY_CODE = """\
-model = torch.compile(model)  # fuses elementwise chains into single kernels
+FILL = (
+    "Give each GEMM enough work to fill the GPU: larger batch or sequence per launch, grouped "
+    "GEMMs instead of many small ones."
+)
+FUSE_CODE = "model = torch.compile(model)  # fuses elementwise chains into single kernels\n"
+AUTOCAST_CODE = """\
 with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
     out = model(batch)
 """
-COMPUTE_CODE = """\
-torch.backends.cudnn.benchmark = True
-model = torch.compile(model, mode="max-autotune")
-"""
+_CONVOLUTION = re.compile(r"conv", re.IGNORECASE)
+_MATRIX_PRODUCT = re.compile(
+    r"^aten::(?:mm|addmm|bmm|baddbmm|matmul|linear|mv|addmv)$|gemm|gemv|Cijk_", re.IGNORECASE
+)
+_WIDE = frozenset(("fp32", "fp64"))
 
 
 def detect(analysis: Analysis) -> list[Hint]:
@@ -149,15 +176,54 @@ def _hint(
             "mean_pct_of_roof": round(mean_pct, 1),
             "roof": "dram" if memory else ",".join(sorted(set(rows["roof"].dropna()))),
         },
-        **(
-            pick(kind, Fix(MEMORY_FIX, MEMORY_CODE), MEMORY_BOUND)
-            if memory
-            else pick(kind, Fix(COMPUTE_FIX, COMPUTE_CODE), COMPUTE_BOUND)
+        **pick(
+            kind,
+            _pytorch_fix(rows, memory, analysis.workload),
+            MEMORY_BOUND if memory else COMPUTE_BOUND,
         )._asdict(),
         evidence=_evidence(trace, rank, rows),
         rank=rank,
         related=tuple(str(k) for k in rows["key"].head(MAX_RELATED)),
     )
+
+
+def _pytorch_fix(rows: pd.DataFrame, memory: bool, workload: Workload) -> Fix:
+    """The PyTorch fixes whose cause the points show (see FUSE above)."""
+    names = rows["name"].astype(str)
+    convolution = bool(names.str.contains(_CONVOLUTION).any())
+    matrix_product = bool(names.str.contains(_MATRIX_PRODUCT).any())
+    if not memory:
+        fix = (
+            *((CUDNN_BENCHMARK,) if convolution else ()),
+            *((TUNABLE_OP,) if matrix_product and workload.device == "rocm" else ()),
+            *((AUTOTUNE,) if matrix_product else ()),
+            TILES,
+            FILL,
+        )
+        code = ("torch.backends.cudnn.benchmark = True\n" if convolution else "") + (
+            'model = torch.compile(model, mode="max-autotune")\n' if matrix_product else ""
+        )
+        return Fix(fix, code)
+    time = rows["known_time_ns"].to_numpy(np.float64)
+    known = rows["precision"].astype(str).isin(FLOATING).to_numpy()
+    wide = rows["precision"].astype(str).isin(_WIDE).to_numpy()
+    # Unknown precisions say nothing either way: autocast is advised unless 16-bit and narrower
+    # dtypes hold most of the time whose precision is known.
+    autocast = not known.any() or time[wide].sum() * 2 >= time[known].sum()
+    batch = (
+        ()
+        if not matrix_product
+        else ((BATCH_TRAINING,) if workload.phase == "training" else (BATCH_INFERENCE,))
+    )
+    fix = (
+        FUSE,
+        *((AUTOCAST,) if autocast else ()),
+        *((CHANNELS_LAST,) if convolution else ()),
+        COPIES,
+        *batch,
+        FUSED_OPS,
+    )
+    return Fix(fix, FUSE_CODE + (AUTOCAST_CODE if autocast else ""))
 
 
 def _describe(row: dict[str, Any], memory: bool) -> str:
