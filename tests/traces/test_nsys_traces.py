@@ -252,3 +252,27 @@ def test_the_stats_csv_ranges(tmp_path: Path) -> None:
     renamed = tmp_path / "ranges.txt"
     shutil.copyfile(NVTX_CSV, renamed)
     assert detect_format(renamed) == "nsys"
+
+
+def test_a_grid_smaller_than_the_gpu_is_found_in_an_nsys_export(traces: dict[Path, Trace]) -> None:
+    """The saxpy export launches 2 blocks a kernel on a 108-SM A100: every kernel leaves most
+    SMs idle. Its figures from sqlite3: kernels with fewer blocks than the GPU's SMs, their
+    time, and the idle SM capacity, duration x (1 - blocks / SMs)."""
+    from gpuprofile.analyses.context import Analysis
+    from gpuprofile.analyses.detectors import low_occupancy
+
+    ((sms,),) = _query(SAXPY, "SELECT smCount FROM TARGET_INFO_GPU")
+    rows = _query(
+        SAXPY,
+        "SELECT end - start, gridX * gridY * gridZ FROM CUPTI_ACTIVITY_KIND_KERNEL",
+    )
+    under = [(dur, blocks) for dur, blocks in rows if blocks < sms]
+    assert len(under) == len(rows) == 5
+    trace = traces[SAXPY]
+    [hint] = low_occupancy.detect(Analysis(trace, hardware_for_trace(trace)))
+    assert hint.numbers["sm_count"] == sms
+    assert hint.numbers["kernels_underfilled"] == len(under)
+    assert hint.numbers["underfilled_ns"] == sum(dur for dur, _ in under)
+    idle = sum(dur * (1 - blocks / sms) for dur, blocks in under)
+    assert hint.numbers["idle_capacity_ns"] == pytest.approx(idle, abs=len(under))
+    assert "occupancy is" not in hint.explanation  # the export has no occupancy estimate

@@ -13,7 +13,9 @@ Nsight Compute measures the resident blocks per SM itself: the smallest of its o
 resource the finding names ("capped at 2 by registers"). Otherwise only kernels whose trace
 carries CUPTI's launch facts ("blocks per SM", written by Kineto for CUDA kernels) are
 judged: ROCm traces write work-items for some launches and workgroups for others in "grid", so
-a block count cannot be read from them. Kernels shorter than
+a block count cannot be read from them. Nsight Systems' kernel table holds CUPTI's grid in blocks
+for every kernel: there a launch of fewer blocks than SMs is judged from the device's SM count
+(resident blocks per SM, which a larger grid needs, are not in it). Kernels shorter than
 LAUNCH_LATENCY_NS are left to the launch-overhead detector (their time is launch latency, not SM
 work), and collectives are left alone (NCCL uses few blocks by design). So is any kernel that
 ran mostly (MOSTLY_OVERLAPPED) beside kernels on other streams of its device: the SMs it left
@@ -53,6 +55,9 @@ from gpuprofile.trace.model import Trace
 from gpuprofile.units import format_count, format_percent, format_time
 
 ACHIEVABLE = 0.5
+# Formats whose grid is CUPTI's, in blocks, for every kernel (Nsight Systems' kernel table):
+# a launch with fewer blocks than SMs is judged there without Kineto's "blocks per SM".
+GRID_IN_BLOCKS = frozenset(("nsys",))
 LOW_OCCUPANCY_PCT = 25.0
 # More SMs than any GPU has (hundreds today): a launch whose SM count exceeds it is corrupt.
 MAX_SMS = 2**16
@@ -95,7 +100,11 @@ def kernel_waves(analysis: Analysis, rank: int, default_sms: int | None) -> pd.D
     measured_slots, _, _ = ncu_launch(k)
     with np.errstate(invalid="ignore"):
         launched = (k["grid_x"] > 0).to_numpy() & (k["block_x"] > 0).to_numpy()
-        known = (np.isfinite(per_sm) & (per_sm >= 0)) | np.isfinite(measured_slots)
+        known = (
+            (np.isfinite(per_sm) & (per_sm >= 0))
+            | np.isfinite(measured_slots)
+            | (trace.meta.source.format in GRID_IN_BLOCKS)
+        )
         k = k[launched & known]
     if k.empty:
         return pd.DataFrame()
@@ -219,6 +228,15 @@ def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
         if total
         else 0.0
     )
+    # Said only of kernels whose trace gives their occupancy (Kineto's estimate).
+    occupancy_text = (
+        f" Over the kernels with an occupancy estimate, time-weighted estimated occupancy is "
+        f"{format_percent(weighted_occ, 0)} and {format_percent(low_occ_pct, 0)} of their time "
+        f"ran below {format_percent(LOW_OCCUPANCY_PCT, 0)} occupancy (by itself not a problem: "
+        "tensor-core GEMMs run at low occupancy by design)."
+        if total
+        else ""
+    )
     lines = [_describe(name, rows) for name, rows in _top_names(hits, 3)]
     kernel_ns = int(table["dur_ns"].sum())
     parts = []
@@ -254,11 +272,7 @@ def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
         confidence="low",
         explanation=(
             f"{' and '.join(parts)}; {format_time(hits['idle_ns'].sum())} of SM capacity sat "
-            f"idle in them. Heaviest: {'; '.join(lines)}. Over all kernels, time-weighted "
-            f"estimated occupancy is {format_percent(weighted_occ, 0)} and "
-            f"{format_percent(low_occ_pct, 0)} of kernel time ran below "
-            f"{format_percent(LOW_OCCUPANCY_PCT, 0)} occupancy (by itself not a problem: "
-            f"tensor-core GEMMs run at low occupancy by design).{beside_text}"
+            f"idle in them. Heaviest: {'; '.join(lines)}.{occupancy_text}{beside_text}"
         ),
         numbers={
             "sm_count": sms,
@@ -268,8 +282,14 @@ def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
             "tail_ns": int(tail["dur_ns"].sum()),
             "idle_capacity_ns": int(hits["idle_ns"].sum()),
             "kernel_ns": kernel_ns,
-            "time_weighted_occupancy_pct": round(weighted_occ, 1),
-            "time_below_25pct_occupancy_pct": round(low_occ_pct, 1),
+            **(
+                {
+                    "time_weighted_occupancy_pct": round(weighted_occ, 1),
+                    "time_below_25pct_occupancy_pct": round(low_occ_pct, 1),
+                }
+                if total
+                else {}
+            ),
             "kernels_beside_other_streams": len(beside),
         },
         **pick(kind, Fix(FIX, ""), OCCUPANCY)._asdict(),
