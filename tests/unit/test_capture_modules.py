@@ -410,7 +410,7 @@ def test_a_wrapper_set_over_the_captures_stays_and_records_nothing_after(
         after = profiled(lambda: model(x))
     finally:
         torch.nn.Module.__call__ = original  # type: ignore[method-assign]
-    assert list(ranges(p)["path"])[0] == "Net"
+    assert next(iter(ranges(p)["path"])) == "Net"
     assert "Net" in wrapped
     # A later capture wraps again; the one left beneath passes calls on, adding no range.
     assert list(ranges(after)["path"]).count("Net") == 1
