@@ -143,3 +143,29 @@ def test_a_kineto_trace_has_no_measured_kernels() -> None:
     assert all(
         k["measured"] is None for k in gpuprofile.load(path).report()["ranks"][0]["top_kernels"]
     )
+
+
+def test_the_naive_transpose_writes_uncoalesced() -> None:
+    """rtx5070_transpose_naive: loads take 4 sectors a request, stores 32 (a column written
+    per warp); the tiled kernel, 4 and 4, gets no such finding. Figures from the CSV by hand."""
+    from gpuprofile.analyses.context import Analysis
+    from gpuprofile.analyses.detectors import uncoalesced
+    from gpuprofile.importers.ncu import load_ncu
+
+    def counts(path: Path) -> dict[str, float]:
+        return {r["Metric Name"]: _value(r) for r in _rows(path)}
+
+    naive = require_trace(NCU / "rtx5070_transpose_naive.csv")
+    raw = counts(naive)
+    sectors = {d: raw[f"l1tex__t_sectors_pipe_lsu_mem_global_op_{d}.sum"] for d in ("ld", "st")}
+    requests = {d: raw[f"l1tex__t_requests_pipe_lsu_mem_global_op_{d}.sum"] for d in ("ld", "st")}
+    assert sectors["ld"] / requests["ld"] == 4 and sectors["st"] / requests["st"] == 32
+    excess = sectors["st"] - 4 * requests["st"]
+    share = excess / (sectors["ld"] + sectors["st"])
+    trace = load_ncu(naive)
+    [hint] = uncoalesced.detect(Analysis(trace, hardware_for_trace(trace)))
+    assert hint.numbers["heaviest_excess_sector_share"] == round(share, 3)
+    assert hint.gain_ns == round(raw["gpu__time_duration.sum"] * share / 2)
+    assert "stores 32 sectors a request" in hint.explanation
+    tiled = load_ncu(require_trace(NCU / "rtx5070_transpose_tiled.csv"))
+    assert uncoalesced.detect(Analysis(tiled, hardware_for_trace(tiled))) == []

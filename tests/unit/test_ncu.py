@@ -363,3 +363,44 @@ def test_a_launch_under_one_wave_capped_by_registers(tmp_path: Path) -> None:
     assert hint.gain_ns == int(0.5 * 100_000 * (1 - waves))  # half the idle share of one wave
     assert "0.77 waves of 132x2 blocks (blocks per SM capped at 2 by registers)" in hint.explanation
     assert any("__launch_bounds__" in f for f in hint.fix)
+
+
+def _access_csv(path: Path, counts: dict[str, tuple[int, int]]) -> Path:
+    """One 100 us launch with global sector and request counts per direction ("ld", "st")."""
+    metrics = [("gpu__time_duration.sum", "usecond", "100")]
+    for direction, (sectors, requests) in counts.items():
+        metrics += [
+            (f"l1tex__t_sectors_pipe_lsu_mem_global_op_{direction}.sum", "sector", f"{sectors:,}"),
+            (f"l1tex__t_requests_pipe_lsu_mem_global_op_{direction}.sum", "", f"{requests:,}"),
+        ]
+    path.write_text(_csv_text([LONG_HEADER, *_long_rows(0, AXPY, metrics)]))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("counts", "ideal", "excess"),
+    [
+        # Loads coalesced at 4 a request, stores 8 a request: 2x, half their sectors wasted.
+        ({"ld": (4_000, 1_000), "st": (8_000, 1_000)}, 4, 8_000 - 4 * 1_000),
+        # One direction counted: 16 sectors is the widest coalesced request; 32 is twice that.
+        ({"st": (32_000, 1_000)}, 16, 32_000 - 16 * 1_000),
+        ({"st": (16_000, 1_000)}, 16, None),  # 16-byte accesses, coalesced: nothing to say
+        ({"ld": (8_000, 1_000), "st": (8_000, 1_000)}, 8, None),  # both alike: 8-byte accesses
+    ],
+)
+def test_uncoalesced_accesses_from_sector_counts(
+    tmp_path: Path, counts: dict[str, tuple[int, int]], ideal: int, excess: int | None
+) -> None:
+    from gpuprofile.analyses.context import Analysis
+    from gpuprofile.analyses.detectors import uncoalesced
+
+    trace = load_ncu(_access_csv(tmp_path / "k.csv", counts))
+    hints = uncoalesced.detect(Analysis(trace, hardware_for_trace(trace)))
+    if excess is None:
+        assert hints == []
+        return
+    [hint] = hints
+    total = sum(sectors for sectors, _ in counts.values())
+    assert hint.numbers["heaviest_ideal_sectors_per_request"] == ideal
+    assert hint.numbers["heaviest_excess_sector_share"] == round(excess / total, 3)
+    assert hint.gain_ns == round(100_000 * excess / total / 2)

@@ -58,6 +58,7 @@ KINDS = (
     "unfused-elementwise",
     "layout-conversion",
     "host-outside-gpu",
+    "uncoalesced-access",
 )
 SEVERITIES = ("high", "medium", "low")
 CONFIDENCES = ("high", "medium", "low")

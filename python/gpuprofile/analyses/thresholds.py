@@ -77,6 +77,9 @@ MIN_GAIN_SHARE: Mapping[str, float] = MappingProxyType(
         # Of the rank's wall time: once host work before and after the GPU window holds half
         # of it (the wall is more than twice that window), it, not the GPU, sets the pace.
         "host-outside-gpu": 0.5,
+        # Of the rank's wall time: a kernel whose warps fetch sectors no thread asked for is
+        # one indexing change (or a shared-memory tile) away; a hundredth is worth it.
+        "uncoalesced-access": 0.01,
     }
 )
 

@@ -46,6 +46,7 @@ DETECTORS = (
     "elementwise_chain",
     "layout_conversion",
     "host_outside_gpu",
+    "uncoalesced",
 )
 
 
