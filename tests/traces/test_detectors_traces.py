@@ -387,3 +387,36 @@ def test_layout_conversions_against_the_raw_kernels(
         assert abs(hint.numbers["conversion_ns"] - conversion_ns) <= len(converting)
         assert abs(hint.numbers["busy_ns"] - busy_ns) <= 1000
         assert "channels_last" in hint.fix[0]
+
+
+def test_a_range_profiled_trace_gets_its_note_and_no_timing_finding(tmp_path: Path) -> None:
+    """HTA's range-profiler trace: each kernel was replayed under CUPTI's range profiler (one
+    cuda_profiler_range event each), so its times are not the program's. The report says so
+    and gives no finding; the same events without the ranges (a copy written here) do get
+    findings, so the ranges are what silences them."""
+    import gzip
+    import json
+
+    from gpuprofile.analyses.detectors import run_detectors
+    from gpuprofile.report.build import build_report, plain_report
+    from gpuprofile.report.text import render_text
+
+    path = require_trace(KINETO / "hta_a100_cupti_range_profiler.json.gz")
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    ranges = [e for e in doc["traceEvents"] if e.get("cat") == "cuda_profiler_range"]
+    trace = load_kineto(path)
+    analysis = Analysis(trace, hardware_for_trace(trace))
+    report = plain_report(analysis)
+    [note] = [n["text"] for n in report["notices"] if "range profiler" in n["text"]]
+    assert f"{len(ranges)} counter ranges" in note
+    assert report["hints"] == []
+    # The file lists the machine's 8 GPUs, one name: said once with its count.
+    names = {d["name"] for d in doc["deviceProperties"]}
+    assert len(names) == 1 and len(doc["deviceProperties"]) == 8
+    text = render_text(build_report(analysis))
+    assert f"rank 0 ({len(doc['deviceProperties'])} x {names.pop()})" in text
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "cuda_profiler_range"]
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    plain = load_kineto(tmp_path / "t.json")
+    assert not plain.meta.notes
+    assert run_detectors(Analysis(plain, hardware_for_trace(plain)))

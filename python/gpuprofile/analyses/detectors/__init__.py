@@ -19,6 +19,7 @@ from gpuprofile.analyses.fitting import capability_of, fitted
 from gpuprofile.analyses.hints import Hint, rank_prefix, ranked
 from gpuprofile.analyses.one_off import one_off_ns
 from gpuprofile.analyses.thresholds import ONE_OFF_SHARE, severity_for
+from gpuprofile.importers.kineto import RANGE_PROFILER
 from gpuprofile.units import format_time
 
 # Module names under gpuprofile.analyses.detectors, each defining detect(analysis) -> list[Hint].
@@ -59,6 +60,8 @@ def detector(name: str) -> Callable[[Analysis], list[Hint]]:
 def run_detectors(analysis: Analysis) -> list[Hint]:
     """Every detector's findings, each with the fixes that fit the workload and the device
     (analyses/fitting.py), through the one pipeline (``findings``)."""
+    if range_profiled(analysis):
+        return []  # the reader's note says why: no time in the trace is the program's
     workload = analysis.workload
     capability = None
     if workload.device == "cuda":  # ROCm's numbers are gfx versions, not CUDA's capabilities
@@ -70,6 +73,11 @@ def run_detectors(analysis: Analysis) -> list[Hint]:
         for hint in detector(name)(analysis)
     ]
     return findings(hints, analysis.trace.ranks, one_off_claims(analysis))
+
+
+def range_profiled(analysis: Analysis) -> bool:
+    """Whether CUPTI's range profiler recorded the trace (importers/kineto: its note)."""
+    return any(facts.skipped.get(RANGE_PROFILER) for facts in analysis.trace.meta.ranks.values())
 
 
 def one_off_claims(analysis: Analysis) -> dict[int, Claim]:

@@ -23,12 +23,18 @@ The reader is one pipeline; each module is a stage and imports only the stages b
 """
 
 from gpuprofile.importers.kineto.extent import scan_extent
-from gpuprofile.importers.kineto.format import GPU_CATEGORY, PROFILER_MARKERS, counter_name
+from gpuprofile.importers.kineto.format import (
+    GPU_CATEGORY,
+    PROFILER_MARKERS,
+    RANGE_PROFILER,
+    counter_name,
+)
 from gpuprofile.importers.kineto.trace import load_kineto, load_kineto_windows
 
 __all__ = [
     "GPU_CATEGORY",
     "PROFILER_MARKERS",
+    "RANGE_PROFILER",
     "counter_name",
     "load_kineto",
     "load_kineto_windows",

@@ -134,6 +134,9 @@ MEMORY_EVENT = "[memory]"
 # them): its window's span and the instants that mark a window's start and end. Not read, and
 # no loss: the report does not list them among the events not read.
 PROFILER_SPAN = "Trace"
+# CUPTI's range profiler: one event per kernel replayed to read its counters (not read; while
+# it runs, every kernel is serialized and replayed, so the trace's times are not the program's).
+RANGE_PROFILER = "cuda_profiler_range"
 PROFILER_MARKERS = frozenset(
     (PROFILER_SPAN, "instant Iteration Start: PyTorch Profiler", "instant Record Window End")
 )

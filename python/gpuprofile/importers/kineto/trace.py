@@ -31,7 +31,7 @@ from gpuprofile.importers.kineto.columns import (
     sort_events,
 )
 from gpuprofile.importers.kineto.decode import WholeDocumentNeeded, event_parts
-from gpuprofile.importers.kineto.format import Document, Event
+from gpuprofile.importers.kineto.format import RANGE_PROFILER, Document, Event
 from gpuprofile.importers.kineto.header import (
     base_time,
     device_list,
@@ -48,6 +48,7 @@ from gpuprofile.trace.links import launching_ops, with_nesting
 from gpuprofile.trace.merge import merge
 from gpuprofile.trace.meta import RankMeta, Source, TraceMeta
 from gpuprofile.trace.model import SCHEMA, Trace, default_column, make_table
+from gpuprofile.units import format_count
 
 
 def load_kineto(
@@ -212,8 +213,19 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
         ranks={rank: facts},
         windows=tuple(w.shifted(-origin) for w in entry.windows) if entry else (),
         steps=entry.steps if entry else None,
+        notes=(range_profiler_note(skipped[RANGE_PROFILER]),) if skipped[RANGE_PROFILER] else (),
     )
     return Trace(**tables, meta=meta), declared_rank
+
+
+def range_profiler_note(ranges: int) -> str:
+    return (
+        f"CUPTI's range profiler recorded this trace ({format_count(ranges, 'counter range')}, "
+        f"'{RANGE_PROFILER}' events): it serializes each kernel and replays it to read its "
+        "counters, so the host calls and the time between kernels here are far longer than the "
+        "program's. No timing finding is given; profile again without the range profiler "
+        "for times, and read kernel counters with Nsight Compute."
+    )
 
 
 # What each table's events are called in the reasons they are rejected for.
