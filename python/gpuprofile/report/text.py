@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from gpuprofile.analyses.measured import MEASURED_METRICS
@@ -38,6 +39,15 @@ ABOVE_DRAM = (
 )
 
 
+def _devices_text(names: list[str]) -> str:
+    """The devices of a rank, each name once with its count: "8 x NVIDIA A100" (a trace lists
+    every GPU of the machine, not the one the rank used)."""
+    if not names:
+        return "no device info"
+    counts = Counter(names)
+    return ", ".join(name if n == 1 else f"{n} x {name}" for name, n in counts.items())
+
+
 def _shorten(name: object, width: int = 80) -> str:
     """A name from the trace as it is printed: escaped (``units.printable``), then cut."""
     text = printable(str(name))
@@ -59,8 +69,7 @@ def render_text(report: Report) -> str:
     lines.extend(_ranks_table(report))
     for rank in report.ranks:
         lines.append("")
-        devices = ", ".join(_shorten(d.name) for d in rank.devices if d.name)
-        devices = devices or "no device info"
+        devices = _devices_text([_shorten(d.name) for d in rank.devices if d.name])
         lines.append(f"rank {rank.rank} ({devices}); wall {format_time(rank.wall_ns)}")
         c = rank.counts
         lines.append(
