@@ -235,3 +235,41 @@ def test_backward_time_of_modules_from_the_raw_engine_ops(
     ]
     assert steps and rank.phases is not None
     assert rank.phases.optimizer_ns >= exclusive_ns(steps) - len(steps)
+
+
+def test_phases_from_the_ranges_a_program_marks() -> None:
+    """HTA's 2-rank DDP trace has no nn.Module events, only the phase ranges its harness marks
+    ("## forward ##", "## backward ##", "## optimizer ##") with DDP's forward and the
+    optimizer's own ranges. The phases are the unions of those ranges (and of the autograd
+    engine's ops, backward) taken in priority order, optimizer > backward > forward, from the
+    raw JSON."""
+    from helpers.reference import union_length
+
+    path = require_trace(SHARED_TRACES / "kineto" / "hta_a100_nccl_2rank_rank0.json.gz")
+    events = [e for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]]
+    ranges = [e for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"]
+    assert not [e for e in events if str(e.get("name", "")).startswith("nn.Module:")]
+
+    def spans(*names: str, prefix: tuple[str, ...] = ()) -> list[tuple[Decimal, Decimal]]:
+        chosen = [e for e in ranges if e["name"] in names or e["name"].startswith(prefix)]
+        return [(Decimal(e["ts"]), Decimal(e["ts"]) + Decimal(e["dur"])) for e in chosen]
+
+    engine = [
+        (Decimal(e["ts"]), Decimal(e["ts"]) + Decimal(e["dur"]))
+        for e in events
+        if e.get("ph") == "X"
+        and str(e.get("name", "")).startswith("autograd::engine::evaluate_function: ")
+    ]
+    optimizer = spans("## optimizer ##", "## zero_grad ##", prefix=("Optimizer.",))
+    backward = spans("## backward ##") + engine
+    forward = spans("## forward ##", "DistributedDataParallel.forward")
+    assert optimizer and backward and forward
+    o = union_length(optimizer)
+    ob = union_length(optimizer + backward)
+    obf = union_length(optimizer + backward + forward)
+    (rank,) = build_report(Analysis(load_kineto(path))).ranks
+    assert rank.phases is not None
+    tolerance = len(events)  # ns: each raw time rounds to a whole ns once
+    assert abs(rank.phases.optimizer_ns - o * 1000) <= tolerance
+    assert abs(rank.phases.backward_ns - (ob - o) * 1000) <= tolerance
+    assert abs(rank.phases.forward_ns - (obf - ob) * 1000) <= tolerance

@@ -50,6 +50,15 @@ ENGINE_PREFIX = "autograd::engine::evaluate_function: "
 _CALL = re.compile(re.escape(MODULE_PREFIX))
 _ENGINE = re.compile(re.escape(ENGINE_PREFIX))
 _OPTIMIZER = re.compile(r"Optimizer\.(step|zero_grad)#")
+# Phase ranges programs mark themselves (user annotations): PARAM's and TorchRec's
+# "## forward ##" / "## forward:bottom_mlp ##", "## backward ##", "## optimizer ##",
+# "## zero_grad ##"; DDP's and FSDP's own forward ranges; PARAM's "[param|...|forward]".
+_FORWARD_MARK = re.compile(
+    r"## ?forward(?::[^#]*)? ?##|(?:DistributedDataParallel|FullyShardedDataParallel)\.forward"
+    r"|\[param\|.*\|forward\]"
+)
+_BACKWARD_MARK = re.compile(r"## ?backward ?##")
+_OPTIMIZER_MARK = re.compile(r"## ?(?:optimizer|zero_grad) ?##")
 # "Transformer.layers.3.mlp (MLP)": the path, then the class in parentheses (optional).
 _CAPTURE_NAME = re.compile(r"(?P<path>.*?)(?: \((?P<type>[^()]*)\))?")
 # "MLP_3": torch's class name and its instance counter.
@@ -121,9 +130,17 @@ def attribute_modules(analysis: Lookups) -> Modules:
     op_module[inside] = np.where(call[near], module_of_call[near], engine_module[near])
     optimizer = matches(names, _OPTIMIZER, anchored=True) & annotation
     op_phase = np.full(n, OTHER, np.int8)
-    # Inside a call or an engine op; those inside an engine op are backward, below.
+
+    def marked(pattern: re.Pattern[str]) -> np.ndarray:
+        return _inside_range(matches(names, pattern, anchored=True) & annotation, parent, ops)
+
+    # Later phases win (optimizer > backward > forward): inside a call or an engine op, or a
+    # phase range the program marked; those inside an engine op are backward.
+    op_phase[marked(_FORWARD_MARK)] = FORWARD
     op_phase[inside] = FORWARD
+    op_phase[marked(_BACKWARD_MARK)] = BACKWARD
     op_phase[in_engine] = BACKWARD
+    op_phase[marked(_OPTIMIZER_MARK)] = OPTIMIZER
     op_phase[_inside_range(optimizer, parent, ops)] = OPTIMIZER
 
     kernel_module, kernel_phase = _kernel_facts(analysis, op_module, op_phase)
