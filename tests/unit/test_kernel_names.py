@@ -64,3 +64,45 @@ def test_a_long_name_loses_its_namespace_then_its_middle() -> None:
     short = short_kernel_name(f"void cutlass::Kernel2<{config}>({config}::Params)")
     assert len(short) == 60
     assert short.startswith("Kernel2<cutlass_80_wmma_tens") and short.endswith("tn_align8>")
+
+
+@pytest.mark.parametrize(
+    ("mangled", "function"),
+    [
+        # <length><identifier> pairs of the nested name, by hand; template arguments elided.
+        ("_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16EEvPS2_i",
+         "sgl_hip::activation::act_and_mul_kernel<…>"),
+        ("_ZN2ck12_GLOBAL__N_16kernelEv", "ck::(anonymous namespace)::kernel"),
+        ("_ZNK3foo3barEv", "foo::bar"),  # a const member function
+        ("_ZN2ck16tensor_operati", None),  # cut short inside an identifier
+        ("_Z3fooi", None),  # not a nested name: c++filt's to read
+        ("ampere_sgemm_32x32", None),
+    ],
+)  # fmt: skip
+def test_the_function_of_a_name_left_mangled(mangled: str, function: str | None) -> None:
+    from gpuprofile.analyses.kernel_names import mangled_function
+
+    assert mangled_function(mangled) == function
+    if function is not None:
+        # Shortened as a demangled name is: no anonymous namespace, no template arguments.
+        expected = function.split("<", 1)[0].replace("(anonymous namespace)::", "")
+        assert short_kernel_name(mangled) == expected
+
+
+def test_c_plus_plus_filt_demangles_what_libstdcxx_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ROCm kernels mangle std::bfloat16_t as DF16b, which libstdc++'s __cxa_demangle rejects;
+    binutils' c++filt reads it. Without c++filt, names stay as written."""
+    import shutil
+
+    from gpuprofile.importers import demangle
+
+    if shutil.which("c++filt") is None:
+        pytest.skip("binutils' c++filt is not installed")
+    names = ["_ZN2ns6kernelIfEEvPT_i", "_ZN5aiter1kIDF16bEEvv", "_ZN2ck16tensor_operati", "gemm"]
+    # Demangled by hand, per the Itanium C++ ABI.
+    assert demangle.demangled(names) == {
+        "_ZN2ns6kernelIfEEvPT_i": "void ns::kernel<float>(float*, int)",
+        "_ZN5aiter1kIDF16bEEvv": "void aiter::k<std::bfloat16_t>()",
+    }
+    monkeypatch.setattr(demangle.shutil, "which", lambda _: None)
+    assert demangle.demangled(names) == {}

@@ -35,6 +35,9 @@ _UNINFORMATIVE = re.compile(
     r"|c10::(Half|BFloat16|complex)|__nv_\w+|__hip_\w+|std::array|at::detail::Array|\w*gfx\d+\w*"
     r"|\(\w[\w:]*\)\d+|OffsetCalculator|TrivialOffsetCalculator|\w*Loader\w*|\w*Storer\w*)$"
 )
+# A mangled nested name: "_ZN", CV-qualifiers, then <length><identifier> pairs.
+_MANGLED_NESTED = re.compile(r"_ZN[rVK]*")
+_LENGTH = re.compile(r"\d+")
 _KEYWORDS = frozenset(
     ("void", "const", "static", "inline", "extern", "unsigned", "signed", "__global__", "typename")
 )
@@ -43,7 +46,8 @@ _KEYWORDS = frozenset(
 def short_kernel_name(name: str, limit: int = 60) -> str:
     """A kernel name as a person reads it (see the module docstring), at most ``limit``
     characters: a longer one keeps its head and its tail, which tell kernels apart."""
-    text = name.replace("(anonymous namespace)::", "").replace("(anonymous namespace)", "")
+    text = mangled_function(name) or name
+    text = text.replace("(anonymous namespace)::", "").replace("(anonymous namespace)", "")
     if ("(" in text or "::" in text) and " + " not in text:
         text = _function(text) or text
     text = text.strip() or name
@@ -55,9 +59,32 @@ def short_kernel_name(name: str, limit: int = 60) -> str:
     return text[:head] + "..." + text[len(text) - (limit - 3 - head) :]
 
 
+def mangled_function(name: str) -> str | None:
+    """The function a mangled name the reader could not demangle calls (a name cut short by
+    the tracer, or a mangling c++filt does not know), read from its nested name alone:
+    ``_ZN7sgl_hip10activation18act_and_mul_kernelI...`` is ``sgl_hip::activation::
+    act_and_mul_kernel<…>``, its template arguments elided; None for any other name."""
+    match = _MANGLED_NESTED.match(name)
+    if match is None:
+        return None
+    parts, at = [], match.end()
+    while (length := _LENGTH.match(name, at)) is not None:
+        start = length.end()
+        size = int(length.group())
+        if size == 0 or start + size > len(name):
+            return None
+        parts.append(name[start : start + size])
+        at = start + size
+    if not parts:
+        return None
+    parts = ["(anonymous namespace)" if p.startswith("_GLOBAL__N") else p for p in parts]
+    return "::".join(parts) + ("<…>" if name.startswith("I", at) else "")
+
+
 def qualified_function(name: str) -> str:
     """The called function of a kernel name with its namespaces and no template arguments
     (``deep_ep::intranode::dispatch``); a name that is no C++ signature, itself."""
+    name = mangled_function(name) or name
     text = name.replace("(anonymous namespace)::", "").replace("(anonymous namespace)", "")
     if "(" not in text and "::" not in text and "<" not in text:
         return text.strip()

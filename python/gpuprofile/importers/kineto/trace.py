@@ -14,6 +14,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.demangle import demangled
 from gpuprofile.importers.kineto.capture_ranges import with_capture_ranges
 from gpuprofile.importers.kineto.check import Findings, Shapes, checked_times, loose_events
 from gpuprofile.importers.kineto.columns import (
@@ -176,6 +177,7 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
     if findings.rejected and not any(len(t) for t in tables.values()):
         raise TraceFormatError(paths[0], f"no usable event: {findings.summary()}")
     tables["ops"] = with_capture_ranges(with_nesting(tables["ops"]))
+    tables["kernels"]["name"] = _demangled(tables["kernels"]["name"])
     tables["kernels"]["op_id"] = launching_ops(tables["ops"], tables["runtime"], tables["kernels"])
     devices = device_list(doc, findings)
     versions = {
@@ -226,6 +228,19 @@ def range_profiler_note(ranges: int) -> str:
         "program's. No timing finding is given; profile again without the range profiler "
         "for times, and read kernel counters with Nsight Compute."
     )
+
+
+def _demangled(names: pd.Series) -> pd.Series:
+    """Kernel names with the mangled ones (ROCm writes some) demangled (importers/demangle.py),
+    worked on the distinct names only."""
+    names = names.astype("category")
+    readable = demangled(names.cat.categories.astype(str))
+    if not readable:
+        return names
+    new = [readable.get(c, c) for c in names.cat.categories.astype(str)]
+    if len(set(new)) == len(new):
+        return names.cat.rename_categories(new)
+    return names.astype(str).map(lambda n: readable.get(n, n)).astype("category")
 
 
 # What each table's events are called in the reasons they are rejected for.
