@@ -207,6 +207,7 @@ CUDA_ONLY = re.compile(r"cuda|CUDA|TF32|tf32|Triton")
 AMPERE_ONLY = re.compile(r"allow_tf32|set_float32_matmul_precision|torch\.bfloat16")
 TORCH_OPTIMIZER = re.compile(r"torch\.optim\.(\w+)\(")
 STEPPED = re.compile(r"^Optimizer\.step#(\w+)\.step$")
+OPTIMIZER_ADVICE = re.compile(r"torch\.optim|optimizer", re.IGNORECASE)
 
 
 @cache
@@ -261,6 +262,9 @@ def test_workload_of_each_shared_trace(name: str) -> None:
                 assert not AMPERE_ONLY.search(text), (hint.kind, text)
             if stepped:
                 assert {m.group(1) for m in TORCH_OPTIMIZER.finditer(text)} <= stepped, text
+            elif workload.phase == "training" and len(trace.ops):
+                # A training step whose host ops hold no optimizer step: none to fuse.
+                assert not OPTIMIZER_ADVICE.search(text), (hint.kind, text)
 
 
 # What a short name must never be, or begin with: a keyword, qualifier or return type.

@@ -362,6 +362,9 @@ def test_optimizer_advice_names_the_optimizer_that_ran() -> None:
     assert fitted(hint, _of(optimizers=("FusedAdam",)), None).fix == ()
     assert fitted(hint, _of(optimizers=("AdamW",)), None) is hint
     assert fitted(hint, _of(), None) is hint  # no optimizer stepped in the trace
+    # ... where the trace's host ops show the training step without one: nothing to fuse.
+    absent = fitted(hint, _of(), None, optimizer_absent=True)
+    assert absent.fix == () and absent.code == ""
     # Adagrad's fused kernel is CPU-only: on a GPU its multi-tensor path is foreach.
     adagrad = fitted(hint, _of(optimizers=("Adagrad",)), None)
     assert adagrad.fix == ("Use torch.optim.Adagrad(..., foreach=True).",)

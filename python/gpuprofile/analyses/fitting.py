@@ -5,7 +5,8 @@ A fix sentence (and a code sketch line) is left out when it cannot apply:
 
 - training's advice (DDP and FSDP settings, ``no_sync``, gradient accumulation and scaling,
   optimizer settings) in an inference; DDP's to a job that shards with FSDP, and FSDP's to one
-  that runs DDP;
+  that runs DDP; optimizer advice to a training step whose optimizer the trace does not hold
+  (a forward and backward benchmark);
 - CUDA's (device types, TF32, CUDA graphs, pinned copies, Triton) on a CPU run;
 - TF32 before compute capability 8.0 (Ampere), and torch.compile / Triton before 7.0 (Volta:
   Triton needs it), where the trace names the device's capability.
@@ -25,7 +26,9 @@ there), once a hint.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from gpuprofile.analyses.hints import Hint
 from gpuprofile.analyses.workload import Workload
@@ -57,6 +60,7 @@ _BY_PARALLELISM = (
     ("fsdp", re.compile(r"FullyShardedDataParallel|fully_shard|\bFSDP\b|BackwardPrefetch")),
 )
 _ADAMW = re.compile(r"torch\.optim\.AdamW")
+_OPTIMIZER_ADVICE = re.compile(r"torch\.optim\.|fused optimizer|optimizer\.step")
 # torch.optim classes with fused or foreach implementations (torch 2.4+).
 # ... of which these have a fused GPU implementation (Adagrad's fused one is CPU-only; the rest
 # have foreach only).
@@ -101,11 +105,18 @@ ROCM_NOTE = (
 )
 
 
-def fitted(hint: Hint, workload: Workload, capability: tuple[int, int] | None) -> Hint:
+def fitted(
+    hint: Hint,
+    workload: Workload,
+    capability: tuple[int, int] | None,
+    *,
+    optimizer_absent: bool = False,
+) -> Hint:
     """The hint with only the fix sentences and code lines that fit, its engine's knob first,
     CUDA's advice said of ROCm where it ran; itself when all fit. ``capability``: the trace's
     GPU compute capability (None: not known, nothing ruled out by it)."""
-    fix = tuple(f for s in hint.fix if (f := _said(s, workload, capability)) is not None)
+    said = partial(_said, workload=workload, capability=capability, absent=optimizer_absent)
+    fix = tuple(f for s in hint.fix if (f := said(s)) is not None)
     knobs = tuple(
         text
         for engine, kinds, text in ENGINE_FIX
@@ -117,16 +128,22 @@ def fitted(hint: Hint, workload: Workload, capability: tuple[int, int] | None) -
         at = next((i for i, f in enumerate(fix) if _CUDA.search(f) and "torch" in f), None)
         if at is not None and "ROCm" not in fix[at]:
             fix = (*fix[:at], fix[at] + ROCM_NOTE, *fix[at + 1 :])
-    code = _code(hint.code, workload, capability)
+    code = _code(hint.code, said)
     if fix == hint.fix and code == hint.code:
         return hint
     return replace(hint, fix=fix, code=code)
 
 
 def _said(
-    text: str, workload: Workload, capability: tuple[int, int] | None, *, code: bool = False
+    text: str,
+    *,
+    workload: Workload,
+    capability: tuple[int, int] | None,
+    absent: bool = False,
+    code: bool = False,
 ) -> str | None:
-    """The text as it fits the workload: None when it does not apply at all."""
+    """The text as it fits the workload: None when it does not apply at all. ``absent``: the
+    trace holds the program's host ops and no optimizer step of a training."""
     training = _TRAINING_CODE if code else _TRAINING_TEXT
     if workload.phase == "inference" and training.search(text):
         return None
@@ -144,6 +161,8 @@ def _said(
             text = _BF16.sub("torch.float16", text)  # the same sketch in the precision it has
         if capability < (7, 0) and _TRITON.search(text):
             return None
+    if absent and _OPTIMIZER_ADVICE.search(text):
+        return None  # a training step whose optimizer is not in the trace: nothing to fuse
     if _ADAMW.search(text) and workload.optimizers and "AdamW" not in workload.optimizers:
         ran = workload.optimizers[0]
         if ran not in _TORCH_OPTIMIZERS:
@@ -155,12 +174,12 @@ def _said(
     return text
 
 
-def _code(code: str, workload: Workload, capability: tuple[int, int] | None) -> str:
+def _code(code: str, said: Callable[..., str | None]) -> str:
     """The sketch less the lines that do not fit; "" when what is left is no code, or when a
     line that opens a block goes (its body would be left without it)."""
     lines = []
     for line in code.splitlines():
-        kept = _said(line, workload, capability, code=True)
+        kept = said(line, code=True)
         if kept is None and line.split("#", 1)[0].rstrip().endswith(":"):
             return ""
         if kept is not None:

@@ -67,8 +67,13 @@ def run_detectors(analysis: Analysis) -> list[Hint]:
     if workload.device == "cuda":  # ROCm's numbers are gfx versions, not CUDA's capabilities
         trace = analysis.trace
         capability = capability_of([d for r in trace.ranks for d in trace.devices(r)])
+    # A training step of the program's host ops with no optimizer step among them (a forward
+    # and backward benchmark): optimizer advice has nothing to act on.
+    optimizer_absent = (
+        workload.phase == "training" and not workload.optimizers and len(analysis.trace.ops) > 0
+    )
     hints = [
-        fitted(hint, workload, capability)
+        fitted(hint, workload, capability, optimizer_absent=optimizer_absent)
         for name in DETECTORS
         for hint in detector(name)(analysis)
     ]

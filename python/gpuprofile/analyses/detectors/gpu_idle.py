@@ -111,8 +111,9 @@ x = x.pin_memory().to("cuda", non_blocking=True)
         (
             'Launch less often: torch.compile(model, mode="reduce-overhead") captures the '
             "step in a CUDA graph and fuses small kernels.",
-            "Give each kernel more work (larger batches) and use fused optimizers "
-            "(fused=True / foreach=True).",
+            "Give each kernel more work (larger batches).",
+            "Step the optimizer in one fused or multi-tensor launch: torch.optim.AdamW(..., "
+            "fused=True) or foreach=True.",
         ),
         """\
 model = torch.compile(model, mode="reduce-overhead")

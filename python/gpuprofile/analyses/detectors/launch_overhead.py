@@ -71,8 +71,9 @@ FIX = (
     "torch.cuda.graphs / torch.cuda.make_graphed_callables by hand.",
     "Fuse chains of small elementwise kernels: torch.compile(model) generates one Triton "
     "kernel per chain (the repeated sequences the explanation names, where it names some).",
-    "Use fused or multi-tensor implementations: torch.optim.AdamW(..., fused=True) or "
-    "foreach=True, fused layer norms, F.scaled_dot_product_attention.",
+    "Use fused implementations: fused layer norms, F.scaled_dot_product_attention.",
+    "Step the optimizer in one fused or multi-tensor launch: torch.optim.AdamW(..., "
+    "fused=True) or foreach=True.",
     "Give each kernel more work: larger batches, or batch many small tensors into one "
     "(torch.cat, torch._foreach_*).",
 )

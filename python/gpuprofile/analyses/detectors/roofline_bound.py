@@ -64,10 +64,8 @@ BATCH_TRAINING = (
     "Raise arithmetic intensity: matrix products this thin read their weights for little work; "
     "a larger micro-batch per step does more with each read."
 )
-FUSED_OPS = (
-    "Use fused implementations: torch.optim.AdamW(..., fused=True), fused layer norm, "
-    "F.scaled_dot_product_attention."
-)
+FUSED_OPS = "Use fused implementations: fused layer norm, F.scaled_dot_product_attention."
+FUSED_OPTIMIZER = "Step the optimizer in one fused kernel: torch.optim.AdamW(..., fused=True)."
 CUDNN_BENCHMARK = (
     "Let cuDNN pick faster convolution kernels: torch.backends.cudnn.benchmark = True for "
     "convolutions with fixed shapes."
@@ -222,6 +220,7 @@ def _pytorch_fix(rows: pd.DataFrame, memory: bool, workload: Workload) -> Fix:
         COPIES,
         *batch,
         FUSED_OPS,
+        FUSED_OPTIMIZER,
     )
     return Fix(fix, FUSE_CODE + (AUTOCAST_CODE if autocast else ""))
 
