@@ -11,6 +11,7 @@ import pytest
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.inductor_names import parse_kernel_name
 from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.units import format_time
 from helpers.prerequisites import require_trace
 from traces.conftest import KINETO, read_json, trace_events
 
@@ -106,6 +107,15 @@ def test_kernels_in_their_compiled_region(name: str) -> None:
     ]
     # Same kernels in time order, each in the same region (both count regions in time order).
     assert found == [(n, r) for _, n, r in sorted(expected)] and found
+    # The compile notice says their GPU time apart from the host time of the graphs' calls.
+    from gpuprofile.report.build import plain_report
+
+    inside = {(t, n) for t, n, _ in expected}
+    kernels = [k for k in events if k.get("cat") == "kernel"]
+    gpu_us = sum(k["dur"] for k in kernels if (k["ts"], k["name"]) in inside)
+    [text] = [n["text"] for n in plain_report(analysis)["notices"] if n["kind"] == "compile"]
+    assert "on the host" in text
+    assert f"their kernels {format_time(int(gpu_us * 1000))} on the GPU" in text
     # Every Inductor kernel in the trace is among them, with its fused ops.
     triton = sum(1 for e in events if e.get("cat") == "kernel" and e["name"].startswith("triton_"))
     kinds = [k for k, t in zip(compiled.kinds, compiled.kernels["table"]) if t == "kernels"]

@@ -209,9 +209,17 @@ def compile_notices(compiled: CompiledCode, ranks: list[int]) -> list[dict[str, 
                 f"{format_count(compiled.meta.graphs, 'graph')})"
             )
         run_ns = compiled.run_ns(rank)
+        # Host time: calling the graphs, which on a GPU launches their kernels; what those ran
+        # on the GPU is said apart, so one figure is not read as the other.
+        kernels = compiled.kernels
+        mine = kernels[
+            (kernels["rank"] == rank) & (kernels["table"] == "kernels") & (kernels["region"] >= 0)
+        ]
+        gpu_ns = int(mine["dur_ns"].sum())
         ran = (
-            f"the compiled graphs ran {format_time(run_ns)} in "
+            f"the compiled graphs' calls took {format_time(run_ns)} on the host in "
             f"{format_count(len(regions), 'compiled region call')}"
+            + (f", and their kernels {format_time(gpu_ns)} on the GPU" if gpu_ns else "")
         )
         if not run_ns and len(regions):
             # No graph-call ranges in this trace (older torch): the regions' own span.
