@@ -353,6 +353,23 @@ def test_allocator_churn_counts_calls_after_the_first_step(tmp_path: Path) -> No
     assert len(calls.event_ids) == 2
 
 
+def test_allocator_churn_in_every_step_is_no_warm_up(tmp_path: Path) -> None:
+    """Each step, the first too, frees and allocates through the driver: counted from the
+    first step, and the first fix says the cache is not kept (warming up would not help)."""
+    events = two_steps(
+        runtime("cudaFree", 300, 100, 5),
+        runtime("cudaMalloc", 1100, 300, 3),
+        runtime("cudaFree", 1500, 200, 4),
+    )
+    hint = only(allocator_churn.detect(analyse(tmp_path, events)))
+    assert hint.numbers["steady_start_ns"] == 0
+    assert hint.numbers["calls"] == 4
+    assert hint.gain_ns == (50 + 100 + 300 + 200) * US
+    assert hint.title == "4 cudaMalloc/cudaFree calls (2 in every step) cost 650 µs"
+    assert hint.fix[0].startswith("Every step calls the driver's allocator")
+    assert not any("Warm up" in f for f in hint.fix)
+
+
 def test_allocator_churn_silent_when_allocations_stop_after_warm_up(tmp_path: Path) -> None:
     assert allocator_churn.detect(analyse(tmp_path, two_steps())) == []
 

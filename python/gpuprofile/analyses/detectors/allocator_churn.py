@@ -6,7 +6,9 @@ after emptying the cache, torch.cuda.empty_cache(), or a library managing its ow
 workspace). After warm-up neither should happen: cudaMalloc costs 10 us to milliseconds and
 cudaFree synchronizes the whole device. Steady state begins after the last op whose name says
 warm-up (record_function("warmup")), else at the second ProfilerStep when the trace has two
-or more, else after the first WARMUP_SHARE of the rank's span.
+or more, else after the first WARMUP_SHARE of the rank's span; but when every step makes as
+many allocator calls as the first (within a factor of two), none of them is warm-up: they are
+counted from the first step, and the fix says the cache is not kept, not "warm up".
 
 Signs, per rank: steady-state allocator calls, reserved memory that still grows in steady state
 (the memory table's total_reserved; each step up is a new segment), and fragmentation (reserved
@@ -41,7 +43,15 @@ from gpuprofile.analyses.thresholds import (
 from gpuprofile.units import format_bytes, format_time
 
 WARMUP_SHARE = 0.10
+# Said first, instead of warming up, when every step allocates through the driver alike.
+EVERY_STEP = (
+    "Every step calls the driver's allocator, the first as often as the rest: the caching "
+    "allocator is not keeping memory between steps. Look for torch.cuda.empty_cache() in the "
+    "loop, PYTORCH_NO_CUDA_MEMORY_CACHING=1 in the environment, or a library that allocates "
+    "its own workspace on each call (the calls' launching ops name it)."
+)
 _WARMUP = re.compile(r"warm[-_ ]?up", re.IGNORECASE)
+_OPTIMIZER_STEP = re.compile(r"Optimizer\.step#")
 
 
 def detect(analysis: Analysis) -> list[Hint]:
@@ -69,9 +79,47 @@ def steady_start(analysis: Analysis, rank: int) -> int:
     return start + int(WARMUP_SHARE * (end - start))
 
 
+def _steps(analysis: Analysis, rank: int) -> pd.DataFrame:
+    """The rank's steps (start_ns, dur_ns): its ProfilerStep ranges; without two of them, the
+    training iterations that end with each optimizer step (the first from the rank's start)."""
+    ops = analysis.rank_table("ops", rank)
+    steps = ops[is_step(ops["name"])].sort_values("start_ns")
+    if len(steps) >= 2:
+        return steps[["start_ns", "dur_ns"]]
+    stepped = ops[matches(ops["name"], _OPTIMIZER_STEP, anchored=True)]
+    ends = np.sort((stepped["start_ns"] + stepped["dur_ns"]).to_numpy(np.int64))
+    starts = np.concatenate([[span_ns(analysis, rank)[0]], ends[:-1]]) if len(ends) else ends
+    return pd.DataFrame({"start_ns": starts, "dur_ns": ends - starts})
+
+
+def _range(counts: list[int]) -> str:
+    low, high = min(counts), max(counts)
+    return str(low) if low == high else f"{low} to {high}"
+
+
+def _per_step(steps: pd.DataFrame, start: np.ndarray) -> list[int]:
+    """How many of the starts fall in each step, in step order."""
+    return [
+        int(((start >= a) & (start < a + d)).sum())
+        for a, d in zip(steps["start_ns"].tolist(), steps["dur_ns"].tolist(), strict=True)
+    ]
+
+
 def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
     trace, kind = analysis.trace, analysis.framework
     steady = steady_start(analysis, rank)
+    steps = _steps(analysis, rank)
+    mine = alloc & (trace.runtime["rank"] == rank).to_numpy()
+    per_step = _per_step(steps, trace.runtime["start_ns"].to_numpy()[mine])
+    # The same churn in every step, the first too: none of it is warm-up, so it is counted
+    # from the first step, and warming up is no fix.
+    repeating = (
+        len(per_step) >= 2
+        and min(per_step) >= MIN_STEADY_ALLOCATOR_CALLS
+        and min(per_step) * 2 >= max(per_step)
+    )
+    if repeating:
+        steady = min(steady, int(steps["start_ns"].iloc[0]))
     runtime = trace.runtime
     rows = alloc & (runtime["rank"] == rank).to_numpy() & (runtime["start_ns"] >= steady).to_numpy()
     calls = runtime[rows]
@@ -90,7 +138,12 @@ def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
     )
     found = []
     if churn:
-        found.append(f"{len(calls)} allocator calls after warm-up: {call_text}")
+        found.append(
+            f"{len(calls)} allocator calls in {len(per_step)} steps, "
+            f"{_range(per_step)} in each, the first too: {call_text}"
+            if repeating
+            else f"{len(calls)} allocator calls after warm-up: {call_text}"
+        )
     if growth:
         found.append(f"reserved memory grew by {format_bytes(growth)} after warm-up")
     if fragmentation is not None:
@@ -115,8 +168,9 @@ def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
         kind="allocator-churn",
         subject="allocator calls after warm-up",
         title=(
-            f"{len(calls)} {'/'.join(map(str, per_name.index[:2]))} calls after warm-up "
-            f"cost {format_time(gain)}"
+            f"{len(calls)} {'/'.join(map(str, per_name.index[:2]))} calls "
+            + (f"({_range(per_step)} in every step)" if repeating else "after warm-up")
+            + f" cost {format_time(gain)}"
             if churn
             else f"Device memory: {what} after warm-up"
         ),
@@ -140,7 +194,11 @@ def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
             "reserved_bytes": fragmentation[0] if fragmentation else 0,
             "peak_allocated_bytes": fragmentation[1] if fragmentation else 0,
         },
-        **pick(kind, Fix(ALLOCATOR_FIX, ALLOCATOR_CODE), ALLOCATOR)._asdict(),
+        **pick(
+            kind,
+            Fix((EVERY_STEP, *ALLOCATOR_FIX[1:]) if repeating else ALLOCATOR_FIX, ALLOCATOR_CODE),
+            ALLOCATOR,
+        )._asdict(),
         evidence=tuple(evidence),
         rank=rank,
     )
