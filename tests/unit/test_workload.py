@@ -401,6 +401,23 @@ def test_the_engine_knob_comes_first() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("engine", "knobs"),
+    [
+        ("vllm", ("max_num_seqs", "gpu_memory_utilization", "kv_cache_dtype")),
+        ("sglang", ("--max-running-requests", "--mem-fraction-static", "--kv-cache-dtype")),
+        ("hf-generate", ("padding_side", 'cache_implementation="static"')),
+    ],
+)
+def test_memory_bound_decoding_gets_the_engines_batch_and_cache_knobs(
+    engine: str, knobs: tuple[str, ...]
+) -> None:
+    hint = replace(_hint((COMPILE,)), kind="memory-bound")
+    fit = fitted(hint, _of("inference", engine=engine), None)
+    assert all(knob in fit.fix[0] for knob in knobs), fit.fix[0]
+    assert fit.fix[1:] == (COMPILE,)
+
+
 def test_cuda_advice_on_rocm_says_it_applies() -> None:
     graphs = "Capture the step in a CUDA graph: torch.cuda.graphs."
     jax = "Capture the step in a CUDA graph: jit the whole step."

@@ -17,10 +17,11 @@ so the sentence goes. A code sketch that loses a line keeps the rest; one left w
 alone goes.
 
 Where the engine that ran has its own knob for a finding, the knob comes first (``ENGINE_FIX``:
-vLLM's and SGLang's CUDA-graph settings for launch-bound idle, their custom all-reduce for a
-tensor-parallel all-reduce). On ROCm, the first PyTorch fix that speaks CUDA says that it
-applies as written (PyTorch's torch.cuda drives HIP, its cudnn settings MIOpen; NCCL is RCCL
-there), once a hint.
+vLLM's and SGLang's CUDA-graph settings for launch-bound idle, their batch and KV-cache sizes
+for memory-bound decoding, their custom all-reduce for a tensor-parallel all-reduce; batched
+prompts and a static cache for transformers' generate). On ROCm, the first PyTorch fix that
+speaks CUDA says that it applies as written (PyTorch's torch.cuda drives HIP, its cudnn
+settings MIOpen; NCCL is RCCL there), once a hint.
 """
 
 from __future__ import annotations
@@ -84,6 +85,27 @@ ENGINE_FIX = (
         ("launch-overhead", "gpu-idle"),
         "SGLang: keep CUDA graphs on (no --disable-cuda-graph) and raise --cuda-graph-max-bs "
         "to the largest batch you serve (larger batches run without the graph).",
+    ),
+    (
+        "vllm",
+        ("memory-bound",),
+        "vLLM: batch more sequences per step so each weight read serves more tokens: raise "
+        "max_num_seqs (--max-num-seqs) and max_num_batched_tokens, and make room for their KV "
+        'cache (gpu_memory_utilization; kv_cache_dtype="fp8" halves its bytes).',
+    ),
+    (
+        "sglang",
+        ("memory-bound",),
+        "SGLang: batch more requests per step so each weight read serves more tokens: raise "
+        "--max-running-requests, and make room for their KV cache (--mem-fraction-static; "
+        "--kv-cache-dtype fp8_e5m2 halves its bytes).",
+    ),
+    (
+        "hf-generate",
+        ("memory-bound", "launch-overhead", "gpu-idle"),
+        'transformers generate: give it a batch of prompts (padding_side="left") rather than '
+        'one at a time, and a static KV cache (cache_implementation="static") so '
+        "torch.compile can capture the decode step.",
     ),
     (
         "vllm",
