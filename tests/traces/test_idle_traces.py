@@ -405,3 +405,20 @@ def test_the_loader_stall_is_ranked_once() -> None:
     assert kinds.count("data-loading") == 1 and "gpu-idle" not in kinds
     (loader,) = [h for h in run_detectors(analysis) if h.kind == "data-loading"]
     assert "By what the host was doing meanwhile: data-loading" in loader.explanation
+
+
+def test_sglang_decode_waits_on_an_event_recorded_before_the_trace() -> None:
+    """SGLang's decode step: the host calls hipStreamWaitEvent, then a DtoH copy that starts on
+    the GPU 463 ms later; no hipEventRecord is in the trace, so the event was recorded before
+    it began. The run replays CUDA graphs already: no graph setting is advised."""
+    name = "tracelens_mi300x_sglang_qwen3_8b_decode.json.gz"
+    events = raw_events(name)
+    runtime = sorted((e for e in events if e["cat"] in RUNTIME_CATEGORIES), key=lambda e: e["ts"])
+    waits = [e for e in runtime if e["name"] == "hipStreamWaitEvent"]
+    assert waits and not [e for e in runtime if "EventRecord" in e["name"]]
+    copy = next(e for e in runtime if e["name"] == "hipMemcpyWithStream")
+    assert waits[0]["ts"] < copy["ts"] and copy["dur"] > 400_000  # us: the host blocked 463 ms
+    [hint] = [h for h in run_detectors(analysis_of(name)) if h.kind == "gpu-idle"]
+    assert hint.title.endswith("mostly waiting on an event recorded before the trace began")
+    assert "hipStreamWaitEvent" in hint.explanation
+    assert not any("cuda-graph" in f for f in hint.fix)

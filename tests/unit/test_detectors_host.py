@@ -140,6 +140,31 @@ def test_gpu_idle_names_allocator_calls_inside_launch_bound_gaps(tmp_path: Path)
     assert hint.fix == ALLOCATOR_FIX
 
 
+@pytest.mark.parametrize("recorded", [False, True])
+def test_gpu_idle_names_a_wait_on_an_event_from_before_the_trace(
+    tmp_path: Path, recorded: bool
+) -> None:
+    """K2 is launched at 25 us right after a cudaStreamWaitEvent, yet starts at 5,000 us: it
+    sat queued. With no cudaEventRecord in the trace before that wait, the event was recorded
+    before the trace began: the finding says so and what to do; with one, it does not."""
+    events = [
+        runtime("cudaLaunchKernel", 0, 2, 1),
+        kernel("K1", 5, 10, 1),
+        runtime("cudaStreamWaitEvent", 20, 2, 2),
+        runtime("cudaLaunchKernel", 25, 3, 3),
+        kernel("K2", 5000, 10, 3),
+    ]
+    if recorded:
+        events.append(runtime("cudaEventRecord", 16, 2, 4))
+    hint = only(gpu_idle.detect(analyse(tmp_path, events)))
+    outside = "recorded before the trace began" in hint.explanation
+    assert outside is not recorded
+    assert ("before the trace began" in hint.title) is not recorded
+    if not recorded:
+        assert "cudaStreamWaitEvent (at 20.0 µs" in hint.explanation
+        assert hint.fix[0].startswith("The wait is on work the trace does not hold")
+
+
 def test_sync_stall_names_the_op_and_the_python_line(tmp_path: Path) -> None:
     events = item_step()
     analysis = analyse(tmp_path, events)

@@ -394,6 +394,9 @@ def test_the_engine_knob_comes_first() -> None:
     assert fit.fix[1:] == (graphs,)
     sglang = fitted(hint, _of("inference", engine="sglang"), None)
     assert "--cuda-graph-max-bs" in sglang.fix[0]
+    # A run that already replays CUDA graphs has no graph setting to turn on.
+    graphed = fitted(hint, _of("inference", engine="sglang", execution="cuda-graphs"), None)
+    assert graphed.fix == (graphs,)
     # No engine, or a finding the engine has no knob for: the fixes as they were.
     assert fitted(hint, _of("inference"), None) is hint
     assert fitted(replace(hint, kind="sync-stall"), _of("inference", engine="vllm"), None).fix == (

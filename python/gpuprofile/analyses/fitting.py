@@ -142,7 +142,10 @@ def fitted(
     knobs = tuple(
         text
         for engine, kinds, text in ENGINE_FIX
-        if engine == workload.engine and hint.kind in kinds
+        if engine == workload.engine
+        and hint.kind in kinds
+        # Graph settings for a run that already replays graphs: nothing to turn on.
+        and not (workload.execution == "cuda-graphs" and "CUDA graph" in text)
     )
     fix = (*knobs, *fix)
     if workload.device == "rocm":

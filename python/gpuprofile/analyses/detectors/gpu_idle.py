@@ -12,6 +12,8 @@ the allocator's.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -57,6 +59,15 @@ MOSTLY = {
 }
 QUEUED = "mostly with work queued behind a dependency"
 QUEUED_ONE = "mostly with launched work starting late on its one stream"
+QUEUED_OUTSIDE = "mostly waiting on an event recorded before the trace began"
+OUTSIDE_FIX = (
+    "The wait is on work the trace does not hold (an event recorded before it began: a "
+    "previous step's, another stream's or an overlap scheduler's): read the window without "
+    "that gap, and profile a span that holds both the recording and the wait (start the "
+    "profiler a step earlier) to see what the GPU waited for."
+)
+_STREAM_WAIT = re.compile(r"^(cuda|hip)StreamWaitEvent$|^cuStreamWaitEvent")
+_EVENT_RECORD = re.compile(r"^(cuda|hip)EventRecord|^cuEventRecord")
 FIXES: dict[str, tuple[tuple[str, ...], str]] = {
     idle.SYNCHRONIZATION: (
         (
@@ -255,13 +266,49 @@ def _diagnosis(
             f" In {format_time(queued)} of the other gaps the next GPU work had already been "
             f"launched and waited on {waited_on}, not on the host."
         )
+        outside = _wait_from_before(trace, rank, other)
+        if outside:
+            notes += outside
         if dominant == idle.OTHER and queued >= 0.5 * int(by_cause.iloc[0]):
-            if one_queue:  # no other queue or peer, whatever framework wrote it
+            if outside:
+                steps, code = (OUTSIDE_FIX,), ""
+                mostly = QUEUED_OUTSIDE
+            elif one_queue:  # no other queue or peer, whatever framework wrote it
                 steps, code = ONE_QUEUE_FIX, ""
+                mostly = QUEUED_ONE
             else:
                 steps, code = pick(kind, Fix(QUEUED_FIX, ""), IDLE_QUEUED)
-            mostly = QUEUED_ONE if one_queue else QUEUED
+                mostly = QUEUED
     return mostly, steps, code, notes, {"allocator_ns": in_allocator, "queued_other_ns": queued}
+
+
+def _wait_from_before(trace: Trace, rank: int, other: pd.DataFrame) -> str:
+    """A sentence when the largest queued gap's work waited behind a stream-wait on an event
+    no event-record call in the trace had recorded before it: the event was recorded before
+    the trace began, so what the GPU waited for is not in it; "" otherwise."""
+    queued = other[other["runtime_id"] != NO_ID]
+    if not len(queued):
+        return ""
+    gap = queued.nlargest(1, "dur_ns").iloc[0]
+    runtime = trace.runtime[(trace.runtime["rank"] == rank).to_numpy()]
+    launch = runtime[runtime["id"] == gap["runtime_id"]]
+    if not len(launch):
+        return ""
+    launched_at, thread = int(launch["start_ns"].iloc[0]), launch["tid"].iloc[0]
+    before = runtime[(runtime["start_ns"] <= launched_at).to_numpy()]
+    waits = before[matches(before["name"], _STREAM_WAIT) & (before["tid"] == thread).to_numpy()]
+    if not len(waits):
+        return ""
+    wait = waits.nlargest(1, "start_ns").iloc[0]
+    records = before[matches(before["name"], _EVENT_RECORD)]
+    if (records["start_ns"] < int(wait["start_ns"])).any():
+        return ""
+    return (
+        f" The largest gap ({format_time(int(gap['dur_ns']))}) waited behind {wait['name']} "
+        f"(at {format_time(int(wait['start_ns']))}, on the thread that launched the waiting "
+        "work), on an event no event-record call in the trace had recorded: it was recorded "
+        "before the trace began, so what the GPU waited for is not in this trace."
+    )
 
 
 def _one_queue(analysis: Analysis, rank: int) -> bool:
