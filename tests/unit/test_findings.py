@@ -222,3 +222,24 @@ def test_every_finding_a_detector_makes_names_its_subject_and_basis(name: str) -
         given = {k.arg for k in call.keywords}
         assert {"kind", "subject", "basis_ns"} <= given, (name, call.lineno)
         assert "severity" not in given, (name, call.lineno)
+
+
+@pytest.mark.parametrize(("cause", "idle_pct", "said"), [
+    ("host-launch-bound", 84.0, True),
+    ("host-launch-bound", 30.0, False),  # the GPU is busy most of its window
+    ("synchronization", 84.0, False),  # faster kernels shorten the waits of a sync
+])  # fmt: skip
+def test_gpu_work_findings_on_a_host_bound_rank_say_the_wall_waits_for_the_host(
+    cause: str, idle_pct: float, said: bool
+) -> None:
+    idle = replace(
+        hint("gpu-idle", "GPU idle time", 0, 100),
+        numbers={"dominant_cause": cause, "idle_pct": idle_pct},
+    )
+    kernels = [hint("memory-bound", "ops far below their roof", 0, 50),
+               hint("compute-bound", "ops far below their roof", 1, 50)]  # fmt: skip
+    out = {(h.kind, h.rank): h for h in findings([idle, *kernels], [0, 1])}
+    noted = f"idle {idle_pct:.0f}% of its window, waiting for the host to launch work"
+    assert (noted in out[("memory-bound", 0)].explanation) is said
+    assert "waiting for the host" not in out[("compute-bound", 1)].explanation  # another GPU
+    assert out[("memory-bound", 0)].gain_ns == 50  # the gain stays as measured

@@ -108,9 +108,59 @@ def findings(
     Severity, and whether a finding is worth reporting at all (which each detector asks of the
     time it measured its gain against), come from the table in analyses/thresholds.py.
     one_off: per rank, the one-time work the report names first (one_off_claims)."""
+    host_bound = host_bound_ranks(hints)  # read before the idle hint may be folded away
     said_once = once_per_rank(without_repeats([judged(h) for h in hints]))
-    shared = shared_gains(said_once, one_off or {})
+    shared = behind_the_host(shared_gains(said_once, one_off or {}), host_bound)
     return ranked(folded([_with_rank(h, ranks) for h in shared], ranks))
+
+
+# Findings that make GPU work faster: on a rank whose GPU waits for the host to launch work
+# most of its window, they shorten the GPU's busy time, not the wall.
+GPU_WORK = frozenset(
+    (
+        "memory-bound",
+        "compute-bound",
+        "tensor-cores-unused",
+        "attention-unfused",
+        "low-occupancy",
+        "layout-conversion",
+        "uncoalesced-access",
+        "unfused-elementwise",
+    )
+)
+HOST_BOUND_IDLE_PCT = 50.0
+
+
+def host_bound_ranks(hints: list[Hint]) -> dict[int | None, float]:
+    """{rank: its GPU's idle percent} where the GPU is idle HOST_BOUND_IDLE_PCT of its window
+    or more, mostly waiting for the host to launch work (the rank's GPU idle hint says)."""
+    return {
+        h.rank: float(h.numbers.get("idle_pct", 0))
+        for h in hints
+        if h.kind == "gpu-idle"
+        and h.numbers.get("dominant_cause") == idle.HOST_LAUNCH_BOUND
+        and float(h.numbers.get("idle_pct", 0)) >= HOST_BOUND_IDLE_PCT
+    }
+
+
+def behind_the_host(hints: list[Hint], host_bound: dict[int | None, float]) -> list[Hint]:
+    """GPU-work findings on a host-bound rank (host_bound_ranks) say that their gain shortens
+    the wall only once the GPU is kept busy (the idle and launch findings); their gains are
+    left as measured."""
+    return [
+        replace(
+            h,
+            explanation=(
+                f"{h.explanation} The GPU is idle {host_bound[h.rank]:.0f}% of its window, "
+                "waiting for the host to launch work (the GPU idle or launch finding): this gain "
+                "shortens the GPU's busy time, and the wall only once the host keeps the GPU "
+                "busy."
+            ),
+        )
+        if h.kind in GPU_WORK and h.rank in host_bound
+        else h
+        for h in hints
+    ]
 
 
 def judged(hint: Hint) -> Hint:
