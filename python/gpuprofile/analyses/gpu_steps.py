@@ -6,7 +6,9 @@ window is that marker's span; its busy time is the union of the rank's kernels, 
 memsets clipped to the window (all devices and streams of the rank, as the whole-window
 figures count them); idle is the rest. This is TraceLens's default GPU timeline. Work
 outside every marker (the carry-over of analyses/carry_over.py, the gaps between steps) is
-in the whole-window figures only.
+in the whole-window figures only. Markers shorter than half the GPU work their host step
+launched are not the steps (some traces write microsecond markers for millisecond steps): the
+rank then has no GPU steps, and step times come from the host's ranges.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.analyses.steps import is_step
+from gpuprofile.trace.model import NO_ID
 
 
 @dataclass(frozen=True)
@@ -55,4 +58,37 @@ def gpu_steps(facts: Lookups, rank: int) -> list[GpuStep]:
         GpuStep(str(n), int(s), int(e - s), int(b), int(e - s - b))
         for n, s, e, b in zip(marks["name"].astype(str), start, end, busy, strict=True)
     ]
+    if not _markers_hold_their_work(facts, rank, steps):
+        return []
     return sorted(steps, key=lambda step: (step.start_ns, step.name))
+
+
+def _markers_hold_their_work(facts: Lookups, rank: int, steps: list[GpuStep]) -> bool:
+    """Whether each marker spans at least half of the GPU work its host step launched (its
+    kernels whose launching op starts inside the host's ``ProfilerStep#N``). Some traces
+    write markers of microseconds for steps of milliseconds (ROCm, torch 2.x): steps read from
+    them would be the markers' length, not the steps'."""
+    ops = facts.rank_table("ops", rank)
+    host = ops[is_step(ops["name"])]
+    kernels = facts.rank_table("kernels", rank)
+    launched = kernels[kernels["op_id"].to_numpy() != NO_ID]
+    if host.empty or launched.empty:
+        return True
+    op_start = ops.set_index("id")["start_ns"]
+    at = op_start.reindex(launched["op_id"].to_numpy()).to_numpy(np.float64)
+    kernel_start = launched["start_ns"].to_numpy(np.int64)
+    kernel_end = kernel_start + launched["dur_ns"].to_numpy(np.int64)
+    spans = dict(
+        zip(host["name"].astype(str), zip(host["start_ns"], host["start_ns"] + host["dur_ns"]))
+    )
+    for step in steps:
+        if step.name not in spans:
+            continue
+        a, b = spans[step.name]
+        inside = (at >= a) & (at < b)
+        if not inside.any():
+            continue
+        work = int(kernel_end[inside].max() - kernel_start[inside].min())
+        if step.window_ns * 2 < work:
+            return False
+    return True
