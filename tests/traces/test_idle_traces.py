@@ -422,3 +422,23 @@ def test_sglang_decode_waits_on_an_event_recorded_before_the_trace() -> None:
     assert hint.title.endswith("mostly waiting on an event recorded before the trace began")
     assert "hipStreamWaitEvent" in hint.explanation
     assert not any("cuda-graph" in f for f in hint.fix)
+
+
+def test_long_launch_gaps_name_the_host_ops_that_fill_them() -> None:
+    """HTA's 2-rank DDP trace: DDP's buffer broadcast (aten::unflatten_dense_tensors inside
+    DistributedDataParallel.forward, 67.5 ms over the steps) runs while the GPU sits idle in
+    the largest gaps. The launch finding names it among the host work of the long gaps, with
+    at most its raw time and nearly all of it."""
+    name = "hta_a100_nccl_2rank_rank0.json.gz"
+    events = raw_events(name)
+    raw_us = sum(
+        e["dur"]
+        for e in events
+        if e["name"] == "aten::unflatten_dense_tensors" and e["cat"] in HOST_CATEGORIES
+    )
+    assert raw_us > 60_000
+    [hint] = [h for h in run_detectors(analysis_of(name)) if h.kind == "launch-overhead"]
+    said = re.search(r"aten::unflatten_dense_tensors ([\d.]+) ms", hint.explanation)
+    assert said is not None
+    named_us = float(said.group(1)) * 1000
+    assert 0.9 * raw_us <= named_us <= raw_us + 50  # 3 significant digits

@@ -16,17 +16,16 @@ Traces of ``--steps`` windows are left out: the time between windows is not reco
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from gpuprofile.analyses.claims import Claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Evidence, Hint
+from gpuprofile.analyses.host_ops import main_ops, windows_of
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.summary import span_ns
 from gpuprofile.analyses.thresholds import MIN_OUTSIDE_NS, worth_reporting
 from gpuprofile.units import format_fraction, format_time
 
-MAIN_OPS = 3
 FIX = (
     "Move the host work off the step's critical path: prepare batches in DataLoader workers "
     "(num_workers, prefetch_factor) or on the GPU (torchvision.transforms.v2 on CUDA "
@@ -71,7 +70,7 @@ def detect(analysis: Analysis) -> list[Hint]:
         )
         if outside < MIN_OUTSIDE_NS or not worth_reporting("host-outside-gpu", outside, wall):
             continue
-        main = _main_ops(analysis, rank, windows, once)
+        main = main_ops(analysis, rank, windows_of(windows), _within(once, windows))
         said = ", ".join(f"{name} {format_time(ns)}" for name, ns in main.items())
         dispatch = sum(ns for name, ns in main.items() if name.startswith(_COMPILED_DISPATCH))
         compiled = dispatch * 2 >= outside
@@ -138,26 +137,15 @@ def _one_off_set(analysis: Analysis, rank: int) -> IntervalSet:
     return IntervalSet(start, start + np.array([o.dur_ns for o in mine], np.int64))
 
 
-def _main_ops(
-    analysis: Analysis, rank: int, windows: list[tuple[int, int]], once: IntervalSet
-) -> dict[str, int]:
-    """The outermost aten ops' time inside the windows, by name, largest first (MAIN_OPS);
-    without aten ops (JAX, Nsight), the host's top-level events'."""
-    ops = analysis.trace.ops
-    mine = analysis.rank_rows("ops", rank)
-    rows = mine[analysis.outermost_cpu_ops[mine]]
-    if not len(rows):
-        rows = mine[analysis.op_parents[mine] < 0]
-    if not len(rows):
-        return {}
-    start = ops["start_ns"].to_numpy()[rows]
-    end = start + ops["dur_ns"].to_numpy()[rows]
-    inside = np.zeros(len(rows), np.int64)
+def _within(once: IntervalSet, windows: list[tuple[int, int]]) -> IntervalSet:
+    """The one-time work's intervals cut to the windows (main_ops subtracts them op by op)."""
+    starts, ends = [], []
     for a, b in windows:
-        lo, hi = np.maximum(start, a), np.minimum(end, b)
-        hi = np.maximum(hi, lo)
-        inside += (hi - lo) - once.coverage(lo, hi)
-    names = ops["name"].to_numpy()[rows]
-    by_name = pd.Series(inside).groupby(pd.Series(names).astype(str)).sum()
-    by_name = by_name[by_name > 0].sort_values(ascending=False).head(MAIN_OPS)
-    return {str(k): int(v) for k, v in by_name.items()}
+        lo, hi = np.maximum(once.block_start, a), np.minimum(once.block_end, b)
+        keep = hi > lo
+        starts.append(lo[keep])
+        ends.append(hi[keep])
+    return IntervalSet(
+        np.concatenate(starts or [np.zeros(0, np.int64)]),
+        np.concatenate(ends or [np.zeros(0, np.int64)]),
+    )

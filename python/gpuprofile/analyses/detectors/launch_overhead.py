@@ -40,6 +40,8 @@ from gpuprofile.analyses.claims import frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
+from gpuprofile.analyses.host_ops import main_ops
+from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_names import short_kernel_name
 from gpuprofile.analyses.names import categorical, matches, per_category
 from gpuprofile.analyses.names import codes as names_codes
@@ -226,6 +228,9 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
     wall = analysis.wall_ns(rank)
     if not worth_reporting("launch-overhead", gain, wall):
         return None
+    # The host work that fills the longer gaps, by the ops the program called.
+    gap_start = longer["start_ns"].to_numpy(np.int64)
+    held = main_ops(analysis, rank, IntervalSet(gap_start, gap_start + longer["dur_ns"].to_numpy()))
     small = kernels[kernels["dur_ns"] < LAUNCH_LATENCY_NS]
     launches = _launch_calls(analysis, rank)
     graph_launches = int(
@@ -302,7 +307,7 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
             f"({format_percent(share, 0)}) ran shorter than {format_time(LAUNCH_LATENCY_NS)}, "
             f"{format_time(small_ns)} in total. {launch_text}".rstrip()
             + f"{graph_text}{sequence_text} "
-            + _accounting(bound_ns, gain, longer, under_sync_ns, len(counted))
+            + _accounting(bound_ns, gain, longer, under_sync_ns, len(counted), held)
         ),
         numbers=numbers,
         **(
@@ -316,14 +321,24 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
 
 
 def _accounting(
-    bound_ns: int, gain: int, longer: pd.DataFrame, under_sync_ns: int, counted: int
+    bound_ns: int,
+    gain: int,
+    longer: pd.DataFrame,
+    under_sync_ns: int,
+    counted: int,
+    held: dict[str, int],
 ) -> str:
-    """How the gain follows from the host-launch-bound idle the report gives (idle_by_cause)."""
+    """How the gain follows from the host-launch-bound idle the report gives (idle_by_cause);
+    ``held``: the ops the program called that fill the longer gaps, with their time there."""
     parts = []
     if len(longer):
+        longer_ns = int(longer["dur_ns"].sum())
+        named = ", ".join(f"{name} {format_time(ns)}" for name, ns in held.items())
         parts.append(
-            f"{format_time(int(longer['dur_ns'].sum()))} is in {len(longer)} gaps longer than "
-            f"{format_time(MAX_LAUNCH_GAP_NS)} (host work of its own, not launch cost)"
+            f"{format_time(longer_ns)} is in {len(longer)} gaps longer than "
+            f"{format_time(MAX_LAUNCH_GAP_NS)} (host work of its own, not launch cost"
+            + (f"; traced ops in them: {named}" if named else "")
+            + ")"
         )
     if under_sync_ns > 0:
         parts.append(f"{format_time(under_sync_ns)} is under synchronizing calls (sync stalls)")
