@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.claims import NOTHING, Claim
 from gpuprofile.analyses.comm_overlap import CommOverlap
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events
@@ -102,9 +104,35 @@ def collective_name(kernel: str) -> str:
     return match.group(1) if match else kernel.split("(", 1)[0]
 
 
+def waiting_claim(analysis: Analysis, rank: int) -> Claim:
+    """The rank's time inside its collective kernels spent waiting for the last member to
+    arrive (analyses/collectives.py: each kernel's start plus its wait, cut at its end), on
+    the rank's own clock; nothing on a single rank."""
+    matched = analysis.collectives if len(analysis.trace.ranks) > 1 else None
+    if matched is None or matched.empty:
+        return NOTHING
+    mine = matched[
+        (matched["rank"] == rank) & (matched["table"] == "kernels") & (matched["wait_ns"] > 0)
+    ]
+    if mine.empty:
+        return NOTHING
+    kernels = analysis.rank_table("kernels", rank).set_index("id")
+    rows = kernels.reindex(mine["event_id"].to_numpy())
+    known = rows["start_ns"].notna().to_numpy()
+    start = rows["start_ns"].to_numpy(np.float64)[known].astype(np.int64)
+    dur = rows["dur_ns"].to_numpy(np.float64)[known].astype(np.int64)
+    wait = np.minimum(mine["wait_ns"].to_numpy(np.int64)[known], dur)
+    return Claim(start, start + wait)
+
+
 def _gpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
-    comm, comm_ns, overlapped, exposed = _figures(found)
+    comm, comm_ns, overlapped, exposed_all = _figures(found)
     comm_sum = int(comm["dur_ns"].sum())
+    # Waiting for a late member is the straggler's time, not the transfer's: overlap cannot
+    # hide it, so it is no part of this gain.
+    transfer = found.exposed.minus(waiting_claim(analysis, rank))
+    exposed = transfer.length_ns
+    waited = exposed_all - exposed
     wall = analysis.wall_ns(rank)
     if not worth_reporting("communication", exposed, wall):
         return None
@@ -128,19 +156,27 @@ def _gpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
         title=f"{format_time(exposed)} of collectives not hidden by compute",
         basis_ns=wall,
         gain_ns=int(exposed),
-        claim=found.exposed,
+        claim=transfer,
         gain_method=(
             "Exposed collective time: the union of NCCL/RCCL kernel intervals minus the part "
-            "during which a compute kernel ran on the same GPU. Perfect overlap would hide "
-            "all of it, so this is an upper bound."
+            "during which a compute kernel ran on the same GPU, and, in a job, minus the time "
+            "each kernel waited for the last rank to arrive (the straggler's). Perfect overlap "
+            "would hide all of it, so this is an upper bound."
         ),
         confidence="medium",
         explanation=(
             f"{len(comm)} collective kernels ran for {format_time(comm_ns)} "
             f"({format_percent(share)} of the GPU window of {format_time(window_ns)}): {top}. "
             f"Compute kernels on other streams overlapped {format_time(overlapped)} of it; "
-            f"{format_time(exposed)} ({format_percent(exposed_pct, 0)}) ran with no compute "
-            "alongside, so the GPU waited on the network."
+            + (
+                f"of the {format_time(exposed_all)} that ran with no compute alongside, "
+                f"{format_time(waited)} was this rank waiting for the last rank to arrive (see "
+                f"the straggler finding; no overlap hides it), and {format_time(exposed)} "
+                f"({format_percent(exposed_pct, 0)}) the collectives' own time."
+                if waited > 0
+                else f"{format_time(exposed)} ({format_percent(exposed_pct, 0)}) ran with no "
+                "compute alongside, so the GPU waited on the network."
+            )
         ),
         numbers={
             "collective_kernels": len(comm),
@@ -150,6 +186,7 @@ def _gpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
             "comm_share_pct": round(share, 2),
             "overlapped_ns": int(overlapped),
             "exposed_ns": int(exposed),
+            "waiting_for_ranks_ns": int(waited),
             "top_collectives": top,
         },
         fix=_fixes(analysis, rank, by_collective.index),
