@@ -53,15 +53,8 @@ FIX = (
 
 
 def detect(analysis: Analysis) -> list[Hint]:
-    hints = []
-    for rank in analysis.trace.ranks:
-        table = _launches(analysis, rank)
-        if table.empty:
-            continue
-        hint = _hint(analysis, rank, table)
-        if hint is not None:
-            hints.append(hint)
-    return hints
+    found = (_hint(analysis, rank, _launches(analysis, rank)) for rank in analysis.trace.ranks)
+    return [hint for hint in found if hint is not None]
 
 
 def _launches(analysis: Analysis, rank: int) -> pd.DataFrame:
@@ -109,6 +102,8 @@ def _launches(analysis: Analysis, rank: int) -> pd.DataFrame:
 
 
 def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
+    if table.empty:
+        return None
     dur = table["dur_ns"].to_numpy(np.float64)
     gain = round(float((dur * table["excess_share"].to_numpy() * ACHIEVABLE).sum()))
     wall = analysis.wall_ns(rank)
