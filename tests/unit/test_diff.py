@@ -431,3 +431,9 @@ def test_a_hint_the_other_vendor_cannot_judge_is_not_fixed() -> None:
     on_cuda = _hints([copies, syncs], [], with_rank=False, b_can={"pageable-copy", "low-occupancy"})
     assert sorted(e.kind for e in on_cuda.fixed) == ["pageable-copy", "sync-stall"]
     assert on_cuda.unjudged == []
+    # Uncoalesced accesses show only in Nsight Compute's counters: a Kineto run cannot say.
+    strided = hint("uncoalesced-access", "1 kernel launch with uncoalesced global accesses")
+    on_kineto = _hints([strided], [], with_rank=False, b_can={"pageable-copy"})
+    assert [e.kind for e in on_kineto.unjudged] == ["uncoalesced-access"]
+    on_ncu = _hints([strided], [], with_rank=False, b_can={"uncoalesced-access"})
+    assert [e.kind for e in on_ncu.fixed] == ["uncoalesced-access"]

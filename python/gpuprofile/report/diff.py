@@ -262,13 +262,17 @@ def _singular(word: str) -> str:
 # Findings that read what only some runs record: the kind, and what a run needs for it. A hint
 # of a whose kind b cannot judge is "unjudged", never "fixed".
 _NEEDS_CUDA = ("pageable-copy", "low-occupancy")
+# ... and kinds only Nsight Compute's counters show (l1tex sectors per request).
+_NEEDS_NCU = ("uncoalesced-access",)
 
 
 def _judges(report: Report) -> set[str]:
-    """The hint kinds of _NEEDS_CUDA this run can judge: on CUDA (copies labelled pageable or
-    pinned, CUPTI's blocks per SM), all; on ROCm, TPU or a CPU, none of them."""
+    """The hint kinds of _NEEDS_CUDA and _NEEDS_NCU this run can judge: on CUDA (copies
+    labelled pageable or pinned, CUPTI's blocks per SM) the first, on ROCm, TPU or a CPU none
+    of them; the second only from an Nsight Compute file."""
     device = report.workload.device if report.workload is not None else "cuda"
-    return set(_NEEDS_CUDA) if device == "cuda" else set()
+    can = set(_NEEDS_CUDA) if device == "cuda" else set()
+    return can | (set(_NEEDS_NCU) if report.source.format == "ncu" else set())
 
 
 def _hints(
@@ -279,7 +283,8 @@ def _hints(
     for key in [*a_by, *(k for k in b_by if k not in a_by)]:
         a, b = a_by.get(key), b_by.get(key)
         group = "kept" if a and b else "fixed" if a else "new"
-        if group == "fixed" and a is not None and a.kind in _NEEDS_CUDA and a.kind not in b_can:
+        needs = (*_NEEDS_CUDA, *_NEEDS_NCU)
+        if group == "fixed" and a is not None and a.kind in needs and a.kind not in b_can:
             group = "unjudged"
         shown = b or a
         assert shown is not None
