@@ -442,3 +442,22 @@ def test_long_launch_gaps_name_the_host_ops_that_fill_them() -> None:
     assert said is not None
     named_us = float(said.group(1)) * 1000
     assert 0.9 * raw_us <= named_us <= raw_us + 50  # 3 significant digits
+
+
+def test_qwen_harness_timing_syncs_are_said_as_such() -> None:
+    """TraceLens's Qwen prefill: two cudaDeviceSynchronize calls, at the start and the end of
+    its one profiled step, called by the benchmark loop (no op around them). The sync finding
+    says they time the loop, at low confidence, and puts CUDA-event timing first."""
+    name = "tracelens_h100_qwen1.5_0.5b_inference.json.gz"
+    events = raw_events(name)
+    syncs = [e for e in events if e["name"] == "cudaDeviceSynchronize"]
+    steps = [
+        e
+        for e in events
+        if re.match(r"ProfilerStep#\d+$", e["name"]) and e["cat"] in HOST_CATEGORIES
+    ]
+    assert len(syncs) == 2 and len(steps) == 1
+    [hint] = [h for h in run_detectors(analysis_of(name)) if h.kind == "sync-stall"]
+    assert hint.confidence == "low"
+    assert hint.fix[0].startswith("These syncs time the loop")
+    assert f"cudaDeviceSynchronize called directly, {len(syncs)} in 1 step" in hint.explanation

@@ -165,6 +165,25 @@ def test_gpu_idle_names_a_wait_on_an_event_from_before_the_trace(
         assert hint.fix[0].startswith("The wait is on work the trace does not hold")
 
 
+@pytest.mark.parametrize("syncs", [1, 3])
+def test_a_loop_that_times_itself_with_device_syncs(tmp_path: Path, syncs: int) -> None:
+    """One step; the host calls cudaDeviceSynchronize directly (no op around it) while K1
+    runs, then launches K2 late: the loop timing itself. Once in the step, that is what the
+    finding says first, at low confidence; a sync repeated within the step (3 in 1 step) is
+    no harness's edge, and keeps the usual advice."""
+    events = [annotation("ProfilerStep#1", 0, 1000), runtime("cudaLaunchKernel", 1, 4, 1)]
+    events.append(kernel("K1", 10, 90, 1))
+    for i in range(syncs):
+        events.append(runtime("cudaDeviceSynchronize", 13 + 200 * i, 90, 10 + i))
+    events += [runtime("cudaLaunchKernel", 121, 2, 4), kernel("K2", 130, 10, 4)]
+    hint = only(sync_stall.detect(analyse(tmp_path, events)))
+    assert "cudaDeviceSynchronize called directly" in hint.title
+    timing = syncs == 1
+    assert hint.fix[0].startswith("These syncs time the loop") is timing
+    assert (hint.confidence == "low") is timing
+    assert ("the loop timing itself" in hint.explanation) is timing
+
+
 def test_sync_stall_names_the_op_and_the_python_line(tmp_path: Path) -> None:
     events = item_step()
     analysis = analyse(tmp_path, events)

@@ -31,6 +31,7 @@ from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.lookups import innermost_with
 from gpuprofile.analyses.names import strings
+from gpuprofile.analyses.steps import is_step
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.trace.model import NO_ID
 from gpuprofile.units import format_fraction, format_time
@@ -56,6 +57,15 @@ AUTOTUNE = (
     "These syncs come from convolution autotuning (torch.backends.cudnn.benchmark=True times "
     "algorithms on the first call per input shape): a one-time cost; keep input shapes fixed "
     "and profile after warm-up steps."
+)
+# Syncs the loop makes to time itself (see _hint): the fix for them, in place of FIX's.
+DIRECT = " called directly"
+_WHOLE_SYNC = re.compile(r"(?:Device|Ctx)Synchronize$")
+_DIRECT_WHOLE_SYNC = re.compile(r"(?:Device|Ctx)Synchronize called directly$")
+TIMING = (
+    "These syncs time the loop (a benchmark harness): time iterations with CUDA events "
+    "(torch.cuda.Event(enable_timing=True), read after the loop), or leave the sync out of "
+    "the profiled window; the model's own code does not wait here."
 )
 CODE = """\
 torch.cuda.set_sync_debug_mode("warn")   # reports every synchronizing call
@@ -136,6 +146,29 @@ def _hint(
                 label="synchronizing runtime calls",
             )
         )
+    # A device or stream synchronize called directly, at most once a step and a final one:
+    # the loop timing itself (a benchmark harness), not the model reading a value.
+    steps = int(is_step(analysis.rank_table("ops", rank)["name"]).sum())
+    device_syncs = call_names[call_names.index.str.contains(_WHOLE_SYNC)]
+    direct = sources[sources["op"].str.contains(_DIRECT_WHOLE_SYNC)]
+    timing = (
+        0 < int(device_syncs.sum()) <= max(2, steps + 1)
+        and int(direct["idle_ns"].sum()) * 2 >= gain
+    )
+    fix = (
+        (TIMING, *(f for f in chosen.fix if "synchronize()" not in f))
+        if timing
+        else (pick_text(kind, AUTOTUNE, AUTOTUNE_TEXT), *chosen.fix)
+        if _AUTOTUNING.search(top_op)
+        else chosen.fix
+    )
+    timing_text = (
+        f" Most of it follows {'/'.join(device_syncs.index)} called directly, "
+        f"{int(device_syncs.sum())} in {max(steps, 1)} step{'s' if steps > 1 else ''}: the "
+        "loop timing itself, not the model reading a value."
+        if timing
+        else ""
+    )
     return Hint(
         kind="sync-stall",
         subject="synchronizing calls",
@@ -152,13 +185,13 @@ def _hint(
             "without it the host runs ahead and keeps the queue full. Host time inside sync "
             "calls is not counted: the GPU works meanwhile."
         ),
-        confidence="high" if len(calls) else "medium",
+        confidence="low" if timing else "high" if len(calls) else "medium",
         explanation=(
             f"Rank {rank}: the GPU sat idle {format_time(gain)} "
             f"({format_fraction(gain / window)} of its {format_time(window)} window) in "
             f"{len(stalls)} gaps after the host synchronized. "
             f"Synchronizing calls: {call_text}, {format_time(call_ns)} of host time in all. "
-            f"Where: {source_text}."
+            f"Where: {source_text}.{timing_text}"
         ),
         numbers={
             "idle_ns": gain,
@@ -169,9 +202,7 @@ def _hint(
             "top_op": top_op,
             "top_where": top_where,
         },
-        fix=(pick_text(kind, AUTOTUNE, AUTOTUNE_TEXT), *chosen.fix)
-        if _AUTOTUNING.search(top_op)
-        else chosen.fix,
+        fix=fix,
         code=chosen.code,
         evidence=tuple(evidence),
         rank=rank,
@@ -191,7 +222,7 @@ def _sources(analysis: Analysis, stalls: pd.DataFrame) -> pd.DataFrame:
     call = analysis.id_index("runtime").get_indexer(pd.Index(stalls["runtime_id"]))
     call_names = strings(runtime["name"])
     bare = np.where(call >= 0, call_names[np.maximum(call, 0)] if len(call_names) else "", "")
-    op = np.where(op == "", np.char.add(bare.astype(str), " called directly"), op)
+    op = np.where(op == "", np.char.add(bare.astype(str), DIRECT), op)
     frames = user_frames(analysis, np.unique(position[position >= 0]).tolist())
     frame = [frames.get(p) if p >= 0 else None for p in position.tolist()]
     where = [f"{o} in {f}" if f else str(o) for o, f in zip(op, frame, strict=True)]
