@@ -163,7 +163,14 @@ def test_parallelism(
 
 def test_all_to_all_without_experts_is_said_not_named() -> None:
     found = _workload(ops=_ops("AddBackward0", "c10d::alltoall_base_"))
-    assert any("sharded embeddings" in e for e in found.evidence)
+    assert any("(sharded embeddings?)" in e for e in found.evidence)
+    assert found.parallelism == ()
+    # TorchRec's input distribution beside it says what is sharded: the embedding tables.
+    torchrec = _workload(
+        ops=_ops("AddBackward0", "c10d::alltoall_base_", "## KJTAllToAllSplitsAwaitable wait() ##")
+    )
+    assert any(e.startswith("embedding tables sharded across ranks") for e in torchrec.evidence)
+    assert torchrec.parallelism == ()
 
 
 def test_a_world_of_one_is_no_parallelism_whatever_the_names() -> None:

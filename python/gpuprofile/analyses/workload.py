@@ -23,7 +23,8 @@ left out (engine, parallelism). The rules:
   custom or multimem all-reduce kernels), ``pp`` (point-to-point sends and receives, or
   pipeline schedules), ``ep`` (expert dispatch/combine kernels; all-to-all beside experts
   or MoE ops), ``cp`` (ring attention, context-parallel ranges). All-to-all with no sign of
-  experts (sharded embeddings, as in DLRM) is said in the evidence and named none of them.
+  experts is said in the evidence and named none of them: as embedding tables sharded across
+  ranks where TorchRec's or FBGEMM's names show it (DLRM), else as a question.
 - **execution**: GPU kernel time is split by how each kernel was launched: by a graph launch
   (``cudaGraphLaunch``/``hipGraphLaunch``), inside a torch.compile region or as an Inductor
   kernel, or otherwise eagerly. A mode that holds at least ``_MAIN_SHARE`` of it names the
@@ -96,6 +97,11 @@ _DDP = re.compile(
     r"|nn/parallel/distributed\.py\(\d+\): forward"
 )
 _FSDP = re.compile(r"FullyShardedDataParallel|^FSDP::|fsdp", re.IGNORECASE)
+# TorchRec's and FBGEMM's sharded embeddings: their input distribution and lookups.
+_SHARDED_EMBEDDINGS = re.compile(
+    r"KJTAllToAll|PooledEmbeddingsAwaitable|PooledEmbeddingsAllToAll|sparse_data_dist"
+    r"|split_embedding_codegen|ShardedEmbedding|torchrec"
+)
 _TP = re.compile(r"tensor_model_parallel|tensor_parallel|(Column|Row)ParallelLinear")
 _TP_KERNEL = re.compile(
     r"multimem|(one|two)_shot_all_reduce|cross_device_reduce|custom_?all_?reduce", re.IGNORECASE
@@ -342,7 +348,15 @@ def _parallelism(
     for kind in chosen:
         evidence.append(f"parallelism {kind}: {found[kind]}")
     if "alltoall" in collectives and "ep" not in found:
-        evidence.append("all-to-all with no experts (sharded embeddings?): no parallelism named")
+        if sharded := _with(_SHARDED_EMBEDDINGS, host + kernels):
+            evidence.append(
+                f"embedding tables sharded across ranks (model parallel): all-to-all beside "
+                f"{_quoted(sharded)}; none of the six parallelisms names it"
+            )
+        else:
+            evidence.append(
+                "all-to-all with no experts (sharded embeddings?): no parallelism named"
+            )
     if not chosen and collectives:
         evidence.append(f"collectives ({', '.join(sorted(collectives))}) but no parallelism named")
     return chosen
