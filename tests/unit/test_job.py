@@ -21,6 +21,7 @@ from gpuprofile.analyses.job import bus_factor
 from gpuprofile.analyses.kernel_kind import kernel_kind
 from gpuprofile.analyses.lookups import Lookups
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.units import format_time
 from helpers.kineto_docs import document, kernel, write
 
 MS = 1000.0  # trace ts are microseconds
@@ -105,6 +106,15 @@ def test_waits_straggler_and_clock(job_dir: Path) -> None:
     assert waits == {0: 2 * wait, 1: 2 * wait, 2: 0}
     kinds = [h["kind"] for h in report["hints"]]
     assert "straggler" in kinds and "load-imbalance" in kinds
+    # One figure per fact: the title holds the job up by the gain (2 collectives, each
+    # arriving `wait` after the next-latest rank), and the summed waits are said apart.
+    [straggler] = [h for h in report["hints"] if h["kind"] == "straggler"]
+    assert straggler["gain_ns"] == 2 * wait
+    assert (
+        straggler["title"]
+        == f"Rank 2 is the straggler: it holds the job up {format_time(2 * wait)}"
+    )
+    assert f"the others waited {format_time(2 * 2 * wait)}" in straggler["explanation"]
 
 
 def test_bubbles_by_definition(job_dir: Path) -> None:

@@ -46,8 +46,8 @@ def detect(analysis: Analysis) -> list[Hint]:
             kind="straggler",
             subject=f"rank {worst.rank}",
             title=(
-                f"Rank {worst.rank} is the straggler: the others wait "
-                f"{format_time(worst.wait_caused_ns)} for it"
+                f"Rank {worst.rank} is the straggler: it holds the job up "
+                f"{format_time(worst.delay_ns)}"
             ),
             basis_ns=wall,
             gain_ns=worst.delay_ns,
@@ -58,8 +58,11 @@ def detect(analysis: Analysis) -> list[Hint]:
             confidence="medium",
             explanation=(
                 f"Rank {worst.rank} arrived last at "
-                f"{format_count(worst.arrived_last, 'collective')}; the other ranks waited "
-                f"{format_time(worst.wait_caused_ns)} in all for it"
+                f"{format_count(worst.arrived_last, 'collective')}, "
+                f"{format_time(worst.delay_ns)} in all after the rank before it: the time the "
+                "job would gain had it arrived with the others. Summed over every rank that "
+                f"waited for it, the others waited {format_time(worst.wait_caused_ns)} (ranks "
+                "wait side by side, so that sum is no time the job loses)"
                 + (f". Why: {worst.cause}" if worst.cause else "")
                 + (f". Next: {others}." if others else ".")
             ),
