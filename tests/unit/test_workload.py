@@ -173,6 +173,24 @@ def test_all_to_all_without_experts_is_said_not_named() -> None:
     assert torchrec.parallelism == ()
 
 
+@pytest.mark.parametrize(
+    ("names", "said"),
+    [
+        (("AddBackward0", "torch/utils/checkpoint.py(1101): pack_hook"), True),
+        (("AddBackward0", "nn.Module: CheckpointWrapper_0"), True),
+        (("AddBackward0", "aten::linear"), False),  # training, nothing recomputed
+        # No backward: nothing is recomputed whatever the wrapper is called.
+        (("aten::linear", "aten::conv2d", "nn.Module: CheckpointWrapper_0"), False),
+    ],
+)
+def test_activation_checkpointing_is_said_of_a_training(names: tuple[str, ...], said: bool) -> None:
+    found = _workload(ops=_ops(*names))
+    recomputed = [e for e in found.evidence if e.startswith("activation checkpointing: ")]
+    assert bool(recomputed) is said
+    if said:
+        assert names[1] in recomputed[0] and "checkpoint fewer layers" in recomputed[0]
+
+
 def test_a_world_of_one_is_no_parallelism_whatever_the_names() -> None:
     ops = _ops("DistributedDataParallel.forward", "AddBackward0", "nccl:all_reduce")
     found = _workload(ops=ops, meta=_world(1))

@@ -97,6 +97,11 @@ _DDP = re.compile(
     r"|nn/parallel/distributed\.py\(\d+\): forward"
 )
 _FSDP = re.compile(r"FullyShardedDataParallel|^FSDP::|fsdp", re.IGNORECASE)
+# torch.utils.checkpoint and FSDP's checkpoint wrapper: forwards the backward recomputes.
+_CHECKPOINTING = re.compile(
+    r"torch/utils/checkpoint\.py\(\d+\): (?:forward|checkpoint|pack_hook)"
+    r"|checkpoint_wrapper\.py\(\d+\): forward|CheckpointFunction|CheckpointWrapper"
+)
 # TorchRec's and FBGEMM's sharded embeddings: their input distribution and lookups.
 _SHARDED_EMBEDDINGS = re.compile(
     r"KJTAllToAll|PooledEmbeddingsAwaitable|PooledEmbeddingsAllToAll|sparse_data_dist"
@@ -163,6 +168,11 @@ def workload(analysis: Lookups, compiled: CompiledCode) -> Workload:
     evidence: list[str] = []
     engine = _engine(names, fmt, evidence)
     phase = _phase(analysis, names, engine, evidence)
+    if phase in ("training", "mixed") and (recomputed := _with(_CHECKPOINTING, names.ops)):
+        evidence.append(
+            f"activation checkpointing: {_quoted(recomputed)} (the backward runs the "
+            "checkpointed forwards again; checkpoint fewer layers where memory allows)"
+        )
     parallelism = _parallelism(analysis, names, engine, phase, evidence)
     execution = _execution(analysis, compiled, fmt, evidence)
     device = _device(analysis, names, fmt, evidence)
