@@ -33,3 +33,31 @@ def step_numbers(names: pd.Series) -> np.ndarray:
 def is_step(names: pd.Series) -> np.ndarray:
     """Per row of a name column: is it a ``ProfilerStep#N`` range?"""
     return step_numbers(names) >= 0
+
+
+_OPTIMIZER_STEP = re.compile(r"Optimizer\.step#")
+
+
+def step_spans(ops: pd.DataFrame, first_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of one rank's steps in time order: its ProfilerStep ranges; without two
+    of them, the training iterations that each end with an optimizer step (the first from
+    ``first_ns``, the rank's start). ``ops``: the rank's ops rows."""
+    starts = ops["start_ns"].to_numpy(np.int64)
+    ends = starts + ops["dur_ns"].to_numpy(np.int64)
+    marked = is_step(ops["name"])
+    if marked.sum() >= 2:
+        order = np.argsort(starts[marked], kind="stable")
+        return starts[marked][order], ends[marked][order]
+    names = categorical(ops["name"])
+    stepped = per_category(names, "optimizer_step", lambda n: bool(_OPTIMIZER_STEP.match(n)),
+                           bool, False)[codes(names)]  # fmt: skip
+    done = np.sort(ends[stepped])
+    return np.concatenate([[first_ns], done[:-1]]).astype(np.int64) if len(done) else done, done
+
+
+def count_in_steps(spans: tuple[np.ndarray, np.ndarray], times: np.ndarray) -> np.ndarray:
+    """How many of the times fall in each step [start, end) of ``spans`` (steps do not
+    overlap)."""
+    starts, ends = spans
+    at = np.sort(times)
+    return np.searchsorted(at, ends, side="left") - np.searchsorted(at, starts, side="left")

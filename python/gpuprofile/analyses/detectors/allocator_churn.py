@@ -33,7 +33,7 @@ from gpuprofile.analyses.hints import Evidence, Hint, heaviest_events
 from gpuprofile.analyses.intervals import union_length
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.patterns import ALLOC_CALL
-from gpuprofile.analyses.steps import is_step
+from gpuprofile.analyses.steps import count_in_steps, is_step, step_spans
 from gpuprofile.analyses.summary import span_ns
 from gpuprofile.analyses.thresholds import (
     FRAGMENTATION_RATIO,
@@ -51,7 +51,6 @@ EVERY_STEP = (
     "its own workspace on each call (the calls' launching ops name it)."
 )
 _WARMUP = re.compile(r"warm[-_ ]?up", re.IGNORECASE)
-_OPTIMIZER_STEP = re.compile(r"Optimizer\.step#")
 
 
 def detect(analysis: Analysis) -> list[Hint]:
@@ -79,38 +78,18 @@ def steady_start(analysis: Analysis, rank: int) -> int:
     return start + int(WARMUP_SHARE * (end - start))
 
 
-def _steps(analysis: Analysis, rank: int) -> pd.DataFrame:
-    """The rank's steps (start_ns, dur_ns): its ProfilerStep ranges; without two of them, the
-    training iterations that end with each optimizer step (the first from the rank's start)."""
-    ops = analysis.rank_table("ops", rank)
-    steps = ops[is_step(ops["name"])].sort_values("start_ns")
-    if len(steps) >= 2:
-        return steps[["start_ns", "dur_ns"]]
-    stepped = ops[matches(ops["name"], _OPTIMIZER_STEP, anchored=True)]
-    ends = np.sort((stepped["start_ns"] + stepped["dur_ns"]).to_numpy(np.int64))
-    starts = np.concatenate([[span_ns(analysis, rank)[0]], ends[:-1]]) if len(ends) else ends
-    return pd.DataFrame({"start_ns": starts, "dur_ns": ends - starts})
-
-
 def _range(counts: list[int]) -> str:
     low, high = min(counts), max(counts)
     return str(low) if low == high else f"{low} to {high}"
 
 
-def _per_step(steps: pd.DataFrame, start: np.ndarray) -> list[int]:
-    """How many of the starts fall in each step, in step order."""
-    return [
-        int(((start >= a) & (start < a + d)).sum())
-        for a, d in zip(steps["start_ns"].tolist(), steps["dur_ns"].tolist(), strict=True)
-    ]
-
-
 def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
     trace, kind = analysis.trace, analysis.framework
     steady = steady_start(analysis, rank)
-    steps = _steps(analysis, rank)
-    mine = alloc & (trace.runtime["rank"] == rank).to_numpy()
-    per_step = _per_step(steps, trace.runtime["start_ns"].to_numpy()[mine])
+    runtime = trace.runtime
+    mine = alloc & (runtime["rank"] == rank).to_numpy()
+    spans = step_spans(analysis.rank_table("ops", rank), span_ns(analysis, rank)[0])
+    per_step = count_in_steps(spans, runtime["start_ns"].to_numpy()[mine]).tolist()
     # The same churn in every step, the first too: none of it is warm-up, so it is counted
     # from the first step, and warming up is no fix.
     repeating = (
@@ -119,9 +98,8 @@ def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
         and min(per_step) * 2 >= max(per_step)
     )
     if repeating:
-        steady = min(steady, int(steps["start_ns"].iloc[0]))
-    runtime = trace.runtime
-    rows = alloc & (runtime["rank"] == rank).to_numpy() & (runtime["start_ns"] >= steady).to_numpy()
+        steady = min(steady, int(spans[0][0]))
+    rows = mine & (runtime["start_ns"] >= steady).to_numpy()
     calls = runtime[rows]
     growth, fragmentation = _memory_signs(trace.memory, rank, steady)
     churn = len(calls) >= MIN_STEADY_ALLOCATOR_CALLS
