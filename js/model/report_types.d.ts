@@ -18,6 +18,7 @@ export interface Report {
   distributed: Job | null;
   inference: Record<string, unknown> | null;
   workload?: Workload | null;
+  no_findings?: string;
   baseline?: DiffDocument;
 }
 
@@ -142,6 +143,7 @@ export interface RooflinePoint {
   event_ids: number[];
   modules?: string[];
   sources?: SourceRef[];
+  label?: string;
 }
 
 export interface RankReport {
@@ -200,6 +202,7 @@ export interface TopKernel {
   class: string;
   measured: Record<string, number | null> | null;
   class_reason?: string;
+  label?: string;
 }
 
 export interface NameTotal {
@@ -460,6 +463,8 @@ export interface DiffRow {
   b_count: number;
   matched_by: "name" | "only in a" | "only in b" | "position" | "role";
   b_name: string | null;
+  label?: string;
+  b_label?: string | null;
 }
 
 export interface DiffHints {

@@ -78,7 +78,8 @@ export function createHints(summary, hooks = {}) {
   root.dataset.activeEvidence = "";
   root.appendChild(node("div", "gp-panel-title", hints.length ? `Hints (${hints.length}), largest gain first` : "Hints"));
   if (!hints.length) {
-    root.appendChild(node("div", "gp-muted", "No hints: nothing in this trace crossed a threshold."));
+    const why = typeof summary.no_findings === "string" && summary.no_findings ? ` ${summary.no_findings}` : "";
+    root.appendChild(node("div", "gp-muted", `No hints: nothing in this trace crossed a threshold.${why}`));
   }
 
   const list = node("ol", "gp-hl-list");

@@ -40,7 +40,7 @@ function factsTable(rows) {
 
 /** @param {RooflinePoint} p */
 function pointTitle(p) {
-  return String(p.name ?? p.key ?? "point");
+  return String(p.label || p.name || p.key || "point");
 }
 
 /** @param {unknown} coverage */

@@ -10,7 +10,7 @@ import { node } from "./dom.js";
 /** @typedef {import("../model/report_types.js").RankReport} RankReport */
 /** @typedef {import("../model/report_types.js").Copies} Copies */
 /** @typedef {"kernels" | "memcpy" | "memset" | "ops" | "runtime"} CountKey */
-/** A named row of a rank's top kernels or top ops, as the report has it. @typedef {{name?: unknown, count?: unknown, total_ns?: unknown}} TopItem */
+/** A named row of a rank's top kernels or top ops, as the report has it (a kernel's label is its short name). @typedef {{name?: unknown, label?: unknown, count?: unknown, total_ns?: unknown}} TopItem */
 /** @typedef {{table: "kernels" | "ops", name: string, rank: number}} NamePick */
 
 /** @type {readonly CountKey[]} */
@@ -37,8 +37,9 @@ export function totalCounts(summary) {
  * @param {string[]} headers
  * @param {unknown[][]} rows
  * @param {number} [numericFrom] the first column of numbers (right-aligned)
+ * @param {string[]} [titles] per row, what hovering its name shows (a kernel's full name)
  */
-function table(headers, rows, numericFrom = 1) {
+function table(headers, rows, numericFrom = 1, titles = []) {
   const t = node("table", "gp-table");
   const head = t.createTHead().insertRow();
   headers.forEach((label, i) => {
@@ -46,7 +47,7 @@ function table(headers, rows, numericFrom = 1) {
     head.appendChild(th);
   });
   const body = t.createTBody();
-  for (const cells of rows) {
+  rows.forEach((cells, r) => {
     const tr = body.insertRow();
     cells.forEach((value, i) => {
       const td = tr.insertCell();
@@ -54,10 +55,10 @@ function table(headers, rows, numericFrom = 1) {
       if (i >= numericFrom) td.className = "gp-num";
       else {
         td.className = "gp-name";
-        td.title = String(value);
+        td.title = i === 0 && titles[r] ? titles[r] : String(value);
       }
     });
-  }
+  });
   return t;
 }
 
@@ -102,17 +103,17 @@ function topTable(title, items, denominator, shareLabel, { id = "", pick = null 
   }
   const withShare = Number(denominator) > 0;
   const rows = items.slice(0, limit).map((k) => {
-    const row = [k.name ?? "", formatCount(k.count), formatTime(k.total_ns)];
+    const row = [k.label || k.name || "", formatCount(k.count), formatTime(k.total_ns)];
     if (withShare) row.push(formatFraction(ratio(k.total_ns, denominator)));
     return row;
   });
   const headers = ["name", "count", "total"];
   if (withShare) headers.push(shareLabel);
-  const t = table(headers, rows);
+  const t = table(headers, rows, 1, items.slice(0, limit).map((k) => String(k.name ?? "")));
   const listed = items;
   [...t.tBodies[0].rows].forEach((tr, i) => {
     tr.dataset.top = `${id}:${i}`;
-    const label = `show every ${listed[i].name ?? ""} on the timeline, zoomed to the longest`;
+    const label = `show every ${listed[i].label || listed[i].name || ""} on the timeline, zoomed to the longest`;
     if (pick) pickable(tr, label, () => pick(i, tr));
   });
   section.appendChild(t);

@@ -202,3 +202,26 @@ test("unknown numbers read as unknown, not 0; shares and copy bandwidths from th
     globalThis.document = saved;
   }
 });
+
+test("a top kernel shows its short label, its full name on hover", async () => {
+  const saved = globalThis.document;
+  globalThis.document = { createElement: (tag) => new FakeElement(tag) };
+  try {
+    const { renderSummary } = await import("./summary.js");
+    const full = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<...> >(int, ...)";
+    const root = renderSummary({
+      ranks: [{
+        rank: 0, wall_ns: 1e6, gpu: null, top_ops: [], copies: [],
+        top_kernels: [{ name: full, label: "elementwise_kernel<MulFunctor<float>> [4, BFloat16]", count: 1, total_ns: 1e3 },
+          { name: "saxpy", count: 1, total_ns: 1e3 }],
+      }],
+    });
+    const cells = [...root.walk()].filter((n) => n.tagName === "TD" && n.className === "gp-name");
+    assert.deepEqual(cells.map((c) => [c.textContent, c.title]), [
+      ["elementwise_kernel<MulFunctor<float>> [4, BFloat16]", full],
+      ["saxpy", "saxpy"],
+    ]);
+  } finally {
+    globalThis.document = saved;
+  }
+});

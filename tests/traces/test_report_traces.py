@@ -66,3 +66,31 @@ def test_the_contract_keeps_every_key_the_report_gathers(kineto_path: Path) -> N
     analysis = gpuprofile.load(kineto_path).analysis
     plain = plain_report(analysis)
     assert json.dumps(report_json(to_report(plain))) == json.dumps(plain)
+
+
+def test_no_findings_says_what_was_looked_at() -> None:
+    """vLLM decoding from CUDA graphs on an MI300X: the GPU is never idle and the graphs
+    replay its launches, so nothing is found; the report says so, with the busy share read
+    from the raw JSON (the union of the GPU's kernels and copies over their window), and says
+    that the roofs are not judged (the graph-replayed kernels have no shapes)."""
+    from traces.conftest import read_json, trace_events
+
+    path = require_trace(
+        SHARED_TRACES / "kineto" / "tracelens_mi300x_vllm_cudagraph_decode_execution.json.gz"
+    )
+    gpu = [
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+        for e in trace_events(read_json(path))
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+    ]
+    busy, end = 0.0, -1.0
+    for start, stop in sorted(gpu):
+        busy += max(0.0, stop - max(start, end))
+        end = max(end, stop)
+    window = max(s for _, s in gpu) - min(s for s, _ in gpu)
+    report = gpuprofile.load(path).report()
+    assert report["hints"] == []
+    why = report["no_findings"]
+    assert why.startswith(f"The GPU was busy {100 * busy / window:.1f}% of its window")
+    assert "replay CUDA graphs" in why and "is not judged" in why
+    assert why in gpuprofile.load(path).text()

@@ -276,11 +276,16 @@ NOT_A_NAME = re.compile(
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_every_kernel_keeps_its_function_name(name: str) -> None:
-    kernels = _analysis(name).trace.kernels["name"].astype(str).unique().tolist()
+    """Every kernel's short name is its function's, and the names the report prints (the
+    short names told apart) are as many as the trace's distinct kernels: no two read alike."""
+    analysis = _analysis(name)
+    kernels = analysis.trace.kernels["name"].astype(str).unique().tolist()
     for kernel in kernels:
         short = short_kernel_name(kernel)
         assert not NOT_A_NAME.search(short), (kernel, short)
         assert len(short) <= 60, short
+        assert analysis.kernel_label(kernel).startswith(short), kernel
+    assert len({analysis.kernel_label(kernel) for kernel in kernels}) == len(kernels)
 
 
 def _union_ns(starts: list[int], ends: list[int]) -> int:

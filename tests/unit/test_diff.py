@@ -235,7 +235,7 @@ def test_json_keys_are_the_schema(diffed: gpuprofile.Diff) -> None:
     issue_row = {"name", "a_ns", "b_ns", "delta_ns", "a_count", "b_count"}
     for table in ("ops", "kernels"):
         for row in document_[table]:
-            assert set(row) == issue_row | {"matched_by", "b_name"}
+            assert set(row) == issue_row | {"matched_by", "b_name", "label", "b_label"}
     assert set(document_["hints"]) == {"fixed", "new", "kept", "unjudged"}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuprofile.analyses.kernel_names import short_kernel_name
+from gpuprofile.analyses.kernel_names import short_kernel_name, short_kernel_names
 
 
 @pytest.mark.parametrize(
@@ -57,6 +57,39 @@ def test_two_cutlass_configurations_read_apart() -> None:
     b = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)"
     assert short_kernel_name(a) != short_kernel_name(b)
     assert short_kernel_name(a) == "cutlass::Kernel<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>"
+
+
+def test_names_that_read_alike_get_what_only_they_have() -> None:
+    """The same elementwise kernel at two vector widths and element types, two CatArray
+    copies, two long names cut in their middle: each short name gets the words only its full
+    name has (read off the names by hand), so none reads like another."""
+    bf16 = (
+        "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::"
+        "native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::"
+        "binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, ...)::{lambda(int)#1}>"
+        "(int, ...)"
+    )
+    fp32 = bf16.replace("128, 4,", "128, 2,").replace("c10::BFloat16", "float")
+    cat2 = "void at::native::CatArrayBatchedCopy<OpaqueType<2u>, unsigned int, 4, 64, 64>(...)"
+    cat4 = "void at::native::CatArrayBatchedCopy<OpaqueType<4u>, unsigned int, 3, 64, 64>(...)"
+    head, tail = "split_embedding_backward_codegen_", "_unweighted_kernel_cta_per_row_1"
+    sgd, adagrad = f"{head}sgd{tail}", f"{head}adagrad{tail}"
+    alone = "saxpy(double *, double *, double, int)"
+    labels = short_kernel_names([bf16, fp32, cat2, cat4, sgd, adagrad, alone], limit=40)
+    assert labels[bf16] == "elementwise_kernel<MulFunctor<float>> [4, BFloat16]"
+    assert labels[fp32] == "elementwise_kernel<MulFunctor<float>> [2, float]"
+    assert labels[cat2] == "at::native::CatArrayBatchedCopy [2u, 4]"
+    assert labels[cat4] == "at::native::CatArrayBatchedCopy [4u, 3]"
+    assert labels[sgd].endswith(" [sgd]") and labels[adagrad].endswith(" [adagrad]")
+    assert labels[alone] == "saxpy"  # nothing alike: the short name alone
+    assert len(set(labels.values())) == len(labels)
+
+
+def test_names_alike_to_the_last_word_are_numbered() -> None:
+    a = "void k<A::x>(int)"
+    b = "void k<B::x>(int)"  # namespaces dropped: the same words
+    labels = short_kernel_names([b, a])
+    assert (labels[a], labels[b]) == ("k [#1]", "k [#2]")
 
 
 def test_a_long_name_loses_its_namespace_then_its_middle() -> None:

@@ -365,6 +365,30 @@ def test_a_cpu_run_gets_no_cuda_advice() -> None:
     assert fit.fix == (COMPILE,)
 
 
+def test_a_cpu_run_gets_no_finding_about_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a detector returns, a run with no GPU keeps none of the GPU's findings (its
+    idle time, its launches), however they are worded; its own (a collective over gloo) stay.
+    The same findings on a CUDA run all stay."""
+    from gpuprofile.analyses import detectors
+
+    made = [
+        replace(_hint((COMPILE,)), kind=kind, title=kind, gain_ns=10**6, rank=0)
+        for kind in ("gpu-idle", "launch-overhead", "communication")
+    ]
+    monkeypatch.setattr(detectors, "DETECTORS", ("one",))
+    monkeypatch.setattr(detectors, "detector", lambda name: lambda analysis: list(made))
+
+    def kinds(device_kernels: bool) -> set[str]:
+        tables: dict[str, Any] = {"ops": make_table("ops", _ops("aten::mm", "aten::relu"))}
+        if device_kernels:
+            tables["kernels"] = make_table("kernels", _kernels("gemm"))
+        analysis = Analysis(Trace(**tables, meta=TraceMeta(source=Source(format="kineto"))))
+        return {hint.kind for hint in detectors.run_detectors(analysis)}
+
+    assert kinds(device_kernels=False) == {"communication"}
+    assert kinds(device_kernels=True) == {"gpu-idle", "launch-overhead", "communication"}
+
+
 def test_advice_needs_the_gpu_generation_it_names() -> None:
     hint = _hint(
         (TF32, NO_TF32, AUTOCAST, COMPILE),

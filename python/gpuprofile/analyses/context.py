@@ -155,6 +155,22 @@ class Analysis:
         return kernel_classes(self.trace, self.id_index("ops"), self.op_parents)
 
     @cached_property
+    def kernel_labels(self) -> dict[str, str]:
+        """Each kernel name's short name, told apart from the trace's other kernels
+        (kernel_names.short_kernel_names): what every finding and table prints."""
+        from gpuprofile.analyses.kernel_names import short_kernel_names
+        from gpuprofile.analyses.names import categorical
+
+        names = categorical(self.trace.kernels["name"]).cat.categories
+        return short_kernel_names(str(n) for n in names)
+
+    def kernel_label(self, name: str) -> str:
+        """A kernel's short name as the trace's tables and findings print it."""
+        from gpuprofile.analyses.kernel_names import short_kernel_name
+
+        return self.kernel_labels.get(name) or short_kernel_name(name)
+
+    @cached_property
     def framework(self) -> Framework:
         """The framework that wrote the profiled program (analyses/framework.py): every
         detector's fix speaks its language (fixes_by_framework.pick)."""
@@ -280,6 +296,7 @@ class Analysis:
             self.collectives,
             self.idle_gaps,
             self.kernel_classes,
+            self.kernel_labels,
             self.hardware.peer_link_bytes_per_s,
         )
 

@@ -11,6 +11,10 @@ A fix sentence (and a code sketch line) is left out when it cannot apply:
 - TF32 before compute capability 8.0 (Ampere), and torch.compile / Triton before 7.0 (Volta:
   Triton needs it), where the trace names the device's capability.
 
+A finding about the GPU itself (``GPU_ONLY``: its idle time, launches, syncs, copies, kernels'
+occupancy and memory access, tensor cores, TensorRT layers) is no finding of a CPU run at all:
+``fits_device`` drops it whole, whatever its wording.
+
 A sentence that names ``torch.optim.AdamW`` is said of the optimizer that ran instead: another
 ``torch.optim`` class by its name; a fused one of another library (``FusedAdam``) already is,
 so the sentence goes. A code sketch that loses a line keeps the rest; one left with comments
@@ -121,6 +125,30 @@ ENGINE_FIX = (
         "--disable-custom-all-reduce).",
     ),
 )
+# Findings about the GPU's own work: on a run with no GPU, none applies.
+GPU_ONLY = frozenset(
+    (
+        "gpu-idle",
+        "launch-overhead",
+        "sync-stall",
+        "pageable-copy",
+        "allocator-churn",
+        "tensor-cores-unused",
+        "low-occupancy",
+        "uncoalesced-access",
+        "layout-conversion",
+        "precision-fallback",
+        "reformat-overhead",
+        "unfused-layers",
+    )
+)
+
+
+def fits_device(hint: Hint, workload: Workload) -> bool:
+    """Whether a finding can be about the run's device: no GPU finding for a CPU run."""
+    return not (workload.device == "cpu" and hint.kind in GPU_ONLY)
+
+
 ROCM_NOTE = (
     " (On ROCm this applies as written: torch.cuda drives HIP, torch.backends.cudnn MIOpen, and "
     "NCCL is RCCL.)"

@@ -10,6 +10,7 @@ point-to-point, n being the group's size.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +51,7 @@ def job(
     collectives: pd.DataFrame,
     idle_gaps: pd.DataFrame,
     classes: KernelClasses,
+    labels: Mapping[str, str],
     link_roof_bytes_per_s: float | None = None,
 ) -> Job:
     """The job view of an aligned multi-rank trace.
@@ -59,6 +61,7 @@ def job(
         collectives: ``Analysis.collectives`` (collectives.match_collectives).
         idle_gaps: ``Analysis.idle_gaps``.
         classes: ``Analysis.kernel_classes``.
+        labels: ``Analysis.kernel_labels`` (the kernels' short names).
         link_roof_bytes_per_s: the roof of bus bandwidth (Hardware.peer_link_bytes_per_s).
     """
     present = tuple(trace.ranks)
@@ -72,7 +75,7 @@ def job(
         ranks_present=present,
         missing_ranks=tuple(r for r in expected if r not in present),
         steps=tuple(steps),
-        stragglers=tuple(stragglers(trace, collectives, idle_gaps, compute)),
+        stragglers=tuple(stragglers(trace, collectives, idle_gaps, compute, labels)),
         pipeline=pipeline(steps, collectives),
         collectives=tuple(summarize(collectives, link_roof_bytes_per_s)),
     )

@@ -13,6 +13,8 @@ are kept, only shortened.
 from __future__ import annotations
 
 import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 
 # A wrapper whose first informative template argument names the work it runs.
 _WRAPPER = re.compile(
@@ -38,6 +40,9 @@ _UNINFORMATIVE = re.compile(
 # A mangled nested name: "_ZN", CV-qualifiers, then <length><identifier> pairs.
 _MANGLED_NESTED = re.compile(r"_ZN[rVK]*")
 _LENGTH = re.compile(r"\d+")
+_WORD = re.compile(r"[A-Za-z_]\w*|\d+\w*")
+_PART = re.compile(r"[A-Za-z0-9]+")
+_NAMESPACE = re.compile(r"\b\w+::")
 _KEYWORDS = frozenset(
     ("void", "const", "static", "inline", "extern", "unsigned", "signed", "__global__", "typename")
 )
@@ -57,6 +62,68 @@ def short_kernel_name(name: str, limit: int = 60) -> str:
         return text
     head = (limit - 3) // 2
     return text[:head] + "..." + text[len(text) - (limit - 3 - head) :]
+
+
+def short_kernel_names(names: Iterable[str], limit: int = 60) -> dict[str, str]:
+    """Each name's short name, told apart from every other name of the set: where two names
+    would read alike (the same function at another vector width or element type, or a long
+    name cut in its middle), each gets the words of its name that only it has, in brackets:
+    ``elementwise_kernel<MulFunctor<float>> [4, BFloat16]`` beside ``... [2, float]``. Names
+    still alike after that are told apart within their own group the same way, then numbered
+    in the order of their full names."""
+    by_short: defaultdict[str, list[str]] = defaultdict(list)
+    for name in dict.fromkeys(names):
+        by_short[short_kernel_name(name, limit)].append(name)
+    labels: dict[str, str] = {}
+    for short, group in by_short.items():
+        told = _told_apart(group, {name: _words(name) for name in group}, max(limit // 3, 8))
+        for name in group:
+            labels[name] = f"{short} [{'; '.join(told[name])}]" if told[name] else short
+    return labels
+
+
+def _told_apart(
+    group: list[str], words: dict[str, list[str]], room: int, depth: int = 0
+) -> dict[str, list[str]]:
+    """Per name of a group that reads alike, the parts that tell it from the others: its own
+    words (those not common to the whole group, cut to ``room`` characters), then, where that
+    still reads alike, what tells it within that smaller group; "#k" as a last resort."""
+    if len(group) == 1:
+        return {group[0]: []}
+    common = Counter(words[group[0]])
+    for name in group[1:]:
+        common &= Counter(words[name])
+    parts: dict[str, str] = {}
+    for name in group:
+        own = Counter(words[name]) - common
+        text = ", ".join(w for w in dict.fromkeys(words[name]) if own[w])
+        parts[name] = text if len(text) <= room else text[: room - 1] + "…"
+    alike: defaultdict[str, list[str]] = defaultdict(list)
+    for name in group:
+        alike[parts[name]].append(name)
+    told: dict[str, list[str]] = {}
+    for part, same in alike.items():
+        if len(same) == 1:
+            told[same[0]] = [part] if part else []
+            continue
+        if depth < 2 and (part or len(same) < len(group)):
+            deeper = _told_apart(same, words, room, depth + 1)
+        else:
+            deeper = {name: [f"#{i}"] for i, name in enumerate(sorted(same), 1)}
+        for name in same:
+            told[name] = ([part] if part else []) + deeper[name]
+    return told
+
+
+def _words(name: str) -> list[str]:
+    """The words of a kernel's called function (split at "_" too: a long name cut in its
+    middle differs there) and its template arguments (whole identifiers), namespaces dropped,
+    in order: ``k_fwd<4, at::F<c10::Half>>(...)`` -> ["k", "fwd", "4", "F", "Half"]."""
+    text = (mangled_function(name) or name).replace("(anonymous namespace)", "")
+    if "(" in text or "<" in text:
+        text = _top_level_split(_before_parameters(text), " ")[-1]
+    base, _, arguments = _NAMESPACE.sub("", text).partition("<")
+    return _PART.findall(base) + _PART.findall(arguments)
 
 
 def mangled_function(name: str) -> str | None:

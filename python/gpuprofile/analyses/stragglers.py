@@ -15,6 +15,7 @@ median rank's. The largest excess is the cause.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +46,11 @@ class Straggler:
 
 
 def stragglers(
-    trace: Trace, collectives: pd.DataFrame, idle_gaps: pd.DataFrame, compute: pd.DataFrame
+    trace: Trace,
+    collectives: pd.DataFrame,
+    idle_gaps: pd.DataFrame,
+    compute: pd.DataFrame,
+    labels: Mapping[str, str],
 ) -> list[Straggler]:
     """Ranks that made others wait, most wait caused first.
 
@@ -54,6 +59,7 @@ def stragglers(
         collectives: ``Analysis.collectives`` (collectives.match_collectives).
         idle_gaps: ``Analysis.idle_gaps`` (GPU idle gaps with their causes).
         compute: ``bubbles.compute_events(trace, classes)``.
+        labels: the kernels' short names (``Analysis.kernel_labels``).
 
     Returns:
         One Straggler per rank that caused any wait, largest wait caused first.
@@ -80,7 +86,7 @@ def stragglers(
     for i, (rank, row) in enumerate(rows):
         why = ("", 0, "")
         if i < EXPLAINED and totals is not None:
-            why = _cause(trace, int(rank), totals)
+            why = _cause(trace, int(rank), totals, labels)
         out.append(
             Straggler(
                 rank=int(rank),
@@ -126,7 +132,9 @@ def _rank_totals(trace: Trace, compute: pd.DataFrame, idle_gaps: pd.DataFrame) -
     return _RankTotals(totals, _per_rank_loading(trace), idle)
 
 
-def _cause(trace: Trace, rank: int, rank_totals: _RankTotals) -> tuple[str, int, str]:
+def _cause(
+    trace: Trace, rank: int, rank_totals: _RankTotals, labels: Mapping[str, str]
+) -> tuple[str, int, str]:
     """(sentence, excess ns, name) of what takes longer on ``rank`` than on the median rank."""
     others = [r for r in trace.ranks if r != rank]
     candidates: list[tuple[int, str, str]] = []
@@ -139,8 +147,8 @@ def _cause(trace: Trace, rank: int, rank_totals: _RankTotals) -> tuple[str, int,
                 (
                     int(excess[name]),
                     name,
-                    f"{short_kernel_name(name)} takes {format_time(excess[name])} longer than on "
-                    "the median rank",
+                    f"{labels.get(name) or short_kernel_name(name)} takes "
+                    f"{format_time(excess[name])} longer than on the median rank",
                 )
             )
     loading = rank_totals.loading

@@ -32,7 +32,7 @@ from gpuprofile.report.notices import (
 )
 from gpuprofile.report.schema import SCHEMA, Report, jsonable, to_report
 from gpuprofile.trace.model import Trace
-from gpuprofile.units import format_time
+from gpuprofile.units import format_fraction, format_percent, format_time
 
 ROOFLINE_POINT_FIELDS = (
     "key",
@@ -142,12 +142,46 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         # What the program is (analyses/workload.py): every view shows it first.
         "workload": asdict(analysis.workload),
     }
+    if not report["hints"]:
+        report["no_findings"] = _no_findings(analysis, ranks, report["roofline"])
     plain: dict[str, Any] = jsonable(report)
     # Module rows are built in plain JSON types already (ModuleRow.to_dict): a model's
     # thousand rows would double jsonable's walk of the report.
     for rank in plain["ranks"]:
         rank["modules"] = [row.to_dict() for row in module_rows(analysis, rank["rank"])]
     return plain
+
+
+def _no_findings(analysis: Analysis, ranks: list[dict[str, Any]], roofline: dict[str, Any]) -> str:
+    """Why a report has no hint, from its own figures: how busy the GPU was, whether graphs
+    replay its launches, and how much of its time the roofline could judge (a performance
+    engineer's first three questions), so "no findings" is never mistaken for "nothing to
+    gain" where the trace cannot tell."""
+    busy = [(r["rank"], r["gpu"]) for r in ranks if r["gpu"] is not None]
+    if not busy:
+        return "The trace holds no GPU work; its host ops gave no finding."
+    rank, gpu = min(busy, key=lambda item: item[1]["busy_pct"])
+    where = f" on rank {rank}, the least busy" if len(busy) > 1 else ""
+    parts = [
+        f"the GPU was busy {format_percent(gpu['busy_pct'])} of its window{where} "
+        f"(idle {format_time(gpu['idle_ns'])})"
+    ]
+    if analysis.workload.execution == "cuda-graphs":
+        parts.append("its kernels replay CUDA graphs, so launches cost it little")
+    coverage = roofline["coverage"]
+    if coverage is None or coverage < 0.5:
+        known = "none" if not coverage else format_fraction(coverage)
+        parts.append(
+            f"how near their roofs the kernels run is not judged: FLOPs and bytes are known for "
+            f"{known} of GPU time ({roofline['missing_flops']})"
+        )
+    else:
+        parts.append(
+            f"the work with known FLOPs and bytes ({format_fraction(coverage)} of GPU time) "
+            "was judged against the roofs"
+        )
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + "."
 
 
 # Aligned clocks whose collectives still end further apart than this make waits uncertain.
@@ -247,6 +281,9 @@ def _roofline_points(analysis: Analysis, points: Any, limit: int) -> list[dict[s
             {
                 **{k: record.get(k) for k in ROOFLINE_POINT_FIELDS},
                 "event_ids": record["event_ids"],
+                "label": analysis.kernel_label(record["name"])
+                if record["level"] == "kernel"
+                else "",
                 "modules": paths,
                 "sources": source_refs(lines),
             }
@@ -300,7 +337,13 @@ def _top_kernels(analysis: Analysis, rank: int, top: int) -> list[dict[str, Any]
     measured = measured_by_name(trace, rank, [k.name for k in kernels])
     classes = [analysis.kernel_classes.of(k.name) for k in kernels]
     return [
-        {**asdict(k), "class": kind, "measured": measured.get(k.name), "class_reason": reason}
+        {
+            **asdict(k),
+            "class": kind,
+            "measured": measured.get(k.name),
+            "class_reason": reason,
+            "label": analysis.kernel_label(k.name),
+        }
         for k, (kind, reason) in zip(kernels, classes, strict=True)
     ]
 

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from gpuprofile.analyses.kernel_names import short_kernel_names
 from gpuprofile.report.diff_match import Match, match_rows
 from gpuprofile.report.diff_schema import (
     SCHEMA,
@@ -213,6 +214,7 @@ def _median_step(side: DiffSide) -> tuple[float | None, str | None]:
 
 def _table(pairs: list[Match]) -> list[DiffRow]:
     rows: list[DiffRow] = []
+    labels = short_kernel_names(m.name for pair in pairs for m in (pair.a, pair.b) if m)
     for pair in pairs:
         a_ns = pair.a.total_ns if pair.a else 0
         b_ns = pair.b.total_ns if pair.b else 0
@@ -229,6 +231,10 @@ def _table(pairs: list[Match]) -> list[DiffRow]:
                 matched_by=pair.matched_by,
                 # The name in b when it differs (rows matched by position); else None.
                 b_name=pair.b.name if pair.a and pair.b and pair.b.name != pair.a.name else None,
+                label=labels[named.name],
+                b_label=labels[pair.b.name]
+                if pair.a and pair.b and pair.b.name != pair.a.name
+                else None,
             )
         )
     rows.sort(key=lambda r: (-abs(r.delta_ns), -max(r.a_ns, r.b_ns), r.name))

@@ -107,6 +107,10 @@ class DiffRow(msgspec.Struct, frozen=True):
     b_count: int
     matched_by: MatchedBy
     b_name: str | None  # the name in b when it differs (matched by position)
+    # The names as printed: short, told apart from the table's other names
+    # (analyses/kernel_names.short_kernel_names); "": the name itself.
+    label: str = ""
+    b_label: str | None = None
 
 
 class DiffHint(msgspec.Struct, frozen=True):

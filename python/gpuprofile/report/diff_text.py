@@ -87,9 +87,10 @@ def render_baseline(diff: DiffDocument, rows: int = 3) -> list[str]:
         lines.append(f"  {table} that moved most:")
     for row in moved:
         counts = f"x{format_count(row.a_count)} -> {format_count(row.b_count)}"
+        name = printable(row.label or short_kernel_name(row.name))
         lines.append(
             f"  {format_delta_time(row.delta_ns):>11}  {format_time(row.a_ns)} -> "
-            f"{format_time(row.b_ns)}  {counts}  {printable(short_kernel_name(row.name, 60))}"
+            f"{format_time(row.b_ns)}  {counts}  {name}"
         )
     for group, entries in (("fixed", diff.hints.fixed), ("new", diff.hints.new)):
         titles = "; ".join(entry.title for entry in entries[:rows])
@@ -192,9 +193,10 @@ def _rows(rows: list[DiffRow], title: str) -> list[str]:
     ]
     for row in shown:
         counts = f"{format_count(row.a_count)} -> {format_count(row.b_count)}"
-        name = printable(short_kernel_name(row.name, 60))
+        name = printable(row.label or short_kernel_name(row.name))
         if row.matched_by == "position":
-            name += f" ~ {printable(short_kernel_name(row.b_name or '', 40))} (by position)"
+            b_name = row.b_label or short_kernel_name(row.b_name or "")
+            name += f" ~ {printable(b_name)} (by position)"
         elif row.matched_by != "name":
             name += f" ({row.matched_by})"
         lines.append(

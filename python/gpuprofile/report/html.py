@@ -66,6 +66,13 @@ def _t(value: Any) -> tuple[str, bool]:
     return esc(value), False
 
 
+def _labelled(label: str, name: str) -> tuple[str, bool]:
+    """A short name, its full name shown on hover."""
+    if not label or label == name:
+        return _t(name)
+    return f'<span title="{esc(name)}">{esc(label)}</span>', False
+
+
 def _n(text: str) -> tuple[str, bool]:
     return esc(text), True
 
@@ -117,7 +124,12 @@ def _rank_summary(rank: RankReport, several: bool) -> str:
         lines.append("<h3>GPU idle by cause</h3>" + _table(["cause", "time"], rows))
     if rank.top_kernels:
         rows = [
-            [_t(k.name), _t(k.kind), _n(format_count(k.count)), _n(format_time(k.total_ns))]
+            [
+                _labelled(k.label, k.name),
+                _t(k.kind),
+                _n(format_count(k.count)),
+                _n(format_time(k.total_ns)),
+            ]
             for k in rank.top_kernels
         ]
         lines.append("<h3>Top kernels</h3>" + _table(["kernel", "class", "count", "time"], rows))
@@ -156,7 +168,7 @@ def gauges_html(report: Report) -> str:
 def hints_html(report: Report) -> str:
     """Each hint: title, explanation, the fix steps, code, and its evidence. Escaped HTML."""
     if not report.hints:
-        return "<h2>Hints</h2><p>No hints.</p>"
+        return f"<h2>Hints</h2><p>No hints. {esc(report.no_findings)}</p>"
     parts = ["<h2>Hints</h2>"]
     for hint in report.hints:
         severity = esc(hint.severity or "low")

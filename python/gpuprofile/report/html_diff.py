@@ -117,9 +117,9 @@ def _delta_table(rows: list[DiffRow], title: str) -> str:
     )
     body = []
     for row in moved:
-        name = short_kernel_name(row.name, 100)
+        name = row.label or short_kernel_name(row.name)
         if row.matched_by != "name":
-            name += f" ({row.b_name or row.matched_by})"
+            name += f" ({row.b_label or row.b_name or row.matched_by})"
         body.append(
             f"<tr><td>{esc(name)}</td><td class=n>{esc(format_time(row.a_ns))}</td>"
             f"<td class=n>{esc(format_time(row.b_ns))}</td>"

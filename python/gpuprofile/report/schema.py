@@ -141,6 +141,8 @@ class RooflinePoint(msgspec.Struct, frozen=True):
     # As for a Hint: the modules that own its time, largest first, and the user's lines.
     modules: list[str] = []
     sources: list[SourceRef] = []
+    # A kernel's name as printed (TopKernel.label); "" for an op, which reads as its name.
+    label: str = ""
 
 
 class Roofline(msgspec.Struct, frozen=True):
@@ -204,6 +206,9 @@ class TopKernel(msgspec.Struct, frozen=True):
     measured: dict[str, Number | None] | None
     # Why it has its class: what its name says it does, the op that launched it, its stream.
     class_reason: str = ""
+    # The name as a person reads it: the called function, told apart from the trace's other
+    # kernels (analyses/kernel_names.py); what the text, page and widget print. "": the name.
+    label: str = ""
 
 
 class NameTotal(msgspec.Struct, frozen=True):
@@ -373,6 +378,8 @@ class Report(msgspec.Struct, frozen=True):
     inference: dict[str, Any] | None
     # What the program is; None only in a report saved before it was added.
     workload: Workload | None = None
+    # With no hints: what was looked at and found in order, and what could not be judged.
+    no_findings: str = ""
     # The diff against a baseline run (gpuprofile.diff/1); absent without one.
     baseline: DiffDocument | msgspec.UnsetType = msgspec.UNSET
 

@@ -247,7 +247,7 @@ def _points_table(report: Report, limit: int = 8) -> str:
     if not points:
         return ""
     rows = "".join(
-        f"<tr><td>{esc(_shorten(p.name, MAX_TEXT))}</td>"
+        f"<tr><td>{esc(_shorten(p.label or p.name, MAX_TEXT))}</td>"
         f"<td>{esc(_shorten(p.shapes, MAX_TEXT))}</td>"
         f"<td>{esc(format_time(p.time_ns))}</td>"
         f"<td>{esc(format_intensity(p.intensity))}</td>"

@@ -65,7 +65,7 @@ def render_text(report: Report) -> str:
         lines.extend(f"  - {printable(why)}" for why in report.workload.evidence)
     lines.extend(f"{n.kind.upper()}: {n.text}" for n in report.notices)
     lines.extend(_hardware_lines(report.hardware))
-    lines.extend(_hint_lines(report.hints))
+    lines.extend(_hint_lines(report.hints, report.no_findings))
     lines.extend(_ranks_table(report))
     for rank in report.ranks:
         lines.append("")
@@ -91,7 +91,8 @@ def render_text(report: Report) -> str:
         if rank.top_kernels:
             lines.append("  top kernels by total time:")
             for kernel in rank.top_kernels:
-                lines.append(_top_line(kernel.total_ns, kernel.count, kernel.name))
+                name = kernel.label or kernel.name
+                lines.append(_top_line(kernel.total_ns, kernel.count, name))
                 lines.extend(_measured_line(kernel.measured))
         if rank.top_ops:
             lines.append("  top ops by inclusive time (nested ops overlap):")
@@ -313,8 +314,10 @@ def _hardware_lines(hardware: HardwareRoofs) -> list[str]:
     return [f"hardware: {hardware.name} ({hardware.source} roofs)"]
 
 
-def _hint_lines(hints: list[Hint], limit: int = 5) -> list[str]:
+def _hint_lines(hints: list[Hint], no_findings: str = "", limit: int = 5) -> list[str]:
     lines = ["", "What to fix first:" if hints else "No findings worth a fix in this trace."]
+    if not hints and no_findings:
+        lines.append(f"  {no_findings}")
     for number, hint in enumerate(hints[:limit], 1):
         lines.append(
             f"  {number}. [{hint.severity}] {hint.title} "
@@ -363,7 +366,7 @@ def _roofline_lines(roofline: Roofline, limit: int = 5) -> list[str]:
             roof = "roof unknown"
         if pct is not None and pct > 100 and point.roof == "dram":
             roof += f"; {ABOVE_DRAM}"
-        name = _shorten(point.name, 40)
+        name = _shorten(point.label or point.name, 80 if point.label else 40)
         intensity = point.intensity
         # Bytes are unknown when an input's dtype or shape was not recorded.
         per_byte = format_intensity(intensity) if intensity is not None else "bytes unknown"

@@ -15,7 +15,7 @@ import numpy as np
 from gpuprofile.analyses import idle
 from gpuprofile.analyses.claims import Claim, Ledger
 from gpuprofile.analyses.context import Analysis
-from gpuprofile.analyses.fitting import capability_of, fitted
+from gpuprofile.analyses.fitting import capability_of, fits_device, fitted
 from gpuprofile.analyses.hints import Hint, rank_prefix, ranked
 from gpuprofile.analyses.one_off import one_off_ns
 from gpuprofile.analyses.thresholds import ONE_OFF_SHARE, severity_for
@@ -76,6 +76,7 @@ def run_detectors(analysis: Analysis) -> list[Hint]:
         fitted(hint, workload, capability, optimizer_absent=optimizer_absent)
         for name in DETECTORS
         for hint in detector(name)(analysis)
+        if fits_device(hint, workload)
     ]
     return findings(hints, analysis.trace.ranks, one_off_claims(analysis))
 

@@ -20,7 +20,6 @@ from gpuprofile.analyses.claims import frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import Fix, pick
 from gpuprofile.analyses.hints import Hint, heaviest_events
-from gpuprofile.analyses.kernel_names import short_kernel_name
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_fraction, format_time
@@ -97,7 +96,7 @@ def detect(analysis: Analysis) -> list[Hint]:
                 explanation=(
                     f"{len(converting)} layout conversion kernels ran for {format_time(gain)}, "
                     f"{format_fraction(share)} of the {format_time(busy.busy_ns)} the GPU was "
-                    f"busy; the heaviest, {short_kernel_name(heaviest)}, took "
+                    f"busy; the heaviest, {analysis.kernel_label(heaviest)}, took "
                     f"{format_time(int(by_name.max()))}. The convolution libraries transpose "
                     "NCHW tensors into the NHWC layout their fast kernels use, and back."
                 ),

@@ -43,7 +43,6 @@ from gpuprofile.analyses.fixes_by_framework import OCCUPANCY, Fix, pick
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_kind import COMMUNICATION
-from gpuprofile.analyses.kernel_names import short_kernel_name
 from gpuprofile.analyses.thresholds import (
     LAUNCH_LATENCY_NS,
     MIN_IDLE_WAVE_SHARE,
@@ -237,7 +236,7 @@ def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
         if total
         else ""
     )
-    lines = [_describe(name, rows) for name, rows in _top_names(hits, 3)]
+    lines = [_describe(analysis.kernel_label(name), rows) for name, rows in _top_names(hits, 3)]
     kernel_ns = int(table["dur_ns"].sum())
     parts = []
     if len(under):
@@ -302,7 +301,7 @@ def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
     )
 
 
-def _describe(name: str, rows: pd.DataFrame) -> str:
+def _describe(label: str, rows: pd.DataFrame) -> str:
     first = rows.iloc[0]
     if bool(first["underfilled"]):
         shape = f"{format_count(int(first['blocks']), 'block')} on {int(first['sms'])} SMs"
@@ -310,7 +309,7 @@ def _describe(name: str, rows: pd.DataFrame) -> str:
         shape = f"{first['waves']:.2f} waves of {int(first['sms'])}x{int(first['slots'])} blocks"
         if first["limiter"]:
             shape += f" (blocks per SM capped at {int(first['slots'])} by {first['limiter']})"
-    return f"{short_kernel_name(name)} x{len(rows)}, {format_time(rows['dur_ns'].sum())}, {shape}"
+    return f"{label} x{len(rows)}, {format_time(rows['dur_ns'].sum())}, {shape}"
 
 
 # Nsight Compute's occupancy limits: how many blocks of the launch fit on one SM by each

@@ -69,7 +69,6 @@ from gpuprofile.analyses.hints import (
     Hint,
     heaviest_events,
 )
-from gpuprofile.analyses.kernel_names import short_kernel_name
 from gpuprofile.analyses.lookups import rows_by_id
 from gpuprofile.analyses.names import matches, strings
 from gpuprofile.analyses.patterns import FP32_SIMT_KERNEL, TENSOR_CORE_KERNEL
@@ -178,7 +177,7 @@ def _named_fp32_hint(
     gain = int(time_ns * max(1.0 - fp32_rate / tc_rate, 0.0))
     if not worth_reporting("tensor-cores-unused", gain, wall):
         return None
-    short = [short_kernel_name(str(n)) for n in strings(names)[simt]]
+    short = [analysis.kernel_label(str(n)) for n in strings(names)[simt]]
     top = (
         pd.DataFrame({"name": short, "dur": kernels["dur_ns"].to_numpy()})
         .groupby("name")["dur"]

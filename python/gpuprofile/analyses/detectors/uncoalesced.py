@@ -29,7 +29,6 @@ import pandas as pd
 from gpuprofile.analyses.claims import frame_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events
-from gpuprofile.analyses.kernel_names import short_kernel_name
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.units import format_count, format_time
 
@@ -128,7 +127,7 @@ def _hint(analysis: Analysis, rank: int, table: pd.DataFrame) -> Hint | None:
         ),
         confidence="medium",
         explanation=(
-            f"Heaviest: {short_kernel_name(str(heaviest['name']))}, "
+            f"Heaviest: {analysis.kernel_label(str(heaviest['name']))}, "
             f"{format_time(int(heaviest['dur_ns']))}: {heaviest['directions']}, where "
             f"{heaviest['ideal']:.0f} a request is coalesced (the kernel's other direction, or "
             f"16 for the widest access). {heaviest['excess_share']:.0%} of its global sectors "
