@@ -7,6 +7,7 @@ attention softmaxes and their score-matrix sizes.
 
 from __future__ import annotations
 
+import itertools
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -465,3 +466,38 @@ def test_a_range_profiled_trace_gets_its_note_and_no_timing_finding(tmp_path: Pa
     plain = load_kineto(tmp_path / "t.json")
     assert not plain.meta.notes
     assert run_detectors(Analysis(plain, hardware_for_trace(plain)))
+
+
+def test_ddp_buffer_broadcast_against_the_raw_ops(traces: Any) -> None:
+    """HTA's 2-rank DDP ResNet: DistributedDataParallel.forward flattens, broadcasts and
+    unflattens the BatchNorm buffers at every forward. The gain is the GPU's idle time (the
+    window less the union of its kernels, copies and sets) that those ops, found inside a
+    DistributedDataParallel.forward range on the same thread, cover: all read with json alone.
+    The same ops outside DDP's forward would not count."""
+    from gpuprofile.analyses.detectors import ddp_buffers
+
+    path = path_of("kineto/hta_a100_nccl_2rank_rank0.json.gz")
+    events = traces.trace_events(traces.read_json(path, exact=True))
+    timed = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    on_gpu = ("kernel", "gpu_memcpy", "gpu_memset")
+    busy = merged(interval(e) for e in timed if e.get("cat") in on_gpu)
+    idle = [(a[1], b[0]) for a, b in itertools.pairwise(busy)]
+    forwards = [e for e in timed if e["name"].startswith("DistributedDataParallel.forward")]
+    names = ("aten::flatten_dense_tensors", "c10d::broadcast_", "aten::unflatten_dense_tensors")
+
+    def inside_forward(e: dict[str, Any]) -> bool:
+        start, end = interval(e)
+        return any(
+            f["tid"] == e["tid"] and interval(f)[0] <= start and end <= interval(f)[1]
+            for f in forwards
+        )
+
+    broadcast = [e for e in timed if e["name"] in names and inside_forward(e)]
+    assert broadcast and any(e["name"] == "c10d::broadcast_" for e in broadcast)
+    expected = intersection(idle, merged(interval(e) for e in broadcast))
+    (hint,) = ddp_buffers.detect(Analysis(load_kineto(path)))
+    assert abs(hint.gain_ns - expected) <= 1000, (hint.gain_ns, expected)
+    assert hint.numbers["op_ns"] == pytest.approx(
+        float(union_length(interval(e) for e in broadcast)), abs=1000
+    )
+    assert "broadcast_buffers=False" in hint.fix[0]

@@ -59,6 +59,7 @@ KINDS = (
     "layout-conversion",
     "host-outside-gpu",
     "uncoalesced-access",
+    "ddp-buffer-broadcast",
 )
 SEVERITIES = ("high", "medium", "low")
 CONFIDENCES = ("high", "medium", "low")

@@ -80,6 +80,9 @@ MIN_GAIN_SHARE: Mapping[str, float] = MappingProxyType(
         # Of the rank's wall time: a kernel whose warps fetch sectors no thread asked for is
         # one indexing change (or a shared-memory tile) away; a hundredth is worth it.
         "uncoalesced-access": 0.01,
+        # Of the rank's wall time: one constructor argument (broadcast_buffers=False), so a
+        # hundredth of the run is worth it.
+        "ddp-buffer-broadcast": 0.01,
     }
 )
 

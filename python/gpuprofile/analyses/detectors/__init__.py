@@ -48,6 +48,7 @@ DETECTORS = (
     "layout_conversion",
     "host_outside_gpu",
     "uncoalesced",
+    "ddp_buffers",
 )
 
 
