@@ -501,3 +501,19 @@ def test_ddp_buffer_broadcast_against_the_raw_ops(traces: Any) -> None:
         float(union_length(interval(e) for e in broadcast)), abs=1000
     )
     assert "broadcast_buffers=False" in hint.fix[0]
+
+
+def test_alexnets_weight_uploads_are_setup_not_a_pageable_finding(traces: Any) -> None:
+    """PARAM's AlexNet: all 16 HtoD copies are pageable and end before the benchmark's first
+    "[param|...|forward]" range (the weights moved to the GPU once, read from the raw JSON),
+    and no ProfilerStep marks steps: no pageable-copy finding, where one was given before."""
+    from gpuprofile.analyses.detectors import pageable_copy
+
+    path = path_of("kineto/hta_a100_alexnet_critical_path.pt.trace.json.gz")
+    events = traces.trace_events(traces.read_json(path))
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
+    forwards = [e["ts"] for e in events if re.match(r"\[param\|.*\|forward\]$", e.get("name", ""))]
+    assert len(copies) == 16 and all("Pageable" in e["name"] for e in copies)
+    assert max(e["ts"] + e["dur"] for e in copies) < min(forwards)
+    assert not any(e.get("name", "").startswith("ProfilerStep") for e in events)
+    assert pageable_copy.detect(Analysis(load_kineto(path))) == []

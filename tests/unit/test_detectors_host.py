@@ -345,6 +345,28 @@ def test_pageable_copy_against_pinned_copies_in_the_trace(tmp_path: Path) -> Non
     assert hint.numbers["staging_ns"] == (2000 - 400) * US
 
 
+def test_setup_copies_before_the_first_forward_are_not_judged(tmp_path: Path) -> None:
+    """The same 8 MiB pageable copy, then a model's forward (a module call range) from 3000
+    us: the copy ran before any forward and in no step, so it is the program's setup (weights
+    moved once), named and not judged. Inside a ProfilerStep it is a step's copy and judged."""
+    forward = [
+        annotation("nn.Module: model (Net)", 3000, 400),
+        cpu_op("aten::linear", 3010, 300),
+        runtime("cudaLaunchKernel", 3020, 0.5, 4),
+        kernel("K3", 3030, 100, 4),
+    ]
+    assert pageable_copy.detect(analyse(tmp_path, pageable_step(*forward))) == []
+    stepped = pageable_step(*forward, annotation("ProfilerStep#1", 0, 2500),
+                            annotation("ProfilerStep#2", 2500, 1000))  # fmt: skip
+    hint = only(pageable_copy.detect(analyse(tmp_path, stepped)))
+    assert hint.numbers["copies"] == 1 and hint.numbers["setup_copies"] == 0
+    # One copy before the forward and one inside it: the second is judged, the first named.
+    later = pageable_step(*forward, copy("HtoD", 3200, 2000, 8 * MIB, 5, pinned=False))
+    hint = only(pageable_copy.detect(analyse(tmp_path, later)))
+    assert hint.numbers["copies"] == 1 and hint.numbers["setup_copies"] == 1
+    assert "1 copy (8.39 MB, 2.00 ms) ran before the first forward" in hint.explanation
+
+
 def test_pinned_copies_on_a_side_stream_are_fine(tmp_path: Path) -> None:
     events = [
         runtime("cudaLaunchKernel", 0, 0.5, 1),

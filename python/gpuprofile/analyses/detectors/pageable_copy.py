@@ -13,7 +13,9 @@
    a side stream prefetches them a step ahead (confidence medium).
 
 Copies smaller than MIN_COPY_BYTES (thresholds.py) are latency-bound (a scalar's .item()):
-ignored.
+ignored. So are the program's setup copies: those that end before its first forward
+(analyses/modules.py's phases) outside any step, such as ``model.to("cuda")`` moving the
+weights once; pinning them would save nothing the steady state spends. The finding names them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COPY_STREAM, PAGEABLE, Fix, pick
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import Hint, heaviest_events
+from gpuprofile.analyses.modules import FORWARD
+from gpuprofile.analyses.steps import count_in_steps, step_spans
+from gpuprofile.analyses.summary import span_ns
 from gpuprofile.analyses.thresholds import MIN_COPY_BYTES, MIN_PAGEABLE_BYTES, worth_reporting
 from gpuprofile.trace.model import HOST_DEVICE_KINDS
 from gpuprofile.units import format_bytes, format_bytes_per_s, format_time
@@ -73,17 +78,40 @@ def detect(analysis: Analysis) -> list[Hint]:
         host_device = trace.memcpy[
             (trace.memcpy["rank"] == rank) & trace.memcpy["kind"].isin(HOST_DEVICE_KINDS)
         ]
-        copies = host_device[host_device["bytes"] >= MIN_COPY_BYTES]
+        sized = host_device[host_device["bytes"] >= MIN_COPY_BYTES]
+        setup = _setup(analysis, rank, sized)
+        copies = sized[~setup]
         pageable = (~copies["pinned"]) & copies["name"].astype(str).str.contains("Pageable")
         gaps = analysis.idle_gaps
         blocked = gaps[(gaps["rank"] == rank) & (gaps["cause"] == idle.HOST_DEVICE_COPY)]
-        hint = _pageable(analysis, rank, copies, pageable.to_numpy(), blocked, len(host_device))
+        blocked = blocked[~_setup(analysis, rank, blocked)]
+        hint = _pageable(
+            analysis, rank, copies, pageable.to_numpy(), blocked, len(host_device), sized[setup]
+        )
         if hint is not None:
             hints.append(hint)
         hint = _compute_stream(analysis, rank, copies[copies["pinned"]], analysis.framework)
         if hint is not None:
             hints.append(hint)
     return hints
+
+
+def _setup(analysis: Analysis, rank: int, rows: pd.DataFrame) -> np.ndarray:
+    """Per row (start_ns, dur_ns): whether it ends before the rank's first forward op and
+    lies in no step: the program's setup (its model moved to the GPU), done once."""
+    setup = np.zeros(len(rows), bool)
+    ops = analysis.rank_rows("ops", rank)
+    forward = ops[analysis.modules.op_phase[ops] == FORWARD]
+    if not len(rows) or not len(forward):
+        return setup
+    first = int(analysis.trace.ops["start_ns"].to_numpy()[forward].min())
+    start = rows["start_ns"].to_numpy(np.int64)
+    end = start + rows["dur_ns"].to_numpy(np.int64)
+    spans = step_spans(analysis.rank_table("ops", rank), span_ns(analysis, rank)[0])
+    in_step = np.zeros(len(rows), bool)
+    for at in np.flatnonzero(end <= first):
+        in_step[at] = count_in_steps(spans, start[at : at + 1]).any()
+    return np.asarray((end <= first) & ~in_step)
 
 
 def _pageable(
@@ -93,6 +121,7 @@ def _pageable(
     pageable: np.ndarray,
     blocked: pd.DataFrame,
     host_device: int,
+    setup: pd.DataFrame,
 ) -> Hint | None:
     slow = copies[pageable]
     if int(slow["bytes"].sum()) < MIN_PAGEABLE_BYTES:
@@ -138,16 +167,26 @@ def _pageable(
             f"{format_time(blocked_ns)} in {len(blocked)} gaps while the host was blocked in "
             "copies."
             + (
+                f" {len(setup)} {'copy' if len(setup) == 1 else 'copies'} "
+                f"({format_bytes(int(setup['bytes'].sum()))}, "
+                f"{format_time(int(setup['dur_ns'].sum()))}) ran before the first forward, "
+                "outside any step: the program's setup (its model moved to the GPU once), not "
+                "judged here."
+                if len(setup)
+                else ""
+            )
+            + (
                 f" The other {small} copies are under {format_bytes(MIN_COPY_BYTES)}: their "
                 "time is the call's latency, not the bytes, and they are not judged here."
-                if (small := host_device - len(copies))
+                if (small := host_device - len(copies) - len(setup))
                 else ""
             )
         ),
         numbers={
             "copies": len(slow),
             "host_device_copies": host_device,
-            "small_copies": host_device - len(copies),
+            "small_copies": host_device - len(copies) - len(setup),
+            "setup_copies": len(setup),
             "bytes": total_bytes,
             "copy_ns": total_ns,
             "staging_ns": staging_ns,
