@@ -86,3 +86,16 @@ def test_slow_launches_are_module_loading_and_no_finding_gives_their_time_back(
         h["gain_ns"] for h in report["hints"] if h["kind"] in ("gpu-idle", "launch-overhead")
     )
     assert claimed < 10 * MS * 1000
+
+
+def test_a_slow_first_launch_that_is_the_first_call_is_module_loading(tmp_path: Path) -> None:
+    """HTA's legacy inference trace in small: the trace's first runtime call is a 1.4 ms
+    launch (too short for a context) and three more take 8-14 us: lazy module loading, the
+    first call or not."""
+    events = [runtime("cudaLaunchKernel", 0, 1414, 1), kernel("k0", 1420, 4, 1)]
+    for i, (at, dur) in enumerate([(1430, 8), (1450, 14), (1480, 10)], start=2):
+        events += [runtime("cudaLaunchKernel", at, dur, i), kernel(f"k{i}", at + dur + 2, 5, i)]
+    found = Analysis(load_kineto(write(tmp_path / "t.json", document(events)))).one_off_costs
+    assert [(o.what, o.dur_ns) for o in found] == [
+        ("lazy module loading (first launch)", 1_414_000)
+    ]

@@ -93,7 +93,8 @@ def _runtime_one_offs(facts: Lookups, rank: int) -> list[OneOff]:
     order = np.argsort(start, kind="stable")
     out: list[OneOff] = []
     first = int(order[0])
-    if dur[first] >= MIN_ONE_OFF_NS and not _WAITS.search(names[first]):
+    context = dur[first] >= MIN_ONE_OFF_NS and not _WAITS.search(names[first])
+    if context:
         vendor = "HIP" if names[first].startswith("hip") else "CUDA"
         out.append(_at(facts, rank, f"{vendor} context creation", names[first], rows[first]))
     for name in dict.fromkeys(names[order].tolist()):
@@ -108,7 +109,7 @@ def _runtime_one_offs(facts: Lookups, rank: int) -> list[OneOff]:
             out += [
                 _at(facts, rank, "lazy module loading (first launch)", name, rows[i])
                 for i in slow.tolist()
-                if i != first
+                if i != first or not context  # a first call that is not the context's
             ]
             continue
         head = int(mine[0])
