@@ -215,7 +215,7 @@ export interface NameTotal {
 export interface Copies {
   kind: string;
   count: number;
-  bytes: number;
+  bytes: number | null;
   total_ns: number;
   gbps: number | null;
 }

@@ -94,3 +94,17 @@ def test_no_findings_says_what_was_looked_at() -> None:
     assert why.startswith(f"The GPU was busy {100 * busy / window:.1f}% of its window")
     assert "replay CUDA graphs" in why and "is not judged" in why
     assert why in gpuprofile.load(path).text()
+
+
+def test_copies_without_sizes_read_bytes_unknown() -> None:
+    """minitoy's two HtoD copies carry no "bytes" argument in the raw JSON: the copy table
+    says their size is unknown, not 0 B at 0 B/s."""
+    from traces.conftest import read_json, trace_events
+
+    path = require_trace(SHARED_TRACES / "kineto" / "hta_mi250_rocm6_minitoy_train.json.gz")
+    copies = [e for e in trace_events(read_json(path)) if e.get("cat") == "gpu_memcpy"]
+    assert len(copies) == 2 and not any("bytes" in e.get("args", {}) for e in copies)
+    profile = gpuprofile.load(path)
+    (row,) = profile.report()["ranks"][0]["copies"]
+    assert (row["count"], row["bytes"], row["gbps"]) == (2, None, None)
+    assert "bytes unknown" in profile.text() and " 0 B " not in profile.text()

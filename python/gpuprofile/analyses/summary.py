@@ -23,12 +23,14 @@ class NameTotal:
 class CopyKind:
     kind: str
     count: int
-    bytes: int
+    bytes: int | None  # None: some copy of the kind has no size in the trace
     total_ns: int
 
     @property
-    def gbps(self) -> float:
-        """Achieved bandwidth in GB/s (bytes per nanosecond)."""
+    def gbps(self) -> float | None:
+        """Achieved bandwidth in GB/s (bytes per nanosecond); None with bytes unknown."""
+        if self.bytes is None:
+            return None
         return self.bytes / self.total_ns if self.total_ns else 0.0
 
 
@@ -125,9 +127,11 @@ def copies(trace: Trace, rank: int) -> list[CopyKind]:
     codes = codes[rows].astype(np.int64)
     categories = kinds.cat.categories
     count = np.bincount(codes, minlength=len(categories))
-    # Unknown sizes (-1) count as zero bytes rather than subtracting.
+    # Unknown sizes (-1) make the kind's bytes unknown: a sum of the others would read as all.
     nbytes, total = np.zeros(len(categories), np.int64), np.zeros(len(categories), np.int64)
-    np.add.at(nbytes, codes, np.maximum(memcpy["bytes"].to_numpy()[rows], 0).astype(np.int64))
+    sizes = memcpy["bytes"].to_numpy()[rows]
+    unknown = np.bincount(codes, weights=(sizes < 0), minlength=len(categories)) > 0
+    np.add.at(nbytes, codes, np.maximum(sizes, 0).astype(np.int64))
     np.add.at(total, codes, memcpy["dur_ns"].to_numpy()[rows].astype(np.int64))
     seen = np.flatnonzero(count > 0)
     # Longest first; ties in category order.
@@ -136,7 +140,7 @@ def copies(trace: Trace, rank: int) -> list[CopyKind]:
         CopyKind(
             kind=str(categories[k]),
             count=int(count[k]),
-            bytes=int(nbytes[k]),
+            bytes=None if unknown[k] else int(nbytes[k]),
             total_ns=int(total[k]),
         )
         for k in order.tolist()

@@ -324,7 +324,10 @@ def _rank_report(analysis: Analysis, rank: int, top: int) -> dict[str, Any]:
         "counts": counts(analysis, rank),
         "top_kernels": _top_kernels(analysis, rank, top),
         "top_ops": _top_ops(analysis, rank, top),
-        "copies": [{**asdict(c), "gbps": round(c.gbps, 3)} for c in copies(trace, rank)],
+        "copies": [
+            {**asdict(c), "gbps": None if c.gbps is None else round(c.gbps, 3)}
+            for c in copies(trace, rank)
+        ],
         "sampled": _sampled(analysis, rank),
     }
 

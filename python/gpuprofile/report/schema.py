@@ -221,7 +221,7 @@ class NameTotal(msgspec.Struct, frozen=True):
 class Copies(msgspec.Struct, frozen=True):
     kind: str  # HtoD | DtoH | DtoD | HtoH | PtoP | unknown
     count: int
-    bytes: int
+    bytes: int | None  # None: a copy of this kind has no size in the trace
     total_ns: int
     gbps: Number | None
 

@@ -109,8 +109,9 @@ def render_text(report: Report) -> str:
             lines.append("  memcpy by kind:")
             for copy in rank.copies:
                 rate = format_bytes_per_s(_rate(copy.bytes, copy.total_ns))
+                size = "bytes unknown" if copy.bytes is None else format_bytes(copy.bytes)
                 lines.append(
-                    f"    {copy.kind:<8} x{copy.count:<6} {format_bytes(copy.bytes):>9} "
+                    f"    {copy.kind:<8} x{copy.count:<6} {size:>9} "
                     f"in {format_time(copy.total_ns)} ({rate})"
                 )
         lines.extend(_sampled_lines(rank.sampled))
@@ -203,10 +204,10 @@ def _step_lines(steps: list[GpuStep]) -> list[str]:
     return lines
 
 
-def _rate(nbytes: int, ns: int) -> float | None:
+def _rate(nbytes: int | None, ns: int) -> float | None:
     """Bytes per second, unrounded (the report's gbps is rounded to 3 decimals: a 1-byte
     copy would read 0 B/s)."""
-    return nbytes / (ns * 1e-9) if ns > 0 else None
+    return nbytes / (ns * 1e-9) if ns > 0 and nbytes is not None else None
 
 
 def _measured_line(measured: dict[str, Number | None] | None) -> list[str]:
