@@ -357,7 +357,7 @@ def test_an_inference_gets_no_training_advice() -> None:
     fit = fitted(hint, _of("inference"), None)
     assert fit.fix == (COMPILE,)
     assert fit.code == "out = model(x)\n"
-    assert fitted(hint, _of("training"), None) is hint
+    assert fitted(hint, _of("training", parallelism=("dp",)), None) is hint
 
 
 def test_a_cpu_run_gets_no_cuda_advice() -> None:
@@ -387,6 +387,27 @@ def test_a_cpu_run_gets_no_finding_about_a_gpu(monkeypatch: pytest.MonkeyPatch) 
 
     assert kinds(device_kernels=False) == {"communication"}
     assert kinds(device_kernels=True) == {"gpu-idle", "launch-overhead", "communication"}
+
+
+def test_no_optimizer_advice_where_no_optimizer_stepped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU-only trace (HTA's legacy inference: four kernels, no host ops) holds no optimizer
+    step, so a launch finding's fused-optimizer sentence has nothing to act on; a training
+    step with Optimizer.step#AdamW.step keeps it."""
+    from gpuprofile.analyses import detectors
+
+    made = replace(_hint((ADAMW, COMPILE)), kind="launch-overhead", gain_ns=10**6, rank=0)
+    monkeypatch.setattr(detectors, "DETECTORS", ("one",))
+    monkeypatch.setattr(detectors, "detector", lambda name: lambda analysis: [made])
+
+    def fixes(**tables: Any) -> tuple[str, ...]:
+        built = {name: make_table(name, rows) for name, rows in tables.items()}
+        trace = Trace(**built, meta=TraceMeta(source=Source(format="kineto")))
+        (hint,) = detectors.run_detectors(Analysis(trace))
+        return hint.fix
+
+    assert fixes(kernels=_kernels("gemm", "relu")) == (COMPILE,)
+    training = _ops("aten::mm", "MmBackward0", "Optimizer.step#AdamW.step")
+    assert fixes(ops=training, kernels=_kernels("gemm")) == (ADAMW, COMPILE)
 
 
 def test_advice_needs_the_gpu_generation_it_names() -> None:
@@ -427,7 +448,8 @@ def test_data_parallel_advice_for_the_kind_that_ran() -> None:
     hint = _hint((DDP, FSDP, COMPILE))
     assert fitted(hint, _of(parallelism=("dp",)), None).fix == (DDP, COMPILE)
     assert fitted(hint, _of(parallelism=("fsdp",)), None).fix == (FSDP, COMPILE)
-    assert fitted(hint, _of(), None) is hint  # no parallelism seen: both may apply
+    # No data parallelism seen (a sample of gloo all-reduces): neither wrapper's settings.
+    assert fitted(hint, _of(), None).fix == (COMPILE,)
 
 
 def test_a_sketch_that_loses_a_block_opener_goes_whole() -> None:

@@ -4,9 +4,10 @@
 A fix sentence (and a code sketch line) is left out when it cannot apply:
 
 - training's advice (DDP and FSDP settings, ``no_sync``, gradient accumulation and scaling,
-  optimizer settings) in an inference; DDP's to a job that shards with FSDP, and FSDP's to one
-  that runs DDP; optimizer advice to a training step whose optimizer the trace does not hold
-  (a forward and backward benchmark);
+  optimizer settings) in an inference; DDP's only to a job that runs DDP (or all-reduces its
+  gradients), FSDP's only to one that shards with FSDP (none to a job where neither is seen:
+  a sample of gloo all-reduces); optimizer advice only where the trace holds an optimizer step
+  (not to a forward and backward benchmark, nor to a GPU-only trace);
 - CUDA's (device types, TF32, CUDA graphs, pinned copies, Triton) on a CPU run;
 - TF32 before compute capability 8.0 (Ampere), and torch.compile / Triton before 7.0 (Volta:
   Triton needs it), where the trace names the device's capability.
@@ -196,14 +197,14 @@ def _said(
     code: bool = False,
 ) -> str | None:
     """The text as it fits the workload: None when it does not apply at all. ``absent``: the
-    trace holds the program's host ops and no optimizer step of a training."""
+    trace holds no optimizer step."""
     training = _TRAINING_CODE if code else _TRAINING_TEXT
     if workload.phase == "inference" and training.search(text):
         return None
     if workload.device == "cpu" and _CUDA.search(text):
         return None
     named = {kind for kind, pattern in _BY_PARALLELISM if pattern.search(text)}
-    if named and workload.parallelism and not named & set(workload.parallelism):
+    if named and not named & set(workload.parallelism):
         return None
     if capability is not None:
         if capability < (8, 0) and _TF32.search(text):

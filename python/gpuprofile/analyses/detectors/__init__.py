@@ -68,11 +68,9 @@ def run_detectors(analysis: Analysis) -> list[Hint]:
     if workload.device == "cuda":  # ROCm's numbers are gfx versions, not CUDA's capabilities
         trace = analysis.trace
         capability = capability_of([d for r in trace.ranks for d in trace.devices(r)])
-    # A training step of the program's host ops with no optimizer step among them (a forward
-    # and backward benchmark): optimizer advice has nothing to act on.
-    optimizer_absent = (
-        workload.phase == "training" and not workload.optimizers and len(analysis.trace.ops) > 0
-    )
+    # No optimizer step in the trace (a forward and backward benchmark, an inference, a
+    # GPU-only trace): optimizer advice has nothing to act on.
+    optimizer_absent = not workload.optimizers
     hints = [
         fitted(hint, workload, capability, optimizer_absent=optimizer_absent)
         for name in DETECTORS

@@ -38,6 +38,9 @@ FIX = (
     "`with model.no_sync():` and all-reduce once per optimizer step.",
     "Communicate fewer bytes: register a compression hook, e.g. "
     "model.register_comm_hook(None, default_hooks.bf16_compress_hook), or PowerSGD.",
+    "Issue fewer, larger collectives: each small all-reduce pays the network's whole latency; "
+    "flatten the tensors into one buffer (torch.cat of their flattened views), all-reduce it "
+    "once and split it back.",
     STRAGGLERS,
 )
 P2P_FIX = (
