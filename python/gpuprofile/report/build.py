@@ -142,8 +142,9 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         # What the program is (analyses/workload.py): every view shows it first.
         "workload": asdict(analysis.workload),
     }
-    if not report["hints"]:
-        report["no_findings"] = _no_findings(analysis, ranks, report["roofline"])
+    report["no_findings"] = (
+        "" if report["hints"] else _no_findings(analysis, ranks, report["roofline"])
+    )
     plain: dict[str, Any] = jsonable(report)
     # Module rows are built in plain JSON types already (ModuleRow.to_dict): a model's
     # thousand rows would double jsonable's walk of the report.
@@ -281,11 +282,12 @@ def _roofline_points(analysis: Analysis, points: Any, limit: int) -> list[dict[s
             {
                 **{k: record.get(k) for k in ROOFLINE_POINT_FIELDS},
                 "event_ids": record["event_ids"],
+                "modules": paths,
+                "sources": source_refs(lines),
+                # A kernel's printed name; an op reads as its own name.
                 "label": analysis.kernel_label(record["name"])
                 if record["level"] == "kernel"
                 else "",
-                "modules": paths,
-                "sources": source_refs(lines),
             }
         )
     return out
