@@ -273,3 +273,43 @@ def test_phases_from_the_ranges_a_program_marks() -> None:
     assert abs(rank.phases.optimizer_ns - o * 1000) <= tolerance
     assert abs(rank.phases.backward_ns - (ob - o) * 1000) <= tolerance
     assert abs(rank.phases.forward_ns - (obf - ob) * 1000) <= tolerance
+
+
+def test_phases_of_a_torch_1_trace_from_its_grad_functions_and_optimizer_ops() -> None:
+    """A torch 1.x ResNet-50 trace (no schema version): its backward is the grad functions'
+    own ops (CudnnConvolutionBackward, no autograd engine op around them) and its optimizer's
+    ranges are plain "Operator" events. The phases are the unions of those, optimizer first,
+    each op cut at the end of the ProfilerStep it starts in, from the raw JSON; nothing marks
+    the forward, and the text says so instead of "forward 0 ns"."""
+    import re
+
+    from gpuprofile.report.text import render_text
+    from helpers.reference import union_length
+
+    path = require_trace(
+        SHARED_TRACES / "kineto" / "kineto_plugin_resnet50_no_schema_version.pt.trace.json.gz"
+    )
+    doc = json.loads(gzip.decompress(path.read_bytes()), parse_float=Decimal)
+    events = [e for e in doc if e.get("ph") == "X" and "dur" in e]
+    ops = [e for e in events if e.get("cat") == "Operator"]
+    assert not [e for e in events if e["name"].startswith(ENGINE)]
+    steps = sorted(span(e) for e in ops if e["name"].startswith("ProfilerStep#"))
+
+    def cut(e: dict[str, Any]) -> tuple[Decimal, Decimal]:
+        start, end = span(e)
+        held = [b for a, b in steps if a <= start < b]
+        return start, min([end, *held[-1:]])
+
+    optimizer = [cut(e) for e in ops if e["name"].startswith("Optimizer.")]
+    backward = [cut(e) for e in ops if re.match(r"^[A-Z]\w*Backward\d*$", e["name"])]
+    assert optimizer and backward
+    o = union_length(optimizer)
+    ob = union_length(optimizer + backward)
+    report = build_report(Analysis(load_kineto(path)))
+    (rank,) = report.ranks
+    assert rank.phases is not None
+    tolerance = len(events)  # ns: each raw time rounds to a whole ns once
+    assert abs(rank.phases.optimizer_ns - o * 1000) <= tolerance
+    assert abs(rank.phases.backward_ns - (ob - o) * 1000) <= tolerance
+    assert rank.phases.forward_ns == 0
+    assert "forward not told apart" in render_text(report)

@@ -21,8 +21,11 @@ everything it runs take that module, unless a module call nested inside it is ne
 (activation checkpointing recomputes a forward inside a backward). Kernels take their
 launching op's module and phase.
 
-Phases, by priority: optimizer (inside ``Optimizer.step#...`` / ``Optimizer.zero_grad#...``)
-> backward (inside an engine op) > forward (inside a module call) > other.
+Phases, by priority: optimizer (inside ``Optimizer.step#...`` / ``Optimizer.zero_grad#...``,
+whatever category the trace gives them: torch 1.x wrote them as plain ops) > backward (inside
+an engine op, or, in traces older than the engine ops, an op named ``...Backward`` /
+``...BackwardN``, which torch names its grad functions) > forward (inside a module call) >
+other.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ ENGINE_PREFIX = "autograd::engine::evaluate_function: "
 _CALL = re.compile(re.escape(MODULE_PREFIX))
 _ENGINE = re.compile(re.escape(ENGINE_PREFIX))
 _OPTIMIZER = re.compile(r"Optimizer\.(step|zero_grad)#")
+# A grad function's own op, as torch 1.x traces record the backward (no engine op around it).
+_GRAD_FN = re.compile(r"^[A-Z]\w*Backward\d*$")
 # Phase ranges programs mark themselves (user annotations): PARAM's and TorchRec's
 # "## forward ##" / "## forward:bottom_mlp ##", "## backward ##", "## optimizer ##",
 # "## zero_grad ##"; DDP's and FSDP's own forward ranges; PARAM's "[param|...|forward]".
@@ -128,7 +133,8 @@ def attribute_modules(analysis: Lookups) -> Modules:
     near = nearest[inside]
     op_module = np.full(n, -1, np.int32)
     op_module[inside] = np.where(call[near], module_of_call[near], engine_module[near])
-    optimizer = matches(names, _OPTIMIZER, anchored=True) & annotation
+    optimizer = matches(names, _OPTIMIZER, anchored=True)
+    grad_fn = matches(names, _GRAD_FN, anchored=True)
     op_phase = np.full(n, OTHER, np.int8)
 
     def marked(pattern: re.Pattern[str]) -> np.ndarray:
@@ -140,6 +146,7 @@ def attribute_modules(analysis: Lookups) -> Modules:
     op_phase[inside] = FORWARD
     op_phase[marked(_BACKWARD_MARK)] = BACKWARD
     op_phase[in_engine] = BACKWARD
+    op_phase[_inside_range(grad_fn, parent, ops)] = BACKWARD
     op_phase[marked(_OPTIMIZER_MARK)] = OPTIMIZER
     op_phase[_inside_range(optimizer, parent, ops)] = OPTIMIZER
 

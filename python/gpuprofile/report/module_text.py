@@ -23,9 +23,13 @@ def phase_line(phases: Phases | None, wall_ns: int) -> list[str]:
         ("optimizer", phases.optimizer_ns),
         ("other", phases.other_ns),
     )
-    # An inference run has no backward or optimizer: zeros there are not findings.
+    # An inference run has no backward or optimizer: zeros there are not findings. A forward
+    # of 0 beside a backward is one nothing marked (no module calls, no phase ranges).
+    untold = not phases.forward_ns and (phases.backward_ns or phases.optimizer_ns)
     cells = [
         f"{name} {format_time(ns)} ({format_fraction(ns / wall_ns if wall_ns else None, 0)})"
+        if name != "forward" or not untold
+        else "forward not told apart (no module calls or phase marks: it is in other)"
         for name, ns in parts
         if ns or name in ("forward", "other")
     ]
