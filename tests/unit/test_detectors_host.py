@@ -137,7 +137,9 @@ def test_gpu_idle_names_allocator_calls_inside_launch_bound_gaps(tmp_path: Path)
     hint = only(gpu_idle.detect(analyse(tmp_path, events)))
     assert hint.numbers["dominant_cause"] == "host-launch-bound"
     assert hint.numbers["allocator_ns"] == 340 * US
-    assert hint.fix == ALLOCATOR_FIX
+    assert "mostly with the host in the driver's allocator" in hint.title
+    # The allocator-churn finding judges warm-up against every step: no "warm up" here.
+    assert "allocator-churn finding" in hint.fix[0] and hint.fix[1:] == ALLOCATOR_FIX[1:]
 
 
 @pytest.mark.parametrize("recorded", [False, True])

@@ -58,6 +58,13 @@ MOSTLY = {
     idle.OTHER: "mostly outside traced host activity",
 }
 QUEUED = "mostly with work queued behind a dependency"
+IN_ALLOCATOR = "mostly with the host in the driver's allocator (cudaMalloc/cudaFree)"
+# The allocator-churn finding judges whether those calls are warm-up or every step's and says
+# what to change; this one points there and keeps the fixes that hold either way.
+ALLOCATOR_POINTER = (
+    "The host spent this idle inside the driver's allocator: the allocator-churn finding "
+    "counts those calls per step and says what keeps them out of the loop."
+)
 QUEUED_ONE = "mostly with launched work starting late on its one stream"
 QUEUED_OUTSIDE = "mostly waiting on an event recorded before the trace began"
 OUTSIDE_FIX = (
@@ -253,6 +260,9 @@ def _diagnosis(
             launch_bound["dur_ns"].sum()
         ):
             steps, code = pick(kind, Fix(ALLOCATOR_FIX, ALLOCATOR_CODE), ALLOCATOR)
+            if steps == ALLOCATOR_FIX:  # PyTorch's: its warm-up sentence is the other's call
+                steps = (ALLOCATOR_POINTER, *ALLOCATOR_FIX[1:])
+            mostly = IN_ALLOCATOR
     other = gaps[gaps["cause"] == idle.OTHER]
     queued = int(other.loc[other["runtime_id"] != NO_ID, "dur_ns"].sum())
     one_queue = _one_queue(analysis, rank)
