@@ -33,6 +33,9 @@ from gpuprofile.trace.model import NO_ID, Trace, make_table
         ("triton_poi_fused_all_gather_into_tensor_copy_0", "compute", ""),
         ("void moe_dispatch_kernel(int*)", "compute", ""),
         ("Memcpy DtoD (Device -> Device)", "memory", "copy"),
+        # HIP's device-to-device copies run as its own kernels (JAX's GEMM trace on MI300X).
+        ("__amd_rocclr_copyBuffer", "memory", "copy"),
+        ("__amd_rocclr_fillBufferAligned", "memory", "copy"),
         ("cudaStreamSynchronize", "sync", "waits"),
     ],
 )

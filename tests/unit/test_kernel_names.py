@@ -44,6 +44,9 @@ from gpuprofile.analyses.kernel_names import short_kernel_name, short_kernel_nam
             "ck_tile::kentry<FmhaBwdDQDKDVKernel>",
         ),
         ("triton_poi_fused_add_cos_sin_0", "triton_poi_fused_add_cos_sin_0"),
+        # Nsight Compute's CSV writes the anonymous namespace "<unnamed>", its "<" cut off.
+        ("void unnamed>::gemm_naive_kernel(float const*, int)", "gemm_naive_kernel"),
+        ("void <unnamed>::transpose_tiled_kernel(float*)", "transpose_tiled_kernel"),
         # A TensorRT layer is no signature: only shortened, head and tail kept.
         ("Conv__435 + resnet50/conv1_relu/Relu", "Conv__435 + resnet50/conv1_relu/Relu"),
     ],

@@ -41,7 +41,8 @@ MEMORY = "memory"
 COMPUTE = "compute"
 SYNC = "sync"
 
-_MEMORY = re.compile(r"^(Memcpy|Memset|dma)")
+# HIP runs its device-to-device copies and fills as kernels of its own (hipMemcpyDtoDAsync).
+_MEMORY = re.compile(r"^(Memcpy|Memset|dma|__amd_rocclr_(copy|fill)\w*Buffer)")
 _SYNC = re.compile(r"Sync")
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # Collectives as words (split at "_", "::" and case): all_reduce, AllReduce, allreduce.

@@ -43,6 +43,9 @@ _LENGTH = re.compile(r"\d+")
 _WORD = re.compile(r"[A-Za-z_]\w*|\d+\w*")
 _PART = re.compile(r"[A-Za-z0-9]+")
 _NAMESPACE = re.compile(r"\b\w+::")
+# An anonymous namespace as demanglers write it, and as Nsight Compute's CSV does ("<unnamed>",
+# its "<" sometimes cut: "void unnamed>::gemm_naive_kernel").
+_ANONYMOUS = re.compile(r"\(anonymous namespace\)(::)?|<?unnamed>(::)?")
 _KEYWORDS = frozenset(
     ("void", "const", "static", "inline", "extern", "unsigned", "signed", "__global__", "typename")
 )
@@ -51,8 +54,7 @@ _KEYWORDS = frozenset(
 def short_kernel_name(name: str, limit: int = 60) -> str:
     """A kernel name as a person reads it (see the module docstring), at most ``limit``
     characters: a longer one keeps its head and its tail, which tell kernels apart."""
-    text = mangled_function(name) or name
-    text = text.replace("(anonymous namespace)::", "").replace("(anonymous namespace)", "")
+    text = _ANONYMOUS.sub("", mangled_function(name) or name)
     if ("(" in text or "::" in text) and " + " not in text:
         text = _function(text) or text
     text = text.strip() or name
@@ -119,7 +121,7 @@ def _words(name: str) -> list[str]:
     """The words of a kernel's called function (split at "_" too: a long name cut in its
     middle differs there) and its template arguments (whole identifiers), namespaces dropped,
     in order: ``k_fwd<4, at::F<c10::Half>>(...)`` -> ["k", "fwd", "4", "F", "Half"]."""
-    text = (mangled_function(name) or name).replace("(anonymous namespace)", "")
+    text = _ANONYMOUS.sub("", mangled_function(name) or name)
     if "(" in text or "<" in text:
         text = _top_level_split(_before_parameters(text), " ")[-1]
     base, _, arguments = _NAMESPACE.sub("", text).partition("<")
@@ -152,7 +154,7 @@ def qualified_function(name: str) -> str:
     """The called function of a kernel name with its namespaces and no template arguments
     (``deep_ep::intranode::dispatch``); a name that is no C++ signature, itself."""
     name = mangled_function(name) or name
-    text = name.replace("(anonymous namespace)::", "").replace("(anonymous namespace)", "")
+    text = _ANONYMOUS.sub("", name)
     if "(" not in text and "::" not in text and "<" not in text:
         return text.strip()
     head = _before_parameters(text)
