@@ -169,3 +169,19 @@ def test_the_naive_transpose_writes_uncoalesced() -> None:
     assert "stores 32 sectors a request" in hint.explanation
     tiled = load_ncu(require_trace(NCU / "rtx5070_transpose_tiled.csv"))
     assert uncoalesced.detect(Analysis(tiled, hardware_for_trace(tiled))) == []
+
+
+def test_saxpy_without_findings_says_what_it_measured() -> None:
+    """saxpy gives no finding: the report says the kernels were replayed alone (no idle to
+    judge) and gives the DRAM rate, its bytes and time read from the CSV by hand."""
+    from gpuprofile.units import format_bytes_per_s
+
+    path = require_trace(NCU / "rtx5070_saxpy.csv")
+    (launch,) = _expected(path).values()
+    report = gpuprofile.load(path).report()
+    assert report["hints"] == []
+    why = report["no_findings"]
+    assert why.startswith("Nsight Compute replayed each kernel alone")
+    assert (
+        f"DRAM traffic ran at {format_bytes_per_s(launch['bytes'] / launch['time'] * 1e9)}" in why
+    )

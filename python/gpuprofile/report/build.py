@@ -32,7 +32,7 @@ from gpuprofile.report.notices import (
 )
 from gpuprofile.report.schema import SCHEMA, Report, jsonable, to_report
 from gpuprofile.trace.model import Trace
-from gpuprofile.units import format_fraction, format_percent, format_time
+from gpuprofile.units import format_bytes_per_s, format_fraction, format_percent, format_time
 
 ROOFLINE_POINT_FIELDS = (
     "key",
@@ -143,7 +143,9 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         "workload": asdict(analysis.workload),
     }
     report["no_findings"] = (
-        "" if report["hints"] else _no_findings(analysis, ranks, report["roofline"])
+        ""
+        if report["hints"]
+        else _no_findings(analysis, ranks, report["roofline"], report["gauges"])
     )
     plain: dict[str, Any] = jsonable(report)
     # Module rows are built in plain JSON types already (ModuleRow.to_dict): a model's
@@ -153,33 +155,50 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
     return plain
 
 
-def _no_findings(analysis: Analysis, ranks: list[dict[str, Any]], roofline: dict[str, Any]) -> str:
+def _no_findings(
+    analysis: Analysis,
+    ranks: list[dict[str, Any]],
+    roofline: dict[str, Any],
+    gauges: list[dict[str, Any]],
+) -> str:
     """Why a report has no hint, from its own figures: how busy the GPU was, whether graphs
-    replay its launches, and how much of its time the roofline could judge (a performance
-    engineer's first three questions), so "no findings" is never mistaken for "nothing to
-    gain" where the trace cannot tell."""
+    replay its launches, how much of its time the roofline could judge and the DRAM bandwidth
+    it reached (a performance engineer's first questions), so "no findings" is never mistaken
+    for "nothing to gain" where the trace cannot tell."""
     busy = [(r["rank"], r["gpu"]) for r in ranks if r["gpu"] is not None]
     if not busy:
         return "The trace holds no GPU work; its host ops gave no finding."
     rank, gpu = min(busy, key=lambda item: item[1]["busy_pct"])
     where = f" on rank {rank}, the least busy" if len(busy) > 1 else ""
-    parts = [
-        f"the GPU was busy {format_percent(gpu['busy_pct'])} of its window{where} "
-        f"(idle {format_time(gpu['idle_ns'])})"
-    ]
+    if analysis.trace.meta.source.format == "ncu":
+        parts = ["Nsight Compute replayed each kernel alone, so no idle time or launch cost shows"]
+    else:
+        parts = [
+            f"the GPU was busy {format_percent(gpu['busy_pct'])} of its window{where} "
+            f"(idle {format_time(gpu['idle_ns'])})"
+        ]
     if analysis.workload.execution == "cuda-graphs":
         parts.append("its kernels replay CUDA graphs, so launches cost it little")
+    dram = next((g for g in gauges if g["key"] == "dram-bandwidth" and g["rank"] == rank), None)
+    if dram is not None and dram["value"] is not None:
+        of_roof = (
+            f", {format_fraction(dram['fraction'])} of {dram['roof_label']}"
+            if dram["fraction"] is not None
+            else ", against no roof known for this GPU"
+        )
+        over = f" {dram['note']}" if dram["note"] else ""
+        parts.append(f"DRAM traffic ran at {format_bytes_per_s(dram['value'])}{over}{of_roof}")
     coverage = roofline["coverage"]
     if coverage is None or coverage < 0.5:
         known = "none" if not coverage else format_fraction(coverage)
         parts.append(
-            f"how near their roofs the kernels run is not judged: FLOPs and bytes are known for "
+            f"how near their compute roof the kernels run is not judged: FLOP counts cover "
             f"{known} of GPU time ({roofline['missing_flops']})"
         )
     else:
         parts.append(
-            f"the work with known FLOPs and bytes ({format_fraction(coverage)} of GPU time) "
-            "was judged against the roofs"
+            f"the work with FLOP counts ({format_fraction(coverage)} of GPU time) was judged "
+            "against the roofs"
         )
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."
