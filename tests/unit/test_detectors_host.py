@@ -475,6 +475,27 @@ def test_allocator_warm_up_annotation_marks_the_steady_state(tmp_path: Path) -> 
     assert hint.numbers["calls"] == 2
 
 
+def test_allocator_calls_before_the_gpu_starts_or_after_it_ends_are_setup(tmp_path: Path) -> None:
+    """An HPC code's run (cloverleaf): buffers allocated before the first kernel and freed
+    after the last are setup and teardown, done once; only the calls between count."""
+    events = [
+        runtime("cudaGetDeviceCount", 0, 5, 9),  # the run starts: the warm-up share ends at 490
+        runtime("cudaMalloc", 1000, 200, 1),  # setup, after the warm-up share of the span
+        runtime("cudaMalloc", 1300, 200, 2),
+        runtime("cudaLaunchKernel", 1600, 5, 3),
+        kernel("K1", 1610, 2000, 3),
+        runtime("cudaMalloc", 2000, 30, 4),  # in the loop
+        runtime("cudaFree", 2500, 40, 5),  # in the loop
+        runtime("cudaLaunchKernel", 3000, 5, 6),
+        kernel("K2", 3620, 500, 6),
+        runtime("cudaFree", 4200, 300, 7),  # teardown
+        runtime("cudaFree", 4600, 300, 8),
+    ]
+    hint = only(allocator_churn.detect(analyse(tmp_path, events)))
+    assert hint.numbers["calls"] == 2
+    assert hint.gain_ns == (30 + 40) * US
+
+
 @pytest.mark.parametrize(
     "module", [gpu_idle, sync_stall, data_loading, pageable_copy, allocator_churn]
 )

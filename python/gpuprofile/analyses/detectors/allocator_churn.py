@@ -10,6 +10,9 @@ or more, else after the first WARMUP_SHARE of the rank's span; but when every st
 many allocator calls as the first (within a factor of two), none of them is warm-up: they are
 counted from the first step, and the fix says the cache is not kept, not "warm up".
 
+Setup and teardown are left out whatever the steps say: calls that start before the rank's
+first GPU work (unless every step allocates alike) or after its last end.
+
 Signs, per rank: steady-state allocator calls, reserved memory that still grows in steady state
 (the memory table's total_reserved; each step up is a new segment), and fragmentation (reserved
 at least FRAGMENTATION_RATIO times the peak allocated, and at least MIN_WASTE_BYTES more; both
@@ -99,7 +102,15 @@ def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
     )
     if repeating:
         steady = min(steady, int(spans[0][0]))
-    rows = mine & (runtime["start_ns"] >= steady).to_numpy()
+    # Setup and teardown are no steady state: calls before the GPU's first work (buffers
+    # allocated up front) or after its last (freed at exit) happen once per run.
+    start_ns = runtime["start_ns"].to_numpy()
+    rows = mine & (start_ns >= steady)
+    gpu = analysis.gpu_time(rank)
+    if gpu is not None:
+        if not repeating:
+            rows &= start_ns >= gpu.start_ns
+        rows &= start_ns < gpu.start_ns + gpu.window_ns
     calls = runtime[rows]
     growth, fragmentation = _memory_signs(trace.memory, rank, steady)
     churn = len(calls) >= MIN_STEADY_ALLOCATOR_CALLS
