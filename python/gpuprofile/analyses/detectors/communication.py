@@ -18,6 +18,7 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.thresholds import worth_reporting
+from gpuprofile.trace.meta import world_size
 from gpuprofile.units import format_percent, format_time
 
 # "ncclKernel_AllReduce_RING_LL_Sum_float(...)", "ncclDevKernel_AllGather_RING_LL(...)".
@@ -141,6 +142,13 @@ def _gpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
         return None
     window = analysis.gpu_time(rank)
     window_ns = window.window_ns if window is not None else wall
+    # Overlap hides communication only behind compute: no more than the compute kernels' time
+    # that does not already run beside a collective.
+    apart = max(0, window.compute_ns - overlapped) if window is not None else exposed
+    gain = min(exposed, apart)
+    present = len(analysis.trace.ranks)
+    missing = max(0, (world_size(analysis.trace.meta) or present) - present)
+    sampled = missing > present  # most of the job's ranks are not in the trace
     by_collective = (
         comm.assign(collective=[collective_name(str(n)) for n in comm["name"]])
         .groupby("collective")["dur_ns"]
@@ -158,15 +166,16 @@ def _gpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
         subject="GPU collectives",
         title=f"{format_time(exposed)} of collectives not hidden by compute",
         basis_ns=wall,
-        gain_ns=int(exposed),
+        gain_ns=int(gain),
         claim=transfer,
         gain_method=(
             "Exposed collective time: the union of NCCL/RCCL kernel intervals minus the part "
             "during which a compute kernel ran on the same GPU, and, in a job, minus the time "
             "each kernel waited for the last rank to arrive (the straggler's). Perfect overlap "
-            "would hide all of it, so this is an upper bound."
+            "would hide all of it, but only behind compute: the gain is at most the compute "
+            "kernels' time that does not already run beside a collective. An upper bound."
         ),
-        confidence="medium",
+        confidence="low" if sampled else "medium",
         explanation=(
             f"{len(comm)} collective kernels ran for {format_time(comm_ns)} "
             f"({format_percent(share)} of the GPU window of {format_time(window_ns)}): {top}. "
@@ -180,6 +189,18 @@ def _gpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
                 else f"{format_time(exposed)} ({format_percent(exposed_pct, 0)}) ran with no "
                 "compute alongside, so the GPU waited on the network."
             )
+            + (
+                f" Overlap can hide at most the {format_time(apart)} of compute that runs apart "
+                "from them, so that is the gain; fewer or smaller collectives cut the rest."
+                if gain < exposed
+                else ""
+            )
+            + (
+                f" Only {present} of the job's {present + missing} ranks are in the trace: part "
+                "of this time may be waiting for ranks it does not hold, which no overlap hides."
+                if sampled
+                else ""
+            )
         ),
         numbers={
             "collective_kernels": len(comm),
@@ -190,6 +211,7 @@ def _gpu_hint(analysis: Analysis, rank: int, found: CommOverlap) -> Hint | None:
             "overlapped_ns": int(overlapped),
             "exposed_ns": int(exposed),
             "waiting_for_ranks_ns": int(waited),
+            "compute_apart_ns": int(apart),
             "top_collectives": top,
         },
         fix=_fixes(analysis, rank, by_collective.index),

@@ -4,6 +4,10 @@ Fires for the rank that causes the most wait when the delay it adds to the job (
 it arrives last at, its arrival minus the one before) is a large enough share of the job's wall
 time (the table in analyses/thresholds.py). Gain: that delay, the job time the collectives
 would end sooner had it arrived with the others.
+
+With most of the job's ranks missing from the trace (a sample of 2 of 128), the last of the
+ranks present may itself wait on ranks the trace does not hold: the finding says so, names
+the others as missing, and its confidence is low.
 """
 
 from __future__ import annotations
@@ -41,13 +45,23 @@ def detect(analysis: Analysis) -> list[Hint]:
     )
     collectives = analysis.collectives
     late = collectives[collectives["last"].to_numpy() & (collectives["rank"] == worst.rank)]
+    present, missing = len(job.ranks_present), len(job.missing_ranks)
+    sampled = missing > present  # most of the job is not in the trace
+    caveat = (
+        f" Only {present} of the job's {present + missing} ranks are in the trace: it arrived "
+        "last among these, and may itself have waited for ranks the trace does not hold, so "
+        "trace every rank (or more of them) before acting on it."
+        if sampled
+        else ""
+    )
     return [
         Hint(
             kind="straggler",
             subject=f"rank {worst.rank}",
             title=(
-                f"Rank {worst.rank} is the straggler: it holds the job up "
-                f"{format_time(worst.delay_ns)}"
+                f"Rank {worst.rank} is the straggler"
+                + (f" of the {present} ranks traced" if sampled else "")
+                + f": it holds the job up {format_time(worst.delay_ns)}"
             ),
             basis_ns=wall,
             gain_ns=worst.delay_ns,
@@ -55,7 +69,7 @@ def detect(analysis: Analysis) -> list[Hint]:
                 "Per collective the rank arrived last at, its arrival minus the previous "
                 "arrival: how much sooner each would have ended had it arrived with the others."
             ),
-            confidence="medium",
+            confidence="low" if sampled else "medium",
             explanation=(
                 f"Rank {worst.rank} arrived last at "
                 f"{format_count(worst.arrived_last, 'collective')}, "
@@ -65,6 +79,7 @@ def detect(analysis: Analysis) -> list[Hint]:
                 "wait side by side, so that sum is no time the job loses)"
                 + (f". Why: {worst.cause}" if worst.cause else "")
                 + (f". Next: {others}." if others else ".")
+                + caveat
             ),
             numbers={
                 "rank": worst.rank,
