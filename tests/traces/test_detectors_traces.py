@@ -541,3 +541,34 @@ def test_a_sample_of_ranks_qualifies_its_straggler_and_collectives(traces: Any) 
     assert "Only 2 of the job's 128 ranks are in the trace" in late.explanation
     for hint in communication.detect(analysis):
         assert hint.confidence == "low" and "Only 2 of the job's 128 ranks" in hint.explanation
+
+
+def test_tf32_tensor_op_kernels_mean_tf32_is_on(traces: Any) -> None:
+    """HTA's TorchRec rank 3 runs its fp32 GEMMs on cutlass_80_tensorop_s1688gemm kernels
+    (fp32 inputs on TF32 tensor cores; names read from the raw JSON): those ops are held to
+    the TF32 roof, so no point is 'past the fp32 roof'. On the 128-rank sample, where 64 fp32
+    matmuls still run sgemm, the finding says TF32 is on (counting the raw s1688 launches of
+    that rank) and does not advise allowing it."""
+    tf32 = re.compile(r"tensorop_s1688gemm")
+    path = path_of("kineto/hta_a100_train_rank3_of8_async_cpu_to_gpu.json.gz")
+    kernels = kernels_of(traces.read_json(path))
+    assert sum(bool(tf32.search(e["name"])) for e in kernels) > 0
+    analysis = Analysis(load_kineto(path))
+    points = analysis.roofline.points
+    held = points[points["name"].astype(str).str.contains("tensorop_s1688gemm")]
+    assert len(held) and set(held["compute_roof"]) == {"tf32"}
+    assert not analysis.roofline.notes, analysis.roofline.notes
+
+    from gpuprofile.analyses.detectors import tensor_cores
+
+    path = path_of("kineto-distributed/hta_sampled_128rank")
+    launches = {
+        rank: sum(bool(tf32.search(e["name"])) for e in kernels_of(doc))
+        for rank, _, doc in traces.rank_files(path)
+    }
+    hints = tensor_cores.detect(Analysis(load_kineto(path), UNKNOWN))
+    assert hints
+    for hint in hints:
+        assert hint.rank in launches
+        assert f"TF32 is on: {launches[hint.rank]} kernel launches" in hint.explanation
+        assert not any("allow_tf32" in step or "matmul_precision" in step for step in hint.fix)

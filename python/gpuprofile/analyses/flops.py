@@ -35,7 +35,8 @@ Tensor cores (columns matmul_like, dims_aligned, tensor_core_eligible, tensor_co
   input and output channels per group of a convolution (weight dims 0 and 1), the head dims of
   attention;
 - tensor_core_eligible: matmul_like, in fp16/bf16/fp32/fp8/int8, and dims_aligned;
-- tensor_core_roof: the tensor-core precision the op runs on under PyTorch's defaults, "" when
+- tensor_core_roof: the tensor-core precision the op runs on under PyTorch's defaults (or
+  "tf32" for an fp32 op whose kernels are TF32 tensor-op kernels: TF32 was on), "" when
   none: bf16/fp16/fp8/int8 matmul-like ops -> their dtype (cuBLAS and cuDNN use tensor cores
   for unaligned dims too, only slower); fp32 convolutions -> "tf32"
   (torch.backends.cudnn.allow_tf32 is True by default); fp32 matmuls and attention -> ""
@@ -49,6 +50,7 @@ time of outermost aten ops (cpu_ops with no cpu_op ancestor) spent inside counte
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +62,7 @@ from gpuprofile.analyses import recorded, torch_flops
 from gpuprofile.analyses.compiled import compiling_ops
 from gpuprofile.analyses.kernel_kind import COMPUTE
 from gpuprofile.analyses.lookups import Lookups, outermost_with, read_only
+from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.op_formulas import (
     MISSING,
     Arg,
@@ -135,6 +138,10 @@ def op_costs(facts: Lookups, inputs: recorded.RecordedInputs | None = None) -> p
     ids = ops["id"].to_numpy()
     top = outermost_with(np.isfinite(flops), facts.op_parents)
     index = pd.Index(ids, name="op_id")
+    counted_at = np.where(top >= 0, ids[np.maximum(top, 0)], NO_ID).astype(np.int64)
+    tc_roof = _tf32_by_kernels(
+        trace, index, counted_at, category("dtype"), category("tensor_core_roof")
+    )
     return pd.DataFrame(
         {
             "op_id": ids,
@@ -147,14 +154,47 @@ def op_costs(facts: Lookups, inputs: recorded.RecordedInputs | None = None) -> p
             "flops_source": source,
             "unknown_reason": reason,
             "counted": top == np.arange(len(ops)),
-            "counted_at": np.where(top >= 0, ids[np.maximum(top, 0)], NO_ID).astype(np.int64),
+            "counted_at": counted_at,
             "matmul_like": values("matmul_like", bool),
             "dims_aligned": values("dims_aligned", bool),
             "tensor_core_eligible": values("tensor_core_eligible", bool),
-            "tensor_core_roof": category("tensor_core_roof"),
+            "tensor_core_roof": tc_roof,
         },
         index=index,
     )
+
+
+# Kernels that run fp32 matmuls on TF32 tensor cores: CUTLASS's fp32-input tensor-op kernels
+# (tensorop_s1688gemm with no f16/bf16 input type in the name) and any kernel naming tf32.
+TF32_KERNEL = re.compile(r"tf32|tensorop_s1688(gemm|fprop|dgrad|wgrad)(?!.*f16)", re.IGNORECASE)
+
+
+def _tf32_by_kernels(
+    trace: Trace,
+    index: pd.Index,
+    counted_at: np.ndarray,
+    dtype: pd.Categorical,
+    roof: pd.Categorical,
+) -> pd.Categorical:
+    """The ops' tensor-core roofs, "tf32" for an fp32 op (with no roof of its own) whose work
+    ran TF32 tensor-op kernels: allow_tf32 was on, whatever PyTorch's default says, and the
+    op is held to the TF32 roof, not the fp32 one it outran."""
+    kernels = trace.kernels
+    if not len(kernels) or not len(index):
+        return roof
+    tf32 = matches(kernels["name"], TF32_KERNEL)
+    if not tf32.any():
+        return roof
+    launcher = index.get_indexer(pd.Index(kernels["op_id"].to_numpy()[tf32]))
+    owners = counted_at[launcher[launcher >= 0]]
+    rows = index.get_indexer(pd.Index(np.unique(owners[owners != NO_ID])))
+    rows = rows[rows >= 0]
+    rows = rows[(np.asarray(dtype)[rows] == "fp32") & (np.asarray(roof)[rows] == "")]
+    if not len(rows):
+        return roof
+    out = roof.add_categories(["tf32"]) if "tf32" not in roof.categories else roof.copy()
+    out[rows] = "tf32"
+    return out
 
 
 COMPILING_REASON = "ran while torch.compile compiled (fake tensors)"

@@ -62,6 +62,7 @@ from gpuprofile.analyses.fixes_by_framework import (
     pick,
     pick_text,
 )
+from gpuprofile.analyses.flops import TF32_KERNEL
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import (
     MAX_EVIDENCE_EVENTS,
@@ -89,6 +90,13 @@ TENSOR_CORE_TARGETS = ("tf32", "bf16", "fp16")
 
 
 TF32_DEFAULT_NOTE = " (torch.backends.cuda.matmul.allow_tf32 is off by default)"
+TF32_ON_FIX = (
+    "TF32 is on already (see the explanation): these matmuls stayed on the vector units by "
+    "their shapes. Pad the dims they multiply over (K and N) to multiples of 4 for TF32, 8 or "
+    "more is better, and batch many small matmuls into one (torch.bmm, grouped GEMMs).",
+    "Or run them in bf16/fp16 under torch.autocast, where the tensor-core kernels take most "
+    "shapes.",
+)
 
 
 def detect(analysis: Analysis) -> list[Hint]:
@@ -191,6 +199,13 @@ def _named_fp32_hint(
     )
     cast = pick_text(kind, "autocast", {"cuda": "casting"})
     switch = f"{cast} to {target}" if target != "tf32" else "TF32 (same storage, one switch)"
+    tf32_kernels = _tf32_kernels(analysis, rank) if target == "tf32" else 0
+    if tf32_kernels:
+        switch = (
+            f"TF32 is on already ({tf32_kernels} kernel launches ran fp32 matmuls on TF32 "
+            "tensor cores), so these were left on the vector units by their shapes: padding "
+            "their dims or bf16/fp16"
+        )
     rates = f"{format_flops_per_s(tc_rate)} against {format_flops_per_s(fp32_rate)} fp32"
     return Hint(
         kind="tensor-cores-unused",
@@ -220,8 +235,10 @@ def _named_fp32_hint(
             "tensor_core_flops_per_s": tc_rate,
             "saved_ns": gain,
         },
-        fix=(*_precision_fix(kind, target).fix, pick_text(kind, CONV_TF32_FIX, CONV_TF32)),
-        code=_precision_fix(kind, target).code,
+        fix=TF32_ON_FIX
+        if tf32_kernels and kind == "pytorch"
+        else (*_precision_fix(kind, target).fix, pick_text(kind, CONV_TF32_FIX, CONV_TF32)),
+        code="" if tf32_kernels and kind == "pytorch" else _precision_fix(kind, target).code,
         evidence=(
             heaviest_events(
                 kernels, "kernels", rank, "fp32 SIMT GEMM/convolution kernels, longest first"
@@ -288,6 +305,7 @@ def _fp32_hint(
     flops = float(np.nansum(ops["flops"].to_numpy(np.float64)))
     achieved = flops / time_ns * 1e9 if time_ns else 0.0
     shapes = _top_shapes(ops)
+    tf32_kernels = _tf32_kernels(analysis, rank) if target in ("", None, "tf32") else 0
     if target:
         ratio = hardware.peak_flops[target] / hardware.peak_flops["fp32"]
         method = (
@@ -320,8 +338,13 @@ def _fp32_hint(
         explanation=(
             f"{len(ops)} matmul/attention ops ran in fp32 on the vector units for "
             f"{format_time(time_ns)} of GPU time at {format_flops_per_s(achieved)}"
-            f"{pick_text(kind, TF32_DEFAULT_NOTE, {'cuda': ''})}.{roof_text} "
-            f"Heaviest: {shapes}."
+            + (
+                f". TF32 is on: {tf32_kernels} kernel launches on this rank ran fp32 matmuls on "
+                "TF32 tensor cores, so these were left on the vector units by their shapes"
+                if tf32_kernels
+                else pick_text(kind, TF32_DEFAULT_NOTE, {"cuda": ""})
+            )
+            + f".{roof_text} Heaviest: {shapes}."
         ),
         numbers={
             "ops": len(ops),
@@ -331,10 +354,19 @@ def _fp32_hint(
             "tensor_core_precision": target or "unknown",
             "saved_ns": gain,
         },
-        **_precision_fix(kind, target)._asdict(),
+        **(
+            Fix(TF32_ON_FIX, "")
+            if tf32_kernels and kind == "pytorch"
+            else _precision_fix(kind, target)
+        )._asdict(),
         evidence=_evidence(rank, ops, kernel_costs, analysis),
         rank=rank,
     )
+
+
+def _tf32_kernels(analysis: Analysis, rank: int) -> int:
+    """How many of the rank's kernel launches ran fp32 matmuls on TF32 tensor cores."""
+    return int(matches(analysis.rank_table("kernels", rank)["name"], TF32_KERNEL).sum())
 
 
 def _alignment_hint(
