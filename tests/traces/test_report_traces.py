@@ -108,3 +108,23 @@ def test_copies_without_sizes_read_bytes_unknown() -> None:
     (row,) = profile.report()["ranks"][0]["copies"]
     assert (row["count"], row["bytes"], row["gbps"]) == (2, None, None)
     assert "bytes unknown" in profile.text() and " 0 B " not in profile.text()
+
+
+def test_a_device_without_a_name_reads_as_its_properties() -> None:
+    """vLLM's MI300X trace lists eight deviceProperties with empty names beside their compute
+    units and memory (read from the raw JSON), the rank using one: the rank line says so
+    instead of 'no device info'."""
+    from gpuprofile.units import format_bytes
+    from traces.conftest import read_json
+
+    path = require_trace(
+        SHARED_TRACES / "kineto" / "tracelens_mi300x_vllm_cudagraph_decode_execution.json.gz"
+    )
+    listed = read_json(path)["deviceProperties"]
+    assert len(listed) == 8 and not any(p["name"] for p in listed)
+    props = listed[0]
+    assert all((p["numSms"], p["totalGlobalMem"]) == (304, 206141652992) for p in listed)
+    expected = (
+        f"unnamed GPU: {props['numSms']} compute units, {format_bytes(props['totalGlobalMem'])}"
+    )
+    assert f"rank 0 ({expected});" in gpuprofile.load(path).text()

@@ -9,6 +9,7 @@ from gpuprofile.analyses.measured import MEASURED_METRICS
 from gpuprofile.report.diff_text import render_baseline
 from gpuprofile.report.module_text import module_lines, owner_line, phase_line
 from gpuprofile.report.schema import (
+    Device,
     Gauge,
     GpuStep,
     HardwareRoofs,
@@ -39,9 +40,22 @@ ABOVE_DRAM = (
 )
 
 
+def _device_name(device: Device) -> str:
+    """A device as its name, or, where the trace gives none, as its properties (a ROCm
+    trace's deviceProperties may carry empty names beside the compute units and memory)."""
+    if device.name:
+        return _shorten(device.name)
+    parts = [
+        f"{device.sm_count} compute units" if device.sm_count else "",
+        format_bytes(device.memory_bytes) if device.memory_bytes else "",
+    ]
+    return f"unnamed GPU: {', '.join(p for p in parts if p)}" if any(parts) else ""
+
+
 def _devices_text(names: list[str]) -> str:
     """The devices of a rank, each name once with its count: "8 x NVIDIA A100" (a trace lists
     every GPU of the machine, not the one the rank used)."""
+    names = [name for name in names if name]
     if not names:
         return "no device info"
     counts = Counter(names)
@@ -69,7 +83,7 @@ def render_text(report: Report) -> str:
     lines.extend(_ranks_table(report))
     for rank in report.ranks:
         lines.append("")
-        devices = _devices_text([_shorten(d.name) for d in rank.devices if d.name])
+        devices = _devices_text([_device_name(d) for d in rank.devices])
         lines.append(f"rank {rank.rank} ({devices}); wall {format_time(rank.wall_ns)}")
         c = rank.counts
         lines.append(
