@@ -215,6 +215,27 @@ def test_sync_stall_silent_when_the_next_work_was_already_queued(tmp_path: Path)
     assert sync_stall.detect(analyse(tmp_path, events)) == []
 
 
+def test_sync_stall_names_the_queued_wait_it_sat_through(tmp_path: Path) -> None:
+    """A sync [13, 403) while K2, launched before it, waits on another stream until 300 (idle
+    100-300, queued) and K3 comes only after the sync (idle 310-420, the sync's): the finding
+    counts its own 110 us and says the host also sat out 200 us of queued wait."""
+    events = [
+        runtime("cudaLaunchKernel", 1, 4, 1),
+        kernel("K1", 10, 90, 1),
+        runtime("cudaLaunchKernel", 6, 2, 2),  # K2 queued up front
+        kernel("K2", 300, 10, 2),
+        cpu_op("aten::item", 12, 393),
+        runtime("cudaStreamSynchronize", 13, 390, 3),
+        runtime("cudaLaunchKernel", 410, 4, 4),
+        kernel("K3", 420, 10, 4),
+        cpu_op("aten::add", 409, 6),
+    ]
+    hint = only(sync_stall.detect(analyse(tmp_path, events)))
+    assert hint.gain_ns == 110 * US
+    assert hint.numbers["queued_idle_in_sync_ns"] == 200 * US
+    assert "also sat idle 200 µs with its next work already queued" in hint.explanation
+
+
 # --- data loading -----------------------------------------------------------------------------
 
 

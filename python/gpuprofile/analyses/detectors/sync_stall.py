@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses import idle
-from gpuprofile.analyses.claims import frame_claim
+from gpuprofile.analyses.claims import frame_claim, rows_claim
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import AUTOTUNE_TEXT, SYNC, Fix, pick, pick_text
 from gpuprofile.analyses.framework import Framework
@@ -162,6 +162,25 @@ def _hint(
         if _AUTOTUNING.search(top_op)
         else chosen.fix
     )
+    # Idle inside the calls whose next work was queued already (analyses/idle.py's rule 0): the
+    # GPU waited on another stream or a collective, and the sync only waited for that too.
+    gaps = analysis.idle_gaps
+    queued = gaps[
+        (gaps["rank"] == rank) & (gaps["cause"] == idle.OTHER) & (gaps["runtime_id"] != NO_ID)
+    ]
+    inside = frame_claim(queued)
+    held = rows_claim(
+        calls["start_ns"].to_numpy(), (calls["end_ns"] - calls["start_ns"]).to_numpy()
+    )
+    queued_ns = inside.length_ns - inside.minus(held).length_ns
+    queued_text = (
+        f" While the host waited in them, the GPU also sat idle {format_time(queued_ns)} with "
+        "its next work already queued behind another stream or a collective: that wait is the "
+        "dependency's, which the sync only waited out too; without the sync the host could "
+        "queue independent work there."
+        if queued_ns >= gain
+        else ""
+    )
     timing_text = (
         f" Most of it follows {'/'.join(device_syncs.index)} called directly, "
         f"{int(device_syncs.sum())} in {max(steps, 1)} step{'s' if steps > 1 else ''}: the "
@@ -191,7 +210,7 @@ def _hint(
             f"({format_fraction(gain / window)} of its {format_time(window)} window) in "
             f"{len(stalls)} gaps after the host synchronized. "
             f"Synchronizing calls: {call_text}, {format_time(call_ns)} of host time in all. "
-            f"Where: {source_text}.{timing_text}"
+            f"Where: {source_text}.{timing_text}{queued_text}"
         ),
         numbers={
             "idle_ns": gain,
@@ -201,6 +220,7 @@ def _hint(
             "sync_call_ns": call_ns,
             "top_op": top_op,
             "top_where": top_where,
+            "queued_idle_in_sync_ns": queued_ns,
         },
         fix=fix,
         code=chosen.code,
