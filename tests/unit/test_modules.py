@@ -386,6 +386,8 @@ def test_module_text_is_an_indented_tree_cut_to_the_heaviest_with_their_parents(
     assert phase_line(Phases(forward_ns=30, backward_ns=0, optimizer_ns=0, other_ns=10), 40) == [
         "  phases: forward 30 ns (75%), other 10 ns (25%)"
     ]
+    # Nothing in any phase (a TensorRT engine's layers): no line that says "other 100%".
+    assert phase_line(Phases(forward_ns=0, backward_ns=0, optimizer_ns=0, other_ns=10), 10) == []
     # No kernels anywhere: no GPU column of zeros; one module with GPU time brings it back.
     assert "GPU" not in lines[1]
     gpu_rows = [msgspec.structs.replace(rows[0], gpu_ns=7_000), *rows[1:]]

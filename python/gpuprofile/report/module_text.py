@@ -14,8 +14,10 @@ PATH_WIDTH = 60
 
 
 def phase_line(phases: Phases | None, wall_ns: int) -> list[str]:
-    """``phases: forward 1.2 ms (40%), backward ...``; nothing without host ops."""
-    if phases is None:
+    """``phases: forward 1.2 ms (40%), backward ...``; nothing without host ops, nor where no
+    op belongs to any phase (no module calls, no phase marks, no backward: a TensorRT engine's
+    layers, a CUDA program's ranges), where "other 100%" would say nothing."""
+    if phases is None or not (phases.forward_ns or phases.backward_ns or phases.optimizer_ns):
         return []
     parts = (
         ("forward", phases.forward_ns),

@@ -105,8 +105,9 @@ def render_text(report: Report) -> str:
         if rank.top_kernels:
             lines.append("  top kernels by total time:")
             for kernel in rank.top_kernels:
-                name = kernel.label or kernel.name
-                lines.append(_top_line(kernel.total_ns, kernel.count, name))
+                lines.append(
+                    _top_line(kernel.total_ns, kernel.count, kernel.label or kernel.name, 100)
+                )
                 lines.extend(_measured_line(kernel.measured))
         if rank.top_ops:
             lines.append("  top ops by inclusive time (nested ops overlap):")
@@ -184,8 +185,8 @@ def _inference_lines(inference: dict[str, Any] | None, limit: int = 5) -> list[s
     return lines
 
 
-def _top_line(total_ns: int, count: int, name: str) -> str:
-    return f"    {format_time(total_ns):>10}  x{count:<6} {_shorten(name)}"
+def _top_line(total_ns: int, count: int, name: str, width: int = 80) -> str:
+    return f"    {format_time(total_ns):>10}  x{count:<6} {_shorten(name, width)}"
 
 
 # GPU steps listed one per line; beyond, the first ones and a sum of all.
