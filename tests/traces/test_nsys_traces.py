@@ -280,3 +280,22 @@ def test_a_grid_smaller_than_the_gpu_is_found_in_an_nsys_export(traces: dict[Pat
     idle = sum(dur * (1 - blocks / sms) for dur, blocks in under)
     assert hint.numbers["idle_capacity_ns"] == pytest.approx(idle, abs=len(under))
     assert "occupancy is" not in hint.explanation  # the export has no occupancy estimate
+
+
+def test_a_first_cuda_range_of_an_nvtx_csv_is_the_context(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The n-body CSV holds NVTX ranges only: its first range named for a CUDA call (read
+    with csv: cudaMallocManaged, 204.8 ms) creates the context, and the report says so
+    first."""
+    from gpuprofile.units import format_time
+
+    with require_trace(NVTX_CSV).open(newline="") as file:
+        rows = list(csv.DictReader(file))
+    cuda = [r for r in rows if r["Name"].startswith("cuda")]
+    first = min(cuda, key=lambda r: int(r["Start (ns)"]))
+    assert first["Name"] == "cudaMallocManaged"
+    report = json.loads(_report(capsys, str(NVTX_CSV), "--format", "json"))
+    one_off = next(n["text"] for n in report["notices"] if n["kind"] == "one-off")
+    duration = format_time(int(first["Duration (ns)"]))
+    assert f"CUDA context creation, cudaMallocManaged {duration}" in one_off

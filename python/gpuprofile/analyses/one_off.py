@@ -6,7 +6,8 @@ What counts, per rank:
 
 - the rank's first CUDA/HIP runtime call, when it is long: the context is created inside
   whichever call comes first (``cudaDeviceGetStreamPriorityRange`` inside ``aten::to`` is
-  ``model.cuda()``'s first copy);
+  ``model.cuda()``'s first copy); in a trace of ranges alone (an NVTX CSV), the first range
+  the program named for a CUDA call (``cudaMallocManaged``);
 - a first call far longer than the calls of its name that follow (``FIRST_CALL_RATIO``), or a
   long call made once: the first kernel launch loads its module (lazy loading), the first
   ``cudaMalloc``/``cudaFree`` grows the allocator, ``cudaHostRegister`` pins memory; calls
@@ -31,6 +32,7 @@ import numpy as np
 
 from gpuprofile.analyses.frames import is_user_frame
 from gpuprofile.analyses.intervals import union_length
+from gpuprofile.analyses.names import matches
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.compiled import CompiledCode
@@ -50,6 +52,8 @@ _JIT = re.compile(
     r"|jit_compile|compile_kernel",
     re.IGNORECASE,
 )
+# A range named for a CUDA/HIP runtime or driver call.
+_RUNTIME_NAME = re.compile(r"^(cuda|hip|cu)[A-Z]\w*$")
 _PROFILER_START = re.compile(r"start_trace|ProfilerStart|profiler.*\bstart\b", re.IGNORECASE)
 
 
@@ -143,6 +147,16 @@ def _op_one_offs(facts: Lookups, rank: int, compiled: CompiledCode) -> list[OneO
         return out
     dur = ops["dur_ns"].to_numpy()[rows]
     long = rows[dur >= MIN_ONE_OFF_NS]
+    # A program that marks its own CUDA calls (NVTX ranges named cudaMallocManaged ...) in a
+    # trace without runtime calls: its first such range holds the context's creation.
+    if not len(facts.rank_rows("runtime", rank)):
+        named = rows[matches(ops["name"], _RUNTIME_NAME)[rows]]
+        if len(named):
+            first = int(named[np.argmin(ops["start_ns"].to_numpy()[named])])
+            name = str(ops["name"].iat[first])
+            if ops["dur_ns"].to_numpy()[first] >= MIN_ONE_OFF_NS and not _WAITS.search(name):
+                vendor = "HIP" if name.startswith("hip") else "CUDA"
+                out.append(_at(facts, rank, f"{vendor} context creation", name, first, "ops"))
     for row in long.tolist():
         name = str(ops["name"].iat[row])
         if _JIT.search(name):
