@@ -570,5 +570,5 @@ def test_tf32_tensor_op_kernels_mean_tf32_is_on(traces: Any) -> None:
     assert hints
     for hint in hints:
         assert hint.rank in launches
-        assert f"TF32 is on: {launches[hint.rank]} kernel launches" in hint.explanation
+        assert f"TF32 is on: {launches[hint.rank]} kernels on this rank" in hint.explanation
         assert not any("allow_tf32" in step or "matmul_precision" in step for step in hint.fix)

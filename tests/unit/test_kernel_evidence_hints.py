@@ -93,7 +93,9 @@ def back_to_back(names: tuple[str, ...], dur: float = 1000) -> list[dict[str, An
 def test_fp32_simt_kernels_by_name(
     tmp_path: Path, hardware: Hardware, target: str, fix_word: str
 ) -> None:
-    trace = load(tmp_path, back_to_back(FP32_SIMT + TENSOR_CORE))
+    # Half-precision tensor-core kernels only: TF32 is not seen on, so it is advised.
+    half = tuple(name for name in TENSOR_CORE if "tensorop_s1688gemm" not in name)
+    trace = load(tmp_path, back_to_back(FP32_SIMT + half))
     [hint] = tensor_cores.detect(Analysis(trace, hardware))
     rates = hardware.peak_flops
     assert hint.gain_ns == int(len(FP32_SIMT) * 1000 * US * (1 - rates["fp32"] / rates[target]))
@@ -103,6 +105,17 @@ def test_fp32_simt_kernels_by_name(
     assert fix_word in hint.code + " ".join(hint.fix)
     named = set(trace.kernels.loc[trace.kernels["name"].isin(FP32_SIMT), "id"])
     assert set(hint.evidence[0].event_ids) == named
+
+
+def test_fp32_kernels_beside_tf32_tensor_op_kernels_get_shape_fixes(tmp_path: Path) -> None:
+    """cutlass_80_tensorop_s1688gemm runs fp32 inputs on TF32 tensor cores: with it in the
+    trace TF32 is on, so the fp32 SIMT kernels stayed off by their shapes, and the finding
+    says so instead of advising TF32."""
+    trace = load(tmp_path, back_to_back(FP32_SIMT + TENSOR_CORE))
+    [hint] = tensor_cores.detect(Analysis(trace, A100ISH))
+    assert "TF32 is on already (1 kernel ran fp32 matmuls" in hint.explanation
+    assert hint.fix[0].startswith("TF32 is on already") and hint.code == ""
+    assert not any("set_float32_matmul_precision" in step for step in hint.fix)
 
 
 def test_tensor_core_kernels_are_not_flagged(tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ from gpuprofile.hardware.model import Hardware
 from gpuprofile.hardware.properties import trace_devices
 from gpuprofile.trace.model import Trace
 from gpuprofile.trace.precisions import LOW_PRECISIONS
-from gpuprofile.units import format_flops_per_s, format_fraction, format_time
+from gpuprofile.units import format_count, format_flops_per_s, format_fraction, format_time
 
 UNKNOWN_HARDWARE_SPEEDUP = 2.0
 MISALIGNED_SHARE = 0.25
@@ -202,9 +202,9 @@ def _named_fp32_hint(
     tf32_kernels = _tf32_kernels(analysis, rank) if target == "tf32" else 0
     if tf32_kernels:
         switch = (
-            f"TF32 is on already ({tf32_kernels} kernel launches ran fp32 matmuls on TF32 "
-            "tensor cores), so these were left on the vector units by their shapes: padding "
-            "their dims or bf16/fp16"
+            f"TF32 is on already ({format_count(tf32_kernels, 'kernel')} ran fp32 matmuls on "
+            "TF32 tensor cores), so these were left on the vector units by their shapes: "
+            "padding their dims or bf16/fp16"
         )
     rates = f"{format_flops_per_s(tc_rate)} against {format_flops_per_s(fp32_rate)} fp32"
     return Hint(
@@ -339,8 +339,9 @@ def _fp32_hint(
             f"{len(ops)} matmul/attention ops ran in fp32 on the vector units for "
             f"{format_time(time_ns)} of GPU time at {format_flops_per_s(achieved)}"
             + (
-                f". TF32 is on: {tf32_kernels} kernel launches on this rank ran fp32 matmuls on "
-                "TF32 tensor cores, so these were left on the vector units by their shapes"
+                f". TF32 is on: {format_count(tf32_kernels, 'kernel')} on this rank ran fp32 "
+                "matmuls on TF32 tensor cores, so these were left on the vector units by their "
+                "shapes"
                 if tf32_kernels
                 else pick_text(kind, TF32_DEFAULT_NOTE, {"cuda": ""})
             )
