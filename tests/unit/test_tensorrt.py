@@ -295,3 +295,53 @@ def test_unfused_layers_told_by_name_without_a_graph(tmp_path: Path) -> None:
     assert hint.gain_ns == 200_000 and hint.numbers["layers"] == 3
     assert hint.confidence == "low"
     assert hint.numbers["bias add_ns"] == 50_000 and hint.numbers["activation_ns"] == 50_000
+
+
+# A DLA build's verbose log, as trtexec writes it (the lists TensorRT prints after placing
+# layers; newer versions prefix a GPU layer with its type, older ones do not).
+DLA_LOG = """\
+[12/06/2026-10:00:00] [I] [TRT] ---------- Layers Running on DLA ----------
+[12/06/2026-10:00:00] [I] [TRT] [DlaLayer] {ForeignNode[conv1...conv2]}
+[12/06/2026-10:00:00] [I] [TRT] [DlaLayer] {ForeignNode[conv3]}
+[12/06/2026-10:00:00] [I] [TRT] ---------- Layers Running on GPU ----------
+[12/06/2026-10:00:00] [I] [TRT] [GpuLayer] COPY: Reformatting CopyNode for Input Tensor 0 to softmax
+[12/06/2026-10:00:00] [I] [TRT] [GpuLayer] SOFTMAX: softmax
+[12/06/2026-10:00:00] [I] [TRT] [GpuLayer] reshape_3
+[12/06/2026-10:00:00] [I] [TRT] After Myelin optimization: 6 layers
+"""
+DLA_ENGINE = [
+    ("{ForeignNode[conv1...conv2]}", 0.5, "DLA", FP16),
+    ("Reformatting CopyNode for Input Tensor 0 to softmax", 0.05, "Reformat", FP16),
+    ("softmax", 0.2, "SoftMax", FP16),
+    ("reshape_3", 0.05, "Shuffle", FP16),
+    ("{ForeignNode[conv3]}", 0.2, "DLA", FP16),
+]
+
+
+@pytest.mark.parametrize("log_name", ["net.build.log", "net.log"])
+def test_layers_that_fell_back_from_the_dla(tmp_path: Path, log_name: str) -> None:
+    """The build log beside the profile puts softmax and reshape_3 on the GPU of an engine
+    with two DLA subgraphs: those are the fallbacks, their time summed from this test's own
+    profile; the reformat copy TensorRT inserted is a switch's cost, said apart."""
+    profile = _engine(tmp_path, DLA_ENGINE)
+    (tmp_path / log_name).write_text(DLA_LOG)
+    trace = load_tensorrt(profile)
+    assert trace.meta.inference is not None
+    assert trace.meta.inference["placement"] == {
+        "dla": ["{ForeignNode[conv1...conv2]}", "{ForeignNode[conv3]}"],
+        "gpu": ["Reformatting CopyNode for Input Tensor 0 to softmax", "softmax", "reshape_3"],
+    }
+    (hint,) = detector("trt_dla_fallback")(Analysis(trace, HARDWARE))
+    total_ms = sum(ms for _, ms, _, _ in DLA_ENGINE)
+    assert hint.gain_ns == 250_000  # softmax 0.2 ms + reshape_3 0.05 ms
+    assert hint.numbers["share"] == round(0.25 / total_ms, 4)
+    assert "softmax (200 µs), reshape_3 (50.0 µs)" in hint.explanation
+    assert "1 reformat layer between the two takes 50.0 µs more" in hint.explanation
+    assert hint.title.startswith("2 layers fell back from the DLA to the GPU")
+
+
+def test_no_fallback_without_a_dla_or_a_log(tmp_path: Path) -> None:
+    profile = _engine(tmp_path, FP16_ENGINE)
+    assert detector("trt_dla_fallback")(Analysis(load_tensorrt(profile), HARDWARE)) == []
+    (tmp_path / "net.log").write_text(DLA_LOG.replace("[DlaLayer]", "[Other]"))
+    assert detector("trt_dla_fallback")(Analysis(load_tensorrt(profile), HARDWARE)) == []

@@ -141,6 +141,7 @@ GPU_ONLY = frozenset(
         "precision-fallback",
         "reformat-overhead",
         "unfused-layers",
+        "dla-fallback",
     )
 )
 

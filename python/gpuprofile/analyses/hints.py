@@ -60,6 +60,7 @@ KINDS = (
     "host-outside-gpu",
     "uncoalesced-access",
     "ddp-buffer-broadcast",
+    "dla-fallback",
 )
 SEVERITIES = ("high", "medium", "low")
 CONFIDENCES = ("high", "medium", "low")

@@ -83,6 +83,9 @@ MIN_GAIN_SHARE: Mapping[str, float] = MappingProxyType(
         # Of the rank's wall time: one constructor argument (broadcast_buffers=False), so a
         # hundredth of the run is worth it.
         "ddp-buffer-broadcast": 0.01,
+        # Of an engine's summed layer time: any layer the DLA could not take keeps the GPU
+        # busy and adds two switches; from a hundredth it is worth naming.
+        "dla-fallback": 0.01,
     }
 )
 

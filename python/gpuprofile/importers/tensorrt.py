@@ -1,5 +1,6 @@
-"""TensorRT: trtexec's ``--exportProfile`` JSON, with ``--exportTimes``, ``--exportLayerInfo``
-and TREx's ``.profile.metadata.json`` when they sit beside it (docs/formats/tensorrt.md).
+"""TensorRT: trtexec's ``--exportProfile`` JSON, with ``--exportTimes``, ``--exportLayerInfo``,
+TREx's ``.profile.metadata.json`` and trtexec's build log when they sit beside it
+(docs/formats/tensorrt.md).
 
 The layer profile is one average inference: its layers become ops (category ``trt_layer``)
 laid end to end on one host thread, in profile order, each lasting its ``averageMs``; each
@@ -89,6 +90,9 @@ def load_tensorrt(path: str | Path) -> Trace:
         )
     options = (engine.metadata or {}).get("inference_options")
     inference["options"] = options if isinstance(options, dict) else None
+    # Where the builder placed each layer, from its log: {"dla": [...], "gpu": [...]}.
+    placed = engine.placement
+    inference["placement"] = {k: list(v) for k, v in placed.items()} if placed else None
     inference["notes"] = notes
     files = tuple(str(p) for p in engine.files.values())
     facts = RankMeta(

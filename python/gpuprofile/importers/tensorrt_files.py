@@ -7,6 +7,10 @@
   ``endEnqMs``, ``startH2dMs`` ... ``latencyMs``; TensorRT 7 spelled the copies ``In``/``Out``).
 - ``--exportLayerInfo`` (``X.graph.json``): ``{"Layers": [...], "Bindings": [...]}``.
 - TREx's ``X.profile.metadata.json``: what TREx parsed from trtexec's log, the device included.
+- trtexec's build log (``X.build.log`` or ``X.log``, its ``--verbose`` output): where each layer
+  runs, read from its "Layers Running on DLA" and "... on GPU" lists (``[DlaLayer]`` /
+  ``[GpuLayer]`` lines; newer TensorRT writes ``[GpuLayer] SHUFFLE: name``, older ``[GpuLayer]
+  name``).
 
 A file of one kind names its siblings by the stem they share; any of them may be given.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,10 @@ from gpuprofile.errors import TraceFormatError
 from gpuprofile.importers.source import read_trace_bytes
 
 PROFILE, TIMING, GRAPH, METADATA = "profile", "timing", "graph", "metadata"
+BUILD_LOG = "build log"
+LOG_SUFFIXES = (".build.log", ".log")
+_PLACED = re.compile(r"\[(Dla|Gpu)Layer\]\s*(.*?)\s*,?\s*$")
+_LAYER_TYPE = re.compile(r"^[A-Z][A-Z_]*:\s+")
 # The names TREx gives the exports of one engine ("resnet.onnx.engine" + suffix), gzip or not.
 SUFFIXES = {
     PROFILE: ".profile.json",
@@ -77,6 +86,8 @@ class Engine:
     timing: tuple[Inference, ...] | None = None
     graph: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
+    # From the build log: the layers the builder placed on the DLA and on the GPU.
+    placement: dict[str, tuple[str, ...]] | None = None
     files: dict[str, Path] = field(default_factory=dict)
 
 
@@ -101,6 +112,14 @@ def read_engine(path: Path) -> Engine:
                 files[kind] = candidate
                 break
     documents = {kind: document if kind == given else read_json(p) for kind, p in files.items()}
+    log = next(
+        (
+            path.with_name(stem + suffix)
+            for suffix in LOG_SUFFIXES
+            if stem is not None and path.with_name(stem + suffix).is_file()
+        ),
+        None,
+    )
     for kind, doc in documents.items():
         if kind_of(doc) != kind:
             raise TraceFormatError(files[kind], f"named as a {kind} file but does not hold one")
@@ -109,8 +128,27 @@ def read_engine(path: Path) -> Engine:
         timing=timing(files[TIMING], documents[TIMING]) if TIMING in files else None,
         graph=graph(files[GRAPH], documents[GRAPH]) if GRAPH in files else None,
         metadata=documents.get(METADATA),
-        files=files,
+        placement=placement(log) if log is not None else None,
+        files={**files, BUILD_LOG: log} if log is not None else files,
     )
+
+
+def placement(path: Path) -> dict[str, tuple[str, ...]] | None:
+    """The layers a build log lists as running on the DLA and on the GPU ({"dla": names,
+    "gpu": names}), the GPU's without their type prefix; None when it lists none (a build
+    without --verbose, or a log of something else)."""
+    text = read_trace_bytes(path).decode("utf-8", errors="replace")
+    found: dict[str, list[str]] = {"dla": [], "gpu": []}
+    for line in text.splitlines():
+        match = _PLACED.search(line)
+        if match and match.group(2):
+            name = match.group(2)
+            found[match.group(1).lower()].append(
+                name if match.group(1) == "Dla" else _LAYER_TYPE.sub("", name)
+            )
+    if not found["dla"] and not found["gpu"]:
+        return None
+    return {device: tuple(names) for device, names in found.items()}
 
 
 def read_json(path: Path) -> Any:

@@ -41,6 +41,7 @@ DETECTORS = (
     "trt_precision",
     "trt_reformat",
     "trt_unfused",
+    "trt_dla_fallback",
     "graph_breaks",
     "python_loop",
     "mask_routing",

@@ -64,7 +64,7 @@ FIXES = {
     "pad": (
         "Fold the explicit padding into the convolution or pooling after it: pad in that layer "
         "(padding=, or 'same' in the framework the model is exported from), or fold it in the "
-        "ONNX graph (onnx-simplifier, polygraphy surgeon sanitize --fold-constants), so the "
+        "ONNX graph (onnxoptimizer's fuse_pad_into_conv and fuse_pad_into_pool passes), so the "
         "builder sees one layer."
     ),
     "bias add": (
