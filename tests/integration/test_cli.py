@@ -52,6 +52,7 @@ def test_report_json_is_the_profile_report(
             "class": "compute",
             "measured": None,
             "class_reason": "no copy, wait or communication in its name, launching op or stream",
+            "label": "gemm",  # the name as printed: nothing else reads alike
         },
         {
             "name": "ncclKernel_AllReduce",
@@ -60,6 +61,7 @@ def test_report_json_is_the_profile_report(
             "class": "communication",
             "measured": None,  # nothing measured on the launches (Nsight Compute would)
             "class_reason": "its name says all-reduce",
+            "label": "ncclKernel_AllReduce",
         },
     ]
     assert rank["copies"] == [
