@@ -238,7 +238,9 @@ export function createRoofline(summary, hooks = {}) {
       return;
     }
     const top = node("div", "gp-rl-details-head");
-    top.appendChild(node("span", "gp-rl-details-name", pointTitle(p)));
+    const title = node("span", "gp-rl-details-name", pointTitle(p));
+    title.title = String(p.name ?? "");
+    top.appendChild(title);
     const close = button("×", "clear the selection", "gp-rl-close");
     close.addEventListener("click", () => select(null));
     top.appendChild(close);

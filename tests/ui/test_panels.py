@@ -80,7 +80,8 @@ kernels = trace.table('kernels')
 same = kernels[(kernels['name'].astype(str) == points[k]['name'])
                & (kernels['rank'] == points[k]['rank'])]
 top = same.loc[same['dur_ns'].idxmax()]
-out['point'] = {{'index': k, 'name': points[k]['name'], 'instances': len(same),
+out['point'] = {{'index': k, 'name': points[k]['name'], 'label': points[k]['label'],
+                 'instances': len(same),
                  'start': float(top['start_ns']), 'end': float(top['start_ns'] + top['dur_ns'])}}
 
 # Hint evidence: the report's windows, and how many of its event ids are timeline events.
@@ -174,10 +175,12 @@ def test_roofline_point_moves_the_timeline(module_page, expected: dict, artifact
     _click_point(page, point["index"])
     wait_data(page, ROOFLINE, "data-selected-point", f"v === '{point['index']}'")
 
-    # Its details box names it, as text.
+    # Its details box names it, as text: the short name the report gives it, the kernel's
+    # full name on hover.
     name = roofline.locator(".gp-rl-details .gp-rl-details-name").first
     name.wait_for(state="visible")
-    assert name.inner_text() == point["name"]
+    assert name.inner_text() == (point["label"] or point["name"])
+    assert name.get_attribute("title") == point["name"]
 
     # The timeline outlines all its instances and shows the longest one.
     wait_data(
