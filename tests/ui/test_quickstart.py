@@ -71,14 +71,18 @@ def test_quickstart_widget(page, run_notebook, artifacts_dir: Path) -> None:
     assert abs((end2 - start2) - (end1 - start1)) < 1e-6 * (end1 - start1) + 1e-3
 
     # A drag in the plot selects that stretch of time (the range panel opens) and keeps the view.
+    # It is made over the whole trace: which events a zoomed window holds depends on how long
+    # each op took on this machine (a loaded one stretches the optimizer step over all of it).
+    page.get_by_role("button", name="Show the whole trace (0)").click()
+    whole = wait_view_change(page, (start2, end2))
     panel = page.locator(".gpuprofile .gp-range-panel").first
     ya = box.y + AXIS_H + HEADER_H + 8  # in the first lane, under its group's header
-    page.mouse.move(box.x_of_fraction(0.2), ya)
+    page.mouse.move(box.x_of_fraction(0.02), ya)
     page.mouse.down()
-    page.mouse.move(box.x_of_fraction(0.5), ya, steps=5)
+    page.mouse.move(box.x_of_fraction(0.98), ya, steps=5)
     page.mouse.up()
     panel.wait_for(state="visible", timeout=10_000)
-    assert view(page) == (start2, end2)
+    assert view(page) == whole
     # Its top tables: one row per name, each shown apart from the others and not cut short
     # (names that share a long prefix, as autograd's, once read as one repeated row).
     panel.locator(".gp-range-top").first.wait_for(timeout=30_000)
@@ -95,8 +99,6 @@ def test_quickstart_widget(page, run_notebook, artifacts_dir: Path) -> None:
     panel.wait_for(state="hidden", timeout=10_000)
 
     # Hovering somewhere in the first lanes finds a box and shows its tooltip.
-    page.get_by_role("button", name="Show the whole trace (0)").click()
-    wait_view_change(page, (start2, end2))
     found = hover_find(page, box, [box.x_of_fraction(k / 40) for k in range(1, 40)], bool, 16.0)
     assert found, "no tooltip anywhere in the visible lanes"
     lines = found[2].splitlines()
