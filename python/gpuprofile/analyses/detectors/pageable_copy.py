@@ -20,6 +20,8 @@ weights once; pinning them would save nothing the steady state spends. The findi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -30,7 +32,7 @@ from gpuprofile.analyses.fixes_by_framework import COPY_STREAM, PAGEABLE, Fix, p
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.modules import FORWARD
-from gpuprofile.analyses.steps import count_in_steps, step_spans
+from gpuprofile.analyses.steps import step_spans
 from gpuprofile.analyses.summary import span_ns
 from gpuprofile.analyses.thresholds import MIN_COPY_BYTES, MIN_PAGEABLE_BYTES, worth_reporting
 from gpuprofile.trace.model import HOST_DEVICE_KINDS
@@ -79,12 +81,13 @@ def detect(analysis: Analysis) -> list[Hint]:
             (trace.memcpy["rank"] == rank) & trace.memcpy["kind"].isin(HOST_DEVICE_KINDS)
         ]
         sized = host_device[host_device["bytes"] >= MIN_COPY_BYTES]
-        setup = _setup(analysis, rank, sized)
+        is_setup = _setup_test(analysis, rank)
+        setup = is_setup(sized)
         copies = sized[~setup]
         pageable = (~copies["pinned"]) & copies["name"].astype(str).str.contains("Pageable")
         gaps = analysis.idle_gaps
         blocked = gaps[(gaps["rank"] == rank) & (gaps["cause"] == idle.HOST_DEVICE_COPY)]
-        blocked = blocked[~_setup(analysis, rank, blocked)]
+        blocked = blocked[~is_setup(blocked)]
         hint = _pageable(
             analysis, rank, copies, pageable.to_numpy(), blocked, len(host_device), sized[setup]
         )
@@ -96,22 +99,27 @@ def detect(analysis: Analysis) -> list[Hint]:
     return hints
 
 
-def _setup(analysis: Analysis, rank: int, rows: pd.DataFrame) -> np.ndarray:
-    """Per row (start_ns, dur_ns): whether it ends before the rank's first forward op and
-    lies in no step: the program's setup (its model moved to the GPU), done once."""
-    setup = np.zeros(len(rows), bool)
+def _setup_test(analysis: Analysis, rank: int) -> Callable[[pd.DataFrame], np.ndarray]:
+    """A test of rows (start_ns, dur_ns), per row: whether it ends before the rank's first
+    forward op and starts in no step, the program's setup (its model moved to the GPU), done
+    once. The boundary and the steps are found once per rank."""
     ops = analysis.rank_rows("ops", rank)
     forward = ops[analysis.modules.op_phase[ops] == FORWARD]
-    if not len(rows) or not len(forward):
-        return setup
+    if not len(forward):
+        return lambda rows: np.zeros(len(rows), bool)
     first = int(analysis.trace.ops["start_ns"].to_numpy()[forward].min())
-    start = rows["start_ns"].to_numpy(np.int64)
-    end = start + rows["dur_ns"].to_numpy(np.int64)
-    spans = step_spans(analysis.rank_table("ops", rank), span_ns(analysis, rank)[0])
-    in_step = np.zeros(len(rows), bool)
-    for at in np.flatnonzero(end <= first):
-        in_step[at] = count_in_steps(spans, start[at : at + 1]).any()
-    return np.asarray((end <= first) & ~in_step)
+    starts, ends = step_spans(analysis.rank_table("ops", rank), span_ns(analysis, rank)[0])
+
+    def is_setup(rows: pd.DataFrame) -> np.ndarray:
+        start = rows["start_ns"].to_numpy(np.int64)
+        end = start + rows["dur_ns"].to_numpy(np.int64)
+        in_step = np.zeros(len(start), bool)
+        if len(starts):
+            at = np.searchsorted(starts, start, side="right") - 1  # steps do not overlap
+            in_step = (at >= 0) & (start < ends[np.maximum(at, 0)])
+        return np.asarray((end <= first) & ~in_step)
+
+    return is_setup
 
 
 def _pageable(

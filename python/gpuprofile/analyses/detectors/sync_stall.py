@@ -172,7 +172,7 @@ def _hint(
     held = rows_claim(
         calls["start_ns"].to_numpy(), (calls["end_ns"] - calls["start_ns"]).to_numpy()
     )
-    queued_ns = inside.length_ns - inside.minus(held).length_ns
+    queued_ns = inside.overlap_ns(held)
     queued_text = (
         f" While the host waited in them, the GPU also sat idle {format_time(queued_ns)} with "
         "its next work already queued behind another stream or a collective: that wait is the "
