@@ -52,6 +52,8 @@ from typing import Any
 
 import msgspec
 
+from gpuprofile.trace.allocator import AllocatorState
+
 
 class Source(msgspec.Struct, frozen=True, kw_only=True):
     # "kineto", "capture", "nsys", "ncu", "tensorrt", "xplane" (importers/formats.py)
@@ -164,6 +166,18 @@ class Compiled(msgspec.Struct, frozen=True, kw_only=True):
     graph_breaks: tuple[GraphBreak, ...] = ()
 
 
+class TensorRole(msgspec.Struct, frozen=True, kw_only=True):
+    """A tensor whose role the capture knew when it ended (``--memory``): a parameter or a
+    gradient of a module it saw called, or an optimizer's state. ``addr`` is its storage's
+    address, as the allocator events name the block."""
+
+    addr: int
+    bytes: int
+    device: int  # -1: host memory
+    role: str  # parameters | gradients | optimizer state
+    owner: str  # the module path, or the optimizer's class
+
+
 class TraceMeta(msgspec.Struct, frozen=True, kw_only=True):
     source: Source = Source(format="unknown")
     origin_ns: int = 0
@@ -186,6 +200,13 @@ class TraceMeta(msgspec.Struct, frozen=True, kw_only=True):
     # ``Block.attn``), as the capture saw the modules called (capture/module_names.py).
     module_names: dict[str, str] = {}
     compiled: Compiled | None = None
+    # The exception that ended a capture's code early ("OutOfMemoryError: CUDA out of ..."),
+    # as its type and message; None when the code finished or the trace was imported.
+    failure: str | None = None
+    # With --memory: the tensors whose role the capture knew at its end (TensorRole).
+    tensor_roles: tuple[TensorRole, ...] = ()
+    # A memory snapshot's allocator state, one per device (trace/allocator.py); () otherwise.
+    allocator: tuple[AllocatorState, ...] = ()
 
 
 class StepsEntry(msgspec.Struct, frozen=True, kw_only=True):

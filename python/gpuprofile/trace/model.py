@@ -173,6 +173,8 @@ SCHEMA: dict[str, dict[str, str]] = {
         "bytes": _INT,
         "total_allocated": _INT,
         "total_reserved": _INT,
+        # The block's address (-1: unknown): pairs an allocation with its free.
+        "addr": _INT,
     },
     "counters": {
         "rank": _I32,

@@ -17,6 +17,7 @@ from gpuprofile.importers.kineto.format import (
     GPU_ANNOTATION,
     NO_ARGS,
     OP_CATEGORY,
+    OUT_OF_MEMORY_EVENT,
     PROFILER_SPAN,
     Args,
     Event,
@@ -367,7 +368,12 @@ def memory_columns(
         "bytes": ints((a.alloc_bytes for a in args), n, findings, "allocator bytes"),
         "total_allocated": ints((a.total_allocated for a in args), n, findings, "allocator totals"),
         "total_reserved": ints((a.total_reserved for a in args), n, findings, "allocator totals"),
+        "addr": ints((_address(a.addr) for a in args), n, findings, "allocator addresses"),
     }
+
+
+def _address(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def device_summary(props: dict[str, Any]) -> dict[str, Any]:
@@ -394,11 +400,17 @@ def _compute_capability(props: dict[str, Any]) -> str | None:
 def sort_events(
     events: list[Event],
 ) -> tuple[
-    dict[str, list[Event]], list[Event], list[Event], list[Event], dict[str, str], Counter[str]
+    dict[str, list[Event]],
+    list[Event],
+    list[Event],
+    list[Event],
+    dict[str, str],
+    Counter[str],
+    list[Event],
 ]:
     """The events of each table in file order; the counter samples; the GPU annotations; the
-    profiler's own spans (``Trace`` events, counted as skipped too); the threads' names; and
-    what was skipped, by kind, in the order first met.
+    profiler's own spans (``Trace`` events, counted as skipped too); the threads' names; what
+    was skipped, by kind, in the order first met; and the allocator's out-of-memory instants.
 
     Timeline events are routed by their (phase, category) pair in C-level passes (each pair's
     route worked out once); only the other events (instants, counters, metadata, unknown
@@ -417,6 +429,7 @@ def sort_events(
     spans: list[Event] = []
     thread_names: dict[str, str] = {}
     skipped: Counter[str] = Counter()
+    failures: list[Event] = []
     for i in np.flatnonzero(event_route == _ONE_BY_ONE).tolist():
         event = events[i]
         ph = event.ph
@@ -428,6 +441,8 @@ def sort_events(
             skipped[event.cat or "(no category)"] += 1
             if event.cat == PROFILER_SPAN:
                 spans.append(event)
+        elif ph in ("i", "I") and event.name == OUT_OF_MEMORY_EVENT:
+            failures.append(event)
         elif ph in ("i", "I"):
             skipped[f"instant {event.name}"] += 1
         elif ph == "C":
@@ -448,7 +463,19 @@ def sort_events(
                 thread_names[f"{event.pid}/{event.tid}"] = event.args.name
         else:
             skipped[f"phase {ph or '(none)'}"] += 1
-    return buckets, counters, gpu_annotations, spans, thread_names, skipped
+    return buckets, counters, gpu_annotations, spans, thread_names, skipped, failures
+
+
+def out_of_memory_text(event: Event) -> str:
+    """The failure an allocator's ``[OutOfMemory]`` instant records, in words (TraceMeta.failure
+    of an imported trace: the analyses' post-mortem reads it as the capture's exception)."""
+    args = event.args or NO_ARGS
+    size = args.alloc_bytes if isinstance(args.alloc_bytes, int) else None
+    on_gpu = args.device_type not in (None, 0)
+    device = f"GPU {args.device_id}" if on_gpu else "the host"
+    asked = f"you tried to allocate {size} bytes" if size is not None else "an allocation failed"
+    where = "OutOfMemoryError (the profiler's [OutOfMemory] event)"
+    return f"{where}: out of memory on {device}: {asked}"
 
 
 _PH_CAT = attrgetter("ph", "cat")

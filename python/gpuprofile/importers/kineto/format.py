@@ -34,6 +34,8 @@ class Args(msgspec.Struct, gc=False):
     total_allocated: int | None = msgspec.field(name="Total Allocated", default=None)
     total_reserved: int | None = msgspec.field(name="Total Reserved", default=None)
     device_type: int | None = msgspec.field(name="Device Type", default=None)
+    # Any: an address is an int in Kineto's JSON, but nothing else promises it.
+    addr: Any = msgspec.field(name="Addr", default=None)
     device_id: int | None = msgspec.field(name="Device Id", default=None)
     name: str | None = None  # process_name / thread_name metadata
     # Communication args (record_param_comms ops, NCCL kernels since torch 2.3). Any: their
@@ -130,6 +132,8 @@ TABLE_OF_CATEGORY = {
 OP_CATEGORY = {"Operator": "cpu_op"}
 # Allocator events are instants of this name.
 MEMORY_EVENT = "[memory]"
+# An allocation the allocator refused (torch's reportOutOfMemoryToProfiler): its Bytes the request.
+OUT_OF_MEMORY_EVENT = "[OutOfMemory]"
 # The profiler's own bookkeeping, in every torch.profiler trace (as RankMeta.skipped names
 # them): its window's span and the instants that mark a window's start and end. Not read, and
 # no loss: the report does not list them among the events not read.

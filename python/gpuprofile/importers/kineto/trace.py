@@ -28,6 +28,7 @@ from gpuprofile.importers.kineto.columns import (
     memory_columns,
     memset_columns,
     op_columns,
+    out_of_memory_text,
     runtime_columns,
     sort_events,
 )
@@ -118,6 +119,7 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
     findings = Findings()
     doc: Document[Any] | None = None
     span_ends: list[int] = []  # the profiler's own spans' ends (Trace events), in ns
+    failures: list[Event] = []  # the allocator's [OutOfMemory] instants
 
     def loose(items: list[Any], first: int) -> list[Event]:
         return loose_events(items, first, findings)
@@ -135,7 +137,8 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
         shapes = Shapes(findings)
         named = f"{path.name} " if len(paths) > 1 else ""
         for first, events in events_parts:
-            buckets, counters, annotations, spans, names, part_skipped = sort_events(events)
+            buckets, counters, annotations, spans, names, part_skipped, oom = sort_events(events)
+            failures += oom
             thread_names.update(names)
             skipped.update(part_skipped)
             buckets.update(counters=counters, gpu_annotations=annotations)
@@ -216,6 +219,7 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
         windows=tuple(w.shifted(-origin) for w in entry.windows) if entry else (),
         steps=entry.steps if entry else None,
         notes=(range_profiler_note(skipped[RANGE_PROFILER]),) if skipped[RANGE_PROFILER] else (),
+        failure=out_of_memory_text(failures[-1]) if failures else None,
     )
     return Trace(**tables, meta=meta), declared_rank
 
