@@ -16,6 +16,7 @@ import msgspec
 import pytest
 
 import gpuprofile
+from gpuprofile.analyses import memory_failure, memory_moments, memory_use
 from gpuprofile.profiles import Profile
 from gpuprofile.report import diff_schema, schema
 from gpuprofile.report.build import plain_report
@@ -29,6 +30,7 @@ from gpuprofile.report.schema_gen import (
     stale,
 )
 from gpuprofile.report.widget_summary import SummaryExtras
+from gpuprofile.trace import allocator
 from helpers.baseline_pair import write_pair
 from helpers.synthetic import synthetic_trace
 
@@ -44,12 +46,26 @@ def _structs(module: object) -> dict[str, type[msgspec.Struct]]:
 
 
 DIFF_STRUCTS = _structs(diff_schema)
-# A report's baseline is a diff: the report's JSON Schema holds the diff's Structs too.
-STRUCTS = {**_structs(schema), **DIFF_STRUCTS}
+# A report's baseline is a diff: the report's JSON Schema holds the diff's Structs too, and
+# the memory view's and the allocator snapshot's, defined where they are computed.
+STRUCTS = {
+    **_structs(schema),
+    **DIFF_STRUCTS,
+    **_structs(memory_use),
+    **_structs(memory_moments),
+    **_structs(memory_failure),
+    **_structs(allocator),
+}
 # What the widget's summary adds beside the report (report/widget_summary.py), and its lanes:
 # typed in the .d.ts, absent from the report's JSON Schema.
 EXTRAS = {
-    "SummaryExtras": ["text", "roofline_layout", "module_layout", "step_noise", "workload_line"],
+    "SummaryExtras": ["text", "roofline_layout", "module_layout", "memory_layout", "step_noise",
+                      "workload_line"],
+    "MemoryLayout": ["rank", "title", "width", "height", "plot", "areas", "x_ticks", "y_ticks",
+                     "markers"],
+    "Area": ["category", "colour", "points", "legend", "swatch"],
+    "Marker": ["x", "top", "label", "kind"],
+    "MemoryTick": ["at", "label"],
     "StepNoise": ["verdict", "text"],
     "RooflineLayout": ["width", "height", "plot", "x", "y", "roofs", "memory_label",
                        "memory_line", "ridges", "points", "levels", "empty", "roofs_missing",

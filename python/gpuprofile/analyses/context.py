@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from gpuprofile.analyses.gpu_time import GpuTime
     from gpuprofile.analyses.job import Job
     from gpuprofile.analyses.kernel_kind import KernelClasses
+    from gpuprofile.analyses.memory_use import MemoryUse
     from gpuprofile.analyses.modules import Modules
     from gpuprofile.analyses.one_off import OneOff
     from gpuprofile.analyses.recorded import RecordedInputs
@@ -86,6 +87,7 @@ class Analysis:
         self._wall_ns: dict[int, int] = {}
         self._gpu_activity: dict[int, pd.DataFrame] = {}
         self._gpu_time: dict[int, GpuTime | None] = {}
+        self._memory_use: dict[int, MemoryUse | None] = {}
 
     # --- lookups of the trace's rows (analyses/lookups.py) ---------------------------------
 
@@ -143,6 +145,13 @@ class Analysis:
         from gpuprofile.analyses.gpu_time import gpu_time
 
         return _once(self._gpu_time, rank, lambda r: gpu_time(self, r))
+
+    def memory_use(self, rank: int) -> MemoryUse | None:
+        """The rank's memory by category and module over time, its peak and an out-of-memory
+        failure's post-mortem; None without allocator events (memory_use.py)."""
+        from gpuprofile.analyses.memory_use import memory_use
+
+        return _once(self._memory_use, rank, lambda r: memory_use(self, r))
 
     # --- derived tables ----------------------------------------------------------------------
 
@@ -341,4 +350,9 @@ class Analysis:
     def gauges(self) -> list[Gauge]:
         from gpuprofile.analyses.gauges import gauges
 
-        return gauges(self, self.roofline, {rank: self.gpu_time(rank) for rank in self.trace.ranks})
+        return gauges(
+            self,
+            self.roofline,
+            {rank: self.gpu_time(rank) for rank in self.trace.ranks},
+            lambda rank: use.peak.total_bytes if (use := self.memory_use(rank)) else None,
+        )

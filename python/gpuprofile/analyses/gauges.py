@@ -12,7 +12,7 @@ memory, any amount over the capacity), which says the roof or the count is wrong
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -63,11 +63,15 @@ _POINT_COLUMNS = (
 
 
 def gauges(
-    facts: Lookups, roofline: Roofline, gpu_times: Mapping[int, GpuTime | None]
+    facts: Lookups,
+    roofline: Roofline,
+    gpu_times: Mapping[int, GpuTime | None],
+    host_peak: Callable[[int], int | None] = lambda rank: None,
 ) -> list[Gauge]:
     """Per rank, the five gauges against the roofs the roofline was drawn with.
 
-    facts: the trace and its lookups; gpu_times: each rank's ``Analysis.gpu_time``."""
+    facts: the trace and its lookups; gpu_times: each rank's ``Analysis.gpu_time``;
+    host_peak: a rank's peak host memory as its memory view counts it (a CPU run's gauge)."""
     trace = facts.trace
     hardware = roofline.hardware
     points = roofline.points
@@ -86,7 +90,7 @@ def gauges(
             _possible(_compute(mine, hardware, rank, source), OVER_ROOF),
             _possible(_host_link(facts, hardware, rank), OVER_ROOF),
             # Allocated bytes cannot exceed the memory the device has, by any margin.
-            _possible(_memory(facts, hardware, rank), 1.0),
+            _possible(_memory(facts, hardware, rank, host_peak), 1.0),
         ]
     return out
 
@@ -266,17 +270,23 @@ def _host_link(facts: Lookups, hardware: Hardware, rank: int) -> Gauge:
     )  # fmt: skip
 
 
-def _memory(facts: Lookups, hardware: Hardware, rank: int) -> Gauge:
+def _memory(
+    facts: Lookups, hardware: Hardware, rank: int, host_peak: Callable[[int], int | None]
+) -> Gauge:
     trace = facts.trace
     memory = trace.memory
     on_rank = facts.rank_rows("memory", rank)
     rows = on_rank[memory["device"].to_numpy()[on_rank] >= 0]
     # Events without a total (-1, NO_ID: the trace did not write one) tell no peak.
     totals = rows[memory["total_allocated"].to_numpy()[rows] >= 0]
+    if not len(rows) and len(on_rank) and not len(facts.gpu_activity(rank)):
+        return _host_memory(host_peak(rank), rank)  # a CPU run: its memory is the host's
     if not len(totals):
         why = (
             "the GPU allocator events carry no totals (Total Allocated)"
             if len(rows)
+            else "allocator events for host memory only: the GPU's were not recorded"
+            if len(on_rank)
             else "no GPU allocator events: profile with memory recording on (--memory)"
         )
         return Gauge(
@@ -291,6 +301,17 @@ def _memory(facts: Lookups, hardware: Hardware, rank: int) -> Gauge:
         "memory", "Peak GPU memory", rank, float(peaks.max()), "B", capacity,
         f"GPU {device} capacity" if capacity else "unknown capacity", source,
         note=f"peak allocated by PyTorch's allocator on GPU {device} (reserved is higher)",
+    )  # fmt: skip
+
+
+def _host_memory(peak: int | None, rank: int) -> Gauge:
+    """A CPU run's peak: PyTorch's CPU allocator, as the memory view counts it (the blocks
+    live before the capture that it knows included: the CPU allocator's own totals start at
+    zero when the profiler starts)."""
+    return Gauge(
+        "memory", "Peak host memory", rank, None if peak is None else float(peak), "B", None,
+        "host memory", None,
+        note="peak in use by PyTorch's CPU allocator (tensors; not the process's whole memory)",
     )  # fmt: skip
 
 

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from gpuprofile.analyses.memory_use import main_device
+
 if TYPE_CHECKING:
     from gpuprofile.analyses.context import Analysis
 
@@ -67,11 +69,10 @@ def memory_by_module(
     memory = analysis.rank_table("memory", rank)
     if not len(memory):
         return None
-    device = memory["device"].to_numpy()
-    devices, counts = np.unique(device, return_counts=True)
-    gpu = devices >= 0
-    main = devices[gpu][counts[gpu].argmax()] if gpu.any() else devices[counts.argmax()]
-    mine = memory[device == main].sort_values("time_ns", kind="stable")
+    # The device the memory view and the peak gauge tell of.
+    mine = memory[memory["device"].to_numpy() == main_device(memory)].sort_values(
+        "time_ns", kind="stable"
+    )
     time = mine["time_ns"].to_numpy()
     nbytes = mine["bytes"].to_numpy()
     total = mine["total_allocated"].to_numpy()
@@ -94,6 +95,8 @@ def memory_by_module(
     if has.any() and len(total):
         bounds = np.ravel(np.column_stack([lo[has], hi[has]]))
         highest = np.maximum.reduceat(np.r_[total, 0], bounds)[::2]
-        before = np.where(lo[has] > 0, total[np.maximum(lo[has] - 1, 0)], 0)
+        # Before the first event: its total less its own bytes (a total carried from before).
+        first = int(total[0] - nbytes[0]) if total[0] >= 0 else 0
+        before = np.where(lo[has] > 0, total[np.maximum(lo[has] - 1, 0)], first)
         np.maximum.at(rise, group[has], np.maximum(highest - before, 0))
     return alloc, rise

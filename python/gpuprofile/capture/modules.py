@@ -145,11 +145,15 @@ class ModuleRanges:
         self._local = threading.local()
         self._torch_call: Any = None  # nn.Module.__call__ as it was; None while not installed
         self._installed: Any = None  # the wrapper set in its place
+        # The outermost modules called while installed: --memory asks them for their
+        # parameters and gradients when the capture ends (capture/tensor_roles.py).
+        self.roots: weakref.WeakSet[torch.nn.Module] = weakref.WeakSet()
 
     def install(self) -> None:
         torch_call = torch.nn.Module.__call__
         local = self._local
         place_of = self._place
+        roots = self.roots
 
         def __call__(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
             # Runs on every module call: the common case (a place seen before) is inlined.
@@ -169,6 +173,7 @@ class ModuleRanges:
                 ):
                     place = place_of(module, caller, held_by, place)
             else:
+                roots.add(module)
                 tree = _tree_of(module)
                 place = tree.place
                 if place is None:

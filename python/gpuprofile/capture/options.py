@@ -61,7 +61,13 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("profile_memory", "--memory", None, "record allocator events (memory lanes, churn)"),
+    Option(
+        "profile_memory",
+        "--memory",
+        None,
+        "record allocator events: memory by category and module, the peak, an out-of-memory "
+        "post-mortem; on CUDA the allocator's snapshot too",
+    ),
     Option("with_stack", "--stack", None, "record Python stacks (about 2x overhead)"),
     Option("record_shapes", "--no-shapes", None, "do not record input shapes (no FLOPs then)"),
     Option(

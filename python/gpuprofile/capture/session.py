@@ -20,6 +20,7 @@ from torch.profiler import profile as torch_profile
 
 from gpuprofile.capture import compiled as dynamo_tallies
 from gpuprofile.capture import steps as step_state
+from gpuprofile.capture.allocator_history import AllocatorHistory
 from gpuprofile.capture.calibrate import cpu_name
 from gpuprofile.capture.cells import running_cells
 from gpuprofile.capture.counter_export import CounterExportError, append_counters
@@ -43,8 +44,9 @@ from gpuprofile.capture.recording import Recording
 from gpuprofile.capture.sampler import Sampler
 from gpuprofile.capture.sources import default_sources
 from gpuprofile.capture.steps import StepCounter
+from gpuprofile.capture.tensor_roles import TensorRoles
 from gpuprofile.errors import GpuprofileError, OptionError, ProfilerBusyError
-from gpuprofile.trace.meta import Steps
+from gpuprofile.trace.meta import Steps, TensorRole
 from gpuprofile.trace.model import Trace
 from gpuprofile.trace.samples import Reading, with_samples
 
@@ -151,6 +153,8 @@ def capture(
         sampler.on_sample = lambda time_ns, readings: on_sample(time_ns, readings, sampler.missing)
     module_ranges = ModuleRanges() if options.module_ranges else None
     line_ranges = LineRanges() if options.with_stack else None
+    tensor_roles = TensorRoles() if options.profile_memory else None
+    history = AllocatorHistory() if options.profile_memory and cuda else None
     started_ns = time.time_ns()
     dynamo_before = dynamo_tallies.snapshot()  # torch.compile's tallies, this capture's share
     if sampler is not None:
@@ -168,7 +172,15 @@ def capture(
                 module_names.install()
             if line_ranges is not None:
                 line_ranges.install()
+            if tensor_roles is not None:
+                tensor_roles.install()
+            if history is not None:
+                history.start()
         except BaseException:
+            if history is not None:
+                history.stop()
+            if tensor_roles is not None:
+                tensor_roles.remove()
             if line_ranges is not None:
                 line_ranges.remove()
             if module_names is not None:
@@ -188,10 +200,15 @@ def capture(
         events[0].record()
     recording = Recording()
     finished = False
+    failure: str | None = None
     try:
         with refuse_other_profilers():
             yield recording
         finished = True
+    except BaseException as error:
+        # Kept for the memory view's post-mortem (an out-of-memory error names its request).
+        failure = f"{type(error).__name__}: {error}"[:2000]
+        raise
     finally:
         # A Ctrl-C during the teardown would leave torch's profiler half stopped (its Python
         # flag still set, so every later capture is refused) or lose the profile: it waits
@@ -208,6 +225,8 @@ def capture(
                     if job is not None:  # the ranks wait for each other, recording
                         job.ended(finished=finished)
                 finally:
+                    roles = _roles(tensor_roles, module_ranges)
+                    allocator = history.stop() if history is not None else ()
                     if line_ranges is not None:  # first: the block's lines are innermost
                         line_ranges.remove()
                     if module_names is not None:
@@ -238,7 +257,12 @@ def capture(
                     ),
                     cells=running_cells() if options.with_stack else {},
                     module_names=module_names.names() if module_names is not None else {},
+                    failure=failure,
+                    tensor_roles=roles,
+                    allocator=allocator,
                 )
+                if history is not None and history.error is not None:
+                    trace = trace.with_meta(errors=(*trace.meta.errors, history.error))
                 if sampler is not None:
                     trace = with_samples(
                         trace,
@@ -256,6 +280,20 @@ def capture(
             chatter.close()
             if windows is not None:
                 windows.discard()
+
+
+def _roles(
+    tensor_roles: TensorRoles | None, module_ranges: ModuleRanges | None
+) -> tuple[TensorRole, ...]:
+    """The known tensors' roles, and the hook removed; never raises (the teardown goes on)."""
+    if tensor_roles is None:
+        return ()
+    try:
+        return tensor_roles.roles(module_ranges.roots if module_ranges is not None else ())
+    except Exception:  # a user's tensor subclass that refuses: the rules classify its blocks
+        return ()
+    finally:
+        tensor_roles.remove()
 
 
 def _then(

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gpuprofile.errors import TraceFormatError
+from gpuprofile.importers.memory_snapshot import looks_like_snapshot
 from gpuprofile.importers.source import open_regular, reading
 from gpuprofile.trace.model import Trace
 
-FORMATS = ("kineto", "nsys", "ncu", "tensorrt", "xplane")
+FORMATS = ("kineto", "nsys", "ncu", "tensorrt", "xplane", "memory-snapshot")
 _HEAD_BYTES = 1 << 16
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -27,8 +28,8 @@ _XPLANE_SUFFIX = ".xplane.pb"
 _TRTEXEC_COUNT = re.compile(rb'\[\s*\{\s*"count"\s*:')
 _SUPPORTED = (
     "Kineto / PyTorch profiler JSON (.json, .json.gz), an Nsight Systems SQLite export, an "
-    "Nsight Compute CSV (ncu --csv), a trtexec --exportProfile JSON, or a JAX/XLA XPlane "
-    "(.xplane.pb)"
+    "Nsight Compute CSV (ncu --csv), a trtexec --exportProfile JSON, a JAX/XLA XPlane "
+    "(.xplane.pb), or a PyTorch CUDA memory snapshot (torch.cuda.memory._dump_snapshot)"
 )
 
 
@@ -62,6 +63,8 @@ def detect_format(path: Path) -> str:
         return "nsys"
     if _is_xplane(head) or path.name.endswith(_XPLANE_SUFFIX):
         return "xplane"
+    if looks_like_snapshot(head):
+        return "memory-snapshot"
     raise TraceFormatError(path, f"not a trace gpuprofile reads; it reads {_SUPPORTED}")
 
 
@@ -96,6 +99,10 @@ def importer(fmt: str, **job: object) -> Callable[[Path], Trace]:
         from gpuprofile.importers.xplane import load_xplane
 
         return load_xplane
+    if fmt == "memory-snapshot":
+        from gpuprofile.importers.memory_snapshot import read_memory_snapshot
+
+        return read_memory_snapshot
     raise ValueError(f"format {fmt!r} is not one of {FORMATS}")
 
 

@@ -94,6 +94,7 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         rank["modules"] = []  # filled after jsonable, below
         phases = rank_phases(analysis, rank["rank"])
         rank["phases"] = None if phases is None else asdict(phases)
+        rank["memory"] = msgspec.to_builtins(analysis.memory_use(rank["rank"]))
     total_idle: dict[str, int] = {}
     for causes in idle.values():
         for cause, ns in causes.items():
@@ -147,6 +148,7 @@ def plain_report(analysis: Analysis, *, top: int = 10) -> dict[str, Any]:
         if report["hints"]
         else _no_findings(analysis, ranks, report["roofline"], report["gauges"])
     )
+    report["allocator"] = msgspec.to_builtins(meta.allocator)
     plain: dict[str, Any] = jsonable(report)
     # Module rows are built in plain JSON types already (ModuleRow.to_dict): a model's
     # thousand rows would double jsonable's walk of the report.

@@ -18,7 +18,9 @@ from typing import Any
 
 import msgspec
 
+from gpuprofile.analyses.memory_use import MemoryUse
 from gpuprofile.report.diff_schema import DiffDocument
+from gpuprofile.trace.allocator import AllocatorState
 
 SCHEMA = "gpuprofile.report/1"
 
@@ -296,6 +298,9 @@ class RankReport(msgspec.Struct, frozen=True):
     distributed: RankJob | None
     modules: list[ModuleRow] = []  # largest forward + backward first; [] without modules
     phases: Phases | None = None  # None: no host ops to place
+    # With allocator events: memory by category and module over time, the peak, and an
+    # out-of-memory post-mortem (analyses/memory_use.py).
+    memory: MemoryUse | None = None
 
 
 class Clock(msgspec.Struct, frozen=True):
@@ -380,6 +385,9 @@ class Report(msgspec.Struct, frozen=True):
     workload: Workload | None = None
     # With no hints: what was looked at and found in order, and what could not be judged.
     no_findings: str = ""
+    # The CUDA allocator's state per device at the end, from its snapshot (a --memory capture
+    # on CUDA, or a loaded snapshot pickle; docs/memory_snapshot.md); [] otherwise.
+    allocator: list[AllocatorState] = []
     # The diff against a baseline run (gpuprofile.diff/1); absent without one.
     baseline: DiffDocument | msgspec.UnsetType = msgspec.UNSET
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from gpuprofile.analyses.measured import MEASURED_METRICS
 from gpuprofile.report.diff_text import render_baseline
+from gpuprofile.report.memory_text import allocator_lines, failure_lines, memory_lines
 from gpuprofile.report.module_text import module_lines, owner_line, phase_line
 from gpuprofile.report.schema import (
     Device,
@@ -78,6 +79,8 @@ def render_text(report: Report) -> str:
         lines.append(workload_line(report.workload))
         lines.extend(f"  - {printable(why)}" for why in report.workload.evidence)
     lines.extend(f"{n.kind.upper()}: {n.text}" for n in report.notices)
+    for rank in report.ranks:
+        lines.extend(failure_lines(rank.memory, rank.rank))
     lines.extend(_hardware_lines(report.hardware))
     lines.extend(_hint_lines(report.hints, report.no_findings))
     lines.extend(_ranks_table(report))
@@ -120,6 +123,7 @@ def render_text(report: Report) -> str:
                 "  GPU idle by cause: " + ", ".join(f"{c} {format_time(ns)}" for c, ns in ordered)
             )
         lines.extend(_gauge_lines(report.gauges, rank.rank))
+        lines.extend(memory_lines(rank.memory))
         if rank.copies:
             lines.append("  memcpy by kind:")
             for copy in rank.copies:
@@ -131,6 +135,7 @@ def render_text(report: Report) -> str:
                 )
         lines.extend(_sampled_lines(rank.sampled))
     lines.extend(_inference_lines(report.inference))
+    lines.extend(allocator_lines(report.allocator))
     lines.extend(_roofline_lines(report.roofline))
     if report.baseline:
         lines.extend(render_baseline(report.baseline))
