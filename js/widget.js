@@ -16,6 +16,7 @@ import { createBaseline } from "./views/baseline.js";
 import { createGauges } from "./views/gauges.js";
 import { createHints } from "./views/hints.js";
 import { createLive } from "./views/live.js";
+import { createMemory } from "./views/memory.js";
 import { createModules } from "./views/modules.js";
 import { moduleGroup, pointsOfModule } from "./model/modules.js";
 import { createRankSteps } from "./views/rank_steps.js";
@@ -39,7 +40,8 @@ import { createTimeline } from "./views/timeline/timeline.js";
  * The panels above the timeline, rebuilt with each report.
  * @typedef {{gauges: ReturnType<typeof createGauges>, hints: ReturnType<typeof createHints>,
  *   roofline: ReturnType<typeof createRoofline>, ranks: ReturnType<typeof createRankSteps>,
- *   baseline: ReturnType<typeof createBaseline>, modules: ReturnType<typeof createModules>}} Panels
+ *   baseline: ReturnType<typeof createBaseline>, modules: ReturnType<typeof createModules>,
+ *   memory: ReturnType<typeof createMemory>}} Panels
  */
 
 const TIMELINE_TRAITS = [
@@ -166,10 +168,14 @@ function render({ model, el }) {
     const baseline = createBaseline(summary);
     // Module rows in the report: the tree of the model, after the hints and the roofline.
     const modules = createModules(summary, { onSelectModule });
-    panels = { gauges, hints, roofline, ranks, baseline, modules };
+    // Memory in use by category; an out-of-memory post-mortem goes first, after the gauges.
+    const memory = createMemory(summary);
+    const oom = memory.el?.dataset.oom === "yes";
+    panels = { gauges, hints, roofline, ranks, baseline, modules, memory };
     const row = node("div", "gp-panel-row");
     row.append(hints.el, roofline.el);
-    panelSlot.replaceChildren(gauges.el, ...(baseline.el ? [baseline.el] : []), row, ...(modules.el ? [modules.el] : []), ...(ranks.el ? [ranks.el] : []));
+    const memoryEl = memory.el ? [memory.el] : [];
+    panelSlot.replaceChildren(gauges.el, ...(oom ? memoryEl : []), ...(baseline.el ? [baseline.el] : []), row, ...(modules.el ? [modules.el] : []), ...(oom ? [] : memoryEl), ...(ranks.el ? [ranks.el] : []));
     if (timeline) {
       timeline.setStraggler(stragglerOf(summary)?.rank ?? null);
       ranks.showFocused(timeline.focusedRank());

@@ -306,6 +306,11 @@ def render_html(report: Report, trace: Trace, *, title: str = "gpuprofile report
     modules = modules_section(report, lambda _, svg: f'<div class="gp-modules">{svg}</div>')
     if modules:  # no module rows: no section, not an empty one
         items.append(div(modules))
+    from gpuprofile.report.memory_svg import memory_section
+
+    memory = memory_section(report, lambda svg, _: f'<div class="gp-memory">{svg}</div>')
+    if memory:
+        items.append(div(memory))
     items.append(div(hints_html(report)))
     page: str = file_html(
         column(*items, sizing_mode="stretch_width"), resources=INLINE, title=title

@@ -25,6 +25,7 @@ from gpuprofile.report.diff_schema import DiffDocument
 from gpuprofile.report.html import REPORT_STYLE, esc, gauges_html, hints_html, roofline_caption
 from gpuprofile.report.html import summary_html as page_summary_html
 from gpuprofile.report.html_diff import baseline_html
+from gpuprofile.report.memory_svg import memory_section
 from gpuprofile.report.module_svg import modules_section
 from gpuprofile.report.roofline_geometry import plot_status
 from gpuprofile.report.schema import Report, report_json, to_report
@@ -102,6 +103,8 @@ def render_snapshot(
             bounded,
             lambda rank, svg: as_img(svg, "gp-snapshot-modules", f"time by module, rank {rank}"),
         ),
+        # Memory by category, the peak, an out-of-memory post-mortem ("" without one).
+        memory_section(bounded, lambda svg, alt: as_img(svg, "gp-snapshot-memory", alt)),
         hints_html(bounded) + _more_hints(report),
     ]
     # Each section is bounded; should they still add up past the limit (a job of many ranks

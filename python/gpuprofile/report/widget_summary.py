@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from gpuprofile.report.diff_text import StepNoise
+from gpuprofile.report.memory_layout import MemoryLayout
 from gpuprofile.report.module_layout import ModuleLayout
 from gpuprofile.report.roofline_layout import RooflineLayout
 
@@ -20,5 +21,6 @@ class SummaryExtras(TypedDict, total=False):
     text: str
     roofline_layout: RooflineLayout
     module_layout: ModuleLayout | None
+    memory_layout: MemoryLayout | None  # None: no rank recorded memory
     step_noise: StepNoise | None
     workload_line: str | None  # report/workload_text.py's line; None: a report without one

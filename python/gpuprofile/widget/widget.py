@@ -15,6 +15,7 @@ from gpuprofile.errors import GpuprofileError
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.report.build import build_report
 from gpuprofile.report.diff_text import step_noise_view
+from gpuprofile.report.memory_layout import memory_layout
 from gpuprofile.report.module_layout import module_layout
 from gpuprofile.report.roofline_layout import roofline_layout
 from gpuprofile.report.schema import Report, report_json
@@ -136,6 +137,7 @@ def show_result(
     if report is not None:  # else a timeline alone
         extras["roofline_layout"] = roofline_layout(report)
         extras["module_layout"] = module_layout(report)
+        extras["memory_layout"] = memory_layout(report)
         extras["workload_line"] = workload_line(report.workload) if report.workload else None
         extras["step_noise"] = (
             step_noise_view(report.baseline.summary.step_ns) if report.baseline else None
