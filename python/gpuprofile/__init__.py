@@ -8,6 +8,7 @@ gpuprofile.assert_no_regression(run, baseline, max_regression=0.05)   # CI gate,
 gpuprofile.runs()             # the history: every profiled run (docs/history.md)
 gpuprofile.show("last")       # a recorded run back in the notebook
 gpuprofile.step()             # marks a step of the running capture (optimizer steps count alone)
+gpuprofile.sweep(fn, [256, 512, 1024], name="L")   # how each module's cost grows with L
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from gpuprofile.errors import (
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.load import load
 from gpuprofile.profiles import Profile, last, profile
+from gpuprofile.profiles.sweep import Sweep, sweep
 from gpuprofile.report.diff import Diff
 from gpuprofile.report.regression import RegressionCheck
 from gpuprofile.show import show
@@ -43,6 +45,7 @@ __all__ = [
     "ProfilerBusyError",
     "RegressionCheck",
     "StoredRun",
+    "Sweep",
     "TraceFormatError",
     "WorkerError",
     "assert_no_regression",
@@ -54,6 +57,7 @@ __all__ = [
     "runs",
     "show",
     "step",
+    "sweep",
 ]
 
 

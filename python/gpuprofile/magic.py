@@ -43,6 +43,31 @@ def _with_options(func: Any) -> Any:
         help="record the run in the history under NAME (gpuprofile diff NAME other)",
     )(func)
     func = argument(
+        "--at",
+        metavar="V",
+        default=None,
+        help="with --sweep: project the fitted growth to NAME=V",
+    )(func)
+    func = argument(
+        "--warmup",
+        metavar="N",
+        default=None,
+        help="with --sweep: unprofiled runs of the cell per value first (default 1)",
+    )(func)
+    func = argument(
+        "--repeat",
+        metavar="N",
+        default=None,
+        help="with --sweep: profiled runs per value (default 3)",
+    )(func)
+    func = argument(
+        "--sweep",
+        metavar="NAME=V1,V2,...",
+        default=None,
+        help="run the cell with NAME bound to each value, profiled, and fit how each module's "
+        "time, FLOPs and memory grow with it (gpuprofile.sweep)",
+    )(func)
+    func = argument(
         "--baseline",
         metavar="REF",
         default=None,
@@ -108,6 +133,9 @@ class GpuprofileMagics(Magics):
         # IPython has already counted this cell: name it as its prompt shows (In [N]).
         filename = shell.compile.cache(code, max(shell.execution_count - 1, 0))
         compiled = shell.compile(code, filename, "exec")
+        if args.sweep is not None:
+            display(_run_sweep(args, options, compiled, shell.user_ns))
+            return
         # In a notebook the widget shows at once and its live panel moves while the cell runs;
         # a terminal gets the text report at the end.
         live = _LiveOutput(cell_id(shell)) if in_kernel() else None
@@ -172,6 +200,61 @@ def _options(args: Any, namespace: dict[str, Any]) -> CaptureOptions:
     except OptionError as error:
         given = typed.get(error.option, error.value)
         raise UsageError(f"{_FLAGS[error.option]} {given}: {error.problem}") from None
+
+
+def _run_sweep(args: Any, options: CaptureOptions, compiled: Any, namespace: dict[str, Any]) -> Any:
+    """``--sweep NAME=V1,V2``: the cell run with NAME bound to each value (gpuprofile.sweep)."""
+    from gpuprofile.profiles.sweep import sweep, sweep_options
+
+    name, values = _sweep_values(args.sweep)
+    try:
+        counts = [_count(flag, given, least) for flag, given, least in (
+            ("--repeat", args.repeat or "3", 1), ("--warmup", args.warmup or "1", 0),
+        )]  # fmt: skip
+        at = None if args.at is None else _number("--at", args.at)
+        kwargs = sweep_options(options)
+    except OptionError as error:
+        raise UsageError(
+            f"{_FLAGS.get(error.option, '--' + error.option)}: {error.problem}"
+        ) from None
+
+    def run(value: float) -> None:
+        namespace[name] = int(value) if float(value).is_integer() else value
+        exec(compiled, namespace)
+
+    try:
+        return sweep(
+            run, values, name=name, repeat=counts[0], warmup=counts[1], at=at,
+            label=args.label, **kwargs,
+        )  # fmt: skip
+    except OptionError as error:
+        raise UsageError(f"--sweep {args.sweep}: {error.problem}") from None
+
+
+def _sweep_values(text: str) -> tuple[str, list[float]]:
+    name, sep, listed = text.partition("=")
+    if not sep or not name.isidentifier():
+        raise UsageError(f"--sweep {text}: expected NAME=V1,V2,... (NAME a Python name)")
+    values = [_number("--sweep", v) for v in listed.split(",") if v.strip()]
+    if len(set(values)) < 2:
+        raise UsageError(f"--sweep {text}: two different values or more")
+    return name, values
+
+
+def _number(flag: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{flag} {text}: not a number") from None
+    if not (value > 0 and value != float("inf")):
+        raise UsageError(f"{flag} {text}: a power law needs values above 0")
+    return value
+
+
+def _count(flag: str, text: str, least: int) -> int:
+    if not text.isdigit() or int(text) < least:
+        raise UsageError(f"{flag} {text}: a whole number, at least {least}")
+    return int(text)
 
 
 def _baseline(ref: str | None) -> DiffSide | None:

@@ -33,6 +33,8 @@ result = {
     for label, profile in (("before", before), ("after", after))
 }
 result["step_ns"] = after.report()["baseline"]["summary"]["step_ns"]
+# A notebook that ends with a sweep (attention_scaling): its report.
+result["sweep"] = scaling.report() if "scaling" in globals() else None
 print("SCENARIO " + json.dumps(result))
 """
 

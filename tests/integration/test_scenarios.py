@@ -85,6 +85,13 @@ def test_attention_scaling(cache_dir: Path) -> None:
     # The fused CPU kernel does not write the score matrix out: faster beyond noise.
     _, hi = assert_step_verdict(result, 12)
     assert hi < 1
+    # The sweep: both matmuls and the softmax do work in proportion to L x L, so the module's
+    # FLOPs grow as L^2 exactly; its peak memory lies between q's L and the scores' L^2.
+    fits = {(f["subject"], f["metric"]): f for f in result["sweep"]["fits"]}
+    assert abs(fits[("Attention", "flops")]["exponent"] - 2.0) < 1e-6
+    assert 1.0 < fits[("Attention", "peak_bytes")]["exponent"] <= 2.0
+    time = fits[("total", "time")]
+    assert time["interval"] is not None and time["samples"] == 12
 
 
 def test_elementwise_chain(cache_dir: Path) -> None:
