@@ -19,6 +19,7 @@ export interface Report {
   inference: Record<string, unknown> | null;
   workload?: Workload | null;
   no_findings?: string;
+  allocator?: AllocatorState[];
   baseline?: DiffDocument;
 }
 
@@ -160,6 +161,7 @@ export interface RankReport {
   distributed: RankJob | null;
   modules?: ModuleRow[];
   phases?: Phases | null;
+  memory?: MemoryUse | null;
 }
 
 export interface Device {
@@ -280,6 +282,64 @@ export interface Phases {
 }
 
 /**
+ * A rank's memory in use on its main allocator device (report: RankReport.memory).
+ */
+export interface MemoryUse {
+  device: number;
+  before_bytes: number;
+  categories: string[];
+  times_ns: number[];
+  by_category: Record<string, number[]>;
+  peak: MemoryMoment;
+  end: MemoryMoment;
+  known_roles: number;
+  failure?: MemoryFailure | null;
+}
+
+/**
+ * What was live at one moment: by category, by module, and the largest blocks.
+ */
+export interface MemoryMoment {
+  time_ns: number;
+  total_bytes: number;
+  by_category: Record<string, number>;
+  by_module: ModuleBytes[];
+  largest: LiveBlock[];
+}
+
+export interface ModuleBytes {
+  module: string;
+  bytes: number;
+}
+
+/**
+ * A block live at a moment: its size, category, the module and op that allocated it.
+ */
+export interface LiveBlock {
+  bytes: number;
+  category: string;
+  module: string;
+  op: string;
+  line: string;
+  allocated_ns: number | null;
+}
+
+/**
+ * The capture's code ran out of memory: what it asked for and what would free it.
+ */
+export interface MemoryFailure {
+  error: string;
+  requested_bytes: number | null;
+  fixes: MemoryFix[];
+}
+
+export interface MemoryFix {
+  fix: string;
+  frees_bytes: number;
+  why: string;
+}
+
+/**
  * The job view of several ranks (report/distributed.py).
  */
 export interface Job {
@@ -356,6 +416,44 @@ export interface Workload {
   optimizers?: string[];
 }
 
+export interface AllocatorState {
+  device: number;
+  reserved_bytes: number;
+  allocated_bytes: number;
+  requested_bytes: number;
+  pending_free_bytes: number;
+  inactive_bytes: number;
+  fragmentation: number | null;
+  segments: number;
+  large_segments: number;
+  expandable: boolean;
+  largest_blocks?: AllocatorBlock[];
+  largest_free_block?: number;
+  oom?: AllocatorOom | null;
+}
+
+export interface AllocatorBlock {
+  address: number;
+  size: number;
+  requested_size: number;
+  state: string;
+  stream: number;
+  frames?: AllocatorFrame[];
+}
+
+export interface AllocatorFrame {
+  filename: string;
+  line: number;
+  name: string;
+}
+
+export interface AllocatorOom {
+  time_ns: number | null;
+  device_free: number | null;
+  size: number | null;
+  frames?: AllocatorFrame[];
+}
+
 /**
  * Run b against run a (a: the baseline).
  */
@@ -369,6 +467,7 @@ export interface DiffDocument {
   hints: DiffHints;
   roofline: DiffPoint[];
   notes: string[];
+  memory?: DiffMemory[];
 }
 
 /**
@@ -505,17 +604,81 @@ export interface DiffPointFigures {
 }
 
 /**
+ * Peak memory of one module (its row's peak_bytes), or of the whole run ("peak"), in a
+ * and in b; None where that run recorded no memory (--memory) or lacks the module.
+ */
+export interface DiffMemory {
+  module: string;
+  a_bytes: number | null;
+  b_bytes: number | null;
+  delta: number | null;
+}
+
+/**
  * Beside the report: its text; the roofline chart and the module tree laid out (None: no
  * module rows, no view); the baseline's step verdict. A timeline alone (no report) carries
  * only ``text``. The widget sends it through ``msgspec.to_builtins`` (the layout's
  * dataclasses become dicts).
  */
 export interface SummaryExtras {
+  memory_layout?: MemoryLayout | null;
   module_layout?: ModuleLayout | null;
   roofline_layout?: RooflineLayout;
   step_noise?: StepNoise | null;
   text?: string;
   workload_line?: string | null;
+}
+
+export interface MemoryLayout {
+  rank: number;
+  title: string;
+  width: number;
+  height: number;
+  plot: [number, number, number, number];
+  areas: Area[];
+  x_ticks: MemoryTick[];
+  y_ticks: MemoryTick[];
+  markers: Marker[];
+}
+
+/**
+ * A category's band: its polygon (the top edge left to right, then the bottom back).
+ */
+export interface Area {
+  category: string;
+  colour: number;
+  points: [number, number][];
+  legend: Label;
+  swatch: [number, number];
+}
+
+/**
+ * A label as SVG draws it: text, baseline anchor (x, y), text-anchor, rotation in degrees
+ * about the anchor, font size in px; ``box`` is its padded box's corners on the chart.
+ */
+export interface Label {
+  text: string;
+  x: number;
+  y: number;
+  anchor: "end" | "middle" | "start";
+  angle: number;
+  font: number;
+  box: [number, number][];
+}
+
+export interface MemoryTick {
+  at: number;
+  label: Label;
+}
+
+/**
+ * A vertical line at a moment: the peak, or the failure.
+ */
+export interface Marker {
+  x: number;
+  top: number;
+  label: Label;
+  kind: string;
 }
 
 /**
@@ -556,20 +719,6 @@ export interface ModulePlace {
   backward: Bar;
   value: Label;
   title: string;
-}
-
-/**
- * A label as SVG draws it: text, baseline anchor (x, y), text-anchor, rotation in degrees
- * about the anchor, font size in px; ``box`` is its padded box's corners on the chart.
- */
-export interface Label {
-  text: string;
-  x: number;
-  y: number;
-  anchor: "end" | "middle" | "start";
-  angle: number;
-  font: number;
-  box: [number, number][];
 }
 
 /**

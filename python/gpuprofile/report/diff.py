@@ -25,6 +25,7 @@ from gpuprofile.report.diff_schema import (
     DiffHint,
     DiffHints,
     DiffIdleChange,
+    DiffMemory,
     DiffPair,
     DiffPoint,
     DiffPointFigures,
@@ -121,8 +122,37 @@ def diff_runs(a: DiffSide, b: DiffSide) -> Diff:
         ),
         roofline=_roofline_moved(a_report, b_report),
         notes=notes,
+        memory=memory_changes(a_report, b_report),
     )
     return Diff(document)
+
+
+PEAK = "peak"
+
+
+def memory_changes(a: Report, b: Report) -> list[DiffMemory]:
+    """The runs' peak memory (summed over ranks), then each module's peak, largest change first."""
+
+    def peaks(report: Report) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for rank in report.ranks:
+            if rank.memory is not None:
+                found[PEAK] = found.get(PEAK, 0) + rank.memory.peak.total_bytes
+            for row in rank.modules:
+                if row.peak_bytes is not None:
+                    found[row.path] = max(found.get(row.path, 0), row.peak_bytes)
+        return found
+
+    a_peaks, b_peaks = peaks(a), peaks(b)
+    if not a_peaks and not b_peaks:
+        return []
+    rows = []
+    for module in {*a_peaks, *b_peaks}:
+        before, after = a_peaks.get(module), b_peaks.get(module)
+        delta = after - before if before is not None and after is not None else None
+        rows.append(DiffMemory(module, before, after, delta))
+    rows.sort(key=lambda r: (r.module != PEAK, -abs(r.delta or 0), r.module))
+    return rows
 
 
 def diff_json(document: DiffDocument) -> dict[str, Any]:

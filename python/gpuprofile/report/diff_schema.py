@@ -96,6 +96,16 @@ class DiffSummary(msgspec.Struct, frozen=True):
     idle_by_cause: dict[str, DiffIdleChange]
 
 
+class DiffMemory(msgspec.Struct, frozen=True):
+    """Peak memory of one module (its row's peak_bytes), or of the whole run ("peak"), in a
+    and in b; None where that run recorded no memory (--memory) or lacks the module."""
+
+    module: str
+    a_bytes: int | None
+    b_bytes: int | None
+    delta: int | None
+
+
 class DiffRow(msgspec.Struct, frozen=True):
     """A kernel or op in both runs (or one), its time and count in each."""
 
@@ -164,3 +174,6 @@ class DiffDocument(msgspec.Struct, frozen=True):
     hints: DiffHints
     roofline: list[DiffPoint]
     notes: list[str]
+    # Peak memory, the run's first ("peak"), then by module, largest change first; [] when
+    # neither run recorded memory.
+    memory: list[DiffMemory] = []

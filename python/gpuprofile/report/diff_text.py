@@ -10,12 +10,14 @@ from gpuprofile.report.diff_schema import (
     DiffDocument,
     DiffHints,
     DiffIdleChange,
+    DiffMemory,
     DiffRow,
     DiffRun,
     DiffStepChange,
     DiffSummary,
 )
 from gpuprofile.units import (
+    format_bytes,
     format_count,
     format_delta_time,
     format_fraction,
@@ -43,6 +45,7 @@ def render_diff(diff: DiffDocument) -> str:
     lines += _summary_lines(diff.summary)
     for cause, change in diff.summary.idle_by_cause.items():
         lines.append(_summary_line(f"  idle: {cause}", change))
+    lines.extend(memory_lines(diff.memory, TOP_ROWS))
     lines.extend(_rows(diff.kernels, "Kernels"))
     lines.extend(_rows(diff.ops, "Ops"))
     lines.extend(_hints(diff.hints))
@@ -81,6 +84,7 @@ def render_baseline(diff: DiffDocument, rows: int = 3) -> list[str]:
         f"  {'':<28}{'before':>11}{'after':>11}{'delta':>12}{'b/a':>8}",
     ]
     lines += [line.rstrip() for line in _summary_lines(diff.summary)]
+    lines += memory_lines(diff.memory, rows)
     table, table_rows = ("kernels", diff.kernels) if diff.kernels else ("ops", diff.ops)
     moved = [row for row in table_rows if row.delta_ns][:rows]
     if moved:
@@ -98,6 +102,22 @@ def render_baseline(diff: DiffDocument, rows: int = 3) -> list[str]:
         lines.append(f"  hints {group}: {titles or 'none'}{more}")
     kept = len(diff.hints.kept)
     lines.append(f"  hints kept: {format_count(kept) if kept else 'none'}")
+    return lines
+
+
+def memory_lines(memory: list[DiffMemory], rows: int) -> list[str]:
+    """Peak memory before and after, the run's then the modules' that moved most."""
+    if not memory:
+        return []
+    lines = []
+    for change in memory[: rows + 1]:
+        label = "peak memory" if change.module == "peak" else f"  {printable(change.module)}"
+        delta = "" if change.delta is None else f"{'+' if change.delta >= 0 else '-'}"
+        delta += format_bytes(abs(change.delta)) if change.delta is not None else "n/a"
+        lines.append(
+            f"  {label:<28}{format_bytes(change.a_bytes):>11}{format_bytes(change.b_bytes):>11}"
+            f"{delta:>12}"
+        )
     return lines
 
 
