@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import msgspec
 import pytest
 import torch
 from IPython.core.interactiveshell import InteractiveShell
@@ -137,3 +138,13 @@ def test_magic_sweep_binds_the_name(shell: InteractiveShell) -> None:
     assert not bad.success and shell.user_ns["seen"] == [8, 8, 16, 16]
     steps = shell.run_cell("%%gpuprofile --sweep N=8,16 --steps 1,1\nseen.append(N)\n")
     assert not steps.success and shell.user_ns["seen"] == [8, 8, 16, 16]
+
+
+def test_the_widget_carries_the_layouts_the_page_draws(
+    swept: tuple[gpuprofile.Sweep, list[int]],
+) -> None:
+    result, _ = swept
+    widget = result.widget()
+    assert [p["metric"] for p in widget.plots] == ["time", "flops", "peak_bytes"]
+    assert widget.plots == [msgspec.to_builtins(p) for p in result.plots()]
+    assert widget.text == result.text() and len(widget.palette) >= 6

@@ -19,10 +19,18 @@ from gpuprofile.profiles.block import profile
 from gpuprofile.profiles.profile import Profile
 from gpuprofile.report.schema import RankReport, Report
 from gpuprofile.report.sweep import build_sweep_report, plot_series, render_sweep_text
-from gpuprofile.report.sweep_layout import sweep_layout
+from gpuprofile.report.sweep_layout import SweepPlot, sweep_layout
 from gpuprofile.report.sweep_schema import METRICS, SweepModule, SweepPoint, SweepReport
 from gpuprofile.report.sweep_svg import sweep_svg
 
+STATIC_CLASS = "gpuprofile-sweep-static"
+# While the widget shows, the static copy beside it is hidden; without a kernel the widget's
+# empty output is.
+_ARRANGE = (
+    ".jp-OutputArea:has(.gpuprofile-sweep-live) > .jp-OutputArea-child:has(."
+    + STATIC_CLASS
+    + "){display:none}"
+)
 # The profile() options a sweep passes on; the history's label is the sweep's own.
 _PROFILE_OPTIONS = frozenset(
     {"profile_memory", "with_stack", "record_shapes", "modules", "hardware", "interval",
@@ -60,6 +68,15 @@ class Sweep:
     def text(self) -> str:
         return render_sweep_text(self.typed_report())
 
+    def plots(self) -> list[SweepPlot]:
+        """Each measured metric's log-log plot, laid out (report/sweep_layout.py)."""
+        report = self.typed_report()
+        return [
+            sweep_layout(self.parameter, plot_series(report, metric))
+            for metric in METRICS
+            if any(f.metric == metric for f in report.fits)
+        ]
+
     def svg(self, metric: str = "time") -> str:
         """The log-log plot of one metric (time, flops, peak_bytes), per module, fitted lines."""
         if metric not in METRICS:
@@ -67,17 +84,13 @@ class Sweep:
         return sweep_svg(sweep_layout(self.parameter, plot_series(self.typed_report(), metric)))
 
     def html(self) -> str:
-        """The plots of every metric measured, and the text: the notebook output and the
-        page ``save_html`` writes."""
-        report = self.typed_report()
-        plots = [
-            self.svg(metric) for metric in METRICS if any(f.metric == metric for f in report.fits)
-        ]
-        text = html.escape(self.text())
+        """The plots of every metric measured, and the text: the page ``save_html`` writes,
+        and what a notebook keeps once the widget's kernel is gone (hidden while the widget
+        shows)."""
+        plots = "".join(f"<div>{sweep_svg(plot)}</div>" for plot in self.plots())
         return (
-            '<div class="gpuprofile-sweep">'
-            + "".join(f"<div>{svg}</div>" for svg in plots)
-            + f"<pre>{text}</pre></div>"
+            f'<div class="{STATIC_CLASS}"><style>{_ARRANGE}</style>{plots}'
+            f"<pre>{html.escape(self.text())}</pre></div>"
         )
 
     def save_html(self, path: str | os.PathLike[str]) -> int:
@@ -98,8 +111,24 @@ class Sweep:
     def __str__(self) -> str:
         return self.text()
 
+    def widget(self) -> Any:
+        """The notebook widget: the plots drawn as laid out, and the text."""
+        from gpuprofile.widget.sweep_widget import sweep_widget
+
+        return sweep_widget(self.plots(), self.text())
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
         return {"text/plain": self.text(), "text/html": self.html()}
+
+    def _ipython_display_(self) -> None:
+        """In a kernel: the widget, then the static page a saved notebook keeps; else text."""
+        from IPython.display import display
+
+        from gpuprofile.profiles.profile import in_kernel
+
+        if in_kernel():
+            display(self.widget())
+        display(self._repr_mimebundle_(), raw=True)
 
 
 def sweep(

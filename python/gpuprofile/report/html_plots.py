@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # Past this many kernels the page grows beyond ~10 MB and the browser stalls on hover; the
 # heaviest are the ones a reader looks for.
 MAX_TIMELINE_KERNELS = 50_000
-_PALETTE = (
+PALETTE = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
 )  # fmt: skip
@@ -87,8 +87,7 @@ def timeline_figure(trace: Trace, limit: int = MAX_TIMELINE_KERNELS) -> tuple[Fi
     names = kernels["name"].astype(str).to_numpy()
     codes = kernels["name"].cat.codes.to_numpy() if hasattr(kernels["name"], "cat") else None
     colors = [
-        _PALETTE[int(c) % len(_PALETTE)]
-        for c in (codes if codes is not None else range(len(names)))
+        PALETTE[int(c) % len(PALETTE)] for c in (codes if codes is not None else range(len(names)))
     ]
     source = ColumnDataSource(
         {
@@ -155,7 +154,7 @@ def roofline_figure(report: Report) -> Figure | None:
         if not roof.line:
             continue
         xs, ys = zip(*roof.line, strict=True)
-        fig.line(list(xs), list(ys), line_width=2, color=_PALETTE[i % len(_PALETTE)],
+        fig.line(list(xs), list(ys), line_width=2, color=PALETTE[i % len(PALETTE)],
                  legend_label=roof.label.text if roof.label else roof.title)  # fmt: skip
     if layout.memory_line:
         # Drawn again under the compute roofs that climb it, for the legend to name it.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
-from gpuprofile.report.html_plots import _PALETTE as PALETTE
+from gpuprofile.report.html_plots import PALETTE
 from gpuprofile.report.roof_labels import Label, Pt
 from gpuprofile.report.sweep_layout import SweepPlot, x_tick_text, y_tick_text
 
