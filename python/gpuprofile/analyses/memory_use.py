@@ -141,9 +141,11 @@ def _placed(
         at = analysis.id_index("ops").get_indexer(pd.Index(engines["op"].to_numpy()))
         engine[at[at >= 0]] = engines["module"].to_numpy()[at >= 0]
         parents = analysis.op_parents
-        module[known] = _innermost_module(op[known], modules.op_module, engine, parents)
+        # A backward op's module: the module whose forward made its engine op's grad_fn.
+        owner = np.maximum(modules.op_module, engine)
+        module[known] = _first_up(op[known], owner, parents)
         phase[known] = modules.op_phase[op[known]]
-        line[known] = _innermost_line(op[known], analysis.sources.op_source, parents)
+        line[known] = _first_up(op[known], analysis.sources.op_source, parents)
     return op, module, phase, line
 
 
@@ -166,30 +168,15 @@ def _containing(
     return out
 
 
-def _innermost_module(
-    op: np.ndarray, op_module: np.ndarray, engine: np.ndarray, parents: np.ndarray
-) -> np.ndarray:
-    """The op's module, or the nearest enclosing op's, or a backward engine op's forward module."""
+def _first_up(op: np.ndarray, known: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """Per op, ``known`` of the op or of the nearest op above it that has one (>= 0); -1."""
     out = np.full(len(op), -1, np.int64)
     cur = op.copy()
     for _ in range(_DEPTH):
         todo = (out < 0) & (cur >= 0)
         if not todo.any():
             break
-        found = np.maximum(op_module[cur[todo]], engine[cur[todo]])
-        out[todo] = found
-        cur[todo] = parents[cur[todo]]
-    return out
-
-
-def _innermost_line(op: np.ndarray, op_source: np.ndarray, parents: np.ndarray) -> np.ndarray:
-    out = np.full(len(op), -1, np.int64)
-    cur = op.copy()
-    for _ in range(_DEPTH):
-        todo = (out < 0) & (cur >= 0)
-        if not todo.any():
-            break
-        out[todo] = op_source[cur[todo]]
+        out[todo] = known[cur[todo]]
         cur[todo] = parents[cur[todo]]
     return out
 
