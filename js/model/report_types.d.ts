@@ -294,6 +294,7 @@ export interface MemoryUse {
   end: MemoryMoment;
   known_roles: number;
   failure?: MemoryFailure | null;
+  note?: string;
 }
 
 /**

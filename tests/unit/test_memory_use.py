@@ -261,3 +261,35 @@ def test_an_imported_trace_tells_its_failure_by_the_profilers_event(tmp_path: Pa
     assert memory.failure.requested_bytes == oom[0]["args"]["Bytes"] == 1 << 60
     assert "[OutOfMemory]" in memory.failure.error
     assert "instant [OutOfMemory]" not in loaded.text()  # read, not listed as skipped
+
+
+def test_events_without_addresses_or_totals_move_the_total_only(tmp_path: Path) -> None:
+    """Old traces (torch 1.x, the TensorBoard plugin's samples) write neither Addr nor Total
+    Allocated: nothing pairs, and frees of blocks from before the trace must not count as live
+    blocks of their own."""
+    export = tmp_path / "full.json"
+    kept = torch.ones(N)  # made before: its free is in the trace, its allocation is not
+    with gpuprofile.profile(profile_memory=True, export=export):
+        del kept
+        a = torch.ones(1000)
+        b = torch.ones(3000)
+        del a, b
+    doc = json.loads(export.read_text())
+    for event in doc["traceEvents"]:
+        if event.get("name") == "[memory]":
+            event["args"].pop("Addr", None)
+            event["args"]["Total Allocated"] = -1
+    stripped = tmp_path / "old.json"
+    stripped.write_text(json.dumps(doc))
+    raw = _raw_allocations(stripped)
+    running, lowest, highest = 0, 0, 0
+    for nbytes in raw:
+        running += nbytes
+        lowest, highest = min(lowest, running), max(highest, running)
+    memory = gpuprofile.load(stripped).typed_report().ranks[0].memory
+    assert memory is not None
+    assert memory.before_bytes == -lowest  # the least the frees imply was live
+    assert memory.peak.total_bytes == -lowest + highest
+    assert set(c for c, v in memory.peak.by_category.items() if v) <= {"other"}
+    assert memory.peak.largest == []
+    assert "carry no address" in memory.note

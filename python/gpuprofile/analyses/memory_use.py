@@ -53,6 +53,8 @@ _CODE = {name: code for code, name in enumerate(CATEGORIES)}
 # The timeline's points at most: each kept point is its stretch's highest, so the peak stays.
 TIMELINE_POINTS = 400
 LARGEST = 10
+UNNAMED = "(before the trace, unnamed)"
+UNATTRIBUTED = "(not attributed: before the trace, or events without an address)"
 _DEPTH = 256  # op nesting climbed at most
 
 
@@ -69,6 +71,9 @@ class MemoryUse(msgspec.Struct, frozen=True):
     known_roles: int  # tensors the capture named (parameters, gradients, optimizer state)
     # The capture's code ran out of memory: its post-mortem at ``end``.
     failure: MemoryFailure | None = None
+    # What the events could not tell ("" when they told everything): events without an
+    # address (not paired, in "other", no block of theirs listed), or without totals.
+    note: str = ""
 
 
 class Blocks:
@@ -91,8 +96,12 @@ class Blocks:
         free_of[order[:-1][paired]] = order[1:][paired]
         freed = np.zeros(n, bool)
         freed[order[1:][paired]] = True
-        alloc = np.flatnonzero(delta > 0)
-        early = np.flatnonzero((delta < 0) & ~freed)  # blocks made before the trace began
+        known = addr >= 0
+        alloc = np.flatnonzero((delta > 0) & known)
+        early = np.flatnonzero((delta < 0) & ~freed & known)  # blocks made before the trace
+        # Events without an address pair with nothing: they move the total, as "other".
+        self.loose = np.flatnonzero(~known)
+        self.loose_bytes = delta[self.loose]
         self.rows = np.r_[alloc, early]  # event index each block is counted from
         self.start = np.r_[alloc, np.full(len(early), -1)]  # event index; -1: before
         self.end = np.r_[free_of[alloc], early]
@@ -263,6 +272,11 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
     np.add.at(step, (blocks.category[made].astype(np.int64), blocks.start[made]), blocks.size[made])
     gone = blocks.end < n
     np.add.at(step, (blocks.category[gone].astype(np.int64), blocks.end[gone]), -blocks.size[gone])
+    np.add.at(step[OTHER], blocks.loose, blocks.loose_bytes)
+    if len(blocks.loose) and not recorded_before:
+        # Unpaired frees of blocks from before the trace: at least enough was live to free.
+        lowest = int(np.cumsum(step, axis=1)[:, :n].sum(axis=0).min()) if n else 0
+        before_by[OTHER] += max(0, -lowest - int(before_by.sum()))
     in_use = before_by[:, None] + np.cumsum(step, axis=1)[:, :n]
     total = in_use.sum(axis=0)
     kept = _kept_points(total)
@@ -299,7 +313,8 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
         for b in rows:
             by_module[b.module] = by_module.get(b.module, 0) + b.bytes
         if unnamed > 0:
-            by_module["(before the trace, unnamed)"] = unnamed
+            # Live before the trace with no known role, or moved by events without an address.
+            by_module[UNNAMED if not len(blocks.loose) else UNATTRIBUTED] = unnamed
         return MemoryMoment(
             time_ns=int(time[k]) if n else 0,
             total_bytes=int(total[k]) if n else 0,
@@ -322,7 +337,23 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
         end=end,
         known_roles=len(analysis.trace.meta.tensor_roles),
         failure=memory_failure(analysis, end, live, device),
+        note=_note(len(blocks.loose), n, bool(n) and totals[0] < 0 and device >= 0),
     )
+
+
+def _note(loose: int, events: int, no_totals: bool) -> str:
+    said = []
+    if loose:
+        said.append(
+            f"{loose} of {events} allocator events carry no address: they are not paired with "
+            "their frees, count as other, and no block of theirs is listed"
+        )
+    if no_totals:
+        said.append(
+            "the events carry no totals: what was live before the first event is unknown "
+            "(counted from the least that the frees imply)"
+        )
+    return "; ".join(said)
 
 
 def _owner_module(role: TensorRole) -> str:

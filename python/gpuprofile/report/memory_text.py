@@ -25,6 +25,8 @@ def memory_lines(memory: MemoryUse | None) -> list[str]:
         f"  memory ({device_text(memory.device)}): peak {format_bytes(peak.total_bytes)} "
         f"at {format_time(peak.time_ns)}: {_categories(peak)}"
     ]
+    if memory.note:
+        lines.append(f"    ({memory.note})")
     lines += _moment_lines(peak, "at the peak")
     return lines
 
