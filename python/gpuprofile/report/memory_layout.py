@@ -156,5 +156,5 @@ def _steps(xs: list[float], ys: list[float]) -> list[tuple[float, float]]:
 
 def _nice(value: float) -> float:
     """The smallest of 1, 1.5, 2, 3, 4, 5, 6, 8 times a power of ten at or above ``value``."""
-    power = 10 ** math.floor(math.log10(value))
-    return next(m * power for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * power >= value)
+    power = 10.0 ** math.floor(math.log10(value))
+    return float(next(m * power for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * power >= value))
