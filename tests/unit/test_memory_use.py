@@ -293,3 +293,12 @@ def test_events_without_addresses_or_totals_move_the_total_only(tmp_path: Path) 
     assert set(c for c, v in memory.peak.by_category.items() if v) <= {"other"}
     assert memory.peak.largest == []
     assert "carry no address" in memory.note
+
+
+def test_out_of_memory_without_memory_recording_says_how_to_see_more() -> None:
+    with pytest.raises(RuntimeError), gpuprofile.profile() as p:
+        torch.empty(1 << 60, dtype=torch.uint8)
+    report = p.typed_report()
+    assert report.ranks[0].memory is None
+    notice = next(n for n in report.notices if n.kind == "out-of-memory")
+    assert "--memory" in notice.text and "1152921504606846976 bytes" in notice.text

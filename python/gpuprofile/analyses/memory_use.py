@@ -277,11 +277,15 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
         # Unpaired frees of blocks from before the trace: at least enough was live to free.
         lowest = int(np.cumsum(step, axis=1)[:, :n].sum(axis=0).min()) if n else 0
         before_by[OTHER] += max(0, -lowest - int(before_by.sum()))
-    in_use = before_by[:, None] + np.cumsum(step, axis=1)[:, :n]
+    # Column c: in use after event c - 1; column 0 the start, before the first event (what was
+    # live then can be the peak: a trace that begins by freeing).
+    in_use = before_by[:, None] + np.cumsum(step, axis=1)
+    in_use = np.concatenate([before_by[:, None], in_use[:, :n]], axis=1)
     total = in_use.sum(axis=0)
     kept = _kept_points(total)
     time = blocks.time
-    peak_at = int(np.argmax(total)) if n else 0
+    at_time = np.r_[time[:1], time] if n else np.zeros(1, np.int64)
+    peak_at = int(np.argmax(total))
     named_before = [LiveBlock(r.bytes, r.role, _owner_module(r), "", "", None) for r in before]
     # Blocks in a known role are the owner's (a parameter's module, the optimizer), wherever
     # they were allocated.
@@ -290,9 +294,10 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
     }
     owned = (blocks.end >= n) & np.isin(blocks.addr, list(owners))
 
-    def moment(k: int) -> tuple[MemoryMoment, list[LiveBlock]]:
+    def moment(c: int) -> tuple[MemoryMoment, list[LiveBlock]]:
+        k = c - 1  # the last event counted in column c
         live = np.flatnonzero((blocks.start <= k) & (blocks.end > k))
-        unnamed = int(in_use[:, k].sum()) - int(blocks.size[live].sum())
+        unnamed = int(total[c]) - int(blocks.size[live].sum())
         unnamed -= sum(b.bytes for b in named_before)
         rows = [
             LiveBlock(
@@ -316,9 +321,9 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
             # Live before the trace with no known role, or moved by events without an address.
             by_module[UNNAMED if not len(blocks.loose) else UNATTRIBUTED] = unnamed
         return MemoryMoment(
-            time_ns=int(time[k]) if n else 0,
-            total_bytes=int(total[k]) if n else 0,
-            by_category={c: int(in_use[i, k]) for i, c in enumerate(CATEGORIES)},
+            time_ns=int(at_time[c]),
+            total_bytes=int(total[c]),
+            by_category={name: int(in_use[i, c]) for i, name in enumerate(CATEGORIES)},
             by_module=[
                 ModuleBytes(m, b) for m, b in sorted(by_module.items(), key=lambda kv: -kv[1])
             ],
@@ -326,13 +331,13 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
         ), rows
 
     peak, _ = moment(peak_at)
-    end, live = moment(n - 1)
+    end, live = moment(n)
     return MemoryUse(
         device=device,
         before_bytes=int(before_by.sum()),
         categories=list(CATEGORIES),
-        times_ns=[int(time[k]) for k in kept],
-        by_category={c: [int(in_use[i, k]) for k in kept] for i, c in enumerate(CATEGORIES)},
+        times_ns=[int(at_time[c]) for c in kept],
+        by_category={name: [int(in_use[i, c]) for c in kept] for i, name in enumerate(CATEGORIES)},
         peak=peak,
         end=end,
         known_roles=len(analysis.trace.meta.tensor_roles),
@@ -364,7 +369,7 @@ def _owner_module(role: TensorRole) -> str:
 
 
 def _kept_points(total: np.ndarray) -> np.ndarray:
-    """Event indices kept for the timeline: each stretch's highest, the first and the last."""
+    """Columns kept for the timeline: each stretch's highest, the first and the last."""
     n = len(total)
     if n <= TIMELINE_POINTS:
         return np.arange(n)

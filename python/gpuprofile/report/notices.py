@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from gpuprofile.analyses.carry_over import CarryOver
 from gpuprofile.analyses.compiled import CompiledCode
+from gpuprofile.analyses.memory_failure import is_out_of_memory
 from gpuprofile.analyses.one_off import OneOff, one_off_ns
 from gpuprofile.analyses.thresholds import ONE_OFF_SHARE
 from gpuprofile.importers.kineto import PROFILER_MARKERS
@@ -24,12 +25,13 @@ NAMED_KINDS = 8
 
 
 def notices(meta: TraceMeta) -> list[dict[str, str]]:
-    """[{"kind": "partial" | "steps" | "dropped" | "incomplete" | "ranks" | "note" | "rejected"
-    | "duplicates" | "unknown" | "skipped", "text"}], in that order; "note": what reading the
-    trace had to decide (``meta.notes``: ranks taken from file order, launches an Nsight Compute
-    replay laid end to end); then what reading could not use, summed over the ranks, one line
-    per reason: events rejected for a value they need, duplicate events, values read as
-    unknown, and events of kinds gpuprofile does not read (the profiler's own markers apart)."""
+    """[{"kind": "partial" | "out-of-memory" | "steps" | "dropped" | "incomplete" | "ranks"
+    | "note" | "rejected" | "duplicates" | "unknown" | "skipped", "text"}], in that order
+    ("out-of-memory": the code ran out of memory without --memory, which would say more);
+    "note": what reading the trace had to decide (``meta.notes``: ranks taken from file order,
+    launches an Nsight Compute replay laid end to end); then what reading could not use, summed
+    over the ranks, one line per reason: events rejected for a value they need, duplicate
+    events, values read as unknown, and events of kinds gpuprofile does not read (the profiler's own markers apart)."""
     out = []
     if meta.partial:
         out.append(
@@ -38,6 +40,14 @@ def notices(meta: TraceMeta) -> list[dict[str, str]]:
                 "text": "the profiled code raised before it finished; this covers only what ran.",
             }
         )
+    recorded = any(facts.profile_memory for facts in meta.ranks.values())
+    if is_out_of_memory(meta.failure) and not recorded:
+        # With --memory the post-mortem says what was live; without, this says how to get it.
+        out.append({
+            "kind": "out-of-memory",
+            "text": f"the code ran out of memory ({meta.failure}); profile it with --memory "
+            "(profile_memory=True) to see what was live and which fix frees the most.",
+        })  # fmt: skip
     if (steps := _steps_text(meta)) is not None:
         out.append({"kind": "steps", "text": steps})
     if meta.dropped is not None:
