@@ -31,7 +31,8 @@ def notices(meta: TraceMeta) -> list[dict[str, str]]:
     "note": what reading the trace had to decide (``meta.notes``: ranks taken from file order,
     launches an Nsight Compute replay laid end to end); then what reading could not use, summed
     over the ranks, one line per reason: events rejected for a value they need, duplicate
-    events, values read as unknown, and events of kinds gpuprofile does not read (the profiler's own markers apart)."""
+    events, values read as unknown, and events of kinds gpuprofile does not read (the
+    profiler's own markers apart)."""
     out = []
     if meta.partial:
         out.append(
