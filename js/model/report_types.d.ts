@@ -332,12 +332,17 @@ export interface MemoryFailure {
   error: string;
   requested_bytes: number | null;
   fixes: MemoryFix[];
+  needed_bytes?: number | null;
+  op?: string;
+  module?: string;
+  line?: string;
 }
 
 export interface MemoryFix {
   fix: string;
   frees_bytes: number;
   why: string;
+  enough?: boolean | null;
 }
 
 /**

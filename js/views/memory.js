@@ -41,11 +41,14 @@ export function createMemory(summary) {
   if (memory && failure) {
     const box = node("div", "gp-oom");
     const asked = failure.requested_bytes == null ? "" : ` It asked for ${formatSI(failure.requested_bytes, "B")}.`;
-    box.appendChild(node("div", "", `Out of memory: ${failure.error}.${asked} Live when it failed: ${formatSI(memory.end.total_bytes, "B")}.`));
+    const where = failure.module ? ` in ${failure.module}` : "";
+    const by = failure.op ? ` Asked for by ${failure.op}${where}.` : "";
+    box.appendChild(node("div", "", `Out of memory: ${failure.error}.${asked}${by} Live when it failed: ${formatSI(memory.end.total_bytes, "B")}.`));
     if (failure.fixes.length) {
       const list = node("ol", "gp-oom-fixes");
       for (const fix of failure.fixes.slice(0, FIXES_SHOWN)) {
-        list.appendChild(node("li", "", `frees ${formatSI(fix.frees_bytes, "B")}: ${fix.fix} (${fix.why})`));
+        const enough = fix.enough == null ? "" : fix.enough ? "; enough on its own" : "; not enough alone";
+        list.appendChild(node("li", "", `frees ${formatSI(fix.frees_bytes, "B")}: ${fix.fix} (${fix.why})${enough}`));
       }
       box.appendChild(list);
     }

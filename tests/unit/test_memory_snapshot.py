@@ -422,13 +422,22 @@ def test_load_reads_a_snapshot_into_the_memory_view(tmp_path: Path) -> None:
     states = {s.device: s for s in report.allocator}
     assert states[0].allocated_bytes == _sizes(snap, 0, "active_allocated")
     assert states[1].inactive_bytes == _sizes(snap, 1, "inactive")
-    # The view and the gauge tell of one device, the one whose allocated total peaked highest:
-    # device 1 held 8 MiB + 4 MiB at once (its entries at 2000 and 2001).
-    memory = report.ranks[0].memory
-    assert memory is not None and memory.device == 1
-    assert memory.peak.total_bytes == 12 * MiB
+    # The gauge tells of the GPU whose allocated total peaked highest: device 1 held 8 MiB +
+    # 4 MiB at once (its entries at 2000 and 2001). The memory view tells of the GPU that ran
+    # out of memory, device 0 (its oom entry), with the post-mortem.
     gauge = next(g for g in report.gauges if g.key == "memory")
-    assert gauge.value == memory.peak.total_bytes
+    assert gauge.value == 12 * MiB and "GPU 1" in (gauge.note or "")
+    memory = report.ranks[0].memory
+    assert memory is not None and memory.device == 0
+    assert memory.failure is not None and memory.failure.requested_bytes == 2**30
+    assert memory.failure.needed_bytes == 2**30 - 1234
+    # Device 0's entries by hand: B1 allocated, TMP allocated and freed, A2 allocated (its free
+    # only requested), over what was allocated before the trace.
+    allocated_before = _sizes(snap, 0, "active_allocated") + A2[1] - B1[1] - A2[1]
+    running = [allocated_before]
+    for change in (B1[1], TMP[1], -TMP[1], A2[1]):
+        running.append(running[-1] + change)
+    assert memory.peak.total_bytes == max(running)
     text = profile.text()
     assert "allocator, GPU 0 (snapshot): reserved 4.19 MB in 2 segments (1 large)" in text
     assert f"/work/b{SEG_A:x}.py:10 b{SEG_A:x}_0" in text

@@ -112,6 +112,8 @@ def test_an_out_of_memory_cell_shows_what_was_live_and_the_fixes() -> None:
     failure = memory.failure
     assert failure.requested_bytes == 1 << 60
     assert "allocate" in failure.error
+    # Where it was asked: the allocator's [OutOfMemory] event falls in Net's forward's empty().
+    assert (failure.op, failure.module) == ("aten::empty", "Net")
     # Body's forward output and its 1 MiB block were live when the head's allocation failed.
     live = {(b.module, b.category, b.bytes) for b in memory.end.largest}
     assert ("Net.body", "activations", N * 4) in live
@@ -126,6 +128,8 @@ def test_an_out_of_memory_cell_shows_what_was_live_and_the_fixes() -> None:
     assert not any("expandable_segments" in f.fix or "shard" in f.fix for f in failure.fixes)
     text = p.text()
     assert text.index("OUT OF MEMORY") < text.index("rank 0 (")
+    assert "asked for by aten::empty in Net" in text
+    assert "the request alone is larger than all PyTorch held" in text
     assert "fixes, by the memory each frees there" in text
 
 
@@ -174,6 +178,8 @@ def test_a_simulated_cuda_out_of_memory_error_is_read() -> None:
     memory = p.typed_report().ranks[0].memory
     assert memory is not None and memory.failure is not None
     assert memory.failure.requested_bytes == 2 * 2**30
+    # What it lacked: the request less the 1.20 GiB the error says was free.
+    assert memory.failure.needed_bytes == 2 * 2**30 - round(1.20 * 2**30)
     assert memory.failure.error.startswith("OutOfMemoryError: CUDA out of memory")
     # The error's unallocated reserve is a CUDA allocator's: not offered on a host device.
     assert not any("expandable" in f.fix for f in memory.failure.fixes)

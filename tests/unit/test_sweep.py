@@ -5,6 +5,7 @@ warm-up calls unrecorded, every repeat in the history, the plot and the bad inpu
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import msgspec
@@ -148,3 +149,50 @@ def test_the_widget_carries_the_layouts_the_page_draws(
     assert [p["metric"] for p in widget.plots] == ["time", "flops", "peak_bytes"]
     assert widget.plots == [msgspec.to_builtins(p) for p in result.plots()]
     assert widget.text == result.text() and len(widget.palette) >= 6
+
+
+def test_a_value_that_runs_out_of_memory_ends_the_sweep_with_what_ran() -> None:
+    calls: list[int] = []
+
+    def step(n: int) -> None:
+        calls.append(n)
+        if n >= 32:
+            torch.empty(1 << 60, dtype=torch.uint8)  # the CPU allocator refuses this
+        torch.ones(n, n).sum()
+
+    result = gpuprofile.sweep(step, [8, 16, 32, 64], name="n", repeat=2, warmup=0, label="oom")
+    assert calls == [8, 8, 16, 16, 32]  # 64 never ran
+    report = result.report()
+    assert [p["value"] for p in report["points"]] == [8.0, 16.0]
+    stopped = report["stopped"]
+    assert stopped["value"] == 32 and "allocate" in stopped["error"]
+    failed = next(r for r in gpuprofile.runs(limit=None) if r.id == stopped["run"])
+    assert failed.label == "oom n=32"
+    assert "stopped at n=32, larger values not run" in result.text()
+
+
+def test_another_error_propagates_with_the_finished_points() -> None:
+    def step(n: int) -> None:
+        if n == 16:
+            raise ValueError("a bug at 16")
+
+    with pytest.raises(ValueError, match="a bug at 16") as raised:
+        gpuprofile.sweep(step, [4, 8, 16], name="n", repeat=1, warmup=0)
+    partial = raised.value.gpuprofile_sweep  # type: ignore[attr-defined]
+    assert [p.value for p in partial.points] == [4.0, 8.0]
+
+
+@pytest.mark.parametrize(
+    ("fn", "kwargs", "words"),
+    [
+        (3, {}, "a function"),
+        (print, {"warmup": -1}, "warmup=-1: a whole number, 0 or more"),
+        (print, {"repeat": 0}, "repeat=0: a whole number, 1 or more"),
+        (print, {"steps": (1, 1)}, "profiles each run whole"),
+        (print, {"export": "x.json"}, "profiles each run whole"),
+        (print, {"colour": "red"}, "profile() takes"),
+    ],
+)
+def test_bad_options_are_named(fn: object, kwargs: dict[str, object], words: str) -> None:
+    with pytest.raises(OptionError, match=re.escape(words)):
+        gpuprofile.sweep(fn, [1, 2], **kwargs)  # type: ignore[arg-type]

@@ -311,7 +311,9 @@ def _host_memory(peak: int | None, rank: int) -> Gauge:
     return Gauge(
         "memory", "Peak host memory", rank, None if peak is None else float(peak), "B", None,
         "host memory", None,
-        note="peak in use by PyTorch's CPU allocator (tensors; not the process's whole memory)",
+        note="peak in use by PyTorch's CPU allocator: tensors made during the capture, and the "
+        "parameters, gradients and optimizer state it knew from before (other tensors made "
+        "before it are not counted; nor is the process's other memory)",
     )  # fmt: skip
 
 

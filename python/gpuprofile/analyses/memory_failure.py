@@ -34,6 +34,7 @@ _OOM = re.compile(
 _UNITS = {"B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 _TRIED_CUDA = re.compile(r"Tried to allocate ([\d.]+) ([KMGT]iB|B)", re.IGNORECASE)
 _TRIED_CPU = re.compile(r"you tried to allocate (\d+) bytes", re.IGNORECASE)
+_FREE = re.compile(r"(?:of which|had) ([\d.]+) ([KMGT]iB|B) (?:is )?free", re.IGNORECASE)
 _UNUSED = re.compile(r"([\d.]+) ([KMGT]iB|B) is reserved by PyTorch but unallocated", re.IGNORECASE)
 _SCORES = frozenset({"aten::softmax", "aten::_softmax", "aten::_safe_softmax"})
 
@@ -42,6 +43,8 @@ class MemoryFix(msgspec.Struct, frozen=True):
     fix: str  # what to change
     frees_bytes: int  # what it would free at the failure, counted from the live blocks
     why: str  # the blocks counted
+    # Whether that covers what the request lacked (MemoryFailure.needed_bytes); None: unknown.
+    enough: bool | None = None
 
 
 class MemoryFailure(msgspec.Struct, frozen=True):
@@ -50,6 +53,22 @@ class MemoryFailure(msgspec.Struct, frozen=True):
     error: str  # the exception as raised (type: message), untrusted text
     requested_bytes: int | None  # the allocation that failed, as the error names it
     fixes: list[MemoryFix]  # largest first; only those that free something here
+    # What the request lacked: its size less the device's free memory, as a CUDA error says
+    # it; None where the error does not (the CPU allocator's).
+    needed_bytes: int | None = None
+    # Where it was asked for (the allocator's [OutOfMemory] event's op): "" when unknown.
+    op: str = ""
+    module: str = ""
+    line: str = ""
+
+
+_GPU = re.compile(r"\bGPU (\d+)\b")
+
+
+def failed_device(failure: str | None) -> int | None:
+    """The GPU an out-of-memory error names ("GPU 0 has a total capacity ...", "on GPU 1")."""
+    found = _GPU.search(failure) if is_out_of_memory(failure) and failure else None
+    return int(found.group(1)) if found else None
 
 
 def is_out_of_memory(failure: str | None) -> bool:
@@ -60,25 +79,43 @@ def requested_bytes(error: str) -> int | None:
     """The failed allocation's size, as torch's CUDA or CPU allocator words it."""
     if cpu := _TRIED_CPU.search(error):
         return int(cpu.group(1))
-    if cuda := _TRIED_CUDA.search(error):
-        return round(float(cuda.group(1)) * _UNITS[cuda.group(2).upper()])
-    return None
+    return _size(_TRIED_CUDA.search(error))
 
 
 def memory_failure(
-    analysis: MemoryFacts, at: MemoryMoment, live: list[LiveBlock], device: int
+    analysis: MemoryFacts,
+    at: MemoryMoment,
+    live: list[LiveBlock],
+    device: int,
+    where: tuple[str, str, str] = ("", "", ""),
 ) -> MemoryFailure | None:
     """The post-mortem of an out-of-memory failure at ``at`` (the moment the trace ends), whose
-    live blocks are ``live``."""
+    live blocks are ``live``; ``where``: the (op, module, line) that asked."""
     error = analysis.trace.meta.failure
     if error is None or not is_out_of_memory(error):
         return None
-    fixes = [fix for fix in _fixes(analysis, at, live, device, error) if fix.frees_bytes > 0]
+    asked = requested_bytes(error)
+    free = _size(_FREE.search(error))
+    needed = max(asked - free, 0) if asked is not None and free is not None else None
+    fixes = [
+        msgspec.structs.replace(fix, enough=None if needed is None else fix.frees_bytes >= needed)
+        for fix in _fixes(analysis, at, live, device, error)
+        if fix.frees_bytes > 0
+    ]
+    op, module, line = where
     return MemoryFailure(
         error=error,
-        requested_bytes=requested_bytes(error),
+        requested_bytes=asked,
         fixes=sorted(fixes, key=lambda f: -f.frees_bytes),
+        needed_bytes=needed,
+        op=op,
+        module=module,
+        line=line,
     )
+
+
+def _size(found: re.Match[str] | None) -> int | None:
+    return round(float(found.group(1)) * _UNITS[found.group(2).upper()]) if found else None
 
 
 def _fixes(
@@ -135,9 +172,9 @@ def _fixes(
             state - state // world,
             f"all but 1/{world} of {format_bytes(state)} of optimizer state",
         ))  # fmt: skip
-    unused = _UNUSED.search(error)
+    unused = _size(_UNUSED.search(error))
     if device >= 0 and unused:
-        frees = round(float(unused.group(1)) * _UNITS[unused.group(2).upper()])
+        frees = unused
         fixes.append(MemoryFix(
             "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before torch starts: "
             "reserved blocks too fragmented to hold the request are reused",

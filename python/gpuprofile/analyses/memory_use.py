@@ -33,7 +33,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.memory_failure import MemoryFailure, memory_failure
+from gpuprofile.analyses.memory_failure import MemoryFailure, failed_device, memory_failure
 from gpuprofile.analyses.memory_moments import (
     LiveBlock,
     MemoryFacts,
@@ -221,12 +221,15 @@ def _roles(analysis: MemoryFacts, device: int) -> dict[int, int]:
     }
 
 
-def main_device(memory: pd.DataFrame) -> int | None:
-    """The device a rank's memory is told for: the GPU whose allocator total peaked highest
-    (the peak gauge's), else the one with most events, else the host."""
+def main_device(memory: pd.DataFrame, failed: int | None = None) -> int | None:
+    """The device a rank's memory is told for: the GPU that ran out of memory (``failed``,
+    when it has events), else the GPU whose allocator total peaked highest (the peak gauge's),
+    else the one with most events, else the host."""
     if not len(memory):
         return None
     device = memory["device"].to_numpy()
+    if failed is not None and (device == failed).any():
+        return failed
     gpu = device >= 0
     if not gpu.any():
         return int(device[0])
@@ -241,7 +244,7 @@ def main_device(memory: pd.DataFrame) -> int | None:
 def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
     """The rank's memory by category and module over time; None without allocator events."""
     memory = analysis.rank_table("memory", rank)
-    device = main_device(memory)
+    device = main_device(memory, failed_device(analysis.trace.meta.failure))
     if device is None:
         return None
     mine = memory[memory["device"].to_numpy() == device]
@@ -293,6 +296,10 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
         r.addr: _owner_module(r) for r in analysis.trace.meta.tensor_roles if r.device == device
     }
     owned = (blocks.end >= n) & np.isin(blocks.addr, list(owners))
+    # Made in the optimizer's step outside every module: the optimizer's (its temporaries).
+    optimizers = analysis.workload.optimizers
+    stepper = f"{optimizers[0] if len(optimizers) == 1 else 'the'} (optimizer)"
+    stepped = (blocks.alloc_phase == OPTIMIZER) & (blocks.module < 0)
 
     def moment(c: int) -> tuple[MemoryMoment, list[LiveBlock]]:
         k = c - 1  # the last event counted in column c
@@ -307,6 +314,8 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
                 if owned[i]
                 else paths[blocks.module[i]]
                 if blocks.module[i] >= 0
+                else stepper
+                if stepped[i]
                 else NO_MODULE,
                 _op_name(analysis, int(blocks.op[i])),
                 _line(analysis, int(blocks.line[i])),
@@ -341,8 +350,23 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
         peak=peak,
         end=end,
         known_roles=len(analysis.trace.meta.tensor_roles),
-        failure=memory_failure(analysis, end, live, device),
+        failure=memory_failure(analysis, end, live, device, _failed_where(analysis, rank)),
         note=_note(len(blocks.loose), n, bool(n) and totals[0] < 0 and device >= 0),
+    )
+
+
+def _failed_where(analysis: MemoryFacts, rank: int) -> tuple[str, str, str]:
+    """(op, module, line) running where the allocator refused, from its [OutOfMemory] event."""
+    at = analysis.trace.meta.failure_at
+    if at is None:
+        return "", "", ""
+    point = pd.DataFrame({"time_ns": [at[0]], "tid": [at[1]]})
+    op, module, _, line = _placed(analysis, rank, point)
+    paths = analysis.modules.paths
+    return (
+        _op_name(analysis, int(op[0])),
+        paths[int(module[0])] if module[0] >= 0 else (NO_MODULE if op[0] >= 0 else ""),
+        _line(analysis, int(line[0])),
     )
 
 

@@ -97,6 +97,22 @@ def snapshot_trace(data: Any, name: str = "torch.cuda.memory._snapshot()") -> Tr
     return _Reader(Path(name)).trace(data)
 
 
+def _oom_text(states: list[AllocatorState]) -> str | None:
+    """A snapshot's last oom entry as the failure the memory view's post-mortem reads."""
+    failed = [s for s in states if s.oom is not None]
+    if not failed:
+        return None
+    state = max(failed, key=lambda s: s.oom.time_ns or 0 if s.oom else 0)
+    oom = state.oom
+    assert oom is not None
+    asked = f"you tried to allocate {oom.size} bytes" if oom.size is not None else "an allocation"
+    free = f"; the device had {oom.device_free} B free" if oom.device_free is not None else ""
+    return (
+        f"OutOfMemoryError (the snapshot's oom entry): out of memory on GPU {state.device}: "
+        f"{asked}{free}"
+    )
+
+
 class _DataOnly(pickle.Unpickler):
     """An unpickler that builds only pickle's own types (dict, list, tuple, str, bytes, numbers,
     bool, None) and refuses every global, the only way a pickle reaches code."""
@@ -264,6 +280,7 @@ class _Reader:
             ranks={0: RankMeta(files=files)},
             notes=tuple(notes),
             allocator=tuple(states),
+            failure=_oom_text(states),
         )
         return Trace(memory=memory, meta=meta)
 

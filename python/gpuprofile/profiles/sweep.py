@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from gpuprofile.analyses.memory_failure import is_out_of_memory
 from gpuprofile.capture.options import CaptureOptions
 from gpuprofile.errors import OptionError
 from gpuprofile.profiles.block import profile
@@ -20,7 +21,13 @@ from gpuprofile.profiles.profile import Profile
 from gpuprofile.report.schema import RankReport, Report
 from gpuprofile.report.sweep import build_sweep_report, plot_series, render_sweep_text
 from gpuprofile.report.sweep_layout import SweepPlot, sweep_layout
-from gpuprofile.report.sweep_schema import METRICS, SweepModule, SweepPoint, SweepReport
+from gpuprofile.report.sweep_schema import (
+    METRICS,
+    SweepModule,
+    SweepPoint,
+    SweepReport,
+    SweepStop,
+)
 from gpuprofile.report.sweep_svg import sweep_svg
 
 STATIC_CLASS = "gpuprofile-sweep-static"
@@ -46,12 +53,20 @@ class Sweep:
         parameter: the swept parameter's name ("L").
         points: one SweepPoint per value (``gpuprofile.sweep`` makes them).
         at: the value the fits are projected to, or None.
+        stopped: the value whose run ran out of memory, which ended the sweep, or None.
     """
 
-    def __init__(self, parameter: str, points: Sequence[SweepPoint], at: float | None = None):
+    def __init__(
+        self,
+        parameter: str,
+        points: Sequence[SweepPoint],
+        at: float | None = None,
+        stopped: SweepStop | None = None,
+    ):
         self.parameter = parameter
         self.points = list(points)
         self.at = at
+        self.stopped = stopped
         self._report: SweepReport | None = None
 
     def report(self, at: float | None = None) -> dict[str, Any]:
@@ -60,9 +75,9 @@ class Sweep:
 
     def typed_report(self, at: float | None = None) -> SweepReport:
         if at is not None and at != self.at:
-            return build_sweep_report(self.parameter, self.points, _checked_at(at))
+            return build_sweep_report(self.parameter, self.points, _checked_at(at), self.stopped)
         if self._report is None:
-            self._report = build_sweep_report(self.parameter, self.points, self.at)
+            self._report = build_sweep_report(self.parameter, self.points, self.at, self.stopped)
         return self._report
 
     def text(self) -> str:
@@ -158,37 +173,69 @@ def sweep(
 
     Returns:
         A Sweep; each profiled call is recorded in the history as ``profile()`` records it.
+        A value whose call runs out of memory ends the sweep there (larger values would too):
+        the Sweep holds the values before it, and ``stopped`` names it and its failed run,
+        whose partial profile has the post-mortem (with ``profile_memory=True``).
+
+    Raises:
+        OptionError: bad values or options, before anything runs.
+        Any other exception ``fn`` raises, with the finished points as its
+        ``gpuprofile_sweep`` (a Sweep).
     """
+    if not callable(fn):
+        raise OptionError("fn", fn, "a function, called with each value")
     values = _checked_values(values)
-    if repeat < 1 or warmup < 0:
-        raise OptionError("repeat", (repeat, warmup), "repeat >= 1 and warmup >= 0")
-    unknown = set(options) - _PROFILE_OPTIONS
-    if unknown:
-        raise OptionError(
-            "options", ", ".join(sorted(unknown)), f"profile() takes {sorted(_PROFILE_OPTIONS)}"
-        )
+    for option, given, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
+        if isinstance(given, bool) or not isinstance(given, int) or given < least:
+            raise OptionError(option, given, f"a whole number, {least} or more")
+    for option in sorted(set(options) - _PROFILE_OPTIONS):
+        if option in _WHOLE_RUN:
+            raise OptionError(option, options[option], _WHOLE_RUN_PROBLEM)
+        raise OptionError(option, options[option], f"profile() takes {sorted(_PROFILE_OPTIONS)}")
     if at is not None:
         at = _checked_at(at)
-    points = []
+    points: list[SweepPoint] = []
     for value in values:
-        for _ in range(warmup):
-            fn(value)
-        profiles = []
-        for _ in range(repeat):
-            with profile(label=f"{label or 'sweep'} {name}={value:g}", **options) as made:
+        current: Profile | None = None  # the run under way, for its id when it fails
+        try:
+            for _ in range(warmup):
                 fn(value)
-            profiles.append(made)
+            profiles = []
+            for _ in range(repeat):
+                current = None
+                with profile(label=f"{label or 'sweep'} {name}={value:g}", **options) as made:
+                    current = made
+                    fn(value)
+                profiles.append(made)
+        except Exception as error:
+            text = f"{type(error).__name__}: {error}"[:2000]
+            partial = Sweep(name, points, at)
+            if not is_out_of_memory(text):
+                # The finished points are not lost: the error carries them.
+                error.gpuprofile_sweep = partial  # type: ignore[attr-defined]
+                if hasattr(error, "add_note"):
+                    error.add_note(
+                        f"gpuprofile.sweep: {len(points)} values finished before {name}="
+                        f"{value:g}; the partial sweep is this error's gpuprofile_sweep"
+                    )
+                raise
+            # Running out of memory is where a sweep of sizes ends: larger values would too.
+            run = current.run.id if current is not None and current.run is not None else None
+            return Sweep(name, points, at, SweepStop(float(value), text, run))
         points.append(sweep_point(value, profiles))
     return Sweep(name, points, at)
+
+
+_WHOLE_RUN = ("steps", "distributed", "export")
+_WHOLE_RUN_PROBLEM = "a sweep profiles each run whole, on one process, into the history"
 
 
 def sweep_options(options: CaptureOptions) -> dict[str, Any]:
     """``%%gpuprofile``'s parsed options as a sweep's profile() keywords; those a sweep cannot
     take (steps windows, a job, one export file) refused."""
-    for name, given in (("steps", options.steps), ("distributed", options.distributed),
-                        ("export", options.export)):  # fmt: skip
-        if given:
-            raise OptionError(name, given, "a sweep profiles each run whole, on one process")
+    for name in _WHOLE_RUN:
+        if given := getattr(options, name):
+            raise OptionError(name, given, _WHOLE_RUN_PROBLEM)
     return {
         "profile_memory": options.profile_memory,
         "with_stack": options.with_stack,

@@ -59,6 +59,10 @@ def memory_svg(layout: MemoryLayout) -> str:
     return "".join(parts)
 
 
+def _enough(enough: bool | None) -> str:
+    return "" if enough is None else "; enough on its own" if enough else "; not enough alone"
+
+
 def memory_section(report: Report, draw: Callable[[str, str], str]) -> str:
     """The "Memory" section, escaped HTML: the out-of-memory post-mortem first, then the chart
     and what was largest at the peak; "" when no rank has a memory view. ``draw(svg, alt)``
@@ -77,15 +81,22 @@ def memory_section(report: Report, draw: Callable[[str, str], str]) -> str:
             if failure.requested_bytes is not None
             else ""
         )
+        by = (
+            f" Asked for by {esc(failure.op)}"
+            + (f" in {esc(failure.module)}" if failure.module else "")
+            + "."
+            if failure.op
+            else ""
+        )
         parts.append(
-            f'<div class="gp-oom"><p><b>Out of memory</b>: {esc(failure.error)}.{asked} '
+            f'<div class="gp-oom"><p><b>Out of memory</b>: {esc(failure.error)}.{asked}{by} '
             f"Live when it failed: {esc(format_bytes(memory.end.total_bytes))}.</p>"
         )
         if failure.fixes:
             parts.append("<ol>")
             parts += [
                 f"<li><b>frees {esc(format_bytes(f.frees_bytes))}</b>: {esc(f.fix)} "
-                f"({esc(f.why)})</li>"
+                f"({esc(f.why)}){esc(_enough(f.enough))}</li>"
                 for f in failure.fixes[:FIXES_SHOWN]
             ]
             parts.append("</ol>")

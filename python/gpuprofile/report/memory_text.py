@@ -43,18 +43,40 @@ def failure_lines(memory: MemoryUse | None, rank: int) -> list[str]:
     )
     lines = [
         f"OUT OF MEMORY on rank {rank} ({device_text(memory.device)}){asked}: {failure.error}",
-        f"  live when it failed: {format_bytes(end.total_bytes)}: {_categories(end)}",
-        *_moment_lines(end, "when it failed"),
     ]
+    if failure.op:
+        place = ", ".join(p for p in (failure.module, failure.line) if p)
+        lines.append(f"  asked for by {failure.op}" + (f" in {place}" if place else ""))
+    lines.append(f"  live when it failed: {format_bytes(end.total_bytes)}: {_categories(end)}")
+    lines += _moment_lines(end, "when it failed")
+    asked_bytes = failure.requested_bytes
+    if failure.needed_bytes is not None:
+        lines.append(
+            f"  it lacked {format_bytes(failure.needed_bytes)} (the request less the device's "
+            "free memory, as the error says)"
+        )
+    elif asked_bytes is not None and asked_bytes > end.total_bytes:
+        lines.append(
+            f"  the request alone is larger than all PyTorch held when it failed "
+            f"({format_bytes(end.total_bytes)}): freeing memory may not be enough; check the "
+            "size it was computed from"
+        )
     if failure.fixes:
         lines.append("  fixes, by the memory each frees there:")
-        lines += [f"    {format_bytes(f.frees_bytes):>9}  {f.fix} ({f.why})" for f in failure.fixes]
+        lines += [
+            f"    {format_bytes(f.frees_bytes):>9}  {f.fix} ({f.why})" + _enough(f.enough)
+            for f in failure.fixes
+        ]
     else:
         lines.append(
             "  none of the fixes gpuprofile knows frees memory there: no activations, "
             "temporaries, score matrices or shardable optimizer state were live"
         )
     return lines
+
+
+def _enough(enough: bool | None) -> str:
+    return "" if enough is None else "; enough on its own" if enough else "; not enough alone"
 
 
 def allocator_lines(states: list[AllocatorState]) -> list[str]:
@@ -109,7 +131,8 @@ def _moment_lines(moment: MemoryMoment, when: str) -> list[str]:
     if moment.largest:
         lines.append(f"    largest blocks {when}:")
         for block in moment.largest[:MEMORY_ROWS]:
-            where = " ".join(p for p in (block.op, block.line) if p) or "before the trace"
+            made = "before the trace" if block.allocated_ns is None else "no op recorded"
+            where = " ".join(p for p in (block.op, block.line) if p) or made
             lines.append(
                 f"      {format_bytes(block.bytes):>9}  {block.category:<15} {block.module}"
                 f" ({where})"

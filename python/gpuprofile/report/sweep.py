@@ -23,6 +23,7 @@ from gpuprofile.report.sweep_schema import (
     SweepModule,
     SweepPoint,
     SweepReport,
+    SweepStop,
 )
 from gpuprofile.units import format_bytes, format_flops, format_fraction, format_time
 
@@ -69,9 +70,13 @@ def subjects(points: Sequence[SweepPoint]) -> list[str]:
 
 
 def build_sweep_report(
-    parameter: str, points: Sequence[SweepPoint], at: float | None = None
+    parameter: str,
+    points: Sequence[SweepPoint],
+    at: float | None = None,
+    stopped: SweepStop | None = None,
 ) -> SweepReport:
-    """The report of a sweep's points (in value order); ``at``: the value to project to."""
+    """The report of a sweep's points (in value order); ``at``: the value to project to;
+    ``stopped``: the value that ran out of memory, when one did."""
     points = sorted(points, key=lambda p: p.value)
     fits: list[Fit] = []
     fitted: dict[tuple[str, str], PowerFit] = {}
@@ -107,6 +112,7 @@ def build_sweep_report(
         fits=fits,
         projection=_projection(fitted, at) if at is not None else None,
         notes=notes,
+        stopped=stopped,
     )
 
 
@@ -176,6 +182,15 @@ def render_sweep_text(report: SweepReport) -> str:
             f"wall {format_time(point.wall_ns)} x{point.repeats}{tail}"
         )
     lines += [f"  {note}" for note in report.notes]
+    if report.stopped is not None:
+        stop = report.stopped
+        where = f'; its partial profile: gpuprofile.show("{stop.run}")' if stop.run else ""
+        lines.append(
+            f"  stopped at {symbol}={_value_text(stop.value)}, larger values not run: "
+            f"{stop.error}{where}"
+        )
+    if len(report.points) < 2:
+        lines.append("  fewer than two values ran: nothing to fit")
     return "\n".join(lines)
 
 

@@ -65,6 +65,14 @@ class Projection(msgspec.Struct, frozen=True):
     figures: list[Projected]
 
 
+class SweepStop(msgspec.Struct, frozen=True):
+    """Where a sweep stopped: the value whose run ran out of memory (larger ones were not run)."""
+
+    value: float
+    error: str  # the exception, type: message (untrusted text)
+    run: str | None  # the failed run's id in the history: its partial profile and post-mortem
+
+
 class SweepReport(msgspec.Struct, frozen=True):
     schema: str
     parameter: str
@@ -74,3 +82,4 @@ class SweepReport(msgspec.Struct, frozen=True):
     projection: Projection | None
     # Subjects and metrics left unfitted, and why (a module seen at one value only).
     notes: list[str] = []
+    stopped: SweepStop | None = None

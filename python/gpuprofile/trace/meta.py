@@ -203,6 +203,8 @@ class TraceMeta(msgspec.Struct, frozen=True, kw_only=True):
     # The exception that ended a capture's code early ("OutOfMemoryError: CUDA out of ..."),
     # as its type and message; None when the code finished or the trace was imported.
     failure: str | None = None
+    # Where the allocator refused (its [OutOfMemory] event): (time_ns, tid); None: not recorded.
+    failure_at: tuple[int, int] | None = None
     # With --memory: the tensors whose role the capture knew at its end (TensorRole).
     tensor_roles: tuple[TensorRole, ...] = ()
     # A memory snapshot's allocator state, one per device (trace/allocator.py); () otherwise.

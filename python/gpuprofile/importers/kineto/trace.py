@@ -120,6 +120,7 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
     doc: Document[Any] | None = None
     span_ends: list[int] = []  # the profiler's own spans' ends (Trace events), in ns
     failures: list[Event] = []  # the allocator's [OutOfMemory] instants
+    failed_at: tuple[int, int] | None = None  # the last one's (ts in ns, tid)
 
     def loose(items: list[Any], first: int) -> list[Event]:
         return loose_events(items, first, findings)
@@ -143,6 +144,10 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
             skipped.update(part_skipped)
             buckets.update(counters=counters, gpu_annotations=annotations)
             where = _locator(named, first, events)
+            if oom:
+                kept, at, _ = checked_times(oom, "out-of-memory events", False, Findings(), where)
+                if kept and isinstance(kept[-1].tid, int):
+                    failed_at = (int(at[-1]), kept[-1].tid)
             if spans:
                 _, start, dur = checked_times(spans, "profiler spans", True, Findings(), where)
                 span_ends.extend((start + dur).tolist())
@@ -220,6 +225,7 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
         steps=entry.steps if entry else None,
         notes=(range_profiler_note(skipped[RANGE_PROFILER]),) if skipped[RANGE_PROFILER] else (),
         failure=out_of_memory_text(failures[-1]) if failures else None,
+        failure_at=(failed_at[0] - shift, failed_at[1]) if failed_at is not None else None,
     )
     return Trace(**tables, meta=meta), declared_rank
 
