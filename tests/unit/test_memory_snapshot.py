@@ -473,3 +473,11 @@ def test_a_capture_records_the_allocator_history_where_cuda_is(
     refused = AllocatorHistory()
     refused.start()
     assert refused.stop() == () and "not recorded" in (refused.error or "")
+
+
+def test_a_snapshot_is_a_cuda_workload_and_its_oom_needs_no_notice(tmp_path: Path) -> None:
+    import gpuprofile
+
+    report = gpuprofile.load(_write(tmp_path / "s.pickle", snapshot())).typed_report()
+    assert report.workload is not None and report.workload.device == "cuda"
+    assert not any(n.kind == "out-of-memory" for n in report.notices)

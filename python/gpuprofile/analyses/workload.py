@@ -452,5 +452,8 @@ def _device(analysis: Lookups, names: _Names, fmt: str, evidence: list[str]) -> 
         said = _quoted(devices) if any(devices) else f"GPU work in a {fmt} trace"
         evidence.append(f"device cuda: {said}")
         return "cuda"
+    if fmt == "memory-snapshot":  # the CUDA caching allocator's own record, no kernels
+        evidence.append("device cuda: a CUDA caching allocator's snapshot")
+        return "cuda"
     evidence.append("device cpu: host ops only, no GPU work")
     return "cpu"

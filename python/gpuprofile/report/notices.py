@@ -41,7 +41,9 @@ def notices(meta: TraceMeta) -> list[dict[str, str]]:
                 "text": "the profiled code raised before it finished; this covers only what ran.",
             }
         )
-    recorded = any(facts.profile_memory for facts in meta.ranks.values())
+    recorded = meta.source.format == "memory-snapshot" or any(
+        facts.profile_memory for facts in meta.ranks.values()
+    )
     if is_out_of_memory(meta.failure) and not recorded:
         # With --memory the post-mortem says what was live; without, this says how to get it.
         out.append({
