@@ -15,10 +15,10 @@ import secrets
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -30,6 +30,7 @@ from gpuprofile.store.summary import hint_rows, run_summary
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 60.0
+T = TypeVar("T")
 # Shortest id prefix taken as an id (shorter text is only a label).
 MIN_PREFIX = 4
 LAST = "last"
@@ -206,8 +207,9 @@ class History:
             _pack(digest),
             trace_path,
         )
-        with self._connection(write=True) as db:
-            db.execute(f"INSERT INTO runs VALUES ({', '.join('?' * len(row))})", row)
+        self._write(
+            lambda db: db.execute(f"INSERT INTO runs VALUES ({', '.join('?' * len(row))})", row)
+        )
         return self._run((*row[:13], trace_path))
 
     def runs(self, limit: int | None = None) -> list[StoredRun]:
@@ -270,12 +272,16 @@ class History:
             raise HistoryError(f"--keep {keep}: expected 0 or more runs to keep")
         if not self.path.exists():
             return 0
-        with self._connection(write=True) as db:
+
+        def prune(db: sqlite3.Connection) -> list[Any]:
             doomed = db.execute(
                 "SELECT id, trace_path FROM runs ORDER BY time DESC, rowid DESC LIMIT -1 OFFSET ?",
                 (keep,),
             ).fetchall()
             db.executemany("DELETE FROM runs WHERE id = ?", [(d[0],) for d in doomed])
+            return doomed
+
+        doomed = self._write(prune)
         for _, trace in doomed:
             if trace:
                 with contextlib.suppress(OSError):
@@ -330,6 +336,23 @@ class History:
             history=self,
         )
 
+    def _write(self, change: Callable[[sqlite3.Connection], T]) -> T:
+        """``change`` in one write transaction, tried again while the store is busy, until
+        ``BUSY_TIMEOUT_S`` has passed. SQLite's own wait covers a writer holding the lock, but
+        not every busy moment of processes opening and closing the store at once (a WAL being
+        checkpointed and removed as one closes while another opens): those fail at once."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        pause = 0.01
+        while True:
+            try:
+                with self._connection(write=True) as db:
+                    return change(db)
+            except _Busy:
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+
     @contextlib.contextmanager
     def _connection(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
         if write:
@@ -350,7 +373,7 @@ class History:
                 db.execute("COMMIT")
         except sqlite3.OperationalError as error:
             if "locked" in str(error) or "busy" in str(error):
-                raise HistoryError(
+                raise _Busy(
                     f"{self.path}: the history stayed locked for {BUSY_TIMEOUT_S:.0f} s by "
                     "another process; try again"
                 ) from None
@@ -394,6 +417,10 @@ class History:
             f"'{self.path}.bad'): gpuprofile starts a new one; `sqlite3 '{self.path}.bad' "
             ".recover | sqlite3 recovered.sqlite` may save its runs"
         )
+
+
+class _Busy(HistoryError):
+    """The store stayed locked (or was busy) past what SQLite waits."""
 
 
 def open_history(path: str | Path | None = None) -> History | None:
