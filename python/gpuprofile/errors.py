@@ -60,3 +60,9 @@ class WorkerError(GpuprofileError):
 class HistoryError(GpuprofileError):
     """The history store cannot be read or written (damaged, locked, not a gpuprofile store),
     or a run reference names no run in it."""
+
+
+def failure_text(error: BaseException, limit: int = 2000) -> str:
+    """An exception as one line of text, "Type: message", cut at ``limit`` characters: how a
+    capture and a sweep keep the error that ended the code."""
+    return f"{type(error).__name__}: {error}"[:limit]

@@ -20,6 +20,7 @@ import pandas as pd
 
 from gpuprofile.analyses.gpu_time import GpuTime
 from gpuprofile.analyses.lookups import Lookups
+from gpuprofile.analyses.memory_use import main_device
 from gpuprofile.analyses.names import codes, per_category
 from gpuprofile.analyses.roofline import OVER_ROOF, Roofline
 from gpuprofile.hardware.model import Hardware
@@ -292,13 +293,13 @@ def _memory(
         return Gauge(
             "memory", "Peak GPU memory", rank, None, "B", None, "GPU capacity", None, note=why
         )
-    rows = totals
-    allocated = memory[["device", "total_allocated"]].iloc[rows]
-    peaks = allocated.groupby("device")["total_allocated"].max()
-    device = int(peaks.index.to_numpy()[np.argmax(peaks.to_numpy())])
+    # The memory view's device: the GPU whose total peaked highest.
+    device = main_device(memory.iloc[totals])
+    assert device is not None
+    peak = float(memory["total_allocated"].to_numpy()[totals].max())
     capacity, source = _capacity(trace, hardware, rank, device)
     return Gauge(
-        "memory", "Peak GPU memory", rank, float(peaks.max()), "B", capacity,
+        "memory", "Peak GPU memory", rank, peak, "B", capacity,
         f"GPU {device} capacity" if capacity else "unknown capacity", source,
         note=f"peak allocated by PyTorch's allocator on GPU {device} (reserved is higher)",
     )  # fmt: skip

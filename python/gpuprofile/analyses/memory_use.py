@@ -82,7 +82,8 @@ class Blocks:
     def __init__(self, analysis: MemoryFacts, rank: int, memory: pd.DataFrame) -> None:
         mine = memory.sort_values("time_ns", kind="stable")
         self.time = mine["time_ns"].to_numpy()
-        delta = mine["bytes"].to_numpy()
+        self.totals = mine["total_allocated"].to_numpy()
+        self.deltas = delta = mine["bytes"].to_numpy()
         addr = mine["addr"].to_numpy() if "addr" in mine else np.full(len(mine), -1)
         n = len(mine)
         order = np.lexsort((np.arange(n), addr))
@@ -262,8 +263,7 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
         before_by[_CODE[r.role]] += r.bytes
     early = blocks.start < 0
     np.add.at(before_by, blocks.category[early].astype(np.int64), blocks.size[early])
-    totals = mine.sort_values("time_ns", kind="stable")["total_allocated"].to_numpy()
-    deltas = mine.sort_values("time_ns", kind="stable")["bytes"].to_numpy()
+    totals, deltas = blocks.totals, blocks.deltas
     # A GPU allocator's own total says what was live before the first event, known or not.
     # The CPU allocator's counts only what it saw while a profiler ran, in this process: not
     # the tensors made before (the model), so its total tells nothing of the start.
@@ -300,6 +300,17 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
     optimizers = analysis.workload.optimizers
     stepper = f"{optimizers[0] if len(optimizers) == 1 else 'the'} (optimizer)"
     stepped = (blocks.alloc_phase == OPTIMIZER) & (blocks.module < 0)
+    # Each block's module as shown, worked out once for every moment.
+    shown = [
+        owners[int(a)] if is_owned
+        else paths[m] if m >= 0
+        else stepper if is_stepped
+        else NO_MODULE
+        for a, m, is_owned, is_stepped in zip(
+            blocks.addr.tolist(), blocks.module.tolist(), owned.tolist(), stepped.tolist(),
+            strict=True,
+        )
+    ]  # fmt: skip
 
     def moment(c: int) -> tuple[MemoryMoment, list[LiveBlock]]:
         k = c - 1  # the last event counted in column c
@@ -310,13 +321,7 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
             LiveBlock(
                 int(blocks.size[i]),
                 CATEGORIES[int(blocks.category[i])],
-                owners[int(blocks.addr[i])]
-                if owned[i]
-                else paths[blocks.module[i]]
-                if blocks.module[i] >= 0
-                else stepper
-                if stepped[i]
-                else NO_MODULE,
+                shown[i],
                 _op_name(analysis, int(blocks.op[i])),
                 _line(analysis, int(blocks.line[i])),
                 int(time[blocks.start[i]]) if blocks.start[i] >= 0 else None,

@@ -45,7 +45,7 @@ from gpuprofile.capture.sampler import Sampler
 from gpuprofile.capture.sources import default_sources
 from gpuprofile.capture.steps import StepCounter
 from gpuprofile.capture.tensor_roles import TensorRoles
-from gpuprofile.errors import GpuprofileError, OptionError, ProfilerBusyError
+from gpuprofile.errors import GpuprofileError, OptionError, ProfilerBusyError, failure_text
 from gpuprofile.trace.meta import Steps, TensorRole
 from gpuprofile.trace.model import Trace
 from gpuprofile.trace.samples import Reading, with_samples
@@ -207,7 +207,7 @@ def capture(
         finished = True
     except BaseException as error:
         # Kept for the memory view's post-mortem (an out-of-memory error names its request).
-        failure = f"{type(error).__name__}: {error}"[:2000]
+        failure = failure_text(error)
         raise
     finally:
         # A Ctrl-C during the teardown would leave torch's profiler half stopped (its Python

@@ -15,7 +15,7 @@ import msgspec
 
 from gpuprofile.analyses.memory_failure import is_out_of_memory
 from gpuprofile.capture.options import CaptureOptions
-from gpuprofile.errors import OptionError
+from gpuprofile.errors import OptionError, failure_text
 from gpuprofile.profiles.block import profile
 from gpuprofile.profiles.profile import Profile
 from gpuprofile.report.schema import RankReport, Report
@@ -208,7 +208,7 @@ def sweep(
                     fn(value)
                 profiles.append(made)
         except Exception as error:
-            text = f"{type(error).__name__}: {error}"[:2000]
+            text = failure_text(error)
             partial = Sweep(name, points, at)
             if not is_out_of_memory(text):
                 # The finished points are not lost: the error carries them.
@@ -236,15 +236,8 @@ def sweep_options(options: CaptureOptions) -> dict[str, Any]:
     for name in _WHOLE_RUN:
         if given := getattr(options, name):
             raise OptionError(name, given, _WHOLE_RUN_PROBLEM)
-    return {
-        "profile_memory": options.profile_memory,
-        "with_stack": options.with_stack,
-        "record_shapes": options.record_shapes,
-        "modules": options.modules,
-        "hardware": options.hardware,
-        "interval": options.interval,
-        "max_events": options.max_events,
-    }
+    # profile()'s keywords are CaptureOptions' field names.
+    return {name: getattr(options, name) for name in _PROFILE_OPTIONS if name != "keep_trace"}
 
 
 def sweep_point(value: float, profiles: Sequence[Profile]) -> SweepPoint:
