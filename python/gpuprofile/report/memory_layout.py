@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpuprofile.report.memory_text import device_text
 from gpuprofile.report.roof_labels import Label, label
 from gpuprofile.report.schema import RankReport, Report
 from gpuprofile.units import format_bytes, format_time
@@ -132,7 +133,7 @@ def _layout(rank: RankReport) -> MemoryLayout:
         MemoryTick(sx(t), label(format_time(t), sx(t), bottom + 14, "middle", font=FONT))
         for t in (t0, t0 + span // 2, t1)
     )
-    where = "host, PyTorch's CPU allocator" if memory.device < 0 else f"GPU {memory.device}"
+    where = device_text(memory.device)
     return MemoryLayout(
         rank=rank.rank,
         title=f"Memory in use, rank {rank.rank} ({where}), by category",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpuprofile.report.memory_layout import COLOURS, MemoryLayout, memory_layout
+from gpuprofile.report.memory_text import enough_text
 from gpuprofile.report.module_svg import esc
 from gpuprofile.report.roof_labels import Label
 from gpuprofile.report.schema import Report
@@ -59,10 +60,6 @@ def memory_svg(layout: MemoryLayout) -> str:
     return "".join(parts)
 
 
-def _enough(enough: bool | None) -> str:
-    return "" if enough is None else "; enough on its own" if enough else "; not enough alone"
-
-
 def memory_section(report: Report, draw: Callable[[str, str], str]) -> str:
     """The "Memory" section, escaped HTML: the out-of-memory post-mortem first, then the chart
     and what was largest at the peak; "" when no rank has a memory view. ``draw(svg, alt)``
@@ -96,7 +93,7 @@ def memory_section(report: Report, draw: Callable[[str, str], str]) -> str:
             parts.append("<ol>")
             parts += [
                 f"<li><b>frees {esc(format_bytes(f.frees_bytes))}</b>: {esc(f.fix)} "
-                f"({esc(f.why)}){esc(_enough(f.enough))}</li>"
+                f"({esc(f.why)}){esc(enough_text(f.enough))}</li>"
                 for f in failure.fixes[:FIXES_SHOWN]
             ]
             parts.append("</ol>")

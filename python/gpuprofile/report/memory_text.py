@@ -64,7 +64,7 @@ def failure_lines(memory: MemoryUse | None, rank: int) -> list[str]:
     if failure.fixes:
         lines.append("  fixes, by the memory each frees there:")
         lines += [
-            f"    {format_bytes(f.frees_bytes):>9}  {f.fix} ({f.why})" + _enough(f.enough)
+            f"    {format_bytes(f.frees_bytes):>9}  {f.fix} ({f.why})" + enough_text(f.enough)
             for f in failure.fixes
         ]
     else:
@@ -75,7 +75,8 @@ def failure_lines(memory: MemoryUse | None, rank: int) -> list[str]:
     return lines
 
 
-def _enough(enough: bool | None) -> str:
+def enough_text(enough: bool | None) -> str:
+    """Whether a fix covers what the request lacked, as every view words it."""
     return "" if enough is None else "; enough on its own" if enough else "; not enough alone"
 
 
