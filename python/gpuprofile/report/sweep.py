@@ -32,21 +32,28 @@ SHOWN_MODULES = 6
 METRIC_WORDS = {"time": "time", "flops": "FLOPs", "peak_bytes": "peak memory"}
 
 
-def samples(point: SweepPoint, subject: str, metric: str) -> list[float]:
+def samples(
+    point: SweepPoint, rows: dict[str, SweepModule], subject: str, metric: str
+) -> list[float]:
     """The subject's figures at one point, one per repeat where the repeats differ (time), else
-    the point's one figure."""
+    the point's one figure; ``rows``: the point's modules by path (``module_rows``)."""
     if subject == TOTAL:
         if metric == "time":
             return [float(v) for v in point.step_samples_ns]
         figure = point.flops if metric == "flops" else point.peak_bytes
         return [] if figure is None else [float(figure)]
-    for module in point.modules:
-        if module.path == subject:
-            if metric == "time" and module.time_samples_ns:
-                return [float(v) for v in module.time_samples_ns]
-            figure = _module_figure(module, metric)
-            return [] if figure is None else [figure]
-    return []
+    module = rows.get(subject)
+    if module is None:
+        return []
+    if metric == "time" and module.time_samples_ns:
+        return [float(v) for v in module.time_samples_ns]
+    figure = _module_figure(module, metric)
+    return [] if figure is None else [figure]
+
+
+def module_rows(points: Sequence[SweepPoint]) -> list[dict[str, SweepModule]]:
+    """Each point's modules by path, looked up once per point rather than scanned per subject."""
+    return [{m.path: m for m in point.modules} for point in points]
 
 
 def _module_figure(module: SweepModule, metric: str) -> float | None:
@@ -78,6 +85,7 @@ def build_sweep_report(
     """The report of a sweep's points (in value order); ``at``: the value to project to;
     ``stopped``: the value that ran out of memory, when one did."""
     points = sorted(points, key=lambda p: p.value)
+    rows = module_rows(points)
     fits: list[Fit] = []
     fitted: dict[tuple[str, str], PowerFit] = {}
     notes: list[str] = []
@@ -85,8 +93,8 @@ def build_sweep_report(
         for metric in METRICS:
             xs: list[float] = []
             ys: list[float] = []
-            for point in points:
-                got = samples(point, subject, metric)
+            for point, by_path in zip(points, rows, strict=True):
+                got = samples(point, by_path, subject, metric)
                 xs += [point.value] * len(got)
                 ys += got
             if not ys:
@@ -201,11 +209,12 @@ def _value_text(value: float) -> str:
 def plot_series(report: SweepReport, metric: str) -> list[Series]:
     """The plot's series for one metric: each shown subject's per-value medians and its fit."""
     out = []
+    rows = module_rows(report.points)
     for subject in subjects(report.points)[: SHOWN_MODULES + 1]:
         fit = _fit_of(report, subject, metric)
         xs, ys = [], []
-        for point in report.points:
-            got = samples(point, subject, metric)
+        for point, by_path in zip(report.points, rows, strict=True):
+            got = samples(point, by_path, subject, metric)
             if got:
                 xs.append(point.value)
                 ys.append(statistics.median(got))
