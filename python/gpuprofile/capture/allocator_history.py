@@ -16,7 +16,7 @@ import msgspec
 import torch
 
 from gpuprofile.errors import GpuprofileError
-from gpuprofile.importers.memory_snapshot import snapshot_trace
+from gpuprofile.importers.memory_snapshot import snapshot_states
 from gpuprofile.trace.allocator import AllocatorState
 
 # Entries of history torch keeps (a ring): enough for a training step's allocations.
@@ -51,7 +51,7 @@ class AllocatorHistory:
             with contextlib.suppress(AttributeError, RuntimeError, TypeError):
                 torch.cuda.memory._record_memory_history(enabled=None)
         try:
-            states = snapshot_trace(data).meta.allocator
+            states = snapshot_states(data)
         except GpuprofileError as error:
             self.error = f"the CUDA allocator's snapshot could not be read: {error}"
             return ()

@@ -91,10 +91,13 @@ def read_memory_snapshot(path: str | Path) -> Trace:
         return _Reader(path).trace(data)
 
 
-def snapshot_trace(data: Any, name: str = "torch.cuda.memory._snapshot()") -> Trace:
-    """The Trace of a snapshot already in memory (a capture's own), checked as a file's is;
+def snapshot_states(
+    data: Any, name: str = "torch.cuda.memory._snapshot()"
+) -> tuple[AllocatorState, ...]:
+    """Each device's state in a snapshot already in memory (a capture's own, whose events the
+    profiler recorded itself: its trace's rows are not built), checked as a file's is;
     ``name`` stands for the path in errors."""
-    return _Reader(Path(name)).trace(data)
+    return _Reader(Path(name)).trace(data, rows=False).meta.allocator
 
 
 def _oom_text(states: list[AllocatorState]) -> str | None:
@@ -223,7 +226,8 @@ class _Reader:
 
     # -- the snapshot ---------------------------------------------------------------------
 
-    def trace(self, data: Any) -> Trace:
+    def trace(self, data: Any, *, rows: bool = True) -> Trace:
+        """The snapshot as a Trace; ``rows``: also its device traces as the memory table."""
         if not isinstance(data, dict):
             self.fail(
                 "not a memory snapshot",
@@ -261,7 +265,8 @@ class _Reader:
             at_times = [t - origin for t in times.get(device, [])] if times else None
             oom = self.oom(entries.get(device, []), at_times)
             states.append(self.state(device, blocks, expandable_setting is True, oom))
-            notes.extend(self.rows(device, blocks, entries.get(device, []), at_times, columns))
+            if rows:
+                notes.extend(self.rows(device, blocks, entries.get(device, []), at_times, columns))
         order = np.argsort(np.asarray(columns["time_ns"], dtype=np.int64), kind="stable")
         n = len(order)
         memory = make_table(
