@@ -209,10 +209,9 @@ def sweep(
                 profiles.append(made)
         except Exception as error:
             text = failure_text(error)
-            partial = Sweep(name, points, at)
             if not is_out_of_memory(text):
                 # The finished points are not lost: the error carries them.
-                error.gpuprofile_sweep = partial  # type: ignore[attr-defined]
+                error.gpuprofile_sweep = Sweep(name, points, at)  # type: ignore[attr-defined]
                 if hasattr(error, "add_note"):
                     error.add_note(
                         f"gpuprofile.sweep: {len(points)} values finished before {name}="
