@@ -39,7 +39,7 @@ import pandas as pd
 
 from gpuprofile.analyses import recorded
 from gpuprofile.analyses.frames import SourceLine
-from gpuprofile.analyses.lookups import innermost_with
+from gpuprofile.analyses.lookups import innermost_everywhere, innermost_with
 from gpuprofile.analyses.names import strings
 from gpuprofile.analyses.pattern_times import Backward, subtree_kernel_ns
 from gpuprofile.analyses.thresholds import (
@@ -195,7 +195,8 @@ class _Facts:
         self.module_of_call = np.full(len(ops), -1, np.int64)
         self.module_of_call[call_rows] = modules.calls["module"].to_numpy()
         self.item = self.is_call | (ops["category"] == "cpu_op").to_numpy()
-        up = innermost_with(self.item, parent, parent)
+        nearest = innermost_everywhere(self.item, parent, ops["depth"].to_numpy())
+        up = np.where(parent >= 0, nearest[np.maximum(parent, 0)], -1)
         self.owner = np.where((up >= 0) & self.is_call[np.maximum(up, 0)], up, -1)
         self.names = strings(ops["name"]).astype(object)
         # Once for every row: per call, np.isin on object arrays costs more than the reading.

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.lookups import innermost_with
+from gpuprofile.analyses.lookups import innermost_everywhere, innermost_with
 from gpuprofile.trace.model import NO_ID
 
 if TYPE_CHECKING:
@@ -242,7 +242,7 @@ def attribute_sources(analysis: Lookups) -> Sources:
     name_found = np.array([-1 if ln is None else i for i, ln in enumerate(found)], np.int32)
     row_line[frame_rows] = name_found[codes] if len(codes) else []
     parents = analysis.op_parents
-    innermost = innermost_with(row_line >= 0, parents, np.arange(len(ops)))
+    innermost = innermost_everywhere(row_line >= 0, parents, ops["depth"].to_numpy())
     has = np.flatnonzero(innermost >= 0)
     # Each op's (frame name, line it stands on), one SourceLine per distinct pair.
     line_no = _call_lines(ops, parents, innermost)[has]

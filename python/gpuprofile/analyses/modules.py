@@ -173,7 +173,7 @@ def _inside_range(flag: np.ndarray, parent: np.ndarray, ops: pd.DataFrame) -> np
     whole next step would otherwise read as its child."""
     if not flag.any():
         return np.zeros(len(flag), bool)
-    holder = innermost_with(flag, parent, np.arange(len(flag)))
+    holder = innermost_everywhere(flag, parent, ops["depth"].to_numpy())
     rows = np.flatnonzero(holder >= 0)
     start = ops["start_ns"].to_numpy(np.int64)
     end = start + ops["dur_ns"].to_numpy(np.int64)

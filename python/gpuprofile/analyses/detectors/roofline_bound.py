@@ -253,8 +253,14 @@ def _evidence(trace: Trace, rank: int, rows: pd.DataFrame) -> tuple[Evidence, ..
 
 
 def _claim(analysis: Analysis, rank: int, keys: set[str]) -> Claim:
-    """The time of every member of the points (the points keep only their heaviest ids)."""
-    claim = NOTHING
+    """The time of every member of the points (the points keep only their heaviest ids).
+
+    One claim per table of all its points' members: a claim is a union of blocks, and each
+    op claim walks the whole op tree, so one per point cost a walk per point."""
+    ids: dict[str, list[int]] = {}
     for found in point_members(analysis.roofline_members, keys).values():
-        claim = claim.union(ids_claim(analysis, rank, found.table, found.ids.tolist()))
+        ids.setdefault(found.table, []).extend(found.ids.tolist())
+    claim = NOTHING
+    for table, members in ids.items():
+        claim = claim.union(ids_claim(analysis, rank, table, members))
     return claim
