@@ -429,8 +429,10 @@ class _Encoded:
 
     def __init__(self, values: Any, texts: dict[str, int]) -> None:
         self.texts = texts
-        codes = (texts.setdefault(v, len(texts)) for v in values)
-        self.codes = np.fromiter(codes, np.int64, len(values))
+        # The part's own codes in C; only its distinct texts are looked up in the shared ones.
+        codes, distinct = pd.factorize(np.asarray(values, dtype=object))
+        shared = (texts.setdefault(t, len(texts)) for t in distinct.tolist())
+        self.codes = np.fromiter(shared, np.int64, len(distinct))[codes]
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -463,8 +465,9 @@ def _compact(
         if schema.get(name) == "category":
             compact[name] = _Encoded(values, texts.setdefault((table, name), {}))
         elif schema.get(name) == "object":
-            distinct: dict[Any, Any] = {}
-            compact[name] = [distinct.setdefault(v, v) for v in values]
+            # Code -1 (None, no text) takes the None appended last.
+            codes, distinct = pd.factorize(np.asarray(values, dtype=object))
+            compact[name] = np.r_[np.asarray(distinct, dtype=object), None][codes].tolist()
     return compact
 
 
