@@ -32,6 +32,7 @@ import pandas as pd
 
 from gpuprofile.analyses.intervals import merged_blocks
 from gpuprofile.analyses.kernel_kind import COMPUTE, KernelClasses, is_comm_op
+from gpuprofile.analyses.names import strings
 from gpuprofile.analyses.steps import step_numbers
 from gpuprofile.trace.model import NO_ID, Trace
 
@@ -98,7 +99,7 @@ def _events(rows: pd.DataFrame, table: str, at: np.ndarray) -> pd.DataFrame:
             "at_ns": np.asarray(at, np.int64),
             "table": table,
             "id": rows["id"].to_numpy(np.int64),
-            "name": rows["name"].astype(str).to_numpy(),
+            "name": strings(rows["name"]),
         }
     )
 

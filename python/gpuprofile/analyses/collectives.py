@@ -31,7 +31,7 @@ import pandas as pd
 from gpuprofile.analyses import recorded
 from gpuprofile.analyses.kernel_kind import COMMUNICATION
 from gpuprofile.analyses.lookups import Lookups
-from gpuprofile.analyses.names import categorical, codes, per_category
+from gpuprofile.analyses.names import categorical, codes, per_category, strings
 from gpuprofile.trace.model import NO_ID
 
 COLUMNS = (
@@ -172,7 +172,7 @@ def _launching_collective(facts: Lookups, op_ids: np.ndarray) -> tuple[np.ndarra
     if not len(ops):
         return out, peers
     at = facts.id_index("ops").get_indexer(pd.Index(op_ids))
-    names = ops["name"].astype(str).to_numpy()
+    names = strings(ops["name"])
     concrete = ops["concrete_inputs"].to_numpy()
     parents = facts.op_parents
     for i in np.flatnonzero(at >= 0):

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.kernel_names import qualified_function
-from gpuprofile.analyses.names import categorical, codes, per_category
+from gpuprofile.analyses.names import categorical, codes, per_category, strings
 from gpuprofile.analyses.patterns import COLLECTIVE_OP
 from gpuprofile.trace.model import Trace
 
@@ -171,7 +171,7 @@ def kernel_classes(trace: Trace, op_ids: pd.Index, op_parents: np.ndarray) -> Ke
     kinds = np.array([k for k, _ in found] + [COMPUTE], dtype=object)
     reasons = np.array([r for _, r in found] + [_NO_EVIDENCE], dtype=object)
     code = codes(names)
-    collective = kernels["collective"].astype(str).to_numpy()
+    collective = strings(kernels["collective"])
     recorded = (kinds[code] == COMPUTE) & (collective != "")
     for c in np.unique(code[recorded]):
         said = collective[recorded & (code == c)][0]
@@ -198,7 +198,7 @@ def _by_launching_op(
     known = at >= 0
     if not known.any():
         return
-    names = ops["name"].astype(str).to_numpy()
+    names = strings(ops["name"])
     comm_row = is_comm_op(ops["name"])
     rows = at[known]
     parent = parents[rows]

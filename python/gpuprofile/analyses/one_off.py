@@ -32,7 +32,7 @@ import numpy as np
 
 from gpuprofile.analyses.frames import is_user_frame
 from gpuprofile.analyses.intervals import union_length
-from gpuprofile.analyses.names import matches
+from gpuprofile.analyses.names import matches, strings
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.compiled import CompiledCode
@@ -93,7 +93,7 @@ def _runtime_one_offs(facts: Lookups, rank: int) -> list[OneOff]:
         return []
     start = runtime["start_ns"].to_numpy()[rows]
     dur = runtime["dur_ns"].to_numpy()[rows]
-    names = runtime["name"].astype(str).to_numpy()[rows]
+    names = strings(runtime["name"])[rows]
     order = np.argsort(start, kind="stable")
     out: list[OneOff] = []
     first = int(order[0])
@@ -182,7 +182,7 @@ def _at(
         (ops["tid"].to_numpy()[mine] == tid) & (op_start <= start) & (op_end >= start + dur)
     ]
     around = around[around != row] if table == "ops" else around
-    names = ops["name"].astype(str).to_numpy()[around]
+    names = strings(ops["name"])[around]
     depth = ops["depth"].to_numpy()[around]
     by_depth = np.argsort(-depth, kind="stable")  # innermost first
     # The op the program called (the outermost: aten::to, not the aten::empty_strided inside
