@@ -40,7 +40,7 @@ import pandas as pd
 from gpuprofile.analyses import recorded
 from gpuprofile.analyses.frames import SourceLine
 from gpuprofile.analyses.lookups import innermost_everywhere, innermost_with
-from gpuprofile.analyses.names import strings
+from gpuprofile.analyses.names import codes, per_category, strings
 from gpuprofile.analyses.pattern_times import Backward, subtree_kernel_ns
 from gpuprofile.analyses.thresholds import (
     MIN_ATTENTION_KEYS,
@@ -199,8 +199,10 @@ class _Facts:
         up = np.where(parent >= 0, nearest[np.maximum(parent, 0)], -1)
         self.owner = np.where((up >= 0) & self.is_call[np.maximum(up, 0)], up, -1)
         self.names = strings(ops["name"]).astype(object)
-        # Once for every row: per call, np.isin on object arrays costs more than the reading.
-        self.is_view = np.fromiter((n in VIEWS for n in self.names.tolist()), bool, len(ops))
+        # Once per distinct name, for every row: per call, np.isin on object arrays costs more.
+        self.is_view = per_category(ops["name"], "is_view", VIEWS.__contains__, bool, False)[
+            codes(ops["name"])
+        ]
         self.labels = self.names.copy()
         types = np.array([*modules.types, ""], object)
         self.labels[call_rows] = [

@@ -38,7 +38,7 @@ import pandas as pd
 
 from gpuprofile.analyses.inductor_names import parse_kernel_name
 from gpuprofile.analyses.intervals import merged_blocks
-from gpuprofile.analyses.lookups import innermost_with, outermost_with, read_only
+from gpuprofile.analyses.lookups import innermost_everywhere, outermost_with, read_only
 from gpuprofile.analyses.modules import NO_MODULE
 from gpuprofile.analyses.names import matches, strings
 
@@ -141,7 +141,7 @@ def compiled_code(analysis: Lookups, modules: Modules) -> CompiledCode:
     position[region_rows] = np.arange(len(region_rows))
     every = np.arange(n)
     # Each op's innermost region (itself for a region), and each region's enclosing one.
-    innermost_region = innermost_with(region_flag, parents, every)
+    innermost_region = innermost_everywhere(region_flag, parents, ops["depth"].to_numpy())
     region_of_op = np.where(innermost_region >= 0, position[np.maximum(innermost_region, 0)], -1)
     above = region_of_op[np.maximum(parents[region_rows], 0)]
     outer = np.where(parents[region_rows] >= 0, above, -1)

@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.lookups import innermost_everywhere, innermost_with
+from gpuprofile.analyses.lookups import innermost_everywhere
+from gpuprofile.analyses.names import categorical, codes
 from gpuprofile.trace.model import NO_ID
 
 if TYPE_CHECKING:
@@ -212,7 +213,9 @@ def _call_lines(ops: pd.DataFrame, parents: np.ndarray, innermost: np.ndarray) -
     # Just below its own innermost user frame: a row U itself is not (its innermost is itself).
     below = (parents >= 0) & (innermost >= 0) & (innermost != rows)
     below[below] = parents[below] == innermost[below]
-    under = innermost_with(below, parents, np.where(innermost >= 0, rows, -1))
+    under = np.where(
+        innermost >= 0, innermost_everywhere(below, parents, ops["depth"].to_numpy()), -1
+    )
     caller = ops["caller_line"].to_numpy()
     return np.where(under >= 0, caller[np.maximum(under, 0)], -1).astype(np.int64)
 
@@ -235,12 +238,15 @@ def attribute_sources(analysis: Lookups) -> Sources:
         return Sources(lines=(), op_source=op_source, kernel_source=kernel_source)
     # One decision per distinct name: a million frames have a few thousand names.
     frame_rows = np.flatnonzero(is_frame)
-    codes, distinct = pd.factorize(ops["name"].to_numpy()[frame_rows], use_na_sentinel=False)
+    # The names' category codes, not the names: a column of 10^5 texts costs more to build.
+    names = categorical(ops["name"])
+    frame_codes, distinct = pd.factorize(codes(names)[frame_rows])
+    texts = names.cat.categories.astype(object)
     cells = cell_numbers(trace.meta.cells)
-    found = [source_line(str(name), cells) for name in distinct]
+    found = [source_line(str(texts[c]) if c >= 0 else "", cells) for c in distinct.tolist()]
     row_line = np.full(len(ops), -1, np.int32)  # per user frame row: index into found
     name_found = np.array([-1 if ln is None else i for i, ln in enumerate(found)], np.int32)
-    row_line[frame_rows] = name_found[codes] if len(codes) else []
+    row_line[frame_rows] = name_found[frame_codes] if len(frame_codes) else []
     parents = analysis.op_parents
     innermost = innermost_everywhere(row_line >= 0, parents, ops["depth"].to_numpy())
     has = np.flatnonzero(innermost >= 0)

@@ -92,6 +92,8 @@ def has_ancestor(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
 
 def innermost_with(flag: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Per row of rows, the position of its innermost ancestor-or-self with flag set, else -1."""
+    if not flag.any():  # nothing flagged: no climb to every root
+        return np.full(len(rows), -1, np.int64)
     at = np.asarray(rows, dtype=np.int64).copy()
     climbing = np.flatnonzero(at >= 0)
     while len(climbing):
