@@ -40,7 +40,7 @@ import pandas as pd
 from gpuprofile.analyses import recorded
 from gpuprofile.analyses.frames import SourceLine
 from gpuprofile.analyses.lookups import innermost_everywhere, innermost_with
-from gpuprofile.analyses.names import codes, per_category, strings
+from gpuprofile.analyses.names import one_of, strings
 from gpuprofile.analyses.pattern_times import Backward, subtree_kernel_ns
 from gpuprofile.analyses.thresholds import (
     MIN_ATTENTION_KEYS,
@@ -200,9 +200,7 @@ class _Facts:
         self.owner = np.where((up >= 0) & self.is_call[np.maximum(up, 0)], up, -1)
         self.names = strings(ops["name"]).astype(object)
         # Once per distinct name, for every row: per call, np.isin on object arrays costs more.
-        self.is_view = per_category(ops["name"], "is_view", VIEWS.__contains__, bool, False)[
-            codes(ops["name"])
-        ]
+        self.is_view = one_of(ops["name"], VIEWS)
         self.labels = self.names.copy()
         types = np.array([*modules.types, ""], object)
         self.labels[call_rows] = [
@@ -215,7 +213,7 @@ class _Facts:
         self.kernel_ns = subtree_kernel_ns(analysis, parent)
         self.gpu_ranks = set(analysis.trace.kernels["rank"].unique().tolist())
         self.syncing, self.leaves, self.holders = _syncing_items(
-            self.names, parent, up, self.owner, self.end - self.start
+            one_of(ops["name"], SYNC_LEAVES), parent, up, self.owner, self.end - self.start
         )
         self.source = sources.op_source
         self.lines = sources.lines
@@ -365,15 +363,14 @@ def _chains(names: np.ndarray) -> list[np.ndarray]:
 
 
 def _syncing_items(
-    names: np.ndarray, parent: np.ndarray, up: np.ndarray, owner: np.ndarray, dur: np.ndarray
+    leaf: np.ndarray, parent: np.ndarray, up: np.ndarray, owner: np.ndarray, dur: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per ops row that is a call's item: the host time of the outermost sync ops it is or
     holds (at least 1 ns when it holds one); 0 for the rest. Then those sync ops' rows and
     the item holding each. up: each row's innermost item strictly above it; owner: the call a
-    row is an item of, -1 when it is none's."""
-    leaf = np.fromiter((n in SYNC_LEAVES for n in names.tolist()), bool, len(names))
+    row is an item of, -1 when it is none's; leaf: per row, whether it is a sync op."""
     rows = np.flatnonzero(leaf)
-    out = np.zeros(len(names), np.int64)
+    out = np.zeros(len(leaf), np.int64)
     if not len(rows):
         return out, rows, rows
     # The outermost leaves only: is_nonzero holds item holds _local_scalar_dense.

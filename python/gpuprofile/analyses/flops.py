@@ -62,7 +62,7 @@ from gpuprofile.analyses import recorded, torch_flops
 from gpuprofile.analyses.compiled import compiling_ops
 from gpuprofile.analyses.kernel_kind import COMPUTE
 from gpuprofile.analyses.lookups import Lookups, outermost_with, read_only
-from gpuprofile.analyses.names import matches
+from gpuprofile.analyses.names import matches, strings
 from gpuprofile.analyses.op_formulas import (
     MISSING,
     Arg,
@@ -232,7 +232,7 @@ def _describe_rows(
     rows = shaped[first]
     described += [
         _describe(str(n), _parse_args(inputs, int(row)), with_torch)
-        for n, row in zip(ops["name"].to_numpy()[rows], rows.tolist())
+        for n, row in zip(strings(ops["name"])[rows], rows.tolist())
     ]
     codes[shaped] = len(names.categories) + key
     return codes, described

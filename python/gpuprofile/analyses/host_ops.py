@@ -10,6 +10,7 @@ import pandas as pd
 
 from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.intervals import IntervalSet
+from gpuprofile.analyses.names import strings
 
 MAIN_OPS = 3
 
@@ -36,7 +37,7 @@ def main_ops(
     inside = windows.coverage(start, end)
     if leave_out is not None:
         inside = inside - leave_out.coverage(start, end)
-    names = ops["name"].to_numpy()[rows]
+    names = strings(ops["name"])[rows]
     by_name = pd.Series(inside).groupby(pd.Series(names).astype(str)).sum()
     by_name = by_name[by_name > 0].sort_values(ascending=False).head(limit)
     return {str(k): int(v) for k, v in by_name.items()}

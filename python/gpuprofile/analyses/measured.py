@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuprofile.analyses.names import strings
 from gpuprofile.trace.model import Trace
 
 # kernels.metrics key -> what it is, as a reader sees it (a percentage each).
@@ -43,7 +44,7 @@ def measured_by_name(trace: Trace, rank: int, names: list[str]) -> dict[str, dic
         return {}
     out: dict[str, dict[str, Any]] = {}
     rows = np.flatnonzero(has)
-    name = kernels["name"].to_numpy()[rows]
+    name = strings(kernels["name"])[rows]
     dur = kernels["dur_ns"].to_numpy()[rows].astype(np.float64)
     for wanted in names:
         at = np.flatnonzero(name == wanted)

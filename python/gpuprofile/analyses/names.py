@@ -29,6 +29,13 @@ def matches(names: pd.Series, pattern: re.Pattern[str], *, anchored: bool = Fals
     return np.asarray(per_category(names, key, lambda n: bool(test(n)), bool, False)[codes(names)])
 
 
+def one_of(names: pd.Series, members: frozenset[str]) -> np.ndarray:
+    """Per row, whether the name is one of members; missing names never are."""
+    names = categorical(names)
+    key = ("one_of", members)
+    return np.asarray(per_category(names, key, members.__contains__, bool, False)[codes(names)])
+
+
 def strings(names: pd.Series) -> np.ndarray:
     """``names.astype(str).to_numpy()``: an object array of str, NaN where a name is missing."""
     names = categorical(names)
