@@ -176,8 +176,9 @@ def code_patterns(
     loops: list[Occurrence] = []
     routings: list[Occurrence] = []
     chains: list[Occurrence] = []
+    runs = _chains(facts.fusible[rows], facts.marker[rows], bounds)
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        facts.read_call(rows[lo:hi], loops, routings, chains)
+        facts.read_call(rows[lo:hi], runs.get(lo, []), loops, routings, chains)
     return CodePatterns(tuple(loops), tuple(routings), tuple(chains))
 
 
@@ -216,6 +217,13 @@ class _Facts:
             one_of(ops["name"], SYNC_LEAVES), parent, up, self.owner, self.end - self.start
         )
         self.source = sources.op_source
+        # Per row, a code for what a loop compares (its label and its line: a loop's
+        # iterations run the same lines, where ops written out one after another do not), and
+        # what a chain is made of: worked out once, not per call.
+        label_code = pd.factorize(self.labels)[0].astype(np.int64)
+        self.loop_key = label_code * (len(sources.lines) + 1) + (self.source + 1)
+        self.fusible = one_of(ops["name"], ELEMENTWISE)
+        self.marker = one_of(ops["name"], MARKERS)
         self.lines = sources.lines
         host = self.end - self.start
         self.roof_ns = roof_ns if roof_ns is not None else np.full(len(ops), np.inf)
@@ -224,22 +232,20 @@ class _Facts:
     def read_call(
         self,
         mine: np.ndarray,
+        chain_runs: list[np.ndarray],
         loops: list[Occurrence],
         routings: list[Occurrence],
         chains: list[Occurrence],
     ) -> None:
-        """The patterns among one call's items (mine, in start order)."""
+        """The patterns among one call's items (mine, in start order; chain_runs: the
+        positions in mine of each elementwise chain, _chains')."""
         call = int(self.owner[mine[0]])
         rank = int(self.rank[call])
         on_gpu = rank in self.gpu_ranks
         own_time = self.kernel_ns[mine] if on_gpu else self.end[mine] - self.start[mine]
         sequence = self.labels[mine].tolist()
-        # With stacks, an op is also known by its line: a loop's iterations run the same
-        # lines, where ops written out one after another (q, k, v projections) do not.
-        lines = self.source[mine]
-        keys = [f"{s} @{line}" for s, line in zip(sequence, lines.tolist(), strict=True)]
         idle = self.is_call[mine] | self.is_view[mine]
-        for first, period, repeats in tandem_repeats(keys, idle):
+        for first, period, repeats in tandem_repeats(self.loop_key[mine], idle):
             at = mine[first : first + period * repeats]
             # Host time on any rank: the loop costs its dispatches, forward and backward.
             back = int(self.backward.times(rank, at, on_gpu=False).sum())
@@ -259,7 +265,7 @@ class _Facts:
             )
             found = self.occurrence(call, at, shown, 1, sync_ns, sync_ns)
             routings.append(replace(found, windows=windows))
-        for positions in _chains(self.names[mine]):
+        for positions in chain_runs:
             at = mine[positions]
             # Forward and backward: the fused op runs one kernel each way.
             times = own_time[positions]
@@ -316,14 +322,11 @@ class _Facts:
         )
 
 
-def tandem_repeats(sequence: list[str], idle: np.ndarray) -> list[tuple[int, int, int]]:
+def tandem_repeats(codes: np.ndarray, idle: np.ndarray) -> list[tuple[int, int, int]]:
     """(first, period, repeats) of each run of one block repeated MIN_LOOP_ITERATIONS times or
-    more back to back, the run covering the most items first; runs do not overlap. idle: per
-    item, whether it is a module call or a view (a block of those alone is no loop)."""
-    first_seen: dict[str, int] = {}
-    codes = np.fromiter(
-        (first_seen.setdefault(s, len(first_seen)) for s in sequence), np.int64, len(sequence)
-    )
+    more back to back, the run covering the most items first; runs do not overlap. codes: per
+    item, equal where two items are the same; idle: per item, whether it is a module call or a
+    view (a block of those alone is no loop)."""
     found: list[tuple[int, int, int]] = []
     segments = [(0, len(codes))]
     while segments:
@@ -351,14 +354,30 @@ def _best_repeat(codes: np.ndarray, idle: np.ndarray) -> tuple[int, int, int] | 
     return best
 
 
-def _chains(names: np.ndarray) -> list[np.ndarray]:
-    """Positions of each run of MIN_CHAIN_OPS or more elementwise items holding a marker."""
-    fusible = np.array([n in ELEMENTWISE for n in names.tolist()], bool)
-    edges = np.flatnonzero(np.diff(np.r_[0, fusible.astype(np.int8), 0]))
-    out = []
-    for lo, hi in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
-        if hi - lo >= MIN_CHAIN_OPS and any(n in MARKERS for n in names[lo:hi].tolist()):
-            out.append(np.arange(lo, hi))
+def _chains(
+    fusible: np.ndarray, marker: np.ndarray, bounds: np.ndarray
+) -> dict[int, list[np.ndarray]]:
+    """Each run of MIN_CHAIN_OPS or more elementwise items holding a marker within one call,
+    for all calls at once: {the call's first position: positions of each run within the call}.
+    Per item (grouped by call, bounds: where each call's items begin, then the end): fusible,
+    whether it is elementwise; marker, whether it is a marker."""
+    n = len(fusible)
+    new_call = np.zeros(n, bool)
+    new_call[bounds[:-1][bounds[:-1] < n]] = True
+    # A run begins at an elementwise item after one that is not, or at a call's first item.
+    begins = fusible & (new_call | ~np.r_[False, fusible[:-1]])
+    at = np.flatnonzero(fusible)
+    if not len(at):
+        return {}
+    run = np.cumsum(begins)[at]
+    first = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+    length = np.diff(np.r_[first, len(at)])
+    marked = np.add.reduceat(marker[at].astype(np.int64), first) > 0
+    out: dict[int, list[np.ndarray]] = {}
+    for i in np.flatnonzero((length >= MIN_CHAIN_OPS) & marked).tolist():
+        lo = int(at[first[i]])
+        call = int(bounds[np.searchsorted(bounds, lo, side="right") - 1])
+        out.setdefault(call, []).append(np.arange(lo, lo + int(length[i])) - call)
     return out
 
 
