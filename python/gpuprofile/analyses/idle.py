@@ -58,7 +58,7 @@ import pandas as pd
 
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.lookups import Lookups
-from gpuprofile.analyses.names import matches, strings
+from gpuprofile.analyses.names import matches, one_of, strings
 from gpuprofile.analyses.patterns import (
     COLLECTIVE_OP,
     COPY_CALL,
@@ -320,6 +320,7 @@ def _rank_gaps(facts: Lookups, rank: int, calls: pd.DataFrame) -> pd.DataFrame:
 
 
 _CALL_COLUMNS = ("start_ns", "end_ns", "op", "inner_op", "runtime")
+_POLLING = re.compile(r"Query$")
 
 
 def _host_sets(facts: Lookups, rank: int, calls: pd.DataFrame) -> dict[str, IntervalSet]:
@@ -334,10 +335,11 @@ def _host_sets(facts: Lookups, rank: int, calls: pd.DataFrame) -> dict[str, Inte
     rt_end = rt_start + runtime["dur_ns"].to_numpy()[rt_rows]
 
     def of_ops(mask: np.ndarray) -> tuple[np.ndarray, ...]:
-        rows = op_rows[mask[op_rows]]
+        rows = op_rows[mask]  # mask: per row of op_rows (a job's rank asks its rows alone)
         return op_start[rows], op_end[rows], rows, np.full(len(rows), NO_ID, np.int64)
 
-    copy_or_sync_op = matches(ops["name"], COPY_OR_SYNC_OP) if len(ops) else np.zeros(0, bool)
+    def named(pattern: re.Pattern[str]) -> np.ndarray:
+        return matches(ops["name"], pattern, rows=op_rows)
 
     # The calls' columns as arrays once: a frame filtered per cause costs more than the sets.
     column = {c: calls[c].to_numpy() for c in ("rank", "cause", "blocking", *_CALL_COLUMNS)}
@@ -354,7 +356,8 @@ def _host_sets(facts: Lookups, rank: int, calls: pd.DataFrame) -> dict[str, Inte
         # The call, and the op right around it when that op only copies or syncs
         # (aten::_local_scalar_dense and aten::copy_ outlive their cudaStreamSynchronize);
         # a wider op (a convolution timing its algorithms) is host work of its own.
-        around = (inner >= 0) & (copy_or_sync_op[np.maximum(inner, 0)] if len(ops) else False)
+        around = inner >= 0
+        around[around] = matches(ops["name"], COPY_OR_SYNC_OP, rows=inner[around])
         o = inner[around]
         return (
             np.r_[start, op_start[o]],
@@ -368,10 +371,10 @@ def _host_sets(facts: Lookups, rank: int, calls: pd.DataFrame) -> dict[str, Inte
             *(np.concatenate([p[i] for p in parts]).astype(np.int64) for i in range(4))
         )
 
-    sync_ops = of_ops(matches(ops["name"], SYNC_OP))
-    cpu_ops = of_ops((ops["category"] == "cpu_op").to_numpy())
+    sync_ops = of_ops(named(SYNC_OP))
+    cpu_ops = of_ops(one_of(ops["category"], frozenset(("cpu_op",)), rows=op_rows))
     # Polling (cudaEventQuery from a watchdog thread) is not the host issuing work.
-    working = ~matches(runtime["name"], re.compile(r"Query$"))[rt_rows]
+    working = ~matches(runtime["name"], _POLLING, rows=rt_rows)
     calls_rt = (
         rt_start[working],
         rt_end[working],
@@ -387,8 +390,8 @@ def _host_sets(facts: Lookups, rank: int, calls: pd.DataFrame) -> dict[str, Inte
         ),
         HOST_DEVICE_COPY: joined(of_calls(HOST_DEVICE_COPY, False)),
         HOST_DEVICE_COPY + "/blocking": joined(of_calls(HOST_DEVICE_COPY, True)),
-        DATA_LOADING: joined(of_ops(matches(ops["name"], LOADER_OP))),
-        COLLECTIVE_WAIT: joined(of_ops(matches(ops["name"], COLLECTIVE_OP))),
+        DATA_LOADING: joined(of_ops(named(LOADER_OP))),
+        COLLECTIVE_WAIT: joined(of_ops(named(COLLECTIVE_OP))),
         "host": joined(cpu_ops, calls_rt),
     }
 

@@ -19,27 +19,42 @@ import pandas as pd
 _PER_CATEGORIES: dict[int, tuple[weakref.ref[pd.Index], dict[Hashable, np.ndarray]]] = {}
 
 
-def matches(names: pd.Series, pattern: re.Pattern[str], *, anchored: bool = False) -> np.ndarray:
-    """Per row, whether the name matches (``pattern.search``; ``pattern.match`` if anchored),
-    as ``names.astype(str).str.contains(pattern)`` (``.str.match``) says; missing names never
-    match."""
+def matches(
+    names: pd.Series,
+    pattern: re.Pattern[str],
+    *,
+    anchored: bool = False,
+    rows: np.ndarray | None = None,
+) -> np.ndarray:
+    """Per row (of ``rows``, positions in names, where given), whether the name matches
+    (``pattern.search``; ``pattern.match`` if anchored), as ``names.astype(str).str.contains
+    (pattern)`` (``.str.match``) says; missing names never match. Give rows rather than
+    index the answer for every row: a rank's rows of a job's column cost that rank's length."""
     test = pattern.match if anchored else pattern.search
     names = categorical(names)
     key = ("matches", pattern, anchored)
-    return np.asarray(per_category(names, key, lambda n: bool(test(n)), bool, False)[codes(names)])
+    return _at(names, per_category(names, key, lambda n: bool(test(n)), bool, False), rows)
 
 
-def one_of(names: pd.Series, members: frozenset[str]) -> np.ndarray:
-    """Per row, whether the name is one of members; missing names never are."""
+def one_of(
+    names: pd.Series, members: frozenset[str], *, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """Per row (of ``rows``, as matches takes them), whether the name is one of members;
+    missing names never are."""
     names = categorical(names)
-    key = ("one_of", members)
-    return np.asarray(per_category(names, key, members.__contains__, bool, False)[codes(names)])
+    return _at(names, per_category(names, ("one_of", members), members.__contains__, bool), rows)
 
 
-def strings(names: pd.Series) -> np.ndarray:
-    """``names.astype(str).to_numpy()``: an object array of str, NaN where a name is missing."""
+def strings(names: pd.Series, *, rows: np.ndarray | None = None) -> np.ndarray:
+    """``names.astype(str).to_numpy()`` (at ``rows``, as matches takes them): an object array
+    of str, NaN where a name is missing."""
     names = categorical(names)
-    return np.asarray(per_category(names, "strings", str, object, np.nan)[codes(names)])
+    return _at(names, per_category(names, "strings", str, object, np.nan), rows)
+
+
+def _at(names: pd.Series, per_name: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    at = codes(names) if rows is None else codes(names)[rows]
+    return np.asarray(per_name[at])
 
 
 def codes(names: pd.Series) -> np.ndarray:

@@ -35,7 +35,7 @@ from gpuprofile.analyses.fixes_by_framework import (
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_kind import COMMUNICATION
-from gpuprofile.analyses.names import matches
+from gpuprofile.analyses.names import matches, strings
 from gpuprofile.analyses.patterns import ALLOC_CALL
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.trace.model import NO_ID, Trace
@@ -276,7 +276,7 @@ def _diagnosis(
             f" In {format_time(queued)} of the other gaps the next GPU work had already been "
             f"launched and waited on {waited_on}, not on the host."
         )
-        outside = _wait_from_before(trace, rank, other)
+        outside = _wait_from_before(analysis, rank, other)
         if outside:
             notes += outside
         if dominant == idle.OTHER and queued >= 0.5 * int(by_cause.iloc[0]):
@@ -292,30 +292,34 @@ def _diagnosis(
     return mostly, steps, code, notes, {"allocator_ns": in_allocator, "queued_other_ns": queued}
 
 
-def _wait_from_before(trace: Trace, rank: int, other: pd.DataFrame) -> str:
+def _wait_from_before(analysis: Analysis, rank: int, other: pd.DataFrame) -> str:
     """A sentence when the largest queued gap's work waited behind a stream-wait on an event
     no event-record call in the trace had recorded before it: the event was recorded before
     the trace began, so what the GPU waited for is not in it; "" otherwise."""
     queued = other[other["runtime_id"] != NO_ID]
     if not len(queued):
         return ""
-    gap = queued.nlargest(1, "dur_ns").iloc[0]
-    runtime = trace.runtime[(trace.runtime["rank"] == rank).to_numpy()]
-    launch = runtime[runtime["id"] == gap["runtime_id"]]
-    if not len(launch):
+    # The first largest (as nlargest keeps it), read from columns: a frame per rank costs more.
+    largest = int(np.argmax(queued["dur_ns"].to_numpy()))
+    gap_ns = int(queued["dur_ns"].to_numpy()[largest])
+    runtime = analysis.rank_table("runtime", rank)
+    at = np.flatnonzero(runtime["id"].to_numpy() == queued["runtime_id"].to_numpy()[largest])
+    if not len(at):
         return ""
-    launched_at, thread = int(launch["start_ns"].iloc[0]), launch["tid"].iloc[0]
-    before = runtime[(runtime["start_ns"] <= launched_at).to_numpy()]
-    waits = before[matches(before["name"], _STREAM_WAIT) & (before["tid"] == thread).to_numpy()]
+    start, tid = runtime["start_ns"].to_numpy(), runtime["tid"].to_numpy()
+    launched_at, thread = int(start[at[0]]), tid[at[0]]
+    before = start <= launched_at
+    waits = np.flatnonzero(before & matches(runtime["name"], _STREAM_WAIT) & (tid == thread))
     if not len(waits):
         return ""
-    wait = waits.nlargest(1, "start_ns").iloc[0]
-    records = before[matches(before["name"], _EVENT_RECORD)]
-    if (records["start_ns"] < int(wait["start_ns"])).any():
+    wait = int(waits[int(np.argmax(start[waits]))])
+    wait_ns, wait_name = int(start[wait]), strings(runtime["name"])[wait]
+    records = before & matches(runtime["name"], _EVENT_RECORD)
+    if (start[records] < wait_ns).any():
         return ""
     return (
-        f" The largest gap ({format_time(int(gap['dur_ns']))}) waited behind {wait['name']} "
-        f"(at {format_time(int(wait['start_ns']))}, on the thread that launched the waiting "
+        f" The largest gap ({format_time(gap_ns)}) waited behind {wait_name} "
+        f"(at {format_time(wait_ns)}, on the thread that launched the waiting "
         "work), on an event no event-record call in the trace had recorded: it was recorded "
         "before the trace began, so what the GPU waited for is not in this trace."
     )
