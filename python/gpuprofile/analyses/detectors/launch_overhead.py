@@ -353,8 +353,9 @@ def _accounting(
 
 
 def _evidence(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> tuple[Evidence, ...]:
-    trace = analysis.trace
-    top = gaps.nlargest(MAX_EVIDENCE_EVENTS, "dur_ns").sort_values("start_ns")
+    # nlargest's rows (the largest first, ties in row order) by argsort: it costs a frame.
+    largest = np.argsort(-gaps["dur_ns"].to_numpy(np.int64), kind="stable")
+    top = gaps.iloc[largest[:MAX_EVIDENCE_EVENTS]].sort_values("start_ns")
     kernels = analysis.rank_table("kernels", rank).sort_values("start_ns", kind="stable")
     kstart = kernels["start_ns"].to_numpy(np.int64)
     # The kernel that ends each gap starts where the gap ends (a copy may end it instead).
@@ -368,8 +369,10 @@ def _evidence(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> tuple[Eviden
         Evidence("kernels", rank, ids, windows, "kernels after the longest launch gaps (gaps)")
     ]
     calls = top["runtime_id"].to_numpy(np.int64)
-    runtime = trace.runtime
-    launches = runtime[runtime["id"].isin(calls[calls != NO_ID])].head(MAX_EVIDENCE_EVENTS)
+    runtime = analysis.trace.runtime
+    # The calls' rows by id, in table order (as a filter on the ids keeps them).
+    rows = analysis.id_index("runtime").get_indexer(pd.Index(calls[calls != NO_ID]))
+    launches = runtime.iloc[np.unique(rows[rows >= 0])[:MAX_EVIDENCE_EVENTS]]
     if len(launches):
         start = launches["start_ns"].to_numpy(np.int64)
         evidence.append(
