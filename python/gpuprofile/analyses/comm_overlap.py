@@ -55,7 +55,6 @@ class CommOverlap:
 def comm_overlap(facts: Lookups, rank: int) -> CommOverlap | None:
     """The rank's communication and how much compute hid it; None when it has none.
     facts: the trace and its lookups (``Analysis.comm_overlap`` keeps each rank's)."""
-    trace = facts.trace
     kernels = facts.rank_table("kernels", rank)
     if len(kernels):
         kinds = facts.kernel_classes.kinds_of(kernels["name"])
@@ -72,8 +71,8 @@ def comm_overlap(facts: Lookups, rank: int) -> CommOverlap | None:
             overlapped += overlap_ns(start, end, c_start, c_end)
             exposed = exposed.union(Claim(start, end).minus(Claim(c_start, c_end)))
         return CommOverlap(True, comm, comm_ns, overlapped, exposed)
-    mine = (trace.ops["rank"] == rank).to_numpy()
-    ops = trace.ops[mine]
+    mine = facts.rank_rows("ops", rank)
+    ops = facts.rank_table("ops", rank)
     if ops.empty:
         return None
     is_comm = matches(ops["name"], _CPU_COLLECTIVE, anchored=True)

@@ -26,7 +26,7 @@ name alone. CPU ops that communicate: ``patterns.COLLECTIVE_OP`` (``c10d::*``, `
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -142,6 +142,11 @@ class KernelClasses:
     names: pd.Index
     kinds: np.ndarray
     reasons: np.ndarray
+    # kinds_of's per-category answer for each categories Index asked (a job's per-rank slices
+    # share their column's), with the Index held so that its id is not reused.
+    _per_categories: dict[int, tuple[pd.Index, np.ndarray]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def of(self, name: str) -> tuple[str, str]:
         at = self.names.get_indexer(pd.Index([name]))[0]
@@ -150,13 +155,17 @@ class KernelClasses:
     def kinds_of(self, names: pd.Series) -> np.ndarray:
         """Per row of a column of kernel names, its class."""
         names = categorical(names)
-        at = self.names.get_indexer(names.cat.categories)
-        per = np.array(
-            [str(self.kinds[i]) if i >= 0 else kernel_kind(str(c))
-             for i, c in zip(at, names.cat.categories, strict=True)] + [COMPUTE],
-            dtype=object,
-        )  # fmt: skip
-        kinds: np.ndarray = per[codes(names)]
+        categories = names.cat.categories
+        known = self._per_categories.get(id(categories))
+        if known is None or known[0] is not categories:
+            at = self.names.get_indexer(categories)
+            per = np.array(
+                [str(self.kinds[i]) if i >= 0 else kernel_kind(str(c))
+                 for i, c in zip(at, categories, strict=True)] + [COMPUTE],
+                dtype=object,
+            )  # fmt: skip
+            known = self._per_categories[id(categories)] = (categories, per)
+        kinds: np.ndarray = known[1][codes(names)]
         return kinds
 
 

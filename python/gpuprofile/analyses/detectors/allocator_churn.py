@@ -58,10 +58,9 @@ _WARMUP = re.compile(r"warm[-_ ]?up", re.IGNORECASE)
 
 def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
-    alloc = matches(trace.runtime["name"], ALLOC_CALL)
     hints = []
     for rank in trace.ranks:
-        hint = _hint(analysis, rank, alloc)
+        hint = _hint(analysis, rank)
         if hint is not None:
             hints.append(hint)
     return hints
@@ -86,11 +85,11 @@ def _range(counts: list[int]) -> str:
     return str(low) if low == high else f"{low} to {high}"
 
 
-def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
-    trace, kind = analysis.trace, analysis.framework
+def _hint(analysis: Analysis, rank: int) -> Hint | None:
+    kind = analysis.framework
     steady = steady_start(analysis, rank)
-    runtime = trace.runtime
-    mine = alloc & (runtime["rank"] == rank).to_numpy()
+    runtime = analysis.rank_table("runtime", rank)
+    mine = matches(runtime["name"], ALLOC_CALL)
     spans = step_spans(analysis.rank_table("ops", rank), span_ns(analysis, rank)[0])
     per_step = count_in_steps(spans, runtime["start_ns"].to_numpy()[mine]).tolist()
     # The same churn in every step, the first too: none of it is warm-up, so it is counted
@@ -112,7 +111,8 @@ def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
             rows &= start_ns >= gpu.start_ns
         rows &= start_ns < gpu.start_ns + gpu.window_ns
     calls = runtime[rows]
-    growth, fragmentation = _memory_signs(trace.memory, rank, steady)
+    memory = analysis.rank_table("memory", rank)
+    growth, fragmentation = _memory_signs(memory, rank, steady)
     churn = len(calls) >= MIN_STEADY_ALLOCATOR_CALLS
     if not churn and growth == 0 and fragmentation is None:
         return None
@@ -146,7 +146,7 @@ def _hint(analysis: Analysis, rank: int, alloc: np.ndarray) -> Hint | None:
     if len(calls):
         evidence.append(heaviest_events(calls, "runtime", rank, "allocator calls in steady state"))
     if growth or fragmentation is not None:
-        memory = trace.memory[(trace.memory["rank"] == rank) & (trace.memory["time_ns"] >= steady)]
+        memory = memory[memory["time_ns"] >= steady]
         if len(memory):
             window = (int(memory["time_ns"].min()), int(memory["time_ns"].max()))
             evidence.append(

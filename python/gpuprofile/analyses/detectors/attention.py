@@ -369,7 +369,6 @@ class _Thread:
 
 
 def _hint(analysis: Analysis, rank: int, math: bool, found: list[Occurrence]) -> Hint:
-    trace = analysis.trace
     gain = sum(o.removable_ns for o in found)
     wall = analysis.wall_ns(rank)
     biggest = max(found, key=lambda o: o.score_bytes)
@@ -392,7 +391,7 @@ def _hint(analysis: Analysis, rank: int, math: bool, found: list[Occurrence]) ->
     heaviest = sorted(found, key=lambda o: o.removable_ns, reverse=True)
     ids = tuple(i for o in heaviest for i in o.op_ids)[:MAX_EVIDENCE_EVENTS]
     windows = tuple((o.start_ns, o.end_ns) for o in heaviest[:MAX_EVIDENCE_EVENTS])
-    device = "GPU kernel" if (trace.kernels["rank"] == rank).any() else "CPU"
+    device = "GPU kernel" if len(analysis.rank_rows("kernels", rank)) else "CPU"
     return Hint(
         kind="attention-unfused",
         subject="SDPA math path" if math else "hand-written attention",

@@ -71,10 +71,10 @@ for x, y in loader:
 
 def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
-    loader = matches(trace.ops["name"], LOADER_OP)
     hints = []
     for rank in trace.ranks:
-        rows = trace.ops[loader & (trace.ops["rank"] == rank).to_numpy()]
+        ops = analysis.rank_table("ops", rank)
+        rows = ops[matches(ops["name"], LOADER_OP)]
         if rows.empty:
             continue
         breakdown = analysis.gpu_time(rank)

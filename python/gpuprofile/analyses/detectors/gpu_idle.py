@@ -38,7 +38,7 @@ from gpuprofile.analyses.kernel_kind import COMMUNICATION
 from gpuprofile.analyses.names import matches, strings
 from gpuprofile.analyses.patterns import ALLOC_CALL
 from gpuprofile.analyses.thresholds import worth_reporting
-from gpuprofile.trace.model import NO_ID, Trace
+from gpuprofile.trace.model import NO_ID
 from gpuprofile.units import format_fraction, format_time
 
 MOST_ALLOCATOR = 0.5  # launch-bound idle spent in cudaMalloc/cudaFree: the allocator's fix
@@ -243,13 +243,13 @@ def _diagnosis(
     analysis: Analysis, rank: int, gaps: pd.DataFrame, by_cause: pd.Series
 ) -> tuple[str, tuple[str, ...], str, str, dict[str, int]]:
     """Title phrase, fix steps, code and extra sentences for the dominant cause."""
-    trace, kind = analysis.trace, analysis.framework
+    kind = analysis.framework
     dominant = str(by_cause.index[0])
     mostly = MOSTLY[dominant]
     steps, code = pick(kind, Fix(*FIXES[dominant]), OTHER_FRAMEWORKS[dominant])
     notes = ""
     launch_bound = gaps[gaps["cause"] == idle.HOST_LAUNCH_BOUND]
-    in_allocator = _allocator_ns(trace, rank, launch_bound)
+    in_allocator = _allocator_ns(analysis, rank, launch_bound)
     if in_allocator:
         notes += (
             f" Of the host-launch-bound time, {format_time(in_allocator)} was spent in allocator "
@@ -353,10 +353,10 @@ def _evidence(rank: int, largest: pd.DataFrame) -> tuple[Evidence, ...]:
     return tuple(evidence)
 
 
-def _allocator_ns(trace: Trace, rank: int, gaps: pd.DataFrame) -> int:
+def _allocator_ns(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> int:
     """How much of these gaps the host spent inside allocator calls."""
-    runtime = trace.runtime
-    rows = runtime[allocator_churn_calls(runtime) & (runtime["rank"] == rank).to_numpy()]
+    runtime = analysis.rank_table("runtime", rank)
+    rows = runtime[allocator_churn_calls(runtime)]
     if rows.empty or gaps.empty:
         return 0
     start = rows["start_ns"].to_numpy(np.int64)

@@ -233,11 +233,8 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
     held = main_ops(analysis, rank, IntervalSet(gap_start, gap_start + longer["dur_ns"].to_numpy()))
     small = kernels[kernels["dur_ns"] < LAUNCH_LATENCY_NS]
     launches = _launch_calls(analysis, rank)
-    graph_launches = int(
-        matches(trace.runtime["name"], GRAPH_LAUNCH_CALL)[
-            (trace.runtime["rank"] == rank).to_numpy()
-        ].sum()
-    )
+    mine = analysis.rank_rows("runtime", rank)
+    graph_launches = int(matches(trace.runtime["name"], GRAPH_LAUNCH_CALL, rows=mine).sum())
     small_launches = launches[launches["correlation"].isin(small["correlation"])]
     launch_ns = int(small_launches["dur_ns"].sum())
     median_launch = float(launches["dur_ns"].median()) if len(launches) else float("nan")

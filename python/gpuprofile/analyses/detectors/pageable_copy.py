@@ -77,9 +77,8 @@ def detect(analysis: Analysis) -> list[Hint]:
     trace = analysis.trace
     hints = []
     for rank in trace.ranks:
-        host_device = trace.memcpy[
-            (trace.memcpy["rank"] == rank) & trace.memcpy["kind"].isin(HOST_DEVICE_KINDS)
-        ]
+        memcpy = analysis.rank_table("memcpy", rank)
+        host_device = memcpy[memcpy["kind"].isin(HOST_DEVICE_KINDS)]
         sized = host_device[host_device["bytes"] >= MIN_COPY_BYTES]
         is_setup = _setup_test(analysis, rank)
         setup = is_setup(sized)
