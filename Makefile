@@ -7,13 +7,13 @@ STAMP := $(VENV)/.gpuprofile-installed
 BUNDLE := python/gpuprofile/widget/static/widget.js
 BUNDLE_CSS := python/gpuprofile/widget/static/widget.css
 
-.PHONY: setup lab test lint typecheck unit js-test chromium bench clean
+.PHONY: setup core lab test lint typecheck unit js-test chromium bench clean
 
 # Tests and benchmarks run torch on one thread (another process on a small box makes its
 # default threads 100x slower); `make lab` passes no cap: the user's kernel keeps its threads.
 test unit bench: export OMP_NUM_THREADS ?= 1
 
-setup: $(STAMP) $(BUNDLE) $(BUNDLE_CSS)
+setup: $(STAMP) core $(BUNDLE) $(BUNDLE_CSS)
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -25,6 +25,12 @@ $(STAMP): $(VENV)/bin/python pyproject.toml
 	$(PY) -c 'import torch' 2>/dev/null || $(PIP) install --quiet 'torch==2.13.0'
 	$(PIP) install --quiet -e '.[dev,dask,jax,parquet]'
 	touch $(STAMP)
+
+# The reader's compiled core (importers/kineto/_gather.c), built in place; the script rebuilds
+# it only when _gather.c is newer, and without a C compiler says so and leaves the pure-Python
+# path. The module's name (EXT_SUFFIX) is the venv Python's, so the script, not make, knows it.
+core: $(STAMP)
+	$(PY) python/build_core.py
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -70,3 +76,4 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) node_modules $(BUNDLE) $(BUNDLE_CSS) dist build
+	rm -f python/gpuprofile/importers/kineto/_gather.*.so

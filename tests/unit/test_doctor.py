@@ -25,6 +25,7 @@ from gpuprofile.doctor import (
     run_checks,
     to_json,
 )
+from gpuprofile.importers.kineto.gather import NOT_COMPILED_NOTICE
 
 NAMES = [
     "torch",
@@ -38,6 +39,7 @@ NAMES = [
     "ncu",
     "jupyter",
     "widget frontend",
+    "reader core",
 ]
 
 CUDA_TORCH = TorchFacts(
@@ -76,6 +78,7 @@ def _gpu_box(**changes: Any) -> Facts:
         package_version=lambda name: "8.1.5" if name == "ipywidgets" else "4.2.0",
         in_kernel=lambda: True,
         widget_manager_seen=lambda: True,
+        reader_compiled=lambda: True,
     )
     return dataclasses.replace(facts, **changes)
 
@@ -271,6 +274,14 @@ def test_widget_frontend_in_a_kernel() -> None:
     assert unseen["widget frontend"].status == "skip"
     assert "cannot be known" in unseen["widget frontend"].detail
     assert "Error displaying widget" in unseen["widget frontend"].fix
+
+
+def test_a_reader_without_its_compiled_core_warns_with_the_notice() -> None:
+    check = _by_name(_gpu_box(reader_compiled=lambda: False))["reader core"]
+    assert check.status == "warn"
+    assert check.detail == NOT_COMPILED_NOTICE
+    assert "C compiler" in check.fix and "make setup" in check.fix
+    assert _by_name(_gpu_box())["reader core"].status == "ok"
 
 
 def test_machine_facts_read_this_process() -> None:

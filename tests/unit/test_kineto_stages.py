@@ -21,6 +21,7 @@ NAME = "gpuprofile.importers.kineto"
 STAGES = (
     "read",
     "format",
+    "gather",
     "decode",
     "check",
     "header",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpuprofile.doctor.facts import Facts, TorchFacts
+from gpuprofile.importers.kineto.gather import NOT_COMPILED_NOTICE
 from gpuprofile.units import format_bytes, format_count, format_si
 
 Status = Literal["ok", "warn", "fail", "skip"]
@@ -330,4 +331,17 @@ def check_frontend(facts: Facts) -> Check:
         "if a profiled cell shows 'Error displaying widget' or nothing: install ipywidgets>=8 "
         "and anywidget where JupyterLab runs (not only in the kernel), restart JupyterLab and "
         "reload the page",
+    )
+
+
+def check_reader_core(facts: Facts) -> Check:
+    if facts.reader_compiled():
+        return Check("reader core", "ok", "compiled: the trace reader gathers its columns in C")
+    return Check(
+        "reader core",
+        "warn",
+        NOT_COMPILED_NOTICE,
+        "install a C compiler (gcc or clang) and Python's headers (python3-dev), then build "
+        "gpuprofile again (`pip install --force-reinstall --no-deps --no-binary gpuprofile "
+        "gpuprofile`; in a checkout, `make setup`)",
     )

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuprofile.importers.kineto.gather import COMPILED
+
 # CAP_SYS_ADMIN's bit in /proc/self/status CapEff: what the NVIDIA driver calls an admin when
 # it restricts GPU performance counters.
 _CAP_SYS_ADMIN = 21
@@ -51,6 +53,10 @@ class NvmlFacts:
     devices: tuple[NvmlDevice, ...]
 
 
+def read_reader_compiled() -> bool:
+    return COMPILED
+
+
 @dataclass(frozen=True)
 class Facts:
     """Every fact the checks read, each a function so that a test can replace one.
@@ -70,6 +76,8 @@ class Facts:
         in_kernel: whether this runs in a Jupyter kernel.
         widget_manager_seen: whether a notebook's widget manager opened ipywidgets' control
             channel to this kernel.
+        reader_compiled: whether the trace reader's compiled core (a C extension, built when
+            gpuprofile was installed) imports.
     """
 
     torch: Callable[[], TorchFacts]
@@ -85,6 +93,7 @@ class Facts:
     package_version: Callable[[str], str | None]
     in_kernel: Callable[[], bool]
     widget_manager_seen: Callable[[], bool]
+    reader_compiled: Callable[[], bool] = read_reader_compiled
 
 
 def read_torch() -> TorchFacts:
@@ -240,4 +249,5 @@ def machine_facts() -> Facts:
         package_version=read_package_version,
         in_kernel=read_in_kernel,
         widget_manager_seen=read_widget_manager_seen,
+        reader_compiled=read_reader_compiled,
     )

@@ -15,6 +15,7 @@ from gpuprofile.doctor.checks import (
     check_jupyter,
     check_nvml,
     check_profiler,
+    check_reader_core,
     check_tool,
     check_torch,
 )
@@ -31,7 +32,7 @@ def run_checks(facts: Facts | None = None) -> list[Check]:
 
     Returns:
         One Check per subject, in a fixed order: torch, torch.profiler, cuda, cupti,
-        gpu counters, nvml, container, nsys, ncu, jupyter, widget frontend.
+        gpu counters, nvml, container, nsys, ncu, jupyter, widget frontend, reader core.
     """
     facts = facts or machine_facts()
     torch: TorchRead
@@ -52,6 +53,7 @@ def run_checks(facts: Facts | None = None) -> list[Check]:
         check_tool(facts, "ncu", torch),
         check_jupyter(facts),
         check_frontend(facts),
+        check_reader_core(facts),
     ]
 
 

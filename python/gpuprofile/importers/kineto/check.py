@@ -17,8 +17,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from gpuprofile.importers.kineto.decode import exact_ns, float_column, nesting_limit
+from gpuprofile.importers.kineto.decode import exact_ns, nesting_limit
 from gpuprofile.importers.kineto.format import Args, Event
+from gpuprofile.importers.kineto.gather import float_column_of
 
 # Times and durations whose nanoseconds reach this are refused: a difference of two times, or
 # a time plus a duration, then stays within int64. 2**62 ns is 146 years, so absolute Unix
@@ -145,8 +146,8 @@ def checked_times(
     not finite; a negative dur. ``what`` names the events in the reasons ("kernel events");
     ``where`` describes an event for the first example of each reason.
     """
-    ts, ts_bad = float_column([e.ts for e in bucket])
-    dur, dur_bad = float_column([e.dur for e in bucket])
+    ts, ts_bad = float_column_of(bucket, ("ts",))
+    dur, dur_bad = float_column_of(bucket, ("dur",))
     limit = MAX_NS / 1000
     with np.errstate(invalid="ignore"):
         checks = [

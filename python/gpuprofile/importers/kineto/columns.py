@@ -4,14 +4,12 @@ the events of one table as typed column arrays for the Trace model."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from gpuprofile.importers.kineto.check import REJECTED, Findings, Shapes
-from gpuprofile.importers.kineto.decode import float_column
 from gpuprofile.importers.kineto.format import (
     FLOW_PHASES,
     GPU_ANNOTATION,
@@ -24,6 +22,16 @@ from gpuprofile.importers.kineto.format import (
     split_counter_name,
     table_of,
 )
+from gpuprofile.importers.kineto.gather import (
+    ADDRESS,
+    ID,
+    INT_OR_NONE,
+    PLAIN,
+    Path,
+    float_column_of,
+    int_column,
+)
+from gpuprofile.importers.kineto.gather import int_or_none as _int_or_none
 from gpuprofile.trace.model import NO_ID
 from gpuprofile.trace.precisions import ITEMSIZE, SCALAR_TYPES
 
@@ -50,12 +58,37 @@ def ints(
         return np.fromiter((absent if v is None else v for v in fits), np.int64, n)
 
 
+def _gathered(
+    items: list[Any],
+    path: Path,
+    mode: int,
+    findings: Findings | None = None,
+    what: str = "",
+    absent: int = NO_ID,
+    alt: Path = (),
+) -> np.ndarray:
+    """``ints`` of each item's value at ``path`` by ``mode`` (gather.int_column), in one
+    compiled pass where the core is built."""
+    values, beyond = int_column(items, path, mode, absent, alt)
+    if beyond and findings is not None:
+        findings.unknown_value(f"{what} beyond int64", beyond)
+    return values
+
+
 def _checked_ints(
     values: Any, n: int, low: int, high: int, findings: Findings, what: str
 ) -> np.ndarray:
     """Integers in [low, high) as int64; one absent, beyond int64 or out of range is NO_ID
     (those present counted as ``what``)."""
     read = ints(values, n, findings, what, absent=_ABSENT)
+    return _in_range(read, low, high, findings, what, absent=_ABSENT)
+
+
+def _checked_field(
+    items: list[Any], path: Path, mode: int, low: int, high: int, findings: Findings, what: str
+) -> np.ndarray:
+    """``_checked_ints`` of each item's value at ``path`` by ``mode``."""
+    read = _gathered(items, path, mode, findings, what, absent=_ABSENT)
     return _in_range(read, low, high, findings, what, absent=_ABSENT)
 
 
@@ -84,39 +117,24 @@ def _bound(x: float) -> str:
     return f"2^{int(x).bit_length() - 1}" if x >= 2**20 and int(x) & (int(x) - 1) == 0 else f"{x:g}"
 
 
-def _floats(values: Any, n: int, findings: Findings, what: str) -> np.ndarray:
-    out, bad = float_column(list(values))
+def _floats(items: list[Any], path: Path, findings: Findings, what: str) -> np.ndarray:
+    out, bad = float_column_of(items, path)
     if bad is not None:
         findings.unknown_value(f"{what} beyond float64", int(bad.sum()))
     return out
 
 
-def as_id(value: int | str | None) -> int:
-    """Streams, pids and tids are sometimes strings ("stream 7", "4093687616")."""
-    if value is None:
-        return NO_ID
-    if isinstance(value, int):
-        return value
-    digits = value.rsplit(" ", 1)[-1]
-    # At most 18 digits: int64, and never int()'s limit on long digit strings.
-    return int(digits) if digits.lstrip("-").isdigit() and len(digits) < 19 else NO_ID
-
-
-def _external_ids(args: Sequence[Args], findings: Findings) -> np.ndarray:
-    return ints(
-        (a.external_id if a.external_id is not None else a.legacy_external_id for a in args),
-        len(args),
-        findings,
-        "External ids",
-    )
+def _external_ids(args: list[Args], findings: Findings) -> np.ndarray:
+    # "External id", else the older "external id".
+    path, alt = ("external_id",), ("legacy_external_id",)
+    return _gathered(args, path, PLAIN, findings, "External ids", alt=alt)
 
 
 def _threads(bucket: list[Event], findings: Findings) -> dict[str, Any]:
     """The pid and tid columns of any host-side table (ids as Kineto writes them, checked)."""
-    n = len(bucket)
     return {
-        "pid": ints((as_id(e.pid) for e in bucket), n, findings, "pids"),
-        "tid": ints((as_id(e.tid) for e in bucket), n, findings, "tids"),
+        "pid": _gathered(bucket, ("pid",), ID, findings, "pids"),
+        "tid": _gathered(bucket, ("tid",), ID, findings, "tids"),
     }
 
 
@@ -141,23 +159,22 @@ def op_columns(
     }
 
 
-def caller_line_column(args: Sequence[Args]) -> dict[str, Any]:
+def caller_line_column(args: list[Args]) -> dict[str, Any]:
     """The line each Python call was made on in its caller, where the capture wrote it (else
     NO_ID); {} when no event has one (the default column)."""
     if not any(a.caller_line is not None for a in args):
         return {}
-    return {"caller_line": ints((_int_or_none(a.caller_line) for a in args), len(args))}
+    return {"caller_line": _gathered(args, ("caller_line",), INT_OR_NONE)}
 
 
-def autograd_columns(args: Sequence[Args]) -> dict[str, Any]:
+def autograd_columns(args: list[Args]) -> dict[str, Any]:
     """The autograd sequence number and forward thread counter of ops whose args carry them
     (else NO_ID); {} when no op has one (a trace without autograd: the defaults)."""
-    n = len(args)
     if not any(a.sequence is not None or a.fwd_tid is not None for a in args):
         return {}
     return {
-        "sequence": ints((_int_or_none(a.sequence) for a in args), n),
-        "fwd_tid": ints((_int_or_none(a.fwd_tid) for a in args), n),
+        "sequence": _gathered(args, ("sequence",), INT_OR_NONE),
+        "fwd_tid": _gathered(args, ("fwd_tid",), INT_OR_NONE),
     }
 
 
@@ -165,7 +182,7 @@ def autograd_columns(args: Sequence[Args]) -> dict[str, Any]:
 _DTYPE_BYTES = {scalar: ITEMSIZE[dtype] for scalar, dtype in SCALAR_TYPES.items()}
 
 
-def comm_columns(args: Sequence[Args], findings: Findings) -> dict[str, Any]:
+def comm_columns(args: list[Args], findings: Findings) -> dict[str, Any]:
     """The communication facts of events whose args carry them (else "" and -1): the
     collective's name, process group, its ranks, sequence number and message bytes (the
     larger of the in and out messages, as nccl-tests size a collective)."""
@@ -176,7 +193,7 @@ def comm_columns(args: Sequence[Args], findings: Findings) -> dict[str, Any]:
         "collective": [_text(a.collective) for a in args],
         "process_group": [_text(a.process_group) for a in args],
         "group_ranks": [_text(a.group_ranks) for a in args],
-        "seq": ints((_int_or_none(a.seq) for a in args), n),
+        "seq": _gathered(args, ("seq",), INT_OR_NONE),
         "comm_bytes": ints((_message_bytes(a) for a in args), n, findings, "message bytes"),
     }
 
@@ -186,16 +203,6 @@ def _text(value: Any) -> str:
         return ""
     # An integer of thousands of digits is no name, and str() refuses it.
     return "" if isinstance(value, int) and not -(2**63) <= value < 2**63 else str(value)
-
-
-def _int_or_none(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        return None
-    try:
-        number = int(value)
-    except ValueError:
-        return None
-    return number if 0 <= number < 2**62 else None
 
 
 def _message_bytes(a: Args) -> int | None:
@@ -211,25 +218,20 @@ def _gpu_columns(
 ) -> tuple[dict[str, Any], list[Args]]:
     start, dur = times
     args = [e.args or NO_ARGS for e in bucket]
-    n = len(bucket)
-    device = _checked_ints((a.device for a in args), n, 0, _I32, findings, "devices")
+    device = _checked_field(args, ("device",), PLAIN, 0, _I32, findings, "devices")
     # Legacy traces carry the device only as the process id of the GPU lane.
-    pids = ints((as_id(e.pid) for e in bucket), n, findings, "pids")
+    pids = _gathered(bucket, ("pid",), ID, findings, "pids")
     lane = np.where((pids >= 0) & (pids < _I32), pids, NO_ID)
     device = np.where(device == NO_ID, lane, device)
-    stream = ints(
-        (as_id(a.stream) if a.stream is not None else as_id(e.tid) for a, e in zip(args, bucket)),
-        n,
-        findings,
-        "streams",
-    )
+    # The stream arg, else the GPU lane's tid.
+    stream = _gathered(bucket, ("args", "stream"), ID, findings, "streams", alt=("tid",))
     return {
         "device": device,
         "stream": stream,
         "name": [e.name for e in bucket],
         "start_ns": start,
         "dur_ns": dur,
-        "correlation": ints((a.correlation for a in args), n, findings, "correlation ids"),
+        "correlation": _gathered(args, ("correlation",), PLAIN, findings, "correlation ids"),
         "external_id": _external_ids(args, findings),
     }, args
 
@@ -253,15 +255,15 @@ def kernel_columns(
         for axis, letter in enumerate("xyz"):
             dims = (_dim(getattr(a, key), axis) for a in args)
             columns[f"{key}_{letter}"] = _checked_ints(dims, n, 0, _I32, findings, f"{key} sizes")
-    registers = (a.registers_per_thread for a in args)
-    columns["registers_per_thread"] = _checked_ints(
-        registers, n, 0, _I32, findings, "registers per thread"
+    columns["registers_per_thread"] = _checked_field(
+        args, ("registers_per_thread",), PLAIN, 0, _I32, findings, "registers per thread"
     )
-    shared = (a.shared_memory for a in args)
-    columns["shared_memory"] = _checked_ints(shared, n, 0, 2**62, findings, "shared memory")
-    occupancy = _floats((a.occupancy for a in args), n, findings, "occupancy")
+    columns["shared_memory"] = _checked_field(
+        args, ("shared_memory",), PLAIN, 0, 2**62, findings, "shared memory"
+    )
+    occupancy = _floats(args, ("occupancy",), findings, "occupancy")
     columns["occupancy"] = _in_range(occupancy, 0, 101, findings, "occupancy %", np.nan)
-    per_sm = _floats((a.blocks_per_sm for a in args), n, findings, "blocks per SM")
+    per_sm = _floats(args, ("blocks_per_sm",), findings, "blocks per SM")
     columns["blocks_per_sm"] = _in_range(per_sm, 0, 2**31, findings, "blocks per SM", np.nan)
     columns.update(comm_columns(args, findings))
     return columns
@@ -271,9 +273,8 @@ def _dim(dims: list[int] | str | None, axis: int) -> int | None:
     return dims[axis] if isinstance(dims, list) and len(dims) > axis else None
 
 
-def _bytes_of(args: Sequence[Args], findings: Findings) -> np.ndarray:
-    nbytes = (None if a.bytes is None else as_id(a.bytes) for a in args)
-    return _checked_ints(nbytes, len(args), -1, 2**62, findings, "bytes")
+def _bytes_of(args: list[Args], findings: Findings) -> np.ndarray:
+    return _checked_field(args, ("bytes",), ID, -1, 2**62, findings, "bytes")
 
 
 def memcpy_columns(
@@ -311,14 +312,13 @@ def runtime_columns(
 ) -> dict[str, Any]:
     start, dur = times
     args = [e.args or NO_ARGS for e in bucket]
-    n = len(bucket)
     return {
         **_threads(bucket, findings),
         "name": [e.name for e in bucket],
         "category": [OP_CATEGORY.get(e.cat, e.cat) for e in bucket],
         "start_ns": start,
         "dur_ns": dur,
-        "correlation": ints((a.correlation for a in args), n, findings, "correlation ids"),
+        "correlation": _gathered(args, ("correlation",), PLAIN, findings, "correlation ids"),
         "external_id": _external_ids(args, findings),
     }
 
@@ -333,17 +333,8 @@ def counter_columns(
         "time_ns": start,
         "name": [name for name, _ in names],
         "unit": [unit for _, unit in names],
-        "device": _checked_ints(
-            (as_id(e.id) if isinstance(e.id, int | str) else None for e in bucket),
-            len(bucket),
-            -1,
-            _I32,
-            findings,
-            "counter devices",
-        ),
-        "value": _floats(
-            ((e.args or NO_ARGS).value for e in bucket), len(bucket), findings, "counter values"
-        ),
+        "device": _checked_field(bucket, ("id",), ID, -1, _I32, findings, "counter devices"),
+        "value": _floats(bucket, ("args", "value"), findings, "counter values"),
     }
 
 
@@ -365,15 +356,13 @@ def memory_columns(
             findings,
             "allocator devices",
         ),
-        "bytes": ints((a.alloc_bytes for a in args), n, findings, "allocator bytes"),
-        "total_allocated": ints((a.total_allocated for a in args), n, findings, "allocator totals"),
-        "total_reserved": ints((a.total_reserved for a in args), n, findings, "allocator totals"),
-        "addr": ints((_address(a.addr) for a in args), n, findings, "allocator addresses"),
+        "bytes": _gathered(args, ("alloc_bytes",), PLAIN, findings, "allocator bytes"),
+        "total_allocated": _gathered(
+            args, ("total_allocated",), PLAIN, findings, "allocator totals"
+        ),
+        "total_reserved": _gathered(args, ("total_reserved",), PLAIN, findings, "allocator totals"),
+        "addr": _gathered(args, ("addr",), ADDRESS, findings, "allocator addresses"),
     }
-
-
-def _address(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def device_summary(props: dict[str, Any]) -> dict[str, Any]:

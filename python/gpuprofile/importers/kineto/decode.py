@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
@@ -26,6 +26,7 @@ import numpy as np
 
 from gpuprofile.errors import TraceFormatError
 from gpuprofile.importers.kineto.format import Document, Event
+from gpuprofile.importers.kineto.gather import float_column_of
 from gpuprofile.importers.source import locate
 
 _DOCUMENT_DECODER = msgspec.json.Decoder(Document[Event])
@@ -36,24 +37,6 @@ LIST_DECODER = msgspec.json.Decoder(list[Event])
 # base at most 91 days back. Above, float64 steps grow to 1 ns and coarser (0.25 us at 1.7e15,
 # absolute Unix time), and only a second, exact decode keeps the nanoseconds.
 _FLOAT_EXACT_LIMIT_US = 2.0**43
-
-
-def float_column(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray | None]:
-    """Numbers (None: NaN) as float64, and where a value could not be one (an integer beyond
-    float64), or None when every value could."""
-    n = len(values)
-    try:
-        return np.fromiter((np.nan if v is None else v for v in values), np.float64, n), None
-    except (OverflowError, TypeError, ValueError):
-        pass
-    out = np.full(n, np.nan)
-    bad = np.zeros(n, bool)
-    for i, v in enumerate(values):
-        try:
-            out[i] = np.nan if v is None else float(v)
-        except (OverflowError, TypeError, ValueError):
-            bad[i] = True
-    return out, bad
 
 
 def exact_ns(us: Any) -> np.ndarray:
@@ -106,7 +89,7 @@ _EXACT_LIST_DECODER = msgspec.json.Decoder(list[_AnyEvent])
 
 def needs_exact_times(events: list[Event]) -> bool:
     """Whether some ts is a fraction beyond float64's nanoseconds (``_FLOAT_EXACT_LIMIT_US``)."""
-    ts, _ = float_column([e.ts for e in events])  # None -> NaN, never beyond
+    ts, _ = float_column_of(events, ("ts",))  # None -> NaN, never beyond
     # An int ts is a whole number as a float too, so only fractional floats are found here.
     return bool(((np.abs(ts) >= _FLOAT_EXACT_LIMIT_US) & (ts != np.floor(ts))).any())
 

@@ -17,11 +17,9 @@ from gpuprofile.importers.demangle import demangled
 from gpuprofile.importers.kineto.capture_ranges import with_capture_ranges
 from gpuprofile.importers.kineto.check import Findings, Shapes, checked_times, loose_events
 from gpuprofile.importers.kineto.columns import (
-    as_id,
     counter_columns,
     device_summary,
     gpu_annotation_columns,
-    ints,
     kernel_columns,
     memcpy_columns,
     memory_columns,
@@ -33,6 +31,7 @@ from gpuprofile.importers.kineto.columns import (
 )
 from gpuprofile.importers.kineto.decode import WholeDocumentNeeded, event_parts
 from gpuprofile.importers.kineto.format import RANGE_PROFILER, Document, Event
+from gpuprofile.importers.kineto.gather import ID, int_column
 from gpuprofile.importers.kineto.header import (
     base_time,
     device_list,
@@ -349,11 +348,12 @@ _LANE_COLUMNS = ("_pid", "_tid")
 
 
 def _lane_columns(bucket: list[Event], findings: Findings) -> dict[str, Any]:
-    n = len(bucket)
-    return {
-        "_pid": ints((as_id(e.pid) for e in bucket), n, findings, "pids"),
-        "_tid": ints((as_id(e.tid) for e in bucket), n, findings, "tids"),
-    }
+    columns = {}
+    for name, what in (("pid", "pids"), ("tid", "tids")):
+        columns[f"_{name}"], beyond = int_column(bucket, (name,), ID)
+        if beyond:
+            findings.unknown_value(f"{what} beyond int64", beyond)
+    return columns
 
 
 def _deduplicated(

@@ -1,0 +1,282 @@
+/* gpuprofile's compiled reader core: one field of each decoded Kineto event (msgspec structs)
+ * gathered into a numpy column, a C loop where Python would run a generator per value.
+ *
+ * gather.py holds the pure-Python twins of these functions, which are the reference: the
+ * values this file decides itself (None, ints, ASCII ids) it decides as they do, and every
+ * other value it hands to the mode's Python rule (the ``rule`` argument), so rare inputs
+ * (Unicode digits, text where a number was expected) cannot differ; a float column takes
+ * float() of what is no int or float, as float_column's loop does. Only the public C API
+ * is used; the columns are numpy arrays the caller allocates and passes as writable buffers,
+ * so no numpy header is needed to build this.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h> /* NAN */
+
+/* The modes of gather_ints; gather.py's PLAIN, ID, INT_OR_NONE, ADDRESS. */
+enum { MODE_PLAIN, MODE_ID, MODE_INT_OR_NONE, MODE_ADDRESS, MODE_COUNT };
+
+#define NO_ID (-1LL)
+/* int_or_none keeps 0 <= n < 2**62 */
+#define INT_OR_NONE_LIMIT (1LL << 62)
+
+/* getattr along ``path`` (a tuple of str): the item's first attribute, then the next ones of
+ * that unless it is None (a missing ``args`` reads as args whose every field is None). A new
+ * reference, or NULL with an exception set. */
+static PyObject *
+get_path(PyObject *item, PyObject *path)
+{
+    PyObject *value = item;
+    Py_INCREF(value);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(path) && (k == 0 || value != Py_None); k++) {
+        PyObject *next = PyObject_GetAttr(value, PyTuple_GET_ITEM(path, k));
+        Py_DECREF(value);
+        if (next == NULL)
+            return NULL;
+        value = next;
+    }
+    return value;
+}
+
+/* as_id of a str, decided here where the last space-separated token is ASCII: its integer
+ * where it is digits after one optional '-' and shorter than 19 characters, else NO_ID.
+ * Returns 1 with *out set, or 0 where the Python rule must decide: a token that is not ASCII
+ * (str.isdigit and int() accept other scripts' digits) or digits after several '-' (where
+ * int() raises, as it does in the reference). */
+static int
+ascii_id(PyObject *text, long long *out)
+{
+    Py_ssize_t size;
+    const char *start = PyUnicode_AsUTF8AndSize(text, &size);
+    if (start == NULL) { /* lone surrogates: not UTF-8; the rule decides */
+        PyErr_Clear();
+        return 0;
+    }
+    const char *end = start + size;
+    /* rsplit(" ", 1)[-1]: U+0020 is one byte in UTF-8 and never inside another character */
+    const char *token = end;
+    while (token > start && token[-1] != ' ')
+        token--;
+    for (const char *p = token; p < end; p++)
+        if ((unsigned char)*p >= 0x80)
+            return 0;
+    const char *digits = token;
+    while (digits < end && *digits == '-')
+        digits++;
+    int all_digits = digits < end;
+    for (const char *p = digits; p < end; p++)
+        all_digits = all_digits && *p >= '0' && *p <= '9';
+    if (!all_digits || end - token >= 19) {
+        *out = NO_ID;
+        return 1;
+    }
+    if (digits - token > 1)
+        return 0;
+    long long number = 0; /* at most 18 digits: no overflow */
+    for (const char *p = digits; p < end; p++)
+        number = number * 10 + (*p - '0');
+    *out = digits > token ? -number : number;
+    return 1;
+}
+
+/* An int as int64: 1 with *out set, 0 where it lies beyond int64. */
+static int
+as_int64(PyObject *value, long long *out)
+{
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(value, &overflow);
+    return !overflow;
+}
+
+/* A writable, C-contiguous buffer of n items of itemsize bytes. 0, or -1 with an exception. */
+static int
+get_column(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t n)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->itemsize != itemsize || view->len != n * itemsize) {
+        PyErr_Format(PyExc_ValueError, "a column of %zd items of %zd bytes was expected", n,
+                     itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(gather_ints_doc,
+"gather_ints(items, path, alt, mode, absent, rule, out) -> int\n\n"
+"out[i] = the integer of each item's value at path (at alt where that is None) by mode;\n"
+"None is absent, and so is a value beyond int64; returns how many were beyond int64.");
+
+static PyObject *
+gather_ints(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *items, *path, *alt, *rule, *out_obj;
+    int mode;
+    long long absent;
+    if (!PyArg_ParseTuple(args, "O!O!O!iLOO:gather_ints", &PyList_Type, &items, &PyTuple_Type,
+                          &path, &PyTuple_Type, &alt, &mode, &absent, &rule, &out_obj))
+        return NULL;
+    if (mode < 0 || mode >= MODE_COUNT)
+        return PyErr_Format(PyExc_ValueError, "unknown mode %d", mode);
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    Py_buffer view;
+    if (get_column(out_obj, &view, sizeof(long long), n) < 0)
+        return NULL;
+    long long *out = view.buf;
+    Py_ssize_t beyond = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i >= PyList_GET_SIZE(items)) { /* only a rule that shrinks the list could */
+            PyErr_SetString(PyExc_RuntimeError, "the list changed while it was gathered");
+            goto error;
+        }
+        PyObject *item = PyList_GET_ITEM(items, i);
+        Py_INCREF(item); /* held while both paths are read */
+        PyObject *value = get_path(item, path);
+        if (value == Py_None && PyTuple_GET_SIZE(alt)) {
+            Py_DECREF(value);
+            value = get_path(item, alt);
+        }
+        Py_DECREF(item);
+        if (value == NULL)
+            goto error;
+        long long number = absent;
+        int decided = 1; /* else the rule decides */
+        if (value == Py_None)
+            number = absent;
+        else if (PyBool_Check(value) && (mode == MODE_INT_OR_NONE || mode == MODE_ADDRESS))
+            number = absent; /* a bool is no count or address; as_id and plain take it as 0/1 */
+        else if (PyLong_Check(value)) {
+            if (!as_int64(value, &number)) {
+                number = absent;
+                /* int_or_none drops out-of-range values; the other rules keep and count them */
+                beyond += mode != MODE_INT_OR_NONE;
+            }
+            else if (mode == MODE_INT_OR_NONE && (number < 0 || number >= INT_OR_NONE_LIMIT))
+                number = absent;
+        }
+        else if (mode == MODE_ID && PyUnicode_Check(value))
+            decided = ascii_id(value, &number);
+        else
+            decided = 0;
+        if (!decided) {
+            PyObject *result = PyObject_CallOneArg(rule, value);
+            if (result == NULL) {
+                Py_DECREF(value);
+                goto error;
+            }
+            if (result == Py_None)
+                number = absent;
+            else if (PyLong_Check(result)) {
+                if (!as_int64(result, &number)) {
+                    number = absent;
+                    beyond++;
+                }
+            }
+            else {
+                PyErr_Format(PyExc_TypeError, "the rule gave %.100s, not an int or None",
+                             Py_TYPE(result)->tp_name);
+                Py_DECREF(result);
+                Py_DECREF(value);
+                goto error;
+            }
+            Py_DECREF(result);
+        }
+        Py_DECREF(value);
+        out[i] = number;
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(beyond);
+error:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+PyDoc_STRVAR(gather_floats_doc,
+"gather_floats(items, path, out, bad) -> int\n\n"
+"out[i] = each item's value at path as a float64 (None: NaN); where it is none (an int\n"
+"beyond float64, a value float() refuses) NaN and bad[i] = True. Returns how many are bad.");
+
+static PyObject *
+gather_floats(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *items, *path, *out_obj, *bad_obj;
+    if (!PyArg_ParseTuple(args, "O!O!OO:gather_floats", &PyList_Type, &items, &PyTuple_Type,
+                          &path, &out_obj, &bad_obj))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    Py_buffer out_view, bad_view;
+    if (get_column(out_obj, &out_view, sizeof(double), n) < 0)
+        return NULL;
+    if (get_column(bad_obj, &bad_view, 1, n) < 0) {
+        PyBuffer_Release(&out_view);
+        return NULL;
+    }
+    double *out = out_view.buf;
+    unsigned char *bad = bad_view.buf;
+    Py_ssize_t bad_count = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* getattr on a struct runs no Python code, so the list keeps its size; checked anyway */
+        if (i >= PyList_GET_SIZE(items)) {
+            PyErr_SetString(PyExc_RuntimeError, "the list changed while it was gathered");
+            goto error;
+        }
+        PyObject *value = get_path(PyList_GET_ITEM(items, i), path);
+        if (value == NULL)
+            goto error;
+        double number;
+        if (value == Py_None)
+            number = NAN;
+        else if (PyFloat_Check(value))
+            number = PyFloat_AS_DOUBLE(value);
+        else if (PyLong_Check(value))
+            number = PyLong_AsDouble(value); /* correctly rounded, as float() is; bool: 0/1 */
+        else {
+            /* float(value), as float_column's loop does: text is parsed, anything else fails */
+            PyObject *f = PyNumber_Float(value);
+            number = f != NULL ? PyFloat_AS_DOUBLE(f) : -1.0;
+            Py_XDECREF(f);
+        }
+        Py_DECREF(value);
+        bad[i] = 0;
+        if (number == -1.0 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError) &&
+                !PyErr_ExceptionMatches(PyExc_TypeError) &&
+                !PyErr_ExceptionMatches(PyExc_ValueError))
+                goto error;
+            PyErr_Clear();
+            number = NAN;
+            bad[i] = 1;
+            bad_count++;
+        }
+        out[i] = number;
+    }
+    PyBuffer_Release(&out_view);
+    PyBuffer_Release(&bad_view);
+    return PyLong_FromSsize_t(bad_count);
+error:
+    PyBuffer_Release(&out_view);
+    PyBuffer_Release(&bad_view);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"gather_ints", gather_ints, METH_VARARGS, gather_ints_doc},
+    {"gather_floats", gather_floats, METH_VARARGS, gather_floats_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "gpuprofile.importers.kineto._gather",
+    .m_doc = "The Kineto reader's compiled gathers (gather.py chooses them, or their twins).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC
+PyInit__gather(void)
+{
+    return PyModule_Create(&module);
+}

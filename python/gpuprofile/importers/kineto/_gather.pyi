@@ -1,0 +1,16 @@
+# The compiled reader core (_gather.c); gather.py's py_gather_ints and py_gather_floats are
+# its pure-Python twins, with these signatures.
+from collections.abc import Callable
+from typing import Any
+
+def gather_ints(
+    items: list[Any],
+    path: tuple[str, ...],
+    alt: tuple[str, ...],
+    mode: int,
+    absent: int,
+    rule: Callable[[Any], int | None],
+    out: Any,
+    /,
+) -> int: ...
+def gather_floats(items: list[Any], path: tuple[str, ...], out: Any, bad: Any, /) -> int: ...

@@ -1,0 +1,451 @@
+"""The Kineto reader's compiled core (importers/kineto/_gather.c) gives exactly what its
+pure-Python twins in gather.py give, and those what the reader's expressions gave before the core
+(``ints`` of ``as_id``, ``int_or_none``, ``address`` of a field; ``float_column`` of ts and dur):
+on crafted events that reach every branch, and on every shared Kineto trace. Without the built
+core the comparisons skip (fail under CI=true, where ``make setup`` builds it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gpuprofile.importers.kineto import gather
+from gpuprofile.importers.kineto.check import Findings, loose_events
+from gpuprofile.importers.kineto.columns import ints
+from gpuprofile.importers.kineto.decode import decode_bytes
+from gpuprofile.importers.kineto.format import NO_ARGS, Args, Event
+from gpuprofile.importers.kineto.gather import (
+    ADDRESS,
+    ID,
+    INT_OR_NONE,
+    PLAIN,
+    RULES,
+    address,
+    as_id,
+    float_column,
+    int_or_none,
+)
+from gpuprofile.importers.source import read_trace_bytes
+from gpuprofile.trace.model import NO_ID
+from helpers.prerequisites import REPO, SHARED_TRACES, missing
+
+ABSENT = -(2**63)  # columns._ABSENT: what _checked_ints reads an absent value as
+KINETO = SHARED_TRACES / "kineto"
+
+
+@pytest.fixture(scope="module")
+def core() -> ModuleType:
+    try:
+        from gpuprofile.importers.kineto import _gather
+    except ImportError as error:
+        missing(f"the compiled reader core is not built ({error}); `make setup` builds it")
+    return _gather
+
+
+# Each column the reader gathers: (items: events or their args, path, alt, mode, absent, the
+# value the reader read it as before the core, from the event and its args).
+Old = Callable[[Event, Args], Any]
+SPECS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], int, int, Old]] = {
+    "pid": ("events", ("pid",), (), ID, NO_ID, lambda e, a: as_id(e.pid)),
+    "tid": ("events", ("tid",), (), ID, NO_ID, lambda e, a: as_id(e.tid)),
+    "stream": (
+        "events",
+        ("args", "stream"),
+        ("tid",),
+        ID,
+        NO_ID,
+        lambda e, a: as_id(a.stream) if a.stream is not None else as_id(e.tid),
+    ),
+    "counter device": (
+        "events",
+        ("id",),
+        (),
+        ID,
+        ABSENT,
+        lambda e, a: as_id(e.id) if isinstance(e.id, int | str) else None,
+    ),
+    "bytes": (
+        "args",
+        ("bytes",),
+        (),
+        ID,
+        ABSENT,
+        lambda e, a: None if a.bytes is None else as_id(a.bytes),
+    ),
+    "external id": (
+        "args",
+        ("external_id",),
+        ("legacy_external_id",),
+        PLAIN,
+        NO_ID,
+        lambda e, a: a.external_id if a.external_id is not None else a.legacy_external_id,
+    ),
+    **{
+        field: ("args", (field,), (), PLAIN, absent, lambda e, a, f=field: getattr(a, f))
+        for field, absent in (
+            ("correlation", NO_ID),
+            ("device", ABSENT),
+            ("registers_per_thread", ABSENT),
+            ("shared_memory", ABSENT),
+            ("alloc_bytes", NO_ID),
+            ("total_allocated", NO_ID),
+            ("total_reserved", NO_ID),
+        )
+    },
+    **{
+        field: ("args", (field,), (), INT_OR_NONE, NO_ID,
+                lambda e, a, f=field: int_or_none(getattr(a, f)))
+        for field in ("caller_line", "sequence", "fwd_tid", "seq", "in_elems", "out_elems")
+    },
+    "addr": ("args", ("addr",), (), ADDRESS, NO_ID, lambda e, a: address(a.addr)),
+}  # fmt: skip
+# (items, path, the value float_column read before the core)
+FLOATS: dict[str, tuple[str, tuple[str, ...], Old]] = {
+    "ts": ("events", ("ts",), lambda e, a: e.ts),
+    "dur": ("events", ("dur",), lambda e, a: e.dur),
+    "counter value": ("events", ("args", "value"), lambda e, a: a.value),
+    "occupancy": ("args", ("occupancy",), lambda e, a: a.occupancy),
+    "blocks per SM": ("args", ("blocks_per_sm",), lambda e, a: a.blocks_per_sm),
+}
+
+BIG = [2**63, -(2**63) - 1, 2**70, -(2**70), 10**30]
+EDGES = [0, 1, -1, True, False, 2**63 - 1, -(2**63), 2**62 - 1, 2**62, 2**31, 123456789]
+IDS = [
+    *EDGES,
+    *BIG,
+    "4093687616",
+    "stream 7",
+    "-3",
+    "-0",
+    "007",
+    "12345678901234567890",  # 20 digits: no id
+    "123456789012345678",  # 18: the longest read
+    "-12345678901234567",
+    "-123456789012345678",  # 19 characters with its '-': no id
+    "",
+    "-",
+    " ",
+    "7 ",
+    "abc",
+    "1_0",
+    "+5",
+    "x 12",
+    "0x1f",
+    "٣",  # Arabic-Indic 3: isdigit and int() both take it
+    "x ٣",
+    "٣ x",
+    "\uff15",  # fullwidth 5
+    "5\xa0",  # a no-break space is no separator
+    "\ud800",  # a lone surrogate: not UTF-8
+    "é 42",  # non-ASCII before the id
+]
+COUNTS = [
+    *EDGES,
+    *BIG,
+    "12",
+    " 12 ",
+    "1_000",
+    "+7",
+    "-7",
+    "x",
+    "",
+    "٣",
+    "1" * 5000,  # beyond int()'s digit limit
+    "4611686018427387904",  # 2**62
+    1.5,
+    -0.0,
+    float("nan"),
+    [1],
+    {"a": 1},
+]
+NUMBERS = [
+    0,
+    1,
+    -5,
+    1.5,
+    -0.0,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    True,
+    False,
+    2**53 + 1,
+    2**63,
+    2**70,
+    -(2**70),
+    2**1024 - 2**971,  # the largest float64
+    2**1024 - 2**970 - 1,  # rounds down to it
+]
+# Beyond float64: 2**1024 - 2**970 is the least int that rounds up to 2**1024.
+HUGE = [10**400, -(10**400), 2**1024 - 2**970]
+# isdigit, yet int() refuses it: no count, and as_id raises (test_an_id_int_cannot_read_...)
+SUPERSCRIPT = "\u00b2"
+TEXTS = ["1.5", " 2 ", "1_0", "nan", "x", "", "٣"]
+
+
+def _cycle(values: list[Any], n: int, skip: int = 0) -> list[Any]:
+    """``values`` over and over, ``n`` of them, starting at ``skip`` (columns of coprime
+    lengths so, in turn, meet every combination)."""
+    return list(itertools.islice(itertools.cycle(values[skip:] + values[:skip]), n))
+
+
+def crafted(n: int = 400, numbers: list[Any] = NUMBERS + HUGE) -> list[Event]:
+    """Events with every kind of value in every field read (whatever the field's type says:
+    msgspec's structs take any value when built by hand); every 7th without args."""
+    ids = [None, *IDS]
+    plain = [None, *EDGES, *BIG]
+    anything = [None, *COUNTS, *IDS, *numbers]
+    counts = [*anything, SUPERSCRIPT]
+    events = []
+    for i in range(n):
+        args = None
+        if i % 7:
+            args = Args(
+                external_id=plain[i % len(plain)],
+                legacy_external_id=plain[(i * 3) % len(plain)] if i % 2 else None,
+                correlation=plain[(i + 1) % len(plain)],
+                device=plain[(i + 2) % len(plain)],
+                stream=ids[(i * 5) % len(ids)] if i % 3 else None,
+                bytes=ids[(i + 3) % len(ids)],
+                registers_per_thread=plain[(i + 4) % len(plain)],
+                shared_memory=plain[(i + 5) % len(plain)],
+                alloc_bytes=plain[(i + 6) % len(plain)],
+                total_allocated=plain[(i + 7) % len(plain)],
+                total_reserved=plain[(i + 8) % len(plain)],
+                addr=anything[i % len(anything)],
+                caller_line=counts[(i + 1) % len(counts)],
+                sequence=counts[(i + 2) % len(counts)],
+                fwd_tid=counts[(i + 3) % len(counts)],
+                seq=counts[(i + 4) % len(counts)],
+                in_elems=counts[(i + 5) % len(counts)],
+                out_elems=counts[(i + 6) % len(counts)],
+                value=[None, *numbers, *TEXTS, [1]][i % (len(numbers) + len(TEXTS) + 2)],
+                occupancy=[None, *numbers][(i + 1) % (len(numbers) + 1)],
+                blocks_per_sm=[None, *numbers][(i + 2) % (len(numbers) + 1)],
+            )
+        events.append(
+            Event(
+                pid=ids[i % len(ids)],
+                tid=ids[(i * 7 + 1) % len(ids)],
+                ts=[None, *numbers][i % (len(numbers) + 1)],
+                dur=[None, *numbers][(i * 3 + 2) % (len(numbers) + 1)],
+                id=anything[(i * 11) % len(anything)],
+                args=args,
+            )
+        )
+    return events
+
+
+def _items(events: list[Event], kind: str) -> list[Any]:
+    return events if kind == "events" else [e.args or NO_ARGS for e in events]
+
+
+def _ints(
+    impl: Callable[..., int], items: list[Any], spec: tuple[Any, ...]
+) -> tuple[np.ndarray, int]:
+    _, path, alt, mode, absent, _ = spec
+    out = np.full(len(items), 12345, np.int64)
+    beyond = impl(items, path, alt, mode, absent, RULES[mode], out)
+    return out, beyond
+
+
+def _floats(impl: Callable[..., int], items: list[Any], path: tuple[str, ...]) -> tuple[Any, ...]:
+    out = np.full(len(items), 12345.0)
+    bad = np.ones(len(items), bool)
+    count = impl(items, path, out, bad)
+    return out, bad, count
+
+
+def _old_ints(events: list[Event], spec: tuple[Any, ...]) -> tuple[np.ndarray, int]:
+    """The column as the reader read it before the core: ``ints`` of the old expression."""
+    old, absent = spec[5], spec[4]
+    findings = Findings()
+    args = [e.args or NO_ARGS for e in events]
+    values = ints((old(e, a) for e, a in zip(events, args)), len(events), findings, "x", absent)
+    return values, findings.unknown["x beyond int64"]
+
+
+def assert_same_columns(core: ModuleType | None, events: list[Event]) -> None:
+    """Every column of SPECS and FLOATS: the twin's equals the reader's before the core, and
+    the core's (unless ``core`` is None) the twin's, values and counts."""
+    for name, spec in SPECS.items():
+        items = _items(events, spec[0])
+        twin = _ints(gather.py_gather_ints, items, spec)
+        before = _old_ints(events, spec)
+        assert np.array_equal(twin[0], before[0]) and twin[1] == before[1], name
+        if core is not None:
+            compiled = _ints(core.gather_ints, items, spec)
+            assert np.array_equal(compiled[0], twin[0]) and compiled[1] == twin[1], name
+    args = [e.args or NO_ARGS for e in events]
+    for name, (kind, path, read) in FLOATS.items():
+        items = _items(events, kind)
+        twin_f = _floats(gather.py_gather_floats, items, path)
+        values, bad = float_column([read(e, a) for e, a in zip(events, args)])
+        assert np.array_equal(twin_f[0], values, equal_nan=True), name
+        assert np.array_equal(twin_f[1], np.zeros(len(items), bool) if bad is None else bad)
+        if core is not None:
+            compiled_f = _floats(core.gather_floats, items, path)
+            assert np.array_equal(compiled_f[0], twin_f[0], equal_nan=True), name
+            assert np.array_equal(compiled_f[1], twin_f[1]) and compiled_f[2] == twin_f[2], name
+
+
+def test_the_twins_read_as_the_reader_did() -> None:
+    # Whether or not the core is built: the pure-Python path is the reader's old one.
+    assert_same_columns(None, crafted())
+
+
+def test_crafted_events_every_branch(core: ModuleType) -> None:
+    events = crafted()
+    assert_same_columns(core, events)
+    # The crafted values reach every outcome: ids from text, ints beyond int64, bad floats.
+    out, beyond = _ints(core.gather_ints, events, SPECS["pid"])
+    assert {4093687616, 7, -3, 3, 5, 123456789012345678}.issubset(set(out.tolist()))
+    assert beyond > 0
+    assert _floats(core.gather_floats, events, ("ts",))[2] > 0
+
+
+def test_crafted_floats_without_a_bad_value(core: ModuleType) -> None:
+    # float_column's fast path (every value converts) as well as its loop.
+    events = crafted(numbers=NUMBERS)
+    for path in (("ts",), ("dur",)):
+        compiled = _floats(core.gather_floats, events, path)
+        twin = _floats(gather.py_gather_floats, events, path)
+        assert compiled[2] == twin[2] == 0
+        assert np.array_equal(compiled[0], twin[0], equal_nan=True)
+
+
+@pytest.mark.parametrize("mode", [PLAIN, ID, INT_OR_NONE, ADDRESS])
+@pytest.mark.parametrize(
+    "value", [None, *EDGES, *BIG, *IDS, *COUNTS, SUPERSCRIPT, *NUMBERS, *HUGE, *TEXTS]
+)
+def test_each_value_alone(core: ModuleType, mode: int, value: Any) -> None:
+    """One value in each mode: the same int, or the same exception (PLAIN refuses what is no
+    int; as_id's int() refuses digits it cannot read)."""
+    items = [Event(id=value)]
+    spec = ("events", ("id",), (), mode, -99, None)
+    results = []
+    for impl in (core.gather_ints, gather.py_gather_ints):
+        try:
+            out, beyond = _ints(impl, items, spec)
+            results.append((int(out[0]), beyond))
+        except (TypeError, ValueError) as error:
+            results.append((type(error), None))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("text", [SUPERSCRIPT, "--5", "x --5", "-" + SUPERSCRIPT])
+def test_an_id_int_cannot_read_raises_as_before(core: ModuleType, text: str) -> None:
+    with pytest.raises(ValueError):
+        as_id(text)
+    for impl in (core.gather_ints, gather.py_gather_ints):
+        with pytest.raises(ValueError):
+            _ints(impl, [Event(pid=text)], SPECS["pid"])
+
+
+def test_float_values(core: ModuleType) -> None:
+    values = [None, 1, True, 2**70, 10**400, -(10**400), 1.5, "2.5", "x", [1]]
+    items = [Event(id=v) for v in values]
+    out, bad, count = _floats(core.gather_floats, items, ("id",))
+    expected = [np.nan, 1.0, 1.0, float(2**70), np.nan, np.nan, 1.5, 2.5, np.nan, np.nan]
+    assert np.array_equal(out, expected, equal_nan=True)
+    assert bad.tolist() == [False] * 4 + [True, True, False, False, True, True] and count == 4
+
+
+def test_wrong_arguments_raise(core: ModuleType) -> None:
+    events = crafted(20)
+    with pytest.raises(ValueError):  # a column of the wrong length
+        core.gather_ints(events, ("pid",), (), ID, -1, RULES[ID], np.empty(3, np.int64))
+    with pytest.raises(ValueError):  # of the wrong item size
+        core.gather_floats(events, ("ts",), np.empty(20, np.float32), np.empty(20, bool))
+    with pytest.raises(TypeError):  # a tuple, not a list
+        core.gather_ints(tuple(events), ("pid",), (), ID, -1, RULES[ID], np.empty(20, np.int64))
+    with pytest.raises(ValueError):
+        core.gather_ints(events, ("pid",), (), 9, -1, RULES[ID], np.empty(20, np.int64))
+    with pytest.raises(AttributeError):
+        core.gather_ints(events, ("nope",), (), ID, -1, RULES[ID], np.empty(20, np.int64))
+    with pytest.raises(BufferError):  # read-only
+        core.gather_ints(events, ("pid",), (), ID, -1, RULES[ID], bytes(160))
+
+
+def test_no_reference_leaks(core: ModuleType) -> None:
+    """Each value, event and args keeps its reference count across gathers, errors included."""
+    events = crafted(200)
+    # Not the small ints, which the interpreter shares with everything else.
+    watched = [*events, *(e.args for e in events), *IDS[len(EDGES) :], *COUNTS[len(EDGES) :]]
+    before = [sys.getrefcount(x) for x in watched]
+    for _ in range(3):
+        for spec in SPECS.values():
+            _ints(core.gather_ints, _items(events, spec[0]), spec)
+        for kind, path, _ in FLOATS.values():
+            _floats(core.gather_floats, _items(events, kind), path)
+        with pytest.raises(TypeError):  # PLAIN on text: the rule raises mid-column
+            _ints(core.gather_ints, events, ("events", ("pid",), (), PLAIN, -1, None))
+    assert [sys.getrefcount(x) for x in watched] == before
+
+
+def test_compiled_flag_says_which_runs(core: ModuleType) -> None:
+    assert gather.COMPILED and gather.gather_ints is core.gather_ints
+
+
+def _trace_files() -> list[Any]:
+    files = sorted(p for p in KINETO.glob("*.json*")) if KINETO.is_dir() else []
+    return [pytest.param(p, id=p.name) for p in files] or [pytest.param(None, id="no-traces")]
+
+
+@pytest.mark.parametrize("path", _trace_files())
+def test_every_shared_trace(core: ModuleType, path: Path | None) -> None:
+    if path is None:
+        missing(f"shared traces not found under {KINETO}")
+    assert path is not None
+    findings = Findings()
+    doc = decode_bytes(
+        path, read_trace_bytes(path), lambda items, first: loose_events(items, first, findings)
+    )
+    assert_same_columns(core, doc.traceEvents)
+
+
+# --- the build script ---------------------------------------------------------------------------
+
+
+def _build_core() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("build_core", REPO / "python" / "build_core.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_build_script_makes_an_importable_core(tmp_path: Path) -> None:
+    build_core = _build_core()
+    try:
+        built = build_core.build(tmp_path)
+    except build_core.NoCompiler as why:
+        missing(f"cannot build the compiled core here: {why}")
+    assert built.parent == tmp_path and built.name == build_core.module_name()
+    assert [p.name for p in tmp_path.iterdir()] == [built.name]  # no scratch left behind
+    spec = importlib.util.spec_from_file_location("gpuprofile.importers.kineto._gather", built)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = np.empty(2, np.int64)
+    events = [Event(pid="stream 7"), Event(pid=2**63)]
+    assert module.gather_ints(events, ("pid",), (), ID, -1, RULES[ID], out) == 1
+    assert out.tolist() == [7, -1]
+
+
+def test_the_build_script_without_a_compiler_says_so_and_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CC", "no-such-compiler-gpuprofile")
+    assert _build_core().main([str(tmp_path)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert "not built" in line and "no-such-compiler-gpuprofile" in line
+    assert list(tmp_path.iterdir()) == []
