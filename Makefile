@@ -26,9 +26,10 @@ $(STAMP): $(VENV)/bin/python pyproject.toml
 	$(PIP) install --quiet -e '.[dev,dask,jax,parquet]'
 	touch $(STAMP)
 
-# The reader's compiled core (importers/kineto/_gather.c), built in place; the script rebuilds
-# it only when _gather.c is newer, and without a C compiler says so and leaves the pure-Python
-# path. The module's name (EXT_SUFFIX) is the venv Python's, so the script, not make, knows it.
+# The compiled core (importers/kineto/_gather.c, trace/_walk.c), built in place; the script
+# rebuilds a module only when its source is newer, and without a C compiler says so and leaves
+# the pure-Python paths. The modules' names (EXT_SUFFIX) are the venv Python's, so the script,
+# not make, knows them.
 core: $(STAMP)
 	$(PY) python/build_core.py
 
@@ -76,4 +77,4 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) node_modules $(BUNDLE) $(BUNDLE_CSS) dist build
-	rm -f python/gpuprofile/importers/kineto/_gather.*.so
+	rm -f python/gpuprofile/importers/kineto/_gather.*.so python/gpuprofile/trace/_walk.*.so

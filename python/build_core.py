@@ -1,12 +1,13 @@
-"""Builds gpuprofile's compiled reader core (importers/kineto/_gather.c) with this Python's own
-compiler settings (sysconfig), and is the wheel's hatchling build hook (pyproject.toml).
+"""Builds gpuprofile's compiled core (``SOURCES``: the reader's field gathers, the lanes'
+call-stack walks) with this Python's own compiler settings (sysconfig), and is the wheel's
+hatchling build hook (pyproject.toml).
 
     python python/build_core.py [OUT_DIR]
 
-compiles it into the package, in place (``make setup`` runs this), or into OUT_DIR. Without a C
-compiler or Python's headers it says so in one line and exits 0: the reader then runs its
-pure-Python path (``gpuprofile doctor`` says so too). Stdlib only, so it runs before anything
-is installed.
+compiles each module into the package, in place (``make setup`` runs this), or into OUT_DIR.
+Without a C compiler or Python's headers it says so in one line and exits 0: the pure-Python
+paths then run (``gpuprofile doctor`` says so too). Stdlib only, so it runs before anything is
+installed.
 """
 
 from __future__ import annotations
@@ -22,21 +23,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-SOURCE = Path(__file__).resolve().parent / "gpuprofile" / "importers" / "kineto" / "_gather.c"
-# Where the module is imported from, inside the wheel.
-WHEEL_DIR = "gpuprofile/importers/kineto"
+PACKAGE_ROOT = Path(__file__).resolve().parent
+# Each C source, by its path inside the package root: the module is built beside it and
+# imported from there, in the checkout and in the wheel.
+SOURCES = ("gpuprofile/importers/kineto/_gather.c", "gpuprofile/trace/_walk.c")
 
 
 class NoCompiler(Exception):
     """No C compiler, or no Python headers, to build with: the pure-Python path runs."""
 
 
-def module_name() -> str:
-    return "_gather" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+def module_name(source: str) -> str:
+    return Path(source).stem + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
 
 
-def compile_command(target: Path) -> list[str]:
-    """The one command that compiles and links SOURCE into ``target``: LDSHARED (the compiler
+def compile_command(source: str, target: Path) -> list[str]:
+    """The one command that compiles and links ``source`` into ``target``: LDSHARED (the compiler
     with this platform's flags for a loadable module), CFLAGS and CCSHARED (-fPIC), as
     setuptools would, honouring CC and CFLAGS from the environment."""
     config = sysconfig.get_config_vars()
@@ -53,36 +55,39 @@ def compile_command(target: Path) -> list[str]:
         raise NoCompiler(f"no Python headers ({include}/Python.h; python3-dev provides them)")
     flags = shlex.split(os.environ.get("CFLAGS") or config.get("CFLAGS") or "")
     ccshared = shlex.split(config.get("CCSHARED") or "")
-    return [*ldshared, *flags, *ccshared, f"-I{include}", str(SOURCE), "-o", str(target)]
+    path = str(PACKAGE_ROOT / source)
+    return [*ldshared, *flags, *ccshared, f"-I{include}", path, "-o", str(target)]
 
 
-def build(out_dir: Path) -> Path:
-    """Compile the core into ``out_dir``; its path. Raises NoCompiler, or CalledProcessError
-    where the compiler fails. The module is written beside, then renamed over, the old one:
-    a process that has the old one loaded keeps its file."""
-    target = out_dir / module_name()
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".gather-") as scratch:
+def build(source: str, out_dir: Path) -> Path:
+    """Compile one source into ``out_dir``; the module's path. Raises NoCompiler, or
+    CalledProcessError where the compiler fails. The module is written beside, then renamed
+    over, the old one: a process that has the old one loaded keeps its file."""
+    target = out_dir / module_name(source)
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".core-") as scratch:
         built = Path(scratch) / target.name
-        subprocess.run(compile_command(built), check=True, capture_output=True, text=True)
+        command = compile_command(source, built)
+        subprocess.run(command, check=True, capture_output=True, text=True)
         os.replace(built, target)
     return target
 
 
 def main(argv: list[str]) -> int:
-    out_dir = Path(argv[0]) if argv else SOURCE.parent
-    target = out_dir / module_name()
-    if target.exists() and target.stat().st_mtime >= SOURCE.stat().st_mtime:
-        return 0  # up to date (make setup runs this every time)
-    started = time.perf_counter()
-    try:
-        build(out_dir)
-    except NoCompiler as why:
-        print(f"gpuprofile's compiled reader core not built: {why}; the pure-Python path runs")
-        return 0
-    except subprocess.CalledProcessError as failed:
-        print(f"{shlex.join(failed.cmd)}\n{failed.stderr}", file=sys.stderr)
-        return 1
-    print(f"built {target} in {time.perf_counter() - started:.1f} s")
+    for source in SOURCES:
+        out_dir = Path(argv[0]) if argv else (PACKAGE_ROOT / source).parent
+        target = out_dir / module_name(source)
+        if target.exists() and target.stat().st_mtime >= (PACKAGE_ROOT / source).stat().st_mtime:
+            continue  # up to date (make setup runs this every time)
+        started = time.perf_counter()
+        try:
+            build(source, out_dir)
+        except NoCompiler as why:
+            print(f"gpuprofile's compiled core not built: {why}; the pure-Python paths run")
+            return 0
+        except subprocess.CalledProcessError as failed:
+            print(f"{shlex.join(failed.cmd)}\n{failed.stderr}", file=sys.stderr)
+            return 1
+        print(f"built {target} in {time.perf_counter() - started:.1f} s")
     return 0
 
 
@@ -101,12 +106,14 @@ else:
                 return
             self._scratch = tempfile.TemporaryDirectory(prefix="gpuprofile-core-")
             try:
-                built = build(Path(self._scratch.name))
+                built = {s: build(s, Path(self._scratch.name)) for s in SOURCES}
             except (NoCompiler, subprocess.CalledProcessError) as why:
                 detail = getattr(why, "stderr", None) or why
-                self.app.display_warning(f"compiled reader core not built: {detail}")
+                self.app.display_warning(f"compiled core not built: {detail}")
                 return
-            build_data["force_include"][str(built)] = f"{WHEEL_DIR}/{built.name}"
+            for source, module in built.items():
+                inside = f"{Path(source).parent.as_posix()}/{module.name}"
+                build_data["force_include"][str(module)] = inside
             build_data["pure_python"] = False
             build_data["infer_tag"] = True
 

@@ -426,10 +426,11 @@ def _build_core() -> ModuleType:
 def test_the_build_script_makes_an_importable_core(tmp_path: Path) -> None:
     build_core = _build_core()
     try:
-        built = build_core.build(tmp_path)
+        built = build_core.build("gpuprofile/importers/kineto/_gather.c", tmp_path)
     except build_core.NoCompiler as why:
         missing(f"cannot build the compiled core here: {why}")
-    assert built.parent == tmp_path and built.name == build_core.module_name()
+    assert built.parent == tmp_path
+    assert built.name == build_core.module_name("gpuprofile/importers/kineto/_gather.c")
     assert [p.name for p in tmp_path.iterdir()] == [built.name]  # no scratch left behind
     spec = importlib.util.spec_from_file_location("gpuprofile.importers.kineto._gather", built)
     assert spec is not None and spec.loader is not None

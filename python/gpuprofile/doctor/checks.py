@@ -336,7 +336,9 @@ def check_frontend(facts: Facts) -> Check:
 
 def check_reader_core(facts: Facts) -> Check:
     if facts.reader_compiled():
-        return Check("reader core", "ok", "compiled: the trace reader gathers its columns in C")
+        return Check(
+            "reader core", "ok", "compiled: the reader's column gathers and lane walks run in C"
+        )
     return Check(
         "reader core",
         "warn",

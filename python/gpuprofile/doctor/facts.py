@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuprofile.importers.kineto.gather import COMPILED
+from gpuprofile.importers.kineto import gather
+from gpuprofile.trace import walk
 
 # CAP_SYS_ADMIN's bit in /proc/self/status CapEff: what the NVIDIA driver calls an admin when
 # it restricts GPU performance counters.
@@ -54,7 +55,8 @@ class NvmlFacts:
 
 
 def read_reader_compiled() -> bool:
-    return COMPILED
+    # One build script makes both modules: either both import or neither.
+    return gather.COMPILED and walk.COMPILED
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuprofile.trace.model import NO_ID
+from gpuprofile.trace.walk import compiled_depth_rows, first_fit, walk
 
 
 def nest(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,7 +62,7 @@ def _nest_sorted(
     if crossing.any():
         stretch = np.cumsum(depth == 0)
         redo = np.flatnonzero(np.isin(stretch, stretch[crossing]))
-        walked_parent, depth[redo] = _nest_walk(thread[redo], start[redo], end[redo])
+        walked_parent, depth[redo] = walk(thread[redo], start[redo], end[redo])
         parent[redo] = np.where(walked_parent == NO_ID, NO_ID, redo[walked_parent])
     return parent, depth
 
@@ -79,53 +80,64 @@ def _empty_at_or_after(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -
     return np.asarray(from_end[:n] - from_end[run_stop])
 
 
-def _nest_walk(
-    thread: np.ndarray, start: np.ndarray, end: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The call-stack walk over intervals sorted as ``nest`` sorts them: (parent, depth)."""
-    n = len(start)
-    thread_s, start_s, end_s = thread.tolist(), start.tolist(), end.tolist()
-    parent_s = [NO_ID] * n
-    depth_s = [0] * n
-    stack: list[int] = []
-    previous = None
-    for i in range(n):
-        if thread_s[i] != previous:
-            stack.clear()
-            previous = thread_s[i]
-        while stack and end_s[stack[-1]] <= start_s[i]:
-            stack.pop()
-        if stack:
-            parent_s[i] = stack[-1]
-            depth_s[i] = len(stack)
-        stack.append(i)
-    return np.asarray(parent_s, np.int64), np.asarray(depth_s, np.int32)
-
-
 def overlap_rows(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Row of each interval within its lane so that intervals on one row never overlap.
 
     Kernels on one stream normally run one after another; when a trace shows them overlapping
-    they go to extra rows instead of being drawn over each other (or dropped).
+    they go to extra rows instead of being drawn over each other (or dropped): first fit, in
+    start order (walk.first_fit).
     """
-    n = len(start)
     order = np.lexsort((start, lane))
-    lane_s, start_s, end_s = lane[order].tolist(), start[order].tolist(), end[order].tolist()
-    rows_s = [0] * n
-    row_ends: list[int] = []
-    previous = None
-    for i in range(n):
-        if lane_s[i] != previous:
-            row_ends = []
-            previous = lane_s[i]
-        for row, row_end in enumerate(row_ends):
-            if row_end <= start_s[i]:
-                row_ends[row] = end_s[i]
-                rows_s[i] = row
-                break
-        else:
-            rows_s[i] = len(row_ends)
-            row_ends.append(end_s[i])
-    rows = np.empty(n, np.int32)
-    rows[order] = rows_s
+    rows = np.empty(len(start), np.int32)
+    rows[order] = first_fit(lane[order], start[order], end[order])
     return rows
+
+
+def clusters(s: np.ndarray, running: np.ndarray) -> np.ndarray:
+    """Cluster of each event: events chained by overlap (running: the running max of end)."""
+    return np.cumsum(np.r_[True, s[1:] >= running[:-1]])
+
+
+def depth_rows(s: np.ndarray, e: np.ndarray, running: np.ndarray) -> np.ndarray:
+    """Row of each event of one lane (sorted by start, longest first at equal starts; running:
+    the running max of end): its nesting depth, the events open at its start (started before
+    it, not yet ended).
+
+    Exact for properly nested events. A partial overlap (a child outliving its parent) can put
+    two overlapping events on one row; those clusters get the call-stack walk of nest(). The
+    compiled core (walk.py) gives the same rows in one pass; py_depth_rows is its reference."""
+    compiled = compiled_depth_rows(s, e)
+    return compiled if compiled is not None else py_depth_rows(s, e, running)
+
+
+def py_depth_rows(s: np.ndarray, e: np.ndarray, running: np.ndarray) -> np.ndarray:
+    """depth_rows by whole-column operations (the compiled core's reference)."""
+    # Stable: a merge of the runs the ends already have (timsort), not a full quicksort.
+    closed = np.searchsorted(np.sort(e, kind="stable"), s, side="right")
+    depth = np.arange(len(s)) - closed
+    # Zero-length events at an event's start that come after it (they sort last among equal
+    # starts) ended "by" its start but are not before it: do not count them, nor itself.
+    zero = e == s
+    zero_starts = s[zero]  # ascending: the lane runs by start
+    if len(zero_starts):
+        left = np.searchsorted(zero_starts, s, side="left")
+        later = np.searchsorted(zero_starts, s, side="right") - left
+        later[zero] -= np.arange(len(zero_starts)) - left[zero]
+        depth += later
+    bad = _row_conflicts(s, e, depth)
+    if len(bad):
+        cluster = clusters(s, running)
+        redo = np.isin(cluster, np.unique(cluster[bad]))
+        depth[redo] = nest(cluster[redo], s[redo], e[redo])[1]
+    return depth.astype(np.int32)
+
+
+def _row_conflicts(s: np.ndarray, e: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """Positions of events that overlap the previous event of their row."""
+    # Stable (a radix sort on 16 bits): within a row, events stay in start order.
+    narrow = row.astype(np.uint16) if int(row.max()) < 2**16 else row
+    by_row = np.argsort(narrow, kind="stable")
+    conflict = s[by_row[1:]] < e[by_row[:-1]]
+    last_of_row = np.cumsum(np.bincount(row)) - 1  # its next event is on another row
+    conflict[last_of_row[(last_of_row >= 0) & (last_of_row < len(conflict))]] = False
+    return np.asarray(by_row[1:][conflict])

@@ -30,7 +30,7 @@ from gpuprofile.report.lanes import (
     thread_label,
 )
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
-from gpuprofile.trace.nesting import nest, overlap_rows
+from gpuprofile.trace.nesting import clusters, depth_rows, overlap_rows
 from gpuprofile.widget.encoding import smallest_uint
 from gpuprofile.widget.stack_lanes import op_titles, shown_op_rows
 
@@ -115,7 +115,8 @@ def timeline_data(trace: Trace) -> TimelineData:
     start = events["start"][order]
     end = events["end"][order]
     lane = lane[order]
-    bounds = np.searchsorted(lane, np.arange(len(lanes) + 1))
+    # Lane ids of the column's own type: another would make searchsorted cast every event.
+    bounds = np.searchsorted(lane, np.arange(len(lanes) + 1, dtype=lane.dtype))
     row, max_end = _rows(lanes, bounds, start, end)
     for info in lanes:
         lo, hi = bounds[info.id], bounds[info.id + 1]
@@ -125,8 +126,10 @@ def timeline_data(trace: Trace) -> TimelineData:
         CounterSeries(lane=int(lane_id), time_ns=t, value=v)
         for lane_id, (_, t, v) in zip(counter_lane, counter_series, strict=True)
     ]
-    kind = np.searchsorted(offsets[1:], order, side="right").astype(np.uint8)
-    source = order - offsets[kind]
+    # Each event's kind and row in its table, by position before the order: two gathers.
+    sizes = np.diff(offsets)
+    kind = np.repeat(np.arange(len(sizes), dtype=np.uint8), sizes)[order]
+    source = np.concatenate([np.arange(k, dtype=np.int64) for k in sizes.tolist()])[order]
     if op_rows is not None:  # back to the ops table's own row positions
         source[kind == 0] = op_rows[source[kind == 0]]
     span = float(end.max()) if len(end) else 0.0
@@ -341,40 +344,10 @@ def _rows(
         running = np.maximum.accumulate(e)
         max_end[lo:hi] = running
         if info.kind == "cpu":
-            row[lo:hi] = _cpu_rows(s, e, running)
+            row[lo:hi] = depth_rows(s, e, running)
         else:
-            row[lo:hi] = _gpu_rows(s, e, _clusters(s, running))
+            row[lo:hi] = _gpu_rows(s, e, clusters(s, running))
     return row, max_end
-
-
-def _clusters(s: np.ndarray, running: np.ndarray) -> np.ndarray:
-    """Cluster of each event: events chained by overlap (running: the running max of end)."""
-    return np.cumsum(np.r_[True, s[1:] >= running[:-1]])
-
-
-def _cpu_rows(s: np.ndarray, e: np.ndarray, running: np.ndarray) -> np.ndarray:
-    """Nesting depth = events open at one's start (started before it, not yet ended).
-
-    Exact for properly nested events. A partial overlap (a child outliving its parent) can put
-    two overlapping events on one row; those clusters get the call-stack walk of nest()."""
-    # Stable: a merge of the runs the ends already have (timsort), not a full quicksort.
-    closed = np.searchsorted(np.sort(e, kind="stable"), s, side="right")
-    depth = np.arange(len(s)) - closed
-    # Zero-length events at an event's start that come after it (they sort last among equal
-    # starts) ended "by" its start but are not before it: do not count them, nor itself.
-    zero = e == s
-    zero_starts = s[zero]  # ascending: the lane runs by start
-    if len(zero_starts):
-        left = np.searchsorted(zero_starts, s, side="left")
-        later = np.searchsorted(zero_starts, s, side="right") - left
-        later[zero] -= np.arange(len(zero_starts)) - left[zero]
-        depth += later
-    bad = _row_conflicts(s, e, depth)
-    if len(bad):
-        cluster = _clusters(s, running)
-        redo = np.isin(cluster, np.unique(cluster[bad]))
-        depth[redo] = nest(cluster[redo], s[redo], e[redo])[1]
-    return depth.astype(np.int32)
 
 
 def _gpu_rows(s: np.ndarray, e: np.ndarray, cluster: np.ndarray) -> np.ndarray:
@@ -385,16 +358,6 @@ def _gpu_rows(s: np.ndarray, e: np.ndarray, cluster: np.ndarray) -> np.ndarray:
     if shared.any():
         row[shared] = overlap_rows(cluster[shared], s[shared], e[shared])
     return row
-
-
-def _row_conflicts(s: np.ndarray, e: np.ndarray, row: np.ndarray) -> np.ndarray:
-    """Positions of events that overlap the previous event of their row."""
-    # Stable (a radix sort on 16 bits): within a row, events stay in start order.
-    by_row = np.argsort(row.astype(smallest_uint(int(row.max()))), kind="stable")
-    conflict = s[by_row[1:]] < e[by_row[:-1]]
-    last_of_row = np.cumsum(np.bincount(row)) - 1  # its next event is on another row
-    conflict[last_of_row[(last_of_row >= 0) & (last_of_row < len(conflict))]] = False
-    return np.asarray(by_row[1:][conflict])
 
 
 def _counter_series(trace: Trace) -> list[tuple[tuple[int, str, int, str], np.ndarray, np.ndarray]]:

@@ -1,0 +1,321 @@
+/* gpuprofile's compiled lane core: the call-stack walks over intervals that nesting.py and the
+ * timeline's rows otherwise run as Python loops (or as several sorts of a million events).
+ *
+ * walk.py holds the pure-Python twins of these functions, which are the reference; the tests
+ * hold the two equal. Only the public C API is used: the columns are numpy arrays the caller
+ * allocates and passes as buffers, so no numpy header is needed to build this.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_ID (-1LL)
+
+/* A buffer of n items of one width, read-only or writable; released by release(). */
+typedef struct {
+    Py_buffer view;
+    int held;
+} Column;
+
+static int
+take(PyObject *obj, Column *column, Py_ssize_t itemsize, Py_ssize_t n, int writable,
+     const char *what)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &column->view, flags) < 0)
+        return -1;
+    column->held = 1;
+    if (column->view.itemsize != itemsize || (n >= 0 && column->view.len != n * itemsize)) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %zd bytes", what, n, itemsize);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+release(Column *column)
+{
+    if (column->held)
+        PyBuffer_Release(&column->view);
+    column->held = 0;
+}
+
+/* walk(thread, start, end, parent, depth): the call-stack walk over intervals sorted by
+ * (thread, start, longest first): each one's parent is the innermost interval still open at
+ * its start (its end after that start), NO_ID at none, and its depth how many the stack then
+ * holds; the stack empties where the thread changes. int64 inputs; parent int64, depth int32
+ * out. nesting._nest_walk's loop. */
+static PyObject *
+walk(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOO:walk", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4]))
+        return NULL;
+    Column thread = {0}, start = {0}, end = {0}, parent = {0}, depth = {0};
+    PyObject *result = NULL;
+    int64_t *stack = NULL;
+    if (take(objs[0], &thread, 8, -1, 0, "thread") < 0)
+        goto done;
+    Py_ssize_t n = thread.view.len / 8;
+    if (take(objs[1], &start, 8, n, 0, "start") < 0 || take(objs[2], &end, 8, n, 0, "end") < 0
+        || take(objs[3], &parent, 8, n, 1, "parent") < 0
+        || take(objs[4], &depth, 4, n, 1, "depth") < 0)
+        goto done;
+    const int64_t *t = thread.view.buf, *s = start.view.buf, *e = end.view.buf;
+    int64_t *p = parent.view.buf;
+    int32_t *d = depth.view.buf;
+    stack = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    if (stack == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t top = 0; /* the stack's size */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || t[i] != t[i - 1])
+            top = 0;
+        while (top > 0 && e[stack[top - 1]] <= s[i])
+            top--;
+        p[i] = top > 0 ? stack[top - 1] : NO_ID;
+        d[i] = (int32_t)top;
+        stack[top++] = i;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(stack);
+    release(&thread);
+    release(&start);
+    release(&end);
+    release(&parent);
+    release(&depth);
+    return result;
+}
+
+/* A binary min-heap of ends. */
+static void
+heap_push(int64_t *heap, Py_ssize_t *size, int64_t value)
+{
+    Py_ssize_t i = (*size)++;
+    while (i > 0) {
+        Py_ssize_t up = (i - 1) / 2;
+        if (heap[up] <= value)
+            break;
+        heap[i] = heap[up];
+        i = up;
+    }
+    heap[i] = value;
+}
+
+static void
+heap_pop(int64_t *heap, Py_ssize_t *size)
+{
+    int64_t last = heap[--(*size)];
+    Py_ssize_t i = 0, n = *size;
+    for (;;) {
+        Py_ssize_t child = 2 * i + 1;
+        if (child >= n)
+            break;
+        if (child + 1 < n && heap[child + 1] < heap[child])
+            child++;
+        if (heap[child] >= last)
+            break;
+        heap[i] = heap[child];
+        i = child;
+    }
+    if (n > 0)
+        heap[i] = last;
+}
+
+/* cpu_rows(start, end, row) -> bool: the row of each event of one CPU lane, sorted by start
+ * and longest first at equal starts, as timeline._cpu_rows decides it: the events still open
+ * at its start (started before it, ending after that start); where two events of one row
+ * overlap in a cluster of chained overlaps, that cluster's rows as nesting.nest gives them
+ * (the same count, but the call-stack walk over each stretch from one row-0 event to the
+ * next that holds an event outliving its parent). int64 inputs; int32 out. False, with
+ * nothing written, where the events are not sorted so (the caller then runs the reference). */
+static PyObject *
+cpu_rows(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objs[3];
+    if (!PyArg_ParseTuple(args, "OOO:cpu_rows", &objs[0], &objs[1], &objs[2]))
+        return NULL;
+    Column start = {0}, end = {0}, row = {0};
+    PyObject *result = NULL;
+    int64_t *heap = NULL, *row_end = NULL, *last_at = NULL, *stack = NULL;
+    char *bad = NULL;
+    if (take(objs[0], &start, 8, -1, 0, "start") < 0)
+        goto done;
+    Py_ssize_t n = start.view.len / 8;
+    if (take(objs[1], &end, 8, n, 0, "end") < 0 || take(objs[2], &row, 4, n, 1, "row") < 0)
+        goto done;
+    const int64_t *s = start.view.buf, *e = end.view.buf;
+    int32_t *r = row.view.buf;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (s[i] < s[i - 1] || (s[i] == s[i - 1] && e[i] - s[i] > e[i - 1] - s[i - 1])) {
+            result = Py_NewRef(Py_False);
+            goto done;
+        }
+    }
+    size_t cells = (size_t)(n > 0 ? n : 1) + 1;
+    heap = PyMem_Malloc(cells * sizeof(int64_t));
+    row_end = PyMem_Malloc(cells * sizeof(int64_t));
+    last_at = PyMem_Malloc(cells * sizeof(int64_t));
+    stack = PyMem_Malloc(cells * sizeof(int64_t));
+    bad = PyMem_Calloc(cells, 1);
+    if (!heap || !row_end || !last_at || !stack || !bad) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* The count: starts never decrease, so an end at or before one start is before every
+     * later start too, and leaves the heap for good. */
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        while (size > 0 && heap[0] <= s[i])
+            heap_pop(heap, &size);
+        r[i] = (int32_t)size;
+        heap_push(heap, &size, e[i]);
+    }
+    /* Conflicts: an event starting before the previous event of its row ended. A cluster
+     * begins where an event starts at or after every earlier end. */
+    int32_t rows = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        rows = r[i] + 1 > rows ? r[i] + 1 : rows;
+    for (int32_t k = 0; k < rows; k++)
+        row_end[k] = INT64_MIN;
+    int64_t running = INT64_MIN;
+    Py_ssize_t first = 0; /* the current cluster's first event */
+    int conflict = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        if (i == n || (i > 0 && s[i] >= running)) {
+            bad[first] = (char)conflict; /* the cluster [first, i) is redone */
+            first = i;
+            conflict = 0;
+        }
+        if (i == n)
+            break;
+        /* row_end holds INT64_MIN where the row has had no event (no conflict then) */
+        if (row_end[r[i]] != INT64_MIN && s[i] < row_end[r[i]])
+            conflict = 1;
+        row_end[r[i]] = e[i];
+        running = i == 0 || e[i] > running ? e[i] : running;
+    }
+    /* Each conflicted cluster, as nest() reads it: its stretches (from one row-0 event to the
+     * next), each one's parents the last earlier event one row up; a stretch where an event
+     * outlives its parent gets the call-stack walk. */
+    running = INT64_MIN;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        Py_ssize_t stop = i + 1; /* the cluster is [i, stop) */
+        running = e[i];
+        while (stop < n && s[stop] < running) {
+            running = e[stop] > running ? e[stop] : running;
+            stop++;
+        }
+        if (bad[i]) {
+            Py_ssize_t lo = i;
+            while (lo < stop) {
+                Py_ssize_t hi = lo + 1; /* the stretch is [lo, hi) */
+                while (hi < stop && r[hi] != 0)
+                    hi++;
+                int crossing = 0;
+                for (Py_ssize_t j = lo; j < hi; j++) {
+                    if (r[j] > 0 && e[j] > e[last_at[r[j] - 1]])
+                        crossing = 1;
+                    last_at[r[j]] = j;
+                }
+                if (crossing) {
+                    Py_ssize_t top = 0;
+                    for (Py_ssize_t j = lo; j < hi; j++) {
+                        while (top > 0 && e[stack[top - 1]] <= s[j])
+                            top--;
+                        r[j] = (int32_t)top;
+                        stack[top++] = j;
+                    }
+                }
+                lo = hi;
+            }
+        }
+        i = stop;
+    }
+    result = Py_NewRef(Py_True);
+done:
+    PyMem_Free(heap);
+    PyMem_Free(row_end);
+    PyMem_Free(last_at);
+    PyMem_Free(stack);
+    PyMem_Free(bad);
+    release(&start);
+    release(&end);
+    release(&row);
+    return result;
+}
+
+/* first_fit(lane, start, end, row): events sorted by (lane, start): each takes the lowest row
+ * of its lane whose last event ended by its start, else a new row. int64 inputs; int32 out.
+ * nesting.overlap_rows's loop. */
+static PyObject *
+first_fit(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOO:first_fit", &objs[0], &objs[1], &objs[2], &objs[3]))
+        return NULL;
+    Column lane = {0}, start = {0}, end = {0}, row = {0};
+    PyObject *result = NULL;
+    int64_t *row_end = NULL;
+    if (take(objs[0], &lane, 8, -1, 0, "lane") < 0)
+        goto done;
+    Py_ssize_t n = lane.view.len / 8;
+    if (take(objs[1], &start, 8, n, 0, "start") < 0 || take(objs[2], &end, 8, n, 0, "end") < 0
+        || take(objs[3], &row, 4, n, 1, "row") < 0)
+        goto done;
+    const int64_t *l = lane.view.buf, *s = start.view.buf, *e = end.view.buf;
+    int32_t *r = row.view.buf;
+    row_end = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    if (row_end == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t rows = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || l[i] != l[i - 1])
+            rows = 0;
+        Py_ssize_t k = 0;
+        while (k < rows && row_end[k] > s[i])
+            k++;
+        if (k == rows)
+            rows++;
+        row_end[k] = e[i];
+        r[i] = (int32_t)k;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(row_end);
+    release(&lane);
+    release(&start);
+    release(&end);
+    release(&row);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"walk", walk, METH_VARARGS, "The call-stack walk (nesting._nest_walk)."},
+    {"cpu_rows", cpu_rows, METH_VARARGS, "A CPU lane's rows (timeline._cpu_rows)."},
+    {"first_fit", first_fit, METH_VARARGS, "First-fit rows (nesting.overlap_rows)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_walk", "gpuprofile's compiled lane core (trace/walk.py).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__walk(void)
+{
+    return PyModule_Create(&module);
+}

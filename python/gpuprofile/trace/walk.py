@@ -1,0 +1,110 @@
+"""The call-stack walks of lane layout (nesting.py), by the compiled core (``_walk.c``) where it
+was built, else by the pure-Python twins below, which are the reference: the core gives the same
+rows (tests/unit/test_walk_core.py). Each takes columns already sorted as its caller sorts them.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import numpy as np
+
+from gpuprofile.trace.model import NO_ID
+
+
+def py_walk(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The call-stack walk over intervals sorted by (thread, start, longest first): (parent,
+    depth): each one's parent is the innermost interval still open at its start (NO_ID at
+    none), its depth how many are open on the stack then; the stack empties at a new thread."""
+    n = len(start)
+    thread_s, start_s, end_s = thread.tolist(), start.tolist(), end.tolist()
+    parent_s = [NO_ID] * n
+    depth_s = [0] * n
+    stack: list[int] = []
+    previous = None
+    for i in range(n):
+        if thread_s[i] != previous:
+            stack.clear()
+            previous = thread_s[i]
+        while stack and end_s[stack[-1]] <= start_s[i]:
+            stack.pop()
+        if stack:
+            parent_s[i] = stack[-1]
+            depth_s[i] = len(stack)
+        stack.append(i)
+    return np.asarray(parent_s, np.int64), np.asarray(depth_s, np.int32)
+
+
+def py_first_fit(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Intervals sorted by (lane, start): each takes the lowest row of its lane whose last
+    interval ended by its start, else a new row."""
+    n = len(start)
+    lane_s, start_s, end_s = lane.tolist(), start.tolist(), end.tolist()
+    rows_s = [0] * n
+    row_ends: list[int] = []
+    previous = None
+    for i in range(n):
+        if lane_s[i] != previous:
+            row_ends = []
+            previous = lane_s[i]
+        for row, row_end in enumerate(row_ends):
+            if row_end <= start_s[i]:
+                row_ends[row] = end_s[i]
+                rows_s[i] = row
+                break
+        else:
+            rows_s[i] = len(row_ends)
+            row_ends.append(end_s[i])
+    return np.asarray(rows_s, np.int32)
+
+
+def _int64(*columns: np.ndarray) -> list[np.ndarray] | None:
+    """The columns as contiguous int64 for the core, or None where one holds a value int64
+    does not equal (the timeline's float64 times are whole nanoseconds; the reference takes
+    any other)."""
+    out = []
+    for values in columns:
+        exact = np.ascontiguousarray(values, dtype=np.int64)
+        if values.dtype != np.int64 and not np.array_equal(exact, values):
+            return None
+        out.append(exact)
+    return out
+
+
+_walk: ModuleType | None
+try:
+    from gpuprofile.trace import _walk
+except ImportError:
+    _walk = None
+COMPILED = _walk is not None
+
+
+def walk(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
+    """py_walk's (parent, depth)."""
+    columns = _int64(thread, start, end) if _walk is not None else None
+    if _walk is None or columns is None:
+        return py_walk(thread, start, end)
+    parent = np.empty(len(start), np.int64)
+    depth = np.empty(len(start), np.int32)
+    _walk.walk(*columns, parent, depth)
+    return parent, depth
+
+
+def first_fit(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """py_first_fit's rows."""
+    columns = _int64(lane, start, end) if _walk is not None else None
+    if _walk is None or columns is None:
+        return py_first_fit(lane, start, end)
+    rows = np.empty(len(start), np.int32)
+    _walk.first_fit(*columns, rows)
+    return rows
+
+
+def compiled_depth_rows(start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
+    """nesting.depth_rows' answer by the compiled core, or None where it is not built or the
+    intervals are not sorted by start, longest first (the caller's reference then runs)."""
+    columns = _int64(start, end) if _walk is not None else None
+    if _walk is None or columns is None:
+        return None
+    rows = np.empty(len(start), np.int32)
+    return rows if _walk.cpu_rows(*columns, rows) else None

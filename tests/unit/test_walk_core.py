@@ -1,0 +1,108 @@
+"""The compiled lane core (trace/_walk.c) gives exactly what its pure-Python references give:
+the call-stack walk, first-fit rows, and a CPU lane's rows (nesting.py_depth_rows), on
+generated intervals built to cross, tie and be empty, and on the lanes of every shared trace.
+Without the built core the comparisons skip (fail under CI=true, where ``make setup`` builds
+it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpuprofile
+from gpuprofile.trace import nesting, walk
+from gpuprofile.widget import timeline
+from helpers.prerequisites import SHARED_TRACES, missing, require_trace
+
+SHARED_KINETO = SHARED_TRACES / "kineto"
+
+
+@pytest.fixture
+def compiled() -> None:
+    if not walk.COMPILED:
+        missing("the compiled lane core (trace/_walk.c) is not built: run `make setup`")
+
+
+def _lane(rng: np.random.Generator, n: int, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """n intervals of one lane sorted as the timeline sorts them (start, longest first): many
+    share a start, a third are empty, and children often outlive their parents."""
+    start = rng.integers(0, span, n)
+    dur = rng.integers(0, span // 2 + 1, n)
+    dur[rng.random(n) < 0.3] = 0
+    order = np.lexsort((-dur, start))
+    return start[order].astype(np.int64), (start + dur)[order].astype(np.int64)
+
+
+def _cases(seed: int, count: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    for k in range(count):
+        yield _lane(rng, int(rng.integers(1, 40)), int(rng.integers(2, 60)) if k % 3 else 8)
+
+
+@pytest.mark.usefixtures("compiled")
+def test_depth_rows_equal_the_reference_on_crossing_tied_and_empty_intervals() -> None:
+    for start, end in _cases(0, 4000):
+        running = np.maximum.accumulate(end)
+        expected = nesting.py_depth_rows(start, end, running)
+        got = walk.compiled_depth_rows(start, end)
+        assert got is not None
+        assert got.tolist() == expected.tolist(), list(zip(start.tolist(), end.tolist()))
+
+
+@pytest.mark.usefixtures("compiled")
+def test_walk_and_first_fit_equal_the_reference() -> None:
+    rng = np.random.default_rng(1)
+    for _ in range(2000):
+        n = int(rng.integers(1, 40))
+        thread = np.sort(rng.integers(0, 3, n))
+        start, end = _lane(rng, n, 30)
+        order = np.lexsort((-(end - start), start, thread))
+        t, s, e = thread[order], start[order], end[order]
+        expected = walk.py_walk(t, s, e)
+        got = walk.walk(t, s, e)
+        assert [a.tolist() for a in got] == [a.tolist() for a in expected]
+        by_lane = np.lexsort((s, t))
+        lane, s, e = t[by_lane], s[by_lane], e[by_lane]
+        assert walk.first_fit(lane, s, e).tolist() == walk.py_first_fit(lane, s, e).tolist()
+
+
+@pytest.mark.usefixtures("compiled")
+def test_unsorted_intervals_are_left_to_the_reference() -> None:
+    start = np.array([5, 1], np.int64)
+    assert walk.compiled_depth_rows(start, start + 3) is None
+    tied = np.array([1, 1], np.int64)  # equal starts, the shorter first
+    assert walk.compiled_depth_rows(tied, np.array([2, 9], np.int64)) is None
+    assert walk.compiled_depth_rows(np.zeros(0, np.int64), np.zeros(0, np.int64)) is not None
+
+
+def _shared_traces() -> list[Path]:
+    return sorted(SHARED_KINETO.glob("*.json*")) if SHARED_KINETO.exists() else []
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("path", _shared_traces() or [SHARED_KINETO / "none"], ids=lambda p: p.name)
+def test_a_shared_traces_lanes_and_nesting_equal_the_reference(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_trace(path)
+    trace = gpuprofile.load(path).trace
+    compiled_rows = timeline.timeline_data(trace)
+    compiled_nest = nesting.nest(*_op_columns(trace))
+    monkeypatch.setattr(walk, "_walk", None)  # the pure-Python path from here
+    reference_rows = timeline.timeline_data(trace)
+    assert compiled_rows.row.tolist() == reference_rows.row.tolist()
+    assert [lane.rows for lane in compiled_rows.lanes] == [
+        lane.rows for lane in reference_rows.lanes
+    ]
+    reference_nest = nesting.nest(*_op_columns(trace))
+    assert [a.tolist() for a in compiled_nest] == [a.tolist() for a in reference_nest]
+
+
+def _op_columns(trace: gpuprofile.Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ops = trace.ops
+    thread = (ops["pid"].to_numpy() << 32) ^ ops["tid"].to_numpy()
+    start = ops["start_ns"].to_numpy()
+    return thread, start, start + ops["dur_ns"].to_numpy()
