@@ -40,4 +40,15 @@ def empty_capture(started_ns: int) -> Trace:
 
 def _export_and_load(prof: torch_profile, path: Path) -> Trace:
     prof.export_chrome_trace(str(path))
+    _release_results(prof)
     return load_kineto(path)
+
+
+def _release_results(prof: torch_profile) -> None:
+    """Let torch's in-memory results go once written: a torch profile sits in reference
+    cycles (its action map holds its own bound methods), so they would otherwise be freed by
+    whichever garbage collection comes next: 0.2-0.5 s for 10^5 events, inside the report
+    being built or the user's next cell."""
+    inner = getattr(prof, "profiler", None)
+    if inner is not None and hasattr(inner, "kineto_results"):
+        inner.kineto_results = None
