@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+import pandas as pd
 
 from gpuprofile.importers.kineto.decode import exact_ns, nesting_limit
 from gpuprofile.importers.kineto.format import Args, Event
@@ -214,44 +215,49 @@ class Shapes:
     """The ops' "Input Dims", "Input type" and "Concrete Inputs" as the JSON text the tables
     keep, each distinct text checked once: a text that is not the expected kind of list (a
     negative or non-integer size, a type that is not text, bytes that are not UTF-8) is None,
-    counted in ``findings`` as unknown."""
+    counted in ``findings`` as unknown, once for each op that has it."""
 
     def __init__(self, findings: Findings) -> None:
         self._findings = findings
         self._seen: dict[tuple[int, bytes], str | None] = {}
 
-    def _checked(
-        self, kind: int, raw: msgspec.Raw, ok: Callable[[Any], bool], what: str
-    ) -> str | None:
-        if not raw:
+    def _texts(
+        self, kind: int, raws: Sequence[msgspec.Raw], ok: Callable[[Any], bool], what: str
+    ) -> list[str | None]:
+        """Each raw's text (None where it is empty or not ``ok``): the column's distinct texts
+        are found in C (factorize), and only those are decoded and checked."""
+        codes, distinct = pd.factorize(np.array(list(map(bytes, raws)), dtype=object))
+        texts = [self._checked(kind, key, ok) for key in distinct.tolist()]
+        unknown = np.array([t is None and key != b"" for t, key in zip(texts, distinct)], bool)
+        if unknown.any():
+            self._findings.unknown_value(what, int(unknown[codes].sum()))
+        column: list[str | None] = np.array([*texts, None], dtype=object)[codes].tolist()
+        return column
+
+    def _checked(self, kind: int, key: bytes, ok: Callable[[Any], bool]) -> str | None:
+        if not key:
             return None
-        key = (kind, bytes(raw))
-        if key in self._seen:
-            text = self._seen[key]
-            if text is None:
-                self._findings.unknown_value(what)
-            return text
+        if (kind, key) in self._seen:
+            return self._seen[kind, key]
         try:
             with nesting_limit():
-                value = msgspec.json.decode(key[1])
-            text = key[1].decode() if ok(value) else None
+                value = msgspec.json.decode(key)
+            text = key.decode() if ok(value) else None
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             text = None
-        if text is None:
-            self._findings.unknown_value(what)
-        self._seen[key] = text
+        self._seen[kind, key] = text
         return text
 
-    def dims(self, raw: msgspec.Raw) -> str | None:
-        return self._checked(
-            0, raw, lambda v: isinstance(v, list) and all(_is_shape(s, _SHAPE_DEPTH) for s in v),
+    def dims(self, raws: Sequence[msgspec.Raw]) -> list[str | None]:
+        return self._texts(
+            0, raws, lambda v: isinstance(v, list) and all(_is_shape(s, _SHAPE_DEPTH) for s in v),
             "Input Dims that are not lists of non-negative integer sizes",
         )  # fmt: skip
 
-    def types(self, raw: msgspec.Raw) -> str | None:
-        return self._checked(1, raw, _is_type_list, "Input types that are not lists of text")
+    def types(self, raws: Sequence[msgspec.Raw]) -> list[str | None]:
+        return self._texts(1, raws, _is_type_list, "Input types that are not lists of text")
 
-    def concrete(self, raw: msgspec.Raw) -> str | None:
-        return self._checked(
-            2, raw, _is_concrete_list, "Concrete Inputs that are not lists of values"
+    def concrete(self, raws: Sequence[msgspec.Raw]) -> list[str | None]:
+        return self._texts(
+            2, raws, _is_concrete_list, "Concrete Inputs that are not lists of values"
         )
