@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.importers.kineto import decode, load_kineto
 from gpuprofile.trace.model import NO_ID, SCHEMA
 from helpers.kineto_docs import cpu_op, document, kernel, memcpy, memset, runtime, write
 
@@ -352,3 +352,27 @@ def test_a_range_left_open_ends_with_the_profilers_span(tmp_path: Path) -> None:
     assert ops.loc["aten::sync_at_stop", "dur_ns"] == 100_500
     [(reason, count)] = trace.meta.ranks[0].unknown.items()
     assert count == 1 and "outlasts the profiler's own span" in reason
+
+
+@pytest.mark.parametrize("part_bytes", [10**12, 0], ids=["whole", "parts"])
+def test_absolute_nanoseconds_beyond_float64_come_back_exactly_whole_or_in_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part_bytes: int
+) -> None:
+    # Absolute Unix microseconds with nanosecond digits (1.7e15 us: float64 steps of 0.25 us)
+    # need the exact second decode. In parts (a file over PART_BYTES), the parts' earliest ts is
+    # found first, as a whole decode finds it, and each part is rebased on it.
+    monkeypatch.setattr(decode, "PART_BYTES", part_bytes)
+    monkeypatch.setattr(decode, "PART_EVENTS", 7)
+    rng = np.random.default_rng(11)
+    written = np.sort(rng.integers(1_700_000_000_000_000_000, 1_700_000_000_600_000_000, 50))
+    events = "\n,".join(
+        f'{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, '
+        f'"ts": {n // 1000}.{n % 1000:03d}, "dur": 0.001}}'
+        for n in rng.permutation(written).tolist()
+    )
+    path = tmp_path / "absolute.json"
+    path.write_text(f'{{"traceEvents": [{events}]}}')
+    trace = load_kineto(path)
+    got = trace.meta.origin_ns + np.sort(trace.ops["start_ns"].to_numpy())
+    np.testing.assert_array_equal(got, written)
+    assert (trace.ops["dur_ns"] == 1).all()

@@ -235,19 +235,25 @@ def nesting_problem(raw: bytes) -> str:
 
 
 # Files of more JSON than this are read in parts: below, what the imports and the report take
-# outweighs the events, and a whole decode is as fast.
-PART_BYTES = 16 * 2**20
+# outweighs the events. At 16 MB, a 9.8 MB trace decoded whole peaked at 51 MB over the
+# imports (issue 28's bound: 2x the JSON + 20 MB = 39.6), 37 MB in parts, in the same time.
+PART_BYTES = 4 * 2**20
 # Events per part. On the shared traces of 35-62 MB, parts of 10,000 events took as long as a
-# whole decode and peaked at 2.1x the JSON (4.4x whole; 2.5x with parts of 25,000).
-PART_EVENTS = 10_000
+# whole decode and peaked at 2.1x the JSON (4.4x whole; 2.5x with parts of 25,000); parts of
+# 5,000 keep a 15 MB trace within 2x + 20 MB too (48 MB over the imports, 51 with 10,000).
+PART_EVENTS = 5000
 
 # (index of the part's first event in the file, the part's events)
 Part = tuple[int, list[Event]]
 
 
 class WholeDocumentNeeded(Exception):
-    """Some ts needs the whole document to be kept to the nanosecond (_keep_nanoseconds
-    rebases every ts on the earliest): read the file whole."""
+    """Some ts of the file ``path`` needs every ts of it to be kept to the nanosecond
+    (_keep_nanoseconds rebases each on the earliest): read it again with ``exact=True``."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(str(path))
+        self.path = path
 
 
 _OUTLINE_DECODER = msgspec.json.Decoder(Document[msgspec.Raw])
@@ -255,7 +261,7 @@ _RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
 
 
 def event_parts(
-    path: Path, raw: bytes, loose: Loose, whole: bool = False
+    path: Path, raw: bytes, loose: Loose, whole: bool = False, exact: bool = False
 ) -> tuple[Document[Any], Iterator[Part], bool]:
     """The file's header (its traceEvents left empty) and its events in parts, in file order.
 
@@ -265,10 +271,14 @@ def event_parts(
         loose: makes Events of a part's events decoded as plain values (with the index of the
             part's first event), where some value does not fit the typed structs.
         whole: decode the file whole, whatever its size.
+        exact: keep every ts to the nanosecond, as a whole decode does where some ts needs it
+            (_keep_nanoseconds): a first pass over the parts finds the earliest ts, the header's
+            base takes its whole microseconds, and each part's ts are read again exactly and
+            rebased on it; memory stays a part's, where reading the file whole held it all.
     Returns:
         The header; an iterator of (index of the first event, events), which raises
         TraceFormatError for a damaged file (located as a whole decode locates it) and
-        WholeDocumentNeeded where the file must be read with ``whole=True``; and whether the
+        WholeDocumentNeeded where the file must be read with ``exact=True``; and whether the
         file is read in parts.
     """
     if whole or len(raw) <= PART_BYTES:
@@ -287,12 +297,41 @@ def event_parts(
     except RecursionError:
         raise TraceFormatError(path, nesting_problem(raw)) from None
     texts, outline.traceEvents = outline.traceEvents, []
-    return outline, _decoded(path, raw, texts, loose), True
+    anchor = _earliest_microsecond(path, raw, texts) if exact else None
+    if anchor is not None:
+        outline.baseTimeNanoseconds = (outline.baseTimeNanoseconds or 0) + anchor * 1000
+    return outline, _decoded(path, raw, texts, loose, anchor), True
 
 
-def _decoded(path: Path, raw: bytes, texts: list[msgspec.Raw], loose: Loose) -> Iterator[Part]:
+def _part_text(texts: list[msgspec.Raw], first: int) -> bytes:
+    return b"[" + b",".join(texts[first : first + PART_EVENTS]) + b"]"
+
+
+def _exact_times(path: Path, raw: bytes, part: bytes) -> list[Decimal | None]:
+    try:
+        with nesting_limit():
+            return [_decimal(x) for x in _EXACT_LIST_DECODER.decode(part)]
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        decode_bytes(path, raw)  # raises the error located in the file
+        raise TraceFormatError(path, "an event could not be decoded") from None
+
+
+def _earliest_microsecond(path: Path, raw: bytes, texts: list[msgspec.Raw]) -> int | None:
+    """The whole microseconds of the earliest ts of the events (as _keep_nanoseconds takes
+    them), a part at a time; None where no event has one."""
+    earliest = None
     for first in range(0, len(texts), PART_EVENTS):
-        part = b"[" + b",".join(texts[first : first + PART_EVENTS]) + b"]"
+        times = [int(t) for t in _exact_times(path, raw, _part_text(texts, first)) if t is not None]
+        if times:
+            earliest = min(times) if earliest is None else min(earliest, min(times))
+    return earliest
+
+
+def _decoded(
+    path: Path, raw: bytes, texts: list[msgspec.Raw], loose: Loose, anchor: int | None
+) -> Iterator[Part]:
+    for first in range(0, len(texts), PART_EVENTS):
+        part = _part_text(texts, first)
         try:
             with nesting_limit():
                 try:
@@ -304,7 +343,12 @@ def _decoded(path: Path, raw: bytes, texts: list[msgspec.Raw], loose: Loose) -> 
         except (msgspec.DecodeError, msgspec.ValidationError):
             decode_bytes(path, raw)  # raises the error located in the file
             raise TraceFormatError(path, "an event could not be decoded") from None
+        if anchor is not None:
+            times = _exact_times(path, raw, part)
+            for event, t in zip(events, times, strict=True):
+                if t is not None and event.ts is not None:
+                    event.ts = float(t - anchor)
+        elif needs_exact_times(events):
+            raise WholeDocumentNeeded(path)
         del part
-        if needs_exact_times(events):
-            raise WholeDocumentNeeded
         yield first, events

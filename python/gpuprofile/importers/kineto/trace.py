@@ -91,10 +91,14 @@ def load_kineto_windows(paths: Sequence[str | Path]) -> Trace:
 def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
     """The files of one rank as a Trace, with the rank its trace declares (distributedInfo),
     which the Trace takes (0 when none is declared)."""
-    try:
-        return _read_rank_parts(paths, whole=False)
-    except WholeDocumentNeeded:
-        return _read_rank_parts(paths, whole=True)
+    exact: set[Path] = set()  # the files read again with every ts kept to the nanosecond
+    while True:
+        try:
+            return _read_rank_parts(paths, exact)
+        except WholeDocumentNeeded as needed:
+            if needed.path in exact:
+                raise
+            exact.add(needed.path)  # read again outside this handler: its frames let go
 
 
 # Each table's columns, built from the parts of a file one after another.
@@ -110,7 +114,7 @@ _BUILDERS = {
 }
 
 
-def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]:
+def _read_rank_parts(paths: list[Path], exact: set[Path]) -> tuple[Trace, int | None]:
     parts: dict[str, list[dict[str, Any]]] = {table: [] for table in _BUILDERS}
     thread_names: dict[str, str] = {}
     skipped: Counter[str] = Counter()
@@ -126,7 +130,7 @@ def _read_rank_parts(paths: list[Path], whole: bool) -> tuple[Trace, int | None]
 
     for path in paths:
         raw = read_trace_bytes(path)
-        header, events_parts, parted = event_parts(path, raw, loose, whole=whole)
+        header, events_parts, parted = event_parts(path, raw, loose, exact=path in exact)
         del raw  # a file decoded whole is let go now; one read in parts, after its last part
         if doc is None:
             doc = header
