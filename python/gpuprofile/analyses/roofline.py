@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -150,6 +151,18 @@ class Members:
     name_code: np.ndarray  # equal codes, equal names
     shape_code: np.ndarray  # equal codes, equal shapes
 
+    @cached_property
+    def group(self) -> np.ndarray:
+        """Per member, its point's number (rank, name and shapes), in order of first
+        appearance: worked out once for the roofline and the widget's point members."""
+        return first_seen_codes(self.rank, self.name_code, self.shape_code)
+
+    @cached_property
+    def by_group(self) -> tuple[np.ndarray, np.ndarray]:
+        """The members ordered by point (ties in member order), and where each point's begin."""
+        order = np.argsort(self.group, kind="stable")
+        return order, np.flatnonzero(np.r_[True, np.diff(self.group[order]) != 0])
+
 
 def _op_members(
     trace: Trace, op_costs: pd.DataFrame, kernel_costs: pd.DataFrame, gpu: bool
@@ -224,9 +237,7 @@ def point_members(sets: list[Members], keys: set[str]) -> dict[str, PointMembers
     multi_rank = _spans_ranks(sets)
     out: dict[str, PointMembers] = {}
     for members in sets:
-        group = first_seen_codes(members.rank, members.name_code, members.shape_code)
-        by_group = np.argsort(group, kind="stable")
-        firsts = np.flatnonzero(np.r_[True, np.diff(group[by_group]) != 0])
+        by_group, firsts = members.by_group
         first = by_group[firsts]
         _, _, key = _point_names(members, first)
         if multi_rank:
@@ -298,9 +309,8 @@ def _aggregate(members: Members) -> pd.DataFrame:
     order = np.lexsort((-members.time_ns, ~np.isfinite(members.flops)))
     time_ns, flops, nbytes = members.time_ns[order], members.flops[order], members.bytes[order]
     known = np.isfinite(flops)
-    group = first_seen_codes(
-        members.rank[order], members.name_code[order], members.shape_code[order]
-    )
+    # The points numbered in this order's first appearance (the members' own numbers, renamed).
+    group = pd.factorize(members.group[order])[0]
     n = int(group.max()) + 1
     n_known = np.bincount(group[known], minlength=n)
     none_known = n_known == 0
