@@ -232,7 +232,7 @@ def _describe_rows(
     rows = shaped[first]
     described += [
         _describe(str(n), _parse_args(inputs, int(row)), with_torch)
-        for n, row in zip(strings(ops["name"])[rows], rows.tolist())
+        for n, row in zip(strings(ops["name"], rows=rows), rows.tolist())
     ]
     codes[shaped] = len(names.categories) + key
     return codes, described

@@ -236,7 +236,7 @@ def _memcpy_of_call(runtime: pd.DataFrame, memcpy: pd.DataFrame) -> tuple[np.nda
         at = pd.Index(copy_key[first]).get_indexer(call_key)
         at = np.where(at >= 0, first[np.maximum(at, 0)], -1)
     has = at >= 0
-    kind[has] = strings(memcpy["kind"])[at[has]]
+    kind[has] = strings(memcpy["kind"], rows=at[has])
     page = ~memcpy["pinned"].to_numpy() & matches(memcpy["name"], re.compile("Pageable"))
     pageable[has] = page[at[has]]
     return kind, pageable

@@ -44,7 +44,7 @@ def measured_by_name(trace: Trace, rank: int, names: list[str]) -> dict[str, dic
         return {}
     out: dict[str, dict[str, Any]] = {}
     rows = np.flatnonzero(has)
-    name = strings(kernels["name"])[rows]
+    name = strings(kernels["name"], rows=rows)
     dur = kernels["dur_ns"].to_numpy()[rows].astype(np.float64)
     for wanted in names:
         at = np.flatnonzero(name == wanted)

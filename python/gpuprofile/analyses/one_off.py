@@ -93,7 +93,7 @@ def _runtime_one_offs(facts: Lookups, rank: int) -> list[OneOff]:
         return []
     start = runtime["start_ns"].to_numpy()[rows]
     dur = runtime["dur_ns"].to_numpy()[rows]
-    names = strings(runtime["name"])[rows]
+    names = strings(runtime["name"], rows=rows)
     order = np.argsort(start, kind="stable")
     out: list[OneOff] = []
     first = int(order[0])
@@ -150,7 +150,7 @@ def _op_one_offs(facts: Lookups, rank: int, compiled: CompiledCode) -> list[OneO
     # A program that marks its own CUDA calls (NVTX ranges named cudaMallocManaged ...) in a
     # trace without runtime calls: its first such range holds the context's creation.
     if not len(facts.rank_rows("runtime", rank)):
-        named = rows[matches(ops["name"], _RUNTIME_NAME)[rows]]
+        named = rows[matches(ops["name"], _RUNTIME_NAME, rows=rows)]
         if len(named):
             first = int(named[np.argmin(ops["start_ns"].to_numpy()[named])])
             name = str(ops["name"].iat[first])
@@ -182,7 +182,7 @@ def _at(
         (ops["tid"].to_numpy()[mine] == tid) & (op_start <= start) & (op_end >= start + dur)
     ]
     around = around[around != row] if table == "ops" else around
-    names = strings(ops["name"])[around]
+    names = strings(ops["name"], rows=around)
     depth = ops["depth"].to_numpy()[around]
     by_depth = np.argsort(-depth, kind="stable")  # innermost first
     # The op the program called (the outermost: aten::to, not the aten::empty_strided inside

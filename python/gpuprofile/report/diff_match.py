@@ -218,7 +218,7 @@ def _rows(table: pd.DataFrame, chosen: np.ndarray, time: np.ndarray) -> dict[str
     order = np.lexsort((table["start_ns"].to_numpy()[rows], table["rank"].to_numpy()[rows]))
     frame = pd.DataFrame(
         {
-            "key": strings(names)[rows][order],
+            "key": strings(names, rows=rows[order]),
             "dur": time[rows][order],
             "row": rows[order],
             "order": np.arange(len(rows)),

@@ -203,7 +203,7 @@ class _Thread:
     ) -> None:
         ops = analysis.trace.ops
         self.ids = ops["id"].to_numpy()[rows]
-        self.names = strings(ops["name"])[rows]
+        self.names = strings(ops["name"], rows=rows)
         self.start = ops["start_ns"].to_numpy(np.int64)[rows]
         self.end = self.start + ops["dur_ns"].to_numpy(np.int64)[rows]
         self.dims, self.types, self.concrete = (

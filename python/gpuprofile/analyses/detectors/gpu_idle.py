@@ -312,8 +312,9 @@ def _wait_from_before(analysis: Analysis, rank: int, other: pd.DataFrame) -> str
     waits = np.flatnonzero(before & matches(runtime["name"], _STREAM_WAIT) & (tid == thread))
     if not len(waits):
         return ""
-    wait = int(waits[int(np.argmax(start[waits]))])
-    wait_ns, wait_name = int(start[wait]), strings(runtime["name"])[wait]
+    latest = int(np.argmax(start[waits]))  # the first of the latest waits
+    wait = waits[latest : latest + 1]
+    wait_ns, wait_name = int(start[wait][0]), strings(runtime["name"], rows=wait)[0]
     records = before & matches(runtime["name"], _EVENT_RECORD)
     if (start[records] < wait_ns).any():
         return ""

@@ -185,7 +185,7 @@ def _named_fp32_hint(
     gain = int(time_ns * max(1.0 - fp32_rate / tc_rate, 0.0))
     if not worth_reporting("tensor-cores-unused", gain, wall):
         return None
-    short = [analysis.kernel_label(str(n)) for n in strings(names)[simt]]
+    short = [analysis.kernel_label(str(n)) for n in strings(names, rows=simt)]
     top = (
         pd.DataFrame({"name": short, "dur": kernels["dur_ns"].to_numpy()})
         .groupby("name")["dur"]
