@@ -43,21 +43,6 @@ _I32 = 2**31
 _ABSENT = -(2**63)
 
 
-def ints(
-    values: Any, n: int, findings: Findings | None = None, what: str = "", absent: int = NO_ID
-) -> np.ndarray:
-    """Integers (None: ``absent``) as int64; one beyond int64 is ``absent``, counted as
-    ``what``."""
-    listed = [absent if v is None else v for v in values]
-    try:
-        return np.fromiter(listed, dtype=np.int64, count=n)
-    except OverflowError:
-        fits = [v if -(2**63) <= v < 2**63 else None for v in listed]
-        if findings is not None:
-            findings.unknown_value(f"{what} beyond int64", fits.count(None))
-        return np.fromiter((absent if v is None else v for v in fits), np.int64, n)
-
-
 def _gathered(
     items: list[Any],
     path: Path,
@@ -67,27 +52,20 @@ def _gathered(
     absent: int = NO_ID,
     alt: Path = (),
 ) -> np.ndarray:
-    """``ints`` of each item's value at ``path`` by ``mode`` (gather.int_column), in one
-    compiled pass where the core is built."""
+    """The integers of each item's value at ``path`` (the item itself at ``()``) by ``mode``
+    (gather.int_column: None is ``absent``, and so is one beyond int64, counted as ``what``),
+    in one compiled pass where the core is built."""
     values, beyond = int_column(items, path, mode, absent, alt)
     if beyond and findings is not None:
         findings.unknown_value(f"{what} beyond int64", beyond)
     return values
 
 
-def _checked_ints(
-    values: Any, n: int, low: int, high: int, findings: Findings, what: str
-) -> np.ndarray:
-    """Integers in [low, high) as int64; one absent, beyond int64 or out of range is NO_ID
-    (those present counted as ``what``)."""
-    read = ints(values, n, findings, what, absent=_ABSENT)
-    return _in_range(read, low, high, findings, what, absent=_ABSENT)
-
-
 def _checked_field(
     items: list[Any], path: Path, mode: int, low: int, high: int, findings: Findings, what: str
 ) -> np.ndarray:
-    """``_checked_ints`` of each item's value at ``path`` by ``mode``."""
+    """The integers of each item's value at ``path`` by ``mode`` in [low, high) as int64; one
+    absent, beyond int64 or out of range is NO_ID (those present counted as ``what``)."""
     read = _gathered(items, path, mode, findings, what, absent=_ABSENT)
     return _in_range(read, low, high, findings, what, absent=_ABSENT)
 
@@ -130,7 +108,7 @@ def _external_ids(args: list[Args], findings: Findings) -> np.ndarray:
     return _gathered(args, path, PLAIN, findings, "External ids", alt=alt)
 
 
-def _threads(bucket: list[Event], findings: Findings) -> dict[str, Any]:
+def thread_columns(bucket: list[Event], findings: Findings) -> dict[str, Any]:
     """The pid and tid columns of any host-side table (ids as Kineto writes them, checked)."""
     return {
         "pid": _gathered(bucket, ("pid",), ID, findings, "pids"),
@@ -144,7 +122,7 @@ def op_columns(
     start, dur = times
     args = [e.args or NO_ARGS for e in bucket]
     return {
-        **_threads(bucket, findings),
+        **thread_columns(bucket, findings),
         "name": [e.name for e in bucket],
         "category": [OP_CATEGORY.get(e.cat, e.cat) for e in bucket],
         "start_ns": start,
@@ -186,7 +164,6 @@ def comm_columns(args: list[Args], findings: Findings) -> dict[str, Any]:
     """The communication facts of events whose args carry them (else "" and -1): the
     collective's name, process group, its ranks, sequence number and message bytes (the
     larger of the in and out messages, as nccl-tests size a collective)."""
-    n = len(args)
     if not any(a.collective is not None for a in args):
         return {}
     return {
@@ -194,7 +171,9 @@ def comm_columns(args: list[Args], findings: Findings) -> dict[str, Any]:
         "process_group": [_text(a.process_group) for a in args],
         "group_ranks": [_text(a.group_ranks) for a in args],
         "seq": _gathered(args, ("seq",), INT_OR_NONE),
-        "comm_bytes": ints((_message_bytes(a) for a in args), n, findings, "message bytes"),
+        "comm_bytes": _gathered(
+            [_message_bytes(a) for a in args], (), PLAIN, findings, "message bytes"
+        ),
     }
 
 
@@ -250,11 +229,11 @@ def kernel_columns(
     bucket: list[Event], times: Times, findings: Findings, _shapes: Shapes
 ) -> dict[str, Any]:
     columns, args = _gpu_columns(bucket, times, findings)
-    n = len(bucket)
     for key in ("grid", "block"):
         for axis, letter in enumerate("xyz"):
-            dims = (_dim(getattr(a, key), axis) for a in args)
-            columns[f"{key}_{letter}"] = _checked_ints(dims, n, 0, _I32, findings, f"{key} sizes")
+            dims = [_dim(getattr(a, key), axis) for a in args]
+            what = f"{key} sizes"
+            columns[f"{key}_{letter}"] = _checked_field(dims, (), PLAIN, 0, _I32, findings, what)
     columns["registers_per_thread"] = _checked_field(
         args, ("registers_per_thread",), PLAIN, 0, _I32, findings, "registers per thread"
     )
@@ -313,7 +292,7 @@ def runtime_columns(
     start, dur = times
     args = [e.args or NO_ARGS for e in bucket]
     return {
-        **_threads(bucket, findings),
+        **thread_columns(bucket, findings),
         "name": [e.name for e in bucket],
         "category": [OP_CATEGORY.get(e.cat, e.cat) for e in bucket],
         "start_ns": start,
@@ -343,14 +322,14 @@ def memory_columns(
 ) -> dict[str, Any]:
     start, _ = times
     args = [e.args or NO_ARGS for e in bucket]
-    n = len(bucket)
     return {
         "time_ns": start,
-        **_threads(bucket, findings),
+        **thread_columns(bucket, findings),
         # Device Type 0 is the CPU: report host memory as device -1.
-        "device": _checked_ints(
-            (a.device_id if a.device_type not in (None, 0) else -1 for a in args),
-            n,
+        "device": _checked_field(
+            [a.device_id if a.device_type not in (None, 0) else -1 for a in args],
+            (),
+            PLAIN,
             -1,
             _I32,
             findings,

@@ -247,7 +247,7 @@ PART_EVENTS = 5000
 Part = tuple[int, list[Event]]
 
 
-class WholeDocumentNeeded(Exception):
+class ExactTimesNeeded(Exception):
     """Some ts of the file ``path`` needs every ts of it to be kept to the nanosecond
     (_keep_nanoseconds rebases each on the earliest): read it again with ``exact=True``."""
 
@@ -261,7 +261,7 @@ _RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
 
 
 def event_parts(
-    path: Path, raw: bytes, loose: Loose, whole: bool = False, exact: bool = False
+    path: Path, raw: bytes, loose: Loose, exact: bool = False
 ) -> tuple[Document[Any], Iterator[Part], bool]:
     """The file's header (its traceEvents left empty) and its events in parts, in file order.
 
@@ -270,7 +270,6 @@ def event_parts(
         raw: its JSON text (source.read_trace_bytes).
         loose: makes Events of a part's events decoded as plain values (with the index of the
             part's first event), where some value does not fit the typed structs.
-        whole: decode the file whole, whatever its size.
         exact: keep every ts to the nanosecond, as a whole decode does where some ts needs it
             (_keep_nanoseconds): a first pass over the parts finds the earliest ts, the header's
             base takes its whole microseconds, and each part's ts are read again exactly and
@@ -278,10 +277,10 @@ def event_parts(
     Returns:
         The header; an iterator of (index of the first event, events), which raises
         TraceFormatError for a damaged file (located as a whole decode locates it) and
-        WholeDocumentNeeded where the file must be read with ``exact=True``; and whether the
+        ExactTimesNeeded where the file must be read with ``exact=True``; and whether the
         file is read in parts.
     """
-    if whole or len(raw) <= PART_BYTES:
+    if len(raw) <= PART_BYTES:
         doc = decode_bytes(path, raw, loose)
         events, doc.traceEvents = doc.traceEvents, []
         return doc, iter([(0, events)]), False
@@ -349,6 +348,6 @@ def _decoded(
                 if t is not None and event.ts is not None:
                     event.ts = float(t - anchor)
         elif needs_exact_times(events):
-            raise WholeDocumentNeeded(path)
+            raise ExactTimesNeeded(path)
         del part
         yield first, events

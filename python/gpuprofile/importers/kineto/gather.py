@@ -140,13 +140,6 @@ except ImportError:
 else:
     COMPILED = True
 
-# Measured on a 240k-event trace (bench/stages.py): gathers 2-3x, the whole load ~12% slower.
-NOT_COMPILED_NOTICE = (
-    "gpuprofile's compiled reader core is not built (no C compiler when it was installed): "
-    "traces are read by the pure-Python path, whose column gathers are 2-3 times slower "
-    "(about 10% more time to load a trace)"
-)
-
 
 def int_column(
     items: list[Any], path: Path, mode: int = PLAIN, absent: int = NO_ID, alt: Path = ()

@@ -28,10 +28,10 @@ from gpuprofile.importers.kineto.columns import (
     out_of_memory_text,
     runtime_columns,
     sort_events,
+    thread_columns,
 )
-from gpuprofile.importers.kineto.decode import WholeDocumentNeeded, event_parts
+from gpuprofile.importers.kineto.decode import ExactTimesNeeded, event_parts
 from gpuprofile.importers.kineto.format import RANGE_PROFILER, Document, Event
-from gpuprofile.importers.kineto.gather import ID, int_column
 from gpuprofile.importers.kineto.header import (
     base_time,
     device_list,
@@ -95,7 +95,7 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
     while True:
         try:
             return _read_rank_parts(paths, exact)
-        except WholeDocumentNeeded as needed:
+        except ExactTimesNeeded as needed:
             if needed.path in exact:
                 raise
             exact.add(needed.path)  # read again outside this handler: its frames let go
@@ -352,12 +352,9 @@ _LANE_COLUMNS = ("_pid", "_tid")
 
 
 def _lane_columns(bucket: list[Event], findings: Findings) -> dict[str, Any]:
-    columns = {}
-    for name, what in (("pid", "pids"), ("tid", "tids")):
-        columns[f"_{name}"], beyond = int_column(bucket, (name,), ID)
-        if beyond:
-            findings.unknown_value(f"{what} beyond int64", beyond)
-    return columns
+    """The events' pid and tid, read as the host tables' are, under _LANE_COLUMNS."""
+    pid_tid = thread_columns(bucket, findings)
+    return {lane: pid_tid[name] for lane, name in zip(_LANE_COLUMNS, ("pid", "tid"), strict=True)}
 
 
 def _deduplicated(
@@ -417,7 +414,7 @@ def _joined(table: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
             for p, n in zip(parts, sizes, strict=True)
         ]
         if SCHEMA[table].get(name) == "category":
-            columns[name] = _decoded(values)
+            columns[name] = _categorical(values)
         elif all(isinstance(v, np.ndarray) for v in values):
             columns[name] = np.concatenate(values)
         else:
@@ -442,7 +439,7 @@ class _Encoded:
         return len(self.codes)
 
 
-def _decoded(values: list[Any]) -> pd.Categorical[str]:
+def _categorical(values: list[Any]) -> pd.Categorical[str]:
     """A text column of parts (each _Encoded, or a default column) as one Categorical with
     sorted categories, as one decoded whole is."""
     texts = next((v.texts for v in values if isinstance(v, _Encoded)), {})
