@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpuprofile.doctor.facts import Facts, TorchFacts
-from gpuprofile.importers.kineto.gather import NOT_COMPILED_NOTICE
 from gpuprofile.units import format_bytes, format_count, format_si
 
 Status = Literal["ok", "warn", "fail", "skip"]
@@ -342,7 +341,8 @@ def check_reader_core(facts: Facts) -> Check:
     return Check(
         "reader core",
         "warn",
-        NOT_COMPILED_NOTICE,
+        "gpuprofile's compiled core is not built (no C compiler when it was installed): traces "
+        "are read and laid out by the pure-Python paths, the same results more slowly",
         "install a C compiler (gcc or clang) and Python's headers (python3-dev), then build "
         "gpuprofile again (`pip install --force-reinstall --no-deps --no-binary gpuprofile "
         "gpuprofile`; in a checkout, `make setup`)",
