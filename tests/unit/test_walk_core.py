@@ -78,6 +78,23 @@ def test_unsorted_intervals_are_left_to_the_reference() -> None:
     assert walk.compiled_depth_rows(np.zeros(0, np.int64), np.zeros(0, np.int64)) is not None
 
 
+@pytest.mark.usefixtures("compiled")
+def test_wrong_arguments_raise() -> None:
+    from gpuprofile.trace import _walk
+
+    column = np.zeros(3, np.int64)
+    with pytest.raises(TypeError, match="takes 3 arrays"):
+        _walk.cpu_rows(column, column)
+    with pytest.raises(ValueError, match="array 1: expected 3 items of 8 bytes"):
+        _walk.cpu_rows(column, np.zeros(2, np.int64), np.zeros(3, np.int32))
+    with pytest.raises(ValueError, match="array 2: expected 3 items of 4 bytes"):
+        _walk.cpu_rows(column, column, np.zeros(3, np.int64))
+    with pytest.raises(BufferError):  # an output that cannot be written
+        _walk.first_fit(column, column, column, bytes(12))
+    with pytest.raises(ValueError, match="array 3"):
+        _walk.walk(column, column, column, np.zeros(3, np.int32), np.zeros(3, np.int32))
+
+
 def _shared_traces() -> list[Path]:
     return sorted(SHARED_KINETO.glob("*.json*")) if SHARED_KINETO.exists() else []
 

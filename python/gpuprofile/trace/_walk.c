@@ -20,27 +20,42 @@ typedef struct {
     int held;
 } Column;
 
+/* The call's arguments as columns: the first ``inputs`` read-only, every one of ``widths[k]``
+ * bytes an item and of the first's length (in *n). -1, with the exception set, where one is
+ * no such buffer; the columns taken so far are released by release_all in either case. */
 static int
-take(PyObject *obj, Column *column, Py_ssize_t itemsize, Py_ssize_t n, int writable,
-     const char *what)
+take_columns(PyObject *args, const char *name, Column *columns, int count, int inputs,
+             const Py_ssize_t *widths, Py_ssize_t *n)
 {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &column->view, flags) < 0)
+    if (PyTuple_GET_SIZE(args) != count) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %d arrays", name, count);
         return -1;
-    column->held = 1;
-    if (column->view.itemsize != itemsize || (n >= 0 && column->view.len != n * itemsize)) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %zd bytes", what, n, itemsize);
-        return -1;
+    }
+    for (int k = 0; k < count; k++) {
+        Column *column = &columns[k];
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (k >= inputs ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, k), &column->view, flags) < 0)
+            return -1;
+        column->held = 1;
+        if (k == 0)
+            *n = column->view.len / widths[0];
+        if (column->view.itemsize != widths[k] || column->view.len != *n * widths[k]) {
+            PyErr_Format(PyExc_ValueError, "%s(): array %d: expected %zd items of %zd bytes",
+                         name, k, *n, widths[k]);
+            return -1;
+        }
     }
     return 0;
 }
 
 static void
-release(Column *column)
+release_all(Column *columns, int count)
 {
-    if (column->held)
-        PyBuffer_Release(&column->view);
-    column->held = 0;
+    for (int k = 0; k < count; k++) {
+        if (columns[k].held)
+            PyBuffer_Release(&columns[k].view);
+        columns[k].held = 0;
+    }
 }
 
 /* walk(thread, start, end, parent, depth): the call-stack walk over intervals sorted by
@@ -52,22 +67,17 @@ static PyObject *
 walk(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *objs[5];
-    if (!PyArg_ParseTuple(args, "OOOOO:walk", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4]))
-        return NULL;
-    Column thread = {0}, start = {0}, end = {0}, parent = {0}, depth = {0};
+    static const Py_ssize_t widths[] = {8, 8, 8, 8, 4}; /* thread, start, end; parent, depth */
+    Column c[5];
+    memset(c, 0, sizeof c);
     PyObject *result = NULL;
     int64_t *stack = NULL;
-    if (take(objs[0], &thread, 8, -1, 0, "thread") < 0)
+    Py_ssize_t n = 0;
+    if (take_columns(args, "walk", c, 5, 3, widths, &n) < 0)
         goto done;
-    Py_ssize_t n = thread.view.len / 8;
-    if (take(objs[1], &start, 8, n, 0, "start") < 0 || take(objs[2], &end, 8, n, 0, "end") < 0
-        || take(objs[3], &parent, 8, n, 1, "parent") < 0
-        || take(objs[4], &depth, 4, n, 1, "depth") < 0)
-        goto done;
-    const int64_t *t = thread.view.buf, *s = start.view.buf, *e = end.view.buf;
-    int64_t *p = parent.view.buf;
-    int32_t *d = depth.view.buf;
+    const int64_t *t = c[0].view.buf, *s = c[1].view.buf, *e = c[2].view.buf;
+    int64_t *p = c[3].view.buf;
+    int32_t *d = c[4].view.buf;
     stack = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     if (stack == NULL) {
         PyErr_NoMemory();
@@ -86,11 +96,7 @@ walk(PyObject *self, PyObject *args)
     result = Py_NewRef(Py_None);
 done:
     PyMem_Free(stack);
-    release(&thread);
-    release(&start);
-    release(&end);
-    release(&parent);
-    release(&depth);
+    release_all(c, 5);
     return result;
 }
 
@@ -140,20 +146,17 @@ static PyObject *
 cpu_rows(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *objs[3];
-    if (!PyArg_ParseTuple(args, "OOO:cpu_rows", &objs[0], &objs[1], &objs[2]))
-        return NULL;
-    Column start = {0}, end = {0}, row = {0};
+    static const Py_ssize_t widths[] = {8, 8, 4}; /* start, end; row */
+    Column c[3];
+    memset(c, 0, sizeof c);
     PyObject *result = NULL;
     int64_t *heap = NULL, *row_end = NULL, *last_at = NULL, *stack = NULL;
     char *bad = NULL;
-    if (take(objs[0], &start, 8, -1, 0, "start") < 0)
+    Py_ssize_t n = 0;
+    if (take_columns(args, "cpu_rows", c, 3, 2, widths, &n) < 0)
         goto done;
-    Py_ssize_t n = start.view.len / 8;
-    if (take(objs[1], &end, 8, n, 0, "end") < 0 || take(objs[2], &row, 4, n, 1, "row") < 0)
-        goto done;
-    const int64_t *s = start.view.buf, *e = end.view.buf;
-    int32_t *r = row.view.buf;
+    const int64_t *s = c[0].view.buf, *e = c[1].view.buf;
+    int32_t *r = c[2].view.buf;
     for (Py_ssize_t i = 1; i < n; i++) {
         if (s[i] < s[i - 1] || (s[i] == s[i - 1] && e[i] - s[i] > e[i - 1] - s[i - 1])) {
             result = Py_NewRef(Py_False);
@@ -248,9 +251,7 @@ done:
     PyMem_Free(last_at);
     PyMem_Free(stack);
     PyMem_Free(bad);
-    release(&start);
-    release(&end);
-    release(&row);
+    release_all(c, 3);
     return result;
 }
 
@@ -261,20 +262,16 @@ static PyObject *
 first_fit(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *objs[4];
-    if (!PyArg_ParseTuple(args, "OOOO:first_fit", &objs[0], &objs[1], &objs[2], &objs[3]))
-        return NULL;
-    Column lane = {0}, start = {0}, end = {0}, row = {0};
+    static const Py_ssize_t widths[] = {8, 8, 8, 4}; /* lane, start, end; row */
+    Column c[4];
+    memset(c, 0, sizeof c);
     PyObject *result = NULL;
     int64_t *row_end = NULL;
-    if (take(objs[0], &lane, 8, -1, 0, "lane") < 0)
+    Py_ssize_t n = 0;
+    if (take_columns(args, "first_fit", c, 4, 3, widths, &n) < 0)
         goto done;
-    Py_ssize_t n = lane.view.len / 8;
-    if (take(objs[1], &start, 8, n, 0, "start") < 0 || take(objs[2], &end, 8, n, 0, "end") < 0
-        || take(objs[3], &row, 4, n, 1, "row") < 0)
-        goto done;
-    const int64_t *l = lane.view.buf, *s = start.view.buf, *e = end.view.buf;
-    int32_t *r = row.view.buf;
+    const int64_t *l = c[0].view.buf, *s = c[1].view.buf, *e = c[2].view.buf;
+    int32_t *r = c[3].view.buf;
     row_end = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     if (row_end == NULL) {
         PyErr_NoMemory();
@@ -295,10 +292,7 @@ first_fit(PyObject *self, PyObject *args)
     result = Py_NewRef(Py_None);
 done:
     PyMem_Free(row_end);
-    release(&lane);
-    release(&start);
-    release(&end);
-    release(&row);
+    release_all(c, 4);
     return result;
 }
 
