@@ -134,31 +134,38 @@ def bubbles(trace: Trace, collectives: pd.DataFrame, events: pd.DataFrame) -> li
     """
     if events.empty:
         return []
-    spans = step_spans(trace)
-    events = events.assign(step=-1) if spans.empty else _with_steps(events, spans)
+    # Columns, not frames: a group's frame would copy every column (names included) per step.
+    step_of = _steps_of(events, step_spans(trace))
+    kept = np.flatnonzero(step_of != OUTSIDE_STEPS)
+    kept = kept[np.argsort(step_of[kept], kind="stable")]
+    step_of = step_of[kept]
+    rank_of = events["rank"].to_numpy(np.int64)[kept]
+    starts = events["start_ns"].to_numpy(np.int64)[kept]
+    ends = events["end_ns"].to_numpy(np.int64)[kept]
+    arrival = collectives["arrival_ns"].to_numpy(np.int64)
+    wait_rank = collectives["rank"].to_numpy(np.int64)
+    wait_ns = collectives["wait_ns"].to_numpy(np.int64)
     out = []
-    for _, mine in events.groupby("step", sort=True):
-        step = int(mine["step"].iloc[0])
-        start, end = int(mine["start_ns"].min()), int(mine["end_ns"].max())
+    cuts = np.flatnonzero(np.diff(step_of)) + 1
+    for first, stop in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(kept)].tolist(), strict=True):
+        if first == stop:
+            continue
+        step = int(step_of[first])
+        start, end = int(starts[first:stop].min()), int(ends[first:stop].max())
         window = end - start
         if window <= 0:
             continue
-        waits = collectives[
-            (collectives["arrival_ns"] >= start) & (collectives["arrival_ns"] < end)
-        ]
-        wait_of = waits.groupby("rank")["wait_ns"].sum()
+        waiting = (arrival >= start) & (arrival < end)
         ranks = []
         for rank in trace.ranks:
-            theirs = mine[mine["rank"] == rank]
-            blocks = merged_blocks(
-                theirs["start_ns"].to_numpy(np.int64), theirs["end_ns"].to_numpy(np.int64)
-            )
+            theirs = first + np.flatnonzero(rank_of[first:stop] == rank)
+            blocks = merged_blocks(starts[theirs], ends[theirs])
             computed = int((np.minimum(blocks[1], end) - np.maximum(blocks[0], start)).sum())
             ranks.append(
                 StepRank(
                     rank=rank,
                     compute_ns=computed,
-                    wait_ns=int(wait_of.get(rank, 0)),
+                    wait_ns=int(wait_ns[waiting & (wait_rank == rank)].sum()),
                     bubble_fraction=1.0 - computed / window,
                 )
             )
@@ -166,9 +173,16 @@ def bubbles(trace: Trace, collectives: pd.DataFrame, events: pd.DataFrame) -> li
     return out
 
 
-def _with_steps(events: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
-    """Each event with the step its rank was in when it started (-2: outside every step)."""
-    step = np.full(len(events), -2, np.int64)
+# _steps_of's step for an event outside every step of its rank.
+OUTSIDE_STEPS = -2
+
+
+def _steps_of(events: pd.DataFrame, spans: pd.DataFrame) -> np.ndarray:
+    """Per event, the step its rank was in when it started (OUTSIDE_STEPS: none); -1 for
+    every event when the trace has no steps (it is one step)."""
+    if spans.empty:
+        return np.full(len(events), -1, np.int64)
+    step = np.full(len(events), OUTSIDE_STEPS, np.int64)
     for rank, theirs in spans.groupby("rank"):
         theirs = theirs.sort_values("start_ns")
         rows = np.flatnonzero(events["rank"].to_numpy() == rank)
@@ -176,8 +190,7 @@ def _with_steps(events: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
         i = np.searchsorted(theirs["start_ns"].to_numpy(), at, side="right") - 1
         inside = (i >= 0) & (at < theirs["end_ns"].to_numpy()[np.maximum(i, 0)])
         step[rows[inside]] = theirs["step"].to_numpy()[i[inside]]
-    kept = events.assign(step=step)
-    return kept[kept["step"] >= 0]
+    return step
 
 
 def mean_bubble(steps: list[Step], rank: int) -> float | None:

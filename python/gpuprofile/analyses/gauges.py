@@ -77,9 +77,9 @@ def gauges(
     hardware = roofline.hardware
     points = roofline.points
     # One level, so no time counts twice: kernels on GPU traces, else ops.
-    level = points[points["level"] == ("kernel" if roofline.time_basis == "gpu" else "op")]
-    # Only the columns the gauges read: a rank's rows are taken of these alone.
-    level = level[list(_POINT_COLUMNS)]
+    # Only the columns the gauges read, taken before the rows: no other column is copied.
+    at_level = points["level"].to_numpy() == ("kernel" if roofline.time_basis == "gpu" else "op")
+    level = points[list(_POINT_COLUMNS)][at_level]
     level_rank = level["rank"].to_numpy()
     source = trace.meta.source.format
     out: list[Gauge] = []

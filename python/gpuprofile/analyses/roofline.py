@@ -475,23 +475,27 @@ def far_points(points: pd.DataFrame, op_costs: pd.DataFrame) -> pd.DataFrame:
     below ACHIEVABLE_ROOF_SHARE of the roof, ``known_time - time_at_roof / share``: tuned
     kernels reach 80-90% of DRAM bandwidth and 70-90% of tensor-core peak on datasheet roofs,
     so the last 20% is not promised."""
-    points = points[(points["level"] == "op") & points["bound"].isin(["memory", "compute"])]
+    # Masks over the whole table and one take at the end: every filtered frame would copy
+    # every column, the points' member ids included.
+    at_op = ((points["level"] == "op") & points["bound"].isin(["memory", "compute"])).to_numpy()
     per_call = points["known_time_ns"] / points["count"].clip(lower=1)
-    chosen = points[
-        (points["pct_of_roof"] <= FAR_PCT)
-        & (per_call >= LAUNCH_LATENCY_NS)
-        & ~points["key"].isin(_fp32_matmul_keys(points, op_costs))
-    ]
+    far = (points["pct_of_roof"] <= FAR_PCT) & (per_call >= LAUNCH_LATENCY_NS)
+    fp32_matmul = points["key"].isin(_fp32_matmul_keys(points, at_op, op_costs))
+    chosen = points[at_op & (far & ~fp32_matmul).to_numpy()]
     gain = chosen["known_time_ns"] - chosen["time_at_roof_ns"] / ACHIEVABLE_ROOF_SHARE
     return chosen.assign(gain_ns=gain.clip(lower=0)).sort_values("gain_ns", ascending=False)
 
 
-def _fp32_matmul_keys(points: pd.DataFrame, op_costs: pd.DataFrame) -> set[str]:
-    """Compute-bound points on the fp32 roof whose ops are matmul-like: tensor_cores' subject."""
-    candidates = points[(points["bound"] == "compute") & (points["roof"] == "fp32")]
+def _fp32_matmul_keys(points: pd.DataFrame, at_op: np.ndarray, op_costs: pd.DataFrame) -> set[str]:
+    """Compute-bound op points (at_op: the op-level rows) on the fp32 roof whose ops are
+    matmul-like: tensor_cores' subject."""
+    fp32 = ((points["bound"] == "compute") & (points["roof"] == "fp32")).to_numpy()
+    at = np.flatnonzero(at_op & fp32)
     matmul = op_costs["matmul_like"]
     return {
         str(key)
-        for key, ids in zip(candidates["key"], candidates["event_ids"], strict=True)
+        for key, ids in zip(
+            points["key"].to_numpy()[at], points["event_ids"].to_numpy()[at], strict=True
+        )
         if len(ids) and bool(matmul.get(ids[0], False))
     }

@@ -7,7 +7,6 @@ from typing import Any
 
 import msgspec
 import numpy as np
-import pandas as pd
 
 from gpuprofile.analyses.clock import ONE_HOST
 from gpuprofile.analyses.context import Analysis
@@ -288,10 +287,12 @@ def _roofline_points(analysis: Analysis, points: Any, limit: int) -> list[dict[s
     """The ``limit`` heaviest points that can be placed (known FLOPs) first, then the heaviest
     others: on a multi-rank job the heaviest are collectives without FLOPs, and a roofline of
     those alone would be empty while FLOP counts cover much of the time."""
-    ordered = points.sort_values("time_ns", ascending=False, kind="stable")
-    placed = ordered["flops"].to_numpy() > 0
-    chosen = pd.concat([ordered[placed].head(limit), ordered[~placed]]).head(limit)
-    heaviest = chosen.sort_values("time_ns", ascending=False, kind="stable")
+    # Row positions, not frames: only the chosen rows are copied, never the whole table.
+    by_time = points["time_ns"].reset_index(drop=True).sort_values(ascending=False, kind="stable")
+    order = by_time.index.to_numpy()
+    placed = points["flops"].to_numpy()[order] > 0
+    chosen = np.concatenate([order[placed][:limit], order[~placed]])[:limit]
+    heaviest = points.iloc[chosen].sort_values("time_ns", ascending=False, kind="stable")
     records = heaviest.to_dict("records")
     members = point_members(analysis.roofline_members, {r["key"] for r in records})
     out = []
