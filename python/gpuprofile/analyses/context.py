@@ -103,11 +103,16 @@ class Analysis:
     def rank_table(self, table: str, rank: int) -> pd.DataFrame:
         """``frame[frame["rank"] == rank]`` of a table (the same rows and index): detectors
         share it, and copy-on-write keeps it from being changed under them."""
-        return _once(
-            self._rank_table,
-            (table, rank),
-            lambda _: self.trace.table(table).iloc[self.rank_rows(table, rank)],
-        )
+        return _once(self._rank_table, (table, rank), lambda _: self._rank_slice(table, rank))
+
+    def _rank_slice(self, table: str, rank: int) -> pd.DataFrame:
+        rows = self.rank_rows(table, rank)
+        frame = self.trace.table(table)
+        # A rank's rows are one run in a merged job: a slice shares the columns, where taking
+        # positions would copy every column once per rank. Copy-on-write keeps either read-only.
+        if len(rows) and rows[-1] - rows[0] + 1 == len(rows):
+            return frame.iloc[int(rows[0]) : int(rows[-1]) + 1]
+        return frame.iloc[rows]
 
     @cached_property
     def op_parents(self) -> np.ndarray:
