@@ -96,12 +96,10 @@ def timeline_data(trace: Trace) -> TimelineData:
     parts = [
         _events(trace, kind, names, op_rows if kind == 0 else None) for kind in range(len(KINDS))
     ]
-    events = {k: np.concatenate([p[k] for p in parts]) for k in ("start", "end", "name")}
     # Tables are concatenated in kind order, CPU kinds first; an event's kind and row in its
     # table follow from its position, so they are not concatenated.
     offsets = np.cumsum([0] + [len(p["start"]) for p in parts])
     n_cpu = int(offsets[max(CPU_KINDS) + 1])
-    is_cpu, is_gpu = slice(0, n_cpu), slice(n_cpu, None)
     cpu_keys = _lane_keys(parts[: max(CPU_KINDS) + 1])
     gpu_keys = _lane_keys(parts[max(CPU_KINDS) + 1 :])
     counter_series = _counter_series(trace)
@@ -109,12 +107,16 @@ def timeline_data(trace: Trace) -> TimelineData:
         trace, single, cpu_keys[1], gpu_keys[1], [c[0] for c in counter_series]
     )
     lane = np.empty(int(offsets[-1]), np.int32)
-    lane[is_cpu] = cpu_lane[cpu_keys[0]]
-    lane[is_gpu] = gpu_lane[gpu_keys[0]]
-    order = _order(lane, events["start"], events["end"])
-    start = events["start"][order]
-    end = events["end"][order]
-    lane = lane[order]
+    lane[:n_cpu] = cpu_lane[cpu_keys[0]]
+    lane[n_cpu:] = gpu_lane[gpu_keys[0]]
+    # Each column is let go once the next stage has what it needs of it: at millions of events
+    # fresh memory, not arithmetic, is most of this function's time.
+    del cpu_keys, gpu_keys
+    name = np.concatenate([p.pop("name") for p in parts])
+    start, end = (np.concatenate([p.pop(k) for p in parts]) for k in ("start", "end"))
+    del parts
+    order = _order(lane, start, end)
+    start, end, lane = start[order], end[order], lane[order]
     # Lane ids of the column's own type: another would make searchsorted cast every event.
     bounds = np.searchsorted(lane, np.arange(len(lanes) + 1, dtype=lane.dtype))
     row, max_end = _rows(lanes, bounds, start, end)
@@ -126,13 +128,18 @@ def timeline_data(trace: Trace) -> TimelineData:
         CounterSeries(lane=int(lane_id), time_ns=t, value=v)
         for lane_id, (_, t, v) in zip(counter_lane, counter_series, strict=True)
     ]
-    # Each event's kind and row in its table, by position before the order: two gathers.
-    sizes = np.diff(offsets)
-    kind = np.repeat(np.arange(len(sizes), dtype=np.uint8), sizes)[order]
-    source = np.concatenate([np.arange(k, dtype=np.int64) for k in sizes.tolist()])[order]
+    # Each event's kind and row in its table follow from its position before the order: the
+    # table whose offsets hold it, and its distance from that table's first.
+    kind = (np.searchsorted(offsets, order, side="right") - 1).astype(np.uint8)
+    source = order - offsets[kind]
     if op_rows is not None:  # back to the ops table's own row positions
         source[kind == 0] = op_rows[source[kind == 0]]
+    name = name[order]
+    del order
     span = float(end.max()) if len(end) else 0.0
+    # Whole nanoseconds, as float64 the browser reads; one column converted at a time.
+    start = start.astype(np.float64)
+    end = end.astype(np.float64)
     for series in counters:
         if len(series.time_ns):
             span = max(span, float(series.time_ns[-1]))
@@ -143,16 +150,16 @@ def timeline_data(trace: Trace) -> TimelineData:
         lanes=lanes,
         names=names.names,
         name_kinds=names.kinds,
-        start=start.astype(np.float64),
-        end=end.astype(np.float64),
-        name=events["name"][order],
+        start=start,
+        end=end,
+        name=name,
         lane=lane,
         row=row,
         kind=kind,
         source=source,
         lane_lo=bounds[:-1],
         lane_hi=bounds[1:],
-        max_end=max_end.astype(np.float64),
+        max_end=max_end,
         counters=counters,
         span_ns=span,
     )
@@ -335,7 +342,7 @@ def _rows(
     CPU lanes: rows are nesting depths (call frames). GPU lanes: rows 0 unless kernels overlap
     on a stream, then extra rows, so that no two events of a row overlap."""
     row = np.zeros(len(start), np.int32)
-    max_end = np.empty_like(end)
+    max_end = np.empty(len(end), np.float64)  # the running max's value, as the browser reads it
     for info in lanes:
         lo, hi = int(bounds[info.id]), int(bounds[info.id + 1])
         if hi == lo:
