@@ -1,6 +1,7 @@
 """The compiled lane core (trace/_walk.c) gives exactly what its pure-Python references give:
-the call-stack walk, first-fit rows, and a CPU lane's rows (nesting.py_depth_rows), on
-generated intervals built to cross, tie and be empty, and on the lanes of every shared trace.
+the call-stack walk, first-fit rows, a CPU lane's rows (nesting.py_depth_rows) and the
+timeline's event order, on generated intervals built to cross, tie and be empty, and on the
+lanes of every shared trace.
 Without the built core the comparisons skip (fail under CI=true, where ``make setup`` builds
 it)."""
 
@@ -70,6 +71,34 @@ def test_walk_and_first_fit_equal_the_reference() -> None:
 
 
 @pytest.mark.usefixtures("compiled")
+def test_event_order_equals_the_reference_and_a_lexsort() -> None:
+    rng = np.random.default_rng(2)
+    for k in range(1500):
+        n = int(rng.integers(0, 60))
+        lane = rng.integers(0, int(rng.integers(1, 5)), n).astype(np.int32)
+        # Tables already sorted by start, concatenated (a lane mixes them), or not sorted.
+        start = rng.integers(0, 12 if k % 2 else 1000, n).astype(np.int64)
+        if k % 3 == 0:
+            start = np.sort(start)
+        end = start + rng.integers(0, 4, n)
+        independent = np.lexsort((np.arange(n), -(end - start), start, lane))
+        got = walk.event_order(lane, start, end)
+        assert got.tolist() == independent.tolist()
+        assert walk.py_event_order(lane, start, end).tolist() == independent.tolist()
+
+
+@pytest.mark.usefixtures("compiled")
+def test_event_order_leaves_negative_lanes_to_the_reference() -> None:
+    from gpuprofile.trace import _walk
+
+    lane = np.array([0, -1], np.int32)
+    start = np.array([3, 1], np.int64)
+    assert _walk.event_order(lane, start, start, np.empty(2, np.int64)) is False
+    expected = walk.py_event_order(lane, start, start)
+    assert walk.event_order(lane, start, start).tolist() == expected.tolist()
+
+
+@pytest.mark.usefixtures("compiled")
 def test_unsorted_intervals_are_left_to_the_reference() -> None:
     start = np.array([5, 1], np.int64)
     assert walk.compiled_depth_rows(start, start + 3) is None
@@ -111,6 +140,8 @@ def test_a_shared_traces_lanes_and_nesting_equal_the_reference(
     monkeypatch.setattr(walk, "_walk", None)  # the pure-Python path from here
     reference_rows = timeline.timeline_data(trace)
     assert compiled_rows.row.tolist() == reference_rows.row.tolist()
+    assert compiled_rows.source.tolist() == reference_rows.source.tolist()
+    assert compiled_rows.kind.tolist() == reference_rows.kind.tolist()
     assert [lane.rows for lane in compiled_rows.lanes] == [
         lane.rows for lane in reference_rows.lanes
     ]

@@ -1,5 +1,6 @@
 /* gpuprofile's compiled lane core: the call-stack walks over intervals that nesting.py and the
- * timeline's rows otherwise run as Python loops (or as several sorts of a million events).
+ * timeline's rows and order otherwise run as Python loops (or as several sorts of a million
+ * events).
  *
  * walk.py holds the pure-Python twins of these functions, which are the reference; the tests
  * hold the two equal. Only the public C API is used: the columns are numpy arrays the caller
@@ -296,10 +297,120 @@ done:
     return result;
 }
 
+/* Whether interval i comes before j in a lane: by start, then longest first, then position. */
+static inline int
+before(const int64_t *s, const int64_t *e, int64_t i, int64_t j)
+{
+    if (s[i] != s[j])
+        return s[i] < s[j];
+    int64_t di = e[i] - s[i], dj = e[j] - s[j];
+    if (di != dj)
+        return di > dj;
+    return i < j;
+}
+
+/* Sorts a[0..m) by before(), using tmp[0..m) and runs[0..m]: a natural merge sort, so a lane
+ * made of a few already sorted tables costs a pass per doubling of their count. */
+static void
+sort_lane(int64_t *a, int64_t *tmp, Py_ssize_t *runs, Py_ssize_t m, const int64_t *s,
+          const int64_t *e)
+{
+    Py_ssize_t k = 0;
+    runs[k++] = 0;
+    for (Py_ssize_t i = 1; i < m; i++)
+        if (!before(s, e, a[i - 1], a[i]))
+            runs[k++] = i;
+    runs[k] = m;
+    Py_ssize_t count = k; /* runs[0..count] bound count runs */
+    int64_t *from = a, *to = tmp;
+    while (count > 1) {
+        Py_ssize_t merged = 0;
+        for (Py_ssize_t r = 0; r < count; r += 2) {
+            Py_ssize_t lo = runs[r], mid = runs[r + 1], hi = r + 2 <= count ? runs[r + 2] : mid;
+            Py_ssize_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi)
+                to[o++] = before(s, e, from[j], from[i]) ? from[j++] : from[i++];
+            while (i < mid)
+                to[o++] = from[i++];
+            while (j < hi)
+                to[o++] = from[j++];
+            runs[merged++] = lo;
+        }
+        runs[merged] = m;
+        count = merged;
+        int64_t *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != a)
+        memcpy(a, from, (size_t)m * sizeof(int64_t));
+}
+
+/* event_order(lane, start, end, order): the positions of the events in the order of the
+ * timeline's ids: by lane, then start, then longest first (a parent before its child), then
+ * position. lane int32 (ids from 0), start and end int64; order int64 out. False, writing
+ * nothing useful, where a lane id is negative or far above the events' count (the caller's
+ * reference then runs). walk.py_event_order. */
+static PyObject *
+event_order(PyObject *self, PyObject *args)
+{
+    (void)self;
+    static const Py_ssize_t widths[] = {4, 8, 8, 8}; /* lane, start, end; order */
+    Column c[4];
+    memset(c, 0, sizeof c);
+    PyObject *result = NULL;
+    Py_ssize_t *first = NULL, *runs = NULL;
+    int64_t *tmp = NULL;
+    Py_ssize_t n = 0;
+    if (take_columns(args, "event_order", c, 4, 3, widths, &n) < 0)
+        goto done;
+    const int32_t *l = c[0].view.buf;
+    const int64_t *s = c[1].view.buf, *e = c[2].view.buf;
+    int64_t *order = c[3].view.buf;
+    int32_t lanes = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (l[i] < 0 || l[i] > n + 65536) {
+            result = Py_NewRef(Py_False);
+            goto done;
+        }
+        if (l[i] >= lanes)
+            lanes = l[i] + 1;
+    }
+    first = PyMem_Calloc((size_t)lanes + 1, sizeof(Py_ssize_t));
+    runs = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    tmp = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    if (first == NULL || runs == NULL || tmp == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* A counting sort by lane keeps positions ascending within each lane. */
+    for (Py_ssize_t i = 0; i < n; i++)
+        first[l[i] + 1]++;
+    for (int32_t k = 0; k < lanes; k++)
+        first[k + 1] += first[k];
+    for (Py_ssize_t i = 0; i < n; i++)
+        order[first[l[i]]++] = i;
+    Py_ssize_t lo = 0;
+    for (int32_t k = 0; k < lanes; k++) { /* first[k] is now lane k's end */
+        Py_ssize_t hi = first[k];
+        if (hi - lo > 1)
+            sort_lane(order + lo, tmp, runs, hi - lo, s, e);
+        lo = hi;
+    }
+    result = Py_NewRef(Py_True);
+done:
+    PyMem_Free(first);
+    PyMem_Free(runs);
+    PyMem_Free(tmp);
+    release_all(c, 4);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "The call-stack walk (nesting._nest_walk)."},
     {"cpu_rows", cpu_rows, METH_VARARGS, "A CPU lane's rows (timeline._cpu_rows)."},
     {"first_fit", first_fit, METH_VARARGS, "First-fit rows (nesting.overlap_rows)."},
+    {"event_order", event_order, METH_VARARGS, "The timeline's event order (walk.py_event_order)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,7 +1,7 @@
-"""The call-stack walks of lane layout (nesting.py), by the compiled core (``_walk.c``) where it
-was built, else by the pure-Python twins below, which are the reference: the core gives the same
-rows (tests/unit/test_walk_core.py). Each takes columns already sorted as its caller sorts them.
-"""
+"""Lane layout's loops and sorts: the call-stack walks (nesting.py) and the timeline's event
+order, by the compiled core (``_walk.c``) where it was built, else by the pure-Python twins
+below, which are the reference: the core gives the same answers (tests/unit/test_walk_core.py).
+The walks take columns already sorted as their callers sort them; the order sorts them."""
 
 from __future__ import annotations
 
@@ -58,6 +58,31 @@ def py_first_fit(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.nda
     return np.asarray(rows_s, np.int32)
 
 
+def py_event_order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The timeline's id order of events: by lane, then start, then longest first (a parent
+    before its child), ties in position order; the positions of the events in that order.
+
+    Stable sorts find the runs each table already has, so this is near linear; only events
+    that start at the same time as another are reordered by duration."""
+    # A stable sort of 16-bit keys is a radix sort: lanes are few.
+    narrow = lane.astype(np.uint16) if len(lane) and int(lane.max()) < 2**16 else lane
+    order = np.argsort(narrow, kind="stable")
+    lane_s = lane[order]
+    bounds = np.flatnonzero(np.diff(lane_s)) + 1
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(order)], strict=True):
+        part = order[lo:hi]
+        part = part[np.argsort(start[part], kind="stable")]
+        s = start[part]
+        tied = np.flatnonzero(s[1:] == s[:-1])
+        if len(tied):
+            at = np.union1d(tied, tied + 1)
+            run = np.cumsum(np.r_[True, np.diff(at) > 1] | np.r_[True, s[at][1:] != s[at][:-1]])
+            dur = end[part[at]] - s[at]
+            part[at] = part[at][np.lexsort((-dur, run))]
+        order[lo:hi] = part
+    return order
+
+
 def _int64(*columns: np.ndarray) -> list[np.ndarray] | None:
     """The columns as contiguous int64 for the core, or None where one holds a value int64
     does not equal (the timeline's float64 times are whole nanoseconds; the reference takes
@@ -108,3 +133,14 @@ def compiled_depth_rows(start: np.ndarray, end: np.ndarray) -> np.ndarray | None
         return None
     rows = np.empty(len(start), np.int32)
     return rows if _walk.cpu_rows(*columns, rows) else None
+
+
+def event_order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """py_event_order's positions (lane: ids from 0)."""
+    columns = _int64(start, end) if _walk is not None else None
+    if _walk is None or columns is None or lane.dtype != np.int32:
+        return py_event_order(lane, start, end)
+    order = np.empty(len(start), np.int64)
+    if not _walk.event_order(np.ascontiguousarray(lane), *columns, order):
+        return py_event_order(lane, start, end)
+    return order

@@ -31,6 +31,7 @@ from gpuprofile.report.lanes import (
 )
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 from gpuprofile.trace.nesting import clusters, depth_rows, overlap_rows
+from gpuprofile.trace.walk import event_order
 from gpuprofile.widget.encoding import smallest_uint
 from gpuprofile.widget.stack_lanes import op_titles, shown_op_rows
 
@@ -115,7 +116,7 @@ def timeline_data(trace: Trace) -> TimelineData:
     name = np.concatenate([p.pop("name") for p in parts])
     start, end = (np.concatenate([p.pop(k) for p in parts]) for k in ("start", "end"))
     del parts
-    order = _order(lane, start, end)
+    order = event_order(lane, start, end)
     start, end, lane = start[order], end[order], lane[order]
     # Lane ids of the column's own type: another would make searchsorted cast every event.
     bounds = np.searchsorted(lane, np.arange(len(lanes) + 1, dtype=lane.dtype))
@@ -308,30 +309,6 @@ def _layout(
                  rows=1, **ids)
         )  # fmt: skip
     return lanes, cpu_lane, gpu_lane, counter_lane
-
-
-def _order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Global id order: by lane, then start, then longest first (a parent before its child).
-
-    Stable sorts find the runs each table already has, so this is near linear; only events
-    that start at the same time as another are reordered by duration."""
-    # A stable sort of 16-bit keys is a radix sort: lanes are few.
-    narrow = lane.astype(np.uint16) if len(lane) and int(lane.max()) < 2**16 else lane
-    order = np.argsort(narrow, kind="stable")
-    lane_s = lane[order]
-    bounds = np.flatnonzero(np.diff(lane_s)) + 1
-    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(order)], strict=True):
-        part = order[lo:hi]
-        part = part[np.argsort(start[part], kind="stable")]
-        s = start[part]
-        tied = np.flatnonzero(s[1:] == s[:-1])
-        if len(tied):
-            at = np.union1d(tied, tied + 1)
-            run = np.cumsum(np.r_[True, np.diff(at) > 1] | np.r_[True, s[at][1:] != s[at][:-1]])
-            dur = end[part[at]] - s[at]
-            part[at] = part[at][np.lexsort((-dur, run))]
-        order[lo:hi] = part
-    return order
 
 
 def _rows(
