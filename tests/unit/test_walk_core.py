@@ -1,12 +1,13 @@
 """The compiled lane core (trace/_walk.c) gives exactly what its pure-Python references give:
-the call-stack walk, first-fit rows, a CPU lane's rows (nesting.py_depth_rows) and the
-timeline's event order, on generated intervals built to cross, tie and be empty, and on the
-lanes of every shared trace.
+the call-stack walk, first-fit rows, a CPU lane's rows (nesting.py_depth_rows), the timeline's
+event order and the overview's boxes, on generated intervals built to cross, tie and be empty,
+and on the lanes of every shared trace.
 Without the built core the comparisons skip (fail under CI=true, where ``make setup`` builds
 it)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +16,9 @@ import pytest
 
 import gpuprofile
 from gpuprofile.trace import nesting, walk
-from gpuprofile.widget import timeline
+from gpuprofile.widget import tables, timeline
 from helpers.prerequisites import SHARED_TRACES, missing, require_trace
+from helpers.synthetic import synthetic_trace
 
 SHARED_KINETO = SHARED_TRACES / "kineto"
 
@@ -99,6 +101,30 @@ def test_event_order_leaves_negative_lanes_to_the_reference() -> None:
 
 
 @pytest.mark.usefixtures("compiled")
+def test_overview_boxes_equal_the_reference_on_tied_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real timeline's lanes and rows with times drawn from a few values: boxes of many
+    members, equal durations (the first longest wins), events past both ends of the view."""
+    data = timeline.timeline_data(synthetic_trace(3000))
+    rng = np.random.default_rng(3)
+    cases = []
+    for k in range(40):
+        start = rng.integers(-5, 60, data.total).astype(np.float64) * 1000
+        end = start + rng.choice([0.0, 500.0, 1000.0, 7000.0], data.total)
+        tied = dataclasses.replace(data, start=start, end=end)
+        view = (float(rng.integers(0, 20)) * 1000, float(rng.integers(25, 70)) * 1000)
+        ids = None if k % 2 else np.flatnonzero(rng.random(data.total) < 0.5)
+        cases.append((tied, ids, view, int(rng.integers(1, 50))))
+    compiled = [tables.merged_columns(*case) for case in cases]
+    monkeypatch.setattr(walk, "_walk", None)
+    for (columns, meta), case in zip(compiled, cases, strict=True):
+        expected_columns, expected_meta = tables.merged_columns(*case)
+        assert meta == expected_meta
+        assert {k: v.tolist() for k, v in columns.items()} == {
+            k: v.tolist() for k, v in expected_columns.items()
+        }
+
+
+@pytest.mark.usefixtures("compiled")
 def test_unsorted_intervals_are_left_to_the_reference() -> None:
     start = np.array([5, 1], np.int64)
     assert walk.compiled_depth_rows(start, start + 3) is None
@@ -122,6 +148,16 @@ def test_wrong_arguments_raise() -> None:
         _walk.first_fit(column, column, column, bytes(12))
     with pytest.raises(ValueError, match="array 3"):
         _walk.walk(column, column, column, np.zeros(3, np.int32), np.zeros(3, np.int32))
+    lane, times, out = np.zeros(2, np.int32), np.zeros(2), np.zeros(4, np.int64)
+    arrays = [lane, lane, times, times, np.zeros(0, np.int64), np.zeros(2, np.int64)]
+    outputs = [out, out, np.zeros(4), np.zeros(4), out, np.zeros(2, np.int64)]
+    with pytest.raises(TypeError, match="12 arrays and 3 numbers"):
+        _walk.overview_boxes(*arrays, *outputs)
+    with pytest.raises(ValueError, match="array 2: expected 2 items of 8 bytes"):
+        _walk.overview_boxes(*arrays[:2], lane, *arrays[3:], *outputs, 0.0, 1.0, 2)
+    with pytest.raises(ValueError, match="event 1 out of range"):  # lane 1 of one lane
+        _walk.overview_boxes(np.array([0, 1], np.int32), *arrays[1:5], np.zeros(1, np.int64),
+                             *outputs, 0.0, 1.0, 2)  # fmt: skip
 
 
 def _shared_traces() -> list[Path]:
@@ -137,8 +173,10 @@ def test_a_shared_traces_lanes_and_nesting_equal_the_reference(
     trace = gpuprofile.load(path).trace
     compiled_rows = timeline.timeline_data(trace)
     compiled_nest = nesting.nest(*_op_columns(trace))
+    compiled_boxes = _boxes(compiled_rows)
     monkeypatch.setattr(walk, "_walk", None)  # the pure-Python path from here
     reference_rows = timeline.timeline_data(trace)
+    assert _boxes(compiled_rows) == compiled_boxes == _boxes(reference_rows)
     assert compiled_rows.row.tolist() == reference_rows.row.tolist()
     assert compiled_rows.source.tolist() == reference_rows.source.tolist()
     assert compiled_rows.kind.tolist() == reference_rows.kind.tolist()
@@ -154,3 +192,12 @@ def _op_columns(trace: gpuprofile.Trace) -> tuple[np.ndarray, np.ndarray, np.nda
     thread = (ops["pid"].to_numpy() << 32) ^ ops["tid"].to_numpy()
     start = ops["start_ns"].to_numpy()
     return thread, start, start + ops["dur_ns"].to_numpy()
+
+
+def _boxes(data: timeline.TimelineData) -> list[object]:
+    """The overview at several bin counts, and a window's merged boxes, as plain lists."""
+    span = data.span_ns
+    ids = tables.window_ids(data, span * 0.3, span * 0.6)
+    found = [tables.merged_columns(data, None, (0.0, span), bins) for bins in (1, 7, 256, 8192)]
+    found.append(tables.merged_columns(data, ids, (span * 0.3, span * 0.6), 100))
+    return [({k: v.tolist() for k, v in columns.items()}, meta) for columns, meta in found]

@@ -21,6 +21,18 @@ typedef struct {
     int held;
 } Column;
 
+/* One argument as a column, writable where asked; -1, with the exception set, where it is no
+ * buffer (the column is then not held). Its callers check its items' width and number. */
+static int
+take_column(PyObject *arg, Column *column, int writable)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(arg, &column->view, flags) < 0)
+        return -1;
+    column->held = 1;
+    return 0;
+}
+
 /* The call's arguments as columns: the first ``inputs`` read-only, every one of ``widths[k]``
  * bytes an item and of the first's length (in *n). -1, with the exception set, where one is
  * no such buffer; the columns taken so far are released by release_all in either case. */
@@ -34,10 +46,8 @@ take_columns(PyObject *args, const char *name, Column *columns, int count, int i
     }
     for (int k = 0; k < count; k++) {
         Column *column = &columns[k];
-        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (k >= inputs ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, k), &column->view, flags) < 0)
+        if (take_column(PyTuple_GET_ITEM(args, k), column, k >= inputs) < 0)
             return -1;
-        column->held = 1;
         if (k == 0)
             *n = column->view.len / widths[0];
         if (column->view.itemsize != widths[k] || column->view.len != *n * widths[k]) {
@@ -406,10 +416,104 @@ done:
     return result;
 }
 
+/* overview_boxes(lane, row, start, end, ids, first_row, count, first, last_end, longest,
+ * first_longest, long_ids, t0, width, bins): the overview's boxes in one pass over the events
+ * ids (ascending; none: every event, so the caller never passes an empty window), where numpy
+ * would make a dozen columns of them. An event at least ``width`` long is listed in long_ids;
+ * a shorter one joins the box of its lane row and bin, numbered (first_row[lane] + row) *
+ * bins + bin, bin being (start - t0) / width clipped to [0, bins - 1] and truncated. Per box:
+ * its members' count, first member, last end, longest duration and first longest member
+ * (boxes of no member keep count 0). lane, row int32; start, end float64; ids, first_row int64
+ * in; count, first, first_longest int64, last_end, longest float64 (of the boxes' number) and
+ * long_ids int64 (of the events' number) out. Returns how many long ids it wrote.
+ * tables.py_boxes. */
+static PyObject *
+overview_boxes(PyObject *self, PyObject *args)
+{
+    (void)self;
+    static const Py_ssize_t widths[] = {4, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
+    Column c[12];
+    memset(c, 0, sizeof c);
+    PyObject *result = NULL;
+    double t0, width;
+    Py_ssize_t bins;
+    if (PyTuple_GET_SIZE(args) != 15) {
+        PyErr_SetString(PyExc_TypeError, "overview_boxes() takes 12 arrays and 3 numbers");
+        return NULL;
+    }
+    t0 = PyFloat_AsDouble(PyTuple_GET_ITEM(args, 12));
+    width = PyFloat_AsDouble(PyTuple_GET_ITEM(args, 13));
+    bins = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 14));
+    if (PyErr_Occurred())
+        return NULL;
+    for (int k = 0; k < 12; k++)
+        if (take_column(PyTuple_GET_ITEM(args, k), &c[k], k >= 6) < 0)
+            goto done;
+    Py_ssize_t n = c[0].view.len / 4, m = c[4].view.len / 8, lanes = c[5].view.len / 8;
+    Py_ssize_t boxes = c[6].view.len / 8;
+    for (int k = 0; k < 12; k++) {
+        Py_ssize_t want = k < 4 || k == 11 ? n : k == 4 ? m : k == 5 ? lanes : boxes;
+        if (c[k].view.itemsize != widths[k] || c[k].view.len != want * widths[k] || bins < 1) {
+            PyErr_Format(PyExc_ValueError,
+                         "overview_boxes(): array %d: expected %zd items of %zd bytes", k, want,
+                         widths[k]);
+            goto done;
+        }
+    }
+    const int32_t *lane = c[0].view.buf, *row = c[1].view.buf;
+    const double *start = c[2].view.buf, *end = c[3].view.buf;
+    const int64_t *ids = c[4].view.buf, *first_row = c[5].view.buf;
+    int64_t *count = c[6].view.buf, *first = c[7].view.buf, *first_longest = c[10].view.buf;
+    double *last_end = c[8].view.buf, *longest = c[9].view.buf;
+    int64_t *long_ids = c[11].view.buf;
+    Py_ssize_t listed = 0, total = m > 0 ? m : n;
+    for (Py_ssize_t b = 0; b < boxes; b++)
+        count[b] = 0;
+    for (Py_ssize_t k = 0; k < total; k++) {
+        int64_t i = m > 0 ? ids[k] : k;
+        if (i < 0 || i >= n || lane[i] < 0 || lane[i] >= lanes) {
+            PyErr_Format(PyExc_ValueError, "overview_boxes(): event %zd out of range", k);
+            goto done;
+        }
+        double dur = end[i] - start[i];
+        if (dur >= width) {
+            long_ids[listed++] = i;
+            continue;
+        }
+        double at = (start[i] - t0) / width;
+        at = at < 0 ? 0 : at;
+        at = at > (double)(bins - 1) ? (double)(bins - 1) : at;
+        int64_t box = (first_row[lane[i]] + row[i]) * (int64_t)bins + (int64_t)at;
+        if (box < 0 || box >= boxes) {
+            PyErr_Format(PyExc_ValueError, "overview_boxes(): box %lld of %zd", (long long)box,
+                         boxes);
+            goto done;
+        }
+        if (count[box]++ == 0) {
+            first[box] = i;
+            last_end[box] = end[i];
+            longest[box] = dur;
+            first_longest[box] = i;
+            continue;
+        }
+        if (end[i] > last_end[box])
+            last_end[box] = end[i];
+        if (dur > longest[box]) {
+            longest[box] = dur;
+            first_longest[box] = i;
+        }
+    }
+    result = PyLong_FromSsize_t(listed);
+done:
+    release_all(c, 12);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "The call-stack walk (nesting._nest_walk)."},
     {"cpu_rows", cpu_rows, METH_VARARGS, "A CPU lane's rows (timeline._cpu_rows)."},
     {"first_fit", first_fit, METH_VARARGS, "First-fit rows (nesting.overlap_rows)."},
+    {"overview_boxes", overview_boxes, METH_VARARGS, "The overview's boxes (tables.py_boxes)."},
     {"event_order", event_order, METH_VARARGS, "The timeline's event order (walk.py_event_order)."},
     {NULL, NULL, 0, NULL},
 };

@@ -104,6 +104,11 @@ except ImportError:
 COMPILED = _walk is not None
 
 
+def compiled_core() -> ModuleType | None:
+    """The compiled module where it was built (tests set it to None for the twins' paths)."""
+    return _walk
+
+
 def walk(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
     """py_walk's (parent, depth)."""
     columns = _int64(thread, start, end) if _walk is not None else None

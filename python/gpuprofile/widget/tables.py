@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuprofile.trace import walk
 from gpuprofile.widget.timeline import TimelineData
 
 
@@ -72,37 +73,24 @@ def segment_columns(
 
 
 def merged_columns(
-    data: TimelineData, ids: np.ndarray, view: tuple[float, float], bins: int
+    data: TimelineData, ids: np.ndarray | None, view: tuple[float, float], bins: int
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Coverage boxes of the events ids (ascending) at `bins` bins across view, per lane row.
+    """Coverage boxes of the events ids (ascending; None: every event) at `bins` bins across
+    view, per lane row.
 
     Events shorter than a bin are merged with the others of their row that start in the same
     bin (name: the longest member's; extent: first start to last end); longer ones stay."""
     t0, t1 = view
     width = max((t1 - t0) / max(bins, 1), 1e-9)
-    # The overview asks for every event: read the columns, not copies of them.
-    every = len(ids) == data.total
-    start, end = (data.start, data.end) if every else (data.start[ids], data.end[ids])
-    dur = end - start
-    long = dur >= width
-    short = np.flatnonzero(~long)
-    # Clipped at 0 first, truncation is floor.
-    bin_of = np.clip((start[short] - t0) / width, 0, bins - 1).astype(np.int64)
-    short_ids = short if every else ids[short]
     # A box per lane row and bin, numbered in that order: lane rows are numbered across lanes.
-    first_row = np.r_[0, np.cumsum([lane.rows for lane in data.lanes])]
-    box = (first_row[data.lane[short_ids]] + data.row[short_ids]) * bins + bin_of
-    boxes = int(first_row[-1]) * bins
-    if boxes > 4 * len(box) + 2**16:  # a wide window of many rows: number the boxes in use
-        _, box = np.unique(box, return_inverse=True)
-        boxes = int(box.max()) + 1 if len(box) else 0
-    count, first, box_end, first_longest = _merge(box, boxes, end[short], dur[short])
-    box_start = start[short[first]]
-    box_ids = ids[short[first_longest]]
-    long_ids = ids[long]
+    first_row = np.r_[0, np.cumsum([lane.rows for lane in data.lanes])].astype(np.int64)
+    found = compiled_boxes(data, ids, first_row, t0, width, bins)
+    count, box_start, box_end, box_ids, long_ids = found or py_boxes(
+        data, ids, first_row, t0, width, bins
+    )
     all_lane = np.r_[data.lane[box_ids], data.lane[long_ids]]
-    all_start = np.r_[box_start, start[long]]
-    all_end = np.r_[box_end, end[long]]
+    all_start = np.r_[box_start, data.start[long_ids]]
+    all_end = np.r_[box_end, data.end[long_ids]]
     all_name = np.r_[data.name[box_ids], data.name[long_ids]]
     all_row = np.r_[data.row[box_ids], data.row[long_ids]]
     all_count = np.r_[count, np.ones(len(long_ids), np.uint32)]
@@ -116,6 +104,75 @@ def merged_columns(
         "count": all_count[final].astype(np.uint32),
     }
     return columns, {"segments": segments, "merged": True, "view": [t0, t1], "bins": bins}
+
+
+Boxes = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def compiled_boxes(
+    data: TimelineData,
+    ids: np.ndarray | None,
+    first_row: np.ndarray,
+    t0: float,
+    width: float,
+    bins: int,
+) -> Boxes | None:
+    """py_boxes' answer by the compiled core (one pass, no per-event columns), or None where
+    it is not built or the boxes would outnumber the events (py_boxes numbers those in use)."""
+    boxes = int(first_row[-1]) * bins
+    events = data.total if ids is None else len(ids)
+    # The core reads no ids as every event: an empty window is py_boxes' (and costs nothing).
+    core = walk.compiled_core()
+    if core is None or boxes > events + 2**16 or events == 0:
+        return None
+    count, first, first_longest = (np.empty(boxes, np.int64) for _ in range(3))
+    last_end, longest = np.empty(boxes, np.float64), np.empty(boxes, np.float64)
+    long_ids = np.empty(data.total, np.int64)  # pages never written are never touched
+    listed = core.overview_boxes(
+        np.ascontiguousarray(data.lane, np.int32),
+        np.ascontiguousarray(data.row, np.int32),
+        np.ascontiguousarray(data.start, np.float64),
+        np.ascontiguousarray(data.end, np.float64),
+        np.empty(0, np.int64) if ids is None else np.ascontiguousarray(ids, np.int64),
+        first_row,
+        count, first, last_end, longest, first_longest, long_ids,
+        float(t0), float(width), int(bins),
+    )  # fmt: skip
+    used = np.flatnonzero(count)
+    return (
+        count[used].astype(np.uint32),
+        data.start[first[used]],
+        last_end[used],
+        first_longest[used],
+        long_ids[:listed].copy(),
+    )
+
+
+def py_boxes(
+    data: TimelineData,
+    ids: np.ndarray | None,
+    first_row: np.ndarray,
+    t0: float,
+    width: float,
+    bins: int,
+) -> Boxes:
+    """Per box in use (ascending box number): its members' count, first start, last end and
+    longest member (the first of equals); then the ids of the events a bin long or longer."""
+    start, end = (data.start, data.end) if ids is None else (data.start[ids], data.end[ids])
+    dur = end - start
+    long = dur >= width
+    short = np.flatnonzero(~long)
+    # Clipped at 0 first, truncation is floor.
+    bin_of = np.clip((start[short] - t0) / width, 0, bins - 1).astype(np.int64)
+    short_ids = short if ids is None else ids[short]
+    box = (first_row[data.lane[short_ids]] + data.row[short_ids]) * bins + bin_of
+    boxes = int(first_row[-1]) * bins
+    if boxes > 4 * len(box) + 2**16:  # a wide window of many rows: number the boxes in use
+        _, box = np.unique(box, return_inverse=True)
+        boxes = int(box.max()) + 1 if len(box) else 0
+    count, first, box_end, first_longest = _merge(box, boxes, end[short], dur[short])
+    long_ids = np.flatnonzero(long) if ids is None else ids[long]
+    return count, start[short[first]], box_end, short_ids[first_longest], long_ids
 
 
 def _merge(
@@ -166,10 +223,9 @@ def overview_columns(
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """What the `events` trait holds: every event when there are few, else the overview."""
     view = (0.0, data.span_ns)
-    ids = np.arange(data.total)
     if data.total <= detail_threshold:
-        return segment_columns(data, ids, view)
-    return merged_columns(data, ids, view, overview_bins(data))
+        return segment_columns(data, np.arange(data.total), view)
+    return merged_columns(data, None, view, overview_bins(data))
 
 
 def overview_bins(data: TimelineData) -> int:
