@@ -34,6 +34,12 @@ def smallest_uint(max_value: int) -> type[np.unsignedinteger[Any]]:
     raise ValueError(f"{max_value} does not fit 32 bits")
 
 
+def position_type(count: int) -> type[np.signedinteger[Any]]:
+    """The integer type of positions among ``count`` items, -1 for none included: int32 (int64
+    only past 2**31 items), so that columns kept per event take half the memory."""
+    return np.int32 if count < 2**31 else np.int64
+
+
 def encode_table(columns: Mapping[str, np.ndarray], meta: Mapping[str, Any] | None = None) -> bytes:
     lengths = {len(v) for v in columns.values()}
     if len(lengths) > 1:

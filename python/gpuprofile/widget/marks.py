@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.trace.model import Trace
+from gpuprofile.widget.encoding import position_type
 from gpuprofile.widget.request_args import cached
 from gpuprofile.widget.tables import event_columns
 from gpuprofile.widget.timeline import KIND_TABLES, TimelineData
@@ -42,7 +43,7 @@ def rows_of_ids(data: TimelineData, trace: Trace, table: str, wanted: np.ndarray
         if len(ids):
             low, high = int(ids.min()), int(ids.max())
             if high - low < 4 * len(ids) + 1024:
-                lookup = np.full(high - low + 1, -1, np.int64)
+                lookup = np.full(high - low + 1, -1, position_type(len(ids)))
                 lookup[ids - low] = np.arange(len(ids))
                 if np.count_nonzero(lookup >= 0) == len(ids):  # unique, as get_indexer needs
                     return low, lookup
@@ -64,7 +65,7 @@ def gid_of_row(data: TimelineData, trace: Trace, table: str) -> np.ndarray:
 
     def build() -> np.ndarray:
         gids = np.flatnonzero(data.kind == kind)
-        out = np.full(len(trace.table(table)), -1, np.int64)
+        out = np.full(len(trace.table(table)), -1, position_type(data.total))
         out[data.source[gids]] = gids
         return out
 

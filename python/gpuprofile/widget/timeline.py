@@ -32,7 +32,7 @@ from gpuprofile.report.lanes import (
 from gpuprofile.trace.model import TIMELINE_TABLES, Trace
 from gpuprofile.trace.nesting import clusters, depth_rows, overlap_rows
 from gpuprofile.trace.walk import event_order
-from gpuprofile.widget.encoding import smallest_uint
+from gpuprofile.widget.encoding import position_type, smallest_uint
 from gpuprofile.widget.stack_lanes import op_titles, shown_op_rows
 
 # Event kinds as they cross the wire, and the Trace table each comes from.
@@ -62,7 +62,7 @@ class TimelineData:
     lane: np.ndarray  # int32 lane id
     row: np.ndarray  # int32 row within the lane
     kind: np.ndarray  # uint8 index into KINDS
-    source: np.ndarray  # int64 position of the event in its Trace table (KIND_TABLES[kind])
+    source: np.ndarray  # int32 position of the event in its Trace table (KIND_TABLES[kind])
     lane_lo: np.ndarray  # per lane id: first global id of the lane (lane_hi: one past the last)
     lane_hi: np.ndarray
     max_end: np.ndarray  # running max of end within each lane: binary-searchable by time
@@ -132,7 +132,8 @@ def timeline_data(trace: Trace) -> TimelineData:
     # Each event's kind and row in its table follow from its position before the order: the
     # table whose offsets hold it, and its distance from that table's first.
     kind = (np.searchsorted(offsets, order, side="right") - 1).astype(np.uint8)
-    source = order - offsets[kind]
+    source = np.empty(len(order), position_type(len(order)))  # kept per event: the narrower type
+    np.subtract(order, offsets[kind], out=source, casting="unsafe")
     if op_rows is not None:  # back to the ops table's own row positions
         source[kind == 0] = op_rows[source[kind == 0]]
     name = name[order]
