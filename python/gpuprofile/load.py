@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gpuprofile.collector import collector_paused
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.importers.formats import read_trace
 from gpuprofile.importers.kineto import load_kineto
@@ -68,7 +69,7 @@ def load(
         WorkerError: a worker process died, or the scheduler cannot be reached.
         HistoryError: a baseline the history does not hold.
     """
-    with byte_limit(max_bytes):
+    with byte_limit(max_bytes), collector_paused():
         side = resolve_side(baseline) if baseline is not None else None
         job = {"rank_regex": rank_regex, "workers": workers, "scheduler": scheduler}
         given = path if isinstance(path, str | Path) else ", ".join(str(p) for p in path)

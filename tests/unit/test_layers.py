@@ -21,6 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "python" / "gpuprofile"
 LAYERS: dict[str, int] = {
     "errors": 0,
     "units": 0,
+    "collector": 0,
     "trace": 1,
     "importers": 2,
     "hardware": 2,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from gpuprofile.capture.recording import Recording
+from gpuprofile.collector import collector_paused
 from gpuprofile.errors import HistoryError
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.store.history import StoredRun, open_history
@@ -117,7 +118,9 @@ class Profile:
         if self._report_json is None:
             from gpuprofile.report.schema import report_json
 
-            self._report_json = report_json(self.typed_report())
+            report = self.typed_report()
+            with collector_paused():
+                self._report_json = report_json(report)
         return self._report_json
 
     def typed_report(self) -> Report:
@@ -126,7 +129,8 @@ class Profile:
         if self._report is None:
             from gpuprofile.report.build import build_report
 
-            report = build_report(self.analysis)
+            with collector_paused():
+                report = build_report(self.analysis)
             if self._baseline is not None:
                 from gpuprofile.report.diff import diff_runs
                 from gpuprofile.report.diff_side import side_of_trace

@@ -11,6 +11,7 @@ import msgspec
 import traitlets
 
 from gpuprofile.analyses.context import Analysis
+from gpuprofile.collector import collector_paused
 from gpuprofile.errors import GpuprofileError
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.report.build import build_report
@@ -25,7 +26,7 @@ from gpuprofile.report.workload_text import workload_line
 from gpuprofile.widget.marks import marks_columns
 from gpuprofile.widget.requests import Source, handle
 from gpuprofile.widget.tables import DETAIL_THRESHOLD, counter_columns, overview_columns
-from gpuprofile.widget.timeline import KINDS, opening_view, timeline_data
+from gpuprofile.widget.timeline import KINDS, TimelineData, opening_view, timeline_data
 from gpuprofile.widget.wire import encode_wire
 
 if TYPE_CHECKING:
@@ -132,6 +133,22 @@ def show_result(
     instances; without, the heaviest ones the report names. Traces of more than
     ``detail_threshold`` events cross as an overview, with detail fetched on demand. The
     browser redraws once, as one state update."""
+    with collector_paused():
+        state, data = _state(report, text, trace, analysis, detail_threshold)
+    widget._source = Source(data=data, trace=trace, analysis=analysis)
+    with widget.hold_sync():
+        for name, value in state.items():
+            setattr(widget, name, value)
+
+
+def _state(
+    report: Report | None,
+    text: str,
+    trace: Trace,
+    analysis: Analysis | None,
+    detail_threshold: int,
+) -> tuple[dict[str, Any], TimelineData]:
+    """The widget's traits by name, and the timeline data they were drawn from."""
     # Beside the report, what Python composes once and the browser draws or shows as text.
     extras: SummaryExtras = {"text": text}
     if report is not None:  # else a timeline alone
@@ -160,7 +177,4 @@ def show_result(
         "total_events": data.total,
         "complete": data.total <= detail_threshold,
     }
-    widget._source = Source(data=data, trace=trace, analysis=analysis)
-    with widget.hold_sync():
-        for name, value in state.items():
-            setattr(widget, name, value)
+    return state, data

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpuprofile.collector import collector_paused
 from gpuprofile.errors import TraceFormatError
 from gpuprofile.importers.demangle import demangled
 from gpuprofile.importers.kineto.capture_ranges import with_capture_ranges
@@ -94,7 +95,8 @@ def _read_rank(paths: list[Path]) -> tuple[Trace, int | None]:
     exact: set[Path] = set()  # the files read again with every ts kept to the nanosecond
     while True:
         try:
-            return _read_rank_parts(paths, exact)
+            with collector_paused():  # here too: worker processes read ranks by this alone
+                return _read_rank_parts(paths, exact)
         except ExactTimesNeeded as needed:
             if needed.path in exact:
                 raise
