@@ -376,3 +376,28 @@ def test_absolute_nanoseconds_beyond_float64_come_back_exactly_whole_or_in_parts
     got = trace.meta.origin_ns + np.sort(trace.ops["start_ns"].to_numpy())
     np.testing.assert_array_equal(got, written)
     assert (trace.ops["dur_ns"] == 1).all()
+
+
+@pytest.mark.parametrize("space", [b"\n", b" \t\r\n"])
+@pytest.mark.parametrize("as_list", [False, True])
+def test_leading_whitespace_reads_as_without_it(
+    tmp_path: Path, space: bytes, as_list: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch's export starts with a newline: the file reads as the same trace, whether small
+    or read in parts (a part size of 1 KB here), object or legacy list."""
+    doc: Any = launch_doc()
+    text = json.dumps(doc["traceEvents"] if as_list else doc).encode()
+    plain = load_kineto(_written(tmp_path / "plain.json", text))
+    spaced = _written(tmp_path / "spaced.json", space + text)
+    for raw in (space + text, b"", b" \x0b\x0c[", space):  # as bytes.lstrip() reads them
+        assert decode.first_byte(raw) == raw.lstrip()[:1]
+    for part_bytes in (decode.PART_BYTES, 1024):
+        monkeypatch.setattr(decode, "PART_BYTES", part_bytes)
+        got = load_kineto(spaced)
+        for table in ("ops", "kernels", "runtime"):
+            assert got.table(table).equals(plain.table(table)), (table, part_bytes)
+
+
+def _written(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path

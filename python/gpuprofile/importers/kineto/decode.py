@@ -12,6 +12,7 @@ decode where float64 loses them), and no JSON nests deeper than ``MAX_NESTING``.
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -163,7 +164,7 @@ def decode_bytes(path: Path, raw: bytes, loose: Loose | None = None) -> Document
     as plain values and handed to ``loose`` (with the index of the first), which makes them
     Events; without it, such a file raises TraceFormatError.
     """
-    head = raw.lstrip()[:1]
+    head = first_byte(raw)
     if head not in (b"[", b"{"):
         raise TraceFormatError(path, "not JSON text (does not start with '{' or '[')")
     is_list = head == b"["
@@ -256,6 +257,18 @@ class ExactTimesNeeded(Exception):
         self.path = path
 
 
+# What bytes.lstrip() strips; matched in place, where lstrip would copy a whole file that
+# starts with a newline (torch's export does).
+_LEADING_SPACE = re.compile(rb"[ \t\n\r\x0b\x0c]*")
+
+
+def first_byte(raw: bytes) -> bytes:
+    """``raw.lstrip()[:1]``, without copying raw."""
+    start = _LEADING_SPACE.match(raw)
+    at = start.end() if start else 0
+    return raw[at : at + 1]
+
+
 _OUTLINE_DECODER = msgspec.json.Decoder(Document[msgspec.Raw])
 _RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
 
@@ -286,7 +299,7 @@ def event_parts(
         return doc, iter([(0, events)]), False
     try:
         with nesting_limit():
-            if raw.lstrip()[:1] == b"[":
+            if first_byte(raw) == b"[":
                 outline: Document[Any] = Document(traceEvents=_RAW_LIST_DECODER.decode(raw))
             else:
                 outline = _OUTLINE_DECODER.decode(raw)
