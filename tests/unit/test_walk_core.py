@@ -74,6 +74,8 @@ def test_walk_and_first_fit_equal_the_reference() -> None:
 
 @pytest.mark.usefixtures("compiled")
 def test_event_order_equals_the_reference_and_a_lexsort() -> None:
+    from gpuprofile.trace import _walk
+
     rng = np.random.default_rng(2)
     for k in range(1500):
         n = int(rng.integers(0, 60))
@@ -84,7 +86,8 @@ def test_event_order_equals_the_reference_and_a_lexsort() -> None:
             start = np.sort(start)
         end = start + rng.integers(0, 4, n)
         independent = np.lexsort((np.arange(n), -(end - start), start, lane))
-        got = walk.event_order(lane, start, end)
+        got = np.empty(n, np.int64)  # the core itself: a fallback to the twin would not count
+        assert _walk.event_order(lane, start, end, got) is True
         assert got.tolist() == independent.tolist()
         assert walk.py_event_order(lane, start, end).tolist() == independent.tolist()
 
@@ -114,7 +117,17 @@ def test_overview_boxes_equal_the_reference_on_tied_times(monkeypatch: pytest.Mo
         view = (float(rng.integers(0, 20)) * 1000, float(rng.integers(25, 70)) * 1000)
         ids = None if k % 2 else np.flatnonzero(rng.random(data.total) < 0.5)
         cases.append((tied, ids, view, int(rng.integers(1, 50))))
+    answered = []  # the core's answers: none would mean the twin ran on both sides
+
+    def core(*args: object) -> object:
+        found = compiled_boxes(*args)
+        answered.append(found is not None)
+        return found
+
+    compiled_boxes = walk.compiled_boxes
+    monkeypatch.setattr(walk, "compiled_boxes", core)
     compiled = [tables.merged_columns(*case) for case in cases]
+    assert answered == [True] * len(cases)
     monkeypatch.setattr(walk, "_walk", None)
     for (columns, meta), case in zip(compiled, cases, strict=True):
         expected_columns, expected_meta = tables.merged_columns(*case)
@@ -155,6 +168,8 @@ def test_wrong_arguments_raise() -> None:
         _walk.overview_boxes(*arrays, *outputs)
     with pytest.raises(ValueError, match="array 2: expected 2 items of 8 bytes"):
         _walk.overview_boxes(*arrays[:2], lane, *arrays[3:], *outputs, 0.0, 1.0, 2)
+    with pytest.raises(ValueError, match="0 bins"):
+        _walk.overview_boxes(*arrays, *outputs, 0.0, 1.0, 0)
     with pytest.raises(ValueError, match="event 1 out of range"):  # lane 1 of one lane
         _walk.overview_boxes(np.array([0, 1], np.int32), *arrays[1:5], np.zeros(1, np.int64),
                              *outputs, 0.0, 1.0, 2)  # fmt: skip

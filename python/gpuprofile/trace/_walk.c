@@ -446,6 +446,10 @@ overview_boxes(PyObject *self, PyObject *args)
     bins = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 14));
     if (PyErr_Occurred())
         return NULL;
+    if (bins < 1) {
+        PyErr_Format(PyExc_ValueError, "overview_boxes(): %zd bins", bins);
+        return NULL;
+    }
     for (int k = 0; k < 12; k++)
         if (take_column(PyTuple_GET_ITEM(args, k), &c[k], k >= 6) < 0)
             goto done;
@@ -453,7 +457,7 @@ overview_boxes(PyObject *self, PyObject *args)
     Py_ssize_t boxes = c[6].view.len / 8;
     for (int k = 0; k < 12; k++) {
         Py_ssize_t want = k < 4 || k == 11 ? n : k == 4 ? m : k == 5 ? lanes : boxes;
-        if (c[k].view.itemsize != widths[k] || c[k].view.len != want * widths[k] || bins < 1) {
+        if (c[k].view.itemsize != widths[k] || c[k].view.len != want * widths[k]) {
             PyErr_Format(PyExc_ValueError,
                          "overview_boxes(): array %d: expected %zd items of %zd bytes", k, want,
                          widths[k]);

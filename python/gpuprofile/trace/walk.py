@@ -104,11 +104,6 @@ except ImportError:
 COMPILED = _walk is not None
 
 
-def compiled_core() -> ModuleType | None:
-    """The compiled module where it was built (tests set it to None for the twins' paths)."""
-    return _walk
-
-
 def walk(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
     """py_walk's (parent, depth)."""
     columns = _int64(thread, start, end) if _walk is not None else None
@@ -149,3 +144,37 @@ def event_order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     if not _walk.event_order(np.ascontiguousarray(lane), *columns, order):
         return py_event_order(lane, start, end)
     return order
+
+
+def compiled_boxes(
+    lane: np.ndarray,
+    row: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    ids: np.ndarray | None,
+    first_row: np.ndarray,
+    t0: float,
+    width: float,
+    bins: int,
+) -> tuple[np.ndarray, ...] | None:
+    """The overview's boxes by the compiled core (``_walk.c``'s overview_boxes; the reference
+    is widget/tables.py_boxes): per box number its members' count, first member, last end and
+    first longest member, then the ids of the events ``width`` long or longer; None where the
+    core is not built. ids: ascending, not empty (None: every event)."""
+    if _walk is None:
+        return None
+    boxes = int(first_row[-1]) * bins
+    count, first, first_longest = (np.empty(boxes, np.int64) for _ in range(3))
+    last_end, longest = np.empty(boxes, np.float64), np.empty(boxes, np.float64)
+    long_ids = np.empty(len(lane), np.int64)  # pages never written are never touched
+    listed = _walk.overview_boxes(
+        np.ascontiguousarray(lane, np.int32),
+        np.ascontiguousarray(row, np.int32),
+        np.ascontiguousarray(start, np.float64),
+        np.ascontiguousarray(end, np.float64),
+        np.empty(0, np.int64) if ids is None else np.ascontiguousarray(ids, np.int64),
+        np.ascontiguousarray(first_row, np.int64),
+        count, first, last_end, longest, first_longest, long_ids,
+        float(t0), float(width), int(bins),
+    )  # fmt: skip
+    return count, first, last_end, first_longest, long_ids[:listed].copy()

@@ -7,6 +7,7 @@ ids), so ids cost no bytes; see encoding.py for the byte layout.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -81,13 +82,14 @@ def merged_columns(
     Events shorter than a bin are merged with the others of their row that start in the same
     bin (name: the longest member's; extent: first start to last end); longer ones stay."""
     t0, t1 = view
-    width = max((t1 - t0) / max(bins, 1), 1e-9)
-    # A box per lane row and bin, numbered in that order: lane rows are numbered across lanes.
-    first_row = np.r_[0, np.cumsum([lane.rows for lane in data.lanes])].astype(np.int64)
-    found = compiled_boxes(data, ids, first_row, t0, width, bins)
-    count, box_start, box_end, box_ids, long_ids = found or py_boxes(
-        data, ids, first_row, t0, width, bins
+    grid = BoxGrid(
+        first_row=np.r_[0, np.cumsum([lane.rows for lane in data.lanes])].astype(np.int64),
+        t0=t0,
+        width=max((t1 - t0) / max(bins, 1), 1e-9),
+        bins=bins,
     )
+    found = compiled_boxes(data, ids, grid)
+    count, box_start, box_end, box_ids, long_ids = found or py_boxes(data, ids, grid)
     all_lane = np.r_[data.lane[box_ids], data.lane[long_ids]]
     all_start = np.r_[box_start, data.start[long_ids]]
     all_end = np.r_[box_end, data.end[long_ids]]
@@ -106,67 +108,61 @@ def merged_columns(
     return columns, {"segments": segments, "merged": True, "view": [t0, t1], "bins": bins}
 
 
+@dataclass(frozen=True)
+class BoxGrid:
+    """A box per lane row and bin across a view, numbered (first_row[lane] + row) * bins + bin:
+    lane rows are numbered across lanes."""
+
+    first_row: np.ndarray  # int64, per lane id its first row's number, then the rows in all
+    t0: float  # the view's start
+    width: float  # a bin's, in ns
+    bins: int
+
+    @property
+    def boxes(self) -> int:
+        return int(self.first_row[-1]) * self.bins
+
+
+# Per box in use: count, first start, last end, longest member; then the long events' ids.
 Boxes = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def compiled_boxes(
-    data: TimelineData,
-    ids: np.ndarray | None,
-    first_row: np.ndarray,
-    t0: float,
-    width: float,
-    bins: int,
-) -> Boxes | None:
+def compiled_boxes(data: TimelineData, ids: np.ndarray | None, grid: BoxGrid) -> Boxes | None:
     """py_boxes' answer by the compiled core (one pass, no per-event columns), or None where
     it is not built or the boxes would outnumber the events (py_boxes numbers those in use)."""
-    boxes = int(first_row[-1]) * bins
     events = data.total if ids is None else len(ids)
     # The core reads no ids as every event: an empty window is py_boxes' (and costs nothing).
-    core = walk.compiled_core()
-    if core is None or boxes > events + 2**16 or events == 0:
+    if grid.boxes > events + 2**16 or events == 0:
         return None
-    count, first, first_longest = (np.empty(boxes, np.int64) for _ in range(3))
-    last_end, longest = np.empty(boxes, np.float64), np.empty(boxes, np.float64)
-    long_ids = np.empty(data.total, np.int64)  # pages never written are never touched
-    listed = core.overview_boxes(
-        np.ascontiguousarray(data.lane, np.int32),
-        np.ascontiguousarray(data.row, np.int32),
-        np.ascontiguousarray(data.start, np.float64),
-        np.ascontiguousarray(data.end, np.float64),
-        np.empty(0, np.int64) if ids is None else np.ascontiguousarray(ids, np.int64),
-        first_row,
-        count, first, last_end, longest, first_longest, long_ids,
-        float(t0), float(width), int(bins),
+    found = walk.compiled_boxes(
+        data.lane, data.row, data.start, data.end, ids,
+        grid.first_row, grid.t0, grid.width, grid.bins,
     )  # fmt: skip
+    if found is None:
+        return None
+    count, first, last_end, first_longest, long_ids = found
     used = np.flatnonzero(count)
     return (
         count[used].astype(np.uint32),
         data.start[first[used]],
         last_end[used],
         first_longest[used],
-        long_ids[:listed].copy(),
+        long_ids,
     )
 
 
-def py_boxes(
-    data: TimelineData,
-    ids: np.ndarray | None,
-    first_row: np.ndarray,
-    t0: float,
-    width: float,
-    bins: int,
-) -> Boxes:
+def py_boxes(data: TimelineData, ids: np.ndarray | None, grid: BoxGrid) -> Boxes:
     """Per box in use (ascending box number): its members' count, first start, last end and
     longest member (the first of equals); then the ids of the events a bin long or longer."""
     start, end = (data.start, data.end) if ids is None else (data.start[ids], data.end[ids])
     dur = end - start
-    long = dur >= width
+    long = dur >= grid.width
     short = np.flatnonzero(~long)
     # Clipped at 0 first, truncation is floor.
-    bin_of = np.clip((start[short] - t0) / width, 0, bins - 1).astype(np.int64)
+    bin_of = np.clip((start[short] - grid.t0) / grid.width, 0, grid.bins - 1).astype(np.int64)
     short_ids = short if ids is None else ids[short]
-    box = (first_row[data.lane[short_ids]] + data.row[short_ids]) * bins + bin_of
-    boxes = int(first_row[-1]) * bins
+    box = (grid.first_row[data.lane[short_ids]] + data.row[short_ids]) * grid.bins + bin_of
+    boxes = grid.boxes
     if boxes > 4 * len(box) + 2**16:  # a wide window of many rows: number the boxes in use
         _, box = np.unique(box, return_inverse=True)
         boxes = int(box.max()) + 1 if len(box) else 0
