@@ -4,9 +4,9 @@ Reading and reporting allocate many short-lived containers; enough of them are a
 young collection runs that they count toward a full one, which then walks every object the
 process holds (about 200,000 once torch and pandas are imported: 60-100 ms each time) and finds
 nothing, since what gpuprofile leaves behind is freed by reference counting. Paused, the
-collections are not deferred but skipped: the few objects still alive at the end join the
-older generations as any others do. Cycles made meanwhile are collected by the next
-collection after the pause.
+temporaries those collections would have walked are gone before the pause ends; what stays
+alive (a report, an analysis's caches) counts toward the next full collection as any
+allocation does, and cycles made meanwhile are collected by the first collection after.
 """
 
 from __future__ import annotations

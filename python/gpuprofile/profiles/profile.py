@@ -118,9 +118,8 @@ class Profile:
         if self._report_json is None:
             from gpuprofile.report.schema import report_json
 
-            report = self.typed_report()
             with collector_paused():
-                self._report_json = report_json(report)
+                self._report_json = report_json(self.typed_report())
         return self._report_json
 
     def typed_report(self) -> Report:

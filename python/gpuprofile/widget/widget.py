@@ -26,7 +26,7 @@ from gpuprofile.report.workload_text import workload_line
 from gpuprofile.widget.marks import marks_columns
 from gpuprofile.widget.requests import Source, handle
 from gpuprofile.widget.tables import DETAIL_THRESHOLD, counter_columns, overview_columns
-from gpuprofile.widget.timeline import KINDS, TimelineData, opening_view, timeline_data
+from gpuprofile.widget.timeline import KINDS, opening_view, timeline_data
 from gpuprofile.widget.wire import encode_wire
 
 if TYPE_CHECKING:
@@ -133,48 +133,38 @@ def show_result(
     instances; without, the heaviest ones the report names. Traces of more than
     ``detail_threshold`` events cross as an overview, with detail fetched on demand. The
     browser redraws once, as one state update."""
+    # The collector paused: composing the state allocates enough to set off full collections
+    # of every object the process holds (collector.py).
     with collector_paused():
-        state, data = _state(report, text, trace, analysis, detail_threshold)
-    widget._source = Source(data=data, trace=trace, analysis=analysis)
-    with widget.hold_sync():
-        for name, value in state.items():
-            setattr(widget, name, value)
-
-
-def _state(
-    report: Report | None,
-    text: str,
-    trace: Trace,
-    analysis: Analysis | None,
-    detail_threshold: int,
-) -> tuple[dict[str, Any], TimelineData]:
-    """The widget's traits by name, and the timeline data they were drawn from."""
-    # Beside the report, what Python composes once and the browser draws or shows as text.
-    extras: SummaryExtras = {"text": text}
-    if report is not None:  # else a timeline alone
-        extras["roofline_layout"] = roofline_layout(report)
-        extras["module_layout"] = module_layout(report)
-        extras["memory_layout"] = memory_layout(report)
-        extras["workload_line"] = workload_line(report.workload) if report.workload else None
-        extras["step_noise"] = (
-            step_noise_view(report.baseline.summary.step_ns) if report.baseline else None
-        )
-    summary: dict[str, Any] = {
-        **(report_json(report) if report is not None else {}),
-        **msgspec.to_builtins(extras),
-    }
-    data = timeline_data(trace)
-    state = {
-        "summary": summary,
-        "lanes": msgspec.to_builtins(data.lanes),
-        "names": data.names,
-        "name_kinds": data.name_kinds,
-        "events": encode_wire("events", *overview_columns(data, detail_threshold)),
-        "counters": encode_wire("counters", *counter_columns(data)),
-        "marks": encode_wire("marks", *marks_columns(data, trace, report, analysis)),
-        "span_ns": data.span_ns,
-        "opening_view": opening_view(data),
-        "total_events": data.total,
-        "complete": data.total <= detail_threshold,
-    }
-    return state, data
+        # Beside the report, what Python composes once and the browser draws or shows as text.
+        extras: SummaryExtras = {"text": text}
+        if report is not None:  # else a timeline alone
+            extras["roofline_layout"] = roofline_layout(report)
+            extras["module_layout"] = module_layout(report)
+            extras["memory_layout"] = memory_layout(report)
+            extras["workload_line"] = workload_line(report.workload) if report.workload else None
+            extras["step_noise"] = (
+                step_noise_view(report.baseline.summary.step_ns) if report.baseline else None
+            )
+        summary: dict[str, Any] = {
+            **(report_json(report) if report is not None else {}),
+            **msgspec.to_builtins(extras),
+        }
+        data = timeline_data(trace)
+        state = {
+            "summary": summary,
+            "lanes": msgspec.to_builtins(data.lanes),
+            "names": data.names,
+            "name_kinds": data.name_kinds,
+            "events": encode_wire("events", *overview_columns(data, detail_threshold)),
+            "counters": encode_wire("counters", *counter_columns(data)),
+            "marks": encode_wire("marks", *marks_columns(data, trace, report, analysis)),
+            "span_ns": data.span_ns,
+            "opening_view": opening_view(data),
+            "total_events": data.total,
+            "complete": data.total <= detail_threshold,
+        }
+        widget._source = Source(data=data, trace=trace, analysis=analysis)
+        with widget.hold_sync():
+            for name, value in state.items():
+                setattr(widget, name, value)
