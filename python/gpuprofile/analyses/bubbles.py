@@ -146,11 +146,9 @@ def bubbles(trace: Trace, collectives: pd.DataFrame, events: pd.DataFrame) -> li
     wait_rank = collectives["rank"].to_numpy(np.int64)
     wait_ns = collectives["wait_ns"].to_numpy(np.int64)
     out = []
-    cuts = np.flatnonzero(np.diff(step_of)) + 1
-    for first, stop in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(kept)].tolist(), strict=True):
-        if first == stop:
-            continue
-        step = int(step_of[first])
+    steps, firsts = np.unique(step_of, return_index=True)  # step_of is sorted: runs of steps
+    stops = np.r_[firsts[1:], len(step_of)]
+    for step, first, stop in zip(steps.tolist(), firsts.tolist(), stops.tolist(), strict=True):
         start, end = int(starts[first:stop].min()), int(ends[first:stop].max())
         window = end - start
         if window <= 0:
