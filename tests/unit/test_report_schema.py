@@ -262,3 +262,32 @@ def test_a_report_with_a_baseline_follows_the_report_schema(baselined: Profile) 
     report = json.loads(json.dumps(baselined.report()))
     assert report["baseline"]["schema"] == "gpuprofile.diff/1"
     _validator(SCHEMA_FILE).validate(report)
+
+
+def test_jsonable_gives_plain_json_types() -> None:
+    """What the report's JSON holds, whatever the analyses left in it: numpy scalars as
+    Python numbers, tuples as lists, keys as text, NaN and infinities as null; text the
+    encoder refuses (a lone surrogate, read from a trace) kept as it is, not an error."""
+    import numpy as np
+
+    value = {
+        "ints": (np.int64(3), np.int32(-2), 7),
+        "floats": [np.float64(0.5), np.float32(1.5), float("nan"), np.float64("inf")],
+        "flag": np.bool_(True),
+        1: {"nested": (1, (2, 3))},
+        "source": schema.Source(path=None, format="kineto", version="1"),
+    }
+    expected = {
+        "ints": [3, -2, 7],
+        "floats": [0.5, 1.5, None, None],
+        "flag": True,
+        "1": {"nested": [1, [2, 3]]},
+        "source": {"path": None, "format": "kineto", "version": "1"},
+    }
+    plain = schema.jsonable(value)
+    assert plain == expected
+    assert type(plain["ints"][0]) is int and type(plain["floats"][1]) is float
+    assert schema.jsonable({"name": "a\ud800b", "x": (float("nan"),)}) == {
+        "name": "a\ud800b",
+        "x": [None],
+    }
