@@ -1,8 +1,10 @@
 """The Kineto reader's compiled core (importers/kineto/_gather.c) gives exactly what its
 pure-Python twins in gather.py give, and those what the reader's expressions gave before the core
 (``ints`` of ``as_id``, ``int_or_none``, ``address`` of a field; ``float_column`` of ts and dur):
-on crafted events that reach every branch, and on every shared Kineto trace. Without the built
-core the comparisons skip (fail under CI=true, where ``make setup`` builds it)."""
+on crafted events that reach every branch, and on every shared Kineto trace; and the texts of
+a column as codes (``text_codes``, ``raw_codes``) as their twins and a dict by hand give them.
+Without the built core the comparisons skip (fail under CI=true, where ``make setup`` builds
+it)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -396,6 +399,75 @@ def test_no_reference_leaks(core: ModuleType) -> None:
 
 def test_compiled_flag_says_which_runs(core: ModuleType) -> None:
     assert gather.COMPILED and gather.gather_ints is core.gather_ints
+    assert gather.text_codes is core.text_codes and gather.raw_codes is core.raw_codes
+
+
+# --- texts as codes -------------------------------------------------------------------------
+
+TEXTS = ["aten::mm", "", "aten::mm", "ñame ✓", "a" * 300, "", "aten::add_", "ñame ✓", "\x00z"]
+
+
+def _by_hand_codes(values: list[Any], known: dict[Any, int]) -> tuple[list[int], dict[Any, int]]:
+    texts, codes = dict(known), []
+    for v in values:
+        if v not in texts:
+            texts[v] = len(texts)
+        codes.append(texts[v])
+    return codes, texts
+
+
+@pytest.mark.parametrize("known", [{}, {"aten::add_": 0, "zz": 1}])
+def test_text_codes_equal_the_twin_and_by_hand(core: ModuleType, known: dict[str, int]) -> None:
+    values = TEXTS * 7 + [f"op{i}" for i in range(1000)]
+    expected, expected_texts = _by_hand_codes(values, known)
+    for fn in (core.text_codes, gather.py_text_codes):
+        texts, out = dict(known), np.full(len(values), -7, np.int64)
+        assert fn(values, texts, out) is None
+        assert out.tolist() == expected and texts == expected_texts
+        assert list(texts) == list(expected_texts)  # the order first met
+    with pytest.raises(ValueError):
+        core.text_codes(values, {}, np.empty(3, np.int64))
+    with pytest.raises(TypeError):  # an unhashable value
+        core.text_codes([[1]], {}, np.empty(1, np.int64))
+
+
+def _raws(texts: list[bytes]) -> list[msgspec.Raw]:
+    """Raw texts as the decoder gives them: views into one decoded document."""
+    document = b"[" + b",".join(t or b"null" for t in texts) + b"]"
+    raws = msgspec.json.decode(document, type=list[msgspec.Raw])
+    return [r if t else msgspec.Raw() for r, t in zip(raws, texts, strict=True)]
+
+
+def test_raw_codes_equal_the_twin_and_by_hand(core: ModuleType) -> None:
+    # Many distinct texts (the table fills and probes), repeats, the empty text, non-ASCII.
+    texts = [b"[[2, 3], [3, 4]]", b"", b'["float", "float"]', '["\u00f1"]'.encode(), b"[]"]
+    texts += [f"[[{i}, {i % 7}]]".encode() for i in range(3000)] + texts[::-1]
+    raws = _raws(texts * 2)
+    expected, distinct = _by_hand_codes([bytes(r) for r in raws], {})
+    for fn in (core.raw_codes, gather.py_raw_codes):
+        out = np.full(len(raws), -7, np.int64)
+        found = fn(raws, out)
+        assert out.tolist() == expected and found == list(distinct)
+        assert all(type(t) is bytes for t in found)
+    assert core.raw_codes([], np.empty(0, np.int64)) == []
+    with pytest.raises(TypeError):  # no buffer
+        core.raw_codes([b"x", "text"], np.empty(2, np.int64))
+    with pytest.raises(ValueError):
+        core.raw_codes(raws, np.empty(3, np.int64))
+
+
+def test_text_and_raw_codes_keep_reference_counts(core: ModuleType) -> None:
+    values = [f"name{i % 50}" for i in range(500)]
+    raws = _raws([f"[{i % 40}]".encode() for i in range(500)])
+    before = [sys.getrefcount(x) for x in [*values, *raws]]
+    for _ in range(3):
+        texts: dict[str, int] = {}
+        core.text_codes(values, texts, np.empty(len(values), np.int64))
+        del texts
+        core.raw_codes(raws, np.empty(len(raws), np.int64))
+        with pytest.raises(TypeError):
+            core.raw_codes([*raws, 3], np.empty(len(raws) + 1, np.int64))
+    assert [sys.getrefcount(x) for x in [*values, *raws]] == before
 
 
 def _trace_files() -> list[Any]:
@@ -413,6 +485,16 @@ def test_every_shared_trace(core: ModuleType, path: Path | None) -> None:
         path, read_trace_bytes(path), lambda items, first: loose_events(items, first, findings)
     )
     assert_same_columns(core, doc.traceEvents)
+    args = [e.args or NO_ARGS for e in doc.traceEvents]
+    for raws in ([a.input_dims for a in args], [a.concrete_inputs for a in args]):
+        out, twin = np.empty(len(raws), np.int64), np.empty(len(raws), np.int64)
+        assert core.raw_codes(raws, out) == gather.py_raw_codes(raws, twin)
+        assert np.array_equal(out, twin)
+    names = [e.name for e in doc.traceEvents]
+    texts, twin_texts = {}, {}
+    core.text_codes(names, texts, out := np.empty(len(names), np.int64))
+    gather.py_text_codes(names, twin_texts, twin := np.empty(len(names), np.int64))
+    assert texts == twin_texts and np.array_equal(out, twin)
 
 
 # --- the build script ---------------------------------------------------------------------------

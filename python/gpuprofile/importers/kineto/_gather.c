@@ -12,7 +12,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <math.h> /* NAN */
+#include <math.h>   /* NAN */
+#include <string.h> /* memcmp */
 
 /* The modes of gather_ints; gather.py's PLAIN, ID, INT_OR_NONE, ADDRESS. */
 enum { MODE_PLAIN, MODE_ID, MODE_INT_OR_NONE, MODE_ADDRESS, MODE_COUNT };
@@ -261,9 +262,157 @@ error:
     return NULL;
 }
 
+PyDoc_STRVAR(text_codes_doc,
+"text_codes(values, texts, out) -> None\n\n"
+"out[i] = texts.setdefault(values[i], len(texts)): each value's code among the texts (a\n"
+"dict shared by the parts of a column), a value not among them taking the next code.");
+
+static PyObject *
+text_codes(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *values, *texts, *out_obj;
+    if (!PyArg_ParseTuple(args, "O!O!O:text_codes", &PyList_Type, &values, &PyDict_Type, &texts,
+                          &out_obj))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    Py_buffer view;
+    if (get_column(out_obj, &view, sizeof(long long), n) < 0)
+        return NULL;
+    long long *out = view.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* a value's __eq__ or __hash__ may be Python code that changes the list: checked */
+        if (i >= PyList_GET_SIZE(values)) {
+            PyErr_SetString(PyExc_RuntimeError, "the list changed while it was coded");
+            goto error;
+        }
+        PyObject *value = PyList_GET_ITEM(values, i);
+        Py_INCREF(value);
+        PyObject *code = PyDict_GetItemWithError(texts, value); /* borrowed */
+        long long number;
+        if (code != NULL) {
+            Py_INCREF(code);
+            number = PyLong_AsLongLong(code);
+            Py_DECREF(code);
+        }
+        else if (PyErr_Occurred())
+            number = -1;
+        else {
+            number = PyDict_GET_SIZE(texts);
+            PyObject *next = PyLong_FromLongLong(number);
+            if (next == NULL || PyDict_SetItem(texts, value, next) < 0)
+                number = -1;
+            Py_XDECREF(next);
+        }
+        Py_DECREF(value);
+        if (number == -1 && PyErr_Occurred())
+            goto error;
+        out[i] = number;
+    }
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+error:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+/* FNV-1a over a text's bytes: the texts are short (an op's input shapes or types) */
+static unsigned long long
+text_hash(const unsigned char *p, Py_ssize_t size)
+{
+    unsigned long long h = 14695981039346656037ULL;
+    for (Py_ssize_t k = 0; k < size; k++)
+        h = (h ^ p[k]) * 1099511628211ULL;
+    return h;
+}
+
+PyDoc_STRVAR(raw_codes_doc,
+"raw_codes(raws, out) -> list[bytes]\n\n"
+"The distinct texts of raws (each a bytes-like object: a msgspec.Raw), in the order first\n"
+"met, as bytes; out[i] = the position of raws[i]'s text among them.");
+
+static PyObject *
+raw_codes(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *raws, *out_obj;
+    if (!PyArg_ParseTuple(args, "O!O:raw_codes", &PyList_Type, &raws, &out_obj))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(raws);
+    Py_buffer view;
+    if (get_column(out_obj, &view, sizeof(long long), n) < 0)
+        return NULL;
+    long long *out = view.buf;
+    /* open addressing, at most half full: a slot holds a distinct text's position + 1 */
+    Py_ssize_t slots = 16;
+    while (slots < 2 * n)
+        slots *= 2;
+    Py_ssize_t *table = PyMem_Calloc(slots, sizeof(Py_ssize_t));
+    unsigned long long *hashes = PyMem_Malloc((n ? n : 1) * sizeof(unsigned long long));
+    PyObject *distinct = PyList_New(0);
+    if (table == NULL || hashes == NULL || distinct == NULL) {
+        if (distinct != NULL || !PyErr_Occurred())
+            PyErr_NoMemory();
+        goto error;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* a buffer's export runs no Python code for msgspec.Raw or bytes; checked anyway */
+        if (i >= PyList_GET_SIZE(raws)) {
+            PyErr_SetString(PyExc_RuntimeError, "the list changed while it was coded");
+            goto error;
+        }
+        PyObject *raw = PyList_GET_ITEM(raws, i);
+        Py_INCREF(raw);
+        Py_buffer text;
+        if (PyObject_GetBuffer(raw, &text, PyBUF_SIMPLE) < 0) {
+            Py_DECREF(raw);
+            goto error;
+        }
+        unsigned long long h = text_hash(text.buf, text.len);
+        Py_ssize_t at = (Py_ssize_t)(h & (unsigned long long)(slots - 1));
+        Py_ssize_t found = -1;
+        while (table[at]) {
+            Py_ssize_t d = table[at] - 1;
+            PyObject *known = PyList_GET_ITEM(distinct, d);
+            if (hashes[d] == h && PyBytes_GET_SIZE(known) == text.len &&
+                memcmp(PyBytes_AS_STRING(known), text.buf, text.len) == 0) {
+                found = d;
+                break;
+            }
+            at = (at + 1) & (slots - 1);
+        }
+        if (found < 0) {
+            found = PyList_GET_SIZE(distinct);
+            PyObject *copy = PyBytes_FromStringAndSize(text.buf, text.len);
+            int failed = copy == NULL || PyList_Append(distinct, copy) < 0;
+            Py_XDECREF(copy);
+            if (failed) {
+                PyBuffer_Release(&text);
+                Py_DECREF(raw);
+                goto error;
+            }
+            hashes[found] = h;
+            table[at] = found + 1;
+        }
+        PyBuffer_Release(&text);
+        Py_DECREF(raw);
+        out[i] = found;
+    }
+    PyMem_Free(table);
+    PyMem_Free(hashes);
+    PyBuffer_Release(&view);
+    return distinct;
+error:
+    PyMem_Free(table);
+    PyMem_Free(hashes);
+    Py_XDECREF(distinct);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"gather_ints", gather_ints, METH_VARARGS, gather_ints_doc},
     {"gather_floats", gather_floats, METH_VARARGS, gather_floats_doc},
+    {"text_codes", text_codes, METH_VARARGS, text_codes_doc},
+    {"raw_codes", raw_codes, METH_VARARGS, raw_codes_doc},
     {NULL, NULL, 0, NULL},
 };
 

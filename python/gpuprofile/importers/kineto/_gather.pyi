@@ -1,5 +1,5 @@
-# The compiled reader core (_gather.c); gather.py's py_gather_ints and py_gather_floats are
-# its pure-Python twins, with these signatures.
+# The compiled reader core (_gather.c); gather.py's py_gather_ints, py_gather_floats,
+# py_text_codes and py_raw_codes are its pure-Python twins, with these signatures.
 from collections.abc import Callable
 from typing import Any
 
@@ -14,3 +14,5 @@ def gather_ints(
     /,
 ) -> int: ...
 def gather_floats(items: list[Any], path: tuple[str, ...], out: Any, bad: Any, /) -> int: ...
+def text_codes(values: list[Any], texts: dict[Any, int], out: Any, /) -> None: ...
+def raw_codes(raws: list[Any], out: Any, /) -> list[bytes]: ...

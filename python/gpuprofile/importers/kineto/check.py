@@ -16,11 +16,10 @@ from typing import Any
 
 import msgspec
 import numpy as np
-import pandas as pd
 
 from gpuprofile.importers.kineto.decode import exact_ns, nesting_limit
 from gpuprofile.importers.kineto.format import Args, Event
-from gpuprofile.importers.kineto.gather import float_column_of
+from gpuprofile.importers.kineto.gather import float_column_of, raw_codes_of
 
 # Times and durations whose nanoseconds reach this are refused: a difference of two times, or
 # a time plus a duration, then stays within int64. 2**62 ns is 146 years, so absolute Unix
@@ -222,12 +221,12 @@ class Shapes:
         self._seen: dict[tuple[int, bytes], str | None] = {}
 
     def _texts(
-        self, kind: int, raws: Sequence[msgspec.Raw], ok: Callable[[Any], bool], what: str
+        self, kind: int, raws: list[msgspec.Raw], ok: Callable[[Any], bool], what: str
     ) -> list[str | None]:
         """Each raw's text (None where it is empty or not ``ok``): the column's distinct texts
-        are found in C (factorize), and only those are decoded and checked."""
-        codes, distinct = pd.factorize(np.array(list(map(bytes, raws)), dtype=object))
-        texts = [self._checked(kind, key, ok) for key in distinct.tolist()]
+        are found in C (raw_codes_of), and only those are decoded and checked."""
+        codes, distinct = raw_codes_of(raws)
+        texts = [self._checked(kind, key, ok) for key in distinct]
         unknown = np.array([t is None and key != b"" for t, key in zip(texts, distinct)], bool)
         if unknown.any():
             self._findings.unknown_value(what, int(unknown[codes].sum()))
@@ -248,16 +247,16 @@ class Shapes:
         self._seen[kind, key] = text
         return text
 
-    def dims(self, raws: Sequence[msgspec.Raw]) -> list[str | None]:
+    def dims(self, raws: list[msgspec.Raw]) -> list[str | None]:
         return self._texts(
             0, raws, lambda v: isinstance(v, list) and all(_is_shape(s, _SHAPE_DEPTH) for s in v),
             "Input Dims that are not lists of non-negative integer sizes",
         )  # fmt: skip
 
-    def types(self, raws: Sequence[msgspec.Raw]) -> list[str | None]:
+    def types(self, raws: list[msgspec.Raw]) -> list[str | None]:
         return self._texts(1, raws, _is_type_list, "Input types that are not lists of text")
 
-    def concrete(self, raws: Sequence[msgspec.Raw]) -> list[str | None]:
+    def concrete(self, raws: list[msgspec.Raw]) -> list[str | None]:
         return self._texts(
             2, raws, _is_concrete_list, "Concrete Inputs that are not lists of values"
         )

@@ -1,6 +1,7 @@
 """The Kineto reader's gather stage: one field of each decoded event (format.py's structs) as
-a numpy column, by the compiled core (``_gather.c``) where it was built, else by its pure-Python
-twins below, which are the reference: the core gives the same columns (test_gather_core.py).
+a numpy column, and a column's texts as codes, by the compiled core (``_gather.c``) where it
+was built, else by its pure-Python twins below, which are the reference: the core gives the
+same columns (test_gather_core.py).
 
 A field is named by its path of attributes (``("args", "stream")``): a None on the way is the
 value, as a missing ``args`` reads as args whose every field is None. An integer field is read
@@ -132,10 +133,31 @@ def py_gather_floats(items: list[Any], path: Path, out: np.ndarray, bad: np.ndar
     return 0 if flags is None else int(flags.sum())
 
 
+def py_text_codes(values: list[Any], texts: dict[Any, int], out: np.ndarray) -> None:
+    """out[i] = texts.setdefault(values[i], len(texts)): each value's code among the texts
+    (shared by the parts of a column), a value not among them taking the next code."""
+    out[:] = np.fromiter((texts.setdefault(v, len(texts)) for v in values), np.int64, len(values))
+
+
+def py_raw_codes(raws: list[Any], out: np.ndarray) -> list[bytes]:
+    """The distinct texts of raws (bytes-like: msgspec.Raw) as bytes, in the order first met;
+    out[i] = the position of raws[i]'s text among them."""
+    texts: dict[bytes, int] = {}
+    codes = (texts.setdefault(bytes(r), len(texts)) for r in raws)
+    out[:] = np.fromiter(codes, np.int64, len(raws))
+    return list(texts)
+
+
 try:
-    from gpuprofile.importers.kineto._gather import gather_floats, gather_ints
+    from gpuprofile.importers.kineto._gather import (
+        gather_floats,
+        gather_ints,
+        raw_codes,
+        text_codes,
+    )
 except ImportError:
     gather_ints, gather_floats = py_gather_ints, py_gather_floats
+    text_codes, raw_codes = py_text_codes, py_raw_codes
     COMPILED = False
 else:
     COMPILED = True
@@ -157,3 +179,18 @@ def float_column_of(items: list[Any], path: Path) -> tuple[np.ndarray, np.ndarra
     out = np.empty(len(items), np.float64)
     bad = np.empty(len(items), bool)
     return out, (bad if gather_floats(items, path, out, bad) else None)
+
+
+def text_codes_of(values: list[Any], texts: dict[Any, int]) -> np.ndarray:
+    """Each value's code among texts (int64), a value not among them added with the next
+    code (see text_codes)."""
+    out = np.empty(len(values), np.int64)
+    text_codes(values, texts, out)
+    return out
+
+
+def raw_codes_of(raws: list[Any]) -> tuple[np.ndarray, list[bytes]]:
+    """The raws' texts factorized (see raw_codes): each one's code (int64), and the distinct
+    texts as bytes, in the order first met."""
+    out = np.empty(len(raws), np.int64)
+    return out, raw_codes(raws, out)

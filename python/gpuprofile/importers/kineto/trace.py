@@ -33,6 +33,7 @@ from gpuprofile.importers.kineto.columns import (
 )
 from gpuprofile.importers.kineto.decode import ExactTimesNeeded, event_parts
 from gpuprofile.importers.kineto.format import RANGE_PROFILER, Document, Event
+from gpuprofile.importers.kineto.gather import text_codes_of
 from gpuprofile.importers.kineto.header import (
     base_time,
     device_list,
@@ -430,12 +431,9 @@ class _Encoded:
 
     __slots__ = ("codes", "texts")
 
-    def __init__(self, values: Any, texts: dict[str, int]) -> None:
+    def __init__(self, values: list[str], texts: dict[str, int]) -> None:
         self.texts = texts
-        # The part's own codes in C; only its distinct texts are looked up in the shared ones.
-        codes, distinct = pd.factorize(np.asarray(values, dtype=object))
-        shared = (texts.setdefault(t, len(texts)) for t in distinct.tolist())
-        self.codes = np.fromiter(shared, np.int64, len(distinct))[codes]
+        self.codes = text_codes_of(values, texts)
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -458,19 +456,15 @@ def _compact(
     table: str, columns: dict[str, Any], texts: dict[tuple[str, str], dict[str, int]]
 ) -> dict[str, Any]:
     """A part's columns in less memory until the parts are joined: names as codes into the
-    texts of their column, shared by the parts (``texts``: per (table, column)), and one string
-    object for each distinct text (input shapes repeat across ops). Codes, not a Categorical
-    per part: building one costs a fixed 0.4 ms, and a large file has 8 tables of dozens of
-    parts."""
+    texts of their column, shared by the parts (``texts``: per (table, column)). Codes, not a
+    Categorical per part: building one costs a fixed 0.4 ms, and a large file has 8 tables of
+    dozens of parts. The text columns (input shapes, which repeat across ops) need nothing
+    here: check.Shapes gives one string object for each distinct text of a file."""
     schema = SCHEMA[table]
     compact = dict(columns)
     for name, values in columns.items():
         if schema.get(name) == "category":
             compact[name] = _Encoded(values, texts.setdefault((table, name), {}))
-        elif schema.get(name) == "object":
-            # Code -1 (None, no text) takes the None appended last.
-            codes, distinct = pd.factorize(np.asarray(values, dtype=object))
-            compact[name] = np.r_[np.asarray(distinct, dtype=object), None][codes].tolist()
     return compact
 
 
