@@ -1,7 +1,8 @@
 """The compiled lane core (trace/_walk.c) gives exactly what its pure-Python references give:
 the call-stack walk, first-fit rows, a CPU lane's rows (nesting.py_depth_rows), the timeline's
-event order and the overview's boxes, on generated intervals built to cross, tie and be empty,
-and on the lanes of every shared trace.
+event order, the overview's boxes and the op tree's flagged ancestors (analyses/lookups.py), on
+generated intervals built to cross, tie and be empty, generated forests, and the lanes and op
+trees of every shared trace.
 Without the built core the comparisons skip (fail under CI=true, where ``make setup`` builds
 it)."""
 
@@ -15,6 +16,8 @@ import numpy as np
 import pytest
 
 import gpuprofile
+from gpuprofile.analyses import lookups
+from gpuprofile.analyses.context import Analysis
 from gpuprofile.trace import nesting, walk
 from gpuprofile.widget import tables, timeline
 from helpers.prerequisites import SHARED_TRACES, missing, require_trace
@@ -216,3 +219,90 @@ def _boxes(data: timeline.TimelineData) -> list[object]:
     found = [tables.merged_columns(data, None, (0.0, span), bins) for bins in (1, 7, 256, 8192)]
     found.append(tables.merged_columns(data, ids, (span * 0.3, span * 0.6), 100))
     return [({k: v.tolist() for k, v in columns.items()}, meta) for columns, meta in found]
+
+
+# --- the op tree's flagged ancestors (analyses/lookups.py) ----------------------------------
+
+
+def _forest(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(parent, depth) of a random forest of n rows in shuffled order: a row's parent may come
+    before or after it, as over a subset of rows or a merged job."""
+    parent_in_build = np.array([-1 if i == 0 or rng.random() < 0.1 else rng.integers(0, i)
+                                for i in range(n)], np.int64)  # fmt: skip
+    depth_in_build = np.zeros(n, np.int32)
+    for i in range(n):
+        if parent_in_build[i] >= 0:
+            depth_in_build[i] = depth_in_build[parent_in_build[i]] + 1
+    place = rng.permutation(n)  # row i of the build is at place[i]
+    parent, depth = np.empty(n, np.int64), np.empty(n, np.int32)
+    parent[place] = np.where(parent_in_build >= 0, place[np.maximum(parent_in_build, 0)], -1)
+    depth[place] = depth_in_build
+    return parent, depth
+
+
+def _climbed(flag: np.ndarray, parent: np.ndarray, outermost: bool) -> list[int]:
+    """Each row's answer by climbing to its root, by hand."""
+    answers = []
+    for i in range(len(flag)):
+        chain, at = [], i
+        while at >= 0:
+            chain.append(at)
+            at = int(parent[at])
+        flagged = [r for r in chain if flag[r]]
+        answers.append((flagged[-1] if outermost else flagged[0]) if flagged else -1)
+    return answers
+
+
+@pytest.mark.usefixtures("compiled")
+def test_flagged_ancestors_equal_the_references_and_a_climb_by_hand() -> None:
+    rng = np.random.default_rng(11)
+    for k in range(60):
+        n = int(rng.integers(1, 300))
+        parent, depth = _forest(rng, n)
+        flag = rng.random(n) < (0.02, 0.3, 0.9)[k % 3]
+        for outermost in (True, False):
+            core = walk.compiled_flagged_ancestors(flag, parent, outermost=outermost)
+            assert core is not None
+            assert core.tolist() == _climbed(flag, parent, outermost)
+        assert np.array_equal(
+            walk.compiled_flagged_ancestors(flag, parent, outermost=True),
+            lookups.py_outermost_with(flag, parent),
+        )
+        assert np.array_equal(
+            walk.compiled_flagged_ancestors(flag, parent, outermost=False),
+            lookups.py_innermost_everywhere(flag, parent, depth),
+        )
+
+
+@pytest.mark.usefixtures("compiled")
+def test_flagged_ancestors_refuse_what_is_no_tree() -> None:
+    from gpuprofile.trace import _walk
+
+    flag = np.ones(3, bool)
+    for parent in ([1, 2, 0], [0, -1, -1], [-1, 3, 0], [-1, -2, 0]):  # cycles, out of range
+        found = np.empty(3, np.int64)
+        assert _walk.flagged_ancestors((flag, np.array(parent, np.int64), found), True) is False
+    with pytest.raises(ValueError, match="array 1: expected 3 items of 8 bytes"):
+        _walk.flagged_ancestors((flag, np.zeros(2, np.int64), np.empty(3, np.int64)), False)
+    with pytest.raises(TypeError, match="takes 3 arrays"):
+        _walk.flagged_ancestors((flag, np.zeros(3, np.int64)), False)
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("path", _shared_traces() or [SHARED_KINETO / "none"], ids=lambda p: p.name)
+def test_a_shared_traces_op_tree_answers_equal_the_reference(path: Path) -> None:
+    require_trace(path)
+    trace = gpuprofile.load(path).trace
+    parent, depth = Analysis(trace).op_parents, trace.ops["depth"].to_numpy()
+    rng = np.random.default_rng(5)
+    for share in (0.01, 0.3, 0.9):
+        flag = rng.random(len(parent)) < share
+        if not len(flag):
+            continue
+        assert np.array_equal(
+            lookups.outermost_with(flag, parent), lookups.py_outermost_with(flag, parent)
+        )
+        assert np.array_equal(
+            lookups.innermost_everywhere(flag, parent, depth),
+            lookups.py_innermost_everywhere(flag, parent, depth),
+        )

@@ -21,6 +21,7 @@ from gpuprofile.analyses.names import matches
 from gpuprofile.trace.codes import shared_codes
 from gpuprofile.trace.links import THREAD
 from gpuprofile.trace.model import NO_ID, Trace
+from gpuprofile.trace.walk import compiled_flagged_ancestors
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.kernel_kind import KernelClasses
@@ -69,6 +70,12 @@ def outermost_with(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
     over a subset of rows (positions within it)."""
     if not flag.any():  # nothing flagged: no walk up the tree
         return np.full(len(flag), -1, np.int64)
+    found = compiled_flagged_ancestors(flag, parent, outermost=True)
+    return found if found is not None else py_outermost_with(flag, parent)
+
+
+def py_outermost_with(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """outermost_with in numpy: the reference of the compiled core (trace/_walk.c)."""
     # Pointer doubling: best[i] is the outermost flagged row on the path from i up to, not
     # including, jump[i]; each pass doubles the path, so stacks 50 deep take 6 passes.
     best = np.where(flag, np.arange(len(flag)), -1)
@@ -105,10 +112,17 @@ def innermost_with(flag: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> np
 
 
 def innermost_everywhere(flag: np.ndarray, parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
-    """innermost_with for every row at once: one pass per level of the tree, top down (a row
-    takes itself when flagged, else its parent's answer), so a deep tree costs one look per
-    row, where climbing from each row costs one per ancestor. depth: each row's depth in the
-    tree parent describes (the trace's ``ops.depth``, 0 at a root)."""
+    """innermost_with for every row at once, each row looked at once (climbing from each row
+    costs one look per ancestor). depth: each row's depth in the tree parent describes (the
+    trace's ``ops.depth``, 0 at a root), which the reference below walks by."""
+    found = compiled_flagged_ancestors(flag, parent, outermost=False) if len(flag) else None
+    return found if found is not None else py_innermost_everywhere(flag, parent, depth)
+
+
+def py_innermost_everywhere(flag: np.ndarray, parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """innermost_everywhere in numpy, the reference of the compiled core (trace/_walk.c): one
+    pass per level of the tree, top down (a row takes itself when flagged, else its parent's
+    answer)."""
     n = len(flag)
     nearest = np.where(flag, np.arange(n), -1)
     if not n:

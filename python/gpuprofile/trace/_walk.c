@@ -513,12 +513,80 @@ done:
     return result;
 }
 
+/* flagged_ancestors(flag, parent, found, outermost) -> bool: per row, the innermost (else the
+ * outermost) of it and its ancestors with flag set, -1 where none is. parent: each row's
+ * parent's position, -1 at a root. Each row is looked at once: a climb stops at the first row
+ * already answered, and the rows climbed take their answers on the way back down. bool and
+ * int64 inputs; int64 out. False, with found half written, where parent is no tree (a position
+ * out of range, or a cycle): the caller then runs the reference (analyses/lookups.py). */
+static PyObject *
+flagged_ancestors(PyObject *self, PyObject *args)
+{
+    (void)self;
+    static const Py_ssize_t widths[] = {1, 8, 8}; /* flag, parent; found */
+    PyObject *columns, *result = NULL;
+    int outermost;
+    Column c[3];
+    memset(c, 0, sizeof c);
+    int64_t *stack = NULL;
+    Py_ssize_t n = 0;
+    if (!PyArg_ParseTuple(args, "O!p:flagged_ancestors", &PyTuple_Type, &columns, &outermost))
+        return NULL;
+    if (take_columns(columns, "flagged_ancestors", c, 3, 2, widths, &n) < 0)
+        goto done;
+    const unsigned char *flag = c[0].view.buf;
+    const int64_t *parent = c[1].view.buf;
+    int64_t *found = c[2].view.buf;
+    stack = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    if (stack == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    enum { OPEN = -2, CLIMBING = -3 };
+    for (Py_ssize_t i = 0; i < n; i++)
+        found[i] = OPEN;
+    int tree = 1;
+    for (Py_ssize_t i = 0; i < n && tree; i++) {
+        if (found[i] != OPEN)
+            continue;
+        Py_ssize_t top = 0;
+        int64_t j = i;
+        while (j >= 0 && found[j] == OPEN) {
+            found[j] = CLIMBING;
+            stack[top++] = j;
+            j = parent[j];
+            if (j < -1 || j >= n || (j >= 0 && found[j] == CLIMBING)) {
+                tree = 0;
+                break;
+            }
+        }
+        if (!tree)
+            break;
+        int64_t above = j < 0 ? -1 : found[j]; /* the answer of the climb's last row's parent */
+        while (top > 0) {
+            int64_t k = stack[--top];
+            if (outermost)
+                found[k] = above >= 0 ? above : (flag[k] ? k : -1);
+            else
+                found[k] = flag[k] ? k : above;
+            above = found[k];
+        }
+    }
+    result = Py_NewRef(tree ? Py_True : Py_False);
+done:
+    PyMem_Free(stack);
+    release_all(c, 3);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "The call-stack walk (nesting._nest_walk)."},
     {"cpu_rows", cpu_rows, METH_VARARGS, "A CPU lane's rows (timeline._cpu_rows)."},
     {"first_fit", first_fit, METH_VARARGS, "First-fit rows (nesting.overlap_rows)."},
     {"overview_boxes", overview_boxes, METH_VARARGS, "The overview's boxes (tables.py_boxes)."},
     {"event_order", event_order, METH_VARARGS, "The timeline's event order (walk.py_event_order)."},
+    {"flagged_ancestors", flagged_ancestors, METH_VARARGS,
+     "The innermost or outermost flagged ancestor-or-self (analyses/lookups.py)."},
     {NULL, NULL, 0, NULL},
 };
 

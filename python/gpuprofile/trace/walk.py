@@ -1,7 +1,8 @@
-"""Lane layout's loops and sorts: the call-stack walks (nesting.py) and the timeline's event
-order, by the compiled core (``_walk.c``) where it was built, else by the pure-Python twins
-below, which are the reference: the core gives the same answers (tests/unit/test_walk_core.py).
-The walks take columns already sorted as their callers sort them; the order sorts them."""
+"""Lane layout's loops and sorts: the call-stack walks (nesting.py), the timeline's event
+order and the op tree's flagged ancestors (analyses/lookups.py), by the compiled core
+(``_walk.c``) where it was built, else by the pure-Python twins below (and in lookups.py),
+which are the reference: the core gives the same answers (tests/unit/test_walk_core.py). The
+walks take columns already sorted as their callers sort them; the order sorts them."""
 
 from __future__ import annotations
 
@@ -144,6 +145,20 @@ def event_order(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     if not _walk.event_order(np.ascontiguousarray(lane), *columns, order):
         return py_event_order(lane, start, end)
     return order
+
+
+def compiled_flagged_ancestors(
+    flag: np.ndarray, parent: np.ndarray, *, outermost: bool
+) -> np.ndarray | None:
+    """Per row, the innermost (outermost) of it and its ancestors with flag set, -1 where none
+    is, by the compiled core; None where it is not built or parent (each row's parent's
+    position, -1 at a root) is no tree. The references are analyses/lookups.py's
+    py_innermost_everywhere and py_outermost_with."""
+    if _walk is None:
+        return None
+    found = np.empty(len(flag), np.int64)
+    columns = (np.ascontiguousarray(flag, bool), np.ascontiguousarray(parent, np.int64), found)
+    return found if _walk.flagged_ancestors(columns, outermost) else None
 
 
 def compiled_boxes(
