@@ -83,12 +83,18 @@ def per_category(
     categories = categorical(names).cat.categories
     found = _cache_of(categories)
     if key not in found:
+        if _TEXTS not in found:  # once: listing text categories (pyarrow) costs milliseconds
+            found[_TEXTS] = np.array([str(c) for c in categories.tolist()], dtype=object)
         values: np.ndarray = np.array(
-            [*(fn(str(c)) for c in categories.tolist()), missing], dtype=dtype
+            [*(fn(c) for c in found[_TEXTS].tolist()), missing], dtype=dtype
         )
         values.flags.writeable = False
         found[key] = values
     return found[key]
+
+
+# per_category's key for the categories as str, which every other key's answers are made from.
+_TEXTS = ("categories as str",)
 
 
 def _cache_of(categories: pd.Index) -> dict[Hashable, np.ndarray]:
