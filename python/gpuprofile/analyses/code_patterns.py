@@ -331,7 +331,7 @@ def _label_codes(names: pd.Series, call_rows: np.ndarray, call_labels: np.ndarra
     per_text = np.fromiter(
         (number.setdefault(t, len(number)) for t in texts.tolist()), np.int64, len(texts)
     )
-    label_code = per_text[codes(names)]
+    label_code: np.ndarray = per_text[codes(names)]
     label_code[call_rows] = [number.setdefault(t, len(number)) for t in call_labels.tolist()]
     return label_code
 
