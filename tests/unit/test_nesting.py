@@ -1,11 +1,23 @@
 """nest() gives what a call-stack walk over each thread gives, for nested and crossing
-intervals alike (its whole-column path for nested ones, its walk for crossing ones)."""
+intervals alike, on both its paths: the compiled walk over every interval (where the core is
+built), and the whole-column path for nested ones with the walk for crossing ones."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from gpuprofile.trace import nesting
+from gpuprofile.trace import walk as core
 from gpuprofile.trace.nesting import nest
+from helpers.prerequisites import missing
+
+
+@pytest.fixture(autouse=True, params=["compiled walk", "column operations"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.param == "compiled walk" and not core.COMPILED:
+        missing("the compiled lane core (trace/_walk.c) is not built: run `make setup`")
+    monkeypatch.setattr(nesting, "COMPILED", request.param == "compiled walk")
 
 
 def walk(thread: list[int], start: list[int], end: list[int]) -> tuple[list[int], list[int]]:

@@ -193,6 +193,7 @@ def test_a_shared_traces_lanes_and_nesting_equal_the_reference(
     compiled_nest = nesting.nest(*_op_columns(trace))
     compiled_boxes = _boxes(compiled_rows)
     monkeypatch.setattr(walk, "_walk", None)  # the pure-Python path from here
+    monkeypatch.setattr(nesting, "COMPILED", False)  # nest's column operations, not the walk
     reference_rows = timeline.timeline_data(trace)
     assert _boxes(compiled_rows) == compiled_boxes == _boxes(reference_rows)
     assert compiled_rows.row.tolist() == reference_rows.row.tolist()
