@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuprofile.trace.model import NO_ID
-from gpuprofile.trace.walk import COMPILED, compiled_depth_rows, first_fit, walk
+from gpuprofile.trace.walk import COMPILED, compiled_depth_rows, event_order, first_fit, walk
 
 
 def nest(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -17,7 +17,7 @@ def nest(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nda
     itself runs only over the stretches of a thread where intervals cross.
     """
     n = len(start)
-    order = np.lexsort((-(end - start), start, thread))
+    order = _sorted_order(thread, start, end)
     thread_s, start_s, end_s = thread[order], start[order], end[order]
     parent_s, depth_s = _nest_sorted(thread_s, start_s, end_s)
     parent = np.full(n, NO_ID, np.int64)
@@ -26,6 +26,15 @@ def nest(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nda
     parent[order[has_parent]] = order[parent_s[has_parent]]
     depth[order] = depth_s
     return parent, depth
+
+
+def _sorted_order(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The positions by (thread, start, longest first, position): the timeline's event order
+    (the compiled core's merge sort, which finds the runs a thread's ops already have) where
+    thread holds small ids from 0 (shared_codes'), else a lexsort."""
+    if COMPILED and len(thread) and int(thread.min()) >= 0 and int(thread.max()) < 2**31:
+        return event_order(thread.astype(np.int32), start, end)
+    return np.lexsort((-(end - start), start, thread))
 
 
 def _nest_sorted(
