@@ -137,16 +137,17 @@ def op_columns(
     }
 
 
-def _any_set(items: list[Any], *names: str) -> bool:
-    """Whether some item's attribute of one of these names is not None: map and count run
-    in C, where a generator's test per item took 57 ms over a 62 MB trace's ops."""
-    return any(list(map(attrgetter(name), items)).count(None) < len(items) for name in names)
+def _any_set(values: list[Any]) -> bool:
+    """Whether some value is not None. Callers list the values in a comprehension (a
+    specialised attribute read per event) and the count runs in C: half the time of a
+    generator's test per event, and of map() with attrgetter."""
+    return values.count(None) < len(values)
 
 
 def caller_line_column(args: list[Args]) -> dict[str, Any]:
     """The line each Python call was made on in its caller, where the capture wrote it (else
     NO_ID); {} when no event has one (the default column)."""
-    if not _any_set(args, "caller_line"):
+    if not _any_set([a.caller_line for a in args]):
         return {}
     return {"caller_line": _gathered(args, ("caller_line",), INT_OR_NONE)}
 
@@ -154,7 +155,7 @@ def caller_line_column(args: list[Args]) -> dict[str, Any]:
 def autograd_columns(args: list[Args]) -> dict[str, Any]:
     """The autograd sequence number and forward thread counter of ops whose args carry them
     (else NO_ID); {} when no op has one (a trace without autograd: the defaults)."""
-    if not _any_set(args, "sequence", "fwd_tid"):
+    if not (_any_set([a.sequence for a in args]) or _any_set([a.fwd_tid for a in args])):
         return {}
     return {
         "sequence": _gathered(args, ("sequence",), INT_OR_NONE),
@@ -170,7 +171,7 @@ def comm_columns(args: list[Args], findings: Findings) -> dict[str, Any]:
     """The communication facts of events whose args carry them (else "" and -1): the
     collective's name, process group, its ranks, sequence number and message bytes (the
     larger of the in and out messages, as nccl-tests size a collective)."""
-    if not _any_set(args, "collective"):
+    if not _any_set([a.collective for a in args]):
         return {}
     return {
         "collective": [_text(a.collective) for a in args],
