@@ -105,6 +105,18 @@ get_column(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t n)
     return 0;
 }
 
+/* items[i] as a new reference; NULL, with a RuntimeError, where the list is no longer that
+ * long (Python code that a value runs, a rule or an __eq__, could shrink it mid-loop). */
+static PyObject *
+item_at(PyObject *items, Py_ssize_t i)
+{
+    if (i >= PyList_GET_SIZE(items)) {
+        PyErr_SetString(PyExc_RuntimeError, "the list changed while it was read");
+        return NULL;
+    }
+    return Py_NewRef(PyList_GET_ITEM(items, i));
+}
+
 PyDoc_STRVAR(gather_ints_doc,
 "gather_ints(items, path, alt, mode, absent, rule, out) -> int\n\n"
 "out[i] = the integer of each item's value at path (at alt where that is None) by mode;\n"
@@ -128,12 +140,9 @@ gather_ints(PyObject *Py_UNUSED(module), PyObject *args)
     long long *out = view.buf;
     Py_ssize_t beyond = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (i >= PyList_GET_SIZE(items)) { /* only a rule that shrinks the list could */
-            PyErr_SetString(PyExc_RuntimeError, "the list changed while it was gathered");
+        PyObject *item = item_at(items, i); /* held while both paths are read */
+        if (item == NULL)
             goto error;
-        }
-        PyObject *item = PyList_GET_ITEM(items, i);
-        Py_INCREF(item); /* held while both paths are read */
         PyObject *value = get_path(item, path);
         if (value == Py_None && PyTuple_GET_SIZE(alt)) {
             Py_DECREF(value);
@@ -218,12 +227,11 @@ gather_floats(PyObject *Py_UNUSED(module), PyObject *args)
     unsigned char *bad = bad_view.buf;
     Py_ssize_t bad_count = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        /* getattr on a struct runs no Python code, so the list keeps its size; checked anyway */
-        if (i >= PyList_GET_SIZE(items)) {
-            PyErr_SetString(PyExc_RuntimeError, "the list changed while it was gathered");
+        PyObject *item = item_at(items, i);
+        if (item == NULL)
             goto error;
-        }
-        PyObject *value = get_path(PyList_GET_ITEM(items, i), path);
+        PyObject *value = get_path(item, path);
+        Py_DECREF(item);
         if (value == NULL)
             goto error;
         double number;
@@ -280,13 +288,9 @@ text_codes(PyObject *Py_UNUSED(module), PyObject *args)
         return NULL;
     long long *out = view.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
-        /* a value's __eq__ or __hash__ may be Python code that changes the list: checked */
-        if (i >= PyList_GET_SIZE(values)) {
-            PyErr_SetString(PyExc_RuntimeError, "the list changed while it was coded");
+        PyObject *value = item_at(values, i);
+        if (value == NULL)
             goto error;
-        }
-        PyObject *value = PyList_GET_ITEM(values, i);
-        Py_INCREF(value);
         PyObject *code = PyDict_GetItemWithError(texts, value); /* borrowed */
         long long number;
         if (code != NULL) {
@@ -354,13 +358,9 @@ raw_codes(PyObject *Py_UNUSED(module), PyObject *args)
         goto error;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        /* a buffer's export runs no Python code for msgspec.Raw or bytes; checked anyway */
-        if (i >= PyList_GET_SIZE(raws)) {
-            PyErr_SetString(PyExc_RuntimeError, "the list changed while it was coded");
+        PyObject *raw = item_at(raws, i);
+        if (raw == NULL)
             goto error;
-        }
-        PyObject *raw = PyList_GET_ITEM(raws, i);
-        Py_INCREF(raw);
         Py_buffer text;
         if (PyObject_GetBuffer(raw, &text, PyBUF_SIMPLE) < 0) {
             Py_DECREF(raw);
