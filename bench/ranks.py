@@ -206,6 +206,11 @@ def main() -> None:
     workers = args.workers or available_cores()
     need = args.ranks * args.mb * 1e6
     root = args.dir or Path(tempfile.gettempdir())
+    if not root.is_dir():
+        print(
+            f"--dir {root}: no such folder (the benchmark writes its files into a new folder there)"
+        )
+        return
     free = shutil.disk_usage(root).free
     if need > 0.8 * free:
         print(f"{need / 1e9:.1f} GB of JSON will not fit in {free / 1e9:.1f} GB free at {root}")
