@@ -2,7 +2,8 @@
 pure-Python twins in gather.py give, and those what the reader's expressions gave before the core
 (``ints`` of ``as_id``, ``int_or_none``, ``address`` of a field; ``float_column`` of ts and dur):
 on crafted events that reach every branch, and on every shared Kineto trace; and the texts of
-a column as codes (``text_codes``, ``raw_codes``) as their twins and a dict by hand give them.
+a column as codes (``text_codes``, ``raw_codes``) and events' (phase, category) routes
+(``pair_codes``) as their twins and a dict by hand give them.
 Without the built core the comparisons skip (fail under CI=true, where ``make setup`` builds
 it)."""
 
@@ -400,6 +401,7 @@ def test_no_reference_leaks(core: ModuleType) -> None:
 def test_compiled_flag_says_which_runs(core: ModuleType) -> None:
     assert gather.COMPILED and gather.gather_ints is core.gather_ints
     assert gather.text_codes is core.text_codes and gather.raw_codes is core.raw_codes
+    assert gather.pair_codes is core.pair_codes
 
 
 # --- texts as codes -------------------------------------------------------------------------
@@ -456,18 +458,69 @@ def test_raw_codes_equal_the_twin_and_by_hand(core: ModuleType) -> None:
         core.raw_codes(raws, np.empty(3, np.int64))
 
 
-def test_text_and_raw_codes_keep_reference_counts(core: ModuleType) -> None:
+class _Numbered(dict[tuple[Any, Any], int]):
+    """Numbers each pair the first time it is asked (as the reader's routes do), counting
+    the times it was asked for one it lacked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.missed = 0
+
+    def __missing__(self, pair: tuple[Any, Any]) -> int:
+        self.missed += 1
+        self[pair] = len(self) - 60  # negative codes too
+        return self[pair]
+
+
+def test_pair_codes_equal_the_twin_and_by_hand(core: ModuleType) -> None:
+    # Runs of one pair, pairs that alternate, equal texts in other objects, a value that is no
+    # text (compared by the dict, never taken for the last pair), the empty text.
+    pairs = [("X", "kernel")] * 5 + [("X", "cpu_op"), ("X", "kernel")] * 3 + [("i", "")]
+    pairs += [
+        ("X", "".join(["ker", "nel"])),
+        ("M", 7),
+        ("M", 7),
+        ("M", 7.0),
+        ("X", "ñ"),
+        ("X", "n"),
+    ]
+    events = [Event(ph=ph, cat=cat) for ph, cat in pairs * 20]  # type: ignore[arg-type]
+    by_hand: dict[tuple[Any, Any], int] = {}
+    expected = [by_hand.setdefault((e.ph, e.cat), len(by_hand) - 60) for e in events]
+    for fn in (core.pair_codes, gather.py_pair_codes):
+        numbered, out = _Numbered(), np.full(len(events), 99, np.int8)
+        assert fn(events, "ph", "cat", numbered, out) is None
+        assert out.tolist() == expected and dict(numbered) == by_hand
+    numbered = _Numbered()
+    core.pair_codes(events, "ph", "cat", numbered, np.empty(len(events), np.int8))
+    assert numbered.missed == len(by_hand)
+    with pytest.raises(KeyError):  # a plain dict without the pair
+        core.pair_codes(events, "ph", "cat", {}, np.empty(len(events), np.int8))
+    with pytest.raises(ValueError, match="int8"):
+        core.pair_codes(events[:1], "ph", "cat", {("X", "kernel"): 300}, np.empty(1, np.int8))
+    with pytest.raises(ValueError):  # int64, not int8
+        core.pair_codes(events, "ph", "cat", {}, np.empty(len(events), np.int64))
+    with pytest.raises(AttributeError):
+        core.pair_codes(events, "ph", "nope", _Numbered(), np.empty(len(events), np.int8))
+
+
+def test_text_raw_and_pair_codes_keep_reference_counts(core: ModuleType) -> None:
     values = [f"name{i % 50}" for i in range(500)]
     raws = _raws([f"[{i % 40}]".encode() for i in range(500)])
-    before = [sys.getrefcount(x) for x in [*values, *raws]]
+    events = [Event(ph="X", cat=values[i // 7]) for i in range(300)]
+    watched = [*values, *raws, *events]
+    before = [sys.getrefcount(x) for x in watched]
     for _ in range(3):
         texts: dict[str, int] = {}
         core.text_codes(values, texts, np.empty(len(values), np.int64))
         del texts
         core.raw_codes(raws, np.empty(len(raws), np.int64))
+        core.pair_codes(events, "ph", "cat", _Numbered(), np.empty(len(events), np.int8))
+        with pytest.raises(KeyError):
+            core.pair_codes(events, "ph", "cat", {}, np.empty(len(events), np.int8))
         with pytest.raises(TypeError):
             core.raw_codes([*raws, 3], np.empty(len(raws) + 1, np.int64))
-    assert [sys.getrefcount(x) for x in [*values, *raws]] == before
+    assert [sys.getrefcount(x) for x in watched] == before
 
 
 def _trace_files() -> list[Any]:
@@ -495,6 +548,10 @@ def test_every_shared_trace(core: ModuleType, path: Path | None) -> None:
     core.text_codes(names, texts, out := np.empty(len(names), np.int64))
     gather.py_text_codes(names, twin_texts, twin := np.empty(len(names), np.int64))
     assert texts == twin_texts and np.array_equal(out, twin)
+    routes, twin_routes = _Numbered(), _Numbered()
+    core.pair_codes(doc.traceEvents, "ph", "cat", routes, ph_cat := np.empty(len(names), np.int8))
+    gather.py_pair_codes(doc.traceEvents, "ph", "cat", twin_routes, twin_ph_cat := ph_cat.copy())
+    assert dict(routes) == dict(twin_routes) and np.array_equal(ph_cat, twin_ph_cat)
 
 
 # --- the build script ---------------------------------------------------------------------------

@@ -408,11 +408,87 @@ error:
     return NULL;
 }
 
+PyDoc_STRVAR(pair_codes_doc,
+"pair_codes(items, first, second, codes, out) -> None\n\n"
+"out[i] = codes[(getattr(items[i], first), getattr(items[i], second))], an int8 (codes may\n"
+"be a dict subclass whose __missing__ works a new pair out). Looked up once per run of items\n"
+"whose two values are equal text: events come in runs of one phase and category.");
+
+/* Whether a and b are both str and hold the same text (no Python code runs). */
+static int
+same_text(PyObject *a, PyObject *b)
+{
+    return a != NULL && b != NULL && PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b) &&
+           PyUnicode_Compare(a, b) == 0;
+}
+
+static PyObject *
+pair_codes(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *items, *first, *second, *codes, *out_obj;
+    if (!PyArg_ParseTuple(args, "O!UUOO:pair_codes", &PyList_Type, &items, &first, &second,
+                          &codes, &out_obj))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    Py_buffer view;
+    if (get_column(out_obj, &view, 1, n) < 0)
+        return NULL;
+    signed char *out = view.buf;
+    PyObject *last_a = NULL, *last_b = NULL; /* the last pair looked up, and its code */
+    signed char last_code = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = item_at(items, i);
+        if (item == NULL)
+            goto error;
+        PyObject *a = PyObject_GetAttr(item, first);
+        PyObject *b = a != NULL ? PyObject_GetAttr(item, second) : NULL;
+        Py_DECREF(item);
+        if (b == NULL) {
+            Py_XDECREF(a);
+            goto error;
+        }
+        if (!(same_text(a, last_a) && same_text(b, last_b))) {
+            PyObject *key = PyTuple_Pack(2, a, b);
+            PyObject *code = key != NULL ? PyObject_GetItem(codes, key) : NULL;
+            Py_XDECREF(key);
+            long number = code != NULL ? PyLong_AsLong(code) : -1;
+            Py_XDECREF(code);
+            if (number == -1 && PyErr_Occurred()) {
+                Py_DECREF(a);
+                Py_DECREF(b);
+                goto error;
+            }
+            if (number < -128 || number > 127) {
+                PyErr_Format(PyExc_ValueError, "code %ld does not fit an int8", number);
+                Py_DECREF(a);
+                Py_DECREF(b);
+                goto error;
+            }
+            Py_XSETREF(last_a, Py_NewRef(a));
+            Py_XSETREF(last_b, Py_NewRef(b));
+            last_code = (signed char)number;
+        }
+        Py_DECREF(a);
+        Py_DECREF(b);
+        out[i] = last_code;
+    }
+    Py_XDECREF(last_a);
+    Py_XDECREF(last_b);
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(last_a);
+    Py_XDECREF(last_b);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"gather_ints", gather_ints, METH_VARARGS, gather_ints_doc},
     {"gather_floats", gather_floats, METH_VARARGS, gather_floats_doc},
     {"text_codes", text_codes, METH_VARARGS, text_codes_doc},
     {"raw_codes", raw_codes, METH_VARARGS, raw_codes_doc},
+    {"pair_codes", pair_codes, METH_VARARGS, pair_codes_doc},
     {NULL, NULL, 0, NULL},
 };
 

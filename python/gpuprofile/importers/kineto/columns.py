@@ -4,7 +4,6 @@ the events of one table as typed column arrays for the Trace model."""
 from __future__ import annotations
 
 from collections import Counter
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -30,6 +29,7 @@ from gpuprofile.importers.kineto.gather import (
     Path,
     float_column_of,
     int_column,
+    pair_codes_of,
 )
 from gpuprofile.importers.kineto.gather import int_or_none as _int_or_none
 from gpuprofile.trace.model import NO_ID
@@ -391,8 +391,7 @@ def sort_events(
     route worked out once); only the other events (instants, counters, metadata, unknown
     categories) are looked at one by one.
     """
-    route = _Routes()
-    event_route = np.fromiter(map(route.__getitem__, map(_PH_CAT, events)), np.int8, len(events))
+    event_route = pair_codes_of(events, "ph", "cat", _Routes())
     buckets: dict[str, list[Event]] = {
         table: [events[i] for i in np.flatnonzero(event_route == k).tolist()]
         for k, table in enumerate(_TABLES)
@@ -451,9 +450,6 @@ def out_of_memory_text(event: Event) -> str:
     asked = f"you tried to allocate {size} bytes" if size is not None else "an allocation failed"
     where = "OutOfMemoryError (the profiler's [OutOfMemory] event)"
     return f"{where}: out of memory on {device}: {asked}"
-
-
-_PH_CAT = attrgetter("ph", "cat")
 
 
 class _Routes(dict[tuple[str, str], int]):

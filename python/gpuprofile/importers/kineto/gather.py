@@ -10,7 +10,7 @@ by one of four rules (``RULES``), a float field as ``float_column`` reads number
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -148,16 +148,26 @@ def py_raw_codes(raws: list[Any], out: np.ndarray) -> list[bytes]:
     return list(texts)
 
 
+def py_pair_codes(
+    items: list[Any], first: str, second: str, codes: Mapping[tuple[Any, Any], int], out: np.ndarray
+) -> None:
+    """out[i] = codes[(getattr(items[i], first), getattr(items[i], second))], an int8 (codes
+    may be a dict subclass whose __missing__ works a new pair out)."""
+    pairs = map(attrgetter(first, second), items)
+    out[:] = np.fromiter(map(codes.__getitem__, pairs), np.int8, len(items))
+
+
 try:
     from gpuprofile.importers.kineto._gather import (
         gather_floats,
         gather_ints,
+        pair_codes,
         raw_codes,
         text_codes,
     )
 except ImportError:
     gather_ints, gather_floats = py_gather_ints, py_gather_floats
-    text_codes, raw_codes = py_text_codes, py_raw_codes
+    text_codes, raw_codes, pair_codes = py_text_codes, py_raw_codes, py_pair_codes
     COMPILED = False
 else:
     COMPILED = True
@@ -194,3 +204,12 @@ def raw_codes_of(raws: list[Any]) -> tuple[np.ndarray, list[bytes]]:
     texts as bytes, in the order first met."""
     out = np.empty(len(raws), np.int64)
     return out, raw_codes(raws, out)
+
+
+def pair_codes_of(
+    items: list[Any], first: str, second: str, codes: Mapping[tuple[Any, Any], int]
+) -> np.ndarray:
+    """Each item's code for its pair of values (see pair_codes), as int8."""
+    out = np.empty(len(items), np.int8)
+    pair_codes(items, first, second, codes, out)
+    return out
