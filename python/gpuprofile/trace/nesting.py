@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from gpuprofile.trace.model import NO_ID
-from gpuprofile.trace.walk import COMPILED, compiled_depth_rows, event_order, first_fit, walk
+from gpuprofile.trace.walk import (
+    COMPILED,
+    compiled_depth_rows,
+    compiled_walk,
+    event_order,
+    first_fit,
+    walk,
+)
 
 
 def nest(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -19,7 +26,9 @@ def nest(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nda
     n = len(start)
     order = _sorted_order(thread, start, end)
     thread_s, start_s, end_s = thread[order], start[order], end[order]
-    parent_s, depth_s = _nest_sorted(thread_s, start_s, end_s)
+    # The walk itself, one pass in C, beats the column operations of _nest_sorted.
+    walked = compiled_walk(thread_s, start_s, end_s) if COMPILED else None
+    parent_s, depth_s = walked if walked is not None else _nest_sorted(thread_s, start_s, end_s)
     parent = np.full(n, NO_ID, np.int64)
     depth = np.empty(n, np.int32)
     has_parent = parent_s != NO_ID
@@ -46,12 +55,9 @@ def _nest_sorted(
     of them cross, they form a chain, and its parent is the last interval before it one level
     up; each interval ending within that parent proves, in sorted order, that none crossed. An
     interval at depth 0 meets an empty stack, so the walk is needed only from the last such
-    interval before a crossing to the next one. With the compiled core built, the walk runs
-    over all of them (tests/unit/test_walk_core.py holds both paths equal).
+    interval before a crossing to the next one. (Where the compiled core is built, nest walks
+    every interval instead; tests/unit/test_nesting.py holds both paths to the walk.)
     """
-    if COMPILED:  # the walk itself, one pass in C, beats the column operations below
-        walked_parent, walked_depth = walk(thread, start, end)
-        return walked_parent, walked_depth
     n = len(start)
     # Ends and starts merged in (thread, time) order, an end before a start at the same time:
     # the ends counted up to each start are those of earlier threads and those of its own that

@@ -107,9 +107,18 @@ COMPILED = _walk is not None
 
 def walk(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
     """py_walk's (parent, depth)."""
+    walked = compiled_walk(thread, start, end)
+    return walked if walked is not None else py_walk(thread, start, end)
+
+
+def compiled_walk(
+    thread: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """py_walk's (parent, depth) by the compiled core; None where it is not built or a time is
+    no whole int64 (the caller chooses what runs instead)."""
     columns = _int64(thread, start, end) if _walk is not None else None
     if _walk is None or columns is None:
-        return py_walk(thread, start, end)
+        return None
     parent = np.empty(len(start), np.int64)
     depth = np.empty(len(start), np.int32)
     _walk.walk(*columns, parent, depth)
