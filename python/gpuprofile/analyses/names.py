@@ -80,20 +80,28 @@ def per_category(
 
     fn runs once per distinct name; its answers are kept under key, so fn must be pure and
     one key must always mean one fn. Read-only: the array is shared."""
-    categories = categorical(names).cat.categories
-    found = _cache_of(categories)
+    found = _cache_of(categorical(names).cat.categories)
     if key not in found:
-        if _TEXTS not in found:  # once: listing text categories (pyarrow) costs milliseconds
-            found[_TEXTS] = np.array([str(c) for c in categories.tolist()], dtype=object)
-        values: np.ndarray = np.array(
-            [*(fn(c) for c in found[_TEXTS].tolist()), missing], dtype=dtype
-        )
+        texts = category_texts(names).tolist()
+        values: np.ndarray = np.array([*map(fn, texts), missing], dtype=dtype)
         values.flags.writeable = False
         found[key] = values
     return found[key]
 
 
-# per_category's key for the categories as str, which every other key's answers are made from.
+def category_texts(names: pd.Series) -> np.ndarray:
+    """The categories of names as str, in code order (read-only, shared): listed once per
+    categories Index, since listing text categories (pyarrow) costs milliseconds each time."""
+    categories = categorical(names).cat.categories
+    found = _cache_of(categories)
+    if _TEXTS not in found:
+        texts = np.array([str(c) for c in categories.tolist()], dtype=object)
+        texts.flags.writeable = False
+        found[_TEXTS] = texts
+    return found[_TEXTS]
+
+
+# category_texts' entry among per_category's answers.
 _TEXTS = ("categories as str",)
 
 
