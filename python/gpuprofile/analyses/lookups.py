@@ -115,7 +115,7 @@ def innermost_everywhere(flag: np.ndarray, parent: np.ndarray, depth: np.ndarray
     """innermost_with for every row at once, each row looked at once (climbing from each row
     costs one look per ancestor). depth: each row's depth in the tree parent describes (the
     trace's ``ops.depth``, 0 at a root), which the reference below walks by."""
-    found = compiled_flagged_ancestors(flag, parent, outermost=False) if len(flag) else None
+    found = compiled_flagged_ancestors(flag, parent, outermost=False)
     return found if found is not None else py_innermost_everywhere(flag, parent, depth)
 
 
