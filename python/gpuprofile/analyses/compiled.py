@@ -40,7 +40,7 @@ from gpuprofile.analyses.inductor_names import parse_kernel_name
 from gpuprofile.analyses.intervals import merged_blocks
 from gpuprofile.analyses.lookups import innermost_everywhere, outermost_with, read_only
 from gpuprofile.analyses.modules import NO_MODULE
-from gpuprofile.analyses.names import matches, strings
+from gpuprofile.analyses.names import codes, matches, per_category, strings
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.lookups import Lookups
@@ -184,6 +184,15 @@ def compiled_code(analysis: Lookups, modules: Modules) -> CompiledCode:
     )
 
 
+def _parsed(names: pd.Series) -> np.ndarray:
+    """Per row, parse_kernel_name of its name (None where it has none): parsed once per
+    distinct name, as a trace repeats a few hundred kernel names over 10^5 launches."""
+    if not len(names):
+        return np.zeros(0, object)
+    per_name = per_category(names, "inductor kernel name", parse_kernel_name, object)
+    return np.asarray(per_name[codes(names)])
+
+
 def _kernels(
     analysis: Lookups,
     modules: Modules,
@@ -199,7 +208,7 @@ def _kernels(
     # GPU kernels: Inductor's by name, and any a graph's ATen call launched (extern kernels).
     op_of = analysis.id_index("ops").get_indexer(pd.Index(gpu["op_id"]))
     gpu_names = strings(gpu["name"]) if len(gpu) else np.zeros(0, object)
-    gpu_parsed = [parse_kernel_name(str(n)) for n in gpu_names]
+    gpu_parsed = _parsed(gpu["name"])
     launched_in_graph = (op_of >= 0) & ran[np.maximum(op_of, 0)] if len(ops) else op_of >= 0
     gpu_rows = np.flatnonzero(
         np.array([p is not None for p in gpu_parsed], bool) | launched_in_graph
@@ -211,7 +220,7 @@ def _kernels(
     is_aten = matches(ops["name"], _ATEN, anchored=True) if len(ops) else on_gpu
     outermost_aten = outermost_with(is_aten, analysis.op_parents) == np.arange(len(ops))
     op_rows = np.flatnonzero(~on_gpu & (inductor | (outermost_aten & ran)))
-    op_parsed = [parse_kernel_name(str(op_names[i])) for i in op_rows]
+    op_parsed = _parsed(ops["name"])[op_rows] if len(op_rows) else np.zeros(0, object)
     kinds: list[str] = []
     fused: list[tuple[str, ...]] = []
     for parsed, called in [
