@@ -3,7 +3,8 @@ pure-Python twins in gather.py give, and those what the reader's expressions gav
 (``ints`` of ``as_id``, ``int_or_none``, ``address`` of a field; ``float_column`` of ts and dur):
 on crafted events that reach every branch, and on every shared Kineto trace; and the texts of
 a column as codes (``text_codes``, ``raw_codes``) and events' (phase, category) routes
-(``pair_codes``) as their twins and a dict by hand give them.
+(``pair_codes``) as their twins and a dict by hand give them; and times as the nanoseconds
+nearest their binary values (``exact_ns``), as its twin and Decimal arithmetic give them.
 Without the built core the comparisons skip (fail under CI=true, where ``make setup`` builds
 it)."""
 
@@ -13,6 +14,7 @@ import importlib.util
 import itertools
 import sys
 from collections.abc import Callable
+from decimal import ROUND_FLOOR, Decimal
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -526,6 +528,68 @@ def test_text_raw_and_pair_codes_keep_reference_counts(core: ModuleType) -> None
 def _trace_files() -> list[Any]:
     files = sorted(p for p in KINETO.glob("*.json*")) if KINETO.is_dir() else []
     return [pytest.param(p, id=p.name) for p in files] or [pytest.param(None, id="no-traces")]
+
+
+def _times_us() -> np.ndarray:
+    """Microseconds that reach every branch of exact_ns but the float product's beyond 2**52
+    (which rounds the product as a float; ``_beyond_us``): both signs, the integer path's
+    edges (|us| in [1, 2**52)), float spacing above a nanosecond, halves of a nanosecond."""
+    rng = np.random.default_rng(3)
+    return np.concatenate(
+        [
+            rng.uniform(-1e6, 1e6, 2000),
+            rng.uniform(0, 2.0**43, 2000),
+            rng.uniform(2.0**43, 2.0**52, 200),
+            -rng.uniform(2.0**43, 2.0**52, 200),
+            [0.0, -0.0, 1e-9, -1e-9, 0.0004, -0.0006, 0.0015, -0.0015, 2.0**-30],
+            [1.0, -1.0, np.nextafter(1.0, 0), 2.0**52, np.nextafter(2.0**52, 0), -(2.0**52)],
+            [1.0005, -1.0005, 12345.0005, -12345.0005],
+        ]
+    )
+
+
+def _nearest_ns_by_hand(values: np.ndarray) -> list[int]:
+    """The nanoseconds nearest each value's exact binary value, ties upward, in Decimal."""
+    return [
+        int((Decimal(float(v)) * 1000 + Decimal("0.5")).to_integral_value(ROUND_FLOOR))
+        for v in values
+    ]
+
+
+def test_exact_ns_twin_is_the_nearest_nanosecond_of_the_binary_value() -> None:
+    values = _times_us()
+    out = np.empty(len(values), np.int64)
+    gather.py_exact_ns(values, out)
+    np.testing.assert_array_equal(out, _nearest_ns_by_hand(values))
+
+
+def test_exact_ns_core_equals_the_twin_and_by_hand(core: ModuleType) -> None:
+    values = _times_us()
+    out = np.empty(len(values), np.int64)
+    core.exact_ns(values, out)
+    np.testing.assert_array_equal(out, _nearest_ns_by_hand(values))
+    # Beyond 2**52 and below 1 us, the float product, as the twin rounds it (2.5e-3 is a
+    # tie there: rint gives 2); no number is the smallest int64 on both paths (numpy's cast
+    # alone differs by machine).
+    rng = np.random.default_rng(4)
+    beyond = np.concatenate([rng.uniform(2.0**52, 2.0**62 / 1000, 500), [2.5e-3, -2.5e-3]])
+    odd = np.array([np.nan, np.inf, -np.inf, 1e300, -1e300, 2.0**63 / 1000, -(2.0**63) / 1000])
+    for others in (beyond, odd):
+        twin, compiled = np.empty(len(others), np.int64), np.empty(len(others), np.int64)
+        gather.py_exact_ns(others, twin)
+        core.exact_ns(others, compiled)
+        np.testing.assert_array_equal(compiled, twin)
+    np.testing.assert_array_equal(compiled[:-1], np.iinfo(np.int64).min)
+    assert compiled[-1] == -(2**63)  # -2**63 ns fits int64: the one finite edge
+    # The wrapper keeps the shape; it takes any sequence of numbers.
+    shaped = gather.exact_ns_of(values[:12].reshape(3, 4))
+    assert shaped.shape == (3, 4)
+    np.testing.assert_array_equal(shaped.reshape(-1), _nearest_ns_by_hand(values[:12]))
+    assert gather.exact_ns is core.exact_ns
+    with pytest.raises(ValueError, match="float64"):
+        core.exact_ns(np.zeros(3, np.float32), np.empty(3, np.int64))
+    with pytest.raises(ValueError, match="column of 3"):
+        core.exact_ns(np.zeros(3), np.empty(4, np.int64))
 
 
 @pytest.mark.parametrize("path", _trace_files())

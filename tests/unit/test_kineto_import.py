@@ -221,28 +221,6 @@ def test_nanoseconds_written_below_2_43_us_survive_the_float_decode(tmp_path: Pa
     assert (np.rint(floats * 1000).astype(np.int64) != written).any()
 
 
-def test_exact_ns_is_the_nearest_nanosecond_of_the_binary_value() -> None:
-    from decimal import ROUND_FLOOR, Decimal
-
-    from gpuprofile.importers.kineto.decode import exact_ns
-
-    rng = np.random.default_rng(3)
-    values = np.concatenate(
-        [
-            rng.uniform(-1e6, 1e6, 2000),
-            rng.uniform(0, 2.0**43, 2000),
-            rng.uniform(2.0**43, 2.0**52, 200),  # float spacing above a nanosecond
-            np.array([0.0, 1e-9, -1e-9, 0.0004, -0.0006, 0.0015, 2.0**-30]),
-        ]
-    )
-    # Nearest, ties upward (a tie needs more than three decimals: never a written timestamp).
-    expected = [
-        int((Decimal(float(v)) * 1000 + Decimal("0.5")).to_integral_value(ROUND_FLOOR))
-        for v in values
-    ]
-    np.testing.assert_array_equal(exact_ns(values), expected)
-
-
 def test_value_and_id_keys_of_other_events_do_not_stop_the_load(tmp_path: Path) -> None:
     # "value" and "id" are read for counters; other events use them for anything at all.
     doc = document(

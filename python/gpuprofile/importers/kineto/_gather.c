@@ -12,8 +12,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <math.h>   /* NAN */
-#include <string.h> /* memcmp */
+#include <limits.h> /* LLONG_MIN */
+#include <math.h>   /* NAN, frexp, rint */
+#include <string.h> /* memcmp, strcmp */
 
 /* The modes of gather_ints; gather.py's PLAIN, ID, INT_OR_NONE, ADDRESS. */
 enum { MODE_PLAIN, MODE_ID, MODE_INT_OR_NONE, MODE_ADDRESS, MODE_COUNT };
@@ -483,12 +484,71 @@ error:
     return NULL;
 }
 
+PyDoc_STRVAR(exact_ns_doc,
+"exact_ns(us, out) -> None\n\n"
+"out[i] = the int64 nanoseconds nearest to the exact binary value of the float64 us[i]\n"
+"(microseconds), as gather.py's py_exact_ns computes them: in integers where |us| is in\n"
+"[1, 2**52), else the rounded float product; no number (NaN, infinite, beyond int64) is the\n"
+"smallest int64.");
+
+/* 2**53: a frexp mantissa (in [0.5, 1)) times this is the 53-bit integer it holds. */
+#define MANTISSA_SCALE 9007199254740992.0
+
+static long long
+nanoseconds(double us)
+{
+    int exponent;
+    double mantissa = frexp(us, &exponent);
+    int shift = 53 - exponent; /* us == m * 2**-shift, m a 53-bit integer */
+    if (isfinite(us) && shift >= 1 && shift <= 52) {
+        long long m = (long long)(mantissa * MANTISSA_SCALE);
+        /* |m| * 1000 + 2**51 < 2**63; then a floor shift, rounding half up, as numpy's >> */
+        long long v = m * 1000 + (1LL << (shift - 1));
+        return v >= 0 ? v >> shift : ~((~v) >> shift);
+    }
+    double product = rint(us * 1000.0);
+    /* numpy's cast gives the smallest int64 where C's would be undefined */
+    if (!(product >= -9223372036854775808.0 && product < 9223372036854775808.0))
+        return LLONG_MIN;
+    return (long long)product;
+}
+
+static PyObject *
+exact_ns(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *us_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "OO:exact_ns", &us_obj, &out_obj))
+        return NULL;
+    Py_buffer us_view, out_view;
+    if (PyObject_GetBuffer(us_obj, &us_view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    if (us_view.itemsize != sizeof(double) || us_view.format == NULL ||
+        strcmp(us_view.format, "d") != 0) {
+        PyErr_SetString(PyExc_ValueError, "a column of float64 was expected");
+        PyBuffer_Release(&us_view);
+        return NULL;
+    }
+    Py_ssize_t n = us_view.len / (Py_ssize_t)sizeof(double);
+    if (get_column(out_obj, &out_view, sizeof(long long), n) < 0) {
+        PyBuffer_Release(&us_view);
+        return NULL;
+    }
+    const double *us = us_view.buf;
+    long long *out = out_view.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        out[i] = nanoseconds(us[i]);
+    PyBuffer_Release(&out_view);
+    PyBuffer_Release(&us_view);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"gather_ints", gather_ints, METH_VARARGS, gather_ints_doc},
     {"gather_floats", gather_floats, METH_VARARGS, gather_floats_doc},
     {"text_codes", text_codes, METH_VARARGS, text_codes_doc},
     {"raw_codes", raw_codes, METH_VARARGS, raw_codes_doc},
     {"pair_codes", pair_codes, METH_VARARGS, pair_codes_doc},
+    {"exact_ns", exact_ns, METH_VARARGS, exact_ns_doc},
     {NULL, NULL, 0, NULL},
 };
 

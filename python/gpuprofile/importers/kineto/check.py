@@ -17,9 +17,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from gpuprofile.importers.kineto.decode import exact_ns, nesting_limit
+from gpuprofile.importers.kineto.decode import nesting_limit
 from gpuprofile.importers.kineto.format import Args, Event
-from gpuprofile.importers.kineto.gather import float_column_of, raw_codes_of
+from gpuprofile.importers.kineto.gather import exact_ns_of, float_column_of, raw_codes_of
 
 # Times and durations whose nanoseconds reach this are refused: a difference of two times, or
 # a time plus a duration, then stays within int64. 2**62 ns is 146 years, so absolute Unix
@@ -177,7 +177,7 @@ def checked_times(
         keep = np.flatnonzero(~bad)
         bucket = [bucket[i] for i in keep.tolist()]
         ts, dur = ts[keep], dur[keep]
-    return bucket, exact_ns(ts), exact_ns(dur)
+    return bucket, exact_ns_of(ts), exact_ns_of(dur)
 
 
 # --- the ops' recorded arguments -----------------------------------------------------------

@@ -6,8 +6,8 @@ event's raw JSON (a fraction of a full decode), and each part of events is decod
 columns by the later stages and let go before the next. Small files are decoded whole. Where an
 event's values do not fit the typed structs, the events are decoded as plain values and handed
 to the ``loose`` function the caller gives (check.loose_events, passed in by trace.py, so that
-this stage imports no later one). Times keep their nanoseconds (``exact_ns``, a second exact
-decode where float64 loses them), and no JSON nests deeper than ``MAX_NESTING``.
+this stage imports no later one). Times keep their nanoseconds (``gather.exact_ns_of``, a
+second exact decode where float64 loses them), and no JSON nests deeper than ``MAX_NESTING``.
 """
 
 from __future__ import annotations
@@ -34,31 +34,10 @@ _DOCUMENT_DECODER = msgspec.json.Decoder(Document[Event])
 LIST_DECODER = msgspec.json.Decoder(list[Event])
 
 # Below 2**43 us (~102 days) the float64 nearest to a timestamp written with nanosecond digits
-# lies within 0.49 ns of it, so exact_ns recovers the written nanosecond; Kineto writes ts from a
+# lies within 0.49 ns of it, so exact_ns_of recovers the written nanosecond; Kineto writes ts from a
 # base at most 91 days back. Above, float64 steps grow to 1 ns and coarser (0.25 us at 1.7e15,
 # absolute Unix time), and only a second, exact decode keeps the nanoseconds.
 _FLOAT_EXACT_LIMIT_US = 2.0**43
-
-
-def exact_ns(us: Any) -> np.ndarray:
-    """Microseconds (float64) -> int64 nanoseconds nearest to each value's exact binary value.
-
-    ``rint(us * 1000)`` rounds the product to a float first, which near 2**43 us can land a
-    nanosecond off; here the product is formed in integers: us == m * 2**-shift exactly, with m
-    a 53-bit integer, so m * 1000 (< 2**63) shifted back with rounding is exact.
-    """
-    shape = np.shape(us)
-    us = np.asarray(us, dtype=np.float64).reshape(-1)
-    out = np.rint(us * 1000).astype(np.int64)  # right where the integer path does not apply
-    mantissa, exponent = np.frexp(us)
-    shift = 53 - exponent.astype(np.int64)
-    # shift <= 52 (|us| >= 1) leaves headroom for the rounding term; below, the float product
-    # is off by far less than a nanosecond's rounding margin.
-    exact = (shift >= 1) & (shift <= 52) & np.isfinite(us)
-    m = (mantissa[exact] * 2.0**53).astype(np.int64)
-    s = shift[exact]
-    out[exact] = (m * 1000 + (np.int64(1) << (s - 1))) >> s
-    return np.asarray(out.reshape(shape))
 
 
 class _ExactTime(msgspec.Struct, gc=False):

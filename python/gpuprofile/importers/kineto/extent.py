@@ -9,8 +9,9 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from gpuprofile.importers.kineto.decode import exact_ns, nesting_limit
+from gpuprofile.importers.kineto.decode import nesting_limit
 from gpuprofile.importers.kineto.format import table_of
+from gpuprofile.importers.kineto.gather import exact_ns_of
 from gpuprofile.importers.source import read_trace_bytes
 
 
@@ -41,8 +42,8 @@ def scan_extent(path: Path) -> tuple[int, int, int] | None:
     if not stamped:
         return None
     # As the importer does: ts and dur each to whole nanoseconds, then added.
-    ts = exact_ns(np.array([float(e.ts) for e in stamped]))  # type: ignore[arg-type]
-    dur = exact_ns(np.array([float(e.dur or 0) if e.ph == "X" else 0.0 for e in stamped]))
+    ts = exact_ns_of(np.array([float(e.ts) for e in stamped]))  # type: ignore[arg-type]
+    dur = exact_ns_of(np.array([float(e.dur or 0) if e.ph == "X" else 0.0 for e in stamped]))
     base = doc.baseTimeNanoseconds or 0
     events = sum(e.ph == "X" for e in stamped)
     return events, base + int(ts.min()), base + int((ts + dur).max())

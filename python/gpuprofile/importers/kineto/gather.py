@@ -157,8 +157,32 @@ def py_pair_codes(
     out[:] = np.fromiter(map(codes.__getitem__, pairs), np.int8, len(items))
 
 
+def py_exact_ns(us: np.ndarray, out: np.ndarray) -> None:
+    """out[i] = the int64 nanoseconds nearest to the exact binary value of the float64 us[i]
+    (microseconds); no number (NaN, infinite, beyond int64) is the smallest int64.
+
+    ``rint(us * 1000)`` rounds the product to a float first, which near 2**43 us can land a
+    nanosecond off; here the product is formed in integers: us == m * 2**-shift exactly, with m
+    a 53-bit integer, so m * 1000 (< 2**63) shifted back with rounding is exact.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        product = np.rint(us * 1000)  # right where the integer path does not apply
+        fits = (product >= -(2.0**63)) & (product < 2.0**63)
+    out[:] = np.where(fits, product, 0).astype(np.int64)
+    out[~fits] = np.iinfo(np.int64).min
+    mantissa, exponent = np.frexp(us)
+    shift = 53 - exponent.astype(np.int64)
+    # shift <= 52 (|us| >= 1) leaves headroom for the rounding term; below, the float product
+    # is off by far less than a nanosecond's rounding margin.
+    exact = (shift >= 1) & (shift <= 52) & np.isfinite(us)
+    m = (mantissa[exact] * 2.0**53).astype(np.int64)
+    s = shift[exact]
+    out[exact] = (m * 1000 + (np.int64(1) << (s - 1))) >> s
+
+
 try:
     from gpuprofile.importers.kineto._gather import (
+        exact_ns,
         gather_floats,
         gather_ints,
         pair_codes,
@@ -168,6 +192,7 @@ try:
 except ImportError:
     gather_ints, gather_floats = py_gather_ints, py_gather_floats
     text_codes, raw_codes, pair_codes = py_text_codes, py_raw_codes, py_pair_codes
+    exact_ns = py_exact_ns
     COMPILED = False
 else:
     COMPILED = True
@@ -213,3 +238,12 @@ def pair_codes_of(
     out = np.empty(len(items), np.int8)
     pair_codes(items, first, second, codes, out)
     return out
+
+
+def exact_ns_of(us: Any) -> np.ndarray:
+    """Microseconds (float64) -> int64 nanoseconds nearest to each value's exact binary value
+    (see py_exact_ns), in the shape of ``us``."""
+    flat = np.ascontiguousarray(us, dtype=np.float64).reshape(-1)
+    out = np.empty(len(flat), np.int64)
+    exact_ns(flat, out)
+    return out.reshape(np.shape(us))
