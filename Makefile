@@ -77,4 +77,4 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) node_modules $(BUNDLE) $(BUNDLE_CSS) dist build
-	rm -f python/gpuprofile/importers/kineto/_gather.*.so python/gpuprofile/trace/_walk.*.so
+	rm -f python/gpuprofile/importers/kineto/_gather.*.so python/gpuprofile/importers/kineto/_scan.*.so python/gpuprofile/trace/_walk.*.so

@@ -27,6 +27,7 @@ STAGES = (
     ("gpuprofile.importers.source", "_gunzip", "gunzip"),
     ("gpuprofile.importers.kineto.trace", "read_trace_bytes", "read + gunzip"),
     ("gpuprofile.importers.kineto.decode", "decode_bytes", "decode (msgspec)"),
+    ("gpuprofile.importers.kineto.direct", "scanned", "direct (C): parts"),
     ("gpuprofile.importers.kineto.trace", "sort_events", "events to tables"),
     ("gpuprofile.importers.kineto.trace", "make_table", "tables (pandas)"),
     ("gpuprofile.importers.kineto.trace", "with_nesting", "op nesting"),
@@ -55,7 +56,10 @@ def stage_seconds(path: Path, repeat: int = 3) -> dict[str, float]:
 
     totals: dict[str, float] = {}
     for module_name, function, stage in STAGES:
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # the compiled core, where it is not built
+            continue
         setattr(module, function, _timed(totals, stage, getattr(module, function)))
     for table, build in kineto._BUILDERS.items():
         kineto._BUILDERS[table] = _timed(totals, "columns", build)
@@ -86,7 +90,7 @@ def print_stages(path: Path) -> None:
     named = sum(v for k, v in seconds.items() if k in within_load)
     print(f"\n{path.name}: load {seconds['load']:.3f} s + report {seconds['report']:.3f} s")
     stages = [s for _, _, s in STAGES]
-    for stage in [*stages[:3], *decoding, stages[3], "columns", *stages[4:]]:
+    for stage in [*stages[:3], *decoding, *stages[3:5], "columns", *stages[5:]]:
         if stage in seconds:
             print(f"  {stage:<26} {seconds[stage]:7.3f} s")
     print(f"  {'rest of load':<26} {seconds['load'] - named:7.3f} s")

@@ -26,7 +26,11 @@ from typing import Any
 PACKAGE_ROOT = Path(__file__).resolve().parent
 # Each C source, by its path inside the package root: the module is built beside it and
 # imported from there, in the checkout and in the wheel.
-SOURCES = ("gpuprofile/importers/kineto/_gather.c", "gpuprofile/trace/_walk.c")
+SOURCES = (
+    "gpuprofile/importers/kineto/_gather.c",
+    "gpuprofile/importers/kineto/_scan.c",
+    "gpuprofile/trace/_walk.c",
+)
 
 
 class NoCompiler(Exception):
@@ -72,11 +76,17 @@ def build(source: str, out_dir: Path) -> Path:
     return target
 
 
+def _newest_input(source: str) -> float:
+    """The latest change to ``source`` or a header beside it (which it may include)."""
+    path = PACKAGE_ROOT / source
+    return max(p.stat().st_mtime for p in [path, *path.parent.glob("*.h")])
+
+
 def main(argv: list[str]) -> int:
     for source in SOURCES:
         out_dir = Path(argv[0]) if argv else (PACKAGE_ROOT / source).parent
         target = out_dir / module_name(source)
-        if target.exists() and target.stat().st_mtime >= (PACKAGE_ROOT / source).stat().st_mtime:
+        if target.exists() and target.stat().st_mtime >= _newest_input(source):
             continue  # up to date (make setup runs this every time)
         started = time.perf_counter()
         try:

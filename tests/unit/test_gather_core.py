@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import os
 import sys
 from collections.abc import Callable
 from decimal import ROUND_FLOOR, Decimal
@@ -656,3 +657,20 @@ def test_the_build_script_without_a_compiler_says_so_and_succeeds(
     (line,) = capsys.readouterr().out.splitlines()
     assert "not built" in line and "no-such-compiler-gpuprofile" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_changed_header_makes_the_modules_beside_it_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # _gather.c and _scan.c include _nanoseconds.h: a module older than the header is rebuilt.
+    build_core = _build_core()
+    monkeypatch.setattr(build_core, "PACKAGE_ROOT", tmp_path)
+    source, header = tmp_path / "pkg" / "_m.c", tmp_path / "pkg" / "_shared.h"
+    source.parent.mkdir()
+    source.write_text("")
+    header.write_text("")
+    os.utime(source, (100, 100))
+    os.utime(header, (200, 200))
+    assert build_core._newest_input("pkg/_m.c") == 200
+    os.utime(header, (50, 50))
+    assert build_core._newest_input("pkg/_m.c") == 100

@@ -26,6 +26,7 @@ STAGES = (
     "check",
     "header",
     "columns",
+    "direct",
     "capture_ranges",
     "trace",
     "extent",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuprofile.importers.kineto import gather
+from gpuprofile.importers.kineto import direct, gather
 from gpuprofile.trace import walk
 
 # CAP_SYS_ADMIN's bit in /proc/self/status CapEff: what the NVIDIA driver calls an admin when
@@ -55,8 +55,8 @@ class NvmlFacts:
 
 
 def read_reader_compiled() -> bool:
-    # One build script makes both modules: either both import or neither.
-    return gather.COMPILED and walk.COMPILED
+    # One build script makes every module: either all import or none.
+    return gather.COMPILED and walk.COMPILED and direct.COMPILED
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,12 @@ The reader is one pipeline; each module is a stage and imports only the stages b
 4. ``check``: what reaches the tables is valid, and what could not be used is counted;
 5. ``header``: the header's values checked (devices, distributedInfo, versions);
 6. ``columns``: each table's events as typed columns;
-7. ``capture_ranges``: a capture's own ranges: module calls as annotations, line ranges
+7. ``direct``: a part of a large file from its events' JSON texts straight to columns, in C,
+   where every event is one it reads exactly as the stages above would (else they read it);
+8. ``capture_ranges``: a capture's own ranges: module calls as annotations, line ranges
    (``--stack``) as each op's line;
-8. ``trace``: the stages run for each file of a rank, into one Trace; a job's ranks merged;
-9. ``extent``: a file's timeline extent without a Trace (the capture's recorder asks it).
+9. ``trace``: the stages run for each file of a rank, into one Trace; a job's ranks merged;
+10. ``extent``: a file's timeline extent without a Trace (the capture's recorder asks it).
 """
 
 from gpuprofile.importers.kineto.extent import scan_extent

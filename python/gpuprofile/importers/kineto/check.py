@@ -19,7 +19,7 @@ import numpy as np
 
 from gpuprofile.importers.kineto.decode import nesting_limit
 from gpuprofile.importers.kineto.format import Args, Event
-from gpuprofile.importers.kineto.gather import exact_ns_of, float_column_of, raw_codes_of
+from gpuprofile.importers.kineto.gather import exact_ns_of, float_column_of
 
 # Times and durations whose nanoseconds reach this are refused: a difference of two times, or
 # a time plus a duration, then stays within int64. 2**62 ns is 146 years, so absolute Unix
@@ -210,22 +210,29 @@ def _is_concrete_list(value: Any) -> bool:
     )  # fmt: skip
 
 
+# A column of JSON texts as codes into its distinct texts (bytes), in the order first met:
+# gather.raw_codes_of's answer.
+Coded = tuple[np.ndarray, list[bytes]]
+
+
 class Shapes:
-    """The ops' "Input Dims", "Input type" and "Concrete Inputs" as the JSON text the tables
-    keep, each distinct text checked once: a text that is not the expected kind of list (a
-    negative or non-integer size, a type that is not text, bytes that are not UTF-8) is None,
-    counted in ``findings`` as unknown, once for each op that has it."""
+    """The ops' "Input Dims", "Input type" and "Concrete Inputs" (each a Coded column) as the
+    JSON text the tables keep, each distinct text checked once: a text that is not the
+    expected kind of list (a negative or non-integer size, a type that is not text, bytes
+    that are not UTF-8) is None, counted in ``findings`` as unknown, once for each op that
+    has it."""
 
     def __init__(self, findings: Findings) -> None:
         self._findings = findings
         self._seen: dict[tuple[int, bytes], str | None] = {}
 
     def _texts(
-        self, kind: int, raws: list[msgspec.Raw], ok: Callable[[Any], bool], what: str
+        self, kind: int, coded: Coded, ok: Callable[[Any], bool], what: str
     ) -> list[str | None]:
-        """Each raw's text (None where it is empty or not ``ok``): the column's distinct texts
-        are found in C (raw_codes_of), and only those are decoded and checked."""
-        codes, distinct = raw_codes_of(raws)
+        """Each value's text (None where it is empty or not ``ok``), from the column's codes
+        and distinct texts (raw_codes_of's, or the compiled path's): only the distinct texts
+        are decoded and checked."""
+        codes, distinct = coded
         texts = [self._checked(kind, key, ok) for key in distinct]
         unknown = np.array([t is None and key != b"" for t, key in zip(texts, distinct)], bool)
         if unknown.any():
@@ -247,16 +254,16 @@ class Shapes:
         self._seen[kind, key] = text
         return text
 
-    def dims(self, raws: list[msgspec.Raw]) -> list[str | None]:
+    def dims(self, coded: Coded) -> list[str | None]:
         return self._texts(
-            0, raws, lambda v: isinstance(v, list) and all(_is_shape(s, _SHAPE_DEPTH) for s in v),
+            0, coded, lambda v: isinstance(v, list) and all(_is_shape(s, _SHAPE_DEPTH) for s in v),
             "Input Dims that are not lists of non-negative integer sizes",
         )  # fmt: skip
 
-    def types(self, raws: list[msgspec.Raw]) -> list[str | None]:
-        return self._texts(1, raws, _is_type_list, "Input types that are not lists of text")
+    def types(self, coded: Coded) -> list[str | None]:
+        return self._texts(1, coded, _is_type_list, "Input types that are not lists of text")
 
-    def concrete(self, raws: list[msgspec.Raw]) -> list[str | None]:
+    def concrete(self, coded: Coded) -> list[str | None]:
         return self._texts(
-            2, raws, _is_concrete_list, "Concrete Inputs that are not lists of values"
+            2, coded, _is_concrete_list, "Concrete Inputs that are not lists of values"
         )

@@ -30,6 +30,7 @@ from gpuprofile.importers.kineto.gather import (
     float_column_of,
     int_column,
     pair_codes_of,
+    raw_codes_of,
 )
 from gpuprofile.importers.kineto.gather import int_or_none as _int_or_none
 from gpuprofile.trace.model import NO_ID
@@ -128,9 +129,11 @@ def op_columns(
         "start_ns": start,
         "dur_ns": dur,
         "external_id": _external_ids(args, findings),
-        "input_dims": shapes.dims([a.input_dims or a.legacy_input_dims for a in args]),
-        "input_types": shapes.types([a.input_types for a in args]),
-        "concrete_inputs": shapes.concrete([a.concrete_inputs for a in args]),
+        "input_dims": shapes.dims(
+            raw_codes_of([a.input_dims or a.legacy_input_dims for a in args])
+        ),
+        "input_types": shapes.types(raw_codes_of([a.input_types for a in args])),
+        "concrete_inputs": shapes.concrete(raw_codes_of([a.concrete_inputs for a in args])),
         **comm_columns(args, findings),
         **autograd_columns(args),
         **caller_line_column(args),
@@ -268,13 +271,13 @@ def memcpy_columns(
 ) -> dict[str, Any]:
     columns = memset_columns(bucket, times, findings, _shapes)
     bytes_ = columns.pop("bytes")  # the table's column order: kind and pinned before bytes
-    columns["kind"] = [_memcpy_kind(e.name) for e in bucket]
+    columns["kind"] = [memcpy_kind(e.name) for e in bucket]
     columns["pinned"] = np.fromiter(("Pinned" in e.name for e in bucket), bool, len(bucket))
     columns["bytes"] = bytes_
     return columns
 
 
-def _memcpy_kind(name: str) -> str:
+def memcpy_kind(name: str) -> str:
     # "Memcpy HtoD (Pinned -> Device)"; AMD writes the same names.
     parts = name.split(" ", 2)
     if len(parts) >= 2 and parts[0] == "Memcpy" and parts[1] in _MEMCPY_KINDS:

@@ -223,8 +223,11 @@ PART_BYTES = 4 * 2**20
 # 5,000 keep a 15 MB trace within 2x + 20 MB too (48 MB over the imports, 51 with 10,000).
 PART_EVENTS = 5000
 
-# (index of the part's first event in the file, the part's events)
-Part = tuple[int, list[Event]]
+# (index of the part's first event in the file, the part's events): decoded, or, where a
+# direct reader (direct.py, passed in by trace.py) read them, their tables' columns.
+Columns = dict[str, dict[str, Any]]
+Part = tuple[int, list[Event] | Columns]
+Direct = Callable[[list[msgspec.Raw]], Columns | None]
 
 
 class ExactTimesNeeded(Exception):
@@ -253,7 +256,7 @@ _RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
 
 
 def event_parts(
-    path: Path, raw: bytes, loose: Loose, exact: bool = False
+    path: Path, raw: bytes, loose: Loose, exact: bool = False, direct: Direct | None = None
 ) -> tuple[Document[Any], Iterator[Part], bool]:
     """The file's header (its traceEvents left empty) and its events in parts, in file order.
 
@@ -266,6 +269,8 @@ def event_parts(
             (_keep_nanoseconds): a first pass over the parts finds the earliest ts, the header's
             base takes its whole microseconds, and each part's ts are read again exactly and
             rebased on it; memory stays a part's, where reading the file whole held it all.
+        direct: reads a part's tables from its events' texts, or declines (None): tried on
+            each part of a file read in parts, but not with ``exact`` (it reads no Decimal).
     Returns:
         The header; an iterator of (index of the first event, events), which raises
         TraceFormatError for a damaged file (located as a whole decode locates it) and
@@ -291,7 +296,7 @@ def event_parts(
     anchor = _earliest_microsecond(path, raw, texts) if exact else None
     if anchor is not None:
         outline.baseTimeNanoseconds = (outline.baseTimeNanoseconds or 0) + anchor * 1000
-    return outline, _decoded(path, raw, texts, loose, anchor), True
+    return outline, _decoded(path, raw, texts, loose, anchor, None if exact else direct), True
 
 
 def _part_text(texts: list[msgspec.Raw], first: int) -> bytes:
@@ -319,9 +324,18 @@ def _earliest_microsecond(path: Path, raw: bytes, texts: list[msgspec.Raw]) -> i
 
 
 def _decoded(
-    path: Path, raw: bytes, texts: list[msgspec.Raw], loose: Loose, anchor: int | None
+    path: Path,
+    raw: bytes,
+    texts: list[msgspec.Raw],
+    loose: Loose,
+    anchor: int | None,
+    direct: Direct | None,
 ) -> Iterator[Part]:
     for first in range(0, len(texts), PART_EVENTS):
+        read = direct(texts[first : first + PART_EVENTS]) if direct is not None else None
+        if read is not None:
+            yield first, read
+            continue
         part = _part_text(texts, first)
         try:
             with nesting_limit():

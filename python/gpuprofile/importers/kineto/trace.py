@@ -32,6 +32,7 @@ from gpuprofile.importers.kineto.columns import (
     thread_columns,
 )
 from gpuprofile.importers.kineto.decode import ExactTimesNeeded, event_parts
+from gpuprofile.importers.kineto.direct import direct_reader
 from gpuprofile.importers.kineto.format import RANGE_PROFILER, Document, Event
 from gpuprofile.importers.kineto.gather import text_codes_of
 from gpuprofile.importers.kineto.header import (
@@ -133,7 +134,10 @@ def _read_rank_parts(paths: list[Path], exact: set[Path]) -> tuple[Trace, int | 
 
     for path in paths:
         raw = read_trace_bytes(path)
-        header, events_parts, parted = event_parts(path, raw, loose, exact=path in exact)
+        shapes = Shapes(findings)
+        header, events_parts, parted = event_parts(
+            path, raw, loose, exact=path in exact, direct=direct_reader(shapes)
+        )
         del raw  # a file decoded whole is let go now; one read in parts, after its last part
         if doc is None:
             doc = header
@@ -141,9 +145,13 @@ def _read_rank_parts(paths: list[Path], exact: set[Path]) -> tuple[Trace, int | 
             raise TraceFormatError(
                 path, f"baseTimeNanoseconds differs from {paths[0].name}'s: not one run"
             )
-        shapes = Shapes(findings)
         named = f"{path.name} " if len(paths) > 1 else ""
         for first, events in events_parts:
+            if isinstance(events, dict):  # read by the direct path: no finding, no others
+                for table, build in _BUILDERS.items():
+                    columns = events[table] if table in events else _empty(table, build, shapes)
+                    parts[table].append(_compact(table, columns, texts))
+                continue
             buckets, counters, annotations, spans, names, part_skipped, oom = sort_events(events)
             failures += oom
             thread_names.update(names)
@@ -234,6 +242,17 @@ def _read_rank_parts(paths: list[Path], exact: set[Path]) -> tuple[Trace, int | 
         failure_at=(failed_at[0] - shift, failed_at[1]) if failed_at is not None else None,
     )
     return Trace(**tables, meta=meta), declared_rank
+
+
+_NO_TIMES = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+def _empty(table: str, build: Callable[..., dict[str, Any]], shapes: Shapes) -> dict[str, Any]:
+    """A table's columns for a part without its events, as the msgspec path makes them."""
+    columns = build([], _NO_TIMES, Findings(), shapes)
+    if table in _LANELESS:
+        columns.update(_lane_columns([], Findings()))
+    return columns
 
 
 def range_profiler_note(ranges: int) -> str:

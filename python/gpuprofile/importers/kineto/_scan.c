@@ -1,0 +1,1232 @@
+/* gpuprofile's compiled reader path for a part of a large Kineto file: each event's JSON text
+ * (a msgspec.Raw of the outline) read straight into the columns of its table, where the
+ * msgspec path decodes every event into structs, sorts them into tables and gathers each
+ * field from them (decode.py, columns.py, check.py: the reference).
+ *
+ * It reads only what it can read exactly as that path does: host ops, kernels, memcpy,
+ * memset, runtime calls, allocator instants and flows (skipped there too), with every field
+ * of the type msgspec's structs expect (format.py) and every value the columns keep without a
+ * finding (in range, times usable). Anything else anywhere in the part (another phase or
+ * category, metadata, collectives, a string with an escape, a number it cannot parse exactly,
+ * a repeated key, text where an id is an int) declines the whole part: part_columns returns
+ * None and the part is decoded by msgspec. So a part read here records no finding, and its
+ * columns equal the msgspec path's (direct.py adds what Python computes from them;
+ * test_direct_core.py compares the two on crafted parts and every shared trace).
+ *
+ * Numbers: an integer of at most 18 digits (int64 without overflow); a fraction by the exact
+ * fast path (a significand below 2**53 and a power of ten up to 22: one correctly rounded
+ * operation, as strtod and msgspec give). Other numbers decline.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#include "_nanoseconds.h"
+
+#define NO_ID (-1LL)
+#define MAX_DEPTH 256
+/* check.MAX_NS / 1000: the times and durations of usable events are below this, in us */
+#define TIME_LIMIT_US ((double)(1LL << 62) / 1000.0)
+/* decode._FLOAT_EXACT_LIMIT_US: a fractional ts from here needs the exact decode */
+#define EXACT_LIMIT_US 8796093022208.0 /* 2**43 */
+#define I32 (1LL << 31)
+#define I62 (1LL << 62)
+
+/* --- the JSON text ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *p, *end;
+} Text;
+
+typedef struct {
+    const char *start;
+    Py_ssize_t size;
+} Slice;
+
+enum { V_NONE, V_NULL, V_INT, V_FLOAT, V_STR, V_LIST, V_OBJECT, V_BOOL };
+
+/* A scalar as read: its kind, and its value where it is a number or text. */
+typedef struct {
+    int kind;
+    long long i;
+    double f;
+    Slice s;     /* V_STR: the text without its quotes */
+    Slice whole; /* the value's text as written (a msgspec.Raw's) */
+} Value;
+
+static void
+space(Text *t)
+{
+    while (t->p < t->end && (*t->p == ' ' || *t->p == '\n' || *t->p == '\r' || *t->p == '\t'))
+        t->p++;
+}
+
+/* How strictly a value is read. A value msgspec decodes (every field of format.py's
+ * structs but a Raw) is read under both: its texts plain ASCII (this path decodes no escape,
+ * and msgspec checks the UTF-8 of what it decodes), its numbers exact. A value msgspec skips
+ * (an unknown key's) or keeps as text (a Raw) is only walked past: the outline decode has
+ * checked its syntax. */
+enum { M_SKIP = 0, M_PLAIN = 1, M_ASCII = 2, M_EXACT = 4, M_DECODED = M_PLAIN | M_ASCII | M_EXACT };
+
+/* A string at t->p (its opening quote): its text without quotes; 0 (the part declines) where,
+ * under M_PLAIN, it has an escape, under M_ASCII a byte beyond ASCII, or where the text ends
+ * first. */
+static int
+string(Text *t, Slice *out, int mode)
+{
+    const char *p = t->p + 1;
+    const char *start = p;
+    if (mode == M_SKIP) { /* to the first quote no backslash escapes (the outline checked the rest) */
+        for (;;) {
+            const char *quote = memchr(p, '"', (size_t)(t->end - p));
+            if (quote == NULL)
+                return 0;
+            const char *b = quote;
+            while (b > start && b[-1] == '\\')
+                b--;
+            if ((quote - b) % 2 == 0) {
+                out->start = start;
+                out->size = quote - start;
+                t->p = quote + 1;
+                return 1;
+            }
+            p = quote + 1;
+        }
+    }
+    while (p < t->end) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"') {
+            out->start = start;
+            out->size = p - start;
+            t->p = p + 1;
+            return 1;
+        }
+        if (((mode & M_PLAIN) && c == '\\') || ((mode & M_ASCII) && c >= 0x80))
+            return 0;
+        if (c < 0x20)
+            return 0;
+        p += c == '\\' ? 2 : 1;
+    }
+    return 0;
+}
+
+static const double POWERS_OF_TEN[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* A number at t->p: V_INT (at most 18 digits) or V_FLOAT (exactly rounded); 0 otherwise,
+ * but where it is only skipped (not M_EXACT), any number. */
+static int
+number(Text *t, Value *v, int mode)
+{
+    if (!(mode & M_EXACT)) {
+        const char *p = t->p;
+        while (p < t->end && ((*p >= '0' && *p <= '9') || *p == '-' || *p == '+' || *p == '.' ||
+                              *p == 'e' || *p == 'E'))
+            p++;
+        const char *start = t->p;
+        v->kind = V_FLOAT;
+        v->f = 0;
+        t->p = p;
+        return p > start;
+    }
+    const char *p = t->p;
+    int negative = 0;
+    if (p < t->end && *p == '-') {
+        negative = 1;
+        p++;
+    }
+    uint64_t digits = 0;
+    int count = 0, fraction = 0;
+    const char *first = p;
+    while (p < t->end && *p >= '0' && *p <= '9') {
+        digits = digits * 10 + (uint64_t)(*p - '0');
+        if (++count > 18)
+            return 0;
+        p++;
+    }
+    if (p == first || (*first == '0' && p - first > 1))
+        return 0;
+    int is_float = 0;
+    if (p < t->end && *p == '.') {
+        is_float = 1;
+        p++;
+        const char *frac = p;
+        while (p < t->end && *p >= '0' && *p <= '9') {
+            digits = digits * 10 + (uint64_t)(*p - '0');
+            if (++count > 18)
+                return 0;
+            fraction++;
+            p++;
+        }
+        if (p == frac)
+            return 0;
+    }
+    int exponent = 0;
+    if (p < t->end && (*p == 'e' || *p == 'E')) {
+        is_float = 1;
+        p++;
+        int sign = 1;
+        if (p < t->end && (*p == '+' || *p == '-')) {
+            sign = *p == '-' ? -1 : 1;
+            p++;
+        }
+        const char *exp = p;
+        while (p < t->end && *p >= '0' && *p <= '9') {
+            if (exponent > 1000)
+                return 0;
+            exponent = exponent * 10 + (*p - '0');
+            p++;
+        }
+        if (p == exp)
+            return 0;
+        exponent *= sign;
+    }
+    t->p = p;
+    if (!is_float) {
+        v->kind = V_INT;
+        v->i = negative ? -(long long)digits : (long long)digits;
+        return 1;
+    }
+    int power = exponent - fraction;
+    if (digits > (1ULL << 53) || power < -22 || power > 22)
+        return 0;
+    double f = (double)digits;
+    f = power < 0 ? f / POWERS_OF_TEN[-power] : f * POWERS_OF_TEN[power];
+    v->kind = V_FLOAT;
+    v->f = negative ? -f : f;
+    return 1;
+}
+
+static int skip_value(Text *t, int depth, int mode);
+
+/* Past an array or object at t->p, every value in it checked as skip_value checks. */
+static int
+skip_container(Text *t, int depth, int mode)
+{
+    if (depth > MAX_DEPTH)
+        return 0;
+    char close = *t->p == '{' ? '}' : ']';
+    int object = close == '}';
+    t->p++;
+    space(t);
+    if (t->p < t->end && *t->p == close) {
+        t->p++;
+        return 1;
+    }
+    for (;;) {
+        if (object) {
+            Slice key;
+            if (t->p >= t->end || *t->p != '"' || string(t, &key, mode) <= 0)
+                return 0;
+            space(t);
+            if (t->p >= t->end || *t->p != ':')
+                return 0;
+            t->p++;
+            space(t);
+        }
+        if (!skip_value(t, depth + 1, mode))
+            return 0;
+        space(t);
+        if (t->p < t->end && *t->p == ',') {
+            t->p++;
+            space(t);
+            continue;
+        }
+        if (t->p < t->end && *t->p == close) {
+            t->p++;
+            return 1;
+        }
+        return 0;
+    }
+}
+
+static int
+literal(Text *t, const char *word, Py_ssize_t size)
+{
+    if (t->end - t->p < size || memcmp(t->p, word, (size_t)size) != 0)
+        return 0;
+    t->p += size;
+    return 1;
+}
+
+/* Any value at t->p, read as a scalar or skipped as a container: its kind and, for a number
+ * or text, its value; v->s spans the value's whole text. 0 where the part declines. */
+static int
+read_value(Text *t, Value *v, int depth, int mode)
+{
+    const char *start = t->p;
+    if (t->p >= t->end)
+        return 0;
+    int ok;
+    switch (*t->p) {
+    case '"':
+        ok = string(t, &v->s, mode) > 0;
+        v->kind = V_STR;
+        break;
+    case '{':
+    case '[':
+        v->kind = *t->p == '{' ? V_OBJECT : V_LIST;
+        ok = skip_container(t, depth, mode);
+        break;
+    case 'n':
+        v->kind = V_NULL;
+        ok = literal(t, "null", 4);
+        break;
+    case 't':
+        v->kind = V_BOOL;
+        ok = literal(t, "true", 4);
+        break;
+    case 'f':
+        v->kind = V_BOOL;
+        ok = literal(t, "false", 5);
+        break;
+    default:
+        ok = number(t, v, mode);
+    }
+    v->whole.start = start;
+    v->whole.size = t->p - start;
+    return ok;
+}
+
+static int
+skip_value(Text *t, int depth, int mode)
+{
+    Value v;
+    return read_value(t, &v, depth, mode);
+}
+
+/* --- the fields read ---------------------------------------------------------------------- */
+
+/* How a field's value must look (its type in format.py's structs), and what is kept. */
+enum {
+    T_INT,       /* int | None: an int or null */
+    T_EVENT_INT, /* int | str: an int here (text declines) */
+    T_ID,        /* int | str | None: text declines where a column reads it */
+    T_RAW,       /* msgspec.Raw: the value's text */
+    T_DIMS,      /* list[int] | str | None: the first three ints of a list */
+    T_FLOAT,     /* float | None: a number or null */
+    T_ANY,       /* Any: not read */
+    T_NO_VALUE,  /* Any, read only where null: a value declines (the collectives' name) */
+    T_COUNT,     /* Any, read as int_or_none: text declines */
+    T_ADDRESS,   /* Any, read as gather.address */
+    T_TEXT,      /* str | None */
+    T_EVENT_TEXT /* str */
+};
+
+enum {
+    /* the event's own */
+    F_PH,
+    F_CAT,
+    F_NAME,
+    F_PID,
+    F_TID,
+    F_TS,
+    F_DUR,
+    F_ID,
+    F_ARGS,
+    /* its args */
+    A_EXTERNAL,
+    A_LEGACY_EXTERNAL,
+    A_CORRELATION,
+    A_DEVICE,
+    A_STREAM,
+    A_BYTES,
+    A_DIMS,
+    A_LEGACY_DIMS,
+    A_TYPES,
+    A_CONCRETE,
+    A_GRID,
+    A_BLOCK,
+    A_REGISTERS,
+    A_SHARED,
+    A_PER_SM,
+    A_OCCUPANCY,
+    A_ALLOC_BYTES,
+    A_TOTAL_ALLOCATED,
+    A_TOTAL_RESERVED,
+    A_DEVICE_TYPE,
+    A_ADDR,
+    A_DEVICE_ID,
+    A_NAME,
+    A_COLLECTIVE,
+    A_GROUP,
+    A_GROUP_RANKS,
+    A_SEQ,
+    A_IN_ELEMS,
+    A_OUT_ELEMS,
+    A_DTYPE,
+    A_SEQUENCE,
+    A_FWD_TID,
+    A_CALLER_LINE,
+    A_VALUE,
+    FIELDS
+};
+
+typedef struct {
+    const char *key;
+    Py_ssize_t size;
+    int field, type;
+} Key;
+
+#define KEY(text, field, type) {text, sizeof(text) - 1, field, type}
+
+/* Each struct's keys as format.py names them in JSON (msgspec.field's name=). */
+static const Key EVENT_KEYS[] = {
+    KEY("ph", F_PH, T_EVENT_TEXT),  KEY("cat", F_CAT, T_EVENT_TEXT), KEY("name", F_NAME, T_EVENT_TEXT),
+    KEY("pid", F_PID, T_EVENT_INT),        KEY("tid", F_TID, T_EVENT_INT),         KEY("ts", F_TS, T_FLOAT),
+    KEY("dur", F_DUR, T_FLOAT),     KEY("id", F_ID, T_ANY),          KEY("args", F_ARGS, T_ANY),
+    {NULL, 0, 0, 0}};
+
+static const Key ARG_KEYS[] = {KEY("External id", A_EXTERNAL, T_INT),
+                               KEY("external id", A_LEGACY_EXTERNAL, T_INT),
+                               KEY("correlation", A_CORRELATION, T_INT),
+                               KEY("device", A_DEVICE, T_INT),
+                               KEY("stream", A_STREAM, T_ID),
+                               KEY("bytes", A_BYTES, T_ID),
+                               KEY("Input Dims", A_DIMS, T_RAW),
+                               KEY("Input dims", A_LEGACY_DIMS, T_RAW),
+                               KEY("Input type", A_TYPES, T_RAW),
+                               KEY("Concrete Inputs", A_CONCRETE, T_RAW),
+                               KEY("grid", A_GRID, T_DIMS),
+                               KEY("block", A_BLOCK, T_DIMS),
+                               KEY("registers per thread", A_REGISTERS, T_INT),
+                               KEY("shared memory", A_SHARED, T_INT),
+                               KEY("blocks per SM", A_PER_SM, T_FLOAT),
+                               KEY("est. achieved occupancy %", A_OCCUPANCY, T_FLOAT),
+                               KEY("Bytes", A_ALLOC_BYTES, T_INT),
+                               KEY("Total Allocated", A_TOTAL_ALLOCATED, T_INT),
+                               KEY("Total Reserved", A_TOTAL_RESERVED, T_INT),
+                               KEY("Device Type", A_DEVICE_TYPE, T_INT),
+                               KEY("Addr", A_ADDR, T_ADDRESS),
+                               KEY("Device Id", A_DEVICE_ID, T_INT),
+                               KEY("name", A_NAME, T_TEXT),
+                               KEY("Collective name", A_COLLECTIVE, T_NO_VALUE),
+                               KEY("Process Group Name", A_GROUP, T_ANY),
+                               KEY("Process Group Ranks", A_GROUP_RANKS, T_ANY),
+                               KEY("Seq", A_SEQ, T_ANY),
+                               KEY("In msg nelems", A_IN_ELEMS, T_ANY),
+                               KEY("Out msg nelems", A_OUT_ELEMS, T_ANY),
+                               KEY("dtype", A_DTYPE, T_ANY),
+                               KEY("Sequence number", A_SEQUENCE, T_COUNT),
+                               KEY("Fwd thread id", A_FWD_TID, T_COUNT),
+                               KEY("Caller line", A_CALLER_LINE, T_COUNT),
+                               KEY("value", A_VALUE, T_ANY),
+                               {NULL, 0, 0, 0}};
+
+/* One event's fields as read; seen[f]: the key was met (a second time declines). */
+typedef struct {
+    char seen[FIELDS];
+    Value v[FIELDS];
+    long long dims[2][3]; /* grid, block: the first three sizes */
+    int dims_count[2];    /* how many of them the list has */
+} Event;
+
+/* Each key table's keys by a hash of their length and ends (open addressing), made at import:
+ * an event has a dozen keys to look up among forty. */
+#define KEY_SLOTS 128
+static const Key *EVENT_SLOTS[KEY_SLOTS], *ARG_SLOTS[KEY_SLOTS];
+
+static unsigned
+key_slot(const char *key, Py_ssize_t size)
+{
+    unsigned char first = size ? (unsigned char)key[0] : 0;
+    unsigned char last = size ? (unsigned char)key[size - 1] : 0;
+    return ((unsigned)size * 31u + first * 7u + last) & (KEY_SLOTS - 1);
+}
+
+static void
+index_keys(const Key *keys, const Key **slots)
+{
+    for (const Key *k = keys; k->key != NULL; k++) {
+        unsigned at = key_slot(k->key, k->size);
+        while (slots[at] != NULL)
+            at = (at + 1) & (KEY_SLOTS - 1);
+        slots[at] = k;
+    }
+}
+
+static const Key *
+key_of(const Key **slots, Slice key)
+{
+    for (unsigned at = key_slot(key.start, key.size); slots[at] != NULL;
+         at = (at + 1) & (KEY_SLOTS - 1)) {
+        const Key *k = slots[at];
+        if (k->size != key.size)
+            continue;
+        Py_ssize_t i = 0; /* keys are short: a loop, not a call */
+        while (i < key.size && k->key[i] == key.start[i])
+            i++;
+        if (i == key.size)
+            return k;
+    }
+    return NULL;
+}
+
+/* The ints of a list[int] (its first three kept); 0 where an item is no int. */
+static int
+read_dims(Text *t, long long *dims, int *count, int depth)
+{
+    const char *start = t->p;
+    *count = 0;
+    t->p++; /* [ */
+    space(t);
+    if (t->p < t->end && *t->p == ']') {
+        t->p++;
+        return 1;
+    }
+    for (int k = 0;; k++) {
+        Value item;
+        if (!read_value(t, &item, depth + 1, M_DECODED) || item.kind != V_INT)
+            return 0;
+        if (k < 3) {
+            dims[k] = item.i;
+            *count = k + 1;
+        }
+        space(t);
+        if (t->p < t->end && *t->p == ',') {
+            t->p++;
+            space(t);
+            continue;
+        }
+        if (t->p < t->end && *t->p == ']') {
+            t->p++;
+            (void)start;
+            return 1;
+        }
+        return 0;
+    }
+}
+
+/* A value of the field's type, into ev; 0 where the part declines. */
+static int
+read_field(Text *t, const Key *key, Event *ev, int depth)
+{
+    Value *v = &ev->v[key->field];
+    if (ev->seen[key->field])
+        return 0; /* msgspec keeps the last of a repeated key: not read here */
+    ev->seen[key->field] = 1;
+    if (key->type == T_DIMS && t->p < t->end && *t->p == '[') {
+        int k = key->field == A_GRID ? 0 : 1;
+        v->kind = V_LIST;
+        return read_dims(t, ev->dims[k], &ev->dims_count[k], depth);
+    }
+    /* Names are decoded here (strictly: one that is not UTF-8 declines), so they may be any
+     * text without an escape. */
+    int mode = key->type == T_RAW ? M_SKIP : key->field == F_NAME ? M_PLAIN : M_DECODED;
+    if (!read_value(t, v, depth, mode))
+        return 0;
+    switch (key->type) {
+    case T_INT:
+        return v->kind == V_INT || v->kind == V_NULL;
+    case T_ID:
+        return v->kind == V_INT || v->kind == V_NULL || v->kind == V_STR;
+    case T_EVENT_INT:
+        return v->kind == V_INT;
+    case T_DIMS:
+        return v->kind == V_STR || v->kind == V_NULL;
+    case T_FLOAT:
+        if (v->kind == V_INT) {
+            v->kind = V_FLOAT;
+            v->f = (double)v->i;
+        }
+        return v->kind == V_FLOAT || v->kind == V_NULL;
+    case T_NO_VALUE:
+        return v->kind == V_NULL;
+    case T_COUNT:
+        return v->kind != V_STR;
+    case T_TEXT:
+        return v->kind == V_STR || v->kind == V_NULL;
+    case T_EVENT_TEXT:
+        return v->kind == V_STR;
+    default: /* T_RAW, T_ANY, T_ADDRESS: any value */
+        return 1;
+    }
+}
+
+/* The fields of an object at t->p (keys of ``keys``; others skipped); 0 to decline. */
+static int
+read_object(Text *t, const Key **keys, Event *ev, int depth)
+{
+    if (t->p >= t->end || *t->p != '{' || depth > MAX_DEPTH)
+        return 0;
+    t->p++;
+    space(t);
+    if (t->p < t->end && *t->p == '}') {
+        t->p++;
+        return 1;
+    }
+    for (;;) {
+        Slice name;
+        if (t->p >= t->end || *t->p != '"' || string(t, &name, M_PLAIN | M_ASCII) <= 0)
+            return 0;
+        space(t);
+        if (t->p >= t->end || *t->p != ':')
+            return 0;
+        t->p++;
+        space(t);
+        const Key *key = key_of(keys, name);
+        if (key != NULL && key->field == F_ARGS) {
+            if (ev->seen[F_ARGS])
+                return 0;
+            ev->seen[F_ARGS] = 1;
+            if (t->p < t->end && *t->p == '{') {
+                ev->v[F_ARGS].kind = V_OBJECT;
+                if (!read_object(t, ARG_SLOTS, ev, depth + 1))
+                    return 0;
+            }
+            else if (!read_value(t, &ev->v[F_ARGS], depth + 1, M_DECODED) ||
+                     ev->v[F_ARGS].kind != V_NULL)
+                return 0;
+        }
+        else if (key != NULL) {
+            if (!read_field(t, key, ev, depth + 1))
+                return 0;
+        }
+        else if (!skip_value(t, depth + 1, M_SKIP))
+            return 0;
+        space(t);
+        if (t->p < t->end && *t->p == ',') {
+            t->p++;
+            space(t);
+            continue;
+        }
+        if (t->p < t->end && *t->p == '}') {
+            t->p++;
+            return 1;
+        }
+        return 0;
+    }
+}
+
+/* --- the columns -------------------------------------------------------------------------- */
+
+typedef struct {
+    char *data;
+    Py_ssize_t size, capacity; /* in bytes */
+} Column;
+
+static int
+push(Column *c, const void *value, Py_ssize_t size)
+{
+    if (c->size + size > c->capacity) {
+        Py_ssize_t capacity = c->capacity ? c->capacity * 2 : 4096;
+        char *data = PyMem_Realloc(c->data, (size_t)capacity);
+        if (data == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->data = data;
+        c->capacity = capacity;
+    }
+    memcpy(c->data + c->size, value, (size_t)size);
+    c->size += size;
+    return 0;
+}
+
+static int
+push_int(Column *c, long long value)
+{
+    return push(c, &value, sizeof value);
+}
+
+static int
+push_float(Column *c, double value)
+{
+    return push(c, &value, sizeof value);
+}
+
+/* Texts as Python objects, one object per distinct text of the part (names repeat), each
+ * numbered in the order first met (``order`` lists them so). */
+typedef struct {
+    PyObject **objects; /* owned; NULL in an empty slot */
+    uint64_t *hashes;
+    Py_ssize_t *codes;
+    Py_ssize_t capacity, used;
+    int bytes;       /* make bytes objects, not str */
+    PyObject *order; /* a list, or NULL where not kept */
+} Texts;
+
+/* A hash of a text's length and its first and last 32 bytes, a word at a time: kernel names
+ * run to kilobytes, and texts of equal hashes are compared whole. */
+static uint64_t
+words_hash(uint64_t h, const char *p, Py_ssize_t n)
+{
+    for (Py_ssize_t k = 0; k < n; k += 8) {
+        uint64_t word = 0;
+        memcpy(&word, p + k, (size_t)(n - k < 8 ? n - k : 8));
+        h = (h ^ word) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+static uint64_t
+hash_of(Slice s)
+{
+    uint64_t h = ((uint64_t)s.size + 1) * 0x9E3779B97F4A7C15ULL;
+    Py_ssize_t head = s.size < 32 ? s.size : 32;
+    h = words_hash(h, s.start, head);
+    if (s.size > 32)
+        h = words_hash(h, s.start + s.size - 32, 32);
+    return h;
+}
+
+static int
+grow(Texts *texts)
+{
+    Py_ssize_t capacity = texts->capacity ? texts->capacity * 2 : 256;
+    PyObject **objects = PyMem_Calloc((size_t)capacity, sizeof(PyObject *));
+    uint64_t *hashes = PyMem_Calloc((size_t)capacity, sizeof(uint64_t));
+    Py_ssize_t *codes = PyMem_Calloc((size_t)capacity, sizeof(Py_ssize_t));
+    if (objects == NULL || hashes == NULL || codes == NULL) {
+        PyMem_Free(objects);
+        PyMem_Free(hashes);
+        PyMem_Free(codes);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < texts->capacity; k++) {
+        if (texts->objects[k] == NULL)
+            continue;
+        Py_ssize_t at = (Py_ssize_t)(texts->hashes[k] & (uint64_t)(capacity - 1));
+        while (objects[at] != NULL)
+            at = (at + 1) & (capacity - 1);
+        objects[at] = texts->objects[k];
+        hashes[at] = texts->hashes[k];
+        codes[at] = texts->codes[k];
+    }
+    PyMem_Free(texts->objects);
+    PyMem_Free(texts->hashes);
+    PyMem_Free(texts->codes);
+    texts->objects = objects;
+    texts->hashes = hashes;
+    texts->codes = codes;
+    texts->capacity = capacity;
+    return 0;
+}
+
+/* The object of text s (a borrowed reference) and its code; NULL with an exception set where
+ * it cannot be made (a name that is not UTF-8: UnicodeDecodeError). */
+static PyObject *
+text_object(Texts *texts, Slice s, Py_ssize_t *code)
+{
+    if (texts->used * 2 >= texts->capacity && grow(texts) < 0)
+        return NULL;
+    uint64_t hash = hash_of(s);
+    Py_ssize_t at = (Py_ssize_t)(hash & (uint64_t)(texts->capacity - 1));
+    for (; texts->objects[at] != NULL; at = (at + 1) & (texts->capacity - 1)) {
+        if (texts->hashes[at] != hash)
+            continue;
+        PyObject *o = texts->objects[at];
+        const char *data;
+        Py_ssize_t size;
+        if (texts->bytes) {
+            data = PyBytes_AS_STRING(o);
+            size = PyBytes_GET_SIZE(o);
+        }
+        else if ((data = PyUnicode_AsUTF8AndSize(o, &size)) == NULL)
+            return NULL;
+        if (size == s.size && memcmp(data, s.start, (size_t)size) == 0) {
+            *code = texts->codes[at];
+            return o;
+        }
+    }
+    PyObject *o = texts->bytes ? PyBytes_FromStringAndSize(s.start, s.size)
+                               : PyUnicode_DecodeUTF8(s.start, s.size, NULL);
+    if (o == NULL)
+        return NULL;
+    if (texts->order != NULL && PyList_Append(texts->order, o) < 0) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    texts->objects[at] = o;
+    texts->hashes[at] = hash;
+    texts->codes[at] = texts->used++;
+    *code = texts->codes[at];
+    return o;
+}
+
+static void
+free_texts(Texts *texts)
+{
+    for (Py_ssize_t k = 0; k < texts->capacity; k++)
+        Py_XDECREF(texts->objects[k]);
+    PyMem_Free(texts->objects);
+    PyMem_Free(texts->hashes);
+    PyMem_Free(texts->codes);
+    Py_XDECREF(texts->order);
+}
+
+/* A column of texts as codes into its distinct texts (bytes), in the order first met: what
+ * raw_codes gives for msgspec.Raw values. */
+typedef struct {
+    Texts texts;
+    Column codes; /* int64 */
+} Coded;
+
+static int
+push_coded(Coded *c, Slice s)
+{
+    Py_ssize_t code;
+    if (text_object(&c->texts, s, &code) == NULL)
+        return -1;
+    return push_int(&c->codes, code);
+}
+
+/* --- the tables --------------------------------------------------------------------------- */
+
+enum { OPS, KERNELS, MEMCPY, MEMSET, RUNTIME, MEMORY, TABLES };
+static const char *TABLE_NAMES[TABLES] = {"ops",     "kernels", "memcpy",
+                                          "memset",  "runtime", "memory"};
+
+/* Each table's int64 / float64 columns, by name, in the order its builder makes them. */
+enum {
+    C_PID,
+    C_TID,
+    C_START,
+    C_DUR,
+    C_EXTERNAL,
+    C_SEQUENCE,
+    C_FWD_TID,
+    C_CALLER_LINE,
+    C_DEVICE,
+    C_STREAM,
+    C_CORRELATION,
+    C_GRID_X,
+    C_GRID_Y,
+    C_GRID_Z,
+    C_BLOCK_X,
+    C_BLOCK_Y,
+    C_BLOCK_Z,
+    C_REGISTERS,
+    C_SHARED,
+    C_OCCUPANCY, /* float64 */
+    C_PER_SM,    /* float64 */
+    C_BYTES,
+    C_TOTAL_ALLOCATED,
+    C_TOTAL_RESERVED,
+    C_ADDR,
+    C_LANE_PID,
+    C_LANE_TID,
+    COLUMNS
+};
+static const char *COLUMN_NAMES[COLUMNS] = {
+    "pid",     "tid",          "start_ns",        "dur_ns",         "external_id",
+    "sequence", "fwd_tid",     "caller_line",     "device",         "stream",
+    "correlation", "grid_x",   "grid_y",          "grid_z",         "block_x",
+    "block_y", "block_z",      "registers_per_thread", "shared_memory", "occupancy",
+    "blocks_per_sm", "bytes",  "total_allocated", "total_reserved", "addr",
+    "_pid",    "_tid"};
+
+typedef struct {
+    Py_ssize_t rows;
+    Column columns[COLUMNS];
+    char used[COLUMNS];
+    PyObject *names;      /* list of str */
+    PyObject *categories; /* list of str (ops, runtime) */
+    int any_autograd, any_caller_line;
+    Coded raws[3];        /* ops: Input Dims, Input type, Concrete Inputs */
+} Table;
+
+/* Every category a table takes, as the text the column keeps (OP_CATEGORY's renaming). */
+typedef struct {
+    const char *cat;
+    int table;
+    const char *kept;
+} Route;
+
+static const Route ROUTES[] = {
+    {"cpu_op", OPS, "cpu_op"},
+    {"Operator", OPS, "cpu_op"},
+    {"user_annotation", OPS, "user_annotation"},
+    {"python_function", OPS, "python_function"},
+    {"kernel", KERNELS, NULL},
+    {"Kernel", KERNELS, NULL},
+    {"gpu_memcpy", MEMCPY, NULL},
+    {"Memcpy", MEMCPY, NULL},
+    {"gpu_memset", MEMSET, NULL},
+    {"Memset", MEMSET, NULL},
+    {"cuda_runtime", RUNTIME, "cuda_runtime"},
+    {"Runtime", RUNTIME, "Runtime"},
+    {"cuda_driver", RUNTIME, "cuda_driver"},
+    {NULL, 0, NULL}};
+#define ROUTE_COUNT 13
+static PyObject *KEPT[ROUTE_COUNT]; /* the kept categories as str, made once */
+
+static int
+same(Slice s, const char *text)
+{
+    return (Py_ssize_t)strlen(text) == s.size && memcmp(s.start, text, (size_t)s.size) == 0;
+}
+
+static int
+put(Table *table, int column, long long value)
+{
+    table->used[column] = 1;
+    return push_int(&table->columns[column], value);
+}
+
+static int
+put_float(Table *table, int column, double value)
+{
+    table->used[column] = 1;
+    return push_float(&table->columns[column], value);
+}
+
+/* The int of an int | None field; ``absent`` where it is null or missing. */
+static long long
+int_or(const Event *ev, int field, long long absent)
+{
+    return ev->seen[field] && ev->v[field].kind == V_INT ? ev->v[field].i : absent;
+}
+
+/* In [low, high) where present (else the part declines: the column would record a finding). */
+static int
+in_range(const Event *ev, int field, long long low, long long high)
+{
+    return !(ev->seen[field] && ev->v[field].kind == V_INT) ||
+           (ev->v[field].i >= low && ev->v[field].i < high);
+}
+
+/* gather.int_or_none of an Any field: NO_ID for null, a bool, no int or one out of range. */
+static long long
+count_of(const Event *ev, int field)
+{
+    const Value *v = &ev->v[field];
+    if (!ev->seen[field] || v->kind != V_INT || v->i < 0 || v->i >= I62)
+        return NO_ID;
+    return v->i;
+}
+
+static int
+is_text(const Event *ev, int field)
+{
+    return ev->seen[field] && ev->v[field].kind == V_STR;
+}
+
+static int
+set_any(const Event *ev, int field)
+{
+    return ev->seen[field] && ev->v[field].kind != V_NULL;
+}
+
+/* An event's table row; 0 where it declines, -1 on an error. */
+static int
+add_row(Table *tables, int which, const Route *route, const Event *ev, Texts *names,
+        double ts, double dur)
+{
+    Table *table = &tables[which];
+    long long pid = int_or(ev, F_PID, 0), tid = int_or(ev, F_TID, 0);
+    long long external =
+        int_or(ev, A_EXTERNAL, int_or(ev, A_LEGACY_EXTERNAL, NO_ID));
+    long long start = nanoseconds(ts), length = nanoseconds(dur);
+    Py_ssize_t slot;
+    Slice name = ev->seen[F_NAME] ? ev->v[F_NAME].s : (Slice){"", 0};
+    int failed = 0;
+    if (which != MEMORY) {
+        PyObject *text = text_object(names, name, &slot);
+        if (text == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyErr_Clear(); /* msgspec refuses it: the part is read there, and fails there */
+            return 0;
+        }
+        if (text == NULL || PyList_Append(table->names, text) < 0)
+            return -1;
+    }
+    switch (which) {
+    case OPS:
+    case RUNTIME:
+        failed |= put(table, C_PID, pid) | put(table, C_TID, tid);
+        failed |= PyList_Append(table->categories, KEPT[route - ROUTES]);
+        failed |= put(table, C_START, start) | put(table, C_DUR, length);
+        if (which == RUNTIME) {
+            failed |= put(table, C_CORRELATION, int_or(ev, A_CORRELATION, NO_ID));
+            failed |= put(table, C_EXTERNAL, external);
+            break;
+        }
+        failed |= put(table, C_EXTERNAL, external);
+        {
+            /* "Input Dims", else the legacy "Input dims"; an empty text where neither */
+            int dims = ev->seen[A_DIMS] ? A_DIMS : A_LEGACY_DIMS;
+            Slice none = {"", 0};
+            Slice raws[3] = {ev->seen[dims] ? ev->v[dims].whole : none,
+                             ev->seen[A_TYPES] ? ev->v[A_TYPES].whole : none,
+                             ev->seen[A_CONCRETE] ? ev->v[A_CONCRETE].whole : none};
+            for (int k = 0; k < 3; k++)
+                if (push_coded(&table->raws[k], raws[k]) < 0)
+                    return -1;
+        }
+        table->any_autograd |= set_any(ev, A_SEQUENCE) || set_any(ev, A_FWD_TID);
+        table->any_caller_line |= set_any(ev, A_CALLER_LINE);
+        failed |= put(table, C_SEQUENCE, count_of(ev, A_SEQUENCE));
+        failed |= put(table, C_FWD_TID, count_of(ev, A_FWD_TID));
+        failed |= put(table, C_CALLER_LINE, count_of(ev, A_CALLER_LINE));
+        break;
+    case KERNELS:
+    case MEMCPY:
+    case MEMSET: {
+        /* an id as text (gather.as_id reads it) declines */
+        if (!in_range(ev, A_DEVICE, 0, I32) || is_text(ev, A_STREAM) || is_text(ev, A_BYTES))
+            return 0;
+        long long lane = pid >= 0 && pid < I32 ? pid : NO_ID;
+        long long device = int_or(ev, A_DEVICE, NO_ID);
+        failed |= put(table, C_DEVICE, device == NO_ID ? lane : device);
+        failed |= put(table, C_STREAM, int_or(ev, A_STREAM, tid));
+        failed |= put(table, C_START, start) | put(table, C_DUR, length);
+        failed |= put(table, C_CORRELATION, int_or(ev, A_CORRELATION, NO_ID));
+        failed |= put(table, C_EXTERNAL, external);
+        if (which == KERNELS) {
+            for (int k = 0; k < 2; k++) {
+                int field = k == 0 ? A_GRID : A_BLOCK;
+                int given = ev->seen[field] && ev->v[field].kind == V_LIST ? ev->dims_count[k] : 0;
+                for (int axis = 0; axis < 3; axis++) {
+                    long long size = axis < given ? ev->dims[k][axis] : NO_ID;
+                    if (axis < given && (size < 0 || size >= I32))
+                        return 0;
+                    failed |= put(table, (k == 0 ? C_GRID_X : C_BLOCK_X) + axis, size);
+                }
+            }
+            if (!in_range(ev, A_REGISTERS, 0, I32) || !in_range(ev, A_SHARED, 0, I62))
+                return 0;
+            failed |= put(table, C_REGISTERS, int_or(ev, A_REGISTERS, NO_ID));
+            failed |= put(table, C_SHARED, int_or(ev, A_SHARED, NO_ID));
+            const Value *occupancy = &ev->v[A_OCCUPANCY], *per_sm = &ev->v[A_PER_SM];
+            int has_occupancy = ev->seen[A_OCCUPANCY] && occupancy->kind == V_FLOAT;
+            int has_per_sm = ev->seen[A_PER_SM] && per_sm->kind == V_FLOAT;
+            if ((has_occupancy && !(occupancy->f >= 0 && occupancy->f < 101)) ||
+                (has_per_sm && !(per_sm->f >= 0 && per_sm->f < (double)I32)))
+                return 0;
+            failed |= put_float(table, C_OCCUPANCY, has_occupancy ? occupancy->f : Py_NAN);
+            failed |= put_float(table, C_PER_SM, has_per_sm ? per_sm->f : Py_NAN);
+        }
+        else {
+            if (!in_range(ev, A_BYTES, -1, I62))
+                return 0;
+            failed |= put(table, C_BYTES, int_or(ev, A_BYTES, NO_ID));
+        }
+        failed |= put(table, C_LANE_PID, pid) | put(table, C_LANE_TID, tid);
+        break;
+    }
+    case MEMORY: {
+        failed |= put(table, C_START, start);
+        failed |= put(table, C_PID, pid) | put(table, C_TID, tid);
+        long long type = int_or(ev, A_DEVICE_TYPE, 0);
+        int on_device = ev->seen[A_DEVICE_TYPE] && ev->v[A_DEVICE_TYPE].kind == V_INT && type != 0;
+        if (on_device && !in_range(ev, A_DEVICE_ID, -1, I32))
+            return 0;
+        failed |= put(table, C_DEVICE, on_device ? int_or(ev, A_DEVICE_ID, NO_ID) : -1);
+        failed |= put(table, C_BYTES, int_or(ev, A_ALLOC_BYTES, NO_ID));
+        failed |= put(table, C_TOTAL_ALLOCATED, int_or(ev, A_TOTAL_ALLOCATED, NO_ID));
+        failed |= put(table, C_TOTAL_RESERVED, int_or(ev, A_TOTAL_RESERVED, NO_ID));
+        const Value *addr = &ev->v[A_ADDR];
+        failed |= put(table, C_ADDR, ev->seen[A_ADDR] && addr->kind == V_INT ? addr->i : NO_ID);
+        break;
+    }
+    }
+    table->rows++;
+    return failed ? -1 : 1;
+}
+
+/* An event's text into its table: 1 read (or skipped, a flow), 0 declines, -1 an error. */
+static int
+read_event(Table *tables, Texts *names, const char *data, Py_ssize_t size)
+{
+    Event ev;
+    memset(ev.seen, 0, sizeof ev.seen);
+    Text t = {data, data + size};
+    space(&t);
+    if (!read_object(&t, EVENT_SLOTS, &ev, 1))
+        return 0;
+    space(&t);
+    if (t.p != t.end)
+        return 0;
+    /* ts and dur as numbers: int | float | None */
+    int has_ts = ev.seen[F_TS] && ev.v[F_TS].kind == V_FLOAT;
+    int has_dur = ev.seen[F_DUR] && ev.v[F_DUR].kind == V_FLOAT;
+    double ts = has_ts ? ev.v[F_TS].f : 0, dur = has_dur ? ev.v[F_DUR].f : 0;
+    /* a fraction beyond float64's nanoseconds: decode.needs_exact_times, for any event */
+    if (has_ts && fabs(ts) >= EXACT_LIMIT_US && ts != floor(ts))
+        return 0;
+    Slice ph = ev.seen[F_PH] ? ev.v[F_PH].s : (Slice){"", 0};
+    Slice cat = ev.seen[F_CAT] ? ev.v[F_CAT].s : (Slice){"", 0};
+    if (ph.size == 1 && strchr("sftbe", ph.start[0]) != NULL) {
+        /* a flow: the msgspec path skips it too, once its name is checked as UTF-8 */
+        for (Py_ssize_t k = 0; ev.seen[F_NAME] && k < ev.v[F_NAME].s.size; k++)
+            if ((unsigned char)ev.v[F_NAME].s.start[k] >= 0x80)
+                return 0;
+        return 1;
+    }
+    if (!has_ts || !(fabs(ts) < TIME_LIMIT_US))
+        return 0;
+    if ((same(ph, "i") || same(ph, "I")) && ev.seen[F_NAME] && same(ev.v[F_NAME].s, "[memory]"))
+        return add_row(tables, MEMORY, NULL, &ev, names, ts, 0.0);
+    if (!same(ph, "X") || !has_dur || dur < 0 || !(dur < TIME_LIMIT_US))
+        return 0;
+    for (const Route *route = ROUTES; route->cat != NULL; route++)
+        if (same(cat, route->cat))
+            return add_row(tables, route->table, route, &ev, names, ts, dur);
+    return 0;
+}
+
+/* --- to Python ---------------------------------------------------------------------------- */
+
+static PyObject *
+column_bytes(const Column *c)
+{
+    return PyByteArray_FromStringAndSize(c->data != NULL ? c->data : "", c->size);
+}
+
+/* {column: bytearray of int64 / float64, or list}: a table's columns as read. */
+static PyObject *
+table_dict(Table *table)
+{
+    PyObject *out = PyDict_New();
+    if (out == NULL)
+        return NULL;
+    for (int c = 0; c < COLUMNS; c++) {
+        if (!table->used[c])
+            continue;
+        PyObject *values = column_bytes(&table->columns[c]);
+        if (values == NULL || PyDict_SetItemString(out, COLUMN_NAMES[c], values) < 0) {
+            Py_XDECREF(values);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(values);
+    }
+    if (PyDict_SetItemString(out, "name", table->names) < 0 ||
+        PyDict_SetItemString(out, "category", table->categories) < 0)
+        goto error;
+    static const char *RAW_NAMES[3] = {"input_dims", "input_types", "concrete_inputs"};
+    for (int k = 0; k < 3 && table->raws[0].codes.size; k++) {
+        Coded *coded = &table->raws[k];
+        PyObject *codes = column_bytes(&coded->codes);
+        PyObject *pair = codes != NULL ? PyTuple_Pack(2, codes, coded->texts.order) : NULL;
+        Py_XDECREF(codes);
+        if (pair == NULL || PyDict_SetItemString(out, RAW_NAMES[k], pair) < 0) {
+            Py_XDECREF(pair);
+            goto error;
+        }
+        Py_DECREF(pair);
+    }
+    PyObject *flags = Py_BuildValue("(ii)", table->any_autograd, table->any_caller_line);
+    if (flags == NULL || PyDict_SetItemString(out, "any_set", flags) < 0) {
+        Py_XDECREF(flags);
+        goto error;
+    }
+    Py_DECREF(flags);
+    return out;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
+static void
+free_tables(Table *tables)
+{
+    for (int k = 0; k < TABLES; k++) {
+        for (int c = 0; c < COLUMNS; c++)
+            PyMem_Free(tables[k].columns[c].data);
+        Py_XDECREF(tables[k].names);
+        Py_XDECREF(tables[k].categories);
+        for (int r = 0; r < 3; r++) {
+            free_texts(&tables[k].raws[r].texts);
+            PyMem_Free(tables[k].raws[r].codes.data);
+        }
+    }
+}
+
+PyDoc_STRVAR(part_columns_doc,
+"part_columns(raws) -> dict | None\n\n"
+"The columns of each table ({table: {column: values}}) of the events whose JSON texts raws\n"
+"holds (bytes-like: msgspec.Raw), in file order; None where some event is not one this path\n"
+"reads exactly as the msgspec path does (the part is decoded by msgspec then). Numbers come\n"
+"as bytearrays of int64 (float64: occupancy, blocks_per_sm); names and categories as lists\n"
+"of str; the ops' recorded inputs as (codes, distinct texts as bytes) as raw_codes gives\n"
+"them; any_set: whether some op has autograd args, a caller line.");
+
+static PyObject *
+part_columns(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *raws;
+    if (!PyArg_ParseTuple(args, "O!:part_columns", &PyList_Type, &raws))
+        return NULL;
+    Table tables[TABLES];
+    memset(tables, 0, sizeof tables);
+    Texts names = {NULL, NULL, NULL, 0, 0, 0, NULL};
+    PyObject *out = NULL;
+    int status = 1;
+    for (int k = 0; k < TABLES; k++) {
+        tables[k].names = PyList_New(0);
+        tables[k].categories = PyList_New(0);
+        for (int r = 0; r < 3; r++) {
+            tables[k].raws[r].texts.bytes = 1;
+            if ((tables[k].raws[r].texts.order = PyList_New(0)) == NULL)
+                goto done;
+        }
+        if (tables[k].names == NULL || tables[k].categories == NULL)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(raws) && status == 1; i++) {
+        PyObject *raw = PyList_GET_ITEM(raws, i);
+        Py_buffer view;
+        if (PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE) < 0)
+            goto done;
+        status = read_event(tables, &names, view.buf, view.len);
+        PyBuffer_Release(&view);
+    }
+    if (status < 0)
+        goto done;
+    if (status == 0) {
+        PyErr_Clear(); /* a name that is not UTF-8 declines too */
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    out = PyDict_New();
+    for (int k = 0; out != NULL && k < TABLES; k++) {
+        if (!tables[k].rows)
+            continue;
+        PyObject *table = table_dict(&tables[k]);
+        if (table == NULL || PyDict_SetItemString(out, TABLE_NAMES[k], table) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(table);
+    }
+done:
+    free_tables(tables);
+    free_texts(&names);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"part_columns", part_columns, METH_VARARGS, part_columns_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "gpuprofile.importers.kineto._scan",
+    .m_doc = "The Kineto reader's compiled path from a part's JSON texts to its columns "
+             "(direct.py uses it where built).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC
+PyInit__scan(void)
+{
+    static int indexed = 0; /* once: a module of m_size -1 may be initialised again */
+    if (!indexed) {
+        index_keys(EVENT_KEYS, EVENT_SLOTS);
+        index_keys(ARG_KEYS, ARG_SLOTS);
+        indexed = 1;
+    }
+    for (int k = 0; k < ROUTE_COUNT; k++) {
+        const char *kept = ROUTES[k].kept != NULL ? ROUTES[k].kept : "";
+        KEPT[k] = PyUnicode_InternFromString(kept);
+        if (KEPT[k] == NULL)
+            return NULL;
+    }
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,109 @@
+"""The Kineto reader's direct path: a part of a large file read from its events' JSON texts
+straight into the columns of their tables by the compiled core (``_scan.c``), where the
+msgspec path decodes each event into structs, sorts them into tables and gathers each field.
+
+The core reads a part only where every event in it is one it reads exactly as the msgspec
+path does (host ops, kernels, memcpy, memset, runtime calls, allocator instants, flows) and
+no value would be a finding; otherwise it declines and the part takes the msgspec path
+(decode.py, columns.py: the reference, which test_direct_core.py compares this with). What is
+left to Python here is what the columns builders compute from the texts: the recorded inputs'
+check (check.Shapes) and the memcpy kinds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from gpuprofile.importers.kineto.check import Shapes
+from gpuprofile.importers.kineto.columns import memcpy_kind
+
+# A part's tables ({table: {column: values}}), for the tables it has events of.
+Tables = dict[str, dict[str, Any]]
+Direct = Callable[[list[msgspec.Raw]], Tables | None]
+
+# _scan.part_columns: a part's tables as the core reads them, before _finished
+scanned: Direct | None
+try:
+    from gpuprofile.importers.kineto._scan import part_columns as scanned
+except ImportError:
+    scanned = None
+COMPILED = scanned is not None
+
+
+# Each table's columns as its builder in columns.py makes them (the lanes of the tables
+# without pid and tid last, as trace.py adds them), and which the core gives as float64.
+_COLUMNS = {
+    "ops": ("pid", "tid", "name", "category", "start_ns", "dur_ns", "external_id"),
+    "kernels": (
+        "device", "stream", "name", "start_ns", "dur_ns", "correlation", "external_id",
+        "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+        "registers_per_thread", "shared_memory", "occupancy", "blocks_per_sm", "_pid", "_tid",
+    ),
+    "memcpy": (
+        "device", "stream", "name", "start_ns", "dur_ns", "correlation", "external_id",
+        "bytes", "_pid", "_tid",
+    ),
+    "memset": (
+        "device", "stream", "name", "start_ns", "dur_ns", "correlation", "external_id",
+        "bytes", "_pid", "_tid",
+    ),
+    "runtime": (
+        "pid", "tid", "name", "category", "start_ns", "dur_ns", "correlation", "external_id"
+    ),
+    "memory": (
+        "start_ns", "pid", "tid", "device", "bytes", "total_allocated", "total_reserved", "addr"
+    ),
+}  # fmt: skip
+_FLOATS = frozenset(("occupancy", "blocks_per_sm"))
+
+
+def direct_reader(shapes: Shapes) -> Direct | None:
+    """The direct path for one file's parts (``shapes`` checks its recorded inputs, as the
+    msgspec path's builders do); None where the core is not built."""
+    part_columns = scanned
+    if part_columns is None:
+        return None
+
+    def read(raws: list[msgspec.Raw]) -> Tables | None:
+        found = part_columns(raws)
+        if found is None:
+            return None
+        return {table: _finished(table, read, shapes) for table, read in found.items()}
+
+    return read
+
+
+def _finished(table: str, read: dict[str, Any], shapes: Shapes) -> dict[str, Any]:
+    columns = {name: _column(name, read[name]) for name in _COLUMNS[table]}
+    if table == "memory":  # an instant's time: the builder's name for it
+        columns = {"time_ns" if n == "start_ns" else n: v for n, v in columns.items()}
+    if table == "memcpy":
+        names = columns["name"]
+        columns["kind"] = [memcpy_kind(n) for n in names]
+        columns["pinned"] = np.fromiter(("Pinned" in n for n in names), bool, len(names))
+    if table == "ops":
+        columns["input_dims"] = shapes.dims(_coded(read["input_dims"]))
+        columns["input_types"] = shapes.types(_coded(read["input_types"]))
+        columns["concrete_inputs"] = shapes.concrete(_coded(read["concrete_inputs"]))
+        autograd, caller_line = read["any_set"]
+        if autograd:  # as columns.autograd_columns: only where some op has one
+            columns["sequence"] = _column("sequence", read["sequence"])
+            columns["fwd_tid"] = _column("fwd_tid", read["fwd_tid"])
+        if caller_line:
+            columns["caller_line"] = _column("caller_line", read["caller_line"])
+    return columns
+
+
+def _column(name: str, values: Any) -> Any:
+    if isinstance(values, bytearray):
+        return np.frombuffer(values, np.float64 if name in _FLOATS else np.int64)
+    return values
+
+
+def _coded(read: tuple[bytearray, list[bytes]]) -> tuple[np.ndarray, list[bytes]]:
+    codes, distinct = read
+    return np.frombuffer(codes, np.int64), distinct
