@@ -226,6 +226,15 @@ READ: dict[str, list[dict[str, Any] | bytes]] = {
     "values msgspec ignores": [
         with_changes(KERNEL, id={"a": 1}, args={"Process Group Name": 0, "Seq": "7"})
     ],
+    "ids as text": [
+        with_changes(OP, pid="67844", tid="4093687616"),
+        with_changes(KERNEL, pid="0", tid="stream 7", args={"stream": None}),
+        with_changes(KERNEL, args={"stream": "stream 9", "device": None}, pid="-3"),
+        with_changes(MEMSET, args={"bytes": "16"}, tid="x 12345678901234567890"),
+        with_changes(MEMCPY, args={"bytes": "no number"}, tid=""),
+        with_changes(RUNTIME, pid="7 ", tid="-"),
+        with_changes(MEMORY, pid="spans", tid="a b -12"),
+    ],
     "whitespace": [b' {\n "ph" : "X" ,\t"cat":"cpu_op",\r\n"ts":1,"dur":1 , "args" : { } }\n'],
 }  # fmt: skip
 
@@ -237,9 +246,8 @@ DECLINED = {
     "other instant": with_changes(MEMORY, name="Iteration Start"),
     "counter": {"ph": "C", "name": "util", "pid": 1, "ts": 1, "args": {"value": 3}},
     "collective": with_changes(OP, args={"Collective name": "allreduce"}),
-    "text tid": with_changes(OP, tid="stream 7"),
-    "text stream": with_changes(KERNEL, args={"stream": "7"}),
-    "text bytes": with_changes(MEMSET, args={"bytes": "16"}),
+    "an id as_id cannot read": with_changes(OP, tid="--7"),
+    "a stream as_id cannot read": with_changes(KERNEL, args={"stream": "stream --7"}),
     "text count": with_changes(OP, args={"Sequence number": "11"}),
     "null pid": with_changes(OP, pid=None),
     "no ts": with_changes(OP, ts=None),
@@ -335,6 +343,8 @@ MOSTLY_READ = (
     "hta_a100_train_rank3_of8_async_cpu_to_gpu.json.gz",
     "tracelens_h100_owlv2_large_inference.json.gz",
     "tracelens_mi300x_xdit_sd3.5_large_inference.json.gz",
+    # torch 1.8's format: capitalized categories, ids as text ("stream 7"), "Input dims"
+    "kineto_tbplugin_resnet50_v100_memory_shapes.pt.trace.json.gz",
 )
 
 

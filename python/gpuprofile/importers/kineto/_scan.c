@@ -8,7 +8,7 @@
  * of the type msgspec's structs expect (format.py) and every value the columns keep without a
  * finding (in range, times usable). Anything else anywhere in the part (another phase or
  * category, metadata, collectives, a string with an escape, a number it cannot parse exactly,
- * a repeated key, text where an id is an int) declines the whole part: part_columns returns
+ * a repeated key) declines the whole part: part_columns returns
  * None and the part is decoded by msgspec. So a part read here records no finding, and its
  * columns equal the msgspec path's (direct.py adds what Python computes from them;
  * test_direct_core.py compares the two on crafted parts and every shared trace).
@@ -303,8 +303,8 @@ skip_value(Text *t, int depth, int mode)
 /* How a field's value must look (its type in format.py's structs), and what is kept. */
 enum {
     T_INT,       /* int | None: an int or null */
-    T_EVENT_INT, /* int | str: an int here (text declines) */
-    T_ID,        /* int | str | None: text declines where a column reads it */
+    T_EVENT_ID,  /* int | str: an id, as gather.as_id reads text */
+    T_ID,        /* int | str | None: an id, as gather.as_id reads text */
     T_RAW,       /* msgspec.Raw: the value's text */
     T_DIMS,      /* list[int] | str | None: the first three ints of a list */
     T_FLOAT,     /* float | None: a number or null */
@@ -376,7 +376,7 @@ typedef struct {
 /* Each struct's keys as format.py names them in JSON (msgspec.field's name=). */
 static const Key EVENT_KEYS[] = {
     KEY("ph", F_PH, T_EVENT_TEXT),  KEY("cat", F_CAT, T_EVENT_TEXT), KEY("name", F_NAME, T_EVENT_TEXT),
-    KEY("pid", F_PID, T_EVENT_INT),        KEY("tid", F_TID, T_EVENT_INT),         KEY("ts", F_TS, T_FLOAT),
+    KEY("pid", F_PID, T_EVENT_ID),        KEY("tid", F_TID, T_EVENT_ID),         KEY("ts", F_TS, T_FLOAT),
     KEY("dur", F_DUR, T_FLOAT),     KEY("id", F_ID, T_ANY),          KEY("args", F_ARGS, T_ANY),
     {NULL, 0, 0, 0}};
 
@@ -500,6 +500,35 @@ read_dims(Text *t, long long *dims, int *count, int depth)
     }
 }
 
+/* gather.as_id of a text (ASCII here), as an int value: the digits after its last space,
+ * after one optional '-', fewer than 19 characters, else NO_ID; 0 (the part declines) where
+ * several '-' lead them, which as_id's int() refuses. */
+static int
+text_id(Value *v)
+{
+    const char *end = v->s.start + v->s.size, *token = end;
+    while (token > v->s.start && token[-1] != ' ')
+        token--;
+    const char *digits = token;
+    while (digits < end && *digits == '-')
+        digits++;
+    int all_digits = digits < end;
+    for (const char *p = digits; p < end; p++)
+        all_digits = all_digits && *p >= '0' && *p <= '9';
+    long long number = NO_ID;
+    if (all_digits && end - token < 19) {
+        if (digits - token > 1)
+            return 0;
+        number = 0; /* at most 18 digits: no overflow */
+        for (const char *p = digits; p < end; p++)
+            number = number * 10 + (*p - '0');
+        number = digits > token ? -number : number;
+    }
+    v->kind = V_INT;
+    v->i = number;
+    return 1;
+}
+
 /* A value of the field's type, into ev; 0 where the part declines. */
 static int
 read_field(Text *t, const Key *key, Event *ev, int depth)
@@ -522,9 +551,9 @@ read_field(Text *t, const Key *key, Event *ev, int depth)
     case T_INT:
         return v->kind == V_INT || v->kind == V_NULL;
     case T_ID:
-        return v->kind == V_INT || v->kind == V_NULL || v->kind == V_STR;
-    case T_EVENT_INT:
-        return v->kind == V_INT;
+        return v->kind == V_INT || v->kind == V_NULL || (v->kind == V_STR && text_id(v));
+    case T_EVENT_ID:
+        return v->kind == V_INT || (v->kind == V_STR && text_id(v));
     case T_DIMS:
         return v->kind == V_STR || v->kind == V_NULL;
     case T_FLOAT:
@@ -902,12 +931,6 @@ count_of(const Event *ev, int field)
 }
 
 static int
-is_text(const Event *ev, int field)
-{
-    return ev->seen[field] && ev->v[field].kind == V_STR;
-}
-
-static int
 set_any(const Event *ev, int field)
 {
     return ev->seen[field] && ev->v[field].kind != V_NULL;
@@ -967,8 +990,7 @@ add_row(Table *tables, int which, const Route *route, const Event *ev, Texts *na
     case KERNELS:
     case MEMCPY:
     case MEMSET: {
-        /* an id as text (gather.as_id reads it) declines */
-        if (!in_range(ev, A_DEVICE, 0, I32) || is_text(ev, A_STREAM) || is_text(ev, A_BYTES))
+        if (!in_range(ev, A_DEVICE, 0, I32))
             return 0;
         long long lane = pid >= 0 && pid < I32 ? pid : NO_ID;
         long long device = int_or(ev, A_DEVICE, NO_ID);
