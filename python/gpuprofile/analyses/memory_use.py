@@ -41,6 +41,7 @@ from gpuprofile.analyses.memory_moments import (
     ModuleBytes,
 )
 from gpuprofile.analyses.modules import BACKWARD, FORWARD, NO_MODULE, OPTIMIZER
+from gpuprofile.analyses.names import strings
 
 if TYPE_CHECKING:
     from gpuprofile.trace.meta import TensorRole
@@ -322,11 +323,11 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
                 int(blocks.size[i]),
                 CATEGORIES[int(blocks.category[i])],
                 shown[i],
-                _op_name(analysis, int(blocks.op[i])),
+                op_name,
                 _line(analysis, int(blocks.line[i])),
                 int(time[blocks.start[i]]) if blocks.start[i] >= 0 else None,
             )
-            for i in live
+            for i, op_name in zip(live, _op_names(analysis, blocks.op[live]), strict=True)
         ] + named_before
         by_module: dict[str, int] = {}
         for b in rows:
@@ -351,7 +352,7 @@ def memory_use(analysis: MemoryFacts, rank: int) -> MemoryUse | None:
         before_bytes=int(before_by.sum()),
         categories=list(CATEGORIES),
         times_ns=[int(at_time[c]) for c in kept],
-        by_category={name: [int(in_use[i, c]) for c in kept] for i, name in enumerate(CATEGORIES)},
+        by_category={name: in_use[i, kept].tolist() for i, name in enumerate(CATEGORIES)},
         peak=peak,
         end=end,
         known_roles=len(analysis.trace.meta.tensor_roles),
@@ -408,7 +409,16 @@ def _kept_points(total: np.ndarray) -> np.ndarray:
 
 
 def _op_name(analysis: MemoryFacts, op: int) -> str:
-    return str(analysis.trace.ops["name"].iat[op]) if op >= 0 else ""
+    return _op_names(analysis, np.array([op]))[0]
+
+
+def _op_names(analysis: MemoryFacts, ops: np.ndarray) -> list[str]:
+    """The name of each ops row ("" for -1), read from the column's names listed once: a
+    moment has thousands of live blocks, and a categorical's .iat costs microseconds."""
+    if not (ops >= 0).any():
+        return [""] * len(ops)
+    names = strings(analysis.trace.ops["name"], rows=np.maximum(ops, 0)).tolist()
+    return [str(n) if o >= 0 else "" for n, o in zip(names, ops.tolist(), strict=True)]
 
 
 def _line(analysis: MemoryFacts, source: int) -> str:

@@ -883,6 +883,7 @@ static const Route ROUTES[] = {
     {"cuda_driver", RUNTIME, "cuda_driver"},
     {NULL, 0, NULL}};
 #define ROUTE_COUNT 13
+_Static_assert(sizeof ROUTES / sizeof ROUTES[0] == ROUTE_COUNT + 1, "a kept text per route");
 static PyObject *KEPT[ROUTE_COUNT]; /* the kept categories as str, made once */
 
 static int

@@ -72,7 +72,7 @@ def direct_reader(shapes: Shapes) -> Direct | None:
         found = part_columns(raws)
         if found is None:
             return None
-        return {table: _finished(table, read, shapes) for table, read in found.items()}
+        return {table: _finished(table, columns, shapes) for table, columns in found.items()}
 
     return read
 
