@@ -4,11 +4,13 @@
  * field from them (decode.py, columns.py, check.py: the reference).
  *
  * It reads only what it can read exactly as that path does: host ops, kernels, memcpy,
- * memset, runtime calls, allocator instants and flows (skipped there too), with every field
- * of the type msgspec's structs expect (format.py) and every value the columns keep without a
- * finding (in range, times usable). Anything else anywhere in the part (another phase or
- * category, metadata, collectives, a string with an escape, a number it cannot parse exactly,
- * a repeated key) declines the whole part: part_columns returns
+ * memset, runtime calls, GPU annotations and allocator instants into their tables; flows
+ * (skipped there too); metadata (the threads' names), the profiler's own spans and instants,
+ * and events of other categories or phases (counted as skipped, by kind); every field of the
+ * type msgspec's structs expect (format.py) and every value the columns keep without a
+ * finding (in range, times usable). Anything else anywhere in the part (counter samples, an
+ * out-of-memory instant, collectives, a string with an escape where it decodes one, a number
+ * it cannot parse exactly, a repeated key) declines the whole part: part_columns returns
  * None and the part is decoded by msgspec. So a part read here records no finding, and its
  * columns equal the msgspec path's (direct.py adds what Python computes from them;
  * test_direct_core.py compares the two on crafted parts and every shared trace).
@@ -52,8 +54,9 @@ typedef struct {
     int kind;
     long long i;
     double f;
-    Slice s;     /* V_STR: the text without its quotes */
+    Slice s;     /* V_STR: the text without its quotes (kept where text_id made it an int) */
     Slice whole; /* the value's text as written (a msgspec.Raw's) */
+    int text;    /* an id read from text (text_id) */
 } Value;
 
 static void
@@ -526,6 +529,7 @@ text_id(Value *v)
     }
     v->kind = V_INT;
     v->i = number;
+    v->text = 1;
     return 1;
 }
 
@@ -547,6 +551,7 @@ read_field(Text *t, const Key *key, Event *ev, int depth)
     int mode = key->type == T_RAW ? M_SKIP : key->field == F_NAME ? M_PLAIN : M_DECODED;
     if (!read_value(t, v, depth, mode))
         return 0;
+    v->text = 0;
     switch (key->type) {
     case T_INT:
         return v->kind == V_INT || v->kind == V_NULL;
@@ -807,9 +812,9 @@ push_coded(Coded *c, Slice s)
 
 /* --- the tables --------------------------------------------------------------------------- */
 
-enum { OPS, KERNELS, MEMCPY, MEMSET, RUNTIME, MEMORY, TABLES };
-static const char *TABLE_NAMES[TABLES] = {"ops",     "kernels", "memcpy",
-                                          "memset",  "runtime", "memory"};
+enum { OPS, KERNELS, MEMCPY, MEMSET, RUNTIME, MEMORY, ANNOTATIONS, TABLES };
+static const char *TABLE_NAMES[TABLES] = {"ops",     "kernels", "memcpy",          "memset",
+                                          "runtime", "memory",  "gpu_annotations"};
 
 /* Each table's int64 / float64 columns, by name, in the order its builder makes them. */
 enum {
@@ -881,8 +886,9 @@ static const Route ROUTES[] = {
     {"cuda_runtime", RUNTIME, "cuda_runtime"},
     {"Runtime", RUNTIME, "Runtime"},
     {"cuda_driver", RUNTIME, "cuda_driver"},
+    {"gpu_user_annotation", ANNOTATIONS, NULL},
     {NULL, 0, NULL}};
-#define ROUTE_COUNT 13
+#define ROUTE_COUNT 14
 _Static_assert(sizeof ROUTES / sizeof ROUTES[0] == ROUTE_COUNT + 1, "a kept text per route");
 static PyObject *KEPT[ROUTE_COUNT]; /* the kept categories as str, made once */
 
@@ -990,7 +996,8 @@ add_row(Table *tables, int which, const Route *route, const Event *ev, Texts *na
         break;
     case KERNELS:
     case MEMCPY:
-    case MEMSET: {
+    case MEMSET:
+    case ANNOTATIONS: {
         if (!in_range(ev, A_DEVICE, 0, I32))
             return 0;
         long long lane = pid >= 0 && pid < I32 ? pid : NO_ID;
@@ -998,7 +1005,8 @@ add_row(Table *tables, int which, const Route *route, const Event *ev, Texts *na
         failed |= put(table, C_DEVICE, device == NO_ID ? lane : device);
         failed |= put(table, C_STREAM, int_or(ev, A_STREAM, tid));
         failed |= put(table, C_START, start) | put(table, C_DUR, length);
-        failed |= put(table, C_CORRELATION, int_or(ev, A_CORRELATION, NO_ID));
+        if (which != ANNOTATIONS) /* columns.gpu_annotation_columns: no correlation */
+            failed |= put(table, C_CORRELATION, int_or(ev, A_CORRELATION, NO_ID));
         failed |= put(table, C_EXTERNAL, external);
         if (which == KERNELS) {
             for (int k = 0; k < 2; k++) {
@@ -1024,7 +1032,7 @@ add_row(Table *tables, int which, const Route *route, const Event *ev, Texts *na
             failed |= put_float(table, C_OCCUPANCY, has_occupancy ? occupancy->f : Py_NAN);
             failed |= put_float(table, C_PER_SM, has_per_sm ? per_sm->f : Py_NAN);
         }
-        else {
+        else if (which != ANNOTATIONS) {
             if (!in_range(ev, A_BYTES, -1, I62))
                 return 0;
             failed |= put(table, C_BYTES, int_or(ev, A_BYTES, NO_ID));
@@ -1052,9 +1060,68 @@ add_row(Table *tables, int which, const Route *route, const Event *ev, Texts *na
     return failed ? -1 : 1;
 }
 
-/* An event's text into its table: 1 read (or skipped, a flow), 0 declines, -1 an error. */
+/* What a part records beside its tables, as columns.sort_events does: what was skipped, by
+ * kind, in the order first met; the threads' names; the profiler's own spans' ends. */
+typedef struct {
+    PyObject *skipped;      /* dict: kind -> count */
+    PyObject *thread_names; /* dict: "pid/tid" -> name */
+    Column span_ends;       /* int64 ns */
+} Extras;
+
+/* One more skipped event of the kind ``prefix`` + text; 0 declines (text not UTF-8). */
 static int
-read_event(Table *tables, Texts *names, const char *data, Py_ssize_t size)
+skip(Extras *extras, const char *prefix, Slice text)
+{
+    PyObject *rest = PyUnicode_DecodeUTF8(text.start, text.size, NULL);
+    PyObject *kind = rest != NULL ? PyUnicode_FromFormat("%s%U", prefix, rest) : NULL;
+    Py_XDECREF(rest);
+    if (kind == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+            return -1;
+        PyErr_Clear(); /* msgspec refuses it: the part is read there, and fails there */
+        return 0;
+    }
+    PyObject *count = PyDict_GetItemWithError(extras->skipped, kind); /* borrowed */
+    long before = count != NULL ? PyLong_AsLong(count) : 0;
+    PyObject *more = PyErr_Occurred() ? NULL : PyLong_FromLong(before + 1);
+    int failed = more == NULL || PyDict_SetItem(extras->skipped, kind, more) < 0;
+    Py_XDECREF(more);
+    Py_DECREF(kind);
+    return failed ? -1 : 1;
+}
+
+/* An id as msgspec decoded it, as text: the text written, or the int's digits. */
+static PyObject *
+id_text(const Event *ev, int field)
+{
+    const Value *v = &ev->v[field];
+    if (!ev->seen[field])
+        return PyUnicode_FromString("0");
+    if (v->text)
+        return PyUnicode_FromStringAndSize(v->s.start, v->s.size);
+    return PyUnicode_FromFormat("%lld", v->i);
+}
+
+static int
+thread_name(Extras *extras, const Event *ev)
+{
+    const Value *name = &ev->v[A_NAME];
+    if (!(ev->seen[A_NAME] && name->kind == V_STR && name->s.size > 0))
+        return 1;
+    PyObject *pid = id_text(ev, F_PID), *tid = id_text(ev, F_TID);
+    PyObject *key = pid && tid ? PyUnicode_FromFormat("%U/%U", pid, tid) : NULL;
+    PyObject *text = key ? PyUnicode_FromStringAndSize(name->s.start, name->s.size) : NULL;
+    int failed = text == NULL || PyDict_SetItem(extras->thread_names, key, text) < 0;
+    Py_XDECREF(pid);
+    Py_XDECREF(tid);
+    Py_XDECREF(key);
+    Py_XDECREF(text);
+    return failed ? -1 : 1;
+}
+
+/* An event's text into its table or the part's extras: 1 read, 0 declines, -1 an error. */
+static int
+read_event(Table *tables, Extras *extras, Texts *names, const char *data, Py_ssize_t size)
 {
     Event ev;
     memset(ev.seen, 0, sizeof ev.seen);
@@ -1072,25 +1139,42 @@ read_event(Table *tables, Texts *names, const char *data, Py_ssize_t size)
     /* a fraction beyond float64's nanoseconds: decode.needs_exact_times, for any event */
     if (has_ts && fabs(ts) >= EXACT_LIMIT_US && ts != floor(ts))
         return 0;
-    Slice ph = ev.seen[F_PH] ? ev.v[F_PH].s : (Slice){"", 0};
-    Slice cat = ev.seen[F_CAT] ? ev.v[F_CAT].s : (Slice){"", 0};
+    /* checked_times: a ts, and where a duration is needed one, usable */
+    int usable = has_ts && fabs(ts) < TIME_LIMIT_US;
+    int lasting = usable && has_dur && dur >= 0 && dur < TIME_LIMIT_US;
+    Slice none = {"", 0};
+    Slice ph = ev.seen[F_PH] ? ev.v[F_PH].s : none;
+    Slice cat = ev.seen[F_CAT] ? ev.v[F_CAT].s : none;
+    Slice name = ev.seen[F_NAME] ? ev.v[F_NAME].s : none;
     if (ph.size == 1 && strchr("sftbe", ph.start[0]) != NULL) {
         /* a flow: the msgspec path skips it too, once its name is checked as UTF-8 */
-        for (Py_ssize_t k = 0; ev.seen[F_NAME] && k < ev.v[F_NAME].s.size; k++)
-            if ((unsigned char)ev.v[F_NAME].s.start[k] >= 0x80)
+        for (Py_ssize_t k = 0; k < name.size; k++)
+            if ((unsigned char)name.start[k] >= 0x80)
                 return 0;
         return 1;
     }
-    if (!has_ts || !(fabs(ts) < TIME_LIMIT_US))
-        return 0;
-    if ((same(ph, "i") || same(ph, "I")) && ev.seen[F_NAME] && same(ev.v[F_NAME].s, "[memory]"))
-        return add_row(tables, MEMORY, NULL, &ev, names, ts, 0.0);
-    if (!same(ph, "X") || !has_dur || dur < 0 || !(dur < TIME_LIMIT_US))
-        return 0;
-    for (const Route *route = ROUTES; route->cat != NULL; route++)
-        if (same(cat, route->cat))
-            return add_row(tables, route->table, route, &ev, names, ts, dur);
-    return 0;
+    if (same(ph, "X")) {
+        for (const Route *route = ROUTES; route->cat != NULL; route++)
+            if (same(cat, route->cat))
+                return lasting ? add_row(tables, route->table, route, &ev, names, ts, dur) : 0;
+        /* another category: skipped, by it; the profiler's own span's end kept */
+        if (same(cat, "Trace") && lasting &&
+            push_int(&extras->span_ends, nanoseconds(ts) + nanoseconds(dur)) < 0)
+            return -1;
+        return skip(extras, "", cat.size ? cat : (Slice){"(no category)", 13});
+    }
+    if (same(ph, "i") || same(ph, "I")) {
+        if (same(name, "[memory]"))
+            return usable ? add_row(tables, MEMORY, NULL, &ev, names, ts, 0.0) : 0;
+        if (same(name, "[OutOfMemory]"))
+            return 0; /* the failure the report explains: the msgspec path reads it */
+        return skip(extras, "instant ", name);
+    }
+    if (same(ph, "M"))
+        return same(name, "thread_name") ? thread_name(extras, &ev) : 1;
+    if (same(ph, "C"))
+        return 0; /* counter samples: the msgspec path reads them */
+    return skip(extras, "phase ", ph.size ? ph : (Slice){"(none)", 6});
 }
 
 /* --- to Python ---------------------------------------------------------------------------- */
@@ -1164,11 +1248,12 @@ free_tables(Table *tables)
 PyDoc_STRVAR(part_columns_doc,
 "part_columns(raws) -> dict | None\n\n"
 "The columns of each table ({table: {column: values}}) of the events whose JSON texts raws\n"
-"holds (bytes-like: msgspec.Raw), in file order; None where some event is not one this path\n"
-"reads exactly as the msgspec path does (the part is decoded by msgspec then). Numbers come\n"
-"as bytearrays of int64 (float64: occupancy, blocks_per_sm); names and categories as lists\n"
-"of str; the ops' recorded inputs as (codes, distinct texts as bytes) as raw_codes gives\n"
-"them; any_set: whether some op has autograd args, a caller line.");
+"holds (bytes-like: msgspec.Raw), in file order, and under \"part\" what sort_events records\n"
+"beside them (skipped: kind -> count, thread_names, span_ends); None where some event is not\n"
+"one this path reads exactly as the msgspec path does (the part is decoded by msgspec then).\n"
+"Numbers come as bytearrays of int64 (float64: occupancy, blocks_per_sm); names and\n"
+"categories as lists of str; the ops' recorded inputs as (codes, distinct texts as bytes) as\n"
+"raw_codes gives them; any_set: whether some op has autograd args, a caller line.");
 
 static PyObject *
 part_columns(PyObject *Py_UNUSED(module), PyObject *args)
@@ -1179,8 +1264,11 @@ part_columns(PyObject *Py_UNUSED(module), PyObject *args)
     Table tables[TABLES];
     memset(tables, 0, sizeof tables);
     Texts names = {NULL, NULL, NULL, 0, 0, 0, NULL};
+    Extras extras = {PyDict_New(), PyDict_New(), {NULL, 0, 0}};
     PyObject *out = NULL;
     int status = 1;
+    if (extras.skipped == NULL || extras.thread_names == NULL)
+        goto done;
     for (int k = 0; k < TABLES; k++) {
         tables[k].names = PyList_New(0);
         tables[k].categories = PyList_New(0);
@@ -1197,7 +1285,7 @@ part_columns(PyObject *Py_UNUSED(module), PyObject *args)
         Py_buffer view;
         if (PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE) < 0)
             goto done;
-        status = read_event(tables, &names, view.buf, view.len);
+        status = read_event(tables, &extras, &names, view.buf, view.len);
         PyBuffer_Release(&view);
     }
     if (status < 0)
@@ -1216,9 +1304,21 @@ part_columns(PyObject *Py_UNUSED(module), PyObject *args)
             Py_CLEAR(out);
         Py_XDECREF(table);
     }
+    PyObject *ends = out != NULL ? column_bytes(&extras.span_ends) : NULL;
+    PyObject *part = ends != NULL ? Py_BuildValue("{sOsOsO}", "skipped", extras.skipped,
+                                                  "thread_names", extras.thread_names,
+                                                  "span_ends", ends)
+                                  : NULL;
+    if (part == NULL || PyDict_SetItemString(out, "part", part) < 0)
+        Py_CLEAR(out);
+    Py_XDECREF(part);
+    Py_XDECREF(ends);
 done:
     free_tables(tables);
     free_texts(&names);
+    Py_XDECREF(extras.skipped);
+    Py_XDECREF(extras.thread_names);
+    PyMem_Free(extras.span_ends.data);
     return out;
 }
 

@@ -223,11 +223,10 @@ PART_BYTES = 4 * 2**20
 # 5,000 keep a 15 MB trace within 2x + 20 MB too (48 MB over the imports, 51 with 10,000).
 PART_EVENTS = 5000
 
-# (index of the part's first event in the file, the part's events): decoded, or, where a
-# direct reader (direct.py, passed in by trace.py) read them, their tables' columns.
-Columns = dict[str, dict[str, Any]]
-Part = tuple[int, list[Event] | Columns]
-Direct = Callable[[list[msgspec.Raw]], Columns | None]
+# (index of the part's first event in the file, the part's events): decoded, or what a direct
+# reader (direct.py's, passed in by trace.py, which knows its type) read of them.
+Part = tuple[int, Any]
+Direct = Callable[[list[msgspec.Raw]], Any]
 
 
 class ExactTimesNeeded(Exception):

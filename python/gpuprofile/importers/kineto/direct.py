@@ -3,8 +3,10 @@ straight into the columns of their tables by the compiled core (``_scan.c``), wh
 msgspec path decodes each event into structs, sorts them into tables and gathers each field.
 
 The core reads a part only where every event in it is one it reads exactly as the msgspec
-path does (host ops, kernels, memcpy, memset, runtime calls, allocator instants, flows) and
-no value would be a finding; otherwise it declines and the part takes the msgspec path
+path does (timeline events, allocator instants, GPU annotations, flows, metadata, the
+profiler's own spans and instants) and no value would be a finding; otherwise (counters, an
+out-of-memory instant, collectives, a value out of range...) it declines and the part takes
+the msgspec path
 (decode.py, columns.py: the reference, which test_direct_core.py compares this with). What is
 left to Python here is what the columns builders compute from the texts: the recorded inputs'
 check (check.Shapes) and the memcpy kinds.
@@ -13,6 +15,7 @@ check (check.Shapes) and the memcpy kinds.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -23,10 +26,24 @@ from gpuprofile.importers.kineto.columns import memcpy_kind
 
 # A part's tables ({table: {column: values}}), for the tables it has events of.
 Tables = dict[str, dict[str, Any]]
-Direct = Callable[[list[msgspec.Raw]], Tables | None]
 
-# _scan.part_columns: a part's tables as the core reads them, before _finished
-scanned: Direct | None
+
+@dataclass(frozen=True)
+class DirectPart:
+    """A part read by the direct path: its tables' columns, and what columns.sort_events
+    records beside them (what was skipped, by kind; the threads' names; the profiler's own
+    spans' ends in ns)."""
+
+    tables: Tables
+    skipped: dict[str, int]
+    thread_names: dict[str, str]
+    span_ends: list[int]
+
+
+Direct = Callable[[list[msgspec.Raw]], DirectPart | None]
+
+# _scan.part_columns: a part's tables as the core reads them (before _finished), and "part".
+scanned: Callable[[list[msgspec.Raw]], dict[str, Any] | None] | None
 try:
     from gpuprofile.importers.kineto._scan import part_columns as scanned
 except ImportError:
@@ -57,6 +74,9 @@ _COLUMNS = {
     "memory": (
         "start_ns", "pid", "tid", "device", "bytes", "total_allocated", "total_reserved", "addr"
     ),
+    "gpu_annotations": (
+        "device", "stream", "name", "start_ns", "dur_ns", "external_id", "_pid", "_tid"
+    ),
 }  # fmt: skip
 _FLOATS = frozenset(("occupancy", "blocks_per_sm"))
 
@@ -68,11 +88,17 @@ def direct_reader(shapes: Shapes) -> Direct | None:
     if part_columns is None:
         return None
 
-    def read(raws: list[msgspec.Raw]) -> Tables | None:
+    def read(raws: list[msgspec.Raw]) -> DirectPart | None:
         found = part_columns(raws)
         if found is None:
             return None
-        return {table: _finished(table, columns, shapes) for table, columns in found.items()}
+        part = found.pop("part")
+        return DirectPart(
+            tables={table: _finished(table, columns, shapes) for table, columns in found.items()},
+            skipped=part["skipped"],
+            thread_names=part["thread_names"],
+            span_ends=np.frombuffer(part["span_ends"], np.int64).tolist(),
+        )
 
     return read
 

@@ -32,7 +32,7 @@ from gpuprofile.importers.kineto.columns import (
     thread_columns,
 )
 from gpuprofile.importers.kineto.decode import ExactTimesNeeded, event_parts
-from gpuprofile.importers.kineto.direct import direct_reader
+from gpuprofile.importers.kineto.direct import DirectPart, direct_reader
 from gpuprofile.importers.kineto.format import RANGE_PROFILER, Document, Event
 from gpuprofile.importers.kineto.gather import text_codes_of
 from gpuprofile.importers.kineto.header import (
@@ -147,9 +147,13 @@ def _read_rank_parts(paths: list[Path], exact: set[Path]) -> tuple[Trace, int | 
             )
         named = f"{path.name} " if len(paths) > 1 else ""
         for first, events in events_parts:
-            if isinstance(events, dict):  # read by the direct path: no finding, no others
+            if isinstance(events, DirectPart):  # read by the direct path: no finding
+                thread_names.update(events.thread_names)
+                skipped.update(events.skipped)
+                span_ends.extend(events.span_ends)
                 for table, build in _BUILDERS.items():
-                    columns = events[table] if table in events else _empty(table, build, shapes)
+                    read = events.tables.get(table)
+                    columns = read if read is not None else _empty(table, build, shapes)
                     parts[table].append(_compact(table, columns, texts))
                 continue
             buckets, counters, annotations, spans, names, part_skipped, oom = sort_events(events)
