@@ -662,7 +662,7 @@ def test_the_build_script_without_a_compiler_says_so_and_succeeds(
 def test_a_changed_header_makes_the_modules_beside_it_stale(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # _gather.c and _scan.c include _nanoseconds.h: a module older than the header is rebuilt.
+    # _gather.c and _scan.c include _values.h: a module older than the header is rebuilt.
     build_core = _build_core()
     monkeypatch.setattr(build_core, "PACKAGE_ROOT", tmp_path)
     source, header = tmp_path / "pkg" / "_m.c", tmp_path / "pkg" / "_shared.h"

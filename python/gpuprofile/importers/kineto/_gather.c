@@ -15,7 +15,7 @@
 #include <math.h>   /* NAN */
 #include <string.h> /* memcmp, strcmp */
 
-#include "_nanoseconds.h"
+#include "_values.h"
 
 /* The modes of gather_ints; gather.py's PLAIN, ID, INT_OR_NONE, ADDRESS. */
 enum { MODE_PLAIN, MODE_ID, MODE_INT_OR_NONE, MODE_ADDRESS, MODE_COUNT };
@@ -42,13 +42,12 @@ get_path(PyObject *item, PyObject *path)
     return value;
 }
 
-/* as_id of a str, decided here where the last space-separated token is ASCII: its integer
- * where it is digits after one optional '-' and shorter than 19 characters, else NO_ID.
- * Returns 1 with *out set, or 0 where the Python rule must decide: a token that is not ASCII
- * (str.isdigit and int() accept other scripts' digits) or digits after several '-' (where
- * int() raises, as it does in the reference). */
+/* as_id of a str, decided here where the last space-separated token is ASCII (ascii_id);
+ * 0 where the Python rule must decide: a token that is not ASCII (str.isdigit and int()
+ * accept other scripts' digits), or digits after several '-' (where int() raises, as it
+ * does in the reference). */
 static int
-ascii_id(PyObject *text, long long *out)
+text_id(PyObject *text, long long *out)
 {
     Py_ssize_t size;
     const char *start = PyUnicode_AsUTF8AndSize(text, &size);
@@ -56,31 +55,13 @@ ascii_id(PyObject *text, long long *out)
         PyErr_Clear();
         return 0;
     }
-    const char *end = start + size;
-    /* rsplit(" ", 1)[-1]: U+0020 is one byte in UTF-8 and never inside another character */
-    const char *token = end;
+    const char *end = start + size, *token = end;
     while (token > start && token[-1] != ' ')
         token--;
     for (const char *p = token; p < end; p++)
         if ((unsigned char)*p >= 0x80)
             return 0;
-    const char *digits = token;
-    while (digits < end && *digits == '-')
-        digits++;
-    int all_digits = digits < end;
-    for (const char *p = digits; p < end; p++)
-        all_digits = all_digits && *p >= '0' && *p <= '9';
-    if (!all_digits || end - token >= 19) {
-        *out = NO_ID;
-        return 1;
-    }
-    if (digits - token > 1)
-        return 0;
-    long long number = 0; /* at most 18 digits: no overflow */
-    for (const char *p = digits; p < end; p++)
-        number = number * 10 + (*p - '0');
-    *out = digits > token ? -number : number;
-    return 1;
+    return ascii_id(start, end, out);
 }
 
 /* An int as int64: 1 with *out set, 0 where it lies beyond int64. */
@@ -169,7 +150,7 @@ gather_ints(PyObject *Py_UNUSED(module), PyObject *args)
                 number = absent;
         }
         else if (mode == MODE_ID && PyUnicode_Check(value))
-            decided = ascii_id(value, &number);
+            decided = text_id(value, &number);
         else
             decided = 0;
         if (!decided) {

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "_nanoseconds.h"
+#include "_values.h"
 
 #define NO_ID (-1LL)
 #define MAX_DEPTH 256
@@ -119,6 +119,23 @@ static const double POWERS_OF_TEN[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6, 
                                        1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* The digits from p onto *digits (at most 18 in all, counted in *count): past them, or NULL
+ * past 18. */
+static inline const char *
+more_digits(const char *p, const char *end, uint64_t *digits, int *count)
+{
+    uint64_t value = *digits;
+    int n = *count;
+    for (; p < end && *p >= '0' && *p <= '9'; p++) {
+        value = value * 10 + (uint64_t)(*p - '0');
+        if (++n > 18)
+            return NULL;
+    }
+    *digits = value;
+    *count = n;
+    return p;
+}
+
 /* A number at t->p: V_INT (at most 18 digits) or V_FLOAT (exactly rounded); 0 otherwise,
  * but where it is only skipped (not M_EXACT), any number. */
 static int
@@ -144,28 +161,16 @@ number(Text *t, Value *v, int mode)
     uint64_t digits = 0;
     int count = 0, fraction = 0;
     const char *first = p;
-    while (p < t->end && *p >= '0' && *p <= '9') {
-        digits = digits * 10 + (uint64_t)(*p - '0');
-        if (++count > 18)
-            return 0;
-        p++;
-    }
-    if (p == first || (*first == '0' && p - first > 1))
+    if ((p = more_digits(p, t->end, &digits, &count)) == NULL || p == first ||
+        (*first == '0' && p - first > 1))
         return 0;
     int is_float = 0;
     if (p < t->end && *p == '.') {
         is_float = 1;
-        p++;
-        const char *frac = p;
-        while (p < t->end && *p >= '0' && *p <= '9') {
-            digits = digits * 10 + (uint64_t)(*p - '0');
-            if (++count > 18)
-                return 0;
-            fraction++;
-            p++;
-        }
-        if (p == frac)
+        const char *frac = ++p;
+        if ((p = more_digits(p, t->end, &digits, &count)) == NULL || p == frac)
             return 0;
+        fraction = (int)(p - frac);
     }
     int exponent = 0;
     if (p < t->end && (*p == 'e' || *p == 'E')) {
@@ -203,6 +208,38 @@ number(Text *t, Value *v, int mode)
     return 1;
 }
 
+/* After an item of an array or object: 1 where a comma leads to the next, 2 where ``close``
+ * ends it, 0 where neither does (the part declines). */
+static inline int
+after_item(Text *t, char close)
+{
+    space(t);
+    if (t->p < t->end && *t->p == ',') {
+        t->p++;
+        space(t);
+        return 1;
+    }
+    if (t->p < t->end && *t->p == close) {
+        t->p++;
+        return 2;
+    }
+    return 0;
+}
+
+/* An object's key at t->p and the colon after it; 0 where there is none (the part declines). */
+static inline int
+key_at(Text *t, Slice *key, int mode)
+{
+    if (t->p >= t->end || *t->p != '"' || string(t, key, mode) <= 0)
+        return 0;
+    space(t);
+    if (t->p >= t->end || *t->p != ':')
+        return 0;
+    t->p++;
+    space(t);
+    return 1;
+}
+
 static int skip_value(Text *t, int depth, int mode);
 
 /* Past an array or object at t->p, every value in it checked as skip_value checks. */
@@ -220,29 +257,14 @@ skip_container(Text *t, int depth, int mode)
         return 1;
     }
     for (;;) {
-        if (object) {
-            Slice key;
-            if (t->p >= t->end || *t->p != '"' || string(t, &key, mode) <= 0)
-                return 0;
-            space(t);
-            if (t->p >= t->end || *t->p != ':')
-                return 0;
-            t->p++;
-            space(t);
-        }
+        Slice key;
+        if (object && !key_at(t, &key, mode))
+            return 0;
         if (!skip_value(t, depth + 1, mode))
             return 0;
-        space(t);
-        if (t->p < t->end && *t->p == ',') {
-            t->p++;
-            space(t);
-            continue;
-        }
-        if (t->p < t->end && *t->p == close) {
-            t->p++;
-            return 1;
-        }
-        return 0;
+        int next = after_item(t, close);
+        if (next != 1)
+            return next == 2;
     }
 }
 
@@ -472,7 +494,6 @@ key_of(const Key **slots, Slice key)
 static int
 read_dims(Text *t, long long *dims, int *count, int depth)
 {
-    const char *start = t->p;
     *count = 0;
     t->p++; /* [ */
     space(t);
@@ -488,47 +509,20 @@ read_dims(Text *t, long long *dims, int *count, int depth)
             dims[k] = item.i;
             *count = k + 1;
         }
-        space(t);
-        if (t->p < t->end && *t->p == ',') {
-            t->p++;
-            space(t);
-            continue;
-        }
-        if (t->p < t->end && *t->p == ']') {
-            t->p++;
-            (void)start;
-            return 1;
-        }
-        return 0;
+        int next = after_item(t, ']');
+        if (next != 1)
+            return next == 2;
     }
 }
 
-/* gather.as_id of a text (ASCII here), as an int value: the digits after its last space,
- * after one optional '-', fewer than 19 characters, else NO_ID; 0 (the part declines) where
- * several '-' lead them, which as_id's int() refuses. */
+/* gather.as_id of a text (ASCII here: ascii_id), as an int value; 0 (the part declines)
+ * where as_id's int() would refuse it. */
 static int
 text_id(Value *v)
 {
-    const char *end = v->s.start + v->s.size, *token = end;
-    while (token > v->s.start && token[-1] != ' ')
-        token--;
-    const char *digits = token;
-    while (digits < end && *digits == '-')
-        digits++;
-    int all_digits = digits < end;
-    for (const char *p = digits; p < end; p++)
-        all_digits = all_digits && *p >= '0' && *p <= '9';
-    long long number = NO_ID;
-    if (all_digits && end - token < 19) {
-        if (digits - token > 1)
-            return 0;
-        number = 0; /* at most 18 digits: no overflow */
-        for (const char *p = digits; p < end; p++)
-            number = number * 10 + (*p - '0');
-        number = digits > token ? -number : number;
-    }
+    if (!ascii_id(v->s.start, v->s.start + v->s.size, &v->i))
+        return 0;
     v->kind = V_INT;
-    v->i = number;
     v->text = 1;
     return 1;
 }
@@ -594,13 +588,8 @@ read_object(Text *t, const Key **keys, Event *ev, int depth)
     }
     for (;;) {
         Slice name;
-        if (t->p >= t->end || *t->p != '"' || string(t, &name, M_PLAIN | M_ASCII) <= 0)
+        if (!key_at(t, &name, M_PLAIN | M_ASCII))
             return 0;
-        space(t);
-        if (t->p >= t->end || *t->p != ':')
-            return 0;
-        t->p++;
-        space(t);
         const Key *key = key_of(keys, name);
         if (key != NULL && key->field == F_ARGS) {
             if (ev->seen[F_ARGS])
@@ -621,17 +610,9 @@ read_object(Text *t, const Key **keys, Event *ev, int depth)
         }
         else if (!skip_value(t, depth + 1, M_SKIP))
             return 0;
-        space(t);
-        if (t->p < t->end && *t->p == ',') {
-            t->p++;
-            space(t);
-            continue;
-        }
-        if (t->p < t->end && *t->p == '}') {
-            t->p++;
-            return 1;
-        }
-        return 0;
+        int next = after_item(t, '}');
+        if (next != 1)
+            return next == 2;
     }
 }
 
