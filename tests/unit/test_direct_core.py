@@ -335,6 +335,12 @@ def test_declined_variants(core: ModuleType, case: str) -> None:
         b'{"ph": "X", "cat": "cpu_op", "name": "\\u00e9", "ts": 1, "dur": 1}',
         b'{"ph": "X", "cat": "cpu_op", "name": "\xff", "ts": 1, "dur": 1}',  # not UTF-8
         b'{"ph": "f", "cat": "ac2g", "name": "\xff", "ts": 1}',
+        # msgspec decodes every name: one not UTF-8 where this path skips the event too
+        b'{"ph": "X", "cat": "overhead", "name": "\xff", "ts": 1, "dur": 1}',
+        b'{"ph": "X", "cat": "Trace", "name": "\xed\xa0\x80", "ts": 1, "dur": 1}',
+        b'{"ph": "Q", "name": "\xff"}',
+        b'{"ph": "M", "name": "\xff"}',
+        b'{"ph": "i", "name": "\xff", "ts": 1}',
         b'{"ph": "X", "cat": "cpu_op", "ts": 01, "dur": 1}',  # not JSON
         b'{"ph": "X", "cat": "cpu_op", "ts": 1e400, "dur": 1}',  # beyond float64
         b'{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 1, "args": {"Seq": 1e400}}',

@@ -1127,18 +1127,20 @@ read_event(Table *tables, Extras *extras, Texts *names, const char *data, Py_ssi
     Slice ph = ev.seen[F_PH] ? ev.v[F_PH].s : none;
     Slice cat = ev.seen[F_CAT] ? ev.v[F_CAT].s : none;
     Slice name = ev.seen[F_NAME] ? ev.v[F_NAME].s : none;
-    if (ph.size == 1 && strchr("sftbe", ph.start[0]) != NULL) {
-        /* a flow: the msgspec path skips it too, once its name is checked as UTF-8 */
-        for (Py_ssize_t k = 0; k < name.size; k++)
-            if ((unsigned char)name.start[k] >= 0x80)
-                return 0;
-        return 1;
-    }
+    /* msgspec decodes every name as UTF-8; where this path does not decode it (a table row's
+     * or a skipped instant's it does, strictly), only an ASCII one is read */
+    int ascii_name = 1;
+    for (Py_ssize_t k = 0; k < name.size; k++)
+        ascii_name &= (unsigned char)name.start[k] < 0x80;
+    if (ph.size == 1 && strchr("sftbe", ph.start[0]) != NULL)
+        return ascii_name; /* a flow: the msgspec path skips it too */
     if (same(ph, "X")) {
         for (const Route *route = ROUTES; route->cat != NULL; route++)
             if (same(cat, route->cat))
                 return lasting ? add_row(tables, route->table, route, &ev, names, ts, dur) : 0;
         /* another category: skipped, by it; the profiler's own span's end kept */
+        if (!ascii_name)
+            return 0;
         if (same(cat, "Trace") && lasting &&
             push_int(&extras->span_ends, nanoseconds(ts) + nanoseconds(dur)) < 0)
             return -1;
@@ -1151,10 +1153,10 @@ read_event(Table *tables, Extras *extras, Texts *names, const char *data, Py_ssi
             return 0; /* the failure the report explains: the msgspec path reads it */
         return skip(extras, "instant ", name);
     }
+    if (!ascii_name || same(ph, "C"))
+        return 0; /* counter samples: the msgspec path reads them */
     if (same(ph, "M"))
         return same(name, "thread_name") ? thread_name(extras, &ev) : 1;
-    if (same(ph, "C"))
-        return 0; /* counter samples: the msgspec path reads them */
     return skip(extras, "phase ", ph.size ? ph : (Slice){"(none)", 6});
 }
 
@@ -1320,17 +1322,16 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__scan(void)
 {
-    static int indexed = 0; /* once: a module of m_size -1 may be initialised again */
-    if (!indexed) {
+    static int ready = 0; /* once: a module of m_size -1 may be initialised again */
+    for (int k = 0; !ready && k < ROUTE_COUNT; k++) {
+        const char *kept = ROUTES[k].kept != NULL ? ROUTES[k].kept : "";
+        if ((KEPT[k] = PyUnicode_InternFromString(kept)) == NULL)
+            return NULL;
+    }
+    if (!ready) {
         index_keys(EVENT_KEYS, EVENT_SLOTS);
         index_keys(ARG_KEYS, ARG_SLOTS);
-        indexed = 1;
-    }
-    for (int k = 0; k < ROUTE_COUNT; k++) {
-        const char *kept = ROUTES[k].kept != NULL ? ROUTES[k].kept : "";
-        KEPT[k] = PyUnicode_InternFromString(kept);
-        if (KEPT[k] == NULL)
-            return NULL;
+        ready = 1;
     }
     return PyModule_Create(&module);
 }
