@@ -27,7 +27,7 @@ def nest(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nda
     order = _sorted_order(thread, start, end)
     thread_s, start_s, end_s = thread[order], start[order], end[order]
     # The walk itself, one pass in C, beats the column operations of _nest_sorted.
-    walked = compiled_walk(thread_s, start_s, end_s) if COMPILED else None
+    walked = compiled_walk(thread_s, start_s, end_s)
     parent_s, depth_s = walked if walked is not None else _nest_sorted(thread_s, start_s, end_s)
     parent = np.full(n, NO_ID, np.int64)
     depth = np.empty(n, np.int32)

@@ -826,6 +826,7 @@ enum {
     C_ADDR,
     C_LANE_PID,
     C_LANE_TID,
+    C_TIME, /* an instant's (the allocator table's) */
     COLUMNS
 };
 static const char *COLUMN_NAMES[COLUMNS] = {
@@ -834,7 +835,7 @@ static const char *COLUMN_NAMES[COLUMNS] = {
     "correlation", "grid_x",   "grid_y",          "grid_z",         "block_x",
     "block_y", "block_z",      "registers_per_thread", "shared_memory", "occupancy",
     "blocks_per_sm", "bytes",  "total_allocated", "total_reserved", "addr",
-    "_pid",    "_tid"};
+    "_pid",    "_tid",         "time_ns"};
 
 typedef struct {
     Py_ssize_t rows;
@@ -1022,7 +1023,7 @@ add_row(Table *tables, int which, const Route *route, const Event *ev, Texts *na
         break;
     }
     case MEMORY: {
-        failed |= put(table, C_START, start);
+        failed |= put(table, C_TIME, start);
         failed |= put(table, C_PID, pid) | put(table, C_TID, tid);
         long long type = int_or(ev, A_DEVICE_TYPE, 0);
         int on_device = ev->seen[A_DEVICE_TYPE] && ev->v[A_DEVICE_TYPE].kind == V_INT && type != 0;

@@ -6,8 +6,8 @@ The core reads a part only where every event in it is one it reads exactly as th
 path does (timeline events, allocator instants, GPU annotations, flows, metadata, the
 profiler's own spans and instants) and no value would be a finding; otherwise (counters, an
 out-of-memory instant, collectives, a value out of range...) it declines and the part takes
-the msgspec path
-(decode.py, columns.py: the reference, which test_direct_core.py compares this with). What is
+the msgspec path (decode.py, columns.py: the reference, which test_direct_core.py compares
+this with). What is
 left to Python here is what the columns builders compute from the texts: the recorded inputs'
 check (check.Shapes) and the memcpy kinds.
 """
@@ -72,7 +72,7 @@ _COLUMNS = {
         "pid", "tid", "name", "category", "start_ns", "dur_ns", "correlation", "external_id"
     ),
     "memory": (
-        "start_ns", "pid", "tid", "device", "bytes", "total_allocated", "total_reserved", "addr"
+        "time_ns", "pid", "tid", "device", "bytes", "total_allocated", "total_reserved", "addr"
     ),
     "gpu_annotations": (
         "device", "stream", "name", "start_ns", "dur_ns", "external_id", "_pid", "_tid"
@@ -105,8 +105,6 @@ def direct_reader(shapes: Shapes) -> Direct | None:
 
 def _finished(table: str, read: dict[str, Any], shapes: Shapes) -> dict[str, Any]:
     columns = {name: _column(name, read[name]) for name in _COLUMNS[table]}
-    if table == "memory":  # an instant's time: the builder's name for it
-        columns = {"time_ns" if n == "start_ns" else n: v for n, v in columns.items()}
     if table == "memcpy":
         names = columns["name"]
         columns["kind"] = [memcpy_kind(n) for n in names]

@@ -4,6 +4,7 @@ merged."""
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -151,9 +152,8 @@ def _read_rank_parts(paths: list[Path], exact: set[Path]) -> tuple[Trace, int | 
                 thread_names.update(events.thread_names)
                 skipped.update(events.skipped)
                 span_ends.extend(events.span_ends)
-                for table, build in _BUILDERS.items():
-                    read = events.tables.get(table)
-                    columns = read if read is not None else _empty(table, build, shapes)
+                for table in _BUILDERS:
+                    columns = events.tables.get(table) or _empty(table)
                     parts[table].append(_compact(table, columns, texts))
                 continue
             buckets, counters, annotations, spans, names, part_skipped, oom = sort_events(events)
@@ -248,14 +248,19 @@ def _read_rank_parts(paths: list[Path], exact: set[Path]) -> tuple[Trace, int | 
     return Trace(**tables, meta=meta), declared_rank
 
 
-_NO_TIMES = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+def _empty(table: str) -> dict[str, Any]:
+    """A table's columns for a part without its events, as the msgspec path makes them: made
+    once per table (a fresh dict each call; its empty columns are shared), where a direct part
+    of a large file ran seven builders on nothing (7 ms over xDiT's 48 parts)."""
+    return dict(_empty_columns(table))
 
 
-def _empty(table: str, build: Callable[..., dict[str, Any]], shapes: Shapes) -> dict[str, Any]:
-    """A table's columns for a part without its events, as the msgspec path makes them."""
-    columns = build([], _NO_TIMES, Findings(), shapes)
+@functools.cache
+def _empty_columns(table: str) -> dict[str, Any]:
+    findings = Findings()
+    columns = _BUILDERS[table]([], (np.zeros(0, np.int64),) * 2, findings, Shapes(findings))
     if table in _LANELESS:
-        columns.update(_lane_columns([], Findings()))
+        columns.update(_lane_columns([], findings))
     return columns
 
 
