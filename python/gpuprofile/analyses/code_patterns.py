@@ -177,8 +177,9 @@ def code_patterns(
     routings: list[Occurrence] = []
     chains: list[Occurrence] = []
     runs = _chains(facts.fusible[rows], facts.marker[rows], bounds)
+    calls = _InOrder(facts, rows)
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        facts.read_call(rows[lo:hi], runs.get(lo, []), loops, routings, chains)
+        facts.read_call(calls, lo, hi, runs.get(lo, []), loops, routings, chains)
     return CodePatterns(tuple(loops), tuple(routings), tuple(chains))
 
 
@@ -231,21 +232,23 @@ class _Facts:
 
     def read_call(
         self,
-        mine: np.ndarray,
+        calls: _InOrder,
+        lo: int,
+        hi: int,
         chain_runs: list[np.ndarray],
         loops: list[Occurrence],
         routings: list[Occurrence],
         chains: list[Occurrence],
     ) -> None:
-        """The patterns among one call's items (mine, in start order; chain_runs: the
-        positions in mine of each elementwise chain, _chains')."""
+        """The patterns among one call's items (calls.rows[lo:hi], in start order; chain_runs:
+        the positions among them of each elementwise chain, _chains')."""
+        mine = calls.rows[lo:hi]
         call = int(self.owner[mine[0]])
         rank = int(self.rank[call])
         on_gpu = rank in self.gpu_ranks
-        own_time = self.kernel_ns[mine] if on_gpu else self.end[mine] - self.start[mine]
-        sequence = self.labels[mine].tolist()
-        idle = self.is_call[mine] | self.is_view[mine]
-        for first, period, repeats in tandem_repeats(self.loop_key[mine], idle):
+        own_time = (calls.kernel_ns if on_gpu else calls.host_ns)[lo:hi]
+        sequence = calls.labels[lo:hi]
+        for first, period, repeats in tandem_repeats(calls.loop_key[lo:hi], calls.idle[lo:hi]):
             at = mine[first : first + period * repeats]
             # Host time on any rank: the loop costs its dispatches, forward and backward.
             back = int(self.backward.times(rank, at, on_gpu=False).sum())
@@ -255,7 +258,8 @@ class _Facts:
             found = self.occurrence(call, at, block, repeats, span, removable)
             attention = self.attention_ns(at, own_time[first : first + period * repeats])
             loops.append(replace(found, backward_ns=back, attention_ns=attention))
-        at = mine[self.syncing[mine] > 0]
+        syncs = calls.syncs_before[hi] - calls.syncs_before[lo]
+        at = mine[calls.syncing[lo:hi]] if syncs >= MIN_ROUTING_SYNCS else mine[:0]
         if len(at) >= MIN_ROUTING_SYNCS and any(self.names[i] in MASK_INDEXING for i in at):
             sync_ns = int(self.syncing[at].sum())
             shown = tuple(str(self.names[i]) for i in at)
@@ -320,6 +324,22 @@ class _Facts:
             on_gpu=rank in self.gpu_ranks,
             line=_line(self.source[rows], self.lines),
         )
+
+
+class _InOrder:
+    """_Facts' per-row arrays at the module calls' items, in code_patterns' order (by call,
+    then start): each call reads a slice of these, not a gather of its own rows (thousands of
+    calls, a few items each)."""
+
+    def __init__(self, facts: _Facts, rows: np.ndarray) -> None:
+        self.rows = rows
+        self.kernel_ns = facts.kernel_ns[rows]
+        self.host_ns = facts.end[rows] - facts.start[rows]
+        self.labels: list[str] = facts.labels[rows].tolist()
+        self.loop_key = facts.loop_key[rows]
+        self.idle = facts.is_call[rows] | facts.is_view[rows]
+        self.syncing = facts.syncing[rows] > 0
+        self.syncs_before: list[int] = np.r_[0, np.cumsum(self.syncing)].tolist()
 
 
 def _label_codes(names: pd.Series, call_rows: np.ndarray, call_labels: np.ndarray) -> np.ndarray:

@@ -28,7 +28,10 @@ def layers(trace: Trace) -> pd.DataFrame:
     """One row per engine layer in execution order: ``LAYER_COLUMNS``; ``type``,
     ``precision`` and ``tactic`` None where the engine graph was not exported; ``moves_data``
     True for reformat/copy/shuffle layers (by type, else by TensorRT's reformat names)."""
-    ops = trace.ops[trace.ops["category"] == LAYER_CATEGORY]
+    is_layer = (trace.ops["category"] == LAYER_CATEGORY).to_numpy(bool)
+    if not is_layer.any():  # not an engine profile: no copy of the ops table to make
+        return pd.DataFrame([], columns=list(LAYER_COLUMNS))
+    ops = trace.ops[is_layer]
     facts = {f["op_id"]: f for f in (trace.meta.inference or {}).get("layers") or []}
     rows: list[dict[str, Any]] = []
     columns = (ops["id"], ops["name"].astype(str), ops["start_ns"], ops["dur_ns"])

@@ -48,7 +48,12 @@ def one_of(
 def strings(names: pd.Series, *, rows: np.ndarray | None = None) -> np.ndarray:
     """``names.astype(str).to_numpy()`` (at ``rows``, as matches takes them): an object array
     of str, NaN where a name is missing."""
-    names = categorical(names)
+    if not isinstance(names.dtype, pd.CategoricalDtype):
+        # A plain column is read once: making it categorical first costs more than str().
+        values = names.to_numpy(dtype=object)
+        values = values if rows is None else values[rows]
+        missing = pd.isna(values)
+        return np.array([np.nan if m else str(v) for v, m in zip(values, missing)], object)
     return _at(names, per_category(names, "strings", str, object, np.nan), rows)
 
 
@@ -59,7 +64,9 @@ def _at(names: pd.Series, per_name: np.ndarray, rows: np.ndarray | None) -> np.n
 
 def codes(names: pd.Series) -> np.ndarray:
     """Per row, the position of its name among the categories; -1 where it is missing."""
-    return categorical(names).cat.codes.to_numpy()
+    # The Categorical's own codes: .cat.codes would wrap them in a Series first.
+    codes_: np.ndarray = categorical(names).array.codes
+    return codes_
 
 
 def categorical(names: pd.Series) -> pd.Series:

@@ -48,7 +48,7 @@ import pandas as pd
 
 from gpuprofile.analyses.collectives import collective_of
 from gpuprofile.analyses.kernel_kind import COMMUNICATION
-from gpuprofile.analyses.names import codes, per_category
+from gpuprofile.analyses.names import category_texts, codes, per_category
 from gpuprofile.analyses.patterns import COLLECTIVE_OP
 from gpuprofile.analyses.steps import step_numbers
 from gpuprofile.trace.meta import world_size
@@ -200,11 +200,10 @@ def _distinct(column: pd.Series) -> tuple[str, ...]:
     """The names a column's rows use (a categorical keeps unused categories after a slice)."""
     if not len(column):
         return ()
-    found = np.unique(codes(column))
-    categories = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else None
-    if categories is None:
+    if not isinstance(column.dtype, pd.CategoricalDtype):
         return tuple(sorted({str(n) for n in column.dropna().tolist()}))
-    return tuple(str(categories[c]) for c in found.tolist() if c >= 0)
+    found = np.unique(codes(column))
+    return tuple(category_texts(column)[found[found >= 0]].tolist())
 
 
 def _quoted(found: Iterable[str]) -> str:
