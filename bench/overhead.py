@@ -14,8 +14,11 @@ Then, from the end of the profiled block (the last line of the cell):
   ours ready   block exit (profiler stop, trace read back, samples merged) + report + widget
                built (Profile.widget(), i.e. make_widget done): the widget's data is ready
   torch export block exit (profiler stop) + prof.export_chrome_trace(): torch's own trace file
+  + release    ... then torch's in-memory results let go, as gpuprofile lets them go on exit
+               (0.2-0.5 s of C++ frees: a torch user pays it when the profile is dropped)
 Targets: overhead <= 5%; ours ready <= 1.25x torch export (issue 15: what we add after torch
-(read back, report, widget) at most a quarter of what torch spends).
+(read back, report, widget) at most a quarter of what torch spends). Both runs record as a user
+would: ours in a history (a temporary one here, never the user's), which computes the report.
 Not a test: it prints, and always exits 0.
 """
 
@@ -110,11 +113,15 @@ def run_torch(train: Callable[[], None], directory: Path) -> dict[str, float]:
         stopped = time.perf_counter()
         prof.export_chrome_trace(str(directory / "torch.pt.trace.json"))
         exported = time.perf_counter()
+        prof.profiler.kineto_results = None  # what capture/read_back.py's _release_results does
+        released = time.perf_counter()
     return {
         "loop": ended - started,
         "stop": stopped - ended,
         "export": exported - stopped,
         "to_file": exported - ended,
+        "release": released - exported,
+        "to_release": released - ended,
     }
 
 
@@ -162,17 +169,18 @@ def main(argv: list[str] | None = None) -> int:
     train = make_training(args.steps)
     # Warm-up, not timed: first calls load kernels, the profiler and gpuprofile's analyses.
     make_training(5)()
-    with gpuprofile.profile() as warm:
-        make_training(5)()
-    warm.widget()
-    del warm
 
     with tempfile.TemporaryDirectory(prefix="gpuprofile-bench-") as tmp:
+        os.environ["GPUPROFILE_HISTORY"] = str(Path(tmp) / "history.sqlite")
         modes: list[tuple[str, Callable[[], dict[str, float]]]] = [
             ("bare", lambda: run_bare(train)),
             ("torch", lambda: run_torch(train, Path(tmp))),
             ("ours", lambda: run_ours(train)),
         ]
+        with gpuprofile.profile() as warm:
+            make_training(5)()
+        warm.widget()
+        del warm
         runs = interleaved(modes, args.repeat)
     bare, theirs, ours = best(runs["bare"]), best(runs["torch"]), best(runs["ours"])
     # Each round's own ratio: both runs of a round share the machine's state at that time.
@@ -185,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 
     overhead = ours["loop"] / theirs["loop"] - 1
     ready_ratio = ours["to_widget"] / theirs["to_file"]
+    released_ratio = ours["to_widget"] / theirs["to_release"]
     print(
         f"torch {torch.__version__}, {args.steps} steps of a 256-512-10 MLP (batch 128), "
         f"best of {args.repeat}; {ours['events']:.0f} ops and {ours['counters']:.0f} counter "
@@ -207,17 +216,20 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  gpuprofile: widget data ready in {ours['to_widget']:.3f} s "
         f"(exit {ours['exit']:.3f} + report {ours['report']:.3f} + widget {ours['widget']:.3f});"
-        f" exit = torch's stop and export (~{theirs['to_file']:.3f} on the torch run) + read back"
-        f" and samples ~{max(ours['exit'] - theirs['to_file'], 0.0):.3f}"
+        f" exit = torch's stop, export and release (~{theirs['to_release']:.3f} on the torch run)"
+        f" + read back, samples and the history's record (its report)"
+        f" ~{max(ours['exit'] - theirs['to_release'], 0.0):.3f}"
     )
     print(
         f"  torch: trace file written in {theirs['to_file']:.3f} s "
-        f"(stop {theirs['stop']:.3f} + export_chrome_trace {theirs['export']:.3f})"
+        f"(stop {theirs['stop']:.3f} + export_chrome_trace {theirs['export']:.3f}), its results"
+        f" released {theirs['release']:.3f} s later"
     )
     print(
         f"  ours/torch: {ready_ratio:.2f} {mark(ready_ratio <= TARGET_READY_OVER_EXPORT)} "
         f"(target <= {TARGET_READY_OVER_EXPORT:.2f}; vs export alone: "
-        f"{ours['to_widget'] / theirs['export']:.2f})"
+        f"{ours['to_widget'] / theirs['export']:.2f}); against torch's export and release,"
+        f" the same work: {released_ratio:.2f} {mark(released_ratio <= TARGET_READY_OVER_EXPORT)}"
     )
     return 0
 
