@@ -200,7 +200,7 @@ class _Facts:
         nearest = innermost_everywhere(self.item, parent, ops["depth"].to_numpy())
         up = np.where(parent >= 0, nearest[np.maximum(parent, 0)], -1)
         self.owner = np.where((up >= 0) & self.is_call[np.maximum(up, 0)], up, -1)
-        self.names = strings(ops["name"]).astype(object)
+        self.names = strings(ops["name"])
         # Once per distinct name, for every row: per call, np.isin on object arrays costs more.
         self.is_view = one_of(ops["name"], VIEWS)
         self.labels = self.names.copy()

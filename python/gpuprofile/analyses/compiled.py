@@ -29,7 +29,6 @@ it is not read here.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -168,9 +167,7 @@ def compiled_code(analysis: Lookups, modules: Modules) -> CompiledCode:
         columns=list(REGION_COLUMNS),
     )
     inside_call = outermost_call >= 0
-    kernels, kinds, fused = _kernels(
-        analysis, modules, region_of_op, inside_call & ~in_compile, path
-    )
+    kernels, kinds, fused = _kernels(analysis, modules, region_of_op, inside_call & ~in_compile)
     return CompiledCode(
         regions=regions,
         kernels=kernels,
@@ -198,16 +195,13 @@ def _kernels(
     modules: Modules,
     region_of_op: np.ndarray,
     ran: np.ndarray,
-    path: Callable[[int], str],
 ) -> tuple[pd.DataFrame, tuple[str, ...], tuple[tuple[str, ...], ...]]:
     """Inductor's kernels and the ATen calls of compiled graphs, each with its kind, fused ops,
     region and module. ran: per ops row, inside a compiled graph's call (not compiling)."""
     trace = analysis.trace
     ops, gpu = trace.ops, trace.kernels
-    op_names = strings(ops["name"]) if len(ops) else np.zeros(0, object)
     # GPU kernels: Inductor's by name, and any a graph's ATen call launched (extern kernels).
     op_of = analysis.id_index("ops").get_indexer(pd.Index(gpu["op_id"]))
-    gpu_names = strings(gpu["name"]) if len(gpu) else np.zeros(0, object)
     gpu_parsed = _parsed(gpu["name"])
     launched_in_graph = (op_of >= 0) & ran[np.maximum(op_of, 0)] if len(ops) else op_of >= 0
     gpu_rows = np.flatnonzero(
@@ -221,41 +215,49 @@ def _kernels(
     outermost_aten = outermost_with(is_aten, analysis.op_parents) == np.arange(len(ops))
     op_rows = np.flatnonzero(~on_gpu & (inductor | (outermost_aten & ran)))
     op_parsed = _parsed(ops["name"])[op_rows] if len(op_rows) else np.zeros(0, object)
+    # A kernel's launching op (-1: none; a GPU-only trace has no ops) and region through it.
+    launch = op_of[gpu_rows]
+    launcher_names = (
+        strings(ops["name"], rows=np.maximum(launch, 0)) if len(ops) else np.zeros(0, object)
+    )
+    called = [str(n) if i >= 0 else "" for n, i in zip(launcher_names, launch.tolist())]
+    called += [str(n) for n in strings(ops["name"], rows=op_rows)] if len(op_rows) else []
     kinds: list[str] = []
     fused: list[tuple[str, ...]] = []
-    for parsed, called in [
-        *((gpu_parsed[i], str(op_names[op_of[i]]) if op_of[i] >= 0 else "") for i in gpu_rows),
-        *zip(op_parsed, (str(op_names[i]) for i in op_rows), strict=True),
-    ]:
+    for parsed, name in zip([*gpu_parsed[gpu_rows], *op_parsed], called, strict=True):
         kinds.append(parsed.kind or parsed.backend if parsed else "extern")
-        fused.append(parsed.ops if parsed else (called.removeprefix("aten::"),))
-    columns = ["id", "rank", "start_ns", "dur_ns"]
-    # A kernel's region through its launching op; -1 with none (a GPU-only trace has no ops).
-    launch = op_of[gpu_rows]
+        fused.append(parsed.ops if parsed else (name.removeprefix("aten::"),))
     region = np.full(len(gpu_rows), -1, dtype=np.int64)
     region[launch >= 0] = region_of_op[launch[launch >= 0]]
-    frame = pd.concat(
-        [
-            gpu[columns]
-            .iloc[gpu_rows]
-            .assign(
-                table="kernels",
-                name=gpu_names[gpu_rows],
-                region=region,
-                module=[path(int(m)) for m in modules.kernel_module[gpu_rows]],
+    paths = np.array([*modules.paths, NO_MODULE], dtype=object)  # module -1 reads NO_MODULE
+
+    def both(column: str) -> np.ndarray:
+        return np.concatenate([gpu[column].to_numpy()[gpu_rows], ops[column].to_numpy()[op_rows]])
+
+    frame = pd.DataFrame(
+        {
+            "table": ["kernels"] * len(gpu_rows) + ["ops"] * len(op_rows),
+            "id": both("id"),
+            "rank": both("rank"),
+            "name": np.concatenate(
+                [
+                    strings(gpu["name"], rows=gpu_rows) if len(gpu) else np.zeros(0, object),
+                    strings(ops["name"], rows=op_rows) if len(ops) else np.zeros(0, object),
+                ]
             ),
-            ops[columns]
-            .iloc[op_rows]
-            .assign(
-                table="ops",
-                name=op_names[op_rows],
-                region=region_of_op[op_rows],
-                module=[path(int(m)) for m in modules.op_module[op_rows]],
+            "start_ns": both("start_ns"),
+            "dur_ns": both("dur_ns"),
+            "region": np.concatenate([region, region_of_op[op_rows]]),
+            "module": pd.Series(
+                np.concatenate(
+                    [paths[modules.kernel_module[gpu_rows]], paths[modules.op_module[op_rows]]]
+                ),
+                dtype=object,
             ),
-        ],
-        ignore_index=True,
-    )[list(KERNEL_COLUMNS)]
-    types = {"id": np.int64, "rank": np.int64, "region": np.int64, "name": str}
+        },
+        columns=list(KERNEL_COLUMNS),
+    )
+    types = {"table": str, "id": np.int64, "rank": np.int64, "region": np.int64, "name": str}
     return frame.astype(types), tuple(kinds), tuple(fused)
 
 

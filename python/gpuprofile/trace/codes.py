@@ -13,11 +13,31 @@ def first_seen_codes(*columns: np.ndarray) -> np.ndarray:
     """Per row, the number of its distinct combination of column values, in order of first
     appearance (the order of groupby(sort=False)); a missing value is a value like any other."""
     key = np.zeros(len(columns[0]), dtype=np.int64)
+    size = 1  # the key's values lie in [0, size)
     for column in columns:
-        labels, uniques = pd.factorize(column)
-        # Refactorized at each step, so the folded key stays below n**2 and cannot overflow.
-        key = pd.factorize(key * (len(uniques) + 1) + (labels + 1))[0]
-    return key
+        labels, count = _labels(column)
+        if size * count >= _FOLD_LIMIT:  # renumbered, so the folded key cannot overflow
+            key = pd.factorize(key)[0]
+            size = int(key.max()) + 1 if len(key) else 1
+        key = key * count + labels
+        size *= count
+    # One number per distinct key, in order of first appearance: only this order is seen.
+    return pd.factorize(key)[0]
+
+
+_FOLD_LIMIT = 2**62
+
+
+def _labels(column: np.ndarray) -> tuple[np.ndarray, int]:
+    """Per row, a number in [0, count) equal where the values are equal: integer codes
+    (-1 and up: categorical codes, ranks, factorize's labels) are their own, shifted by one;
+    other values are numbered by factorize."""
+    if column.dtype.kind in "iu" and len(column):
+        low, high = int(column.min()), int(column.max())
+        if low >= -1 and high < 2**31:
+            return column.astype(np.int64) + 1, high + 2
+    labels, uniques = pd.factorize(column)
+    return labels + 1, len(uniques) + 1
 
 
 def shared_codes(frames: Sequence[pd.DataFrame], columns: Sequence[str]) -> list[np.ndarray]:
