@@ -30,10 +30,39 @@ def matches(
     (``pattern.search``; ``pattern.match`` if anchored), as ``names.astype(str).str.contains
     (pattern)`` (``.str.match``) says; missing names never match. Give rows rather than
     index the answer for every row: a rank's rows of a job's column cost that rank's length."""
-    test = pattern.match if anchored else pattern.search
     names = categorical(names)
     key = ("matches", pattern, anchored)
-    return _at(names, per_category(names, key, lambda n: bool(test(n)), bool, False), rows)
+    return _at(names, per_category(names, key, matcher(pattern, anchored), bool, False), rows)
+
+
+@functools.cache
+def matcher(pattern: re.Pattern[str], anchored: bool = False) -> Callable[[str], bool]:
+    """Whether a text matches (``pattern.search``; ``pattern.match`` if anchored). A
+    case-insensitive pattern whose letters are all lower case reads an ASCII text lowered,
+    without the flag: the same answer (ASCII letters have one case pair each), at about half
+    the cost of Python's case-insensitive matching on long kernel names. Other texts and
+    patterns are matched as they are."""
+    test = pattern.match if anchored else pattern.search
+    if not (pattern.flags & re.IGNORECASE and _lowered_alike(pattern.pattern)):
+        return lambda text: test(text) is not None
+    plain = re.compile(pattern.pattern, pattern.flags & ~re.IGNORECASE)
+    lowered = plain.match if anchored else plain.search
+
+    def matched(text: str) -> bool:
+        return (lowered(text.lower()) if text.isascii() else test(text)) is not None
+
+    return matched
+
+
+def _lowered_alike(source: str) -> bool:
+    """Whether a pattern matches lowered ASCII text without IGNORECASE as it matches the text
+    with it: ASCII, no upper-case letter, and no escape but these classes and punctuation
+    (\\x41 is an "A"; \\W, \\S, \\D and \\B are classes, not letters)."""
+    rest = _KNOWN_ESCAPES.sub("", source)
+    return source.isascii() and "\\" not in rest and not any(c.isupper() for c in rest)
+
+
+_KNOWN_ESCAPES = re.compile(r"\\[dDwWsSbB.()\[\]{}|*+?^$\\/:<>#&,=!-]")
 
 
 def one_of(

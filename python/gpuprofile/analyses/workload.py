@@ -48,7 +48,7 @@ import pandas as pd
 
 from gpuprofile.analyses.collectives import collective_of
 from gpuprofile.analyses.kernel_kind import COMMUNICATION
-from gpuprofile.analyses.names import category_texts, codes, per_category
+from gpuprofile.analyses.names import category_texts, codes, matcher, per_category
 from gpuprofile.analyses.patterns import COLLECTIVE_OP
 from gpuprofile.analyses.steps import step_numbers
 from gpuprofile.trace.meta import world_size
@@ -214,7 +214,8 @@ def _quoted(found: Iterable[str]) -> str:
 
 
 def _with(pattern: re.Pattern[str], names: Iterable[str]) -> list[str]:
-    return [n for n in names if pattern.search(n)]
+    test = matcher(pattern)
+    return [n for n in names if test(n)]
 
 
 def _engine(names: _Names, fmt: str, evidence: list[str]) -> str | None:
