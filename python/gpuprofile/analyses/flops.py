@@ -254,7 +254,13 @@ def kernel_costs(trace: Trace, op_costs: pd.DataFrame) -> pd.DataFrame:
     share = np.where(has, share, np.nan)
 
     def inherit(column: str, default: Any) -> np.ndarray:
-        return _take(op_costs[column].to_numpy(), owner, default)
+        values = op_costs[column]
+        if isinstance(values.dtype, pd.CategoricalDtype) and len(values):
+            # A categorical read through its codes: to_numpy() would list every op's text.
+            texts = np.array([*values.cat.categories.tolist(), np.nan], dtype=object)
+            picked = values.array.codes[np.maximum(owner, 0)]  # code -1 reads the NaN
+            return np.asarray(np.where(owner >= 0, texts[picked], default))
+        return _take(values.to_numpy(), owner, default)
 
     # What a source measured on the kernel itself (Nsight Compute) wins over what it inherits.
     measured_flops = kernels["flops"].to_numpy()

@@ -383,31 +383,32 @@ def _sampled(analysis: Analysis, rank: int) -> dict[str, Any] | None:
     counters = analysis.rank_table("counters", rank)
     if sampling is None and not len(counters):
         return None
-    stats = (
-        counters.groupby(["name", "device"], sort=True, observed=True)
-        .agg(
-            unit=("unit", "first"),
-            min=("value", "min"),
-            mean=("value", "mean"),
-            max=("value", "max"),
-            count=("value", "size"),
-        )
-        .reset_index()
-    )
+    # One aggregation of the values (a named .agg of five columns costs 4 ms of pandas).
+    groups = counters.groupby(["name", "device"], sort=True, observed=True)
+    stats = groups["value"].agg(["min", "mean", "max", "size"])
+    units = groups["unit"].first()
     return {
         "interval_s": sampling.interval_s if sampling else None,
         "dropped": sampling.dropped if sampling else 0,
         "counters": [
             {
-                "name": str(row["name"]),
-                "device": int(row["device"]),
-                "unit": str(row["unit"]),
-                "min": float(row["min"]),
-                "mean": float(row["mean"]),
-                "max": float(row["max"]),
-                "count": int(row["count"]),
+                "name": str(name),
+                "device": int(device),
+                "unit": str(unit),
+                "min": float(low),
+                "mean": float(mean),
+                "max": float(high),
+                "count": int(count),
             }
-            for row in stats.to_dict("records")
+            for (name, device), unit, low, mean, high, count in zip(
+                stats.index,
+                units.to_numpy(),
+                stats["min"].to_numpy(),
+                stats["mean"].to_numpy(),
+                stats["max"].to_numpy(),
+                stats["size"].to_numpy(),
+                strict=True,
+            )
         ],
         "missing": dict(sampling.missing) if sampling else {},
     }
