@@ -38,14 +38,15 @@ def matches(
 @functools.cache
 def matcher(pattern: re.Pattern[str], anchored: bool = False) -> Callable[[str], bool]:
     """Whether a text matches (``pattern.search``; ``pattern.match`` if anchored). A
-    case-insensitive pattern whose letters are all lower case reads an ASCII text lowered,
-    without the flag: the same answer (ASCII letters have one case pair each), at about half
-    the cost of Python's case-insensitive matching on long kernel names. Other texts and
-    patterns are matched as they are."""
+    case-insensitive pattern reads an ASCII text lowered, with its own letters lowered and
+    without the flag, where that gives the same answer (_lowered): ASCII letters have one
+    case pair each, and Python's case-insensitive matching costs about twice the plain one on
+    long kernel names. Other texts and patterns are matched as they are."""
     test = pattern.match if anchored else pattern.search
-    if not (pattern.flags & re.IGNORECASE and _lowered_alike(pattern.pattern)):
+    source = _lowered(pattern.pattern) if pattern.flags & re.IGNORECASE else None
+    if source is None:
         return lambda text: test(text) is not None
-    plain = re.compile(pattern.pattern, pattern.flags & ~re.IGNORECASE)
+    plain = re.compile(source, pattern.flags & ~re.IGNORECASE)
     lowered = plain.match if anchored else plain.search
 
     def matched(text: str) -> bool:
@@ -54,15 +55,30 @@ def matcher(pattern: re.Pattern[str], anchored: bool = False) -> Callable[[str],
     return matched
 
 
-def _lowered_alike(source: str) -> bool:
-    """Whether a pattern matches lowered ASCII text without IGNORECASE as it matches the text
-    with it: ASCII, no upper-case letter, and no escape but these classes and punctuation
-    (\\x41 is an "A"; \\W, \\S, \\D and \\B are classes, not letters)."""
-    rest = _KNOWN_ESCAPES.sub("", source)
-    return source.isascii() and "\\" not in rest and not any(c.isupper() for c in rest)
+def _lowered(source: str) -> str | None:
+    """A case-insensitive pattern's source with its letters lowered, which matches lowered
+    ASCII text without the flag as the source matches the text with it; None where that is
+    not certain: a non-ASCII pattern, an escape other than these classes and punctuation
+    (\\x41 is an "A"; \\W, \\S, \\D and \\B are classes, not letters), a range with a
+    letter at one end and no letter of the same case at the other ([A-z], [0-Z]), or what
+    lowering makes no pattern of (an inline flag such as (?L))."""
+    if not source.isascii():
+        return None
+    parts = _KNOWN_ESCAPES.split(source)
+    escapes = _KNOWN_ESCAPES.findall(source)
+    if any("\\" in p for p in parts) or _MIXED_RANGE.search("#".join(parts)):
+        return None  # an escape as a range's end reads as "#", no letter: refused
+    lowered = "".join(p.lower() + e for p, e in zip(parts, [*escapes, ""], strict=True))
+    try:
+        re.compile(lowered)
+    except re.error:
+        return None
+    return lowered
 
 
 _KNOWN_ESCAPES = re.compile(r"\\[dDwWsSbB.()\[\]{}|*+?^$\\/:<>#&,=!-]")
+# A range one of whose ends is a letter and the other no letter of the same case.
+_MIXED_RANGE = re.compile(r"[A-Za-z]-[^A-Za-z]|[^A-Za-z]-[A-Za-z]|[A-Z]-[a-z]|[a-z]-[A-Z]")
 
 
 def one_of(
