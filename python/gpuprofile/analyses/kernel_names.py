@@ -181,27 +181,30 @@ def _before_parameters(text: str) -> str:
     """The text before its parameter list: the first "(" outside template brackets (a cast
     inside a template argument, "(cub::BlockLoadAlgorithm)3", is no parameter list)."""
     depth = 0
-    for i, ch in enumerate(text):
+    # Only the brackets change anything: jumped to, not walked to (names run to kilobytes).
+    for found in _BEFORE_PARAMETERS.finditer(text):
+        ch = found.group()
         if ch == "<":
             depth += 1
         elif ch == ">":
             depth = max(0, depth - 1)
-        elif ch == "(" and depth == 0 and i > 0:
-            return text[:i]
+        elif depth == 0 and found.start() > 0:
+            return text[: found.start()]
     return text
 
 
 def _top_level_split(text: str, sep: str) -> list[str]:
-    """text split at ``sep`` outside <...> and (...)."""
+    """text split at ``sep`` (" " or ",") outside <...> and (...)."""
     parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
+    for found in _SPLIT[sep].finditer(text):
+        ch = found.group()
         if ch in "<(":
             depth += 1
         elif ch in ">)":
             depth = max(0, depth - 1)
-        elif ch == sep and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
+        elif depth == 0:
+            parts.append(text[start : found.start()].strip())
+            start = found.end()
     parts.append(text[start:].strip())
     return parts
 
@@ -210,23 +213,31 @@ def _template(text: str) -> tuple[str, list[str]]:
     """A name without its template arguments (at every level), and its own last top-level
     argument list: ``a::b<x, y<z>>::c`` -> ("a::b::c", []); ``k<4, F<int>>`` -> ("k", ["4",
     "F<int>"])."""
-    base: list[str] = []
+    base: list[str] = []  # the stretches outside every <...>
     arguments: list[str] = []
-    depth, start = 0, 0
-    for i, ch in enumerate(text):
-        if ch == "<":
+    depth, start, outside = 0, 0, 0
+    for found in _ANGLES.finditer(text):
+        i = found.start()
+        if found.group() == "<":
             if depth == 0:
+                base.append(text[outside:i])
                 start = i + 1
             depth += 1
-        elif ch == ">" and depth:
+        elif depth:  # a ">" at depth 0 is a character of the name
             depth -= 1
             if depth == 0:
                 arguments = _top_level_split(text[start:i], ",")
-        elif depth == 0:
-            base.append(ch)
+                outside = i + 1
     if depth:  # a name cut short inside its arguments (a trace's length limit)
         arguments = _top_level_split(text[start:], ",")
+    else:
+        base.append(text[outside:])
     return "".join(base).strip(), arguments
+
+
+_BEFORE_PARAMETERS = re.compile(r"[<>(]")
+_SPLIT = {sep: re.compile(f"[<>(){sep}]") for sep in (" ", ",")}
+_ANGLES = re.compile(r"[<>]")
 
 
 def _telling(arguments: list[str]) -> str:
