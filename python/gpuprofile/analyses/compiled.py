@@ -217,10 +217,10 @@ def _kernels(
     op_parsed = _parsed(ops["name"])[op_rows] if len(op_rows) else np.zeros(0, object)
     # A kernel's launching op (-1: none; a GPU-only trace has no ops) and region through it.
     launch = op_of[gpu_rows]
-    launcher_names = (
-        strings(ops["name"], rows=np.maximum(launch, 0)) if len(ops) else np.zeros(0, object)
-    )
-    called = [str(n) if i >= 0 else "" for n, i in zip(launcher_names, launch.tolist())]
+    called = [""] * len(gpu_rows)  # a GPU-only trace has no launching ops
+    if len(ops):
+        launchers = strings(ops["name"], rows=np.maximum(launch, 0))
+        called = [str(n) if i >= 0 else "" for n, i in zip(launchers, launch.tolist(), strict=True)]
     called += [str(n) for n in strings(ops["name"], rows=op_rows)] if len(op_rows) else []
     kinds: list[str] = []
     fused: list[tuple[str, ...]] = []
