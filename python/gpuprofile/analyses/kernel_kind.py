@@ -80,11 +80,12 @@ _GENERATED = re.compile(r"^triton_")
 _LIBRARY_ACTS = frozenset(("broadcast", "reduce", "gather", "scatter"))
 
 
-def kernel_class(name: str) -> tuple[str, str]:
-    """A kernel's class and why, from its name alone (see the module docstring)."""
+def kernel_class(name: str, function: str | None = None) -> tuple[str, str]:
+    """A kernel's class and why, from its name alone (see the module docstring); function:
+    its qualified_function where already known."""
     if _MEMORY.match(name):
         return MEMORY, "a copy or set"
-    act = _communication(name)
+    act = _communication(name, qualified_function(name) if function is None else function)
     if act:
         return COMMUNICATION, act
     if _SYNC.search(name):
@@ -103,9 +104,9 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
-def _communication(name: str) -> str:
-    """Why a name says the kernel communicates, "" when it does not."""
-    function = qualified_function(name)
+def _communication(name: str, function: str) -> str:
+    """Why a name (whose qualified_function is function) says the kernel communicates, ""
+    when it does not."""
     if _GENERATED.match(function):
         return ""
     parts = function.split("::")
@@ -129,10 +130,10 @@ def _communication(name: str) -> str:
     return ""
 
 
-def _ambiguous(name: str) -> bool:
-    """A dispatch, combine or notify kernel whose name does not say where the experts are:
-    its stream decides."""
-    return bool(_EP_ACT & set(_words(qualified_function(name).rsplit("::", 1)[-1])))
+def _ambiguous(function: str) -> bool:
+    """A dispatch, combine or notify kernel whose name (whose qualified_function is function)
+    does not say where the experts are: its stream decides."""
+    return bool(_EP_ACT & set(_words(function.rsplit("::", 1)[-1])))
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,9 @@ def kernel_classes(trace: Trace, op_ids: pd.Index, op_parents: np.ndarray) -> Ke
     kernels = trace.kernels
     names = categorical(kernels["name"])
     distinct = names.cat.categories
-    found = [kernel_class(str(n)) for n in distinct]
+    # Each name's called function, parsed once for the name rules and the stream rule.
+    functions = per_category(names, "qualified function", qualified_function)[:-1].tolist()
+    found = [kernel_class(str(n), f) for n, f in zip(distinct, functions, strict=True)]
     kinds = np.array([k for k, _ in found] + [COMPUTE], dtype=object)
     reasons = np.array([r for _, r in found] + [_NO_EVIDENCE], dtype=object)
     code = codes(names)
@@ -190,7 +193,7 @@ def kernel_classes(trace: Trace, op_ids: pd.Index, op_parents: np.ndarray) -> Ke
         said = collective[recorded & (code == c)][0]
         kinds[c], reasons[c] = COMMUNICATION, f"the trace records it as collective {said!r}"
     _by_launching_op(trace, op_ids, op_parents, code, kinds, reasons)
-    _by_stream(kernels, distinct, code, kinds, reasons)
+    _by_stream(kernels, functions, code, kinds, reasons)
     n = len(distinct)
     return KernelClasses(pd.Index(distinct.astype(str)), kinds[:n].copy(), reasons[:n].copy())
 
@@ -211,7 +214,6 @@ def _by_launching_op(
     known = at >= 0
     if not known.any():
         return
-    names = strings(ops["name"])
     comm_row = is_comm_op(ops["name"])
     rows = at[known]
     parent = parents[rows]
@@ -222,18 +224,19 @@ def _by_launching_op(
         mine = launched == c
         if mine.any() and from_comm[mine].all():
             kinds[c] = COMMUNICATION
-            reasons[c] = f"launched by {names[by[mine][0]]}"
+            reasons[c] = f"launched by {strings(ops['name'], rows=by[mine][:1])[0]}"
 
 
 def _by_stream(
     kernels: pd.DataFrame,
-    distinct: pd.Index,
+    functions: list[str],
     code: np.ndarray,
     kinds: np.ndarray,
     reasons: np.ndarray,
 ) -> None:
-    """Dispatch, combine and notify kernels on a stream that carries communication."""
-    ambiguous = [i for i, n in enumerate(distinct) if kinds[i] == COMPUTE and _ambiguous(str(n))]
+    """Dispatch, combine and notify kernels on a stream that carries communication
+    (functions: each distinct name's qualified_function)."""
+    ambiguous = [i for i, f in enumerate(functions) if kinds[i] == COMPUTE and _ambiguous(f)]
     if not ambiguous:
         return
     key = pd.MultiIndex.from_arrays(
