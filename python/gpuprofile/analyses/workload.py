@@ -426,9 +426,15 @@ def _graph_launched(analysis: Lookups) -> np.ndarray:
     ]
     if not len(launches):
         return np.zeros(len(kernels), dtype=bool)
-    keys = pd.MultiIndex.from_arrays([launches["rank"], launches["correlation"]])
-    mine = pd.MultiIndex.from_arrays([kernels["rank"], kernels["correlation"]])
-    return np.asarray(mine.isin(keys))
+    # (rank, correlation) pairs, compared rank by rank: integers both (trace/model.py).
+    out = np.zeros(len(kernels), dtype=bool)
+    rank, correlation = kernels["rank"].to_numpy(), kernels["correlation"].to_numpy()
+    launch_rank = launches["rank"].to_numpy()
+    launch_correlation = launches["correlation"].to_numpy()
+    for r in np.unique(launch_rank).tolist():
+        mine = rank == r
+        out[mine] = np.isin(correlation[mine], launch_correlation[launch_rank == r])
+    return out
 
 
 def _device(analysis: Lookups, names: _Names, fmt: str, evidence: list[str]) -> DeviceKind:
