@@ -1,12 +1,16 @@
 """Per-name tests (analyses/names.py): ``matcher`` answers as ``pattern.search`` (or ``.match``)
-does, for every case-insensitive pattern the analyses use, on names of every case and script;
-``strings`` reads a plain column as ``astype(str)`` would, missing values as NaN."""
+does, for every pattern the analyses use, on names of every case and script and on texts made
+to match each pattern (its literal prefilter must let every match through); ``strings`` reads
+a plain column as ``astype(str)`` would, missing values as NaN."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import random
 import re
+from re import _constants, _parser  # type: ignore[attr-defined]
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,19 +20,19 @@ import gpuprofile.analyses
 from gpuprofile.analyses.names import matcher, strings
 
 
-def _case_insensitive_patterns() -> list[re.Pattern[str]]:
-    found: dict[str, re.Pattern[str]] = {}
+def _patterns() -> list[re.Pattern[str]]:
+    found: dict[tuple[str, int], re.Pattern[str]] = {}
     for info in pkgutil.walk_packages(
         gpuprofile.analyses.__path__, gpuprofile.analyses.__name__ + "."
     ):
         module = importlib.import_module(info.name)
         for value in vars(module).values():
-            if isinstance(value, re.Pattern) and value.flags & re.IGNORECASE:
-                found[value.pattern] = value
+            if isinstance(value, re.Pattern) and isinstance(value.pattern, str):
+                found[value.pattern, value.flags] = value
     return list(found.values())
 
 
-PATTERNS = _case_insensitive_patterns()
+PATTERNS = _patterns()
 
 
 def _names(pattern: re.Pattern[str]) -> list[str]:
@@ -51,13 +55,55 @@ def _names(pattern: re.Pattern[str]) -> list[str]:
     return texts
 
 
+def _matching(pattern: re.Pattern[str], rng: random.Random, count: int) -> list[str]:
+    """Texts made by walking the pattern's parse (a random branch, a repeat taken its least
+    number of times or once more, a member of each class), also in kernel-name context and
+    upper case; those the pattern matches are kept."""
+
+    def walk(items: Any) -> str:
+        out = []
+        for op, arg in items:
+            if op is _constants.LITERAL:
+                out.append(chr(arg))
+            elif op is _constants.IN:
+                members = [chr(a) for o, a in arg if o is _constants.LITERAL]
+                ranges = [chr(rng.randint(*a)) for o, a in arg if o is _constants.RANGE]
+                out.append(rng.choice(members + ranges or ["7"]))
+            elif op is _constants.ANY or op is _constants.NOT_LITERAL:
+                out.append(rng.choice("xY7_<"))
+            elif op is _constants.BRANCH:
+                out.append(walk(rng.choice(arg[1])))
+            elif op is _constants.SUBPATTERN:
+                out.append(walk(arg[-1]))
+            elif op in (_constants.MAX_REPEAT, _constants.MIN_REPEAT):
+                low = arg[0]
+                out.append("".join(walk(arg[2]) for _ in range(low + rng.randint(0, 1))))
+        return "".join(out)
+
+    parsed = list(_parser.parse(pattern.pattern, pattern.flags))
+    texts = []
+    for _ in range(count):
+        core = walk(parsed)
+        for text in (core, f"void ns::{core}<float>(int)", f"x {core}", core.upper()):
+            if pattern.search(text) is not None:
+                texts.append(text)
+    return texts
+
+
 @pytest.mark.parametrize("pattern", PATTERNS, ids=lambda p: p.pattern[:40])
 @pytest.mark.parametrize("anchored", [False, True])
-def test_tester_answers_as_the_pattern(pattern: re.Pattern[str], anchored: bool) -> None:
+def test_matcher_answers_as_the_pattern(pattern: re.Pattern[str], anchored: bool) -> None:
     test = matcher(pattern, anchored)
     reference = pattern.match if anchored else pattern.search
-    names = _names(pattern)
+    names = _names(pattern) + _matching(pattern, random.Random(pattern.pattern), 40)
     assert [test(n) for n in names] == [reference(n) is not None for n in names]
+
+
+def test_made_texts_match() -> None:
+    """Most patterns get texts that match them: the check above sees matches, not only
+    names that fail the prefilter."""
+    rng = random.Random(0)
+    assert sum(bool(_matching(p, rng, 5)) for p in PATTERNS) >= 0.8 * len(PATTERNS)
 
 
 @pytest.mark.parametrize(
@@ -87,3 +133,14 @@ def test_strings_of_a_plain_column() -> None:
     assert list(strings(column, rows=np.array([4, 0]))) == ["2.5", "a"]
     categorical = column.iloc[[0, 4]].astype(str).astype("category")
     assert list(strings(categorical)) == ["a", "2.5"]
+
+
+@pytest.mark.parametrize(
+    "source", [r"a(?i:BC)d", r"(?i:Kernel)_x", r"(?i:Kernel)|zz", r"q(?:ab|cd){2}y", r"z(?:e|)w"]
+)
+def test_prefilter_of_inline_flags_and_branches(source: str) -> None:
+    """Case-sensitive patterns with a case-insensitive group, a repeated branch or an empty
+    branch: the prefilter lets every match through."""
+    pattern = re.compile(source)
+    texts = ["aBCd", "abcd", "aBcd", "KERNEL_x", "kernel_x", "qabcdy", "qcdaby", "zw", "zew", "x"]
+    assert [matcher(pattern)(t) for t in texts] == [pattern.search(t) is not None for t in texts]

@@ -12,6 +12,8 @@ import functools
 import re
 import weakref
 from collections.abc import Callable, Hashable
+from re import _constants, _parser  # type: ignore[attr-defined]
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,14 +47,71 @@ def matcher(pattern: re.Pattern[str], anchored: bool = False) -> Callable[[str],
     test = pattern.match if anchored else pattern.search
     source = _lowered(pattern.pattern) if pattern.flags & re.IGNORECASE else None
     if source is None:
-        return lambda text: test(text) is not None
+        needed = None if pattern.flags & re.IGNORECASE else _needed_texts(pattern)
+        if needed is None:
+            return lambda text: test(text) is not None
+        return lambda text: any(t in text for t in needed) and test(text) is not None
     plain = re.compile(source, pattern.flags & ~re.IGNORECASE)
     lowered = plain.match if anchored else plain.search
+    lowered_needed = _needed_texts(plain) or ("",)
 
     def matched(text: str) -> bool:
-        return (lowered(text.lower()) if text.isascii() else test(text)) is not None
+        if not text.isascii():
+            return test(text) is not None
+        low = text.lower()
+        return any(t in low for t in lowered_needed) and lowered(low) is not None
 
     return matched
+
+
+def _needed_texts(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    """Texts one of which every match of a case-sensitive pattern holds, read from its parse:
+    per branch, the first run of literal characters a match of it must contain (a function's
+    name, mostly, which few kernel names share). A name that holds none is no match, found
+    without running the expression (``in`` scans a long kernel name many times faster). None
+    where the parse gives none (a branch without a literal run, a case-insensitive part)."""
+    try:
+        parsed = _parser.parse(pattern.pattern, pattern.flags)
+    except re.error:
+        return None
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+    found = _needed_in(list(parsed))
+    return tuple(dict.fromkeys(group[0] for group in found)) if found else None
+
+
+def _needed_in(items: list[tuple[Any, Any]]) -> list[tuple[str, ...]] | None:
+    """What a sequence needs: groups, one of which a match holds every text of (its literal
+    runs, in order, with those of one of the groups the first group, branch or repeat taken
+    at least once in it needs)."""
+    runs: list[str] = []
+    run: list[str] = []
+    inner: list[tuple[str, ...]] | None = None
+    for op, arg in [*items, (None, None)]:
+        if op is _constants.LITERAL:
+            run.append(chr(arg))
+            continue
+        if run:
+            runs.append("".join(run))
+            run = []
+        if inner is not None:
+            continue
+        if op is _constants.SUBPATTERN and not arg[1] & re.IGNORECASE:
+            inner = _needed_in(list(arg[-1]))
+        elif op is _constants.ATOMIC_GROUP:
+            inner = _needed_in(list(arg))
+        elif op is _constants.BRANCH:
+            branches = [_needed_in(list(b)) for b in arg[1]]
+            if all(branches):
+                inner = [group for b in branches if b for group in b]
+        elif op in _REPEATS and arg[0] >= 1:
+            inner = _needed_in(list(arg[2]))
+    if inner:
+        return [(*runs, *group) for group in inner]
+    return [tuple(runs)] if runs else None
+
+
+_REPEATS = (_constants.MAX_REPEAT, _constants.MIN_REPEAT, _constants.POSSESSIVE_REPEAT)
 
 
 def _lowered(source: str) -> str | None:
