@@ -53,11 +53,14 @@ class Claim:
             return self
         cuts = np.union1d(np.r_[self.starts, self.ends], np.r_[other.starts, other.ends])
         lo, hi = cuts[:-1], cuts[1:]
-        length = hi - lo
-        keep = (self.intervals().coverage(lo, hi) == length) & (
-            other.intervals().coverage(lo, hi) == 0
-        )
+        # Every end of either claim is a cut: each piece lies wholly in or out of each.
+        keep = self.holds(lo) & ~other.holds(lo)
         return Claim(lo[keep], hi[keep])
+
+    def holds(self, at: np.ndarray) -> np.ndarray:
+        """Per time, whether it lies in one of the claim's blocks."""
+        block = np.searchsorted(self.starts, at, side="right") - 1
+        return np.asarray((block >= 0) & (at < self.ends[np.maximum(block, 0)]))
 
     def union(self, other: Claim) -> Claim:
         return Claim(np.r_[self.starts, other.starts], np.r_[self.ends, other.ends])
@@ -141,7 +144,8 @@ class Ledger:
             inside = (at >= 0) & (at < len(self.used))
             used[inside] = self.used[at[inside]]
         length = np.diff(bounds).astype(np.float64)
-        mine = claim.intervals().coverage(bounds[:-1], bounds[1:]) == np.diff(bounds)
+        # Every end of the claim is a bound: each segment lies wholly in or out of it.
+        mine = claim.holds(bounds[:-1])
         granted = np.where(mine, np.minimum(density, np.maximum(1.0 - used, 0.0)), 0.0)
         self.bounds, self.used = bounds, used + granted
         # floor, less a hair of float error (1 - 0.9 is 0.0999...)
