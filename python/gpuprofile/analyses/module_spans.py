@@ -38,10 +38,22 @@ def blocks(
         return group[:0], start[:0], end[:0]
     order = np.lexsort((start, group))
     g, s, e = group[order], start[order], end[order]
-    reach = pd.Series(e).groupby(g).cummax().to_numpy()
+    reach = _running_max(g, e)
     new = np.r_[True, (g[1:] != g[:-1]) | (s[1:] > reach[:-1])]
     first = np.flatnonzero(new)
     return g[first], s[first], np.maximum.reduceat(e, first)
+
+
+def _running_max(group: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per position, the largest value so far within its group (groups sorted, contiguous):
+    one running maximum over values lifted by group, so no group's reaches into the next."""
+    low, high = int(values.min()), int(values.max())
+    span = high - low + 1
+    count = int(group.max()) + 1
+    if values.dtype.kind not in "iu" or int(group.min()) < 0 or count * span >= 2**62:
+        return np.asarray(pd.Series(values).groupby(group).cummax().to_numpy())
+    lift = group.astype(np.int64) * span - low
+    return np.asarray(np.maximum.accumulate(values.astype(np.int64) + lift) - lift)
 
 
 def union_by(group: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
