@@ -195,17 +195,23 @@ def _before_parameters(text: str) -> str:
 
 def _top_level_split(text: str, sep: str) -> list[str]:
     """text split at ``sep`` (" " or ",") outside <...> and (...)."""
-    parts, depth, start = [], 0, 0
-    for found in _SPLIT[sep].finditer(text):
-        ch = found.group()
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            parts.append(text[start : found.start()].strip())
-            start = found.end()
-    parts.append(text[start:].strip())
+    parts: list[str] = []
+    current: list[str] = []  # the pieces of the part being read
+    depth = 0
+    # Between brackets, a stretch at depth 0 is split by str.split: Python steps from bracket
+    # to bracket only, not from separator to separator.
+    for i, token in enumerate(_BRACKETS.split(text)):
+        if i % 2:  # a bracket
+            depth = depth + 1 if token in "<(" else max(0, depth - 1)
+            current.append(token)
+        elif depth == 0 and sep in token:
+            pieces = token.split(sep)
+            parts.append("".join([*current, pieces[0]]).strip())
+            parts += [p.strip() for p in pieces[1:-1]]
+            current = [pieces[-1]]
+        else:
+            current.append(token)
+    parts.append("".join(current).strip())
     return parts
 
 
@@ -236,7 +242,7 @@ def _template(text: str) -> tuple[str, list[str]]:
 
 
 _BEFORE_PARAMETERS = re.compile(r"[<>(]")
-_SPLIT = {sep: re.compile(f"[<>(){sep}]") for sep in (" ", ",")}
+_BRACKETS = re.compile(r"([<>()])")
 _ANGLES = re.compile(r"[<>]")
 
 
