@@ -373,16 +373,32 @@ def tandem_repeats(codes: np.ndarray, idle: np.ndarray) -> list[tuple[int, int, 
 
 
 def _best_repeat(codes: np.ndarray, idle: np.ndarray) -> tuple[int, int, int] | None:
+    """The run of one block repeated MIN_LOOP_ITERATIONS times or more that covers the most
+    items (the shortest period, then the earliest, on a tie); codes are 0 or more."""
+    n = len(codes)
+    top = min(n // MIN_LOOP_ITERATIONS, MAX_LOOP_PERIOD)
+    if top < 1:
+        return None
+    # Every period at once: same[i, p - 1] says codes[i] == codes[i + p]; the sentinels past
+    # the end equal nothing.
+    padded = np.r_[codes, -1 - np.arange(top)]
+    windows = np.lib.stride_tricks.sliding_window_view(padded, top + 1)[:n]
+    framed = np.zeros((n + 2, top), np.int8)
+    framed[1:-1] = windows[:, 1:] == windows[:, :1]
+    edges = np.diff(framed, axis=0).T  # per period: +1 where a run of equal pairs begins
+    period_index, starts = np.nonzero(edges == 1)
+    ends = np.nonzero(edges == -1)[1]
+    periods = period_index + 1
+    repeats = (ends - starts) // periods + 1
     best: tuple[int, int, int] | None = None
-    for period in range(1, min(len(codes) // MIN_LOOP_ITERATIONS, MAX_LOOP_PERIOD) + 1):
-        same = np.r_[False, codes[period:] == codes[:-period], False]
-        edges = np.flatnonzero(np.diff(same.astype(np.int8)))
-        for run_start, run_end in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
-            repeats = (run_end - run_start) // period + 1
-            if repeats < MIN_LOOP_ITERATIONS or idle[run_start : run_start + period].all():
-                continue
-            if best is None or repeats * period > best[1] * best[2]:
-                best = (run_start, period, repeats)
+    kept = repeats >= MIN_LOOP_ITERATIONS
+    for period, start, count in zip(
+        periods[kept].tolist(), starts[kept].tolist(), repeats[kept].tolist(), strict=True
+    ):
+        if idle[start : start + period].all():
+            continue
+        if best is None or count * period > best[1] * best[2]:
+            best = (start, period, count)
     return best
 
 
