@@ -253,7 +253,7 @@ def attribute_sources(analysis: Lookups) -> Sources:
     # Each op's (frame name, line it stands on), one SourceLine per distinct pair.
     line_no = _call_lines(ops, parents, innermost)[has]
     keys = row_line[innermost[has]].astype(np.int64) << 32 | (line_no + 1)
-    distinct_keys, inverse = np.unique(keys, return_inverse=True)
+    distinct_keys, inverse = _sorted_codes(keys)
     at_lines = [
         _at_line(found[key >> 32], (key & 0xFFFFFFFF) - 1) for key in distinct_keys.tolist()
     ]
@@ -267,3 +267,13 @@ def attribute_sources(analysis: Lookups) -> Sources:
         launched = (op_ids != NO_ID) & (rows >= 0)
         kernel_source[launched] = op_source[rows[launched]]
     return Sources(lines=lines, op_source=op_source, kernel_source=kernel_source)
+
+
+def _sorted_codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(keys, return_inverse=True) by hashing, then sorting the few distinct keys
+    (the rows are 10^5, the lines they stand on a few hundred)."""
+    found, distinct = pd.factorize(keys)
+    order = np.argsort(distinct, kind="stable")
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return np.asarray(distinct)[order], rank[found]

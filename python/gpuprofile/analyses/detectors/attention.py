@@ -157,7 +157,13 @@ def occurrences(analysis: Analysis, inputs: recorded.RecordedInputs) -> list[Occ
     rank, pid, tid = (ops[c].to_numpy()[rows] for c in ("rank", "pid", "tid"))
     rows = rows[np.lexsort((-dur[rows], start[rows], tid, pid, rank))]
     bounds = np.flatnonzero(np.r_[True, np.diff(thread[rows]) != 0, True])
-    kernel_ns = trace.kernels.groupby("op_id")["dur_ns"].sum()
+    # Per launching op id, its kernels' time (whole ns: exact float sums below 2**53).
+    op_ids, launcher = np.unique(trace.kernels["op_id"].to_numpy(), return_inverse=True)
+    launched_ns = trace.kernels["dur_ns"].to_numpy(np.float64)
+    kernel_ns = pd.Series(
+        np.bincount(launcher, weights=launched_ns, minlength=len(op_ids)).astype(np.int64),
+        index=op_ids,
+    )
     gpu_ranks = set(trace.kernels["rank"].unique().tolist())
     out: list[Occurrence] = []
     position = np.full(len(ops), -1, dtype=np.int64)  # of a row within its thread's rows
