@@ -32,7 +32,7 @@ import numpy as np
 
 from gpuprofile.analyses.frames import is_user_frame
 from gpuprofile.analyses.intervals import union_length
-from gpuprofile.analyses.names import matches, strings
+from gpuprofile.analyses.names import category_texts, codes, matches, strings
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.compiled import CompiledCode
@@ -93,18 +93,23 @@ def _runtime_one_offs(facts: Lookups, rank: int) -> list[OneOff]:
         return []
     start = runtime["start_ns"].to_numpy()[rows]
     dur = runtime["dur_ns"].to_numpy()[rows]
-    names = strings(runtime["name"], rows=rows)
+    # Names as category codes: comparing codes, not 10^4 texts, per distinct name.
+    code = codes(runtime["name"])[rows]
+    text = np.array([*category_texts(runtime["name"]).tolist(), np.nan], object)  # -1: NaN
     order = np.argsort(start, kind="stable")
+    ordered = code[order]
     out: list[OneOff] = []
     first = int(order[0])
-    context = dur[first] >= MIN_ONE_OFF_NS and not _WAITS.search(names[first])
+    first_name = text[code[first]]
+    context = dur[first] >= MIN_ONE_OFF_NS and not _WAITS.search(first_name)
     if context:
-        vendor = "HIP" if names[first].startswith("hip") else "CUDA"
-        out.append(_at(facts, rank, f"{vendor} context creation", names[first], rows[first]))
-    for name in dict.fromkeys(names[order].tolist()):
+        vendor = "HIP" if first_name.startswith("hip") else "CUDA"
+        out.append(_at(facts, rank, f"{vendor} context creation", first_name, rows[first]))
+    for name_code in dict.fromkeys(ordered.tolist()):
+        name = text[name_code]
         if _WAITS.search(name):
             continue
-        mine = order[names[order] == name]  # this name's calls, in time order
+        mine = order[ordered == name_code]  # this name's calls, in time order
         if _LAUNCH.search(name) and len(mine) > 1:
             median = max(float(np.median(dur[mine])), 1.0)
             slow = mine[
@@ -157,12 +162,13 @@ def _op_one_offs(facts: Lookups, rank: int, compiled: CompiledCode) -> list[OneO
             if ops["dur_ns"].to_numpy()[first] >= MIN_ONE_OFF_NS and not _WAITS.search(name):
                 vendor = "HIP" if name.startswith("hip") else "CUDA"
                 out.append(_at(facts, rank, f"{vendor} context creation", name, first, "ops"))
-    for row in long.tolist():
+    jit = matches(ops["name"], _JIT, rows=long)
+    profiler_start = matches(ops["name"], _PROFILER_START, rows=long)
+    for at in np.flatnonzero(jit | profiler_start).tolist():
+        row = int(long[at])
         name = str(ops["name"].iat[row])
-        if _JIT.search(name):
-            out.append(_at(facts, rank, "JIT compilation", name, row, table="ops"))
-        elif _PROFILER_START.search(name):
-            out.append(_at(facts, rank, "the profiler's own start", name, row, table="ops"))
+        what = "JIT compilation" if jit[at] else "the profiler's own start"
+        out.append(_at(facts, rank, what, name, row, table="ops"))
     return out
 
 
