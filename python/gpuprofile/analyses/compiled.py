@@ -234,31 +234,27 @@ def _kernels(
     def both(column: str) -> np.ndarray:
         return np.concatenate([gpu[column].to_numpy()[gpu_rows], ops[column].to_numpy()[op_rows]])
 
+    names = np.concatenate(
+        [
+            strings(gpu["name"], rows=gpu_rows) if len(gpu) else np.zeros(0, object),
+            strings(ops["name"], rows=op_rows) if len(ops) else np.zeros(0, object),
+        ]
+    )
+    modules_of = [paths[modules.kernel_module[gpu_rows]], paths[modules.op_module[op_rows]]]
     frame = pd.DataFrame(
         {
-            "table": ["kernels"] * len(gpu_rows) + ["ops"] * len(op_rows),
-            "id": both("id"),
-            "rank": both("rank"),
-            "name": np.concatenate(
-                [
-                    strings(gpu["name"], rows=gpu_rows) if len(gpu) else np.zeros(0, object),
-                    strings(ops["name"], rows=op_rows) if len(ops) else np.zeros(0, object),
-                ]
-            ),
+            "table": pd.array(["kernels"] * len(gpu_rows) + ["ops"] * len(op_rows), dtype=str),
+            "id": both("id").astype(np.int64),
+            "rank": both("rank").astype(np.int64),
+            "name": pd.array(names, dtype=str),
             "start_ns": both("start_ns"),
             "dur_ns": both("dur_ns"),
-            "region": np.concatenate([region, region_of_op[op_rows]]),
-            "module": pd.Series(
-                np.concatenate(
-                    [paths[modules.kernel_module[gpu_rows]], paths[modules.op_module[op_rows]]]
-                ),
-                dtype=object,
-            ),
+            "region": np.concatenate([region, region_of_op[op_rows]]).astype(np.int64),
+            "module": pd.Series(np.concatenate(modules_of), dtype=object),
         },
         columns=list(KERNEL_COLUMNS),
     )
-    types = {"table": str, "id": np.int64, "rank": np.int64, "region": np.int64, "name": str}
-    return frame.astype(types), tuple(kinds), tuple(fused)
+    return frame, tuple(kinds), tuple(fused)
 
 
 def _breaks(
