@@ -9,7 +9,6 @@ import importlib
 import pkgutil
 import random
 import re
-from re import _constants, _parser  # type: ignore[attr-defined]
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,7 @@ import pandas as pd
 import pytest
 
 import gpuprofile.analyses
-from gpuprofile.analyses.names import matcher, strings
+from gpuprofile.analyses.names import _constants, _parser, matcher, strings
 
 
 def _patterns() -> list[re.Pattern[str]]:

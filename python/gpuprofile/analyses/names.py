@@ -12,8 +12,13 @@ import functools
 import re
 import weakref
 from collections.abc import Callable, Hashable
-from re import _constants, _parser  # type: ignore[attr-defined]
 from typing import Any
+
+try:  # Python 3.11 and later
+    from re import _constants, _parser  # type: ignore[attr-defined]
+except ImportError:  # Python 3.10
+    import sre_constants as _constants
+    import sre_parse as _parser
 
 import numpy as np
 import pandas as pd
@@ -98,7 +103,7 @@ def _needed_in(items: list[tuple[Any, Any]]) -> list[tuple[str, ...]] | None:
             continue
         if op is _constants.SUBPATTERN and not arg[1] & re.IGNORECASE:
             inner = _needed_in(list(arg[-1]))
-        elif op is _constants.ATOMIC_GROUP:
+        elif op is _ATOMIC_GROUP:
             inner = _needed_in(list(arg))
         elif op is _constants.BRANCH:
             branches = [_needed_in(list(b)) for b in arg[1]]
@@ -111,7 +116,13 @@ def _needed_in(items: list[tuple[Any, Any]]) -> list[tuple[str, ...]] | None:
     return [tuple(runs)] if runs else None
 
 
-_REPEATS = (_constants.MAX_REPEAT, _constants.MIN_REPEAT, _constants.POSSESSIVE_REPEAT)
+# Atomic groups and possessive repeats came with Python 3.11; before, no parse holds them.
+_ATOMIC_GROUP = getattr(_constants, "ATOMIC_GROUP", object())
+_REPEATS = tuple(
+    getattr(_constants, name)
+    for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+    if hasattr(_constants, name)
+)
 
 
 def _lowered(source: str) -> str | None:
