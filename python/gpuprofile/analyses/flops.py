@@ -62,7 +62,8 @@ from gpuprofile.analyses import recorded, torch_flops
 from gpuprofile.analyses.compiled import compiling_ops
 from gpuprofile.analyses.kernel_kind import COMPUTE
 from gpuprofile.analyses.lookups import Lookups, outermost_with, read_only
-from gpuprofile.analyses.names import matches, strings
+from gpuprofile.analyses.names import code_texts, matches, strings
+from gpuprofile.analyses.names import codes as category_codes
 from gpuprofile.analyses.op_formulas import (
     MISSING,
     Arg,
@@ -70,6 +71,7 @@ from gpuprofile.analyses.op_formulas import (
     dominant_dtype,
     own_formula,
 )
+from gpuprofile.trace.codes import first_seen_codes
 from gpuprofile.trace.model import NO_ID, Trace
 from gpuprofile.trace.precisions import (
     INPUT_TYPES,
@@ -224,10 +226,9 @@ def _describe_rows(
     codes = name_codes.copy()
     if not len(shaped):
         return codes, described
-    key = name_codes[shaped]
-    for column in recorded.INPUT_COLUMNS:
-        labels = inputs.codes[column][shaped]
-        key = pd.factorize(key * (len(inputs.values[column]) + 1) + (labels + 1))[0]
+    key = first_seen_codes(
+        name_codes[shaped], *(inputs.codes[column][shaped] for column in recorded.INPUT_COLUMNS)
+    )
     first = np.unique(key, return_index=True)[1]
     rows = shaped[first]
     described += [
@@ -257,9 +258,8 @@ def kernel_costs(trace: Trace, op_costs: pd.DataFrame) -> pd.DataFrame:
         values = op_costs[column]
         if isinstance(values.dtype, pd.CategoricalDtype) and len(values):
             # A categorical read through its codes: to_numpy() would list every op's text.
-            texts = np.array([*values.cat.categories.tolist(), np.nan], dtype=object)
-            picked = values.array.codes[np.maximum(owner, 0)]  # code -1 reads the NaN
-            return np.asarray(np.where(owner >= 0, texts[picked], default))
+            picked = category_codes(values)[np.maximum(owner, 0)]  # code -1 reads the NaN
+            return np.asarray(np.where(owner >= 0, code_texts(values)[picked], default))
         return _take(values.to_numpy(), owner, default)
 
     # What a source measured on the kernel itself (Nsight Compute) wins over what it inherits.

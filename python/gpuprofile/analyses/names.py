@@ -82,38 +82,38 @@ def _needed_texts(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     if parsed.state.flags & re.IGNORECASE:
         return None
     found = _needed_in(list(parsed))
-    return tuple(dict.fromkeys(group[0] for group in found)) if found else None
+    return tuple(dict.fromkeys(found)) if found else None
 
 
-def _needed_in(items: list[tuple[Any, Any]]) -> list[tuple[str, ...]] | None:
-    """What a sequence needs: groups, one of which a match holds every text of (its literal
-    runs, in order, with those of one of the groups the first group, branch or repeat taken
-    at least once in it needs)."""
-    runs: list[str] = []
+def _needed_in(items: list[tuple[Any, Any]]) -> list[str] | None:
+    """Texts one of which a match of a sequence holds: its first run of literal characters,
+    or else those the first group, branch or repeat (taken at least once) in it that has any
+    needs."""
     run: list[str] = []
-    inner: list[tuple[str, ...]] | None = None
+    inner: list[str] | None = None
     for op, arg in [*items, (None, None)]:
         if op is _constants.LITERAL:
             run.append(chr(arg))
-            continue
-        if run:
-            runs.append("".join(run))
-            run = []
-        if inner is not None:
-            continue
-        if op is _constants.SUBPATTERN and not arg[1] & re.IGNORECASE:
-            inner = _needed_in(list(arg[-1]))
-        elif op is _ATOMIC_GROUP:
-            inner = _needed_in(list(arg))
-        elif op is _constants.BRANCH:
-            branches = [_needed_in(list(b)) for b in arg[1]]
-            if all(branches):
-                inner = [group for b in branches if b for group in b]
-        elif op in _REPEATS and arg[0] >= 1:
-            inner = _needed_in(list(arg[2]))
-    if inner:
-        return [(*runs, *group) for group in inner]
-    return [tuple(runs)] if runs else None
+        elif run:
+            return ["".join(run)]
+        elif inner is None:
+            inner = _needed_by(op, arg)
+    return inner
+
+
+def _needed_by(op: Any, arg: Any) -> list[str] | None:
+    """_needed_in of one item that holds a sequence: a group, a branch (every branch must
+    need something), a repeat taken at least once; None for any other item."""
+    if op is _constants.SUBPATTERN and not arg[1] & re.IGNORECASE:
+        return _needed_in(list(arg[-1]))
+    if op is _ATOMIC_GROUP:
+        return _needed_in(list(arg))
+    if op is _constants.BRANCH:
+        branches = [_needed_in(list(b)) for b in arg[1]]
+        return [t for b in branches if b for t in b] if all(branches) else None
+    if op in _REPEATS and arg[0] >= 1:
+        return _needed_in(list(arg[2]))
+    return None
 
 
 # Atomic groups and possessive repeats came with Python 3.11; before, no parse holds them.
@@ -169,7 +169,13 @@ def strings(names: pd.Series, *, rows: np.ndarray | None = None) -> np.ndarray:
         values = values if rows is None else values[rows]
         missing = pd.isna(values)
         return np.array([np.nan if m else str(v) for v, m in zip(values, missing)], object)
-    return _at(names, per_category(names, "strings", str, object, np.nan), rows)
+    return _at(names, code_texts(names), rows)
+
+
+def code_texts(names: pd.Series) -> np.ndarray:
+    """Per code of names, its text, then the NaN that code -1 (a missing name) reads: index it
+    with codes(names) (read-only, shared; strings' own table)."""
+    return per_category(names, "strings", str, object, np.nan)
 
 
 def _at(names: pd.Series, per_name: np.ndarray, rows: np.ndarray | None) -> np.ndarray:

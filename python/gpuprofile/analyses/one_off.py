@@ -32,7 +32,7 @@ import numpy as np
 
 from gpuprofile.analyses.frames import is_user_frame
 from gpuprofile.analyses.intervals import union_length
-from gpuprofile.analyses.names import category_texts, codes, matches, strings
+from gpuprofile.analyses.names import code_texts, codes, matches, strings
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.compiled import CompiledCode
@@ -95,7 +95,7 @@ def _runtime_one_offs(facts: Lookups, rank: int) -> list[OneOff]:
     dur = runtime["dur_ns"].to_numpy()[rows]
     # Names as category codes: comparing codes, not 10^4 texts, per distinct name.
     code = codes(runtime["name"])[rows]
-    text = np.array([*category_texts(runtime["name"]).tolist(), np.nan], object)  # -1: NaN
+    text = code_texts(runtime["name"])
     order = np.argsort(start, kind="stable")
     ordered = code[order]
     out: list[OneOff] = []

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from gpuprofile.analyses.frames import SourceLine
+from gpuprofile.trace.codes import sums_by_key
 
 if TYPE_CHECKING:
     from gpuprofile.analyses.context import Analysis
@@ -79,8 +80,7 @@ def _add(total: dict[int, float], owner: np.ndarray, time: np.ndarray) -> None:
     known = owner >= 0
     if not known.any():
         return
-    which, at = np.unique(owner[known], return_inverse=True)
-    sums = np.bincount(at, weights=time[known].astype(np.float64))
+    which, sums = sums_by_key(owner[known], time[known])
     for w, s in zip(which.tolist(), sums.tolist(), strict=True):
         total[w] = total.get(w, 0.0) + s
 

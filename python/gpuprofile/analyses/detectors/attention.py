@@ -34,6 +34,7 @@ from gpuprofile.analyses.lookups import has_ancestor
 from gpuprofile.analyses.names import categorical, per_category, strings
 from gpuprofile.analyses.names import codes as name_codes
 from gpuprofile.analyses.thresholds import MIN_ATTENTION_KEYS, worth_reporting
+from gpuprofile.trace.codes import sums_by_key
 from gpuprofile.trace.precisions import INPUT_TYPES
 from gpuprofile.units import format_bytes, format_time
 
@@ -157,13 +158,9 @@ def occurrences(analysis: Analysis, inputs: recorded.RecordedInputs) -> list[Occ
     rank, pid, tid = (ops[c].to_numpy()[rows] for c in ("rank", "pid", "tid"))
     rows = rows[np.lexsort((-dur[rows], start[rows], tid, pid, rank))]
     bounds = np.flatnonzero(np.r_[True, np.diff(thread[rows]) != 0, True])
-    # Per launching op id, its kernels' time (whole ns: exact float sums below 2**53).
-    op_ids, launcher = np.unique(trace.kernels["op_id"].to_numpy(), return_inverse=True)
-    launched_ns = trace.kernels["dur_ns"].to_numpy(np.float64)
-    kernel_ns = pd.Series(
-        np.bincount(launcher, weights=launched_ns, minlength=len(op_ids)).astype(np.int64),
-        index=op_ids,
-    )
+    kernels = trace.kernels
+    op_ids, launched_ns = sums_by_key(kernels["op_id"].to_numpy(), kernels["dur_ns"].to_numpy())
+    kernel_ns = pd.Series(launched_ns.astype(np.int64), index=op_ids)  # per launching op
     gpu_ranks = set(trace.kernels["rank"].unique().tolist())
     out: list[Occurrence] = []
     position = np.full(len(ops), -1, dtype=np.int64)  # of a row within its thread's rows

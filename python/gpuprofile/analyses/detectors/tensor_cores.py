@@ -76,6 +76,7 @@ from gpuprofile.analyses.patterns import FP32_SIMT_KERNEL, TENSOR_CORE_KERNEL
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.model import Hardware
 from gpuprofile.hardware.properties import trace_devices
+from gpuprofile.trace.codes import sums_by_key
 from gpuprofile.trace.model import Trace
 from gpuprofile.trace.precisions import LOW_PRECISIONS
 from gpuprofile.units import format_count, format_flops_per_s, format_fraction, format_time
@@ -421,13 +422,11 @@ def _precision_fix(kind: Framework, target: str | None) -> Fix:
 
 def _by_owner(kernel_costs: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """Per op id that owns kernels (cost_op_id, ascending): their summed duration, and whether
-    most of it ran in tensor-core kernels. Durations are whole nanoseconds, so their float
-    sums are exact (below 2**53 ns, 104 days), as pandas' grouped sums were."""
-    owners, at = np.unique(kernel_costs["cost_op_id"].to_numpy(), return_inverse=True)
+    most of it ran in tensor-core kernels."""
+    owner = kernel_costs["cost_op_id"].to_numpy()
     dur = kernel_costs["dur_ns"].to_numpy(np.float64)
-    on_tensor_cores = np.where(matches(kernel_costs["name"], TENSOR_CORE_KERNEL), dur, 0.0)
-    total = np.bincount(at, weights=dur, minlength=len(owners))
-    tc = np.bincount(at, weights=on_tensor_cores, minlength=len(owners))
+    owners, total = sums_by_key(owner, dur)
+    _, tc = sums_by_key(owner, np.where(matches(kernel_costs["name"], TENSOR_CORE_KERNEL), dur, 0))
     share = np.where(total > 0, tc / np.where(total > 0, total, 1.0), 0.0)
     index = pd.Index(owners, name="cost_op_id")
     return pd.Series(total.astype(np.int64), index=index), pd.Series(share >= 0.5, index=index)
