@@ -51,11 +51,15 @@ class Claim:
         """The part of this claim the other does not hold."""
         if not len(self.starts) or not len(other.starts):
             return self
-        cuts = np.union1d(np.r_[self.starts, self.ends], np.r_[other.starts, other.ends])
+        cuts = _merged(self.edges(), other.edges())
         lo, hi = cuts[:-1], cuts[1:]
         # Every end of either claim is a cut: each piece lies wholly in or out of each.
         keep = self.holds(lo) & ~other.holds(lo)
         return Claim(lo[keep], hi[keep])
+
+    def edges(self) -> np.ndarray:
+        """Every start and end, in order (the blocks are disjoint): start, end, start..."""
+        return np.column_stack((self.starts, self.ends)).ravel()
 
     def holds(self, at: np.ndarray) -> np.ndarray:
         """Per time, whether it lies in one of the claim's blocks."""
@@ -67,6 +71,14 @@ class Claim:
 
     def __repr__(self) -> str:  # cheap: never the arrays
         return f"Claim({len(self.starts)} blocks, {self.length_ns} ns)"
+
+
+def _merged(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of two sorted arrays: a stable sort merges the two runs in
+    linear time, where np.union1d sorts from scratch."""
+    merged = np.concatenate([a, b])
+    merged.sort(kind="stable")
+    return merged[np.r_[True, merged[1:] != merged[:-1]]] if len(merged) else merged
 
 
 NOTHING = Claim(np.zeros(0, np.int64), np.zeros(0, np.int64))
@@ -136,11 +148,7 @@ class Ledger:
         if total <= 0 or gain_ns <= 0:
             return 0
         density = min(gain_ns / total, 1.0)
-        # Both sorted (the claim's blocks are disjoint): a stable sort merges two runs in
-        # linear time, where union1d sorts from scratch.
-        merged = np.concatenate([self.bounds, np.column_stack((claim.starts, claim.ends)).ravel()])
-        merged.sort(kind="stable")
-        bounds = merged[np.r_[True, merged[1:] != merged[:-1]]]
+        bounds = _merged(self.bounds, claim.edges())
         used = np.zeros(max(len(bounds) - 1, 0), np.float64)
         if len(self.used):
             # Each new segment lies inside one old one (or outside them all).

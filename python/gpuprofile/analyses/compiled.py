@@ -215,13 +215,15 @@ def _kernels(
     outermost_aten = outermost_with(is_aten, analysis.op_parents) == np.arange(len(ops))
     op_rows = np.flatnonzero(~on_gpu & (inductor | (outermost_aten & ran)))
     op_parsed = _parsed(ops["name"])[op_rows] if len(op_rows) else np.zeros(0, object)
+    gpu_names = strings(gpu["name"], rows=gpu_rows) if len(gpu) else np.zeros(0, object)
+    op_names = strings(ops["name"], rows=op_rows) if len(ops) else np.zeros(0, object)
     # A kernel's launching op (-1: none; a GPU-only trace has no ops) and region through it.
     launch = op_of[gpu_rows]
     called = [""] * len(gpu_rows)  # a GPU-only trace has no launching ops
     if len(ops):
         launchers = strings(ops["name"], rows=np.maximum(launch, 0))
         called = [str(n) if i >= 0 else "" for n, i in zip(launchers, launch.tolist(), strict=True)]
-    called += [str(n) for n in strings(ops["name"], rows=op_rows)] if len(op_rows) else []
+    called += [str(n) for n in op_names]
     kinds: list[str] = []
     fused: list[tuple[str, ...]] = []
     for parsed, name in zip([*gpu_parsed[gpu_rows], *op_parsed], called, strict=True):
@@ -234,19 +236,13 @@ def _kernels(
     def both(column: str) -> np.ndarray:
         return np.concatenate([gpu[column].to_numpy()[gpu_rows], ops[column].to_numpy()[op_rows]])
 
-    names = np.concatenate(
-        [
-            strings(gpu["name"], rows=gpu_rows) if len(gpu) else np.zeros(0, object),
-            strings(ops["name"], rows=op_rows) if len(ops) else np.zeros(0, object),
-        ]
-    )
     modules_of = [paths[modules.kernel_module[gpu_rows]], paths[modules.op_module[op_rows]]]
     frame = pd.DataFrame(
         {
             "table": pd.array(["kernels"] * len(gpu_rows) + ["ops"] * len(op_rows), dtype=str),
             "id": both("id").astype(np.int64),
             "rank": both("rank").astype(np.int64),
-            "name": pd.array(names, dtype=str),
+            "name": pd.array(np.concatenate([gpu_names, op_names]), dtype=str),
             "start_ns": both("start_ns"),
             "dur_ns": both("dur_ns"),
             "region": np.concatenate([region, region_of_op[op_rows]]).astype(np.int64),

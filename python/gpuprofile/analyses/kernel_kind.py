@@ -85,7 +85,7 @@ def kernel_class(name: str, function: str | None = None) -> tuple[str, str]:
     its qualified_function where already known."""
     if _MEMORY.match(name):
         return MEMORY, "a copy or set"
-    act = _communication(name, qualified_function(name) if function is None else function)
+    act = _communication(qualified_function(name) if function is None else function)
     if act:
         return COMMUNICATION, act
     if _SYNC.search(name):
@@ -104,8 +104,8 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
-def _communication(name: str, function: str) -> str:
-    """Why a name (whose qualified_function is function) says the kernel communicates, ""
+def _communication(function: str) -> str:
+    """Why a kernel name whose qualified_function is this says the kernel communicates, ""
     when it does not."""
     if _GENERATED.match(function):
         return ""
