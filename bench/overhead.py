@@ -177,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             ("torch", lambda: run_torch(train, Path(tmp))),
             ("ours", lambda: run_ours(train)),
         ]
+        # gpuprofile's warm-up (its analyses' first calls), recorded in the temporary history.
         with gpuprofile.profile() as warm:
             make_training(5)()
         warm.widget()

@@ -7,9 +7,8 @@ path does (timeline events, allocator instants, GPU annotations, flows, metadata
 profiler's own spans and instants) and no value would be a finding; otherwise (counters, an
 out-of-memory instant, collectives, a value out of range...) it declines and the part takes
 the msgspec path (decode.py, columns.py: the reference, which test_direct_core.py compares
-this with). What is
-left to Python here is what the columns builders compute from the texts: the recorded inputs'
-check (check.Shapes) and the memcpy kinds.
+this with). What is left to Python here is what the columns builders compute from the texts:
+the recorded inputs' check (check.Shapes) and the memcpy kinds.
 """
 
 from __future__ import annotations
