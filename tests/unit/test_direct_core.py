@@ -3,7 +3,9 @@ events from their JSON texts into exactly the columns the msgspec path makes of 
 sort_events, checked_times, the columns builders: the reference), or declines the part: on
 crafted events that reach every rule, where each value it cannot read exactly must decline,
 on every part of every shared Kineto trace, and on whole loads of the shared traces read in
-parts. A part it reads records no finding on the msgspec path either.
+parts. A part it reads records no finding on the msgspec path either. The same with exact
+times (every ts rebased on an anchor, as decode.py does with Decimal), and the earliest whole
+microsecond of a part's ts against decode.exact_times'.
 Without the built core the comparisons skip (fail under CI=true, where ``make setup`` builds
 it)."""
 
@@ -24,7 +26,14 @@ from gpuprofile.importers.kineto import direct
 from gpuprofile.importers.kineto import trace as kineto
 from gpuprofile.importers.kineto.check import Findings, Shapes, checked_times
 from gpuprofile.importers.kineto.columns import sort_events
-from gpuprofile.importers.kineto.decode import LIST_DECODER, PART_BYTES, PART_EVENTS, first_byte
+from gpuprofile.importers.kineto.decode import (
+    LIST_DECODER,
+    PART_BYTES,
+    PART_EVENTS,
+    exact_times,
+    first_byte,
+    rebase,
+)
 from gpuprofile.importers.kineto.direct import DirectPart
 from gpuprofile.importers.source import read_trace_bytes
 from helpers.prerequisites import SHARED_TRACES, missing
@@ -49,12 +58,17 @@ def core() -> ModuleType:
     return _scan
 
 
-def reference(raws: list[bytes]) -> tuple[DirectPart, Findings, tuple[list[Any], list[Any]]]:
+def reference(
+    raws: list[bytes], anchor: int | None = None
+) -> tuple[DirectPart, Findings, tuple[list[Any], list[Any]]]:
     """What the msgspec path reads of a part as a DirectPart (the columns of each table with
     events, what was skipped, the threads' names, the profiler's spans' ends, as trace.py
     takes them from sort_events), its findings, and the counters and out-of-memory instants
-    (which the direct path never reads)."""
-    events = LIST_DECODER.decode(b"[" + b",".join(raws) + b"]")
+    (which the direct path never reads); with an anchor, each ts rebased on it exactly."""
+    part = b"[" + b",".join(raws) + b"]"
+    events = LIST_DECODER.decode(part)
+    if anchor is not None:
+        rebase(events, exact_times(Path("part.json"), part, part), anchor)
     buckets, counters, annotations, spans, names, skipped, failures = sort_events(events)
     buckets = {**buckets, "gpu_annotations": annotations}
     findings = Findings()
@@ -74,10 +88,12 @@ def reference(raws: list[bytes]) -> tuple[DirectPart, Findings, tuple[list[Any],
     return part, findings, (counters, failures)
 
 
-def read_directly(raws: list[bytes], findings: Findings | None = None) -> DirectPart | None:
+def read_directly(
+    raws: list[bytes], findings: Findings | None = None, anchor: int | None = None
+) -> DirectPart | None:
     reader = direct.direct_reader(Shapes(findings or Findings()))
     assert reader is not None
-    return reader([msgspec.Raw(r) for r in raws])
+    return reader([msgspec.Raw(r) for r in raws], anchor)
 
 
 def assert_equal_columns(got: dict[str, Any], want: dict[str, Any], where: str) -> None:
@@ -92,14 +108,14 @@ def assert_equal_columns(got: dict[str, Any], want: dict[str, Any], where: str) 
             assert list(value) == list(expected), (where, name)
 
 
-def compared(raws: list[bytes], where: str = "") -> DirectPart | None:
+def compared(raws: list[bytes], where: str = "", anchor: int | None = None) -> DirectPart | None:
     """What the direct path reads of raws, checked equal to the msgspec path's reading where
     it read them (the msgspec path then recording no finding, no counter, no failure)."""
     found = Findings()
-    got = read_directly(raws, found)
+    got = read_directly(raws, found, anchor)
     if got is None:
         return None
-    want, findings, others = reference(raws)
+    want, findings, others = reference(raws, anchor)
     # Only the recorded inputs' check (check.Shapes, which both paths run) finds anything.
     assert not findings.rejected and not found.rejected, (where, findings.summary())
     assert found.unknown == findings.unknown, where
@@ -163,6 +179,12 @@ MEMORY = {
 }  # fmt: skip
 FLOW = {"ph": "f", "id": 40, "pid": 0, "tid": 7, "ts": 1003.125, "cat": "ac2g", "name": "ac2g"}
 GOOD = [OP, RUNTIME, KERNEL, MEMCPY, MEMSET, MEMORY, FLOW]
+# record_param_comms' args (torch 2.x), on the op and on its NCCL kernel
+COLLECTIVE = {
+    "Collective name": "allreduce", "Process Group Name": "0", "Process Group Ranks": "[0, 1]",
+    "Group size": 2, "In msg nelems": 2049000, "Out msg nelems": 2049000, "dtype": "Float",
+    "Seq": 12, "In split size": "[]", "Out split size": "[]",
+}  # fmt: skip
 
 
 def with_changes(
@@ -272,6 +294,22 @@ READ: dict[str, list[dict[str, Any] | bytes]] = {
          "ts": 1001.5, "dur": 2},
     ],
     "whitespace": [b' {\n "ph" : "X" ,\t"cat":"cpu_op",\r\n"ts":1,"dur":1 , "args" : { } }\n'],
+    "collectives": [
+        with_changes(OP, name="record_param_comms", args=COLLECTIVE),
+        with_changes(KERNEL, name="ncclKernel_AllReduce", args=COLLECTIVE),
+        with_changes(OP, args={"Collective name": "wait", "Process Group Name": 0,
+                               "Process Group Ranks": [0, 1], "dtype": "Byte", "Seq": None,
+                               "In msg nelems": 0, "Out msg nelems": 12}),
+        with_changes(KERNEL, args={"Collective name": "", "dtype": "Unknown", "Seq": 10**17,
+                                   "In msg nelems": -1, "Out msg nelems": 10**17 - 1}),
+        with_changes(OP, args={"Collective name": {"a": 1}, "dtype": None, "Seq": 1.5,
+                               "Process Group Name": -3, "In msg nelems": 2**58}),
+        OP, KERNEL, with_changes(RUNTIME, args={"Collective name": True}),
+    ],
+    "collectives' keys without one": [
+        with_changes(OP, args={"Collective name": None, "Seq": "7", "dtype": 1.5}),
+        with_changes(KERNEL, args={"Process Group Name": True, "In msg nelems": "x"}),
+    ],
 }  # fmt: skip
 
 # Variants the direct path declines: a finding, a type msgspec refuses, or what it does not read.
@@ -280,7 +318,15 @@ DECLINED = {
     "out of memory": with_changes(MEMORY, name="[OutOfMemory]"),
     "annotation without a dur": {"ph": "X", "cat": "gpu_user_annotation", "ts": 1, "name": "a"},
     "thread name escaped": {"ph": "M", "name": "thread_name", "args": {"name": "a\\b"}},
-    "collective": with_changes(OP, args={"Collective name": "allreduce"}),
+    "collective's bool": with_changes(OP, args={"Collective name": True}),
+    "collective's float": with_changes(KERNEL, args={"Collective name": "x", "dtype": 1.5}),
+    "collective with a count as text": [
+        with_changes(OP, args={"Seq": "7"}),
+        with_changes(OP, args={"Collective name": "allreduce"}),
+    ],
+    "message bytes beyond int64": with_changes(
+        OP, args={"Collective name": "a", "In msg nelems": 2**61, "dtype": "Double"}
+    ),
     "an id as_id cannot read": with_changes(OP, tid="--7"),
     "a stream as_id cannot read": with_changes(KERNEL, args={"stream": "stream --7"}),
     "text count": with_changes(OP, args={"Sequence number": "11"}),
@@ -320,7 +366,10 @@ def test_read_variants_equal_the_msgspec_path(core: ModuleType, case: str) -> No
 
 @pytest.mark.parametrize("case", list(DECLINED))
 def test_declined_variants(core: ModuleType, case: str) -> None:
-    raws = [text(e) for e in GOOD] + [text(DECLINED[case])]
+    declined = DECLINED[case]
+    raws = [text(e) for e in GOOD] + [
+        text(e) for e in (declined if isinstance(declined, list) else [declined])
+    ]
     assert read_directly(raws) is None, case
     assert compared([text(e) for e in GOOD]) is not None  # the rest alone is read
 
@@ -351,6 +400,114 @@ def test_declined_variants(core: ModuleType, case: str) -> None:
 )
 def test_declined_texts(core: ModuleType, raw: bytes) -> None:
     assert read_directly([text(OP), raw]) is None
+
+
+# Exact times: ts in absolute Unix microseconds with nanosecond decimals (HTA's ns-resolution
+# traces), beyond float64's nanoseconds, read as decimals and rebased on an anchor.
+NS = 1712195495519689
+
+
+def with_ts(event: dict[str, Any], ts: str) -> bytes:
+    """The event's text with ts written as ``ts`` (a JSON number's text, or any JSON)."""
+    return text({**event, "ts": "@ts@"}).replace(b'"@ts@"', ts.encode())
+
+
+NS_GOOD = [with_ts(e, f"{NS + k}.{37 * k + 5:03d}") for k, e in enumerate(GOOD)]
+EXACT_READ: dict[str, tuple[list[bytes], int]] = {
+    "nanosecond decimals": (NS_GOOD, NS),
+    "ints, short and long fractions": (
+        [with_ts(OP, f"{NS}"), with_ts(KERNEL, f"{NS + 3}.5"), with_ts(RUNTIME, f"{NS}.000"),
+         with_ts(MEMORY, f"{NS + 1}.123456789012"), with_ts(MEMCPY, f"{NS}.999999999999999"),
+         with_ts(MEMSET, f"{NS - 5}.125")],
+        NS,
+    ),
+    "negative and zero": (
+        [with_ts(OP, "-12.5"), with_ts(KERNEL, "-0.0"), with_ts(MEMORY, "0"),
+         with_ts(MEMSET, "7.25"), with_ts(RUNTIME, "-3")],
+        3,
+    ),
+    "null ts": ([with_ts(OP, f"{NS}.5"), with_ts(READ["the profiler's own events"][3], "null")],
+                NS),
+    # the most a fraction may lie from the anchor (2**43 us, decode._FLOAT_EXACT_LIMIT_US),
+    # and the most an integer may (2**53: the significand)
+    "the largest distances from the anchor": (
+        [with_ts(OP, f"{NS + 2**43 - 1}.999"), with_ts(FLOW, f"{NS + 2**53}"),
+         with_ts(FLOW, f"{NS - 2**53}")],
+        NS,
+    ),
+}  # fmt: skip
+EXACT_DECLINED = {
+    "an exponent": with_ts(OP, "1.712195495519689e15"),
+    "ts as text": with_ts(OP, f'"{NS}.5"'),
+    "19 fraction digits": with_ts(OP, f"{NS}.1234567890123456789"),
+    "19 whole digits": with_ts(OP, "1712195495519689000.5"),
+    "a fraction beyond float64's nanoseconds after the anchor": with_ts(FLOW, f"{NS + 2**43}.5"),
+    "a significand beyond 2**53": with_ts(FLOW, f"{NS + 2**53 // 1000}.999"),
+    "an integer beyond 2**53": with_ts(FLOW, f"{NS + 2**53 + 1}"),
+}
+
+
+@pytest.mark.parametrize("case", list(EXACT_READ))
+def test_exact_times_equal_the_msgspec_path(core: ModuleType, case: str) -> None:
+    raws, anchor = EXACT_READ[case]
+    assert compared(raws, case, anchor) is not None, f"{case}: declined"
+
+
+def test_exact_times_keep_the_nanoseconds(core: ModuleType) -> None:
+    raws = [with_ts(OP, f"{NS + 2}.047"), with_ts(KERNEL, f"{NS}.001"), with_ts(OP, f"{NS}")]
+    part = compared(raws, anchor=NS)
+    assert part is not None
+    # By hand: (ts - NS us) in ns, and the durations as written.
+    assert part.tables["ops"]["start_ns"].tolist() == [2_047, 0]
+    assert part.tables["kernels"]["start_ns"].tolist() == [1]
+    # Without an anchor the core declines ts that float64 cannot hold to the nanosecond.
+    assert read_directly(raws) is None
+
+
+@pytest.mark.parametrize("case", list(EXACT_DECLINED))
+def test_exact_times_declined(core: ModuleType, case: str) -> None:
+    assert read_directly([*NS_GOOD, EXACT_DECLINED[case]], anchor=NS) is None, case
+    assert compared(NS_GOOD, anchor=NS) is not None
+
+
+def python_earliest(raws: list[bytes]) -> int | None:
+    """decode._earliest_microsecond's answer for one part, from exact_times' Decimals."""
+    part = b"[" + b",".join(raws) + b"]"
+    times = [int(t) for t in exact_times(Path("part.json"), part, part) if t is not None]
+    return min(times) if times else None
+
+
+@pytest.mark.parametrize(
+    "raws",
+    [
+        [with_ts(OP, f"{NS}.047"), with_ts(KERNEL, f"{NS - 3}.999"), with_ts(FLOW, f"{NS}")],
+        [with_ts(OP, "-3.7"), with_ts(KERNEL, "-0.5"), with_ts(OP, "12")],
+        [with_ts(OP, "-0.5"), with_ts(OP, "0.25")],
+        [with_ts(OP, "null"), with_ts(OP, '"5"'), with_ts(OP, "[1]"), with_ts(OP, "true"),
+         with_ts(OP, "{}"), with_ts(OP, "3.5")],
+        [b'{"args": {"ts": 1}, "ts": 9}', b'{"x": [{"ts": -100}], "ts": 4.5}', b"[1]", b"7",
+         b'"ts"', b"null", b"{}"],
+        [b'{"name": "no ts"}', b"{}"],
+        [],
+    ],
+)  # fmt: skip
+def test_earliest_microsecond_equals_the_decimals(core: ModuleType, raws: list[bytes]) -> None:
+    read, earliest = core.earliest_us([msgspec.Raw(r) for r in raws])
+    assert read
+    assert earliest == python_earliest(raws)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"ts": 1.5e3}',
+        b'{"ts": 1, "ts": 2}',  # a repeated key
+        b'{"\\u0074s": 1}',  # a key with an escape: ts, to msgspec
+        b'{"ts": 12345678901234567890}',
+    ],
+)
+def test_earliest_microsecond_declined(core: ModuleType, raw: bytes) -> None:
+    assert core.earliest_us([msgspec.Raw(text(OP)), msgspec.Raw(raw)]) == (False, None)
 
 
 def test_no_reference_is_kept_or_lost(core: ModuleType) -> None:
@@ -386,7 +543,13 @@ MOSTLY_READ = (
     "tracelens_mi300x_xdit_sd3.5_large_inference.json.gz",
     # torch 1.8's format: capitalized categories, ids as text ("stream 7"), "Input dims"
     "kineto_tbplugin_resnet50_v100_memory_shapes.pt.trace.json.gz",
+    # collectives (record_param_comms and NCCL kernels) in most parts
+    "hta_a100_nccl_2rank_rank0.json.gz",
+    "tracelens_mi300x_resnet_act_checkpoint_rank0_of8.json.gz",
 )
+# Traces whose ts need exact times (absolute Unix us with nanosecond decimals): every part read
+# with them.
+EXACT = ("hta_v100_32gb_ns_resolution.pt.trace.json.gz",)
 
 
 @pytest.mark.parametrize("path", SHARED or [None], ids=lambda p: p.name if p else "none")
@@ -397,9 +560,21 @@ def test_every_part_of_every_shared_trace(core: ModuleType, path: Path | None) -
     read = [compared(part, f"{path.name} part {k}") is not None for k, part in enumerate(parts)]
     if path.name in MOSTLY_READ:
         assert all(read), f"{path.name}: {sum(read)} of {len(read)} parts read"
+    # With exact times, rebased on the earliest whole us (which the core finds as the
+    # Decimals do, part by part).
+    earliest = [python_earliest(part) for part in parts]
+    found = [core.earliest_us([msgspec.Raw(r) for r in part]) for part in parts]
+    assert found == [(True, e) for e in earliest], path.name
+    anchor = min((e for e in earliest if e is not None), default=0)
+    read = [
+        compared(part, f"{path.name} part {k}, exact", anchor) is not None
+        for k, part in enumerate(parts)
+    ]
+    if path.name in EXACT:
+        assert all(read), f"{path.name}: {sum(read)} of {len(read)} parts read with exact times"
 
 
-@pytest.mark.parametrize("name", MOSTLY_READ)
+@pytest.mark.parametrize("name", MOSTLY_READ + EXACT)
 def test_whole_loads_equal_without_the_direct_path(
     core: ModuleType, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

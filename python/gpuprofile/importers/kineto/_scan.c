@@ -18,6 +18,11 @@
  * Numbers: an integer of at most 18 digits (int64 without overflow); a fraction by the exact
  * fast path (a significand below 2**53 and a power of ten up to 22: one correctly rounded
  * operation, as strtod and msgspec give). Other numbers decline.
+ *
+ * Exact times (decode._keep_nanoseconds): where a file's ts carry nanoseconds beyond float64
+ * (absolute Unix time in us with three decimals), each ts is read as a decimal and rebased on
+ * the earliest whole microsecond of the file (anchor), as the msgspec path does with Decimal:
+ * the rebased value, an integer over a power of ten, is rounded once, as float(Decimal) is.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -208,6 +213,60 @@ number(Text *t, Value *v, int mode)
     return 1;
 }
 
+/* A number's text as a decimal: sign, whole part and fraction digits (at most 18 each). */
+typedef struct {
+    int negative;
+    uint64_t whole, fraction;
+    int digits; /* of the fraction */
+} Decimal;
+
+/* A number at t->p without an exponent, as a Decimal; 0 for any other (declines). */
+static int
+decimal_at(Text *t, Decimal *d)
+{
+    const char *p = t->p;
+    d->negative = p < t->end && *p == '-';
+    p += d->negative;
+    int count = 0;
+    const char *first = p;
+    d->whole = 0;
+    if ((p = more_digits(p, t->end, &d->whole, &count)) == NULL || p == first ||
+        (*first == '0' && p - first > 1))
+        return 0;
+    d->fraction = 0;
+    d->digits = 0;
+    if (p < t->end && *p == '.') {
+        const char *frac = ++p;
+        if ((p = more_digits(p, t->end, &d->fraction, &d->digits)) == NULL || p == frac)
+            return 0;
+    }
+    if (p < t->end && (*p == 'e' || *p == 'E'))
+        return 0;
+    t->p = p;
+    return 1;
+}
+
+/* The decimal less anchor whole us, rounded once to the nearest double (float(Decimal(text) -
+ * anchor)); 0 where that is not exact in int64 arithmetic (declines). */
+static int
+rebased(const Decimal *d, long long anchor, double *out)
+{
+    long long whole = d->negative ? -(long long)d->whole : (long long)d->whole;
+    long long rest = whole - anchor; /* both below 10**18: no overflow */
+    long long scale = 1;
+    for (int k = 0; k < d->digits; k++)
+        scale *= 10; /* at most 10**18 */
+    long long limit = (1LL << 53) / scale;
+    if (rest > limit || rest < -limit)
+        return 0;
+    long long fraction = d->negative ? -(long long)d->fraction : (long long)d->fraction;
+    long long significand = rest * scale + fraction; /* |.| < 2**53 + 10**18 < 2**63 */
+    if (significand > (1LL << 53) || significand < -(1LL << 53))
+        return 0;
+    *out = (double)significand / POWERS_OF_TEN[d->digits];
+    return 1;
+}
+
 /* After an item of an array or object: 1 where a comma leads to the next, 2 where ``close``
  * ends it, 0 where neither does (the part declines). */
 static inline int
@@ -334,7 +393,6 @@ enum {
     T_DIMS,      /* list[int] | str | None: the first three ints of a list */
     T_FLOAT,     /* float | None: a number or null */
     T_ANY,       /* Any: not read */
-    T_NO_VALUE,  /* Any, read only where null: a value declines (the collectives' name) */
     T_COUNT,     /* Any, read as int_or_none: text declines */
     T_ADDRESS,   /* Any, read as gather.address */
     T_TEXT,      /* str | None */
@@ -428,7 +486,7 @@ static const Key ARG_KEYS[] = {KEY("External id", A_EXTERNAL, T_INT),
                                KEY("Addr", A_ADDR, T_ADDRESS),
                                KEY("Device Id", A_DEVICE_ID, T_INT),
                                KEY("name", A_NAME, T_TEXT),
-                               KEY("Collective name", A_COLLECTIVE, T_NO_VALUE),
+                               KEY("Collective name", A_COLLECTIVE, T_ANY),
                                KEY("Process Group Name", A_GROUP, T_ANY),
                                KEY("Process Group Ranks", A_GROUP_RANKS, T_ANY),
                                KEY("Seq", A_SEQ, T_ANY),
@@ -447,6 +505,7 @@ typedef struct {
     Value v[FIELDS];
     long long dims[2][3]; /* grid, block: the first three sizes */
     int dims_count[2];    /* how many of them the list has */
+    const long long *anchor; /* exact times: the whole us every ts is rebased on; else NULL */
 } Event;
 
 /* Each key table's keys by a hash of their length and ends (open addressing), made at import:
@@ -535,6 +594,11 @@ read_field(Text *t, const Key *key, Event *ev, int depth)
     if (ev->seen[key->field])
         return 0; /* msgspec keeps the last of a repeated key: not read here */
     ev->seen[key->field] = 1;
+    if (key->field == F_TS && ev->anchor != NULL && t->p < t->end && *t->p != 'n') {
+        Decimal d;
+        v->kind = V_FLOAT;
+        return decimal_at(t, &d) && rebased(&d, *ev->anchor, &v->f);
+    }
     if (key->type == T_DIMS && t->p < t->end && *t->p == '[') {
         int k = key->field == A_GRID ? 0 : 1;
         v->kind = V_LIST;
@@ -561,8 +625,6 @@ read_field(Text *t, const Key *key, Event *ev, int depth)
             v->f = (double)v->i;
         }
         return v->kind == V_FLOAT || v->kind == V_NULL;
-    case T_NO_VALUE:
-        return v->kind == V_NULL;
     case T_COUNT:
         return v->kind != V_STR;
     case T_TEXT:
@@ -797,6 +859,10 @@ enum { OPS, KERNELS, MEMCPY, MEMSET, RUNTIME, MEMORY, ANNOTATIONS, TABLES };
 static const char *TABLE_NAMES[TABLES] = {"ops",     "kernels", "memcpy",          "memset",
                                           "runtime", "memory",  "gpu_annotations"};
 
+/* The texts of a collective's args (columns.comm_columns), as codes. */
+enum { COMM_COLLECTIVE, COMM_GROUP, COMM_GROUP_RANKS, COMM_DTYPE, COMM };
+static const int COMM_FIELDS[COMM] = {A_COLLECTIVE, A_GROUP, A_GROUP_RANKS, A_DTYPE};
+
 /* Each table's int64 / float64 columns, by name, in the order its builder makes them. */
 enum {
     C_PID,
@@ -827,6 +893,9 @@ enum {
     C_LANE_PID,
     C_LANE_TID,
     C_TIME, /* an instant's (the allocator table's) */
+    C_SEQ,
+    C_IN_ELEMS,
+    C_OUT_ELEMS,
     COLUMNS
 };
 static const char *COLUMN_NAMES[COLUMNS] = {
@@ -835,7 +904,8 @@ static const char *COLUMN_NAMES[COLUMNS] = {
     "correlation", "grid_x",   "grid_y",          "grid_z",         "block_x",
     "block_y", "block_z",      "registers_per_thread", "shared_memory", "occupancy",
     "blocks_per_sm", "bytes",  "total_allocated", "total_reserved", "addr",
-    "_pid",    "_tid",         "time_ns"};
+    "_pid",    "_tid",         "time_ns",         "seq",            "_in_elems",
+    "_out_elems"};
 
 typedef struct {
     Py_ssize_t rows;
@@ -843,8 +913,12 @@ typedef struct {
     char used[COLUMNS];
     PyObject *names;      /* list of str */
     PyObject *categories; /* list of str (ops, runtime) */
-    int any_autograd, any_caller_line;
+    int any_autograd, any_caller_line, any_collective;
+    /* some collective's arg this path does not read (a bool or a float for a text, a count in
+     * text): the part is read only where no row names a collective (the args go unread) */
+    int comm_unread;
     Coded raws[3];        /* ops: Input Dims, Input type, Concrete Inputs */
+    Coded comm[COMM];     /* ops, kernels: the collectives' texts (codes -1: none, "") */
 } Table;
 
 /* Every category a table takes, as the text the column keeps (OP_CATEGORY's renaming). */
@@ -925,6 +999,46 @@ set_any(const Event *ev, int field)
     return ev->seen[field] && ev->v[field].kind != V_NULL;
 }
 
+/* columns._text of an Any field, as a code into c's texts (-1 for ""): a text as it is, an
+ * int in decimal, "" for null, a list, an object or no value; 0 where it is not read here (a
+ * bool, a float: Python's spelling of them is not made here), 1, or -1 on an error. */
+static int
+push_text(Coded *c, const Event *ev, int field)
+{
+    const Value *v = &ev->v[field];
+    if (!ev->seen[field] || v->kind == V_NULL || v->kind == V_LIST || v->kind == V_OBJECT)
+        return push_int(&c->codes, -1) < 0 ? -1 : 1;
+    if (v->kind != V_STR && v->kind != V_INT)
+        return push_int(&c->codes, -1) < 0 ? -1 : 0;
+    char digits[24];
+    Slice text = v->s;
+    if (v->kind == V_INT) {
+        text.start = digits;
+        text.size = snprintf(digits, sizeof digits, "%lld", v->i);
+    }
+    return push_coded(c, text) < 0 ? -1 : 1;
+}
+
+/* The communication facts of an op or kernel (columns.comm_columns: the message bytes are
+ * direct.py's, from the dtype's text and the counts); -1 on an error. */
+static int
+add_comm(Table *table, const Event *ev)
+{
+    table->any_collective |= set_any(ev, A_COLLECTIVE);
+    for (int field = A_SEQ; field <= A_OUT_ELEMS; field++)
+        table->comm_unread |= ev->seen[field] && ev->v[field].kind == V_STR;
+    for (int k = 0; k < COMM; k++) {
+        int status = push_text(&table->comm[k], ev, COMM_FIELDS[k]);
+        if (status < 0)
+            return status;
+        table->comm_unread |= status == 0;
+    }
+    int failed = put(table, C_SEQ, count_of(ev, A_SEQ));
+    failed |= put(table, C_IN_ELEMS, count_of(ev, A_IN_ELEMS));
+    failed |= put(table, C_OUT_ELEMS, count_of(ev, A_OUT_ELEMS));
+    return failed ? -1 : 1;
+}
+
 /* An event's table row; 0 where it declines, -1 on an error. */
 static int
 add_row(Table *tables, int which, const Route *route, const Event *ev, Texts *names,
@@ -975,6 +1089,11 @@ add_row(Table *tables, int which, const Route *route, const Event *ev, Texts *na
         failed |= put(table, C_SEQUENCE, count_of(ev, A_SEQUENCE));
         failed |= put(table, C_FWD_TID, count_of(ev, A_FWD_TID));
         failed |= put(table, C_CALLER_LINE, count_of(ev, A_CALLER_LINE));
+        {
+            int status = add_comm(table, ev);
+            if (status != 1)
+                return status;
+        }
         break;
     case KERNELS:
     case MEMCPY:
@@ -1013,6 +1132,9 @@ add_row(Table *tables, int which, const Route *route, const Event *ev, Texts *na
                 return 0;
             failed |= put_float(table, C_OCCUPANCY, has_occupancy ? occupancy->f : Py_NAN);
             failed |= put_float(table, C_PER_SM, has_per_sm ? per_sm->f : Py_NAN);
+            int status = add_comm(table, ev);
+            if (status != 1)
+                return status;
         }
         else if (which != ANNOTATIONS) {
             if (!in_range(ev, A_BYTES, -1, I62))
@@ -1103,10 +1225,12 @@ thread_name(Extras *extras, const Event *ev)
 
 /* An event's text into its table or the part's extras: 1 read, 0 declines, -1 an error. */
 static int
-read_event(Table *tables, Extras *extras, Texts *names, const char *data, Py_ssize_t size)
+read_event(Table *tables, Extras *extras, Texts *names, const char *data, Py_ssize_t size,
+           const long long *anchor)
 {
     Event ev;
     memset(ev.seen, 0, sizeof ev.seen);
+    ev.anchor = anchor;
     Text t = {data, data + size};
     space(&t);
     if (!read_object(&t, EVENT_SLOTS, &ev, 1))
@@ -1202,6 +1326,24 @@ table_dict(Table *table)
         }
         Py_DECREF(pair);
     }
+    if (table->any_collective) {
+        PyObject *comm = PyTuple_New(COMM);
+        for (int k = 0; comm != NULL && k < COMM; k++) {
+            PyObject *codes = column_bytes(&table->comm[k].codes);
+            PyObject *pair = codes != NULL ? PyTuple_Pack(2, codes, table->comm[k].texts.order)
+                                           : NULL;
+            Py_XDECREF(codes);
+            if (pair == NULL)
+                Py_CLEAR(comm);
+            else
+                PyTuple_SET_ITEM(comm, k, pair);
+        }
+        if (comm == NULL || PyDict_SetItemString(out, "comm", comm) < 0) {
+            Py_XDECREF(comm);
+            goto error;
+        }
+        Py_DECREF(comm);
+    }
     PyObject *flags = Py_BuildValue("(ii)", table->any_autograd, table->any_caller_line);
     if (flags == NULL || PyDict_SetItemString(out, "any_set", flags) < 0) {
         Py_XDECREF(flags);
@@ -1226,24 +1368,103 @@ free_tables(Table *tables)
             free_texts(&tables[k].raws[r].texts);
             PyMem_Free(tables[k].raws[r].codes.data);
         }
+        for (int r = 0; r < COMM; r++) {
+            free_texts(&tables[k].comm[r].texts);
+            PyMem_Free(tables[k].comm[r].codes.data);
+        }
     }
 }
 
+/* The whole us of an event's ts (int(Decimal(text)), as decode._earliest_microsecond takes
+ * it) into *earliest where it is the least yet: 1, or 0 where this path cannot read the event
+ * as decode.exact_times does (an exponent, a repeated or escaped key...). */
+static int
+earliest_of(const char *data, Py_ssize_t size, int *found, long long *earliest)
+{
+    Text t = {data, data + size};
+    space(&t);
+    if (t.p >= t.end || *t.p != '{')
+        return 1; /* not an object (the texts are valid JSON, the outline's): no ts */
+    t.p++;
+    space(&t);
+    if (t.p < t.end && *t.p == '}')
+        return 1;
+    int seen = 0;
+    for (;;) {
+        Slice name;
+        if (!key_at(&t, &name, M_PLAIN | M_ASCII))
+            return 0;
+        if (name.size == 2 && memcmp(name.start, "ts", 2) == 0) {
+            if (seen++)
+                return 0;
+            if (t.p < t.end && (*t.p == '-' || (*t.p >= '0' && *t.p <= '9'))) {
+                Decimal d;
+                if (!decimal_at(&t, &d))
+                    return 0;
+                long long whole = d.negative ? -(long long)d.whole : (long long)d.whole;
+                if (!*found || whole < *earliest)
+                    *earliest = whole;
+                *found = 1;
+            }
+            else if (!skip_value(&t, 1, M_SKIP))
+                return 0; /* a text, null, a container: no number, no ts */
+        }
+        else if (!skip_value(&t, 1, M_SKIP))
+            return 0;
+        int next = after_item(&t, '}');
+        if (next != 1)
+            return next == 2;
+    }
+}
+
+PyDoc_STRVAR(earliest_us_doc,
+"earliest_us(raws) -> tuple[bool, int | None]\n\n"
+"Whether this path read every event whose JSON text raws holds, and then the least whole\n"
+"microseconds of their ts (None where none has a number for one), as\n"
+"decode._earliest_microsecond takes them; (False, None) where it did not.");
+
+static PyObject *
+earliest_us(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *raws;
+    if (!PyArg_ParseTuple(args, "O!:earliest_us", &PyList_Type, &raws))
+        return NULL;
+    int found = 0, read = 1;
+    long long earliest = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(raws) && read; i++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(PyList_GET_ITEM(raws, i), &view, PyBUF_SIMPLE) < 0)
+            return NULL;
+        read = earliest_of(view.buf, view.len, &found, &earliest);
+        PyBuffer_Release(&view);
+    }
+    if (!read || !found)
+        return Py_BuildValue("(OO)", read ? Py_True : Py_False, Py_None);
+    return Py_BuildValue("(OL)", Py_True, earliest);
+}
+
 PyDoc_STRVAR(part_columns_doc,
-"part_columns(raws) -> dict | None\n\n"
+"part_columns(raws, anchor=None) -> dict | None\n\n"
 "The columns of each table ({table: {column: values}}) of the events whose JSON texts raws\n"
 "holds (bytes-like: msgspec.Raw), in file order, and under \"part\" what sort_events records\n"
 "beside them (skipped: kind -> count, thread_names, span_ends); None where some event is not\n"
 "one this path reads exactly as the msgspec path does (the part is decoded by msgspec then).\n"
+"anchor: the whole us every ts is rebased on, read exactly (decode._keep_nanoseconds).\n"
 "Numbers come as bytearrays of int64 (float64: occupancy, blocks_per_sm); names and\n"
 "categories as lists of str; the ops' recorded inputs as (codes, distinct texts as bytes) as\n"
-"raw_codes gives them; any_set: whether some op has autograd args, a caller line.");
+"raw_codes gives them; any_set: whether some op has autograd args, a caller line; comm\n"
+"(ops, kernels, where some row names a collective): the collective, process group, group\n"
+"ranks and dtype texts as (codes, distinct str), code -1 for \"\", beside the columns seq,\n"
+"_in_elems and _out_elems.");
 
 static PyObject *
 part_columns(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *raws;
-    if (!PyArg_ParseTuple(args, "O!:part_columns", &PyList_Type, &raws))
+    PyObject *raws, *anchor = Py_None;
+    if (!PyArg_ParseTuple(args, "O!|O:part_columns", &PyList_Type, &raws, &anchor))
+        return NULL;
+    long long anchor_us = 0;
+    if (anchor != Py_None && (anchor_us = PyLong_AsLongLong(anchor)) == -1 && PyErr_Occurred())
         return NULL;
     Table tables[TABLES];
     memset(tables, 0, sizeof tables);
@@ -1261,6 +1482,9 @@ part_columns(PyObject *Py_UNUSED(module), PyObject *args)
             if ((tables[k].raws[r].texts.order = PyList_New(0)) == NULL)
                 goto done;
         }
+        for (int r = 0; r < COMM; r++)
+            if ((tables[k].comm[r].texts.order = PyList_New(0)) == NULL)
+                goto done;
         if (tables[k].names == NULL || tables[k].categories == NULL)
             goto done;
     }
@@ -1269,9 +1493,13 @@ part_columns(PyObject *Py_UNUSED(module), PyObject *args)
         Py_buffer view;
         if (PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE) < 0)
             goto done;
-        status = read_event(tables, &extras, &names, view.buf, view.len);
+        status = read_event(tables, &extras, &names, view.buf, view.len,
+                            anchor != Py_None ? &anchor_us : NULL);
         PyBuffer_Release(&view);
     }
+    for (int k = 0; k < TABLES && status == 1; k++)
+        if (tables[k].any_collective && tables[k].comm_unread)
+            status = 0; /* the msgspec path reads them (gather.int_or_none reads text) */
     if (status < 0)
         goto done;
     if (status == 0) {
@@ -1308,6 +1536,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"part_columns", part_columns, METH_VARARGS, part_columns_doc},
+    {"earliest_us", earliest_us, METH_VARARGS, earliest_us_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -167,7 +167,7 @@ def autograd_columns(args: list[Args]) -> dict[str, Any]:
 
 
 # Bytes per element of the dtypes record_param_comms names (c10 ScalarType names).
-_DTYPE_BYTES = {scalar: ITEMSIZE[dtype] for scalar, dtype in SCALAR_TYPES.items()}
+DTYPE_BYTES = {scalar: ITEMSIZE[dtype] for scalar, dtype in SCALAR_TYPES.items()}
 
 
 def comm_columns(args: list[Args], findings: Findings) -> dict[str, Any]:
@@ -195,7 +195,7 @@ def _text(value: Any) -> str:
 
 
 def _message_bytes(a: Args) -> int | None:
-    size = _DTYPE_BYTES.get(_text(a.dtype))
+    size = DTYPE_BYTES.get(_text(a.dtype))
     elems = [e for e in (_int_or_none(a.in_elems), _int_or_none(a.out_elems)) if e is not None]
     if size is None or not elems:
         return None

@@ -91,10 +91,15 @@ def _keep_nanoseconds(raw: bytes, doc: Document[Event], is_list: bool) -> None:
     )
     times = [_decimal(x) for x in exact]
     anchor = min(int(t) for t in times if t is not None)
+    rebase(events, times, anchor)
+    doc.baseTimeNanoseconds = (doc.baseTimeNanoseconds or 0) + anchor * 1000
+
+
+def rebase(events: list[Event], times: list[Decimal | None], anchor: int) -> None:
+    """Each event's ts as its exact time less ``anchor`` whole us, rounded once."""
     for event, t in zip(events, times, strict=True):
         if t is not None and event.ts is not None:
             event.ts = float(t - anchor)
-    doc.baseTimeNanoseconds = (doc.baseTimeNanoseconds or 0) + anchor * 1000
 
 
 Loose = Callable[[list[Any], int], list[Event]]
@@ -224,9 +229,12 @@ PART_BYTES = 4 * 2**20
 PART_EVENTS = 5000
 
 # (index of the part's first event in the file, the part's events): decoded, or what a direct
-# reader (direct.py's, passed in by trace.py, which knows its type) read of them.
+# reader (direct.py's, passed in by trace.py, which knows its type) read of them, with every ts
+# rebased on the anchor where one is given (exact times).
 Part = tuple[int, Any]
-Direct = Callable[[list[msgspec.Raw]], Any]
+Direct = Callable[[list[msgspec.Raw], int | None], Any]
+# The compiled core's earliest whole us of a part's ts (direct.py's), or None: (read, earliest).
+Earliest = Callable[[list[msgspec.Raw]], tuple[bool, int | None]]
 
 
 class ExactTimesNeeded(Exception):
@@ -255,7 +263,12 @@ _RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
 
 
 def event_parts(
-    path: Path, raw: bytes, loose: Loose, exact: bool = False, direct: Direct | None = None
+    path: Path,
+    raw: bytes,
+    loose: Loose,
+    exact: bool = False,
+    direct: Direct | None = None,
+    earliest: Earliest | None = None,
 ) -> tuple[Document[Any], Iterator[Part], bool]:
     """The file's header (its traceEvents left empty) and its events in parts, in file order.
 
@@ -269,7 +282,9 @@ def event_parts(
             base takes its whole microseconds, and each part's ts are read again exactly and
             rebased on it; memory stays a part's, where reading the file whole held it all.
         direct: reads a part's tables from its events' texts, or declines (None): tried on
-            each part of a file read in parts, but not with ``exact`` (it reads no Decimal).
+            each part of a file read in parts (with ``exact``, given the anchor).
+        earliest: finds a part's earliest whole us, as _earliest_microsecond does, where it
+            reads the part (with ``exact``; else exact_times' Decimals do).
     Returns:
         The header; an iterator of (index of the first event, events), which raises
         TraceFormatError for a damaged file (located as a whole decode locates it) and
@@ -292,17 +307,18 @@ def event_parts(
     except RecursionError:
         raise TraceFormatError(path, nesting_problem(raw)) from None
     texts, outline.traceEvents = outline.traceEvents, []
-    anchor = _earliest_microsecond(path, raw, texts) if exact else None
+    anchor = _earliest_microsecond(path, raw, texts, earliest) if exact else None
     if anchor is not None:
         outline.baseTimeNanoseconds = (outline.baseTimeNanoseconds or 0) + anchor * 1000
-    return outline, _decoded(path, raw, texts, loose, anchor, None if exact else direct), True
+    return outline, _decoded(path, raw, texts, loose, anchor, direct), True
 
 
 def _part_text(texts: list[msgspec.Raw], first: int) -> bytes:
     return b"[" + b",".join(texts[first : first + PART_EVENTS]) + b"]"
 
 
-def _exact_times(path: Path, raw: bytes, part: bytes) -> list[Decimal | None]:
+def exact_times(path: Path, raw: bytes, part: bytes) -> list[Decimal | None]:
+    """Each event's ts in a part's JSON text (a list), exactly; None where it has none."""
     try:
         with nesting_limit():
             return [_decimal(x) for x in _EXACT_LIST_DECODER.decode(part)]
@@ -311,14 +327,22 @@ def _exact_times(path: Path, raw: bytes, part: bytes) -> list[Decimal | None]:
         raise TraceFormatError(path, "an event could not be decoded") from None
 
 
-def _earliest_microsecond(path: Path, raw: bytes, texts: list[msgspec.Raw]) -> int | None:
+def _earliest_microsecond(
+    path: Path, raw: bytes, texts: list[msgspec.Raw], compiled: Earliest | None
+) -> int | None:
     """The whole microseconds of the earliest ts of the events (as _keep_nanoseconds takes
-    them), a part at a time; None where no event has one."""
+    them), a part at a time (by ``compiled`` where it reads the part); None where no event has
+    one."""
     earliest = None
     for first in range(0, len(texts), PART_EVENTS):
-        times = [int(t) for t in _exact_times(path, raw, _part_text(texts, first)) if t is not None]
-        if times:
-            earliest = min(times) if earliest is None else min(earliest, min(times))
+        read, least = compiled(texts[first : first + PART_EVENTS]) if compiled else (False, None)
+        if not read:
+            times = [
+                int(t) for t in exact_times(path, raw, _part_text(texts, first)) if t is not None
+            ]
+            least = min(times) if times else None
+        if least is not None:
+            earliest = least if earliest is None else min(earliest, least)
     return earliest
 
 
@@ -331,7 +355,7 @@ def _decoded(
     direct: Direct | None,
 ) -> Iterator[Part]:
     for first in range(0, len(texts), PART_EVENTS):
-        read = direct(texts[first : first + PART_EVENTS]) if direct is not None else None
+        read = direct(texts[first : first + PART_EVENTS], anchor) if direct is not None else None
         if read is not None:
             yield first, read
             continue
@@ -348,10 +372,7 @@ def _decoded(
             decode_bytes(path, raw)  # raises the error located in the file
             raise TraceFormatError(path, "an event could not be decoded") from None
         if anchor is not None:
-            times = _exact_times(path, raw, part)
-            for event, t in zip(events, times, strict=True):
-                if t is not None and event.ts is not None:
-                    event.ts = float(t - anchor)
+            rebase(events, exact_times(path, raw, part), anchor)
         elif needs_exact_times(events):
             raise ExactTimesNeeded(path)
         del part

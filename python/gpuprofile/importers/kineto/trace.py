@@ -33,7 +33,7 @@ from gpuprofile.importers.kineto.columns import (
     thread_columns,
 )
 from gpuprofile.importers.kineto.decode import ExactTimesNeeded, event_parts
-from gpuprofile.importers.kineto.direct import DirectPart, direct_reader
+from gpuprofile.importers.kineto.direct import DirectPart, direct_reader, earliest_reader
 from gpuprofile.importers.kineto.format import RANGE_PROFILER, Document, Event
 from gpuprofile.importers.kineto.gather import text_codes_of
 from gpuprofile.importers.kineto.header import (
@@ -137,7 +137,12 @@ def _read_rank_parts(paths: list[Path], exact: set[Path]) -> tuple[Trace, int | 
         raw = read_trace_bytes(path)
         shapes = Shapes(findings)
         header, events_parts, parted = event_parts(
-            path, raw, loose, exact=path in exact, direct=direct_reader(shapes)
+            path,
+            raw,
+            loose,
+            exact=path in exact,
+            direct=direct_reader(shapes),
+            earliest=earliest_reader(),
         )
         del raw  # a file decoded whole is let go now; one read in parts, after its last part
         if doc is None:
