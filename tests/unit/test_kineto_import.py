@@ -332,21 +332,29 @@ def test_a_range_left_open_ends_with_the_profilers_span(tmp_path: Path) -> None:
     assert count == 1 and "outlasts the profiler's own span" in reason
 
 
-@pytest.mark.parametrize("part_bytes", [10**12, 0], ids=["whole", "parts"])
+@pytest.mark.parametrize(
+    ("part_bytes", "whole_us"),
+    [(10**12, 0), (0, 0), (0, 16)],
+    ids=["whole", "parts", "parts, the first two whole us"],
+)
 def test_absolute_nanoseconds_beyond_float64_come_back_exactly_whole_or_in_parts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part_bytes: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part_bytes: int, whole_us: int
 ) -> None:
     # Absolute Unix microseconds with nanosecond digits (1.7e15 us: float64 steps of 0.25 us)
     # need the exact second decode. In parts (a file over PART_BYTES), the parts' earliest ts is
-    # found first, as a whole decode finds it, and each part is rebased on it.
+    # found first, as a whole decode finds it, and each part is rebased on it: from the start
+    # where the first part shows the need, else once a later part shows it (whole_us: the
+    # first events' ts are whole microseconds, which float64 holds).
     monkeypatch.setattr(decode, "PART_BYTES", part_bytes)
     monkeypatch.setattr(decode, "PART_EVENTS", 7)
     rng = np.random.default_rng(11)
-    written = np.sort(rng.integers(1_700_000_000_000_000_000, 1_700_000_000_600_000_000, 50))
+    drawn = rng.integers(1_700_000_000_000_000_000, 1_700_000_000_600_000_000, 50)
+    drawn[:whole_us] -= drawn[:whole_us] % 1000
+    written = np.sort(drawn)
     events = "\n,".join(
         f'{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, '
-        f'"ts": {n // 1000}.{n % 1000:03d}, "dur": 0.001}}'
-        for n in rng.permutation(written).tolist()
+        f'"ts": {n // 1000}{"" if k < whole_us else f".{n % 1000:03d}"}, "dur": 0.001}}'
+        for k, n in enumerate(drawn.tolist())
     )
     path = tmp_path / "absolute.json"
     path.write_text(f'{{"traceEvents": [{events}]}}')

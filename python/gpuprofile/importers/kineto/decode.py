@@ -288,8 +288,9 @@ def event_parts(
     Returns:
         The header; an iterator of (index of the first event, events), which raises
         TraceFormatError for a damaged file (located as a whole decode locates it) and
-        ExactTimesNeeded where the file must be read with ``exact=True``; and whether the
-        file is read in parts.
+        ExactTimesNeeded where the file must be read with ``exact=True`` (a file read in parts
+        whose first part shows it is read so from the start: its first part is read here);
+        and whether the file is read in parts.
     """
     if len(raw) <= PART_BYTES:
         doc = decode_bytes(path, raw, loose)
@@ -307,10 +308,16 @@ def event_parts(
     except RecursionError:
         raise TraceFormatError(path, nesting_problem(raw)) from None
     texts, outline.traceEvents = outline.traceEvents, []
+    read: list[Part] = []
+    if not exact and texts:
+        try:
+            read.append((0, _part(path, raw, texts, 0, loose, None, direct)))
+        except ExactTimesNeeded:
+            exact = True  # where the first part shows it, before any part is read again
     anchor = _earliest_microsecond(path, raw, texts, earliest) if exact else None
     if anchor is not None:
         outline.baseTimeNanoseconds = (outline.baseTimeNanoseconds or 0) + anchor * 1000
-    return outline, _decoded(path, raw, texts, loose, anchor, direct), True
+    return outline, _decoded(path, raw, texts, loose, anchor, direct, read), True
 
 
 def _part_text(texts: list[msgspec.Raw], first: int) -> bytes:
@@ -353,27 +360,43 @@ def _decoded(
     loose: Loose,
     anchor: int | None,
     direct: Direct | None,
+    read: list[Part],
 ) -> Iterator[Part]:
-    for first in range(0, len(texts), PART_EVENTS):
-        read = direct(texts[first : first + PART_EVENTS], anchor) if direct is not None else None
-        if read is not None:
-            yield first, read
-            continue
-        part = _part_text(texts, first)
-        try:
-            with nesting_limit():
-                try:
-                    events = LIST_DECODER.decode(part)
-                except msgspec.ValidationError:
-                    events = loose(LOOSE_LIST_DECODER.decode(part), first)
-        except RecursionError:
-            raise TraceFormatError(path, nesting_problem(raw)) from None
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            decode_bytes(path, raw)  # raises the error located in the file
-            raise TraceFormatError(path, "an event could not be decoded") from None
-        if anchor is not None:
-            rebase(events, exact_times(path, raw, part), anchor)
-        elif needs_exact_times(events):
-            raise ExactTimesNeeded(path)
-        del part
-        yield first, events
+    """The parts after those already ``read`` (the first, or none), in file order."""
+    done = len(read)
+    while read:  # let go of each part once yielded
+        yield read.pop(0)
+    for first in range(done * PART_EVENTS, len(texts), PART_EVENTS):
+        yield first, _part(path, raw, texts, first, loose, anchor, direct)
+
+
+def _part(
+    path: Path,
+    raw: bytes,
+    texts: list[msgspec.Raw],
+    first: int,
+    loose: Loose,
+    anchor: int | None,
+    direct: Direct | None,
+) -> Any:
+    """The part of the events from ``first``: what ``direct`` reads of them, else decoded."""
+    read = direct(texts[first : first + PART_EVENTS], anchor) if direct is not None else None
+    if read is not None:
+        return read
+    part = _part_text(texts, first)
+    try:
+        with nesting_limit():
+            try:
+                events = LIST_DECODER.decode(part)
+            except msgspec.ValidationError:
+                events = loose(LOOSE_LIST_DECODER.decode(part), first)
+    except RecursionError:
+        raise TraceFormatError(path, nesting_problem(raw)) from None
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        decode_bytes(path, raw)  # raises the error located in the file
+        raise TraceFormatError(path, "an event could not be decoded") from None
+    if anchor is not None:
+        rebase(events, exact_times(path, raw, part), anchor)
+    elif needs_exact_times(events):
+        raise ExactTimesNeeded(path)
+    return events
