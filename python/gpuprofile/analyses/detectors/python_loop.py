@@ -18,6 +18,8 @@ analyses/idle.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -77,9 +79,13 @@ model = torch.compile(model)
 def detect(analysis: Analysis) -> list[Hint]:
     patterns = analysis.code_patterns
     hints = []
+    far: dict[int, _FarOps | None] = {}  # per rank, read once for all its loops
     for subject, found in groups(analysis.modules, patterns.loops):
         rank = found[0].rank
-        claims = [_claimed(analysis, o) for o in found]
+        for o in found:
+            if o.rank not in far:
+                far[o.rank] = _far_ops(analysis, o.rank)
+        claims = [_claimed(analysis, o, far[o.rank]) for o in found]
         claimed = sum(claims)
         loop_ns = sum(o.time_ns for o in found)
         gain = sum(
@@ -92,7 +98,7 @@ def detect(analysis: Analysis) -> list[Hint]:
     return hints
 
 
-def _claimed(analysis: Analysis, loop: Occurrence) -> int:
+def _claimed(analysis: Analysis, loop: Occurrence, far: _FarOps | None) -> int:
     """Time other findings claim inside the loop's window on its rank."""
     patterns = analysis.code_patterns
 
@@ -106,7 +112,7 @@ def _claimed(analysis: Analysis, loop: Occurrence) -> int:
             start, end = (np.array([w[i] for w in o.windows], np.int64) for i in (0, 1))
             claimed += overlap_ns(start, end, *_window(loop))
     claimed += loop.attention_ns
-    claimed += _far_point_claims(analysis, loop)
+    claimed += _far_point_claims(far, loop)
     if loop.on_gpu:
         gaps = analysis.idle_gaps
         mine = gaps[(gaps["rank"] == loop.rank) & (gaps["cause"] == idle.HOST_LAUNCH_BOUND)]
@@ -119,23 +125,53 @@ def _window(loop: Occurrence) -> tuple[np.ndarray, np.ndarray]:
     return np.array([loop.start_ns], np.int64), np.array([loop.end_ns], np.int64)
 
 
-def _far_point_claims(analysis: Analysis, loop: Occurrence) -> int:
-    """What the memory- and compute-bound findings claim of the ops that ran in the loop's
-    window: each member op its point's gain in proportion to its time."""
+@dataclass(frozen=True)
+class _FarOps:
+    """A rank's op-level far roofline points (what the memory- and compute-bound findings
+    claim): each member op's start, its time in its point, and its point's position in
+    ``share``, each point's gain per ns of its time."""
+
+    start: np.ndarray
+    time_ns: np.ndarray
+    point: np.ndarray
+    share: list[float]
+
+
+def _far_ops(analysis: Analysis, rank: int) -> _FarOps | None:
     far = analysis.far_points
-    far = far[(far["rank"] == loop.rank) & (far["gain_ns"] > 0)]
+    far = far[(far["rank"] == rank) & (far["gain_ns"] > 0)]
     if far.empty:
-        return 0
+        return None
     share = dict(zip(far["key"], (far["gain_ns"] / far["known_time_ns"].clip(lower=1)).tolist()))
-    members = point_members(analysis.roofline_members, set(share))
     start = analysis.trace.ops["start_ns"].to_numpy(np.int64)
-    claimed = 0.0
-    for key, found in members.items():
+    starts: list[np.ndarray] = []
+    times: list[np.ndarray] = []
+    points: list[np.ndarray] = []
+    shares: list[float] = []
+    for key, found in point_members(analysis.roofline_members, set(share)).items():
         if found.table != "ops":
             continue
         rows = analysis.id_index("ops").get_indexer(pd.Index(found.ids))
-        inside = (rows >= 0) & (start[rows] >= loop.start_ns) & (start[rows] < loop.end_ns)
-        claimed += float(found.time_ns[inside].sum()) * share[key]
+        starts.append(start[rows[rows >= 0]])
+        times.append(found.time_ns[rows >= 0])
+        points.append(np.full(int((rows >= 0).sum()), len(shares)))
+        shares.append(share[key])
+    if not shares:
+        return None
+    return _FarOps(np.concatenate(starts), np.concatenate(times), np.concatenate(points), shares)
+
+
+def _far_point_claims(far: _FarOps | None, loop: Occurrence) -> int:
+    """What the memory- and compute-bound findings claim of the ops that ran in the loop's
+    window: each member op its point's gain in proportion to its time."""
+    if far is None:
+        return 0
+    inside = (far.start >= loop.start_ns) & (far.start < loop.end_ns)
+    # Whole ns per point: float64 sums exact below 2**53, as the int sums they replace.
+    time_ns = np.bincount(far.point[inside], far.time_ns[inside], minlength=len(far.share))
+    claimed = 0.0
+    for total, share in zip(time_ns.tolist(), far.share, strict=True):
+        claimed += total * share
     return int(claimed)
 
 

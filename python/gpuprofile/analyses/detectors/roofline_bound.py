@@ -21,13 +21,13 @@ from gpuprofile.analyses.context import Analysis
 from gpuprofile.analyses.fixes_by_framework import COMPUTE_BOUND, MEMORY_BOUND, Fix, pick
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
+from gpuprofile.analyses.lookups import rows_by_id
 from gpuprofile.analyses.roofline import FAR_PCT, point_members
 from gpuprofile.analyses.thresholds import (
     ACHIEVABLE_ROOF_SHARE,
     worth_reporting,
 )
 from gpuprofile.hardware.model import Hardware
-from gpuprofile.trace.model import Trace
 from gpuprofile.trace.precisions import FLOATING
 from gpuprofile.units import (
     format_bytes_per_s,
@@ -119,7 +119,6 @@ def _hint(
     hardware: Hardware,
     kind: Framework,
 ) -> Hint | None:
-    trace = analysis.trace
     gain = int(rows["gain_ns"].sum())
     wall = analysis.wall_ns(rank)
     if not worth_reporting(f"{bound}-bound", gain, wall):
@@ -138,8 +137,9 @@ def _hint(
             if r in hardware.peak_flops
         )
         roof_text = f"the compute peak ({roofs})"
-    top: list[dict[str, Any]] = [
-        {str(k): v for k, v in r.items()} for r in rows.head(TOP_POINTS).to_dict("records")
+    head = rows.head(TOP_POINTS)
+    top = [
+        dict(zip(_DESCRIBED, r, strict=True)) for r in zip(*(head[c].tolist() for c in _DESCRIBED))
     ]
     heaviest = "; ".join(_describe(r, memory) for r in top)
     return Hint(
@@ -179,7 +179,7 @@ def _hint(
             _pytorch_fix(rows, memory, analysis.workload),
             MEMORY_BOUND if memory else COMPUTE_BOUND,
         )._asdict(),
-        evidence=_evidence(trace, rank, rows),
+        evidence=_evidence(analysis, rank, rows),
         rank=rank,
         related=tuple(str(k) for k in rows["key"].head(MAX_RELATED)),
     )
@@ -225,6 +225,13 @@ def _pytorch_fix(rows: pd.DataFrame, memory: bool, workload: Workload) -> Fix:
     return Fix(fix, FUSE_CODE + (AUTOCAST_CODE if autocast else ""))
 
 
+# The points' columns a heaviest point is described by.
+_DESCRIBED = (
+    "name", "shapes", "count", "known_time_ns", "achieved_bytes_per_s", "achieved_flops_per_s",
+    "pct_of_roof", "time_at_roof_ns",
+)  # fmt: skip
+
+
 def _describe(row: dict[str, Any], memory: bool) -> str:
     rate = (
         f"{format_bytes_per_s(row['achieved_bytes_per_s'])}"
@@ -238,15 +245,16 @@ def _describe(row: dict[str, Any], memory: bool) -> str:
     )
 
 
-def _evidence(trace: Trace, rank: int, rows: pd.DataFrame) -> tuple[Evidence, ...]:
+def _evidence(analysis: Analysis, rank: int, rows: pd.DataFrame) -> tuple[Evidence, ...]:
     ids: list[int] = []
     for event_ids in rows["event_ids"]:
         ids.extend(int(i) for i in event_ids[: MAX_EVIDENCE_EVENTS - len(ids)])
         if len(ids) >= MAX_EVIDENCE_EVENTS:
             break
-    ops = trace.ops.set_index("id").loc[ids]
-    start = ops["start_ns"].to_numpy(np.int64)
-    windows = tuple(zip(start.tolist(), (start + ops["dur_ns"].to_numpy()).tolist()))
+    ops = analysis.trace.ops
+    at = rows_by_id(analysis, "ops", np.array(ids, np.int64))
+    start = ops["start_ns"].to_numpy(np.int64)[at]
+    windows = tuple(zip(start.tolist(), (start + ops["dur_ns"].to_numpy()[at]).tolist()))
     return (
         Evidence("ops", rank, tuple(ids), windows, "ops of the farthest points, heaviest first"),
     )
