@@ -120,11 +120,12 @@ def waiting_claim(analysis: Analysis, rank: int) -> Claim:
     ]
     if mine.empty:
         return NOTHING
-    kernels = analysis.rank_table("kernels", rank).set_index("id")
-    rows = kernels.reindex(mine["event_id"].to_numpy())
-    known = rows["start_ns"].notna().to_numpy()
-    start = rows["start_ns"].to_numpy(np.float64)[known].astype(np.int64)
-    dur = rows["dur_ns"].to_numpy(np.float64)[known].astype(np.int64)
+    # The kernels by id (ids are the trace's, one table's own across its ranks).
+    rows = analysis.id_index("kernels").get_indexer(pd.Index(mine["event_id"].to_numpy()))
+    known = rows >= 0
+    kernels = analysis.trace.kernels
+    start = kernels["start_ns"].to_numpy(np.int64)[rows[known]]
+    dur = kernels["dur_ns"].to_numpy(np.int64)[rows[known]]
     wait = np.minimum(mine["wait_ns"].to_numpy(np.int64)[known], dur)
     return Claim(start, start + wait)
 

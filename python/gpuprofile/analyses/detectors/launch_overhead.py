@@ -353,12 +353,13 @@ def _evidence(analysis: Analysis, rank: int, gaps: pd.DataFrame) -> tuple[Eviden
     # nlargest's rows (the largest first, ties in row order) by argsort: it costs a frame.
     largest = np.argsort(-gaps["dur_ns"].to_numpy(np.int64), kind="stable")
     top = gaps.iloc[largest[:MAX_EVIDENCE_EVENTS]].sort_values("start_ns")
-    kernels = analysis.rank_table("kernels", rank).sort_values("start_ns", kind="stable")
-    kstart = kernels["start_ns"].to_numpy(np.int64)
+    kernels = analysis.rank_table("kernels", rank)
+    by_start = np.argsort(kernels["start_ns"].to_numpy(np.int64), kind="stable")
+    kstart = kernels["start_ns"].to_numpy(np.int64)[by_start]
     # The kernel that ends each gap starts where the gap ends (a copy may end it instead).
     at = np.minimum(np.searchsorted(kstart, top["end_ns"].to_numpy(np.int64)), len(kstart) - 1)
     ends_gap = kstart[at] == top["end_ns"].to_numpy(np.int64) if len(kstart) else at < 0
-    ids = tuple(int(i) for i in kernels["id"].to_numpy()[at[ends_gap]])
+    ids = tuple(int(i) for i in kernels["id"].to_numpy()[by_start][at[ends_gap]])
     windows = tuple(
         (int(s), int(e)) for s, e in zip(top["start_ns"].tolist(), top["end_ns"].tolist())
     )
