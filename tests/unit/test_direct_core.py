@@ -465,6 +465,14 @@ def test_exact_times_keep_the_nanoseconds(core: ModuleType) -> None:
     assert read_directly(raws) is None
 
 
+@pytest.mark.parametrize("anchor", [10**18, -(10**18), 10**30, -(2**63) - 1])
+def test_an_anchor_past_the_numbers_read_is_declined(core: ModuleType, anchor: int) -> None:
+    # The earliest ts of a file Decimal reads and the core does not ("-1e30"): the msgspec
+    # path rebases on it; the core declines, raising nothing.
+    assert core.part_columns([msgspec.Raw(r) for r in NS_GOOD], anchor) is None
+    assert read_directly(NS_GOOD, anchor=anchor) is None
+
+
 @pytest.mark.parametrize("case", list(EXACT_DECLINED))
 def test_exact_times_declined(core: ModuleType, case: str) -> None:
     assert read_directly([*NS_GOOD, EXACT_DECLINED[case]], anchor=NS) is None, case

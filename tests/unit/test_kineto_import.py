@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuprofile.importers.kineto import decode, load_kineto
+from gpuprofile.importers.kineto import decode, direct, load_kineto
 from gpuprofile.trace.model import NO_ID, SCHEMA
 from helpers.kineto_docs import cpu_op, document, kernel, memcpy, memset, runtime, write
 
@@ -362,6 +362,27 @@ def test_absolute_nanoseconds_beyond_float64_come_back_exactly_whole_or_in_parts
     got = trace.meta.origin_ns + np.sort(trace.ops["start_ns"].to_numpy())
     np.testing.assert_array_equal(got, written)
     assert (trace.ops["dur_ns"] == 1).all()
+
+
+def test_an_earliest_ts_past_what_the_core_reads_loads_as_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Exact times rebased on an earliest ts of 31 digits (-1e30 us, which Decimal reads): the
+    # compiled core declines the parts (its numbers stop at 18 digits) and the msgspec path
+    # reads them, as it does without the core; nothing is raised.
+    monkeypatch.setattr(decode, "PART_BYTES", 0)
+    monkeypatch.setattr(decode, "PART_EVENTS", 3)
+    events = ",".join(
+        f'{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": {ts}, "dur": 1}}'
+        for ts in ("1712195495519689.047", "1712195495519690.5", "-1e30", "1712195495519691")
+    )
+    path = tmp_path / "far.json"
+    path.write_text(f'{{"traceEvents": [{events}]}}')
+    with_core = load_kineto(path)
+    monkeypatch.setattr(direct, "scanned", None)
+    without = load_kineto(path)
+    assert with_core.ops.equals(without.ops)
+    assert with_core.meta == without.meta
 
 
 @pytest.mark.parametrize("space", [b"\n", b" \t\r\n"])

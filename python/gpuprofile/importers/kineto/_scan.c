@@ -38,6 +38,7 @@
 #define TIME_LIMIT_US ((double)(1LL << 62) / 1000.0)
 /* decode._FLOAT_EXACT_LIMIT_US: a fractional ts from here needs the exact decode */
 #define EXACT_LIMIT_US 8796093022208.0 /* 2**43 */
+#define MAX_WHOLE 1000000000000000000LL /* 10**18: past the whole part of a number read */
 #define I32 (1LL << 31)
 #define I62 (1LL << 62)
 
@@ -252,7 +253,7 @@ static int
 rebased(const Decimal *d, long long anchor, double *out)
 {
     long long whole = d->negative ? -(long long)d->whole : (long long)d->whole;
-    long long rest = whole - anchor; /* both below 10**18: no overflow */
+    long long rest = whole - anchor; /* both below MAX_WHOLE: no overflow */
     long long scale = 1;
     for (int k = 0; k < d->digits; k++)
         scale *= 10; /* at most 10**18 */
@@ -1464,8 +1465,15 @@ part_columns(PyObject *Py_UNUSED(module), PyObject *args)
     if (!PyArg_ParseTuple(args, "O!|O:part_columns", &PyList_Type, &raws, &anchor))
         return NULL;
     long long anchor_us = 0;
-    if (anchor != Py_None && (anchor_us = PyLong_AsLongLong(anchor)) == -1 && PyErr_Occurred())
-        return NULL;
+    if (anchor != Py_None) {
+        int overflow = 0;
+        anchor_us = PyLong_AsLongLongAndOverflow(anchor, &overflow);
+        if (anchor_us == -1 && PyErr_Occurred())
+            return NULL;
+        /* as far as an 18-digit whole part: so the rebased one fits int64 (else declines) */
+        if (overflow || anchor_us >= MAX_WHOLE || anchor_us <= -MAX_WHOLE)
+            return Py_NewRef(Py_None);
+    }
     Table tables[TABLES];
     memset(tables, 0, sizeof tables);
     Texts names = {NULL, NULL, NULL, 0, 0, 0, NULL};
