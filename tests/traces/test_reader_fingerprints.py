@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from gpuprofile.importers.kineto import decode as kineto_decode
+from gpuprofile.importers.kineto import direct
 from helpers.fingerprint import RECORD, fingerprint
 from traces.conftest import TRACES
 
@@ -44,6 +45,19 @@ def test_reproduces_recorded_results(kineto_path: Path, recorded: dict[str, Any]
     expected = recorded.get(kineto_path.name)
     if expected is None:
         pytest.skip("not recorded (test_every_case_recorded says so)")
+    differences = changed(expected, fingerprint(kineto_path, TRACES))
+    assert not differences, "\n".join(differences)
+
+
+def test_read_without_the_compiled_core_reproduces_recorded_results(
+    kineto_path: Path, recorded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every file read as where no C compiler built the core: msgspec's decode, whole up to
+    PART_BYTES (with the core, every file is read in parts)."""
+    expected = recorded.get(kineto_path.name)
+    if expected is None:
+        pytest.skip("not recorded (test_every_case_recorded says so)")
+    monkeypatch.setattr(direct, "scanned", None)
     differences = changed(expected, fingerprint(kineto_path, TRACES))
     assert not differences, "\n".join(differences)
 

@@ -15,7 +15,7 @@ import pytest
 
 import gpuprofile
 from gpuprofile.importers.kineto import decode as kineto_decode
-from gpuprofile.importers.kineto import load_kineto
+from gpuprofile.importers.kineto import direct, load_kineto
 from gpuprofile.importers.kineto.decode import MAX_NESTING
 from gpuprofile.report.notices import notices
 from gpuprofile.trace.model import NO_ID, Trace
@@ -24,7 +24,10 @@ from helpers.kineto_docs import cpu_op, document, kernel, memcpy, runtime, write
 
 @pytest.fixture(params=["whole", "parts"])
 def read(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every case read whole, and in parts of 2 events (as files over PART_BYTES are)."""
+    """Every case read whole (by msgspec, as where the compiled core is not built), and in
+    parts of 2 events (as every file is with the core, and larger ones without it)."""
+    if request.param == "whole":
+        monkeypatch.setattr(direct, "scanned", None)
     if request.param == "parts":
         monkeypatch.setattr(kineto_decode, "PART_BYTES", 0)
         monkeypatch.setattr(kineto_decode, "PART_EVENTS", 2)
@@ -291,10 +294,12 @@ def test_a_trace_of_hours_keeps_every_event(tmp_path: Path) -> None:
     assert len(trace.kernels) == 20 and not rejected(trace)
 
 
-def test_empty_trace_events_reads_as_an_empty_trace(tmp_path: Path) -> None:
+def test_empty_trace_events_reads_as_an_empty_trace(tmp_path: Path, read: str) -> None:
     trace = load(tmp_path, [])
     assert all(len(trace.table(t)) == 0 for t in ("ops", "kernels", "runtime"))
     gpuprofile.load(tmp_path / "t.json").text()
+    bare = write(tmp_path / "bare.json", [])  # the legacy bare list, empty
+    assert all(len(load_kineto(bare).table(t)) == 0 for t in ("ops", "kernels", "runtime"))
 
 
 # --- 6. exact duplicates ------------------------------------------------------------------------

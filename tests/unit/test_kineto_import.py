@@ -347,6 +347,8 @@ def test_absolute_nanoseconds_beyond_float64_come_back_exactly_whole_or_in_parts
     # first events' ts are whole microseconds, which float64 holds).
     monkeypatch.setattr(decode, "PART_BYTES", part_bytes)
     monkeypatch.setattr(decode, "PART_EVENTS", 7)
+    if part_bytes:  # whole: msgspec's decode (with the compiled core every file is in parts)
+        monkeypatch.setattr(direct, "scanned", None)
     rng = np.random.default_rng(11)
     drawn = rng.integers(1_700_000_000_000_000_000, 1_700_000_000_600_000_000, 50)
     drawn[:whole_us] -= drawn[:whole_us] % 1000
@@ -390,19 +392,25 @@ def test_an_earliest_ts_past_what_the_core_reads_loads_as_without_it(
 def test_leading_whitespace_reads_as_without_it(
     tmp_path: Path, space: bytes, as_list: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """torch's export starts with a newline: the file reads as the same trace, whether small
-    or read in parts (a part size of 1 KB here), object or legacy list."""
+    """torch's export starts with a newline: the file reads as the same trace, whether read
+    whole (small, without the compiled core) or in parts (with it, or past PART_BYTES: 1 KB
+    here), object or legacy list."""
     doc: Any = launch_doc()
     text = json.dumps(doc["traceEvents"] if as_list else doc).encode()
     plain = load_kineto(_written(tmp_path / "plain.json", text))
     spaced = _written(tmp_path / "spaced.json", space + text)
     for raw in (space + text, b"", b" \x0b\x0c[", space):  # as bytes.lstrip() reads them
         assert decode.first_byte(raw) == raw.lstrip()[:1]
-    for part_bytes in (decode.PART_BYTES, 1024):
+    for part_bytes, scanned in (
+        (decode.PART_BYTES, direct.scanned),
+        (decode.PART_BYTES, None),
+        (1024, None),
+    ):
         monkeypatch.setattr(decode, "PART_BYTES", part_bytes)
+        monkeypatch.setattr(direct, "scanned", scanned)
         got = load_kineto(spaced)
         for table in ("ops", "kernels", "runtime"):
-            assert got.table(table).equals(plain.table(table)), (table, part_bytes)
+            assert got.table(table).equals(plain.table(table)), (table, part_bytes, scanned)
 
 
 def _written(path: Path, data: bytes) -> Path:

@@ -219,9 +219,11 @@ def nesting_problem(raw: bytes) -> str:
     )
 
 
-# Files of more JSON than this are read in parts: below, what the imports and the report take
-# outweighs the events. At 16 MB, a 9.8 MB trace decoded whole peaked at 51 MB over the
-# imports (issue 28's bound: 2x the JSON + 20 MB = 39.6), 37 MB in parts, in the same time.
+# Files of more JSON than this are read in parts by msgspec: below, what the imports and the
+# report take outweighs the events. At 16 MB, a 9.8 MB trace decoded whole peaked at 51 MB over
+# the imports (issue 28's bound: 2x the JSON + 20 MB = 39.6), 37 MB in parts, in the same time.
+# With the compiled core's direct path every file is read in parts: faster than the whole
+# decode at every size (5-35% on the shared traces of 3 KB to 3 MB).
 PART_BYTES = 4 * 2**20
 # Events per part. On the shared traces of 35-62 MB, parts of 10,000 events took as long as a
 # whole decode and peaked at 2.1x the JSON (4.4x whole; 2.5x with parts of 25,000); parts of
@@ -282,7 +284,7 @@ def event_parts(
             base takes its whole microseconds, and each part's ts are read again exactly and
             rebased on it; memory stays a part's, where reading the file whole held it all.
         direct: reads a part's tables from its events' texts, or declines (None): tried on
-            each part of a file read in parts (with ``exact``, given the anchor).
+            each part (with ``exact``, given the anchor); with it, every file is read in parts.
         earliest: finds a part's earliest whole us, as _earliest_microsecond does, where it
             reads the part (with ``exact``; else exact_times' Decimals do).
     Returns:
@@ -292,7 +294,7 @@ def event_parts(
         whose first part shows it is read so from the start: its first part is read here);
         and whether the file is read in parts.
     """
-    if len(raw) <= PART_BYTES:
+    if len(raw) <= (PART_BYTES if direct is None else 0):
         doc = decode_bytes(path, raw, loose)
         events, doc.traceEvents = doc.traceEvents, []
         return doc, iter([(0, events)]), False
@@ -308,8 +310,10 @@ def event_parts(
     except RecursionError:
         raise TraceFormatError(path, nesting_problem(raw)) from None
     texts, outline.traceEvents = outline.traceEvents, []
+    if not texts:  # one empty part, as a whole decode gives: the tables' columns, no rows
+        return outline, iter([(0, [])]), False
     read: list[Part] = []
-    if not exact and texts:
+    if not exact:
         try:
             read.append((0, _part(path, raw, texts, 0, loose, None, direct)))
         except ExactTimesNeeded:
