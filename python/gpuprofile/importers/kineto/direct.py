@@ -100,11 +100,14 @@ def direct_reader(shapes: Shapes) -> Direct | None:
         if found is None:
             return None
         part = found.pop("part")
-        tables = {table: _finished(table, columns, shapes) for table, columns in found.items()}
-        if any(columns is None for columns in tables.values()):
-            return None
+        tables: Tables = {}
+        for table, columns in found.items():
+            finished = _finished(table, columns, shapes)
+            if finished is None:
+                return None
+            tables[table] = finished
         return DirectPart(
-            tables=tables,  # type: ignore[arg-type]
+            tables=tables,
             skipped=part["skipped"],
             thread_names=part["thread_names"],
             span_ends=np.frombuffer(part["span_ends"], np.int64).tolist(),
