@@ -178,8 +178,12 @@ def code_patterns(
     chains: list[Occurrence] = []
     runs = _chains(facts.fusible[rows], facts.marker[rows], bounds)
     calls = _InOrder(facts, rows)
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        facts.read_call(calls, lo, hi, runs.get(lo, []), loops, routings, chains)
+    looping = _may_loop(calls.loop_key, bounds)
+    for k, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)):
+        syncs = calls.syncs_before[hi] - calls.syncs_before[lo]
+        # Most calls hold a few items and no pattern: their reading is skipped, not done.
+        if looping[k] or syncs >= MIN_ROUTING_SYNCS or lo in runs:
+            facts.read_call(calls, lo, hi, runs.get(lo, []), loops, routings, chains)
     return CodePatterns(tuple(loops), tuple(routings), tuple(chains))
 
 
@@ -352,6 +356,62 @@ def _label_codes(names: pd.Series, call_rows: np.ndarray, call_labels: np.ndarra
     label_code: np.ndarray = per_text[codes(names)]
     label_code[call_rows] = [number.setdefault(t, len(number)) for t in call_labels.tolist()]
     return label_code
+
+
+def _may_loop(codes: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Per call (its items codes[bounds[k]:bounds[k + 1]]), whether tandem_repeats could find a
+    loop in it: whether some period p has codes[i] == codes[i + p] for 3p items in a row
+    within the call, as MIN_LOOP_ITERATIONS repeats of a block need. For all calls at once: a
+    few array passes, not thousands of small searches (most calls hold a few items)."""
+    calls = len(bounds) - 1
+    call = np.repeat(np.arange(calls), np.diff(bounds))
+    # First, cheaply: each code of a loop recurs MIN_LOOP_ITERATIONS times in its call.
+    order = np.lexsort((codes, call))
+    ordered_call, ordered = call[order], codes[order]
+    first = np.flatnonzero(
+        np.r_[True, (ordered_call[1:] != ordered_call[:-1]) | (ordered[1:] != ordered[:-1])]
+    )
+    recurring = np.diff(np.r_[first, len(ordered)]) >= MIN_LOOP_ITERATIONS
+    out = np.zeros(calls, bool)
+    candidates = np.unique(ordered_call[first[recurring]])
+    # Then every period at once, as _best_repeat does, over a bounded block of items each time.
+    for group in _blocks(candidates, np.diff(bounds)[candidates], _BLOCK_ITEMS):
+        items = np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in group.tolist()])
+        out[group[_repeating(codes[items], call[items])]] = True
+    return out
+
+
+# Items _repeating compares at once: its arrays hold MAX_LOOP_PERIOD bytes per item.
+_BLOCK_ITEMS = 1 << 15
+
+
+def _blocks(calls: np.ndarray, sizes: np.ndarray, most: int) -> list[np.ndarray]:
+    """calls in runs of consecutive ones, a run ending where the running total of sizes
+    crosses a multiple of most: about most items each, a larger call alone."""
+    if not len(calls):
+        return []
+    block = np.cumsum(sizes) // most
+    return np.split(calls, np.flatnonzero(np.diff(block)) + 1)
+
+
+def _repeating(codes: np.ndarray, call: np.ndarray) -> np.ndarray:
+    """The distinct calls (call: per item, ascending) in which some period p up to
+    MAX_LOOP_PERIOD has 3p items in a row equal to the item p after them, in order."""
+    n = len(codes)
+    top = min(n, MAX_LOOP_PERIOD)
+    # Sentinels past the end: a call number no item has.
+    padded = np.r_[call, np.full(top, -1)]
+    same_call = np.lib.stride_tricks.sliding_window_view(padded, top + 1)[:n]
+    padded_codes = np.r_[codes, np.zeros(top, codes.dtype)]
+    same_code = np.lib.stride_tricks.sliding_window_view(padded_codes, top + 1)[:n]
+    framed = np.zeros((n + 2, top), np.int8)
+    framed[1:-1] = (same_code[:, 1:] == same_code[:, :1]) & (same_call[:, 1:] == same_call[:, :1])
+    edges = np.diff(framed, axis=0).T
+    period_index, starts = np.nonzero(edges == 1)
+    ends = np.nonzero(edges == -1)[1]
+    long = ends - starts >= (MIN_LOOP_ITERATIONS - 1) * (period_index + 1)
+    found = np.unique(call[starts[long]])
+    return np.searchsorted(np.unique(call), found)
 
 
 def tandem_repeats(codes: np.ndarray, idle: np.ndarray) -> list[tuple[int, int, int]]:
