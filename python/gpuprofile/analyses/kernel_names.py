@@ -54,10 +54,21 @@ _KEYWORDS = frozenset(
 def short_kernel_name(name: str, limit: int = 60) -> str:
     """A kernel name as a person reads it (see the module docstring), at most ``limit``
     characters: a longer one keeps its head and its tail, which tell kernels apart."""
+    return clipped_name(readable_kernel_name(name), limit)
+
+
+def readable_kernel_name(name: str) -> str:
+    """short_kernel_name's answer at any length: the function the name calls, unclipped (the
+    costly part, which callers that clip one name twice read once)."""
     text = _ANONYMOUS.sub("", mangled_function(name) or name)
     if ("(" in text or "::" in text) and " + " not in text:
         text = _function(text) or text
-    text = text.strip() or name
+    return text.strip() or name
+
+
+def clipped_name(text: str, limit: int) -> str:
+    """A readable_kernel_name at most ``limit`` characters: a longer one loses its namespaces,
+    then its middle, keeping the head and the tail that tell kernels apart."""
     if len(text) > limit and "::" in text.split("<", 1)[0]:
         text = text.split("<", 1)[0].rsplit("::", 1)[-1] + text[len(text.split("<", 1)[0]) :]
     if len(text) <= limit:
@@ -66,16 +77,20 @@ def short_kernel_name(name: str, limit: int = 60) -> str:
     return text[:head] + "..." + text[len(text) - (limit - 3 - head) :]
 
 
-def short_kernel_names(names: Iterable[str], limit: int = 60) -> dict[str, str]:
+def short_kernel_names(
+    names: Iterable[str], limit: int = 60, readable: dict[str, str] | None = None
+) -> dict[str, str]:
     """Each name's short name, told apart from every other name of the set: where two names
     would read alike (the same function at another vector width or element type, or a long
     name cut in its middle), each gets the words of its name that only it has, in brackets:
     ``elementwise_kernel<MulFunctor<float>> [4, BFloat16]`` beside ``... [2, float]``. Names
     still alike after that are told apart within their own group the same way, then numbered
-    in the order of their full names."""
+    in the order of their full names. readable: readable_kernel_name's answers, where the
+    caller has them."""
     by_short: defaultdict[str, list[str]] = defaultdict(list)
     for name in dict.fromkeys(names):
-        by_short[short_kernel_name(name, limit)].append(name)
+        text = readable[name] if readable is not None else readable_kernel_name(name)
+        by_short[clipped_name(text, limit)].append(name)
     labels: dict[str, str] = {}
     for short, group in by_short.items():
         told = _told_apart(group, {name: _words(name) for name in group}, max(limit // 3, 8))

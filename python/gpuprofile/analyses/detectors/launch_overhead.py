@@ -42,7 +42,7 @@ from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.host_ops import main_ops
 from gpuprofile.analyses.intervals import IntervalSet
-from gpuprofile.analyses.kernel_names import short_kernel_name
+from gpuprofile.analyses.kernel_names import clipped_name, readable_kernel_name
 from gpuprofile.analyses.names import categorical, matches, per_category
 from gpuprofile.analyses.names import codes as names_codes
 from gpuprofile.analyses.thresholds import (
@@ -189,15 +189,14 @@ def fusion_candidates(kernels: pd.DataFrame, limit: int = TOP_SEQUENCES) -> pd.D
     ).set_axis(pd.Index(picked, dtype=np.int64))
 
 
-def _short50(name: str) -> str:
-    return short_kernel_name(name, limit=50)
-
-
 def _short_names(names: pd.Series) -> tuple[list[str], np.ndarray]:
     """The distinct short names, and per row the position of its own among them."""
     # A missing name reads as "nan", as str() spells it.
     names = categorical(names)
-    short = per_category(names, "short_kernel_name_50", _short50, missing=_short50("nan"))
+    readable = per_category(
+        names, "readable_kernel_name", readable_kernel_name, missing=readable_kernel_name("nan")
+    )
+    short = np.array([clipped_name(text, 50) for text in readable.tolist()], object)
     codes, labels = pd.factorize(short)
     return [str(label) for label in labels], codes[names_codes(names)]
 
