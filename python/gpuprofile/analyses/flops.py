@@ -62,7 +62,7 @@ from gpuprofile.analyses import recorded, torch_flops
 from gpuprofile.analyses.compiled import compiling_ops
 from gpuprofile.analyses.kernel_kind import COMPUTE
 from gpuprofile.analyses.lookups import Lookups, outermost_with, read_only
-from gpuprofile.analyses.names import code_texts, matches, strings
+from gpuprofile.analyses.names import category_texts, code_texts, matches, strings
 from gpuprofile.analyses.names import codes as category_codes
 from gpuprofile.analyses.op_formulas import (
     MISSING,
@@ -222,19 +222,30 @@ def _describe_rows(
     shaped = np.flatnonzero(inputs.codes["input_dims"] >= 0)
     # torch (about 1 s to import) only when some op recorded shapes for a formula to use.
     with_torch = bool(len(shaped))
-    described = [_describe(str(n), None, with_torch) for n in names.categories]
+    registry = torch_flops.registry() if with_torch else {}
+    # A name that is no aten op and has no torch formula (a Python function's, most of a
+    # trace's names) is described alike: once, not once per name.
+    plain = _describe("", None, with_torch)
+    described = [
+        _describe(n, None, with_torch) if n.startswith("aten::") or n in registry else plain
+        for n in category_texts(ops["name"]).tolist()
+    ]
     codes = name_codes.copy()
     if not len(shaped):
         return codes, described
-    key = first_seen_codes(
-        name_codes[shaped], *(inputs.codes[column][shaped] for column in recorded.INPUT_COLUMNS)
-    )
+    columns = [inputs.codes[column][shaped] for column in recorded.INPUT_COLUMNS]
+    key = first_seen_codes(name_codes[shaped], *columns)
     first = np.unique(key, return_index=True)[1]
     rows = shaped[first]
-    described += [
-        _describe(str(n), _parse_args(inputs, int(row)), with_torch)
-        for n, row in zip(strings(ops["name"], rows=rows), rows.tolist())
-    ]
+    # Many names share one set of recorded inputs: each set is parsed once.
+    inputs_key = first_seen_codes(*(column[first] for column in columns))
+    parsed: dict[int, list[Arg] | str | None] = {}
+    for n, row, k in zip(
+        strings(ops["name"], rows=rows), rows.tolist(), inputs_key.tolist(), strict=True
+    ):
+        if k not in parsed:
+            parsed[k] = _parse_args(inputs, row)
+        described.append(_describe(str(n), parsed[k], with_torch))
     codes[shaped] = len(names.categories) + key
     return codes, described
 
