@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import gpuprofile.analyses
-from gpuprofile.analyses.names import _constants, _parser, matcher, strings
+from gpuprofile.analyses.names import _constants, _parser, matcher, matches, strings
 
 
 def _patterns() -> list[re.Pattern[str]]:
@@ -96,6 +96,20 @@ def test_matcher_answers_as_the_pattern(pattern: re.Pattern[str], anchored: bool
     reference = pattern.match if anchored else pattern.search
     names = _names(pattern) + _matching(pattern, random.Random(pattern.pattern), 40)
     assert [test(n) for n in names] == [reference(n) is not None for n in names]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS, ids=lambda p: p.pattern[:40])
+@pytest.mark.parametrize("anchored", [False, True])
+def test_matches_answers_as_the_pattern(pattern: re.Pattern[str], anchored: bool) -> None:
+    """A column's names, searched all at once (Searchable: the pattern runs only where the
+    joined names hold one of its literal runs), answer as the pattern on each name. Names
+    that hold a newline, the joint, and a missing name are among them."""
+    reference = pattern.match if anchored else pattern.search
+    texts = _names(pattern) + _matching(pattern, random.Random(pattern.pattern), 40)
+    texts += [f"{a}\n{b}" for a, b in zip(texts[::7], texts[3::7], strict=False)]
+    column = pd.Series(pd.Categorical([*texts, None, *texts[:5]]))
+    expected = [isinstance(n, str) and reference(n) is not None for n in column.tolist()]
+    assert matches(column, pattern, anchored=anchored).tolist() == expected
 
 
 def test_made_texts_match() -> None:

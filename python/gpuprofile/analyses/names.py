@@ -23,7 +23,8 @@ except ImportError:  # Python 3.10
 import numpy as np
 import pandas as pd
 
-_PER_CATEGORIES: dict[int, tuple[weakref.ref[pd.Index], dict[Hashable, np.ndarray]]] = {}
+# Per categories Index: per_category's arrays, and what matches keeps beside them.
+_PER_CATEGORIES: dict[int, tuple[weakref.ref[pd.Index], dict[Hashable, Any]]] = {}
 
 
 def matches(
@@ -39,7 +40,86 @@ def matches(
     index the answer for every row: a rank's rows of a job's column cost that rank's length."""
     names = categorical(names)
     key = ("matches", pattern, anchored)
-    return _at(names, per_category(names, key, matcher(pattern, anchored), bool, False), rows)
+    found = _cache_of(names.cat.categories)
+    if key not in found:
+        if _SEARCHABLE not in found:
+            found[_SEARCHABLE] = Searchable(category_texts(names).tolist())
+        answers = np.zeros(len(names.cat.categories) + 1, bool)  # last: a missing name
+        answers[found[_SEARCHABLE].matching(pattern, anchored)] = True
+        answers.flags.writeable = False
+        found[key] = answers
+    return _at(names, found[key], rows)
+
+
+class Searchable:
+    """Texts that many patterns are tried on: a pattern runs only on the texts that hold one
+    of the literal runs every match of it holds (_needles), found by str.find in all the
+    texts joined, once per pattern, not by a call per text."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self._joined: dict[bool, tuple[str, np.ndarray, np.ndarray]] = {}
+
+    def matching(self, pattern: re.Pattern[str], anchored: bool = False) -> list[int]:
+        """The positions of the texts the pattern matches (search; match if anchored)."""
+        test = matcher(pattern, anchored)
+        return [i for i in self._candidates(_needles(pattern)) if test(self.texts[i])]
+
+    def _candidates(self, needles: tuple[tuple[str, ...], bool] | None) -> list[int]:
+        if needles is None:
+            return list(range(len(self.texts)))
+        needed, lowered = needles
+        joined, starts, unlowered = self._joined_texts(lowered)
+        hits = np.asarray([at for t in needed for at in _found(joined, t)], np.int64)
+        # A needle found across a separator marks a text that then fails the test: no harm.
+        found = np.searchsorted(starts, hits, side="right") - 1
+        positions: list[int] = np.unique(np.r_[found, unlowered]).tolist()
+        return positions
+
+    def _joined_texts(self, lowered: bool) -> tuple[str, np.ndarray, np.ndarray]:
+        """The texts (lowered, where asked) joined by newlines, where each begins, and the
+        texts that lowering skipped (not ASCII: the pattern runs on each of them)."""
+        if lowered not in self._joined:
+            texts = self.texts
+            unlowered = np.zeros(0, np.int64)
+            if lowered:  # ASCII texts only: lowering keeps their length, and so the starts
+                ascii_ = np.fromiter(map(str.isascii, texts), bool, len(texts))
+                texts = [t.lower() if a else t for t, a in zip(texts, ascii_.tolist(), strict=True)]
+                unlowered = np.flatnonzero(~ascii_)
+            lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+            starts = np.r_[0, np.cumsum(lengths + 1)[:-1]] if texts else lengths
+            self._joined[lowered] = ("\n".join(texts), starts, unlowered)
+        return self._joined[lowered]
+
+
+# matches' Searchable of a categories' texts, among per_category's answers.
+_SEARCHABLE = ("searchable",)
+
+
+@functools.cache
+def _needles(pattern: re.Pattern[str]) -> tuple[tuple[str, ...], bool] | None:
+    """Texts one of which every text the pattern matches holds (matcher's), and whether they
+    are to be found in the text lowered (a case-insensitive pattern, on ASCII text); None
+    where there are none."""
+    if not pattern.flags & re.IGNORECASE:
+        needed = _needed_texts(pattern)
+        return (needed, False) if needed else None
+    source = _lowered(pattern.pattern)
+    if source is None:
+        return None
+    needed = _needed_texts(re.compile(source, pattern.flags & ~re.IGNORECASE))
+    return (needed, True) if needed else None
+
+
+def _found(text: str, needle: str) -> list[int]:
+    """Where needle begins in text, every time (str.find: many times a regular expression's
+    scan)."""
+    out = []
+    at = text.find(needle)
+    while at >= 0:
+        out.append(at)
+        at = text.find(needle, at + 1)
+    return out
 
 
 @functools.cache
@@ -214,7 +294,8 @@ def per_category(
         values: np.ndarray = np.array([*map(fn, texts), missing], dtype=dtype)
         values.flags.writeable = False
         found[key] = values
-    return found[key]
+    answers: np.ndarray = found[key]
+    return answers
 
 
 def category_texts(names: pd.Series) -> np.ndarray:
@@ -226,14 +307,15 @@ def category_texts(names: pd.Series) -> np.ndarray:
         texts = np.array([str(c) for c in categories.tolist()], dtype=object)
         texts.flags.writeable = False
         found[_TEXTS] = texts
-    return found[_TEXTS]
+    listed: np.ndarray = found[_TEXTS]
+    return listed
 
 
 # category_texts' entry among per_category's answers.
 _TEXTS = ("categories as str",)
 
 
-def _cache_of(categories: pd.Index) -> dict[Hashable, np.ndarray]:
+def _cache_of(categories: pd.Index) -> dict[Hashable, Any]:
     # An Index is unhashable: key by id, and drop the entry when that Index is collected (its
     # id can be reused only after that).
     key = id(categories)

@@ -48,7 +48,7 @@ import pandas as pd
 
 from gpuprofile.analyses.collectives import collective_of
 from gpuprofile.analyses.kernel_kind import COMMUNICATION
-from gpuprofile.analyses.names import category_texts, codes, matcher, per_category
+from gpuprofile.analyses.names import Searchable, category_texts, codes, per_category
 from gpuprofile.analyses.patterns import COLLECTIVE_OP
 from gpuprofile.analyses.steps import step_numbers
 from gpuprofile.trace.meta import world_size
@@ -159,10 +159,10 @@ def workload(analysis: Lookups, compiled: CompiledCode) -> Workload:
     torch.compile regions and Inductor kernels (Analysis.compiled)."""
     trace = analysis.trace
     names = _Names(
-        ops=_distinct(trace.ops["name"]),
-        kernels=_distinct(trace.kernels["name"]),
-        runtime=_distinct(trace.runtime["name"]),
-        annotations=_distinct(trace.gpu_annotations["name"]),
+        ops=Searchable(_distinct(trace.ops["name"])),
+        kernels=Searchable(_distinct(trace.kernels["name"])),
+        runtime=Searchable(_distinct(trace.runtime["name"])),
+        annotations=Searchable(_distinct(trace.gpu_annotations["name"])),
     )
     fmt = trace.meta.source.format
     evidence: list[str] = []
@@ -177,7 +177,7 @@ def workload(analysis: Lookups, compiled: CompiledCode) -> Workload:
     execution = _execution(analysis, compiled, fmt, evidence)
     device = _device(analysis, names, fmt, evidence)
     optimizers = tuple(
-        sorted({m.group("cls") for n in names.ops if (m := _OPTIMIZER.match(n)) is not None})
+        sorted({m.group("cls") for n in names.ops.texts if (m := _OPTIMIZER.match(n)) is not None})
     )
     return Workload(phase, engine, parallelism, execution, device, tuple(evidence), optimizers)
 
@@ -186,24 +186,25 @@ def workload(analysis: Lookups, compiled: CompiledCode) -> Workload:
 class _Names:
     """The distinct names of each table: every rule reads these, never the rows."""
 
-    ops: tuple[str, ...]
-    kernels: tuple[str, ...]
-    runtime: tuple[str, ...]
-    annotations: tuple[str, ...]
+    ops: Searchable
+    kernels: Searchable
+    runtime: Searchable
+    annotations: Searchable
 
     @property
-    def host(self) -> tuple[str, ...]:
-        return self.ops + self.annotations
+    def host(self) -> tuple[Searchable, Searchable]:
+        return self.ops, self.annotations
 
 
-def _distinct(column: pd.Series) -> tuple[str, ...]:
+def _distinct(column: pd.Series) -> list[str]:
     """The names a column's rows use (a categorical keeps unused categories after a slice)."""
     if not len(column):
-        return ()
+        return []
     if not isinstance(column.dtype, pd.CategoricalDtype):
-        return tuple(sorted({str(n) for n in column.dropna().tolist()}))
+        return sorted({str(n) for n in column.dropna().tolist()})
     found = np.unique(codes(column))
-    return tuple(category_texts(column)[found[found >= 0]].tolist())
+    texts: list[str] = category_texts(column)[found[found >= 0]].tolist()
+    return texts
 
 
 def _quoted(found: Iterable[str]) -> str:
@@ -213,9 +214,9 @@ def _quoted(found: Iterable[str]) -> str:
     return text + (f" and {len(shown) - _SHOWN} more" if len(shown) > _SHOWN else "")
 
 
-def _with(pattern: re.Pattern[str], names: Iterable[str]) -> list[str]:
-    test = matcher(pattern)
-    return [n for n in names if test(n)]
+def _with(pattern: re.Pattern[str], *groups: Searchable) -> list[str]:
+    """The names of the groups, in order, that the pattern matches (search)."""
+    return [g.texts[i] for g in groups for i in g.matching(pattern)]
 
 
 def _engine(names: _Names, fmt: str, evidence: list[str]) -> str | None:
@@ -224,9 +225,9 @@ def _engine(names: _Names, fmt: str, evidence: list[str]) -> str | None:
         return "tensorrt"
     # The program's own names first: a kernel library names the engine it was written for
     # (SGLang runs kernels templated on vllm:: types).
-    for where in (names.host, names.kernels):
+    for where in (names.host, (names.kernels,)):
         for engine, pattern in _ENGINES:
-            if found := _with(pattern, where):
+            if found := _with(pattern, *where):
                 evidence.append(f"engine {engine}: {_quoted(found)}")
                 return engine
     return None
@@ -260,13 +261,14 @@ def _phase(analysis: Lookups, names: _Names, engine: str | None, evidence: list[
         evidence.append(f"phase inference: the {engine} engine, no backward")
         return "inference"
     layers = _with(_LAYER_OP, names.ops)
-    kinds = {kind for kind, pattern in _LAYER_KINDS if _with(pattern, layers)}
+    found = Searchable(layers)
+    kinds = {kind for kind, pattern in _LAYER_KINDS if _with(pattern, found)}
     if len(kinds) >= 2 or any(n.startswith(MODULE_PREFIX) for n in layers):
         evidence.append(f"phase inference: a forward ({_quoted(layers)}), no backward or optimizer")
         return "inference"
     evidence.append(
         "phase unknown: no backward, no optimizer step, no forward of two kinds of layer"
-        + ("" if names.ops else " (no host ops)")
+        + ("" if names.ops.texts else " (no host ops)")
     )
     return "unknown"
 
@@ -308,8 +310,9 @@ def _flags(names: pd.Series, key: str, pattern: re.Pattern[str]) -> np.ndarray:
 def _collectives(analysis: Lookups, names: _Names) -> set[str]:
     """The collectives the trace ran: its communication ops' and kernels' kinds (Python frames
     of torch.distributed, which run for any program, are not communication)."""
-    comm_ops = [n for n in names.ops if COLLECTIVE_OP.search(n) and not _FRAME.search(n)]
-    comm_kernels = [n for n in names.kernels if analysis.kernel_classes.of(n)[0] == COMMUNICATION]
+    comm_ops = [n for n in _with(COLLECTIVE_OP, names.ops) if not _FRAME.search(n)]
+    kinds = analysis.kernel_classes
+    comm_kernels = [n for n in names.kernels.texts if kinds.of(n)[0] == COMMUNICATION]
     return {collective_of(n) for n in comm_ops + comm_kernels} & _COLLECTIVES
 
 
@@ -330,35 +333,35 @@ def _parallelism(
     if not collectives and not found:
         return ()
     training = phase in ("training", "mixed")
-    if ddp := _with(_DDP, host):
+    if ddp := _with(_DDP, *host):
         found["dp"] = _quoted(ddp)
-    if fsdp := _with(_FSDP, host):
+    if fsdp := _with(_FSDP, *host):
         found["fsdp"] = _quoted(fsdp)
     elif training and "dp" not in found and {"allgather", "reduce_scatter"} <= collectives:
         found["fsdp"] = "all-gather and reduce-scatter in training"
     reduces = {"allreduce", "allgather", "reduce_scatter"} & collectives
     if "tp" not in found and reduces:
-        if tp := _with(_TP, host):
+        if tp := _with(_TP, *host):
             found["tp"] = f"{_quoted(tp)}, with {_quoted(sorted(reduces))}"
         elif engine in _SERVING or phase == "inference":
             found["tp"] = f"{_quoted(sorted(reduces))} in inference"
     if training and "allreduce" in collectives and not found.keys() & {"dp", "fsdp", "tp"}:
         found["dp"] = "all-reduce in training (of gradients)"
     if {"send", "recv"} & collectives:
-        pp = _with(_PP, host)
+        pp = _with(_PP, *host)
         found["pp"] = _quoted(pp) if pp else "point-to-point sends and receives"
-    experts = _with(_EXPERTS, host + kernels)
-    if ep := _with(_EP_KERNEL, kernels + host):
+    experts = _with(_EXPERTS, *host, kernels)
+    if ep := _with(_EP_KERNEL, kernels, *host):
         found["ep"] = _quoted(ep)
     elif "alltoall" in collectives and experts:
         found["ep"] = f"all-to-all beside experts ({_quoted(experts)})"
-    if cp := _with(_CP, host + kernels):
+    if cp := _with(_CP, *host, kernels):
         found["cp"] = _quoted(cp)
     chosen = tuple(p for p in PARALLELISMS if p in found)
     for kind in chosen:
         evidence.append(f"parallelism {kind}: {found[kind]}")
     if "alltoall" in collectives and "ep" not in found:
-        if sharded := _with(_SHARDED_EMBEDDINGS, host + kernels):
+        if sharded := _with(_SHARDED_EMBEDDINGS, *host, kernels):
             evidence.append(
                 f"embedding tables sharded across ranks (model parallel): all-to-all beside "
                 f"{_quoted(sharded)}; none of the six parallelisms names it"
@@ -448,12 +451,12 @@ def _device(analysis: Lookups, names: _Names, fmt: str, evidence: list[str]) -> 
         return "tpu"
     hip = _with(_HIP, names.runtime)
     amd = [d for d in devices if _AMD_DEVICE.search(d)]
-    code_objects = [k for k in names.kernels if k.endswith(".kd")]
+    code_objects = [k for k in names.kernels.texts if k.endswith(".kd")]
     if hip or amd or code_objects:
         evidence.append(f"device rocm: {_quoted(hip or amd or code_objects)}")
         return "rocm"
     trace = analysis.trace
-    gpu_work = len(trace.kernels) + len(trace.memcpy) + len(trace.memset) + len(names.runtime)
+    gpu_work = len(trace.kernels) + len(trace.memcpy) + len(trace.memset) + len(names.runtime.texts)
     if gpu_work or fmt in ("nsys", "ncu", "tensorrt"):
         said = _quoted(devices) if any(devices) else f"GPU work in a {fmt} trace"
         evidence.append(f"device cuda: {said}")
