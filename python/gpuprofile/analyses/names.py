@@ -166,19 +166,23 @@ def _needed_texts(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
 
 
 def _needed_in(items: list[tuple[Any, Any]]) -> list[str] | None:
-    """Texts one of which a match of a sequence holds: its first run of literal characters,
-    or else those the first group, branch or repeat (taken at least once) in it that has any
-    needs."""
+    """Texts one of which a match of a sequence holds: a run of literal characters in it, or
+    those a group, branch or repeat (taken at least once) in it needs; of all these, the
+    choice whose shortest text is longest (a match holds each choice: the rarest serves
+    best; "_" alone would let nearly every kernel name through)."""
     run: list[str] = []
-    inner: list[str] | None = None
+    choices: list[list[str]] = []
     for op, arg in [*items, (None, None)]:
         if op is _constants.LITERAL:
             run.append(chr(arg))
-        elif run:
-            return ["".join(run)]
-        elif inner is None:
-            inner = _needed_by(op, arg)
-    return inner
+            continue
+        if run:
+            choices.append(["".join(run)])
+            run = []
+        inner = _needed_by(op, arg) if op is not None else None
+        if inner:
+            choices.append(inner)
+    return max(choices, key=lambda texts: min(map(len, texts))) if choices else None
 
 
 def _needed_by(op: Any, arg: Any) -> list[str] | None:
