@@ -230,20 +230,27 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
     # The host work that fills the longer gaps, by the ops the program called.
     gap_start = longer["start_ns"].to_numpy(np.int64)
     held = main_ops(analysis, rank, IntervalSet(gap_start, gap_start + longer["dur_ns"].to_numpy()))
-    small = kernels[kernels["dur_ns"] < LAUNCH_LATENCY_NS]
+    # Columns, not filtered tables: the kernels table is wide and long.
+    kernel_ns = kernels["dur_ns"].to_numpy()
+    is_small = kernel_ns < LAUNCH_LATENCY_NS
+    small_count = int(is_small.sum())
     launches = _launch_calls(analysis, rank)
     mine = analysis.rank_rows("runtime", rank)
     graph_launches = int(matches(trace.runtime["name"], GRAPH_LAUNCH_CALL, rows=mine).sum())
-    small_launches = launches[launches["correlation"].isin(small["correlation"])]
-    launch_ns = int(small_launches["dur_ns"].sum())
-    median_launch = float(launches["dur_ns"].median()) if len(launches) else float("nan")
-    small_ns = int(small["dur_ns"].sum())
+    launch_dur = launches["dur_ns"].to_numpy()
+    small_launch = np.isin(
+        launches["correlation"].to_numpy(), kernels["correlation"].to_numpy()[is_small]
+    )
+    small_launches = int(small_launch.sum())
+    launch_ns = int(launch_dur[small_launch].sum())
+    median_launch = float(np.median(launch_dur)) if len(launches) else float("nan")
+    small_ns = int(kernel_ns[is_small].sum())
     idle_ns = int(counted["dur_ns"].sum())
-    share = 100.0 * len(small) / len(kernels)
+    share = 100.0 * small_count / len(kernels)
     sequences = fusion_candidates(kernels)
     numbers: dict[str, float | int | str] = {
         "kernels": len(kernels),
-        "small_kernels": len(small),
+        "small_kernels": small_count,
         "small_kernel_ns": small_ns,
         "small_kernel_threshold_ns": LAUNCH_LATENCY_NS,
         "launch_calls": len(launches),
@@ -263,10 +270,10 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
         numbers[f"fusion_candidate_{i}"] = f"{text} (x{int(count)}, {format_time(float(span))})"
         described.append(f"{text} x{int(count)}")
     launch_text = (
-        f"The host spent {format_time(launch_ns)} in {len(small_launches)} launch calls for "
-        f"the {len(small)} kernels shorter than {format_time(LAUNCH_LATENCY_NS)} (median launch "
+        f"The host spent {format_time(launch_ns)} in {small_launches} launch calls for "
+        f"the {small_count} kernels shorter than {format_time(LAUNCH_LATENCY_NS)} (median launch "
         f"{format_time(median_launch)}) against {format_time(small_ns)} of their kernel time. "
-        if len(small_launches)
+        if small_launches
         else ""
     )
     sequence_text = (
@@ -299,7 +306,7 @@ def _hint(analysis: Analysis, rank: int, kernels: pd.DataFrame, gaps: pd.DataFra
         explanation=(
             f"The GPU sat idle in {len(counted)} gaps, {format_time(idle_ns)} in all, each "
             "ended by work the host launched only after the GPU had run dry: it could not "
-            f"launch fast enough. {len(small)} of {len(kernels)} kernels "
+            f"launch fast enough. {small_count} of {len(kernels)} kernels "
             f"({format_percent(share, 0)}) ran shorter than {format_time(LAUNCH_LATENCY_NS)}, "
             f"{format_time(small_ns)} in total. {launch_text}".rstrip()
             + f"{graph_text}{sequence_text} "

@@ -71,7 +71,7 @@ from gpuprofile.analyses.hints import (
     heaviest_events,
 )
 from gpuprofile.analyses.lookups import rows_by_id
-from gpuprofile.analyses.names import matches, strings
+from gpuprofile.analyses.names import code_texts, codes, matches, strings
 from gpuprofile.analyses.patterns import FP32_SIMT_KERNEL, TENSOR_CORE_KERNEL
 from gpuprofile.analyses.thresholds import worth_reporting
 from gpuprofile.hardware.model import Hardware
@@ -183,7 +183,10 @@ def _named_fp32_hint(
     gain = int(time_ns * max(1.0 - fp32_rate / tc_rate, 0.0))
     if not worth_reporting("tensor-cores-unused", gain, wall):
         return None
-    short = [analysis.kernel_label(str(n)) for n in strings(names, rows=simt)]
+    # Labelled once per distinct name: thousands of kernels run a few dozen names.
+    used, at = np.unique(codes(names)[simt], return_inverse=True)
+    texts = code_texts(names)  # code -1, a missing name, reads NaN: "nan", as str() spells it
+    short = np.array([analysis.kernel_label(str(texts[c])) for c in used.tolist()], object)[at]
     top = (
         pd.DataFrame({"name": short, "dur": kernels["dur_ns"].to_numpy()})
         .groupby("name")["dur"]
