@@ -158,13 +158,34 @@ def heaviest_events(
 ) -> Evidence:
     """Evidence of the MAX_EVIDENCE_EVENTS rows with the most ``by``, in time order, each with
     its own [start, end) window. ``rows`` has id, start_ns and dur_ns columns of ``table``."""
-    heaviest = rows.nlargest(MAX_EVIDENCE_EVENTS, by).sort_values("start_ns")
-    start = heaviest["start_ns"].to_numpy(np.int64)
-    end = start + heaviest["dur_ns"].to_numpy(np.int64)
+    # As rows.nlargest(MAX_EVIDENCE_EVENTS, by).sort_values("start_ns") picks and orders
+    # them, on the three columns read: nlargest takes every column of a wide table.
+    picked = largest(rows[by].to_numpy(), MAX_EVIDENCE_EVENTS)
+    start = rows["start_ns"].to_numpy(np.int64)[picked]
+    picked = picked[np.argsort(start, kind="quicksort")]
+    start = rows["start_ns"].to_numpy(np.int64)[picked]
+    end = start + rows["dur_ns"].to_numpy(np.int64)[picked]
     return Evidence(
         table=table,
         rank=rank,
-        event_ids=tuple(int(i) for i in heaviest["id"]),
+        event_ids=tuple(rows["id"].to_numpy(np.int64)[picked].tolist()),
         windows=tuple(zip(start.tolist(), end.tolist())),
         label=label,
     )
+
+
+def largest(values: np.ndarray, n: int) -> np.ndarray:
+    """The positions of the n largest values, largest first, ties in position order, then
+    NaNs (in position order) where fewer values are known: pandas' nlargest(keep="first")."""
+    known = np.flatnonzero(~np.isnan(values)) if values.dtype.kind == "f" else None
+    key = -(values if known is None else values[known])
+    positions = np.arange(len(values)) if known is None else known
+    if len(key) > n:
+        # Only those at or above the n-th largest are sorted (nlargest's own method).
+        kept = np.flatnonzero(key <= np.partition(key, n - 1)[n - 1])
+        key, positions = key[kept], positions[kept]
+    chosen = positions[np.argsort(key, kind="stable")][:n]
+    if known is not None and len(chosen) < n:
+        missing = np.setdiff1d(np.arange(len(values)), known)
+        chosen = np.r_[chosen, missing[: n - len(chosen)]]
+    return chosen

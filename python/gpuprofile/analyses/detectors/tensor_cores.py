@@ -69,6 +69,7 @@ from gpuprofile.analyses.hints import (
     Evidence,
     Hint,
     heaviest_events,
+    largest,
 )
 from gpuprofile.analyses.lookups import rows_by_id
 from gpuprofile.analyses.names import code_texts, codes, matches, strings
@@ -491,15 +492,15 @@ def _evidence(
     rank: int, ops: pd.DataFrame, kernel_costs: pd.DataFrame, analysis: Analysis
 ) -> tuple[Evidence, ...]:
     trace = analysis.trace
-    heaviest = ops.nlargest(MAX_EVIDENCE_EVENTS, "time_ns")
-    ids = heaviest["op_id"].to_numpy()
+    # nlargest's picks, on the columns read (hints.largest): kernel_costs is wide and long.
+    ids = ops["op_id"].to_numpy()[largest(ops["time_ns"].to_numpy(), MAX_EVIDENCE_EVENTS)]
     rows = rows_by_id(analysis, "ops", ids)
     start = trace.ops["start_ns"].to_numpy(np.int64)[rows]
     windows = tuple(zip(start.tolist(), (start + trace.ops["dur_ns"].to_numpy()[rows]).tolist()))
-    kernels = kernel_costs[kernel_costs["cost_op_id"].isin(ids)].nlargest(
-        MAX_EVIDENCE_EVENTS, "dur_ns"
-    )
-    krows = rows_by_id(analysis, "kernels", kernels["kernel_id"].to_numpy())
+    theirs = np.flatnonzero(np.isin(kernel_costs["cost_op_id"].to_numpy(), ids))
+    theirs = theirs[largest(kernel_costs["dur_ns"].to_numpy()[theirs], MAX_EVIDENCE_EVENTS)]
+    kernel_ids = kernel_costs["kernel_id"].to_numpy()[theirs]
+    krows = rows_by_id(analysis, "kernels", kernel_ids)
     kstart = trace.kernels["start_ns"].to_numpy(np.int64)[krows]
     kdur = trace.kernels["dur_ns"].to_numpy()[krows]
     return (
@@ -507,7 +508,7 @@ def _evidence(
         Evidence(
             "kernels",
             rank,
-            tuple(int(i) for i in kernels["kernel_id"]),
+            tuple(int(i) for i in kernel_ids),
             tuple(zip(kstart.tolist(), (kstart + kdur).tolist())),
             "their kernels, longest first",
         ),
