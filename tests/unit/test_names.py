@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import gpuprofile.analyses
+import gpuprofile.analyses.names as names_module
 from gpuprofile.analyses.names import _constants, _parser, matcher, matches, strings
 
 
@@ -157,3 +158,22 @@ def test_prefilter_of_inline_flags_and_branches(source: str) -> None:
     pattern = re.compile(source)
     texts = ["aBCd", "abcd", "aBcd", "KERNEL_x", "kernel_x", "qabcdy", "qcdaby", "zw", "zew", "x"]
     assert [matcher(pattern)(t) for t in texts] == [pattern.search(t) is not None for t in texts]
+
+
+@pytest.mark.parametrize("storage", ["pyarrow", "python"])
+def test_text_column_is_the_column_a_frame_makes(
+    monkeypatch: pytest.MonkeyPatch, storage: str
+) -> None:
+    """text_column(texts, at) is the column pandas makes of the object array texts[at] (at -1:
+    missing), in the storage its "str" has: dtype, values and NaNs alike."""
+    dtype = pd.StringDtype(storage, na_value=np.nan)
+    monkeypatch.setattr(names_module, "_STR", dtype)
+    texts = ["computed", "", "unknown", "Ωmega", "a\nb"]
+    at = np.array([0, 1, -1, 2, 3, 3, 4, 0, -1], np.int64)
+    objects = np.array([*texts, np.nan], object)[at]
+    column = pd.Series(names_module.text_column(texts, at))
+    expected = pd.Series(pd.array(objects, dtype=dtype))
+    assert column.dtype == expected.dtype
+    pd.testing.assert_series_equal(column, expected)
+    if storage == "pyarrow":  # the default here: what a frame infers from object text
+        pd.testing.assert_series_equal(column, pd.DataFrame({"c": objects})["c"], check_names=False)

@@ -62,7 +62,7 @@ from gpuprofile.analyses import recorded, torch_flops
 from gpuprofile.analyses.compiled import compiling_ops
 from gpuprofile.analyses.kernel_kind import COMPUTE
 from gpuprofile.analyses.lookups import Lookups, outermost_with, read_only
-from gpuprofile.analyses.names import category_texts, code_texts, matches, strings
+from gpuprofile.analyses.names import category_texts, matches, strings, text_column
 from gpuprofile.analyses.names import codes as category_codes
 from gpuprofile.analyses.op_formulas import (
     MISSING,
@@ -266,12 +266,19 @@ def kernel_costs(trace: Trace, op_costs: pd.DataFrame) -> pd.DataFrame:
     share = np.where(has, share, np.nan)
 
     def inherit(column: str, default: Any) -> np.ndarray:
+        return _take(op_costs[column].to_numpy(), owner, default)
+
+    def inherit_text(column: str, default: str) -> tuple[list[str], np.ndarray]:
+        """A text column (op_costs keeps them categorical) inherited as (texts, per kernel
+        its position among them, -1 for a missing text): read through the codes, for
+        text_column, since to_numpy() would list every op's text and a frame would check
+        each kernel's."""
         values = op_costs[column]
-        if isinstance(values.dtype, pd.CategoricalDtype) and len(values):
-            # A categorical read through its codes: to_numpy() would list every op's text.
-            picked = category_codes(values)[np.maximum(owner, 0)]  # code -1 reads the NaN
-            return np.asarray(np.where(owner >= 0, code_texts(values)[picked], default))
-        return _take(values.to_numpy(), owner, default)
+        if not len(values):
+            return [default], np.zeros(len(owner), np.int64)
+        texts = category_texts(values).tolist()
+        picked = category_codes(values)[np.maximum(owner, 0)]
+        return [*texts, default], np.where(owner >= 0, picked, len(texts))
 
     # What a source measured on the kernel itself (Nsight Compute) wins over what it inherits.
     measured_flops = kernels["flops"].to_numpy()
@@ -279,13 +286,16 @@ def kernel_costs(trace: Trace, op_costs: pd.DataFrame) -> pd.DataFrame:
     has_flops, has_bytes = _is_amount(measured_flops), _is_amount(measured_bytes)
     flops = inherit("flops", np.nan).astype(np.float64) * share
     nbytes = inherit("bytes", np.nan).astype(np.float64) * share
-    source = inherit("flops_source", "unknown")
-    dtype = inherit("dtype", "")
+    sources, source_at = inherit_text("flops_source", "unknown")
+    dtype: Any = text_column(*inherit_text("dtype", ""))
     if has_flops.any() or has_bytes.any():
         flops = np.where(has_flops, measured_flops, flops)
         nbytes = np.where(has_bytes, measured_bytes, nbytes)
-        source = np.where(has_flops, "measured", source).astype(object)
-        dtype = _measured_dtypes(kernels["metrics"].to_numpy(), has_flops, dtype)
+        source_at = np.where(has_flops, len(sources), source_at)
+        sources.append("measured")
+        inherited = np.asarray(dtype.to_numpy(dtype=object, na_value=np.nan))
+        dtype = _measured_dtypes(kernels["metrics"].to_numpy(), has_flops, inherited)
+    bytes_at = np.where(has_bytes, 0, np.where(np.isfinite(nbytes), 1, 2))
     return pd.DataFrame(
         {
             "kernel_id": kernels["id"].to_numpy(),
@@ -294,17 +304,15 @@ def kernel_costs(trace: Trace, op_costs: pd.DataFrame) -> pd.DataFrame:
             "dur_ns": dur,
             "flops": flops,
             "bytes": nbytes,
-            "flops_source": source,
-            "bytes_source": np.where(
-                has_bytes, "measured", np.where(np.isfinite(nbytes), "computed", "unknown")
-            ).astype(object),
+            "flops_source": text_column(sources, source_at),
+            "bytes_source": text_column(["measured", "computed", "unknown"], bytes_at),
             "dtype": dtype,
             "op_id": kernels["op_id"].to_numpy(),
             "cost_op_id": owner_id,
             "share": share,
             "matmul_like": inherit("matmul_like", False).astype(bool),
             "tensor_core_eligible": inherit("tensor_core_eligible", False).astype(bool),
-            "tensor_core_roof": inherit("tensor_core_roof", ""),
+            "tensor_core_roof": text_column(*inherit_text("tensor_core_roof", "")),
         }
     )
 

@@ -43,7 +43,7 @@ from gpuprofile.analyses.fixes_by_framework import OCCUPANCY, Fix, pick
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.intervals import IntervalSet
 from gpuprofile.analyses.kernel_kind import COMMUNICATION
-from gpuprofile.analyses.names import strings
+from gpuprofile.analyses.names import string_column
 from gpuprofile.analyses.thresholds import (
     LAUNCH_LATENCY_NS,
     MIN_IDLE_WAVE_SHARE,
@@ -151,7 +151,7 @@ def kernel_waves(analysis: Analysis, rank: int, default_sms: int | None) -> pd.D
     return pd.DataFrame(
         {
             "id": k["id"].to_numpy(),
-            "name": strings(k["name"]),
+            "name": string_column(k["name"]),
             "start_ns": k["start_ns"].to_numpy(),
             "dur_ns": k["dur_ns"].to_numpy(),
             "blocks": blocks,

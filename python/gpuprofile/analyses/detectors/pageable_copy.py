@@ -20,6 +20,7 @@ weights once; pinning them would save nothing the steady state spends. The findi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -32,6 +33,7 @@ from gpuprofile.analyses.fixes_by_framework import COPY_STREAM, PAGEABLE, Fix, p
 from gpuprofile.analyses.framework import Framework
 from gpuprofile.analyses.hints import Hint, heaviest_events
 from gpuprofile.analyses.modules import FORWARD
+from gpuprofile.analyses.names import matches
 from gpuprofile.analyses.steps import step_spans
 from gpuprofile.analyses.summary import span_ns
 from gpuprofile.analyses.thresholds import MIN_COPY_BYTES, MIN_PAGEABLE_BYTES, worth_reporting
@@ -39,6 +41,8 @@ from gpuprofile.trace.model import HOST_DEVICE_KINDS
 from gpuprofile.units import format_bytes, format_bytes_per_s, format_time
 
 PAGEABLE_SLOWDOWN = 2.0  # pinned / pageable rate when nothing better is known
+# A copy from pageable host memory, as the importers name it: "Memcpy HtoD (Pageable -> Device)".
+_PAGEABLE = re.compile("Pageable")
 
 FIX_PAGEABLE = (
     "Allocate host tensors in pinned memory: DataLoader(pin_memory=True), tensor.pin_memory(), "
@@ -83,7 +87,7 @@ def detect(analysis: Analysis) -> list[Hint]:
         is_setup = _setup_test(analysis, rank)
         setup = is_setup(sized)
         copies = sized[~setup]
-        pageable = (~copies["pinned"]) & copies["name"].astype(str).str.contains("Pageable")
+        pageable = (~copies["pinned"]) & matches(copies["name"], _PAGEABLE)
         gaps = analysis.idle_gaps
         blocked = gaps[(gaps["rank"] == rank) & (gaps["cause"] == idle.HOST_DEVICE_COPY)]
         blocked = blocked[~is_setup(blocked)]
