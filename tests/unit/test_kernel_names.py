@@ -142,3 +142,28 @@ def test_c_plus_plus_filt_demangles_what_libstdcxx_cannot(monkeypatch: pytest.Mo
     }
     monkeypatch.setattr(demangle.shutil, "which", lambda _: None)
     assert demangle.demangled(names) == {}
+
+
+def test_parts_per_name_reads_each_name_of_a_column() -> None:
+    """parts_per_name: per category, then for a missing name, (the readable name, the
+    qualified function), what short_kernel_name (unclipped) and qualified_function say of it,
+    as str() spells the name ("nan" for a missing one)."""
+    import pandas as pd
+
+    from gpuprofile.analyses.kernel_names import parts_per_name, qualified_function
+
+    texts = [
+        "void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<long>, "
+        "std::array<char*, 2ul> >(int, at::native::AbsFunctor<long>, std::array<char*, 2ul>)",
+        "saxpy(double *, double *, double, int)",
+        "volta_sgemm_128x64_nn",
+        "_ZN2ck12_GLOBAL__N_16kernelEv",
+        "k<4, F<int>>",
+    ]
+    column = pd.Series(pd.Categorical([*texts, None, texts[0]]))
+    found = parts_per_name(column).tolist()
+    categories = [str(c) for c in column.cat.categories] + ["nan"]
+    assert len(found) == len(categories)
+    for text, parts in zip(categories, found, strict=True):
+        assert tuple(parts) == (short_kernel_name(text, 10**6), qualified_function(text))
+    assert found[categories.index("k<4, F<int>>")] == ["k<4, F<int>>", "k"]

@@ -172,17 +172,13 @@ class Analysis:
     def kernel_labels(self) -> dict[str, str]:
         """Each kernel name's short name, told apart from the trace's other kernels
         (kernel_names.short_kernel_names): what every finding and table prints."""
-        from gpuprofile.analyses.kernel_names import readable_kernel_name, short_kernel_names
-        from gpuprofile.analyses.names import categorical, category_texts, per_category
+        from gpuprofile.analyses.kernel_names import parts_per_name, short_kernel_names
+        from gpuprofile.analyses.names import categorical, category_texts
 
         names = categorical(self.trace.kernels["name"])
         texts = category_texts(names).tolist()
-        # Kept per name (per_category, as launch_overhead asks, a missing name read as "nan"):
-        # launch_overhead clips the same readable names again.
-        readable = per_category(
-            names, "readable_kernel_name", readable_kernel_name, missing=readable_kernel_name("nan")
-        )
-        return short_kernel_names(texts, readable=dict(zip(texts, readable.tolist())))
+        readable = [parts[0] for parts in parts_per_name(names).tolist()]
+        return short_kernel_names(texts, readable=dict(zip(texts, readable)))
 
     def kernel_label(self, name: str) -> str:
         """A kernel's short name as the trace's tables and findings print it."""

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from gpuprofile.analyses.kernel_names import qualified_function
+from gpuprofile.analyses.kernel_names import parts_per_name, qualified_function
 from gpuprofile.analyses.names import categorical, codes, per_category, strings
 from gpuprofile.analyses.patterns import COLLECTIVE_OP
 from gpuprofile.trace.model import Trace
@@ -182,7 +182,7 @@ def kernel_classes(trace: Trace, op_ids: pd.Index, op_parents: np.ndarray) -> Ke
     names = categorical(kernels["name"])
     distinct = names.cat.categories
     # Each name's called function, parsed once for the name rules and the stream rule.
-    functions = per_category(names, "qualified function", qualified_function)[:-1].tolist()
+    functions = [parts[1] for parts in parts_per_name(names)[:-1].tolist()]
     found = [kernel_class(str(n), f) for n, f in zip(distinct, functions, strict=True)]
     kinds = np.array([k for k, _ in found] + [COMPUTE], dtype=object)
     reasons = np.array([r for _, r in found] + [_NO_EVIDENCE], dtype=object)

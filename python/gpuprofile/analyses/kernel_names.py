@@ -16,6 +16,11 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
+import numpy as np
+import pandas as pd
+
+from gpuprofile.analyses.names import per_category
+
 # A wrapper whose first informative template argument names the work it runs.
 _WRAPPER = re.compile(
     r"(^|::)(Kernel\d*|kentry|\w*elementwise_kernel\w*|multi_tensor_apply_kernel|reduce_kernel"
@@ -60,10 +65,34 @@ def short_kernel_name(name: str, limit: int = 60) -> str:
 def readable_kernel_name(name: str) -> str:
     """short_kernel_name's answer at any length: the function the name calls, unclipped (the
     costly part, which callers that clip one name twice read once)."""
+    return kernel_name_parts(name)[0]
+
+
+def parts_per_name(names: pd.Series) -> np.ndarray:
+    """Per category of a kernel name column, then for a missing name (read as "nan", as str()
+    spells it), a row of kernel_name_parts (an object array of two columns): one parse per
+    name for its class (kernel_kind), its label (Analysis.kernel_labels) and launch_overhead's
+    short names, kept per categories as names.per_category keeps its answers."""
+    return per_category(names, "kernel name parts", kernel_name_parts, object, _NAN_PARTS)
+
+
+def kernel_name_parts(name: str) -> tuple[str, str]:
+    """(readable_kernel_name, qualified_function) of a name, from one parse of it: the
+    signature's last top-level word before its parameters, which both read (a trace's kernel
+    names run to kilobytes, and each is read for its class and for its label)."""
     text = _ANONYMOUS.sub("", mangled_function(name) or name)
+    if "(" not in text and "::" not in text and "<" not in text:
+        plain = text.strip()
+        return plain or name, plain
+    head = _before_parameters(text)
+    tokens = [t for t in _top_level_split(head, " ") if t and t not in _KEYWORDS]
+    if not tokens:
+        return text.strip() or name, text.strip()
+    base, arguments = _template(tokens[-1])
+    readable = text
     if ("(" in text or "::" in text) and " + " not in text:
-        text = _function(text) or text
-    return text.strip() or name
+        readable = _with_telling_argument(base, arguments) or text
+    return readable.strip() or name, base
 
 
 def clipped_name(text: str, limit: int) -> str:
@@ -168,23 +197,12 @@ def mangled_function(name: str) -> str | None:
 def qualified_function(name: str) -> str:
     """The called function of a kernel name with its namespaces and no template arguments
     (``deep_ep::intranode::dispatch``); a name that is no C++ signature, itself."""
-    name = mangled_function(name) or name
-    text = _ANONYMOUS.sub("", name)
-    if "(" not in text and "::" not in text and "<" not in text:
-        return text.strip()
-    head = _before_parameters(text)
-    tokens = [t for t in _top_level_split(head, " ") if t and t not in _KEYWORDS]
-    return _template(tokens[-1])[0] if tokens else text.strip()
+    return kernel_name_parts(name)[1]
 
 
-def _function(signature: str) -> str:
-    """The called function of a demangled signature, with its telling template argument."""
-    head = _before_parameters(signature)
-    tokens = [t for t in _top_level_split(head, " ") if t and t not in _KEYWORDS]
-    if not tokens:
-        return ""
-    function = tokens[-1]
-    base, arguments = _template(function)
+def _with_telling_argument(base: str, arguments: list[str]) -> str:
+    """The called function (base, its template arguments apart) with its telling template
+    argument, where it is a wrapper around the work it runs."""
     if _WRAPPER.search(base):
         told = _telling(arguments)
         if told:
@@ -280,3 +298,6 @@ def _telling(arguments: list[str]) -> str:
         scalar = inner[0].strip() if inner and _SCALAR.match(inner[0].strip()) else ""
         return f"{last}<{scalar.rsplit('::', 1)[-1]}>" if scalar else last
     return ""
+
+
+_NAN_PARTS = kernel_name_parts("nan")

@@ -42,8 +42,8 @@ from gpuprofile.analyses.fixes_by_framework import GRAPHED, LAUNCH, Fix, pick
 from gpuprofile.analyses.hints import MAX_EVIDENCE_EVENTS, Evidence, Hint
 from gpuprofile.analyses.host_ops import main_ops
 from gpuprofile.analyses.intervals import IntervalSet
-from gpuprofile.analyses.kernel_names import clipped_name, readable_kernel_name
-from gpuprofile.analyses.names import categorical, matches, per_category
+from gpuprofile.analyses.kernel_names import clipped_name, parts_per_name
+from gpuprofile.analyses.names import categorical, matches
 from gpuprofile.analyses.names import codes as names_codes
 from gpuprofile.analyses.thresholds import (
     LAUNCH_LATENCY_NS,
@@ -193,10 +193,7 @@ def _short_names(names: pd.Series) -> tuple[list[str], np.ndarray]:
     """The distinct short names, and per row the position of its own among them."""
     # A missing name reads as "nan", as str() spells it.
     names = categorical(names)
-    readable = per_category(
-        names, "readable_kernel_name", readable_kernel_name, missing=readable_kernel_name("nan")
-    )
-    short = np.array([clipped_name(text, 50) for text in readable.tolist()], object)
+    short = np.array([clipped_name(p[0], 50) for p in parts_per_name(names).tolist()], object)
     codes, labels = pd.factorize(short)
     return [str(label) for label in labels], codes[names_codes(names)]
 
