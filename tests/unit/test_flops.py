@@ -430,3 +430,20 @@ def test_causal_attention_counts_the_scores_under_its_mask(
     assert row["flops"] == pytest.approx(4 * b * h * d * seen)
     full = 4 * b * h * seq_q * seq_k * d
     assert row["flops"] < full  # the case is one
+
+
+def test_dims_read_as_recorded_reads_them() -> None:
+    """flops._dims' one-pass reading of an Input Dims entry answers as recorded.is_number_list
+    and recorded.shape do: bools, floats, negatives, past MAX_ELEMENTS, nested, not lists."""
+    import random
+
+    from gpuprofile.analyses import flops, recorded
+
+    rng = random.Random(1)
+    big = recorded.MAX_ELEMENTS
+    values = [0, 1, 3, 64, -1, big, big + 1, 2**60, True, False, 1.0, 2.5, float("nan"), "3"]
+    entries: list[object] = [None, "x", 3, {"a": 1}, [[1, 2]], [], [2**27, 2**27]]
+    entries += [[rng.choice(values) for _ in range(rng.randint(0, 4))] for _ in range(5000)]
+    for entry in entries:
+        flat = recorded.is_number_list(entry) or entry == []
+        assert flops._dims(entry) == (flat, recorded.shape(entry) if flat else None), entry

@@ -240,12 +240,22 @@ def _describe_rows(
     # Many names share one set of recorded inputs: each set is parsed once.
     inputs_key = first_seen_codes(*(column[first] for column in columns))
     parsed: dict[int, list[Arg] | str | None] = {}
+    # An op with no formula and no tensor-core family (most ops that record shapes) is
+    # described by its inputs' dtype alone: one description per dtype.
+    unmeasured: dict[str, _Cost] = {}
     for n, row, k in zip(
         strings(ops["name"], rows=rows), rows.tolist(), inputs_key.tolist(), strict=True
     ):
         if k not in parsed:
             parsed[k] = _parse_args(inputs, row)
-        described.append(_describe(str(n), parsed[k], with_torch))
+        name, args = str(n), parsed[k]
+        if name in registry or own_formula(name) is not None or _family(name) is not None:
+            described.append(_describe(name, args, with_torch))
+            continue
+        dtype = dominant_dtype(args) if isinstance(args, list) else ""
+        if dtype not in unmeasured:
+            unmeasured[dtype] = _describe(name, args, with_torch)
+        described.append(unmeasured[dtype])
     codes[shaped] = len(names.categories) + key
     return codes, described
 
@@ -455,8 +465,7 @@ def _parse_args(inputs: recorded.RecordedInputs, row: int) -> list[Arg] | str | 
         kind = kinds[i] if kinds is not None and i < len(kinds) else None
         if kind is not None and not isinstance(kind, str):
             kind = ""  # recorded, but no dtype name: not a tensor we can size
-        flat = recorded.is_number_list(dims_i) or dims_i == []
-        checked = recorded.shape(dims_i) if flat else None
+        flat, checked = _dims(dims_i)
         if flat and checked is None:
             return f"input {i}'s dims {_clipped(dims_i)} are not a tensor's shape"
         # Without "Input type", a non-empty list of ints is taken for a tensor's dims.
@@ -471,6 +480,18 @@ def _parse_args(inputs: recorded.RecordedInputs, row: int) -> list[Arg] | str | 
         else:
             args.append(Arg(None, "", value))
     return args
+
+
+def _dims(entry: Any) -> tuple[bool, tuple[int, ...] | None]:
+    """Whether an Input Dims entry is meant as a tensor's dims (a list of numbers, or []), and
+    its shape where it is one (recorded.shape); a list of ints, the usual entry, is checked
+    in one pass."""
+    if type(entry) is list and all(type(d) is int for d in entry):
+        if entry and (min(entry) < 0 or max(entry) > recorded.MAX_ELEMENTS):
+            return True, None
+        return True, tuple(entry) if math.prod(entry) <= recorded.MAX_ELEMENTS else None
+    flat = recorded.is_number_list(entry) or entry == []
+    return flat, recorded.shape(entry) if flat else None
 
 
 def _clipped(value: Any) -> str:
@@ -512,6 +533,16 @@ _ATTENTION = {
     "_scaled_dot_product_cudnn_attention_backward": (1, 3), "_flash_attention_backward": (1, 3),
     "_efficient_attention_backward": (1, 3),
 }  # fmt: skip
+
+
+def _family(name: str) -> str | None:
+    """_gemm_dims' family of an op name."""
+    op = name[6:] if name.startswith("aten::") else ""
+    if op in _MATMUL:
+        return "matmul"
+    if op in _CONV:
+        return "conv"
+    return "attention" if op in _ATTENTION else None
 
 
 def _gemm_dims(name: str, args: Sequence[Arg]) -> tuple[str | None, tuple[int, ...] | None]:
