@@ -547,21 +547,22 @@ def _family(name: str) -> str | None:
 
 def _gemm_dims(name: str, args: Sequence[Arg]) -> tuple[str | None, tuple[int, ...] | None]:
     """The op's family ("matmul", "conv", "attention" or None) and the dims to check."""
-    op = name[6:] if name.startswith("aten::") else ""
+    family = _family(name)
+    op = name[6:]  # a family's ops are aten ops
 
     def dims(i: int) -> tuple[int, ...] | None:
         return args[i].shape if i < len(args) and args[i].shape else None
 
-    if op in _MATMUL:
+    if family == "matmul":
         a, b = (dims(i) for i in _MATMUL[op])
         if a is None or b is None:
             return "matmul", None
         n = b[0] if op == "linear" else b[-1]  # linear's weight is [N, K]
         return "matmul", (a[-1], n) if len(b) >= 2 else (a[-1],)
-    if op in _CONV:
+    if family == "conv":
         w = dims(_CONV[op])
         return "conv", (w[0], w[1]) if w is not None and len(w) >= 2 else None
-    if op in _ATTENTION:
+    if family == "attention":
         q, v = (dims(i) for i in _ATTENTION[op])
         return "attention", (q[-1], v[-1]) if q is not None and v is not None else None
     return None, None

@@ -63,8 +63,8 @@ def short_kernel_name(name: str, limit: int = 60) -> str:
 
 
 def readable_kernel_name(name: str) -> str:
-    """short_kernel_name's answer at any length: the function the name calls, unclipped (the
-    costly part, which callers that clip one name twice read once)."""
+    """short_kernel_name's answer at any length: the function the name calls, unclipped
+    (kernel_name_parts' first answer)."""
     return kernel_name_parts(name)[0]
 
 
