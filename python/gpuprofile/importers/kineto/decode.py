@@ -294,7 +294,7 @@ def event_parts(
         whose first part shows it is read so from the start: its first part is read here);
         and whether the file is read in parts.
     """
-    if len(raw) <= (PART_BYTES if direct is None else 0):
+    if direct is None and len(raw) <= PART_BYTES:  # with the core, every file is in parts
         doc = decode_bytes(path, raw, loose)
         events, doc.traceEvents = doc.traceEvents, []
         return doc, iter([(0, events)]), False
