@@ -374,7 +374,7 @@ def _may_loop(codes: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     recurring = np.diff(np.r_[first, len(ordered)]) >= MIN_LOOP_ITERATIONS
     out = np.zeros(calls, bool)
     candidates = np.unique(ordered_call[first[recurring]])
-    # Then every period at once, as _best_repeat does, over a bounded block of items each time.
+    # Then every period at once (_equal_runs, as _best_repeat), a bounded block of items at a time.
     for group in _blocks(candidates, np.diff(bounds)[candidates], _BLOCK_ITEMS):
         items = np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in group.tolist()])
         out[group[_repeating(codes[items], call[items])]] = True
@@ -397,21 +397,29 @@ def _blocks(calls: np.ndarray, sizes: np.ndarray, most: int) -> list[np.ndarray]
 def _repeating(codes: np.ndarray, call: np.ndarray) -> np.ndarray:
     """The distinct calls (call: per item, ascending) in which some period p up to
     MAX_LOOP_PERIOD has 3p items in a row equal to the item p after them, in order."""
+    periods, starts, ends = _equal_runs(codes, min(len(codes), MAX_LOOP_PERIOD), call)
+    found = np.unique(call[starts[ends - starts >= (MIN_LOOP_ITERATIONS - 1) * periods]])
+    return np.searchsorted(np.unique(call), found)
+
+
+def _equal_runs(
+    codes: np.ndarray, top: int, call: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every period p of 1..top at once, each run of items i with codes[i] == codes[i + p]
+    (and, given call, call[i] == call[i + p]), as (p, its first i, its end), by period then
+    start. codes are 0 or more: the sentinels past the end equal nothing."""
     n = len(codes)
-    top = min(n, MAX_LOOP_PERIOD)
-    # Sentinels past the end: a call number no item has.
-    padded = np.r_[call, np.full(top, -1)]
-    same_call = np.lib.stride_tricks.sliding_window_view(padded, top + 1)[:n]
-    padded_codes = np.r_[codes, np.zeros(top, codes.dtype)]
-    same_code = np.lib.stride_tricks.sliding_window_view(padded_codes, top + 1)[:n]
+    windows = np.lib.stride_tricks.sliding_window_view(np.r_[codes, -1 - np.arange(top)], top + 1)
+    same = windows[:n, 1:] == windows[:n, :1]
+    if call is not None:
+        calls = np.lib.stride_tricks.sliding_window_view(np.r_[call, np.full(top, -1)], top + 1)
+        same &= calls[:n, 1:] == calls[:n, :1]
     framed = np.zeros((n + 2, top), np.int8)
-    framed[1:-1] = (same_code[:, 1:] == same_code[:, :1]) & (same_call[:, 1:] == same_call[:, :1])
-    edges = np.diff(framed, axis=0).T
+    framed[1:-1] = same
+    edges = np.diff(framed, axis=0).T  # per period: +1 where a run of equal pairs begins
     period_index, starts = np.nonzero(edges == 1)
     ends = np.nonzero(edges == -1)[1]
-    long = ends - starts >= (MIN_LOOP_ITERATIONS - 1) * (period_index + 1)
-    found = np.unique(call[starts[long]])
-    return np.searchsorted(np.unique(call), found)
+    return period_index + 1, starts, ends
 
 
 def tandem_repeats(codes: np.ndarray, idle: np.ndarray) -> list[tuple[int, int, int]]:
@@ -439,16 +447,7 @@ def _best_repeat(codes: np.ndarray, idle: np.ndarray) -> tuple[int, int, int] | 
     top = min(n // MIN_LOOP_ITERATIONS, MAX_LOOP_PERIOD)
     if top < 1:
         return None
-    # Every period at once: same[i, p - 1] says codes[i] == codes[i + p]; the sentinels past
-    # the end equal nothing.
-    padded = np.r_[codes, -1 - np.arange(top)]
-    windows = np.lib.stride_tricks.sliding_window_view(padded, top + 1)[:n]
-    framed = np.zeros((n + 2, top), np.int8)
-    framed[1:-1] = windows[:, 1:] == windows[:, :1]
-    edges = np.diff(framed, axis=0).T  # per period: +1 where a run of equal pairs begins
-    period_index, starts = np.nonzero(edges == 1)
-    ends = np.nonzero(edges == -1)[1]
-    periods = period_index + 1
+    periods, starts, ends = _equal_runs(codes, top)
     repeats = (ends - starts) // periods + 1
     best: tuple[int, int, int] | None = None
     kept = repeats >= MIN_LOOP_ITERATIONS
