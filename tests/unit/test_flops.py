@@ -433,11 +433,11 @@ def test_causal_attention_counts_the_scores_under_its_mask(
 
 
 def test_dims_read_as_recorded_reads_them() -> None:
-    """flops._dims' one-pass reading of an Input Dims entry answers as recorded.is_number_list
+    """recorded.dims' one-pass reading of an Input Dims entry answers as recorded.is_number_list
     and recorded.shape do: bools, floats, negatives, past MAX_ELEMENTS, nested, not lists."""
     import random
 
-    from gpuprofile.analyses import flops, recorded
+    from gpuprofile.analyses import recorded
 
     rng = random.Random(1)
     big = recorded.MAX_ELEMENTS
@@ -446,4 +446,4 @@ def test_dims_read_as_recorded_reads_them() -> None:
     entries += [[rng.choice(values) for _ in range(rng.randint(0, 4))] for _ in range(5000)]
     for entry in entries:
         flat = recorded.is_number_list(entry) or entry == []
-        assert flops._dims(entry) == (flat, recorded.shape(entry) if flat else None), entry
+        assert recorded.dims(entry) == (flat, recorded.shape(entry) if flat else None), entry

@@ -297,13 +297,14 @@ def kernel_costs(trace: Trace, op_costs: pd.DataFrame) -> pd.DataFrame:
     flops = inherit("flops", np.nan).astype(np.float64) * share
     nbytes = inherit("bytes", np.nan).astype(np.float64) * share
     sources, source_at = inherit_text("flops_source", "unknown")
-    dtype: Any = text_column(*inherit_text("dtype", ""))
+    dtypes, dtype_at = inherit_text("dtype", "")
+    dtype: pd.api.extensions.ExtensionArray | np.ndarray = text_column(dtypes, dtype_at)
     if has_flops.any() or has_bytes.any():
         flops = np.where(has_flops, measured_flops, flops)
         nbytes = np.where(has_bytes, measured_bytes, nbytes)
         source_at = np.where(has_flops, len(sources), source_at)
         sources.append("measured")
-        inherited = np.asarray(dtype.to_numpy(dtype=object, na_value=np.nan))
+        inherited = np.array([*dtypes, np.nan], object)[dtype_at]  # -1: a missing one, NaN
         dtype = _measured_dtypes(kernels["metrics"].to_numpy(), has_flops, inherited)
     bytes_at = np.where(has_bytes, 0, np.where(np.isfinite(nbytes), 1, 2))
     return pd.DataFrame(
@@ -465,7 +466,7 @@ def _parse_args(inputs: recorded.RecordedInputs, row: int) -> list[Arg] | str | 
         kind = kinds[i] if kinds is not None and i < len(kinds) else None
         if kind is not None and not isinstance(kind, str):
             kind = ""  # recorded, but no dtype name: not a tensor we can size
-        flat, checked = _dims(dims_i)
+        flat, checked = recorded.dims(dims_i)
         if flat and checked is None:
             return f"input {i}'s dims {_clipped(dims_i)} are not a tensor's shape"
         # Without "Input type", a non-empty list of ints is taken for a tensor's dims.
@@ -480,18 +481,6 @@ def _parse_args(inputs: recorded.RecordedInputs, row: int) -> list[Arg] | str | 
         else:
             args.append(Arg(None, "", value))
     return args
-
-
-def _dims(entry: Any) -> tuple[bool, tuple[int, ...] | None]:
-    """Whether an Input Dims entry is meant as a tensor's dims (a list of numbers, or []), and
-    its shape where it is one (recorded.shape); a list of ints, the usual entry, is checked
-    in one pass."""
-    if type(entry) is list and all(type(d) is int for d in entry):
-        if entry and (min(entry) < 0 or max(entry) > recorded.MAX_ELEMENTS):
-            return True, None
-        return True, tuple(entry) if math.prod(entry) <= recorded.MAX_ELEMENTS else None
-    flat = recorded.is_number_list(entry) or entry == []
-    return flat, recorded.shape(entry) if flat else None
 
 
 def _clipped(value: Any) -> str:

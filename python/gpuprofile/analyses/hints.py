@@ -162,8 +162,8 @@ def heaviest_events(
     # them, on the three columns read: nlargest takes every column of a wide table.
     picked = largest(rows[by].to_numpy(), MAX_EVIDENCE_EVENTS)
     start = rows["start_ns"].to_numpy(np.int64)[picked]
-    picked = picked[np.argsort(start, kind="quicksort")]
-    start = rows["start_ns"].to_numpy(np.int64)[picked]
+    order = np.argsort(start, kind="quicksort")
+    picked, start = picked[order], start[order]
     end = start + rows["dur_ns"].to_numpy(np.int64)[picked]
     return Evidence(
         table=table,

@@ -61,6 +61,17 @@ def shape(value: Any) -> tuple[int, ...] | None:
     return tuple(value)
 
 
+def dims(entry: Any) -> tuple[bool, tuple[int, ...] | None]:
+    """Whether an Input Dims entry is meant as a tensor's dims (is_number_list, or []), and
+    its shape where it is one (shape): a list of ints, the usual entry, checked in one pass."""
+    if type(entry) is list and all(type(d) is int for d in entry):
+        if entry and (min(entry) < 0 or max(entry) > MAX_ELEMENTS):
+            return True, None
+        return True, tuple(entry) if math.prod(entry) <= MAX_ELEMENTS else None
+    flat = is_number_list(entry) or entry == []
+    return flat, shape(entry) if flat else None
+
+
 def number(value: Any) -> float | None:
     """A finite number (not a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
