@@ -166,4 +166,10 @@ def test_parts_per_name_reads_each_name_of_a_column() -> None:
     assert len(found) == len(categories)
     for text, parts in zip(categories, found, strict=True):
         assert tuple(parts) == (short_kernel_name(text, 10**6), qualified_function(text))
+    # By hand, not from the functions above (which share kernel_name_parts with it):
     assert found[categories.index("k<4, F<int>>")] == ["k<4, F<int>>", "k"]
+    assert found[categories.index(texts[0])] == [
+        "at::native::vectorized_elementwise_kernel<AbsFunctor<long>>",
+        "at::native::vectorized_elementwise_kernel",
+    ]
+    assert found[-1] == ["nan", "nan"]  # the missing name
